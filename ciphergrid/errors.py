@@ -1,0 +1,57 @@
+"""One exception hierarchy, rooted at :class:`Error`.
+
+Every error that ciphergrid raises on purpose is a subclass of ``Error``; the ones that are
+about the caller's arguments are also ``ValueError`` so that code written against
+pyca/cryptography (which raises ``ValueError`` for bad key sizes) keeps working.
+The CLI turns any ``Error`` into a one-line message and exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class Error(Exception):
+    """Root of every ciphergrid error."""
+
+
+class UnsupportedCipher(Error, ValueError):
+    """The cipher or mode name is not registered."""
+
+
+class InvalidKeySize(Error, ValueError):
+    """The key has the wrong length for the cipher."""
+
+
+class InvalidKey(Error, ValueError):
+    """The key has the right length but is not acceptable (e.g. XTS with equal halves)."""
+
+
+class InvalidIVSize(Error, ValueError):
+    """The IV, nonce or tweak has the wrong length (or was given where none is taken)."""
+
+
+class InvalidLength(Error, ValueError):
+    """The data length does not suit the mode (e.g. ECB/CBC without padding, XTS < 16 bytes)."""
+
+
+class InvalidPadding(Error, ValueError):
+    """PKCS#7 padding did not check on decryption."""
+
+
+class InvalidArgument(Error, ValueError):
+    """Any other bad argument (bad hex, unknown option value...)."""
+
+
+class AlreadyFinalized(Error):
+    """update()/finalize() called on a context that was already finalized."""
+
+
+class DeviceError(Error):
+    """A device or runtime failed (compile error, out of memory, driver error)."""
+
+
+class DeviceNotFound(DeviceError):
+    """The requested device specification matches no device present."""
+
+
+class InvalidTag(Error):
+    """An authentication tag did not verify (AEAD modes; nothing is released)."""
