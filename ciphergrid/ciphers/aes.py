@@ -123,4 +123,5 @@ class AES(BlockCipher):
 
 
 CIPHER = AES()
-registry.register(CIPHER, [("aes-128", 16), ("aes-192", 24), ("aes-256", 32)])
+registry.register(CIPHER, [("aes-128", 16), ("aes-256", 32)])
+registry.register(CIPHER, [("aes-192", 24)], modes=("ecb", "cbc", "ctr"))  # no XTS-AES-192 (IEEE 1619)

@@ -1,0 +1,218 @@
+"""The public Python API, in the idiom of pyca/cryptography.
+
+    ciphergrid.encrypt(data, "aes-256-ctr", key=..., iv=..., device="auto")
+    ctx = ciphergrid.Cipher("aes-128-cbc", key, iv).decryptor(); ctx.update(a) + ctx.update(b) + ctx.finalize()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import modes
+from .engine import NativeEngine, get_engine
+from .errors import AlreadyFinalized, InvalidArgument, InvalidLength
+from .registry import lookup, names
+
+
+def available_ciphers() -> list[str]:
+    """Every cipher·mode name ciphergrid can run."""
+    return names()
+
+
+def devices():
+    """Every device present (CUDA GPUs, OpenCL devices, the native OpenSSL engine)."""
+    from .devices import devices as _devices
+
+    return _devices()
+
+
+def _as_array(data) -> tuple[np.ndarray, bool]:
+    """A contiguous uint8 view of ``data`` (no copy when possible) and whether it was numpy."""
+    if isinstance(data, np.ndarray):
+        arr = np.ascontiguousarray(data).reshape(-1)
+        if arr.dtype != np.uint8:
+            arr = arr.view(np.uint8)
+        return arr, True
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        mv = memoryview(data)
+        if not mv.c_contiguous:
+            mv = memoryview(mv.tobytes())
+        return np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, dtype=np.uint8), False
+    raise InvalidArgument(f"data must be bytes, bytearray, memoryview or a numpy array, not {type(data).__name__}")
+
+
+def _engine_for(p: modes.Params, device: str, nbytes: int | None):
+    return get_engine(device, p.spec.name, nbytes)
+
+
+def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector):
+    spec = lookup(cipher)
+    p = modes.check(spec, key, iv, encrypt, padding, sector_size, start_sector)
+    arr, was_numpy = _as_array(data)
+    if encrypt and padding:
+        arr = np.frombuffer(modes.pkcs7_pad(arr.tobytes(), spec.block_size), dtype=np.uint8)
+    modes.check_length(p, arr.nbytes)
+    out = _engine_for(p, device, arr.nbytes).crypt(p, arr)
+    if not encrypt and padding:
+        out = np.frombuffer(modes.pkcs7_unpad(out.tobytes(), spec.block_size), dtype=np.uint8)
+    return out if was_numpy else out.tobytes()
+
+
+def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
+            padding: str | None = None, sector_size: int | None = None,
+            start_sector: int | None = None):
+    """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "aes-256-xts").
+
+    Returns bytes, or a numpy uint8 array when ``data`` is a numpy array.
+    """
+    return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector)
+
+
+def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
+            padding: str | None = None, sector_size: int | None = None,
+            start_sector: int | None = None):
+    """Decrypt ``data``; the inverse of :func:`encrypt` with the same arguments."""
+    return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector)
+
+
+class Cipher:
+    """A keyed cipher·mode; ``encryptor()`` and ``decryptor()`` give streaming contexts."""
+
+    def __init__(self, name: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
+                 padding: str | None = None, sector_size: int | None = None,
+                 start_sector: int | None = None):
+        self.spec = lookup(name)
+        # validate now, for both directions (XTS equal-key check happens per direction)
+        modes.check(self.spec, key, iv, False, padding, sector_size, start_sector)
+        self._args = (key, iv, padding, sector_size, start_sector)
+        self.device = device
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"Cipher({self.spec.name!r}, device={self.device!r})"
+
+    def encryptor(self) -> "CipherContext":
+        return CipherContext(self, True)
+
+    def decryptor(self) -> "CipherContext":
+        return CipherContext(self, False)
+
+
+class CipherContext:
+    """``update()`` any pieces, then ``finalize()``; the output equals the one-shot call's."""
+
+    def __init__(self, cipher: Cipher, encrypt: bool):
+        key, iv, padding, sector_size, start_sector = cipher._args
+        self.p = modes.check(cipher.spec, key, iv, encrypt, padding, sector_size, start_sector)
+        self.device = cipher.device
+        self.spec = cipher.spec
+        self.bs = cipher.spec.block_size
+        self._pending = bytearray()
+        self._pos = 0          # bytes already processed (block-aligned except for CTR)
+        self._chain = self.p.iv
+        self._done = False
+        self._native = None
+        if self.spec.mode == "cbc" and encrypt:
+            from .backends.native import NativeStream
+
+            self._native = NativeStream(self.spec.name, self.p.key, self.p.iv, True)
+
+    def _run(self, p: modes.Params, chunk: bytes) -> bytes:
+        if not chunk:
+            return b""
+        arr = np.frombuffer(chunk, dtype=np.uint8)
+        return _engine_for(p, self.device, len(chunk)).crypt(p, arr).tobytes()
+
+    def update(self, data) -> bytes:
+        if self._done:
+            raise AlreadyFinalized("update() after finalize()")
+        arr, _ = _as_array(data)
+        self._pending += arr.tobytes()
+        mode = self.spec.mode
+        if mode == "ctr":
+            return self._ctr(final=False)
+        if mode in ("ecb", "cbc"):
+            return self._blocks(final=False)
+        return self._xts(final=False)
+
+    def finalize(self) -> bytes:
+        if self._done:
+            raise AlreadyFinalized("finalize() called twice")
+        self._done = True
+        try:
+            mode = self.spec.mode
+            if mode == "ctr":
+                return self._ctr(final=True)
+            if mode in ("ecb", "cbc"):
+                return self._blocks(final=True)
+            return self._xts(final=True)
+        finally:
+            if self._native is not None:
+                self._native.close()
+            self._pending = bytearray()
+
+    # -- modes -------------------------------------------------------------------------------
+    def _ctr(self, final: bool) -> bytes:
+        data = bytes(self._pending)
+        self._pending = bytearray()
+        if not data:
+            return b""
+        skip = self._pos % self.bs
+        iv = modes.ctr_at(self.p.iv, self._pos // self.bs).to_bytes(self.bs, "big")
+        out = self._run(dataclasses.replace(self.p, iv=iv), bytes(skip) + data)[skip:]
+        self._pos += len(data)
+        return out
+
+    def _blocks(self, final: bool) -> bytes:
+        bs, p = self.bs, self.p
+        hold = bs if (p.padding and not p.encrypt) else 0  # keep the padding block for finalize
+        n = len(self._pending)
+        take = (max(0, n - hold) // bs) * bs if not final else n
+        if final:
+            if p.padding and p.encrypt:
+                chunk = modes.pkcs7_pad(bytes(self._pending), bs)
+            else:
+                if n % bs:
+                    raise InvalidLength(f"{self.spec.name}: {n} trailing bytes are not a whole block"
+                                        + ("" if p.padding else " (use PKCS#7 padding)"))
+                chunk = bytes(self._pending)
+        else:
+            chunk = bytes(self._pending[:take])
+        del self._pending[:len(chunk) if final else take]
+        if not chunk:
+            out = b""
+        elif self._native is not None:
+            out = self._native.update(chunk)
+        elif self.spec.mode == "cbc":
+            out = self._run(dataclasses.replace(p, iv=self._chain), chunk)
+            self._chain = chunk[-bs:]
+        else:
+            out = self._run(p, chunk)
+        if final and p.padding and not p.encrypt:
+            out = modes.pkcs7_unpad(out, bs)
+        return out
+
+    def _xts(self, final: bool) -> bytes:
+        p = self.p
+        if p.sector_size is None:  # one data unit: the whole message, at finalize
+            if not final:
+                return b""
+            data = bytes(self._pending)
+            modes.check_length(p, len(data))
+            return self._run(p, data)
+        s = p.sector_size
+        n = len(self._pending)
+        take = n if final else (n // s) * s
+        chunk = bytes(self._pending[:take])
+        del self._pending[:take]
+        if not chunk:
+            return b""
+        q = dataclasses.replace(p, start_sector=p.start_sector + self._pos // s)
+        modes.check_length(q, len(chunk))
+        self._pos += take
+        return self._run(q, chunk)
+
+
+__all__ = ["encrypt", "decrypt", "Cipher", "CipherContext", "devices", "available_ciphers",
+           "NativeEngine"]

@@ -1,0 +1,202 @@
+"""CUDA backend (CuPy RawModule / NVRTC): the same kernel files as OpenCL, compiled as CUDA C++."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import DeviceError, DeviceNotFound
+from .base import Backend, DeviceInfo
+
+_cp = None
+
+
+def cp():
+    global _cp
+    if _cp is None:
+        import cupy
+
+        _cp = cupy
+    return _cp
+
+
+def enumerate_devices() -> list[DeviceInfo]:
+    try:
+        cupy = cp()
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # no cupy, no driver, no GPU
+        return []
+    out = []
+    for i in range(n):
+        try:
+            p = cupy.cuda.runtime.getDeviceProperties(i)
+        except Exception:
+            continue
+        name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+        extra = {
+            "cc": f"{p['major']}.{p['minor']}",
+            "driver": str(cupy.cuda.runtime.driverGetVersion()),
+            "runtime": str(cupy.cuda.runtime.runtimeGetVersion()),
+            "regs_per_sm": int(p.get("regsPerMultiprocessor", 65536)),
+            "smem_per_sm": int(p.get("sharedMemPerMultiprocessor", 0)),
+            "max_threads_per_sm": int(p.get("maxThreadsPerMultiProcessor", 2048)),
+            "max_blocks_per_sm": int(p.get("maxBlocksPerMultiProcessor", 32)),
+        }
+        out.append(DeviceInfo(
+            spec=f"cuda:{i}", runtime="cuda", name=name, kind="gpu",
+            compute_units=int(p["multiProcessorCount"]), memory=int(p["totalGlobalMem"]),
+            vendor="NVIDIA", platform="CUDA", clock_mhz=int(p["clockRate"]) // 1000 or None,
+            extra=extra,
+        ))
+    return out
+
+
+class _Program:
+    def __init__(self, module):
+        self.module = module
+        self._kernels = {}
+        self._lock = threading.Lock()
+
+    def kernel(self, name: str):
+        with self._lock:
+            k = self._kernels.get(name)
+            if k is None:
+                k = self._kernels[name] = self.module.get_function(name)
+            return k
+
+
+class _Event:
+    """A CUDA event recorded on a stream (what launch/upload/download return)."""
+
+    def __init__(self, stream):
+        self.ev = cp().cuda.Event()
+        self.ev.record(stream)
+
+    def wait(self):
+        self.ev.synchronize()
+
+
+class CudaBackend(Backend):
+    def __init__(self, info: DeviceInfo):
+        cupy = cp()
+        self.index = int(info.spec.split(":")[1])
+        if self.index >= cupy.cuda.runtime.getDeviceCount():
+            raise DeviceNotFound(f"no CUDA device {info.spec}")
+        self.info = info
+        self.dev = cupy.cuda.Device(self.index)
+        with self.dev:
+            self._default = cupy.cuda.Stream(non_blocking=True)
+        self._programs: dict = {}
+        self._lock = threading.Lock()
+        self.local_size = 256
+
+    def build(self, source: str, key: tuple):
+        with self._lock:
+            prg = self._programs.get(key)
+            if prg is None:
+                cupy = cp()
+                try:
+                    with self.dev:
+                        mod = cupy.RawModule(code=source, options=("--std=c++14",))
+                        mod.compile()
+                except Exception as e:
+                    raise DeviceError(f"CUDA build failed on {self.info}: {e}") from None
+                prg = self._programs[key] = _Program(mod)
+            return prg
+
+    def alloc(self, nbytes: int):
+        cupy = cp()
+        try:
+            with self.dev:
+                return cupy.empty(max(int(nbytes), 16), dtype=cupy.uint8)
+        except cupy.cuda.memory.OutOfMemoryError as e:
+            raise DeviceError(f"cannot allocate {nbytes} bytes on {self.info}: {e}") from None
+
+    def pinned(self, nbytes: int) -> np.ndarray:
+        import cupyx
+
+        with self.dev:
+            return cupyx.empty_pinned((max(int(nbytes), 16),), dtype=np.uint8)[:nbytes]
+
+    def zero(self, buf, queue=None) -> None:
+        with self.dev:
+            s = queue or self._default
+            cp().cuda.runtime.memsetAsync(buf.data.ptr, 0, buf.nbytes, s.ptr)
+            s.synchronize()
+
+    def queue(self):
+        with self.dev:
+            return cp().cuda.Stream(non_blocking=True)
+
+    @property
+    def default_queue(self):
+        return self._default
+
+    def _prepare(self, stream, wait_for):
+        for ev in wait_for or ():
+            stream.wait_event(ev.ev)
+
+    def upload(self, buf, host, queue=None, *, offset=0, wait_for=None):
+        s = queue or self._default
+        with self.dev:
+            self._prepare(s, wait_for)
+            cp().cuda.runtime.memcpyAsync(buf.data.ptr + offset, host.ctypes.data, host.nbytes, 1, s.ptr)
+            return _Event(s)
+
+    def download(self, host, buf, queue=None, *, offset=0, wait_for=None):
+        s = queue or self._default
+        with self.dev:
+            self._prepare(s, wait_for)
+            cp().cuda.runtime.memcpyAsync(host.ctypes.data, buf.data.ptr + offset, host.nbytes, 2, s.ptr)
+            return _Event(s)
+
+    def launch(self, program, name, items, args, queue=None, *, wait_for=None):
+        s = queue or self._default
+        k = program.kernel(name)
+        local = self.local_size
+        glob = min(max(int(items), 1), self.max_items())
+        grid = -(-glob // local)
+        with self.dev:
+            self._prepare(s, wait_for)
+            try:
+                k((grid,), (local,), tuple(args), stream=s)
+            except Exception as e:
+                raise DeviceError(f"kernel {name} failed on {self.info}: {e}") from None
+            return _Event(s)
+
+    def marker(self, queue=None):
+        with self.dev:
+            return _Event(queue or self._default)
+
+    def wait(self, event) -> None:
+        event.wait()
+
+    def finish(self, queue=None) -> None:
+        (queue or self._default).synchronize()
+
+    def elapsed(self, start_event, end_event) -> float:
+        end_event.ev.synchronize()
+        return cp().cuda.get_elapsed_time(start_event.ev, end_event.ev) * 1e-3
+
+    def kernel_resources(self, program, name: str) -> dict:
+        k = program.kernel(name)
+        regs = int(k.num_regs)
+        smem = int(k.shared_size_bytes)
+        local = self.local_size
+        ex = self.info.extra
+        per_sm = [ex["max_threads_per_sm"] // local, ex["max_blocks_per_sm"]]
+        if regs:
+            per_sm.append(ex["regs_per_sm"] // (regs * local))
+        if smem and ex["smem_per_sm"]:
+            per_sm.append(ex["smem_per_sm"] // smem)
+        blocks = max(0, min(per_sm))
+        return {
+            "work_group_size": local,
+            "registers_per_item": regs,
+            "local_mem_bytes": smem,
+            "private_mem_bytes": int(k.local_size_bytes),
+            "occupancy": blocks * local / ex["max_threads_per_sm"],
+            "sm_count": self.info.compute_units,
+            "max_threads_per_sm": ex["max_threads_per_sm"],
+        }

@@ -1,0 +1,197 @@
+"""OpenCL backend (PyOpenCL): PoCL on any CPU, NVIDIA, AMD and Intel GPUs."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+import numpy as np
+
+from ..errors import DeviceError, DeviceNotFound
+from . import icd
+from .base import Backend, DeviceInfo
+
+_cl = None
+
+
+def cl():
+    """Import pyopencl once, after the ICD vendors folder is prepared."""
+    global _cl
+    if _cl is None:
+        icd.prepare()
+        # keep PoCL quiet and let it use every core
+        os.environ.setdefault("POCL_AFFINITY", "0")
+        import pyopencl
+
+        _cl = pyopencl
+    return _cl
+
+
+def _kind(dev) -> str:
+    t = dev.type
+    c = cl()
+    if t & c.device_type.GPU:
+        return "gpu"
+    if t & c.device_type.CPU:
+        return "cpu"
+    return "accelerator"
+
+
+def enumerate_devices() -> list[DeviceInfo]:
+    try:
+        platforms = cl().get_platforms()
+    except Exception:  # no ICD at all, or pyopencl missing: no OpenCL devices
+        return []
+    out = []
+    for p, plat in enumerate(platforms):
+        try:
+            devs = plat.get_devices()
+        except Exception:
+            continue
+        for d, dev in enumerate(devs):
+            extra = {"driver": dev.driver_version, "opencl": dev.version}
+            out.append(DeviceInfo(
+                spec=f"opencl:{p}:{d}", runtime="opencl", name=dev.name.strip(), kind=_kind(dev),
+                compute_units=int(dev.max_compute_units), memory=int(dev.global_mem_size),
+                vendor=dev.vendor.strip(), platform=plat.name.strip(),
+                clock_mhz=int(dev.max_clock_frequency) or None, extra=extra,
+            ))
+    return out
+
+
+class _Program:
+    def __init__(self, prg, device):
+        self.prg = prg
+        self.device = device
+        self._kernels = {}
+        self._lock = threading.Lock()
+
+    def kernel(self, name: str):
+        with self._lock:
+            k = self._kernels.get(name)
+            if k is None:
+                k = self._kernels[name] = cl().Kernel(self.prg, name)
+            return k
+
+
+class OpenCLBackend(Backend):
+    def __init__(self, info: DeviceInfo):
+        c = cl()
+        _, p, d = info.spec.split(":")
+        try:
+            self.device = c.get_platforms()[int(p)].get_devices()[int(d)]
+        except (IndexError, ValueError):
+            raise DeviceNotFound(f"no OpenCL device {info.spec}") from None
+        self.info = info
+        self.ctx = c.Context([self.device])
+        self._default = self.queue()
+        self._programs: dict = {}
+        self._lock = threading.Lock()
+        self.local_size = min(256, int(self.device.max_work_group_size))
+
+    # -- compilation -------------------------------------------------------------------------
+    def build(self, source: str, key: tuple):
+        with self._lock:
+            prg = self._programs.get(key)
+            if prg is None:
+                c = cl()
+                opts = ["-cl-std=CL1.2"]
+                if "nvidia" in self.info.platform.lower():
+                    opts.append("-cl-nv-verbose")
+                try:
+                    built = c.Program(self.ctx, source).build(options=opts)
+                except c.Error as e:
+                    raise DeviceError(f"OpenCL build failed on {self.info}: {e}") from None
+                prg = self._programs[key] = _Program(built, self.device)
+            return prg
+
+    # -- memory -------------------------------------------------------------------------------
+    def alloc(self, nbytes: int):
+        c = cl()
+        try:
+            return c.Buffer(self.ctx, c.mem_flags.READ_WRITE, max(int(nbytes), 16))
+        except c.Error as e:
+            raise DeviceError(f"cannot allocate {nbytes} bytes on {self.info}: {e}") from None
+
+    def pinned(self, nbytes: int) -> np.ndarray:
+        c = cl()
+        buf = c.Buffer(self.ctx, c.mem_flags.READ_WRITE | c.mem_flags.ALLOC_HOST_PTR, max(int(nbytes), 16))
+        arr, _ = c.enqueue_map_buffer(self._default, buf, c.map_flags.READ | c.map_flags.WRITE,
+                                      0, (max(int(nbytes), 16),), np.uint8, is_blocking=True)
+        return arr[:nbytes]
+
+    def zero(self, buf, queue=None) -> None:
+        c = cl()
+        q = queue or self._default
+        c.enqueue_fill_buffer(q, buf, np.uint8(0), 0, buf.size)
+        q.finish()
+
+    # -- queues, transfers, launches ---------------------------------------------------------------
+    def queue(self):
+        c = cl()
+        return c.CommandQueue(self.ctx, self.device,
+                              properties=c.command_queue_properties.PROFILING_ENABLE)
+
+    @property
+    def default_queue(self):
+        return self._default
+
+    def upload(self, buf, host, queue=None, *, offset=0, wait_for=None):
+        return cl().enqueue_copy(queue or self._default, buf, host, dst_offset=offset,
+                                 is_blocking=False, wait_for=wait_for)
+
+    def download(self, host, buf, queue=None, *, offset=0, wait_for=None):
+        return cl().enqueue_copy(queue or self._default, host, buf, src_offset=offset,
+                                 is_blocking=False, wait_for=wait_for)
+
+    def launch(self, program, name, items, args, queue=None, *, wait_for=None):
+        c = cl()
+        k = program.kernel(name)
+        local = self.local_size
+        glob = min(max(int(items), 1), self.max_items())
+        glob = -(-glob // local) * local
+        k.set_args(*args)
+        try:
+            return c.enqueue_nd_range_kernel(queue or self._default, k, (glob,), (local,),
+                                             wait_for=wait_for)
+        except c.Error as e:
+            raise DeviceError(f"kernel {name} failed on {self.info}: {e}") from None
+
+    def marker(self, queue=None):
+        return cl().enqueue_marker(queue or self._default)
+
+    def wait(self, event) -> None:
+        event.wait()
+
+    def finish(self, queue=None) -> None:
+        (queue or self._default).finish()
+
+    def elapsed(self, start_event, end_event) -> float:
+        return (end_event.profile.end - start_event.profile.start) * 1e-9
+
+    def max_items(self) -> int:
+        if self.info.kind == "cpu":
+            return max(1, self.info.compute_units) * self.local_size * 4
+        return max(1, self.info.compute_units) * 2048
+
+    def kernel_resources(self, program, name: str) -> dict:
+        c = cl()
+        k = program.kernel(name)
+        info = c.kernel_work_group_info
+        res = {
+            "work_group_size": self.local_size,
+            "local_mem_bytes": int(k.get_work_group_info(info.LOCAL_MEM_SIZE, self.device)),
+            "private_mem_bytes": int(k.get_work_group_info(info.PRIVATE_MEM_SIZE, self.device)),
+            "registers_per_item": None,
+        }
+        try:  # NVIDIA prints "Used N registers" per function with -cl-nv-verbose
+            log = program.prg.get_build_info(self.device, c.program_build_info.LOG)
+            m = re.search(rf"Function properties for {name}.*?Used (\d+) registers", log, re.S)
+            if m is None:
+                m = re.search(rf"Compiling entry function '{name}'.*?Used (\d+) registers", log, re.S)
+            if m:
+                res["registers_per_item"] = int(m.group(1))
+        except Exception:
+            pass
+        return res

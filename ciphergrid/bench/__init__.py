@@ -1,0 +1,188 @@
+"""``ciphergrid bench [suite]`` and ``ciphergrid report RESULTS.json``.
+
+The CLI wires these in::
+
+    p = sub.add_parser("bench");  bench.add_arguments(p);         -> bench.main(args)
+    p = sub.add_parser("report"); bench.add_report_arguments(p);  -> bench.report_main(args)
+
+``main`` returns 0 when every row was verified and timed (or skipped for a stated reason), 1 when a
+row failed (wrong output or a device error; the row carries no timing), 130 when interrupted (the
+rows measured so far are still written).  Usage errors raise ciphergrid.errors.Error subclasses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from datetime import datetime, timezone
+
+from . import records, suites, sysinfo
+from .progress import Progress
+from .records import Record, Results, load, save
+
+__all__ = ["add_arguments", "main", "add_report_arguments", "report_main",
+           "Record", "Results", "load", "save"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    names = suites.names()
+    parser.add_argument("suite", nargs="?", default=suites.DEFAULT, choices=names, metavar="SUITE",
+                        help=f"what to benchmark: {', '.join(names)} (default: {suites.DEFAULT})")
+    parser.add_argument("--cipher", action="append", metavar="NAME",
+                        help="cipher name or prefix (aes-128-ctr, aes-256, aes); repeatable, "
+                             "comma-separated; default: all (--quick: aes-128 ctr and ecb)")
+    parser.add_argument("--mode", action="append", metavar="MODE",
+                        help="keep only these modes (ecb, cbc, ctr, xts); repeatable, comma-separated")
+    parser.add_argument("--device", action="append", metavar="SPEC",
+                        help="device spec (cuda:0, opencl:0:0, native), gpu, cpu, all, or openssl "
+                             "(the baseline only); repeatable; default: all")
+    parser.add_argument("--sizes", metavar="LIST",
+                        help="comma-separated sizes, binary suffixes allowed (16,1Ki,64Ki,1Mi,1Gi); "
+                             "default 16,64,256,1024,8192,16384,64Ki,1Mi,16Mi,256Mi,1Gi")
+    parser.add_argument("--direction", choices=("encrypt", "decrypt", "both"), default="encrypt")
+    parser.add_argument("--quick", action="store_true",
+                        help="CI smoke run: sizes 16,1Ki,16Ki,1Mi, aes-128-ctr/ecb, few repeats")
+    parser.add_argument("--repeats", type=int, metavar="N",
+                        help="exactly N timed repeats per row (default: adapted to the size)")
+    parser.add_argument("--no-openssl", action="store_true", help="skip the OpenSSL baseline")
+    parser.add_argument("--no-copy", action="store_true", help="skip the copy-only strawman kernel")
+    parser.add_argument("--json", metavar="PATH", help="write the results here (schema: "
+                                                       "docs/bench-schema.md)")
+    for s in suites._SUITES.values():
+        if s.add_arguments is not None:
+            s.add_arguments(parser)
+    parser.set_defaults(_bench_parser=parser)
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The canonical command that reproduces this run (from the parsed options)."""
+    parts = ["ciphergrid", "bench", getattr(args, "suite", suites.DEFAULT)]
+    parser = getattr(args, "_bench_parser", None)
+    for a in (parser._actions if parser is not None else []):
+        if not a.option_strings or a.dest == "help":
+            continue
+        v = getattr(args, a.dest, None)
+        if v is None or v is False or v == a.default:
+            continue
+        flag = a.option_strings[-1] if a.option_strings[-1].startswith("--") else a.option_strings[0]
+        if v is True:
+            parts.append(flag)
+        else:
+            for item in v if isinstance(v, list) else [v]:
+                parts += [flag, str(item)]
+    return shlex.join(parts)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def main(args: argparse.Namespace, *, api=None, host: dict | None = None) -> int:
+    """Run the chosen suite; write --json; print a summary on stdout; return the exit code."""
+    from . import methodology
+
+    suite = suites.get(getattr(args, "suite", None) or suites.DEFAULT)
+    api = api or methodology.Api()
+    started, t0 = _now(), time.perf_counter()
+    host = host if host is not None else sysinfo.collect()
+    recs: list[Record] = []
+
+    def progress(total: int) -> Progress:
+        return Progress(total)
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    ctx = suites.Context(api=api, records=recs, host=host, progress=progress, log=log)
+    interrupted = False
+    parts: dict = {}
+    try:
+        parts = suite.run(args, ctx) or {}
+    except KeyboardInterrupt:
+        interrupted = True
+        log(f"interrupted after {len(recs)} rows")
+    counts = {s: sum(r.status == s for r in recs) for s in records.STATUSES}
+    code = 130 if interrupted else (1 if counts["failed"] else 0)
+    run = {
+        "suite": suite.name,
+        "command": command_line(args),
+        "argv": list(sys.argv),
+        "date": started,
+        "finished": _now(),
+        "duration_s": round(time.perf_counter() - t0, 3),
+        "interrupted": interrupted,
+        "exit_code": code,
+        "counts": counts,
+        "host": host,
+        "devices": parts.get("devices", []),
+        "options": parts.get("options", {}),
+        "definitions": definitions(),
+    }
+    results = Results(run=run, records=recs)
+    print_summary(results, sys.stdout)
+    path = getattr(args, "json", None)
+    if path:
+        save(results, path)
+        print(f"results written to {path}", file=sys.stdout)
+    if counts["failed"]:
+        log(f"{counts['failed']} row(s) FAILED: see above (no timing was recorded for them)")
+    return code
+
+
+def definitions() -> dict:
+    return {
+        "units": {"size": "bytes", "times_s": "seconds per operation of `size` bytes",
+                  "throughput_bps": "bytes/s", "gbps": "GB/s, 1 GB = 1e9 bytes",
+                  "mb_per_j": "MB/J, 1 MB = 1e6 bytes", "energy_j": "J", "avg_power_w": "W",
+                  "gbps_per_sm_ghz": "GB/s per SM (compute unit) per GHz of SM clock"},
+        "area": records.AREA_DEFINITION,
+        "area_unit": records.AREA_UNIT,
+        "area_time": records.AREA_TIME_DEFINITION,
+        "area_time_unit": records.AREA_TIME_UNIT,
+        "throughput_per_area_unit": "MB/s per SM",
+        "kernel": "device-resident data, timed by device events (Engine.time_kernel)",
+        "e2e": "host array to host array through ciphergrid.encrypt/decrypt, wall clock",
+        "openssl": "ciphergrid.backends.native.speed on 1 and on all usable cores",
+        "statistic": "median of the repeats, with min and max; warm-up runs excluded",
+        "energy": "energy counter (or integrated power samples) over the timed window; "
+                  "mb_per_j = throughput / (energy / window); null when not measured",
+    }
+
+
+def print_summary(results: Results, out) -> None:
+    from .methodology import human_size
+
+    rows = []
+    for r in results.records:
+        if r.status == "ok":
+            span = f"[{r.throughput_min_bps / 1e9:.3g}-{r.throughput_max_bps / 1e9:.3g}]"
+            e = f"{r.mb_per_j:.3g} MB/J" if r.mb_per_j else ""
+            val = f"{r.gbps:.4g} GB/s {span} {e}".rstrip()
+        else:
+            val = f"{r.status.upper()}: {r.error}"
+        rows.append((r.cipher, r.direction[:3], r.device, r.kind, human_size(r.size), val))
+    if not rows:
+        print("no rows", file=out)
+        return
+    w = [max(len(x[i]) for x in rows) for i in range(5)]
+    for x in rows:
+        print("  ".join(c.ljust(w[i]) for i, c in enumerate(x[:5])) + "  " + x[5], file=out)
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", metavar="RESULTS.json", help="output of ciphergrid bench --json")
+    parser.add_argument("--out", metavar="DIR",
+                        help="directory for report.md and the PNG plots (default: RESULTS-report)")
+
+
+def report_main(args: argparse.Namespace) -> int:
+    from . import report
+
+    results = load(args.results)
+    out = args.out or report.default_out_dir(args.results)
+    written = report.write_report(results, out)
+    for p in written:
+        print(p)
+    return 0

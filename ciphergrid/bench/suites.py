@@ -1,0 +1,89 @@
+"""The registry of benchmark suites: ``ciphergrid bench [suite]``.
+
+A suite is a function ``run(args, ctx) -> dict`` that appends :class:`records.Record` rows to
+``ctx.records`` (so an interrupted run keeps what it measured) and returns the header parts it owns:
+``{"devices": [sysinfo.device_info(d), ...], "options": {...}}``.  It may add its own options with
+``add_arguments(parser)``; option names must not clash with the shared ones (see bench/__init__.py).
+
+Adding a suite: write ``ciphergrid/bench/<name>.py`` that calls :func:`register` at import, and add
+the module name to :data:`MODULES`.  A listed module that fails to import is reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: modules that register suites when imported (the first one's first suite is the default)
+MODULES = [
+    "ciphergrid.bench.methodology",   # "ciphers"
+    "ciphergrid.bench.pipeline",      # "pipeline" (to come)
+    "ciphergrid.bench.ablation",      # "ablation" (to come)
+]
+DEFAULT = "ciphers"
+
+
+@dataclass
+class Context:
+    api: Any                          # methodology.Api: the engine entry points
+    records: list                     # the suite appends records.Record here
+    host: dict                        # sysinfo.collect()
+    progress: Callable[[int], Any]    # progress(total) -> progress.Progress context manager
+    log: Callable[[str], None]        # loud message on stderr
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    run: Callable[[Any, Context], dict]
+    help: str = ""
+    add_arguments: Callable[[Any], None] | None = None
+
+
+_SUITES: dict[str, Suite] = {}
+_import_errors: dict[str, str] = {}
+_loaded = False
+
+
+def register(name: str, run, *, help: str = "", add_arguments=None) -> Suite:
+    suite = Suite(name, run, help, add_arguments)
+    _SUITES[name] = suite
+    return suite
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for mod in MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:  # the module exists but something it imports does not
+                _import_errors[mod] = f"{type(e).__name__}: {e}"
+        except Exception as e:  # a broken suite must not take the others down
+            _import_errors[mod] = f"{type(e).__name__}: {e}"
+
+
+def names() -> list[str]:
+    _load()
+    return list(_SUITES)
+
+
+def get(name: str) -> Suite:
+    _load()
+    try:
+        return _SUITES[name]
+    except KeyError:
+        from ..errors import InvalidArgument
+
+        extra = "".join(f"; {m} failed to import ({err})" for m, err in _import_errors.items())
+        raise InvalidArgument(
+            f"unknown benchmark suite {name!r}; known: {', '.join(_SUITES)}{extra}") from None
+
+
+def import_errors() -> dict[str, str]:
+    _load()
+    return dict(_import_errors)

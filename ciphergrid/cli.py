@@ -1,0 +1,192 @@
+"""ciphergrid command line: encrypt | decrypt | devices | selftest | bench | report.
+
+Output bytes match ``openssl enc -NAME -nopad -K HEX -iv HEX`` (``--pad pkcs7``: OpenSSL's default
+padding).  Errors print one line, ``ciphergrid: error: ...``, and exit with code 2; an output file
+is written to a temporary name and renamed only on success, so a failed or interrupted run leaves
+no partial output (and an existing file untouched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+from . import __version__
+from .errors import Error, InvalidArgument
+
+EXIT_ERROR = 2
+READ_CHUNK = 64 << 20
+
+
+def _hex(value: str, what: str) -> bytes:
+    try:
+        return bytes.fromhex(value.strip())
+    except ValueError:
+        raise InvalidArgument(f"{what} must be hexadecimal, got {len(value)} characters that are not") from None
+
+
+class _AtomicOutput:
+    """Write to a temporary file beside the target; rename on success, delete on failure."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.tmp = None
+        self.f = None
+
+    def __enter__(self):
+        if self.path is None or self.path == "-":
+            self.f = sys.stdout.buffer
+            return self.f
+        d = os.path.dirname(os.path.abspath(self.path))
+        fd, self.tmp = tempfile.mkstemp(prefix=".ciphergrid-", suffix=".part", dir=d)
+        self.f = os.fdopen(fd, "wb")
+        return self.f
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.tmp is None:
+            if exc_type is None:
+                self.f.flush()
+            return False
+        try:
+            if exc_type is None:
+                self.f.flush()
+                os.fsync(self.f.fileno())
+                self.f.close()
+                os.replace(self.tmp, self.path)
+                self.tmp = None
+        finally:
+            if self.tmp is not None:
+                try:
+                    self.f.close()
+                finally:
+                    try:
+                        os.unlink(self.tmp)
+                    except FileNotFoundError:
+                        pass
+        return False
+
+
+def _open_input(path: str | None):
+    if path is None or path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise InvalidArgument(f"cannot read {path}: {e.strerror}") from None
+
+
+def cmd_crypt(args, encrypt: bool) -> int:
+    from .api import Cipher
+    from .progress import Progress
+
+    key = _hex(args.key, "--key")
+    iv = _hex(args.iv, "--iv") if args.iv is not None else None
+    cipher = Cipher(args.cipher, key, iv, device=args.device, padding=args.pad,
+                    sector_size=args.sector_size, start_sector=args.start_sector)
+    ctx = cipher.encryptor() if encrypt else cipher.decryptor()
+    src = _open_input(args.infile)
+    total = None
+    if src is not sys.stdin.buffer:
+        try:
+            total = os.fstat(src.fileno()).st_size
+        except OSError:
+            total = None
+    try:
+        with _AtomicOutput(args.outfile) as out, Progress(total, quiet=args.quiet) as bar:
+            while True:
+                chunk = src.read(READ_CHUNK)
+                if not chunk:
+                    break
+                out.write(ctx.update(chunk))
+                bar.advance(len(chunk))
+            out.write(ctx.finalize())
+    finally:
+        if src is not sys.stdin.buffer:
+            src.close()
+    return 0
+
+
+def cmd_devices(args) -> int:
+    from .devices import devices
+
+    rows = [(d.spec, d.runtime, d.kind, d.name, str(d.compute_units), f"{d.memory / 2**30:.1f} GiB")
+            for d in devices()]
+    head = ("device", "runtime", "kind", "name", "units", "memory")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return 0
+
+
+def cmd_selftest(args) -> int:
+    from .selftest import run
+
+    return run(device=args.device, quiet=args.quiet)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="ciphergrid", description=__doc__.split("\n")[0])
+    ap.add_argument("--version", action="version", version=f"ciphergrid {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("encrypt", "decrypt"):
+        p = sub.add_parser(name, help=f"{name} a file or stdin")
+        p.add_argument("--cipher", "-c", required=True, help="e.g. aes-128-ctr, aes-256-xts")
+        p.add_argument("--key", "-K", required=True, help="key in hex (XTS: both keys)")
+        p.add_argument("--iv", help="IV / initial counter / XTS tweak in hex")
+        p.add_argument("--in", dest="infile", help="input file (default stdin)")
+        p.add_argument("--out", dest="outfile", help="output file (default stdout)")
+        p.add_argument("--device", "-d", default="auto",
+                       help="auto, cpu, gpu, native, opencl[:P[:N]], cuda[:N]")
+        p.add_argument("--pad", choices=["pkcs7"], help="PKCS#7 padding (ECB/CBC), as openssl without -nopad")
+        p.add_argument("--sector-size", type=int, help="XTS data-unit size in bytes (tweak = sector number)")
+        p.add_argument("--start-sector", type=int, help="XTS sector number of the first unit")
+        p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p = sub.add_parser("devices", help="list every device")
+    p = sub.add_parser("selftest", help="known-answer tests on every device")
+    p.add_argument("--device", "-d", default=None, help="only this device")
+    p.add_argument("--quiet", "-q", action="store_true")
+    try:
+        from . import bench
+
+        p = sub.add_parser("bench", help="the benchmark methodology (see docs/benchmarks.md)")
+        bench.add_arguments(p)
+        p = sub.add_parser("report", help="Markdown tables and plots from bench JSON")
+        bench.add_report_arguments(p)
+    except (ImportError, AttributeError):  # bench not installed in this build
+        pass
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        if args.command in ("encrypt", "decrypt"):
+            return cmd_crypt(args, args.command == "encrypt")
+        if args.command == "devices":
+            return cmd_devices(args)
+        if args.command == "selftest":
+            return cmd_selftest(args)
+        if args.command == "bench":
+            from . import bench
+
+            return bench.main(args)
+        if args.command == "report":
+            from . import bench
+
+            return bench.report_main(args)
+    except Error as e:
+        print(f"ciphergrid: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("ciphergrid: error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

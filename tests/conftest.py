@@ -1,0 +1,251 @@
+"""Shared test machinery.
+
+Parametrization (done at collection time, so every case shows in the test ids):
+
+* ``cipher_name``: every name of ``ciphergrid.registry.names()``.
+* ``device``: the ``spec`` of every device of ``ciphergrid.devices()``
+  (``test_kat[aes-128-cbc-opencl:0:0]``).  GPU devices carry the ``gpu`` marker; a GPU that is not
+  present simply has no test, so no GPU test can pass without a GPU.
+  ``CIPHERGRID_TEST_DEVICES=native,opencl:0:0`` restricts the run to the listed specs.
+* ``gpu_device``: only the GPU devices; with none present the test is reported as skipped
+  ("no GPU device present").  A test marked ``gpu`` by hand is skipped the same way.
+
+Fixtures: ``rng`` (seeded random source with helpers; the seed is printed when a test fails;
+``CIPHERGRID_TEST_SEED`` changes the base seed), ``ref`` (pyca/cryptography model of
+ciphergrid.encrypt/decrypt), ``device_is_fast``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+_REPO = Path(__file__).resolve().parent.parent
+
+# Make the checkout importable when pytest is run as `pytest` (`python -m pytest` already puts the
+# working directory first).  Appended, so an explicitly chosen PYTHONPATH / installed copy wins.
+if str(_REPO) not in sys.path:
+    sys.path.append(str(_REPO))
+
+DEFAULT_SEED = 20240601
+
+
+# --------------------------------------------------------------------------- devices
+
+@functools.lru_cache(maxsize=None)
+def all_devices() -> tuple:
+    import ciphergrid
+
+    devs = tuple(ciphergrid.devices())
+    wanted = os.environ.get("CIPHERGRID_TEST_DEVICES", "").strip()
+    if wanted:
+        keep = {w.strip() for w in wanted.split(",") if w.strip()}
+        unknown = keep - {d.spec for d in devs}
+        if unknown:
+            raise pytest.UsageError(
+                f"CIPHERGRID_TEST_DEVICES names devices that are not present: {sorted(unknown)}; "
+                f"present: {[d.spec for d in devs]}"
+            )
+        devs = tuple(d for d in devs if d.spec in keep)
+    return devs
+
+
+def device_info(spec: str):
+    for d in all_devices():
+        if d.spec == spec:
+            return d
+    raise KeyError(spec)
+
+
+def gpu_specs() -> list[str]:
+    return [d.spec for d in all_devices() if d.kind == "gpu"]
+
+
+def base_seed() -> int:
+    return int(os.environ.get("CIPHERGRID_TEST_SEED", DEFAULT_SEED))
+
+
+def pytest_report_header(config):
+    lines = [f"ciphergrid test seed: {base_seed()} (set CIPHERGRID_TEST_SEED to change)"]
+    try:
+        import ciphergrid
+
+        lines.append(f"ciphergrid under test: {os.path.dirname(ciphergrid.__file__)}")
+        for d in all_devices():
+            lines.append(
+                f"  device {d.spec}: {d.runtime} {d.kind} {d.name!r} "
+                f"({d.compute_units} CU, {d.memory} B)"
+            )
+    except Exception as e:  # collection will fail loudly with the full traceback
+        lines.append(f"ciphergrid devices unavailable: {type(e).__name__}: {e}")
+    return lines
+
+
+def pytest_generate_tests(metafunc):
+    if "cipher_name" in metafunc.fixturenames:
+        from ciphergrid import registry
+
+        metafunc.parametrize("cipher_name", registry.names())
+    if "device" in metafunc.fixturenames:
+        params = [
+            pytest.param(d.spec, id=d.spec, marks=[pytest.mark.gpu] if d.kind == "gpu" else [])
+            for d in all_devices()
+        ]
+        if not params:
+            raise pytest.UsageError("ciphergrid.devices() returned no device")
+        metafunc.parametrize("device", params)
+    if "gpu_device" in metafunc.fixturenames:
+        specs = gpu_specs()
+        if specs:
+            params = [pytest.param(s, id=s, marks=[pytest.mark.gpu]) for s in specs]
+        else:
+            params = [pytest.param(None, id="no-gpu", marks=[
+                pytest.mark.gpu, pytest.mark.skip(reason="no GPU device present")])]
+        metafunc.parametrize("gpu_device", params)
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        have_gpu = bool(gpu_specs())
+    except Exception:
+        return  # the device-parametrized modules already failed to collect, loudly
+    if have_gpu:
+        return
+    skip = pytest.mark.skip(reason="no GPU device present")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def device_is_fast(device) -> bool:
+    """True on GPUs and the native (OpenSSL) engine, where multi-MiB inputs are cheap;
+    False for OpenCL/CUDA on a CPU (PoCL in CI)."""
+    d = device_info(device)
+    return d.kind == "gpu" or d.runtime == "native"
+
+
+# --------------------------------------------------------------------------- seeded randomness
+
+def derive_seed(*parts) -> int:
+    h = hashlib.sha256(repr((base_seed(),) + parts).encode()).digest()
+    return int.from_bytes(h[:8], "little")
+
+
+class Rng(random.Random):
+    """random.Random with helpers for keys, IVs and data."""
+
+    def data(self, n: int) -> bytes:
+        import numpy as np
+
+        return np.random.default_rng(self.getrandbits(64)).bytes(n)
+
+    def key(self, name: str) -> bytes:
+        """A key of the right length for ``name`` (XTS: two different halves)."""
+        from ciphergrid import registry
+
+        spec = registry.lookup(name)
+        while True:
+            k = self.randbytes(spec.key_len)
+            if spec.mode != "xts" or k[: spec.key_size] != k[spec.key_size:]:
+                return k
+
+    def iv(self, name: str) -> bytes | None:
+        from ciphergrid import registry
+
+        n = registry.lookup(name).iv_len
+        return self.randbytes(n) if n else None
+
+
+@pytest.fixture
+def rng(request) -> Rng:
+    """Seeded from the base seed and the test id; the seed is printed when the test fails."""
+    s = derive_seed(request.node.nodeid)
+    request.node._ciphergrid_seed = s
+    return Rng(s)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    s = getattr(item, "_ciphergrid_seed", None)
+    if s is not None and rep.failed:
+        rep.sections.append((
+            "ciphergrid seed",
+            f"case seed {s} (derived from CIPHERGRID_TEST_SEED={base_seed()} and {item.nodeid!r})",
+        ))
+
+
+# --------------------------------------------------------------------------- reference model
+
+class Reference:
+    """pyca/cryptography (OpenSSL) model of ciphergrid.encrypt/decrypt, same arguments."""
+
+    @staticmethod
+    def crypt(encrypt: bool, data, name: str, key: bytes, iv: bytes | None = None, *,
+              padding: str | None = None, sector_size: int | None = None,
+              start_sector: int | None = None) -> bytes:
+        from cryptography.hazmat.primitives import padding as pad
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+        algo, _bits, mode = name.split("-")
+        assert algo == "aes", name
+        data = bytes(data)
+
+        def one(m, chunk: bytes) -> bytes:
+            c = Cipher(algorithms.AES(bytes(key)), m)
+            ctx = c.encryptor() if encrypt else c.decryptor()
+            return ctx.update(chunk) + ctx.finalize()
+
+        if mode == "xts" and sector_size is not None:
+            return b"".join(
+                one(modes.XTS(((start_sector or 0) + n).to_bytes(16, "little")),
+                    data[off: off + sector_size])
+                for n, off in enumerate(range(0, len(data), sector_size))
+            )
+        m = {"ecb": lambda: modes.ECB(), "cbc": lambda: modes.CBC(iv),
+             "ctr": lambda: modes.CTR(iv), "xts": lambda: modes.XTS(iv)}[mode]()
+        if padding == "pkcs7":
+            if encrypt:
+                p = pad.PKCS7(128).padder()
+                return one(m, p.update(data) + p.finalize())
+            u = pad.PKCS7(128).unpadder()
+            return u.update(one(m, data)) + u.finalize()
+        assert padding is None, padding
+        return one(m, data)
+
+    @classmethod
+    def encrypt(cls, data, name, key, iv=None, **kw) -> bytes:
+        return cls.crypt(True, data, name, key, iv, **kw)
+
+    @classmethod
+    def decrypt(cls, data, name, key, iv=None, **kw) -> bytes:
+        return cls.crypt(False, data, name, key, iv, **kw)
+
+
+@pytest.fixture(scope="session")
+def ref() -> type[Reference]:
+    return Reference
+
+
+def first_difference(a: bytes, b: bytes) -> str:
+    """Short description of where two outputs differ (for assertion messages)."""
+    a, b = bytes(a), bytes(b)
+    if len(a) != len(b):
+        return f"length {len(a)} != {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"first difference at byte {i} (block {i // 16}): {a[i:i+16].hex()} != {b[i:i+16].hex()}"
+    return "equal"
+
+
+@pytest.fixture(scope="session")
+def diff():
+    return first_difference

@@ -1,0 +1,459 @@
+"""The native (OpenSSL) engine against pyca cryptography and the openssl command line."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+from ciphergrid import errors
+from ciphergrid.backends import native
+
+SIZES = (128, 192, 256)
+MODES = ("ecb", "cbc", "ctr", "xts")
+NAMES = [f"aes-{b}-{m}" for b in SIZES for m in MODES]
+MIB = 1 << 20
+
+
+def key_for(name: str, rng: random.Random) -> bytes:
+    bits = int(name.split("-")[1])
+    k = rng.randbytes(bits // 8)
+    if name.endswith("xts"):
+        k2 = rng.randbytes(bits // 8)
+        while k2 == k:  # pragma: no cover
+            k2 = rng.randbytes(bits // 8)
+        k += k2
+    return k
+
+
+def iv_for(name: str, rng: random.Random) -> bytes | None:
+    return None if name.endswith("ecb") else rng.randbytes(16)
+
+
+def _xts_ref_unit(key: bytes, tweak: bytes, data: bytes, encrypt: bool) -> bytes:
+    """IEEE 1619 XTS of one data unit, composed from pyca's ECB (any AES key size)."""
+    half = len(key) // 2
+    k1, k2 = key[:half], key[half:]
+
+    def ecb(k, blk, enc=True):
+        c = Cipher(algorithms.AES(k), modes.ECB())
+        ctx = c.encryptor() if enc else c.decryptor()
+        return ctx.update(blk) + ctx.finalize()
+
+    t = int.from_bytes(ecb(k2, tweak), "little")
+
+    def mul(x):
+        x <<= 1
+        if x >> 128:
+            x = (x ^ 0x87) & ((1 << 128) - 1)
+        return x
+
+    def blk(p, tw):
+        tb = tw.to_bytes(16, "little")
+        x = bytes(a ^ b for a, b in zip(p, tb))
+        y = ecb(k1, x, encrypt)
+        return bytes(a ^ b for a, b in zip(y, tb))
+
+    nb, r = divmod(len(data), 16)
+    tws = []
+    for _ in range(nb + 1):
+        tws.append(t)
+        t = mul(t)
+    head = nb if r == 0 else nb - 1
+    out = b"".join(blk(data[16 * j: 16 * j + 16], tws[j]) for j in range(head))
+    if r:
+        last, tail = data[16 * head: 16 * nb], data[16 * nb:]
+        if encrypt:
+            cc = blk(last, tws[head])
+            out += blk(tail + cc[r:], tws[nb]) + cc[:r]
+        else:
+            pp = blk(last, tws[nb])
+            out += blk(tail + pp[r:], tws[head]) + pp[:r]
+    return out
+
+
+def ref(name: str, key: bytes, iv: bytes | None, data: bytes, encrypt: bool) -> bytes:
+    mode = name.split("-")[2]
+    if mode == "xts" and len(key) == 48:  # pyca/OpenSSL have no XTS-AES-192
+        return _xts_ref_unit(key, iv, data, encrypt)
+    m = {"ecb": lambda: modes.ECB(), "cbc": lambda: modes.CBC(iv), "ctr": lambda: modes.CTR(iv),
+         "xts": lambda: modes.XTS(iv)}[mode]()
+    c = Cipher(algorithms.AES(key), m)
+    ctx = c.encryptor() if encrypt else c.decryptor()
+    return ctx.update(data) + ctx.finalize()
+
+
+def lengths_for(name: str) -> list[int]:
+    mode = name.split("-")[2]
+    if mode in ("ecb", "cbc"):
+        return [0, 16, 64, 4096 + 32]
+    if mode == "ctr":
+        return [0, 1, 16, 17, 4096 + 5]
+    return [16, 17, 31, 4096 + 7]
+
+
+# ----------------------------------------------------------------------------------- basics
+
+def test_reference_xts_model():
+    # the test's own XTS model (used for aes-192-xts, which pyca lacks) agrees with pyca
+    rng = random.Random(0)
+    for bits in (128, 256):
+        name = f"aes-{bits}-xts"
+        for n in (16, 17, 47, 64, 100):
+            key, iv, data = key_for(name, rng), rng.randbytes(16), rng.randbytes(n)
+            for enc in (True, False):
+                c = Cipher(algorithms.AES(key), modes.XTS(iv))
+                ctx = c.encryptor() if enc else c.decryptor()
+                assert _xts_ref_unit(key, iv, data, enc) == ctx.update(data) + ctx.finalize()
+
+
+def test_backend_info():
+    assert native.BACKEND_NAME in ("libcrypto", "cryptography")
+    v = native.openssl_version()
+    assert isinstance(v, str) and "SSL" in v
+
+
+@pytest.mark.parametrize("encrypt", [True, False], ids=["enc", "dec"])
+@pytest.mark.parametrize("name", NAMES)
+def test_against_pyca(name, encrypt):
+    rng = random.Random(hash((name, encrypt)) & 0xFFFF)
+    for n in lengths_for(name):
+        key, iv = key_for(name, rng), iv_for(name, rng)
+        data = rng.randbytes(n)
+        got = native.crypt(name, key, iv, data, encrypt)
+        assert isinstance(got, bytes)
+        assert got == ref(name, key, iv, data, encrypt), (name, n)
+        # and the inverse gets the data back
+        assert native.crypt(name, key, iv, got, not encrypt) == data
+
+
+@pytest.mark.parametrize("name", ["aes-128-ecb", "aes-256-cbc", "aes-192-ctr"])
+def test_input_and_output_types(name):
+    rng = random.Random(7)
+    key, iv = key_for(name, rng), iv_for(name, rng)
+    data = rng.randbytes(256)
+    want = ref(name, key, iv, data, True)
+    for d in (data, bytearray(data), memoryview(data),
+              np.frombuffer(data, dtype=np.uint8).copy()):
+        assert native.crypt(name, key, iv, d, True) == want
+    out = np.zeros(len(data), dtype=np.uint8)
+    assert native.crypt(name, key, iv, data, True, out=out) is out
+    assert out.tobytes() == want
+    # in place
+    buf = np.frombuffer(bytearray(data), dtype=np.uint8)
+    native.crypt(name, key, iv, buf, True, out=buf)
+    assert buf.tobytes() == want
+    with pytest.raises(errors.InvalidArgument):
+        native.crypt(name, key, iv, data, True, out=np.zeros(len(data) + 1, dtype=np.uint8))
+
+
+def test_large_output_is_bytes():
+    # large outputs are written straight into a fresh bytes object
+    key, iv = os.urandom(16), os.urandom(16)
+    data = os.urandom(300_000)
+    got = native.crypt("aes-128-ctr", key, iv, data, True, threads=1)
+    assert type(got) is bytes and got == ref("aes-128-ctr", key, iv, data, True)
+    assert hash(got) == hash(bytes(got))
+
+
+# ----------------------------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_key_and_iv_sizes(name):
+    rng = random.Random(1)
+    key, iv = key_for(name, rng), iv_for(name, rng)
+    with pytest.raises(errors.InvalidKeySize, match=str(len(key))):
+        native.crypt(name, key + b"x", iv, bytes(32), True)
+    with pytest.raises(errors.InvalidKeySize):
+        native.NativeStream(name, key[:-1], iv, True)
+    if iv is None:
+        with pytest.raises(errors.InvalidIVSize, match="no IV"):
+            native.crypt(name, key, bytes(16), bytes(32), True)
+    else:
+        with pytest.raises(errors.InvalidIVSize, match="16-byte"):
+            native.crypt(name, key, iv[:-1], bytes(32), True)
+        with pytest.raises(errors.InvalidIVSize, match="16-byte"):
+            native.crypt(name, key, None, bytes(32), True)
+
+
+@pytest.mark.parametrize("name", ["aes-128-ecb", "aes-256-cbc"])
+def test_whole_blocks_required(name):
+    rng = random.Random(2)
+    key, iv = key_for(name, rng), iv_for(name, rng)
+    for n in (1, 17, 4095):
+        with pytest.raises(errors.InvalidLength):
+            native.crypt(name, key, iv, bytes(n), True)
+    with native.NativeStream(name, key, iv, True) as s, pytest.raises(errors.InvalidLength):
+        s.update(bytes(17))
+
+
+@pytest.mark.parametrize("name", ["aes-128-xts", "aes-192-xts", "aes-256-xts"])
+def test_xts_short_and_equal_halves(name):
+    rng = random.Random(3)
+    key, iv = key_for(name, rng), iv_for(name, rng)
+    for n in (0, 1, 15):
+        with pytest.raises(errors.InvalidLength):
+            native.crypt(name, key, iv, bytes(n), True)
+    half = key[: len(key) // 2]
+    with pytest.raises(errors.InvalidKey):
+        native.crypt(name, half + half, iv, bytes(32), True)
+    with pytest.raises(errors.InvalidKey):
+        native.crypt(name, half + half, None, bytes(1024), True, sector_size=512)
+    with pytest.raises(errors.InvalidKey):
+        native.NativeStream(name, half + half, iv, True)
+
+
+def test_unknown_cipher_and_bad_args():
+    with pytest.raises(errors.UnsupportedCipher):
+        native.crypt("aes-128-foo", bytes(16), bytes(16), bytes(16), True)
+    with pytest.raises(errors.InvalidArgument):
+        native.crypt("aes-128-ctr", bytes(16), bytes(16), bytes(16), True, threads=0)
+    with pytest.raises(errors.InvalidArgument):
+        native.crypt("aes-128-ctr", bytes(16), bytes(16), bytes(16), True, sector_size=512)
+    with pytest.raises(errors.InvalidArgument):
+        native.crypt("aes-128-ctr", bytes(16), bytes(16), "text", True)
+
+
+def test_openssl_error_becomes_device_error():
+    # OpenSSL 3 refuses an XTS data unit of more than 2**20 blocks; that error is reported
+    if native.BACKEND_NAME != "libcrypto":
+        pytest.skip("needs libcrypto")
+    key = os.urandom(32)
+    data = np.zeros((16 << 20) + 16, dtype=np.uint8)
+    if not native.openssl_version().startswith("OpenSSL 3"):
+        pytest.skip("the data-unit limit is OpenSSL 3's")
+    with pytest.raises(errors.DeviceError, match="EVP_CipherUpdate failed: error:"):
+        native.crypt("aes-128-xts", key, bytes(16), data, True)
+    # the error queue was drained: the next call works
+    assert native.crypt("aes-128-xts", key, bytes(16), data[:4096], True)
+
+
+# ----------------------------------------------------------------------------------- threads
+
+def _ctr_ivs():
+    return [
+        b"\xff" * 16,                                  # wraps at once
+        bytes(8) + b"\xff" * 8,                        # low 64 bits carry into the high half
+        ((1 << 128) - (MIB // 16)).to_bytes(16, "big"),  # chunk 1 starts at counter 0 (4 threads)
+        ((1 << 64) - 65537).to_bytes(16, "big"),         # 64-bit carry inside chunk 0
+        os.urandom(16),
+    ]
+
+
+@pytest.mark.parametrize("encrypt", [True, False], ids=["enc", "dec"])
+def test_ctr_threads_full_carry(encrypt):
+    n = 4 * MIB + 5
+    assert len(native._split(n, 16, 4)) == 4  # the multi-threaded path is taken
+    data = os.urandom(n)
+    for iv in _ctr_ivs():
+        key = os.urandom(16)
+        got = native.crypt("aes-128-ctr", key, iv, data, encrypt, threads=4)
+        assert got == ref("aes-128-ctr", key, iv, data, encrypt), iv.hex()
+
+
+@pytest.mark.parametrize("name", ["aes-256-ecb", "aes-128-cbc"])
+def test_block_modes_threads(name):
+    n = 4 * MIB
+    data = os.urandom(n)
+    key, iv = os.urandom(len(key_for(name, random.Random(0)))), iv_for(name, random.Random(5))
+    for encrypt in (True, False):
+        want = ref(name, key, iv, data, encrypt)
+        assert native.crypt(name, key, iv, data, encrypt, threads=4) == want
+        # in place, threaded (CBC decryption must read chaining blocks before they are overwritten)
+        buf = np.frombuffer(bytearray(data), dtype=np.uint8)
+        native.crypt(name, key, iv, buf, encrypt, threads=3, out=buf)
+        assert buf.tobytes() == want
+
+
+def test_split():
+    assert native._split(100, 16, 8) == [(0, 100)]
+    parts = native._split(4 * MIB + 5, 16, 3)
+    assert len(parts) == 3 and sum(p[1] for p in parts) == 4 * MIB + 5
+    assert all(off % 16 == 0 for off, _ in parts)
+    assert all(a[0] + a[1] == b[0] for a, b in zip(parts, parts[1:]))
+    assert native._split(MIB * 3, 4 * MIB, 4) == [(0, MIB * 3)]
+
+
+# ----------------------------------------------------------------------------------- XTS sectors
+
+def _xts_sectors_ref(key, data, sector, start, encrypt):
+    out = []
+    for i, off in enumerate(range(0, len(data), sector)):
+        tweak = ((start + i) % (1 << 128)).to_bytes(16, "little")
+        out.append(ref(f"aes-{len(key) * 4}-xts", key, tweak, data[off: off + sector], encrypt))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("name", ["aes-128-xts", "aes-192-xts", "aes-256-xts"])
+@pytest.mark.parametrize("encrypt", [True, False], ids=["enc", "dec"])
+def test_xts_sectors(name, encrypt):
+    rng = random.Random(hash((name, encrypt)) & 0xFFFF)
+    key = key_for(name, rng)
+    for sector, n, start in [(512, 512 * 5, 0), (512, 512 * 3 + 40, 7),
+                             (4096, 4096 * 2 + 16, (1 << 64) - 2), (16, 16 * 9, 1 << 100),
+                             (512, 100, (1 << 128) - 1)]:
+        data = rng.randbytes(n)
+        got = native.crypt(name, key, None, data, encrypt, sector_size=sector, start_sector=start)
+        assert got == _xts_sectors_ref(key, data, sector, start, encrypt), (sector, n, start)
+
+
+@pytest.mark.parametrize("name", ["aes-128-xts", "aes-256-xts"])
+def test_xts_sectors_threads(name, monkeypatch):
+    monkeypatch.setattr(native, "MIN_CHUNK", 64 << 10)
+    key = key_for(name, random.Random(9))
+    data = os.urandom(4096 * 64 + 48)
+    start = 12345
+    want = _xts_sectors_ref(key, data, 4096, start, True)
+    got = native.crypt(name, key, None, data, True, sector_size=4096, start_sector=start,
+                       threads=3)
+    assert got == want
+    back = native.crypt(name, key, None, want, False, sector_size=4096, start_sector=start,
+                        threads=3)
+    assert back == data
+
+
+def test_xts_from_ecb_matches_openssl(monkeypatch):
+    # the ECB-composed XTS (used for aes-192-xts) agrees with OpenSSL's XTS where OpenSSL has one
+    monkeypatch.setattr(native, "_XTS_ECB_BATCH", 2048)  # several batches
+    for name in ("aes-128-xts", "aes-256-xts"):
+        spec = native.registry.lookup(name)
+        key = key_for(name, random.Random(11))
+        for sector, n, iv in [(None, 16, os.urandom(16)), (None, 1000, os.urandom(16)),
+                              (512, 512 * 9 + 17, None), (1024, 1024 * 5, None)]:
+            data = os.urandom(n)
+            for encrypt in (True, False):
+                want = native.crypt(name, key, iv, data, encrypt, sector_size=sector,
+                                    start_sector=3)
+                dst = np.zeros(n, dtype=np.uint8)
+                native._xts_from_ecb(spec, key, iv, np.frombuffer(data, dtype=np.uint8), dst,
+                                     encrypt, 2, sector, 3)
+                assert dst.tobytes() == want, (name, sector, n, encrypt)
+
+
+def test_xts_sector_errors():
+    key = os.urandom(32)
+    with pytest.raises(errors.InvalidIVSize):
+        native.crypt("aes-128-xts", key, bytes(16), bytes(1024), True, sector_size=512)
+    with pytest.raises(errors.InvalidArgument):
+        native.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=500)
+    with pytest.raises(errors.InvalidArgument):
+        native.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=0)
+    with pytest.raises(errors.InvalidLength):  # the last sector is 8 bytes
+        native.crypt("aes-128-xts", key, None, bytes(1032), True, sector_size=512)
+    with pytest.raises(errors.InvalidArgument):
+        native.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=512, start_sector=-1)
+
+
+# ----------------------------------------------------------------------------------- streams
+
+@pytest.mark.parametrize("name", ["aes-128-cbc", "aes-192-cbc", "aes-256-cbc", "aes-128-ecb"])
+def test_stream_cbc_pieces(name):
+    rng = random.Random(13)
+    key, iv = key_for(name, rng), iv_for(name, rng)
+    data = rng.randbytes(16 * 1000)
+    for encrypt in (True, False):
+        want = native.crypt(name, key, iv, data, encrypt)
+        s = native.NativeStream(name, key, iv, encrypt)
+        assert "NativeStream" in repr(s) and key.hex() not in repr(s)
+        got, pos = [], 0
+        while pos < len(data):
+            k = 16 * rng.randint(0, 40)
+            got.append(s.update(data[pos: pos + k]))
+            pos += k
+        assert s.finalize() == b""
+        assert b"".join(got) == want
+        with pytest.raises(errors.AlreadyFinalized):
+            s.update(bytes(16))
+        s.close()
+        s.close()
+
+
+def test_stream_ctr_any_length():
+    rng = random.Random(14)
+    key, iv = os.urandom(32), b"\xff" * 16
+    data = rng.randbytes(5000)
+    want = ref("aes-256-ctr", key, iv, data, True)
+    s = native.NativeStream("aes-256-ctr", key, iv, True)
+    got, pos = [], 0
+    while pos < len(data):
+        k = rng.randint(0, 100)
+        got.append(s.update(data[pos: pos + k]))
+        pos += k
+    s.finalize()
+    assert b"".join(got) == want
+
+
+def test_stream_xts_single_unit():
+    key, iv = key_for("aes-128-xts", random.Random(15)), os.urandom(16)
+    data = os.urandom(100)
+    s = native.NativeStream("aes-128-xts", key, iv, True)
+    assert s.update(data) == ref("aes-128-xts", key, iv, data, True)
+    with pytest.raises(errors.InvalidArgument):
+        s.update(data)
+    s.close()
+
+
+# ----------------------------------------------------------------------------------- speed
+
+@pytest.mark.parametrize("name,size,threads", [("aes-128-ctr", 16384, 1), ("aes-256-xts", 4096, 2),
+                                               ("aes-128-cbc", 16, 1)])
+def test_speed(name, size, threads):
+    bps = native.speed(name, size, threads=threads, seconds=0.05)
+    assert bps > 0
+
+
+def test_speed_bad_size():
+    with pytest.raises(errors.InvalidLength):
+        native.speed("aes-128-cbc", 17, seconds=0.01)
+    with pytest.raises(errors.InvalidLength):
+        native.speed("aes-128-xts", 8, seconds=0.01)
+
+
+# ----------------------------------------------------------------------------------- fallback
+
+def test_cryptography_fallback(monkeypatch):
+    monkeypatch.setattr(native, "_Ctx", native._PycaCtx)
+    monkeypatch.setattr(native, "MIN_CHUNK", 4096)
+    rng = random.Random(16)
+    for name in NAMES:
+        for n in lengths_for(name)[-2:]:
+            key, iv = key_for(name, rng), iv_for(name, rng)
+            data = rng.randbytes(n)
+            for encrypt in (True, False):
+                got = native.crypt(name, key, iv, data, encrypt, threads=2)
+                assert got == ref(name, key, iv, data, encrypt), (name, n, encrypt)
+    key = key_for("aes-256-xts", rng)
+    data = rng.randbytes(512 * 20 + 32)
+    got = native.crypt("aes-256-xts", key, None, data, True, sector_size=512, start_sector=5,
+                       threads=2)
+    assert got == _xts_sectors_ref(key, data, 512, 5, True)
+    s = native.NativeStream("aes-128-cbc", bytes(range(16)), bytes(16), True)
+    assert s.update(bytes(32)) + s.finalize() == ref("aes-128-cbc", bytes(range(16)), bytes(16),
+                                                     bytes(32), True)
+    assert native.speed("aes-128-ctr", 4096, seconds=0.02) > 0
+
+
+# ----------------------------------------------------------------------------------- openssl CLI
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl on PATH")
+@pytest.mark.parametrize("name,n", [("aes-128-ctr", 1000), ("aes-128-ctr", 70000),
+                                    ("aes-256-cbc", 4096), ("aes-192-ecb", 64)])
+@pytest.mark.parametrize("encrypt", [True, False], ids=["enc", "dec"])
+def test_openssl_cli(name, n, encrypt):
+    rng = random.Random(n)
+    key, iv = key_for(name, rng), iv_for(name, rng)
+    if name.endswith("ctr"):
+        iv = bytes(8) + b"\xff" * 7 + b"\xf0"  # the counter carries past 64 bits
+    data = rng.randbytes(n)
+    cmd = ["openssl", "enc", f"-{name}", "-nopad", "-K", key.hex()]
+    if iv is not None:
+        cmd += ["-iv", iv.hex()]
+    if not encrypt:
+        cmd.append("-d")
+    res = subprocess.run(cmd, input=data, capture_output=True, check=True)
+    assert native.crypt(name, key, iv, data, encrypt) == res.stdout
