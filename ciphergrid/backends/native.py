@@ -707,27 +707,56 @@ def _xts_sectors(evp_name, key, src, dst, encrypt, threads, unit, start_sector) 
 
 # --- XTS composed from ECB, for block ciphers / key sizes OpenSSL has no XTS for (aes-192) -----
 
-def _mul_alpha(t: np.ndarray) -> np.ndarray:
-    """Multiply (N, 2) little-endian uint64 tweaks by alpha in GF(2^128) (IEEE 1619)."""
-    lo, hi = t[:, 0], t[:, 1]
-    carry = hi >> np.uint64(63)
-    r = np.empty_like(t)
-    r[:, 1] = (hi << np.uint64(1)) | (lo >> np.uint64(63))
-    r[:, 0] = (lo << np.uint64(1)) ^ (carry * np.uint64(0x87))
-    return r
+_U64 = np.uint64
+
+
+def _mul_alpha64(lo: np.ndarray, hi: np.ndarray):
+    """(lo, hi) * alpha^64 in GF(2^128) mod x^128 + x^7 + x^2 + x + 1 (IEEE 1619 order)."""
+    o = hi
+    r_lo = o ^ (o << _U64(1)) ^ (o << _U64(2)) ^ (o << _U64(7))
+    r_hi = (o >> _U64(63)) ^ (o >> _U64(62)) ^ (o >> _U64(57))
+    return r_lo, lo ^ r_hi
 
 
 def _xts_masks(t0: np.ndarray, nblocks: int) -> np.ndarray:
-    """(N, nblocks, 2) uint64 masks T*alpha^j for encrypted tweaks t0 of shape (N, 2)."""
-    m = np.empty((t0.shape[0], nblocks, 2), dtype="<u8")
-    cur = t0
-    for j in range(nblocks):
-        m[:, j] = cur
-        cur = _mul_alpha(cur)
+    """(N, nblocks, 2) uint64 masks T*alpha^j (j < nblocks) for encrypted tweaks t0 (N, 2).
+
+    T*alpha^j for 0 < j < 64 is (T << j) xor (o * 0x87) with o = the j bits shifted out; all j of
+    a group of 64 are computed at once by broadcasting, then the base moves on by alpha^64.
+    """
+    n = t0.shape[0]
+    m = np.empty((n, nblocks, 2), dtype="<u8")
+    lo = np.ascontiguousarray(t0[:, 0])
+    hi = np.ascontiguousarray(t0[:, 1])
+    for g0 in range(0, nblocks, 64):
+        cnt = min(64, nblocks - g0)
+        m[:, g0, 0] = lo
+        m[:, g0, 1] = hi
+        if cnt > 1:
+            j = np.arange(1, cnt, dtype=_U64)[None, :]
+            rj = _U64(64) - j
+            L, H = lo[:, None], hi[:, None]
+            o = H >> rj
+            nlo = L << j
+            nlo ^= o
+            nlo ^= o << _U64(1)
+            nlo ^= o << _U64(2)
+            nlo ^= o << _U64(7)
+            nhi = H << j
+            nhi |= L >> rj
+            nhi ^= o >> _U64(63)
+            nhi ^= o >> _U64(62)
+            nhi ^= o >> _U64(57)
+            m[:, g0 + 1: g0 + cnt, 0] = nlo
+            m[:, g0 + 1: g0 + cnt, 1] = nhi
+        if g0 + 64 < nblocks:
+            lo, hi = _mul_alpha64(lo, hi)
     return m
 
 
 def _xts_from_ecb(spec, key, iv, src, dst, encrypt, threads, sector_size, start_sector) -> None:
+    """XTS composed from the cipher's ECB mode: C = E_k1(P ^ T*alpha^j) ^ T*alpha^j with
+    T = E_k2(tweak); whole units in batches (masks, ECB, masks), spread over threads."""
     ecb = spec.name[: -len("xts")] + "ecb"
     k1, k2 = key[: spec.key_size], key[spec.key_size:]
     n = src.size
@@ -737,20 +766,26 @@ def _xts_from_ecb(spec, key, iv, src, dst, encrypt, threads, sector_size, start_
         raw_tweaks = np.frombuffer(iv, dtype=np.uint8).reshape(1, 16)
     else:
         raw_tweaks = _sector_tweaks(start_sector, count)
-    nfull = n // unit
-    # whole units with no partial block, in batches: mask, ECB, mask
-    full_units = nfull if unit % 16 == 0 else 0
+    # units made of whole blocks go through the batched path; a unit with a partial last block
+    # (the last one, or the single unit without sector_size) is done with ciphertext stealing
+    full_units = n // unit if unit % 16 == 0 else 0
     per_batch = max(1, _XTS_ECB_BATCH // unit)
-    for u0 in range(0, full_units, per_batch):
-        u1 = min(full_units, u0 + per_batch)
-        t = np.frombuffer(crypt(ecb, k2, None, raw_tweaks[u0:u1], True, threads=threads),
-                          dtype="<u8").reshape(-1, 2)
-        masks = _xts_masks(t, unit // 16).reshape(-1).view(np.uint8)
-        seg = slice(u0 * unit, u1 * unit)
-        tmp = np.bitwise_xor(src[seg], masks)
-        crypt(ecb, k1, None, tmp, encrypt, threads=threads, out=tmp)
-        np.bitwise_xor(tmp, masks, out=dst[seg])
-    # the last unit when it is partial (ciphertext stealing), or any unit that is not whole blocks
+
+    def run(u_start: int, u_end: int) -> None:
+        for u0 in range(u_start, u_end, per_batch):
+            u1 = min(u_end, u0 + per_batch)
+            t = np.frombuffer(crypt(ecb, k2, None, raw_tweaks[u0:u1], True, threads=1),
+                              dtype="<u8").reshape(-1, 2)
+            masks = _xts_masks(t, unit // 16).reshape(-1)
+            seg = slice(u0 * unit, u1 * unit)
+            tmp = np.bitwise_xor(src[seg].view("<u8"), masks)
+            crypt(ecb, k1, None, tmp, encrypt, threads=1, out=tmp)
+            np.bitwise_xor(tmp, masks, out=dst[seg].view("<u8"))
+
+    if full_units:
+        parts = _split(full_units * unit, unit, threads)
+        _run_all([(lambda a=off // unit, b=(off + length) // unit: run(a, b))
+                  for off, length in parts])
     for u in range(full_units, count):
         off = u * unit
         m = min(unit, n - off)

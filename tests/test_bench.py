@@ -1,0 +1,346 @@
+"""ciphergrid.bench with a fake engine: schema, correctness gate, statistics, report, JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import ciphergrid
+from ciphergrid import bench, registry
+from ciphergrid.bench import energy, methodology, records, report, suites, sysinfo, verify
+from ciphergrid.errors import DeviceError
+
+pytest.importorskip("cryptography")
+
+HOST = {"cpu_model": "Fake CPU", "cpu_logical": 2, "cpu_usable": 2, "memory_bytes": 8 << 30,
+        "os": "Linux", "python": "3.x", "packages": {"numpy": np.__version__},
+        "openssl": {"cli": "OpenSSL 3.0.0"}, "nvidia": None, "cuda": None}
+
+
+# ------------------------------------------------------------------------- the fake engine
+@dataclass
+class FakeDevice:
+    spec: str
+    runtime: str
+    name: str
+    kind: str
+    compute_units: int
+    memory: int
+    clock_mhz: int | None
+    vendor: str
+    extra: dict = field(default_factory=dict)
+
+
+GPU = FakeDevice("opencl:9:0", "opencl", "Fake GPU", "gpu", 4, 1 << 30, 1000, "FakeVendor")
+NATIVE = FakeDevice("native", "native", "OpenSSL threads", "cpu", 2, 8 << 30, None, "openssl")
+
+
+class FakeEngine:
+    calls: list = []
+
+    def __init__(self, dev):
+        self.device = dev
+
+    def time_kernel(self, name, nbytes, *, repeats, encrypt=True):
+        FakeEngine.calls.append((name, nbytes, repeats))
+        # 10 GB/s, with a spread of +-10% so that min/max differ from the median
+        return [nbytes / 1e10 * (0.9 + 0.2 * i / max(repeats - 1, 1)) for i in range(repeats)]
+
+    def kernel_resources(self, name, *, encrypt=True):
+        return {"registers_per_item": 32, "local_mem_bytes": 4096, "private_mem_bytes": 0,
+                "work_group_size": 256, "occupancy": 0.5, "sm_count": 4,
+                "max_threads_per_sm": 2048}
+
+    def sm_clock_mhz(self):
+        return 1500.0
+
+
+def oracle_crypt(data, *, cipher, key, iv, encrypt=True, device=None):
+    spec = registry.lookup(cipher)
+    return np.frombuffer(verify.pyca_crypt(spec, key, iv, bytes(data), encrypt), np.uint8).copy()
+
+
+def make_api(wrong_on: str | None = None, speed_fails: bool = False):
+    """wrong_on: a device spec whose encrypt output has one byte flipped."""
+
+    def crypt(encrypt):
+        def fn(data, *, cipher, key, iv, device):
+            out = oracle_crypt(data, cipher=cipher, key=key, iv=iv, encrypt=encrypt)
+            if device == wrong_on:
+                out[len(out) // 2] ^= 1
+            return out
+        return fn
+
+    def get_engine(spec):
+        dev = {d.spec: d for d in (GPU, NATIVE)}[spec]
+        if dev.runtime == "native":
+            raise DeviceError("no kernels on native")
+        return FakeEngine(dev)
+
+    def speed(name, size, *, threads=1, seconds=0.5, encrypt=True):
+        if speed_fails:
+            raise ciphergrid.errors.UnsupportedCipher(name)
+        return 1e9 * threads
+
+    def load_vectors(name):
+        raise ImportError("no vectors module in this test")
+
+    return methodology.Api(devices=lambda: [GPU, NATIVE], get_engine=get_engine,
+                           encrypt=crypt(True), decrypt=crypt(False), speed=speed,
+                           load_vectors=load_vectors)
+
+
+def parse(argv):
+    p = argparse.ArgumentParser()
+    bench.add_arguments(p)
+    return p.parse_args(argv)
+
+
+def run_bench(tmp_path, argv, api):
+    path = tmp_path / "r.json"
+    code = bench.main(parse(argv + ["--json", str(path)]), api=api, host=HOST)
+    return code, path
+
+
+# ------------------------------------------------------------------------- tests
+def test_quick_run_schema_and_json_roundtrip(tmp_path):
+    code, path = run_bench(tmp_path, ["--quick"], make_api())
+    assert code == 0
+    doc = json.loads(path.read_text())
+    assert records.validate(doc) == []
+    assert doc["schema"] == "ciphergrid.bench" and doc["schema_version"] == records.SCHEMA_VERSION
+    run = doc["run"]
+    assert run["command"].startswith("ciphergrid bench ciphers") and "--quick" in run["command"]
+    assert run["date"] and run["devices"][0]["spec"] == GPU.spec
+    assert "area" in run["definitions"] and run["counts"]["failed"] == 0
+    res = records.load(path)
+    kinds = {(r.cipher, r.device, r.kind) for r in res.records}
+    for c in ("aes-128-ctr", "aes-128-ecb"):
+        assert (c, GPU.spec, "kernel") in kinds and (c, GPU.spec, "e2e") in kinds
+        assert (c, "native", "e2e") in kinds and (c, "native", "kernel") not in kinds
+        assert (c, "openssl", "openssl-1core") in kinds and (c, "openssl", "openssl-allcores") in kinds
+    assert ("copy", GPU.spec, "kernel") in kinds
+    assert {r.size for r in res.records} == {16, 1024, 16384, 1 << 20}
+    for r in res.records:
+        assert r.status == "ok", r.error
+        assert r.median_s and r.min_s <= r.median_s <= r.max_s and r.repeats == len(r.times_s)
+        if r.cipher != "copy" and r.device != "openssl":
+            assert r.verification["status"] == "passed" and r.verification["oracle_bytes"] > 0
+    k = next(r for r in res.records if r.kind == "kernel" and r.cipher == "aes-128-ctr"
+             and r.size == 1 << 20)
+    assert k.timer == "device-events" and k.sm_clock_mhz == 1500.0 and k.clock_source == "measured"
+    assert k.area == pytest.approx(2.0)                          # 4 SMs x occupancy 0.5
+    mbps = k.throughput_bps / 1e6
+    assert k.area_time == pytest.approx(2.0 / mbps * 1e6)
+    assert k.gbps_per_sm_ghz == pytest.approx(k.gbps / (4 * 1.5))
+    o = next(r for r in res.records if r.kind == "openssl-allcores")
+    assert o.threads == 2 and o.gbps == pytest.approx(2.0)
+
+
+def test_wrong_output_fails_row_loudly_without_timing(tmp_path, capsys):
+    code, path = run_bench(tmp_path, ["--quick", "--no-openssl"], make_api(wrong_on=GPU.spec))
+    assert code == 1
+    assert "FAILED" in capsys.readouterr().err
+    res = records.load(path)
+    gpu = [r for r in res.records if r.device == GPU.spec and r.cipher != "copy"]
+    assert gpu and all(r.status == "failed" for r in gpu)
+    for r in gpu:
+        assert r.times_s == [] and r.median_s is None and r.throughput_bps is None
+        assert r.verification["status"] == "failed" and "differs" in r.error
+    # the other device was still verified and timed
+    assert all(r.status == "ok" for r in res.records if r.device == "native")
+    assert res.run["exit_code"] == 1 and res.run["counts"]["failed"] == len(gpu)
+
+
+def test_failed_rows_never_call_the_timer(monkeypatch):
+    FakeEngine.calls = []
+    runner = methodology.Runner(make_api(wrong_on=GPU.spec), methodology.QUICK, HOST)
+    spec = registry.lookup("aes-128-ctr")
+    rec = runner.run_row(methodology.Row("kernel", spec.name, spec, 1024, True, GPU))
+    assert rec.status == "failed" and FakeEngine.calls == []
+
+
+def test_median_min_max():
+    r = records.Record(cipher="x", algorithm=None, key_bits=None, mode=None, direction="encrypt",
+                       device="d", device_name="d", device_kind="gpu", runtime="opencl",
+                       kind="kernel", size=1000)
+    r.set_times([4.0, 1.0, 3.0, 2.0, 10.0])
+    assert (r.median_s, r.min_s, r.max_s) == (3.0, 1.0, 10.0)
+    assert r.throughput_bps == pytest.approx(1000 / 3.0)
+    assert r.throughput_min_bps == pytest.approx(100.0) and r.throughput_max_bps == pytest.approx(1000.0)
+    r.set_times([2.0, 4.0])
+    assert r.median_s == 3.0
+    with pytest.raises(ValueError):
+        r.set_times([])
+    r.set_times([1e-3])
+    r.set_energy(energy.Reading("rapl", "cpu-packages", 2.0, 0.5))   # 4 W
+    assert r.avg_power_w == pytest.approx(4.0)
+    assert r.mb_per_j == pytest.approx(1.0 / 4.0)                    # 1 MB/s over 4 W
+
+
+def test_repeats_adapt_to_size():
+    p = methodology.QUICK
+    assert p.repeats_for(1e-6) == p.max_repeats
+    assert p.repeats_for(10.0) == p.min_repeats
+    assert methodology.Policy(**{**p.__dict__, "fixed": 7}).repeats_for(1e-6) == 7
+
+
+def test_selection_and_sizes():
+    assert methodology.parse_sizes("16,1Ki,64K,1Mi,1G") == [16, 1024, 65536, 1 << 20, 1 << 30]
+    with pytest.raises(ciphergrid.errors.InvalidArgument):
+        methodology.parse_size("12XB")
+    assert methodology.select_ciphers(None, None, True) == ["aes-128-ctr", "aes-128-ecb"]
+    assert methodology.select_ciphers(["aes-256"], ["xts,ctr"], False) == ["aes-256-ctr", "aes-256-xts"]
+    with pytest.raises(ciphergrid.errors.UnsupportedCipher):
+        methodology.select_ciphers(["nope"], None, False)
+    api = make_api()
+    assert methodology.select_devices(api, ["gpu"]) == [GPU]
+    assert methodology.select_devices(api, ["openssl"]) == []
+    with pytest.raises(ciphergrid.errors.DeviceNotFound):
+        methodology.select_devices(api, ["cuda:7"])
+
+
+def test_skips_are_recorded_with_reason(tmp_path):
+    code, path = run_bench(tmp_path, ["--cipher", "aes-128-ecb", "--sizes", "8,32",
+                                      "--device", "native", "--no-openssl"], make_api())
+    assert code == 0
+    res = records.load(path)
+    by_size = {r.size: r for r in res.records}
+    assert by_size[8].status == "skipped" and "whole" in by_size[8].error
+    assert by_size[32].status == "ok"
+
+
+def test_openssl_without_cipher_is_skipped(tmp_path):
+    code, path = run_bench(tmp_path, ["--quick", "--device", "openssl", "--sizes", "1Ki"],
+                           make_api(speed_fails=True))
+    assert code == 0
+    res = records.load(path)
+    assert res.records and all(r.status == "skipped" and r.device == "openssl" for r in res.records)
+
+
+def test_default_api_resolves_monkeypatched_modules(monkeypatch, tmp_path):
+    """The real entry points are looked up at call time: monkeypatching them is enough."""
+    engine_mod = types.ModuleType("ciphergrid.engine")
+    engine_mod.get_engine = lambda spec: FakeEngine(GPU)
+    native_mod = types.ModuleType("ciphergrid.backends.native")
+    native_mod.speed = lambda name, size, *, threads=1, seconds=0.5, encrypt=True: 5e8
+    vec_mod = types.ModuleType("ciphergrid.vectors")
+    V = types.SimpleNamespace
+    # NIST SP 800-38A F.5.1 CTR-AES128.Encrypt, block #1
+    vec_mod.load = lambda name: [V(
+        cipher=name, key=bytes.fromhex("2b7e151628aed2a6abf7158809cf4f3c"),
+        iv=bytes.fromhex("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"),
+        plaintext=bytes.fromhex("6bc1bee22e409f96e93d7e117393172a"),
+        ciphertext=bytes.fromhex("874d6191b620e3261bef6864990db6ce"),
+        encrypt_ok=True, decrypt_ok=True, sector_size=None, start_sector=None, source="sp800-38a")]
+    monkeypatch.setitem(sys.modules, "ciphergrid.engine", engine_mod)
+    monkeypatch.setitem(sys.modules, "ciphergrid.backends.native", native_mod)
+    monkeypatch.setitem(sys.modules, "ciphergrid.vectors", vec_mod)
+    monkeypatch.setattr(ciphergrid, "devices", lambda: [GPU], raising=False)
+    monkeypatch.setattr(ciphergrid, "encrypt", lambda d, **kw: oracle_crypt(d, **kw, encrypt=True),
+                        raising=False)
+    monkeypatch.setattr(ciphergrid, "decrypt", lambda d, **kw: oracle_crypt(d, **kw, encrypt=False),
+                        raising=False)
+    path = tmp_path / "r.json"
+    code = bench.main(parse(["--cipher", "aes-128-ctr", "--sizes", "64", "--json", str(path)]),
+                      host=HOST)
+    assert code == 0
+    res = records.load(path)
+    ctr = [r for r in res.records if r.cipher == "aes-128-ctr" and r.device == GPU.spec]
+    assert ctr and all(r.verification["kat_vectors"] == 1 for r in ctr)
+    assert any(r.device == "openssl" and r.gbps == pytest.approx(0.5) for r in res.records)
+
+
+def test_wrong_known_answer_fails():
+    api = make_api()
+    V = types.SimpleNamespace
+    api.load_vectors = lambda name: [V(key=b"\0" * 16, iv=b"\0" * 16, plaintext=b"\0" * 16,
+                                       ciphertext=b"\1" * 16, encrypt_ok=True, decrypt_ok=True,
+                                       sector_size=None, source="bogus")]
+    gate = verify.Gate(api)
+    with pytest.raises(verify.VerificationFailed, match="known answer"):
+        gate.check(registry.lookup("aes-128-ctr"), GPU.spec, 1024, True)
+
+
+def test_oracle_matches_reference_composition():
+    spec = registry.lookup("aes-128-ctr")
+    key, iv, data = os.urandom(16), b"\xff" * 16, os.urandom(100)   # counter wraps
+    assert verify.reference_crypt(spec, key, iv, data, True) == verify.pyca_crypt(spec, key, iv, data, True)
+    spec = registry.lookup("aes-192-cbc")
+    key, iv, data = os.urandom(24), os.urandom(16), os.urandom(64)
+    for enc in (True, False):
+        assert verify.reference_crypt(spec, key, iv, data, enc) == verify.pyca_crypt(spec, key, iv, data, enc)
+
+
+def test_report_names_device_date_command_and_writes_pngs(tmp_path):
+    pytest.importorskip("matplotlib")
+    code, path = run_bench(tmp_path, ["--quick"], make_api())
+    out = tmp_path / "rep"
+    args = argparse.ArgumentParser()
+    bench.add_report_arguments(args)
+    assert bench.report_main(args.parse_args([str(path), "--out", str(out)])) == 0
+    md = (out / "report.md").read_text()
+    run = json.loads(path.read_text())["run"]
+    assert "Fake GPU" in md and run["date"] in md and run["command"] in md
+    for section in ("Throughput vs size", "Devices vs OpenSSL", "Energy efficiency",
+                    "area-time product", "By throughput per area"):
+        assert section in md
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert "throughput_aes-128-ctr_encrypt.png" in pngs and "vs_openssl.png" in pngs
+    assert "throughput_per_area.png" in pngs
+    for p in out.glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_load_rejects_invalid(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps({"schema": "ciphergrid.bench", "schema_version": 1, "run": {},
+                             "records": [{"cipher": "x"}]}))
+    with pytest.raises(ciphergrid.errors.InvalidArgument):
+        records.load(p)
+
+
+def test_rapl_meter_reads_powercap(tmp_path):
+    z = tmp_path / "intel-rapl:0"
+    z.mkdir()
+    (tmp_path / "intel-rapl:0:0").mkdir()          # a sub-zone: not counted twice
+    (z / "energy_uj").write_text("1000000\n")
+    (z / "max_energy_range_uj").write_text("262143328850\n")
+    m = energy.rapl_meter(str(tmp_path))
+    assert isinstance(m, energy.RaplMeter) and len(m.zones) == 1
+    m.start()
+    (z / "energy_uj").write_text("3000000\n")
+    import time
+    time.sleep(energy.MIN_WINDOW_S + 0.01)
+    r = m.stop()
+    assert r.method == "rapl" and r.joules == pytest.approx(2.0) and r.avg_power_w > 0
+    empty = energy.rapl_meter(str(tmp_path / "none"))
+    assert empty.stop().method == "unavailable"
+
+
+def test_no_nvml_means_unavailable_not_estimated():
+    nv_gpu = FakeDevice("cuda:0", "cuda", "Fake NVIDIA", "gpu", 1, 1 << 30, 1000, "NVIDIA Corporation")
+    m = energy.meter_for(nv_gpu)
+    if isinstance(m, (energy.NvmlCounterMeter, energy.NvmlSampledMeter)):
+        pytest.skip("a real NVIDIA GPU is present")
+    m.start()
+    r = m.stop()
+    assert r.method == "unavailable" and r.joules is None and r.note
+
+
+def test_suite_registry_and_sysinfo():
+    assert "ciphers" in suites.names()
+    with pytest.raises(ciphergrid.errors.InvalidArgument):
+        suites.get("nope")
+    args = parse([])
+    assert args.suite == "ciphers"
+    info = sysinfo.collect()
+    assert info["cpu_logical"] and info["python"] and "numpy" in info["packages"]
+    json.dumps(info)

@@ -1,0 +1,307 @@
+"""Every documented error through the Python API: the right class, a message that says what was
+expected, and the hierarchy (all ciphergrid.Error; argument errors are also ValueError, as in
+pyca/cryptography)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import ciphergrid
+from ciphergrid import registry
+
+ARGUMENT_ERRORS = ["UnsupportedCipher", "InvalidKeySize", "InvalidKey", "InvalidIVSize",
+                   "InvalidLength", "InvalidPadding", "InvalidArgument"]
+
+
+def _valid_len(name: str) -> int:
+    return 64
+
+
+def _expect(exc, fn, *a, **kw):
+    """Call fn; it must raise exc (also when the call is a Cipher context that fails late)."""
+    with pytest.raises(exc) as ei:
+        fn(*a, **kw)
+    assert isinstance(ei.value, ciphergrid.Error)
+    msg = str(ei.value)
+    assert msg and "\n" not in msg.strip(), f"message should be one non-empty line: {msg!r}"
+    return msg
+
+
+def _both(exc, data, name, key, iv=None, directions=("encrypt", "decrypt"), **kw) -> list[str]:
+    """encrypt and decrypt, one-shot and through Cipher(...), all raise exc; returns the messages."""
+    msgs = []
+    for d in directions:
+        fn = getattr(ciphergrid, d)
+        msgs.append(_expect(exc, fn, data, name, key, iv, **kw))
+
+        def via_cipher():
+            c = ciphergrid.Cipher(name, key, iv, **kw)
+            ctx = c.encryptor() if d == "encrypt" else c.decryptor()
+            ctx.update(data)
+            ctx.finalize()
+        msgs.append(_expect(exc, via_cipher))
+    return msgs
+
+
+def _mentions(msg: str, *numbers: int) -> bool:
+    return any(re.search(rf"(?<![0-9]){n}(?![0-9])", msg) for n in numbers)
+
+
+# --------------------------------------------------------------------------- hierarchy
+
+def test_hierarchy():
+    for n in ARGUMENT_ERRORS:
+        cls = getattr(ciphergrid, n)
+        assert issubclass(cls, ciphergrid.Error) and issubclass(cls, ValueError), n
+    for n in ("AlreadyFinalized", "DeviceError", "DeviceNotFound"):
+        assert issubclass(getattr(ciphergrid, n), ciphergrid.Error), n
+    assert issubclass(ciphergrid.DeviceNotFound, ciphergrid.DeviceError)
+    assert issubclass(ciphergrid.Error, Exception)
+
+
+# --------------------------------------------------------------------------- UnsupportedCipher
+
+@pytest.mark.parametrize("bad", ["aes-128-gcm", "aes-512-cbc", "des-ede3-cbc", "", "aes128cbc", "aes-128-cbc-x"])
+def test_unsupported_cipher(bad):
+    key = bytes(16)
+    msg = _expect(ciphergrid.UnsupportedCipher, ciphergrid.encrypt, bytes(16), bad, key, bytes(16))
+    _expect(ciphergrid.UnsupportedCipher, ciphergrid.decrypt, bytes(16), bad, key, bytes(16))
+    _expect(ciphergrid.UnsupportedCipher, ciphergrid.Cipher, bad, key, bytes(16))
+    assert "aes-128-cbc" in msg, f"the message should list the supported names: {msg!r}"
+
+
+# --------------------------------------------------------------------------- InvalidKeySize
+
+def test_invalid_key_size(cipher_name):
+    spec = registry.lookup(cipher_name)
+    iv = bytes(spec.iv_len) if spec.iv_len else None
+    data = bytes(64)
+    bad_lengths = {0, 1, spec.key_len - 1, spec.key_len + 1, 2 * spec.key_len}
+    if spec.mode == "xts":
+        bad_lengths |= {spec.key_size}          # one key instead of key1 || key2
+    else:
+        bad_lengths |= {2 * spec.key_size + 8}
+    for n in sorted(bad_lengths):
+        key = bytes(range(1, n + 1)) if n else b""
+        for msg in _both(ciphergrid.InvalidKeySize, data, cipher_name, key, iv):
+            assert _mentions(msg, spec.key_len, 8 * spec.key_len), (
+                f"{cipher_name}, {n}-byte key: the message should name the expected size "
+                f"({spec.key_len} bytes / {8 * spec.key_len} bits): {msg!r}")
+
+
+def test_key_must_be_bytes_like():
+    with pytest.raises((ciphergrid.InvalidArgument, ciphergrid.InvalidKeySize, TypeError)):
+        ciphergrid.encrypt(bytes(16), "aes-128-ecb", "00" * 16)
+
+
+# --------------------------------------------------------------------------- InvalidKey (XTS)
+
+@pytest.mark.parametrize("name", [n for n in registry.names() if registry.lookup(n).mode == "xts"])
+def test_xts_equal_key_halves(name, ref):
+    spec = registry.lookup(name)
+    half = bytes(range(7, 7 + spec.key_size))
+    key, tweak, data = half + half, bytes(range(16)), bytes(range(64))
+    # encryption refuses it (as OpenSSL does) ...
+    _both(ciphergrid.InvalidKey, data, name, key, tweak, directions=("encrypt",))
+    _both(ciphergrid.InvalidKey, data, name, key, None, directions=("encrypt",),
+          sector_size=512, start_sector=0)
+    # ... decryption accepts it (OpenSSL decrypts with equal halves; IEEE 1619 vector 1)
+    assert ciphergrid.decrypt(data, name, key, tweak) == ref.decrypt(data, name, key, tweak)
+
+
+# --------------------------------------------------------------------------- InvalidIVSize
+
+def test_iv_wrong_length(cipher_name):
+    spec = registry.lookup(cipher_name)
+    key = bytes(range(1, spec.key_len + 1))
+    if spec.mode == "ecb":
+        for iv in (bytes(16), bytes(8), b""):
+            _both(ciphergrid.InvalidIVSize, bytes(32), cipher_name, key, iv)
+        return
+    for n in (0, 1, 8, 12, 15, 17, 32):
+        for msg in _both(ciphergrid.InvalidIVSize, bytes(32), cipher_name, key, bytes(n)):
+            assert _mentions(msg, spec.iv_len, 8 * spec.iv_len), (
+                f"{cipher_name}, {n}-byte iv: the message should name {spec.iv_len} bytes: {msg!r}")
+
+
+def test_iv_missing(cipher_name):
+    spec = registry.lookup(cipher_name)
+    if spec.mode == "ecb":
+        # no IV is the normal case for ECB
+        assert len(ciphergrid.encrypt(bytes(32), cipher_name, bytes(spec.key_len))) == 32
+        return
+    key = bytes(range(1, spec.key_len + 1))
+    for msg in _both(ciphergrid.InvalidIVSize, bytes(32), cipher_name, key, None):
+        assert _mentions(msg, spec.iv_len, 8 * spec.iv_len), msg
+
+
+@pytest.mark.parametrize("name", [n for n in registry.names() if registry.lookup(n).mode == "xts"])
+def test_iv_with_sector_size(name):
+    key = bytes(range(1, registry.lookup(name).key_len + 1))
+    _both(ciphergrid.InvalidIVSize, bytes(1024), name, key, bytes(16), sector_size=512, start_sector=0)
+
+
+# --------------------------------------------------------------------------- InvalidLength
+
+@pytest.mark.parametrize("n", [1, 15, 17, 31, 4095])
+def test_block_modes_need_whole_blocks(cipher_name, n):
+    spec = registry.lookup(cipher_name)
+    if spec.mode not in ("ecb", "cbc"):
+        # stream-like modes take any length >= their minimum
+        assert spec.mode in ("ctr", "xts")
+        return
+    key = bytes(range(1, spec.key_len + 1))
+    iv = bytes(16) if spec.iv_len else None
+    for msg in _both(ciphergrid.InvalidLength, bytes(n), cipher_name, key, iv):
+        assert _mentions(msg, 16, 128) or "block" in msg.lower(), msg
+
+
+@pytest.mark.parametrize("name", [n for n in registry.names() if registry.lookup(n).mode == "xts"])
+def test_xts_lengths(name):
+    key = bytes(range(1, registry.lookup(name).key_len + 1))
+    tweak = bytes(16)
+    for n in (0, 1, 15):
+        for msg in _both(ciphergrid.InvalidLength, bytes(n), name, key, tweak):
+            assert _mentions(msg, 16, 128), msg
+    # more than 2^20 blocks in one data unit
+    big = np.zeros((1 << 24) + 16, dtype=np.uint8)
+    _expect(ciphergrid.InvalidLength, ciphergrid.encrypt, big, name, key, tweak)
+    _expect(ciphergrid.InvalidLength, ciphergrid.decrypt, big, name, key, tweak)
+    # sector mode: a last sector shorter than one block
+    for n in (512 + 1, 512 + 15, 2 * 512 + 8):
+        _both(ciphergrid.InvalidLength, bytes(n), name, key, None, sector_size=512, start_sector=0)
+
+
+def test_pkcs7_decrypt_of_partial_block():
+    key, iv = bytes(range(16)), bytes(16)
+    for name in ("aes-128-ecb", "aes-128-cbc"):
+        for n in (0, 15, 17, 33):
+            # no whole number of blocks: there is no padding to check
+            with pytest.raises((ciphergrid.InvalidLength, ciphergrid.InvalidPadding)):
+                ciphergrid.decrypt(bytes(n), name, key, iv if "cbc" in name else None, padding="pkcs7")
+
+
+# --------------------------------------------------------------------------- InvalidPadding
+
+BAD_PADDED_BLOCKS = {
+    "zero": bytes(15) + b"\x00",
+    "17": bytes(15) + b"\x11",
+    "ff": bytes(15) + b"\xff",
+    "inconsistent": bytes(12) + b"\x03\x04\x04\x04",
+    "inconsistent-16": b"\x10" * 15 + b"\x01" + b"",  # ends in 01: valid! (control case, see below)
+    "one-bad-in-16": b"\x0f" + b"\x10" * 15,
+}
+
+
+@pytest.mark.parametrize("case", [c for c in BAD_PADDED_BLOCKS if c != "inconsistent-16"])
+@pytest.mark.parametrize("name", [n for n in registry.names() if registry.lookup(n).mode in ("ecb", "cbc")])
+def test_invalid_padding(name, case, ref):
+    spec = registry.lookup(name)
+    key = bytes(range(3, 3 + spec.key_len))
+    iv = bytes(range(16)) if spec.iv_len else None
+    for prefix in (b"", bytes(range(48))):
+        ct = ref.encrypt(prefix + BAD_PADDED_BLOCKS[case], name, key, iv)
+        _both(ciphergrid.InvalidPadding, ct, name, key, iv, directions=("decrypt",), padding="pkcs7")
+
+
+def test_valid_padding_control(ref):
+    """Control for the cases above: a block ending in 0x01 is valid padding."""
+    key, iv = bytes(range(16)), bytes(16)
+    ct = ref.encrypt(BAD_PADDED_BLOCKS["inconsistent-16"], "aes-128-cbc", key, iv)
+    assert ciphergrid.decrypt(ct, "aes-128-cbc", key, iv, padding="pkcs7") == b"\x10" * 15
+
+
+# --------------------------------------------------------------------------- InvalidArgument
+
+def test_padding_not_for_ctr_xts(cipher_name):
+    spec = registry.lookup(cipher_name)
+    key = bytes(range(1, spec.key_len + 1))
+    iv = bytes(16) if spec.iv_len else None
+    if spec.mode in ("ctr", "xts"):
+        _both(ciphergrid.InvalidArgument, bytes(32), cipher_name, key, iv, padding="pkcs7")
+    for bad in ("zero", "PKCS5", "iso7816", ""):
+        if bad == "":
+            continue
+        _both(ciphergrid.InvalidArgument, bytes(32), cipher_name, key, iv, padding=bad)
+
+
+def test_sector_arguments(cipher_name):
+    spec = registry.lookup(cipher_name)
+    key = bytes(range(1, spec.key_len + 1))
+    iv = bytes(16) if spec.iv_len else None
+    if spec.mode != "xts":
+        # sector mode is XTS only
+        _both(ciphergrid.InvalidArgument, bytes(1024), cipher_name, key, iv, sector_size=512, start_sector=0)
+        return
+    for kw in ({"sector_size": 0, "start_sector": 0},
+               {"sector_size": -512, "start_sector": 0},
+               {"sector_size": 8, "start_sector": 0},       # a data unit is at least one block
+               {"sector_size": 512, "start_sector": -1},
+               {"start_sector": 3}):                          # start_sector without sector_size
+        with pytest.raises((ciphergrid.InvalidArgument, ciphergrid.InvalidLength)) as ei:
+            ciphergrid.encrypt(bytes(1024), cipher_name, key, None, **kw)
+        assert isinstance(ei.value, ciphergrid.Error), kw
+    # sector_size without start_sector: either an error or start_sector 0 - never a crash
+    try:
+        out = ciphergrid.encrypt(bytes(1024), cipher_name, key, None, sector_size=512)
+    except ciphergrid.Error:
+        pass
+    else:
+        assert out == ciphergrid.encrypt(bytes(1024), cipher_name, key, None, sector_size=512, start_sector=0)
+
+
+@pytest.mark.parametrize("label", ["str", "list", "int", "2-D", "uint32", "float", "None"])
+def test_bad_data_types(label):
+    data = {"str": "0" * 32, "list": [0] * 32, "int": 32, "2-D": np.zeros((2, 16), np.uint8),
+            "uint32": np.zeros(8, np.uint32), "float": np.zeros(32, np.float32), "None": None}[label]
+    with pytest.raises((ciphergrid.InvalidArgument, TypeError)):
+        ciphergrid.encrypt(data, "aes-128-ecb", bytes(16))
+
+
+# --------------------------------------------------------------------------- DeviceNotFound
+
+def _absent(prefix: str, candidates) -> str:
+    present = {d.spec for d in ciphergrid.devices()}
+    for c in candidates:
+        if f"{prefix}{c}" not in present:
+            return f"{prefix}{c}"
+    raise AssertionError("no absent spec found")
+
+
+@pytest.mark.parametrize("spec", ["cuda:7", "opencl:9", "opencl:0:99", "opencl:9:0"])
+def test_device_not_found(spec):
+    present = {d.spec for d in ciphergrid.devices()}
+    if spec in present:  # e.g. an 8-GPU host really has cuda:7
+        spec = _absent(spec.split(":")[0] + ":", [97, 98, 99])
+    key = bytes(16)
+    msg = _expect(ciphergrid.DeviceNotFound, ciphergrid.encrypt, bytes(16), "aes-128-ecb", key, device=spec)
+    assert spec in msg, f"the message should name the device asked for: {msg!r}"
+    _expect(ciphergrid.DeviceNotFound, ciphergrid.decrypt, bytes(16), "aes-128-ecb", key, device=spec)
+
+    def via_cipher():
+        c = ciphergrid.Cipher("aes-128-ecb", key, device=spec)
+        e = c.encryptor()
+        e.update(bytes(16))
+        e.finalize()
+    _expect(ciphergrid.DeviceNotFound, via_cipher)
+
+
+@pytest.mark.parametrize("spec", ["bogus", "opencl:x", "cuda:-1", ""])
+def test_malformed_device_spec(spec):
+    with pytest.raises((ciphergrid.DeviceNotFound, ciphergrid.InvalidArgument)) as ei:
+        ciphergrid.encrypt(bytes(16), "aes-128-ecb", bytes(16), device=spec)
+    assert isinstance(ei.value, ciphergrid.Error)
+
+
+def test_errors_leave_no_state(device, ref):
+    """A failed call does not poison the next one (same key, same device)."""
+    key, iv = bytes(range(16)), bytes(range(16))
+    with pytest.raises(ciphergrid.InvalidLength):
+        ciphergrid.encrypt(bytes(17), "aes-128-cbc", key, iv, device=device)
+    with pytest.raises(ciphergrid.InvalidIVSize):
+        ciphergrid.encrypt(bytes(32), "aes-128-cbc", key, iv[:8], device=device)
+    pt = bytes(range(64))
+    assert ciphergrid.encrypt(pt, "aes-128-cbc", key, iv, device=device) == ref.encrypt(pt, "aes-128-cbc", key, iv)
