@@ -47,9 +47,19 @@ def _engine_for(p: modes.Params, device: str, nbytes: int | None):
     return get_engine(device, p.spec.name, nbytes)
 
 
-def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector):
+def _impl(constant_time: bool, implementation: str | None) -> str | None:
+    if constant_time:
+        if implementation not in (None, "ct"):
+            raise InvalidArgument("constant_time=True selects the 'ct' implementation")
+        return "ct"
+    return implementation
+
+
+def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector,
+           constant_time=False, implementation=None):
     spec = lookup(cipher)
-    p = modes.check(spec, key, iv, encrypt, padding, sector_size, start_sector)
+    p = modes.check(spec, key, iv, encrypt, padding, sector_size, start_sector,
+                    _impl(constant_time, implementation))
     arr, was_numpy = _as_array(data)
     if encrypt and padding:
         arr = np.frombuffer(modes.pkcs7_pad(arr.tobytes(), spec.block_size), dtype=np.uint8)
@@ -62,19 +72,25 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
 
 def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
             padding: str | None = None, sector_size: int | None = None,
-            start_sector: int | None = None):
+            start_sector: int | None = None, constant_time: bool = False,
+            implementation: str | None = None):
     """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "aes-256-xts").
 
     Returns bytes, or a numpy uint8 array when ``data`` is a numpy array.
+    ``constant_time=True`` runs the bitsliced, table-free kernel (no secret-dependent memory
+    access); ``implementation`` picks a kernel variant by name (see ``ciphergrid bench ablation``).
     """
-    return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector)
+    return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
+                  constant_time, implementation)
 
 
 def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
             padding: str | None = None, sector_size: int | None = None,
-            start_sector: int | None = None):
+            start_sector: int | None = None, constant_time: bool = False,
+            implementation: str | None = None):
     """Decrypt ``data``; the inverse of :func:`encrypt` with the same arguments."""
-    return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector)
+    return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
+                  constant_time, implementation)
 
 
 class Cipher:
@@ -82,11 +98,13 @@ class Cipher:
 
     def __init__(self, name: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
                  padding: str | None = None, sector_size: int | None = None,
-                 start_sector: int | None = None):
+                 start_sector: int | None = None, constant_time: bool = False,
+                 implementation: str | None = None):
         self.spec = lookup(name)
+        impl = _impl(constant_time, implementation)
         # validate now, for both directions (XTS equal-key check happens per direction)
-        modes.check(self.spec, key, iv, False, padding, sector_size, start_sector)
-        self._args = (key, iv, padding, sector_size, start_sector)
+        modes.check(self.spec, key, iv, False, padding, sector_size, start_sector, impl)
+        self._args = (key, iv, padding, sector_size, start_sector, impl)
         self.device = device
 
     def __repr__(self) -> str:  # never shows the key
@@ -103,8 +121,8 @@ class CipherContext:
     """``update()`` any pieces, then ``finalize()``; the output equals the one-shot call's."""
 
     def __init__(self, cipher: Cipher, encrypt: bool):
-        key, iv, padding, sector_size, start_sector = cipher._args
-        self.p = modes.check(cipher.spec, key, iv, encrypt, padding, sector_size, start_sector)
+        key, iv, padding, sector_size, start_sector, impl = cipher._args
+        self.p = modes.check(cipher.spec, key, iv, encrypt, padding, sector_size, start_sector, impl)
         self.device = cipher.device
         self.spec = cipher.spec
         self.bs = cipher.spec.block_size

@@ -16,7 +16,7 @@ import numpy as np
 from . import devices as _devices
 from . import modes
 from .backends.base import defines_prefix, program_source
-from .errors import DeviceError
+from .errors import DeviceError, InvalidArgument
 from .registry import lookup
 
 U64 = np.uint64
@@ -24,10 +24,22 @@ U32 = np.uint32
 _MASK64 = (1 << 64) - 1
 
 
-def build_cipher_program(backend, spec):
+def build_cipher_program(backend, spec, impl: str | None = None):
+    """Compile (once) the mode kernels for a cipher, key size and implementation."""
     cipher = spec.cipher
-    src = defines_prefix(cipher.defines(spec.key_size)) + program_source(cipher.kernel_file, "modes.cl")
-    return backend.build(src, key=("modes", cipher.name, spec.key_size))
+    im = cipher.implementation(impl)
+    defines = {**cipher.defines(spec.key_size), **im.get("defines", {}), "CG_BATCH": im.get("batch", 1)}
+    src = defines_prefix(defines) + program_source(im["file"], "modes.cl")
+    return backend.build(src, key=("modes", cipher.name, spec.key_size, impl or "fast"))
+
+
+def launch_items(backend, program, name: str, nblocks: int, im: dict) -> int:
+    """Work-items for a launch over ``nblocks``: one per batch of blocks, capped at what the device
+    holds at once when the implementation uses a persistent grid."""
+    items = -(-nblocks // im.get("batch", 1))
+    if im.get("grid", "persistent") == "persistent":
+        items = min(items, backend.resident_items(program, name))
+    return items
 
 
 def build_copy_program(backend):
@@ -56,14 +68,16 @@ class KeyedProgram:
         self.p = p
         spec = p.spec
         self.bs = spec.block_size
-        self.prg = build_cipher_program(backend, spec)
+        self.impl = spec.cipher.implementation(p.impl)
+        self.prg = build_cipher_program(backend, spec, p.impl)
         ks = spec.key_size
         decrypt_sched = not p.encrypt and spec.mode != "ctr"
         self._bufs = []
-        self.rk = self._upload_key(spec.cipher.expand(p.key[:ks], decrypt_sched))
+        kl = {"layout": self.impl["key_layout"]} if self.impl.get("key_layout") else {}
+        self.rk = self._upload_key(spec.cipher.expand(p.key[:ks], decrypt_sched, **kl))
         self.rk2 = None
         if spec.mode == "xts":
-            self.rk2 = self._upload_key(spec.cipher.expand(p.key[ks:], False))
+            self.rk2 = self._upload_key(spec.cipher.expand(p.key[ks:], False, **kl))
             self.apow = _apow_buffer(backend)
         self.kernel = {
             "ecb": "cg_ecb_enc" if p.encrypt else "cg_ecb_dec",
@@ -133,50 +147,69 @@ class KeyedProgram:
             if scratch is None:
                 scratch = b.alloc(16 * nseg)
             iv = int.from_bytes(p.xts_iv, "little")
-            ev = b.launch(self.prg, "cg_xts_seg", nseg,
+            ev = b.launch(self.prg, "cg_xts_seg", launch_items(b, self.prg, "cg_xts_seg", nseg, self.impl),
                           [scratch, self.rk2, self.apow, U64(first_seg), U64(nseg), U64(layout.spu),
                            U64(iv & _MASK64), U64(iv >> 64)], queue, wait_for=wait_for)
             wait_for = [ev] if b.info.runtime == "opencl" else None
+            bpu = layout.bpu
+            log2 = bpu.bit_length() - 1 if bpu & (bpu - 1) == 0 else 64
             args = [in_buf, out_buf, self.rk, scratch, U64(first_block), U64(first_seg), n,
-                    U64(layout.bpu), U64(layout.spu)]
-        return b.launch(self.prg, self.kernel, nblocks, args, queue, wait_for=wait_for)
+                    U64(bpu), U64(layout.spu), U32(log2)]
+        items = launch_items(b, self.prg, self.kernel, nblocks, self.impl)
+        return b.launch(self.prg, self.kernel, items, args, queue, wait_for=wait_for)
 
 
 class DeviceEngine:
     """Runs modes on one OpenCL or CUDA device."""
 
-    #: bytes per chunk when a message is larger than what we stage at once
-    chunk_bytes = 64 << 20
+    #: pipeline chunk size and depth; None: the device's tuned settings (ciphergrid.tuning:
+    #: CIPHERGRID_CHUNK_SIZE / CIPHERGRID_DEPTH, the tuning cache, defaults)
+    chunk_bytes: int | None = None
+    depth: int | None = None
 
     def __init__(self, info):
         self.device = info
         self.backend = _devices.backend(info)
 
     # -- host data in, host data out --------------------------------------------------------------
-    def crypt(self, p: modes.Params, data: np.ndarray) -> np.ndarray:
+    def crypt(self, p: modes.Params, data: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``data`` through the mode into a new array, or into ``out`` (same size; may be
+        ``data`` itself for in-place operation, but must not otherwise overlap it)."""
         spec = p.spec
-        if spec.mode == "cbc" and p.encrypt:
-            return NativeEngine().crypt(p, data)
         n = data.nbytes
-        out = np.empty(n, dtype=np.uint8)
+        if out is None:
+            out = np.empty(n, dtype=np.uint8)
+        elif out.nbytes != n or out.dtype != np.uint8 or not out.flags.c_contiguous:
+            raise InvalidArgument(f"out must be a contiguous uint8 array of {n} bytes")
+        elif (np.may_share_memory(out, data)
+              and (out.ctypes.data != data.ctypes.data or data.dtype != np.uint8)):
+            raise InvalidArgument("out overlaps the input without being the input itself")
+        if spec.mode == "cbc" and p.encrypt:
+            out[...] = NativeEngine().crypt(p, data)
+            return out
         if n == 0:
             return out
         layout = modes.xts_layout(p, n) if spec.mode == "xts" else None
+        tail = None
+        if layout is not None and layout.tail_unit >= 0:  # read before an in-place run
+            tail = data[layout.tail_start:].tobytes()
         with KeyedProgram(self.backend, p) as kp:
             self._run(kp, data, out, layout)
-        if layout is not None and layout.tail_unit >= 0:
+        if tail is not None:
             s = layout.tail_start
-            out[s:] = np.frombuffer(modes.xts_tail(p, layout, data[s:].tobytes()), dtype=np.uint8)
+            out[s:] = np.frombuffer(modes.xts_tail(p, layout, tail), dtype=np.uint8)
         return out
 
     def _run(self, kp: KeyedProgram, data, out, layout) -> None:
-        """Sequential chunks: upload, kernel, download (the pipeline overlaps these)."""
+        """Overlapped chunks: H2D, kernel and D2H on three queues (ciphergrid.pipeline)."""
         from .pipeline import run_chunks
 
-        run_chunks(kp, data, out, layout, chunk_bytes=self.chunk_bytes)
+        run_chunks(kp, data.reshape(-1).view(np.uint8), out, layout, chunk_bytes=self.chunk_bytes,
+                   depth=self.depth)
 
     # -- benchmarking hooks ------------------------------------------------------------------------
-    def time_kernel(self, name: str, nbytes: int, *, repeats: int, encrypt: bool = True) -> list[float]:
+    def time_kernel(self, name: str, nbytes: int, *, repeats: int, encrypt: bool = True,
+                    impl: str | None = None) -> list[float]:
         """Device-resident seconds for ``repeats`` runs over ``nbytes`` of random data."""
         b = self.backend
         nbytes = max(16, nbytes // 16 * 16)
@@ -198,7 +231,7 @@ class DeviceEngine:
             if spec.mode == "xts":
                 key = key[: spec.key_size] + bytes(x ^ 0x5A for x in key[: spec.key_size])
             enc = encrypt and not (spec.mode == "cbc")
-            p = modes.check(spec, key, iv, enc)
+            p = modes.check(spec, key, iv, enc, impl=impl)
             kp = KeyedProgram(b, p)
             nblocks = nbytes // spec.block_size
             layout = modes.xts_layout(p, nbytes) if spec.mode == "xts" else None
@@ -224,7 +257,7 @@ class DeviceEngine:
             if kp is not None:
                 kp.close()
 
-    def kernel_resources(self, name: str, *, encrypt: bool = True) -> dict:
+    def kernel_resources(self, name: str, *, encrypt: bool = True, impl: str | None = None) -> dict:
         b = self.backend
         if name == "copy":
             res = b.kernel_resources(build_copy_program(b), "cg_copy")
@@ -232,7 +265,7 @@ class DeviceEngine:
             spec = lookup(name)
             kern = {"ecb": "cg_ecb_enc" if encrypt else "cg_ecb_dec", "ctr": "cg_ctr",
                     "cbc": "cg_cbc_dec", "xts": "cg_xts_enc" if encrypt else "cg_xts_dec"}[spec.mode]
-            res = b.kernel_resources(build_cipher_program(b, spec), kern)
+            res = b.kernel_resources(build_cipher_program(b, spec, impl), kern)
         res.setdefault("sm_count", self.device.compute_units)
         res.setdefault("occupancy", None)
         res.setdefault("max_threads_per_sm", self.device.extra.get("max_threads_per_sm"))

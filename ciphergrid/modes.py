@@ -28,6 +28,7 @@ class Params:
     padding: str | None = None
     sector_size: int | None = None   # XTS data-unit size; None = the whole message is one unit
     start_sector: int = 0
+    impl: str | None = None          # kernel implementation ("fast" default, "ct" constant-time...)
 
     @property
     def xts_iv(self) -> bytes:
@@ -38,7 +39,7 @@ class Params:
 
 
 def check(spec: CipherSpec, key, iv, encrypt: bool, padding=None, sector_size=None,
-          start_sector=None) -> Params:
+          start_sector=None, impl=None) -> Params:
     """Validate key, IV and options for ``spec``; raise the matching ciphergrid error."""
     from .errors import InvalidKeySize
 
@@ -76,8 +77,10 @@ def check(spec: CipherSpec, key, iv, encrypt: bool, padding=None, sector_size=No
             raise InvalidIVSize(f"{spec.name} takes a {spec.iv_len}-byte IV, got {len(iv)} bytes")
     if spec.mode == "xts" and encrypt and key[: spec.key_size] == key[spec.key_size:]:
         raise InvalidKey("XTS keys must differ: key1 == key2 is refused (as OpenSSL does)")
+    if impl is not None:
+        spec.cipher.implementation(impl)  # raises for an unknown implementation
     return Params(spec, key, None if iv is None else bytes(iv), encrypt, padding,
-                  sector_size, start_sector or 0)
+                  sector_size, start_sector or 0, impl)
 
 
 def check_length(p: Params, n: int) -> None:

@@ -69,6 +69,24 @@ class Backend:
         """A page-locked host buffer (uint8) for fast, asynchronous transfers."""
         raise NotImplementedError
 
+    # -- caller memory for the pipeline (ciphergrid.pipeline) ----------------------------------
+    def host_transfer_mode(self) -> str:
+        """How the pipeline moves ordinary (pageable) host memory: "register" (page-lock it in
+        place with register_host, then DMA), "any" (hand it to the runtime as it is: host memory
+        is device memory) or "staging" (copy it through pinned() buffers)."""
+        return "staging"
+
+    def register_host(self, ptr: int, nbytes: int) -> bool:
+        """Page-lock ``nbytes`` of host memory at ``ptr`` for direct DMA; False when not possible."""
+        return False
+
+    def unregister_host(self, ptr: int) -> None:
+        """Undo register_host (``ptr`` as registered)."""
+
+    def host_is_pinned(self, ptr: int) -> bool:
+        """Whether host address ``ptr`` is already page-locked for this device."""
+        return False
+
     def zero(self, buf, queue=None) -> None:
         """Overwrite a device buffer with zeros (key material is wiped before release)."""
         raise NotImplementedError
@@ -94,6 +112,30 @@ class Backend:
         """Run kernel ``name`` over ``items`` work-items (rounded up to the work-group size)."""
         raise NotImplementedError
 
+    def resident_items(self, program, name: str) -> int:
+        """Work-items of kernel ``name`` that the device holds at once (a persistent grid's size).
+
+        From the kernel's resource use: work-groups per compute unit limited by threads,
+        registers and shared memory, times the compute units.
+        """
+        key = (id(program), name)
+        cache = self.__dict__.setdefault("_resident", {})
+        if key not in cache:
+            local = self.local_size
+            if self.info.kind == "cpu":
+                cache[key] = max(1, self.info.compute_units) * local * 4
+            else:
+                r = self.kernel_resources(program, name)
+                ex = self.info.extra
+                per_cu = [ex.get("max_threads_per_sm", 2048) // local, ex.get("max_blocks_per_sm", 32)]
+                if r.get("registers_per_item"):
+                    regs = -(-r["registers_per_item"] // 8) * 8  # allocation granularity
+                    per_cu.append(ex.get("regs_per_sm", 65536) // (regs * local))
+                if r.get("local_mem_bytes"):
+                    per_cu.append(ex.get("smem_per_sm", 228 * 1024) // (r["local_mem_bytes"] + 1024))
+                cache[key] = max(1, min(per_cu)) * local * max(1, self.info.compute_units)
+        return cache[key]
+
     def marker(self, queue=None):
         """An event that completes when everything enqueued so far on ``queue`` has."""
         raise NotImplementedError
@@ -107,10 +149,6 @@ class Backend:
     def elapsed(self, start_event, end_event) -> float:
         """Seconds between two events recorded with timing (device clock)."""
         raise NotImplementedError
-
-    def max_items(self) -> int:
-        """How many work-items fill the device (grid-stride kernels need no more)."""
-        return max(1, self.info.compute_units) * 2048
 
     def kernel_resources(self, program, name: str) -> dict:
         return {}

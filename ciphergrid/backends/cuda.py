@@ -70,7 +70,8 @@ class _Event:
     """A CUDA event recorded on a stream (what launch/upload/download return)."""
 
     def __init__(self, stream):
-        self.ev = cp().cuda.Event()
+        # block=True: a host wait sleeps instead of spinning a core (the pipeline's CPU budget)
+        self.ev = cp().cuda.Event(block=True)
         self.ev.record(stream)
 
     def wait(self):
@@ -119,6 +120,28 @@ class CudaBackend(Backend):
         with self.dev:
             return cupyx.empty_pinned((max(int(nbytes), 16),), dtype=np.uint8)[:nbytes]
 
+    def host_transfer_mode(self) -> str:
+        return "register"
+
+    def register_host(self, ptr: int, nbytes: int) -> bool:
+        try:
+            with self.dev:
+                cp().cuda.runtime.hostRegister(int(ptr), int(nbytes), 0)
+            return True
+        except Exception:  # already registered, overlapping pages, limits: caller stages instead
+            return False
+
+    def unregister_host(self, ptr: int) -> None:
+        with self.dev:
+            cp().cuda.runtime.hostUnregister(int(ptr))
+
+    def host_is_pinned(self, ptr: int) -> bool:
+        try:
+            with self.dev:
+                return int(cp().cuda.runtime.pointerGetAttributes(int(ptr)).type) == 1  # cudaMemoryTypeHost
+        except Exception:
+            return False
+
     def zero(self, buf, queue=None) -> None:
         with self.dev:
             s = queue or self._default
@@ -155,8 +178,7 @@ class CudaBackend(Backend):
         s = queue or self._default
         k = program.kernel(name)
         local = self.local_size
-        glob = min(max(int(items), 1), self.max_items())
-        grid = -(-glob // local)
+        grid = -(-max(int(items), 1) // local)
         with self.dev:
             self._prepare(s, wait_for)
             try:
@@ -191,6 +213,7 @@ class CudaBackend(Backend):
         if smem and ex["smem_per_sm"]:
             per_sm.append(ex["smem_per_sm"] // smem)
         blocks = max(0, min(per_sm))
+        # (resident_items() in base.py applies the register allocation granularity)
         return {
             "work_group_size": local,
             "registers_per_item": regs,

@@ -121,6 +121,10 @@ class OpenCLBackend(Backend):
                                       0, (max(int(nbytes), 16),), np.uint8, is_blocking=True)
         return arr[:nbytes]
 
+    def host_transfer_mode(self) -> str:
+        # a CPU device (PoCL) reads host memory in place; a GPU needs pinned staging
+        return "any" if self.info.kind == "cpu" else "staging"
+
     def zero(self, buf, queue=None) -> None:
         c = cl()
         q = queue or self._default
@@ -149,8 +153,7 @@ class OpenCLBackend(Backend):
         c = cl()
         k = program.kernel(name)
         local = self.local_size
-        glob = min(max(int(items), 1), self.max_items())
-        glob = -(-glob // local) * local
+        glob = -(-max(int(items), 1) // local) * local
         k.set_args(*args)
         try:
             return c.enqueue_nd_range_kernel(queue or self._default, k, (glob,), (local,),
@@ -169,11 +172,6 @@ class OpenCLBackend(Backend):
 
     def elapsed(self, start_event, end_event) -> float:
         return (end_event.profile.end - start_event.profile.start) * 1e-9
-
-    def max_items(self) -> int:
-        if self.info.kind == "cpu":
-            return max(1, self.info.compute_units) * self.local_size * 4
-        return max(1, self.info.compute_units) * 2048
 
     def kernel_resources(self, program, name: str) -> dict:
         c = cl()

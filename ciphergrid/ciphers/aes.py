@@ -91,7 +91,19 @@ class AES(BlockCipher):
     key_sizes = (16, 24, 32)
     kernel_file = "aes.cl"
 
-    def expand(self, key: bytes, decrypt: bool) -> np.ndarray:
+    def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
+        if layout == "bitsliced":
+            # kernels/aes_bs.cl ("ct"): one 0 / 0xffffffff mask per bit of the encryption round keys
+            # (word 128 r + 32 w + j = bit j of round-key word 4 r + w); decryption walks the same
+            # schedule backwards (plain inverse cipher), so `decrypt` does not change it.
+            ek = self.expand(key, False)
+            bits = (ek[:, None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
+            out = (np.uint32(0) - bits).astype("<u4").reshape(-1)
+            ek.fill(0)
+            bits.fill(0)
+            return out
+        if layout is not None:
+            raise ValueError(f"unknown AES key layout {layout!r}")
         self.check_key(key)
         ek = expand_key_bytes(bytes(key))
         nr = len(key) // 4 + 6
@@ -110,6 +122,25 @@ class AES(BlockCipher):
             out = np.frombuffer(bytes(ek), dtype="<u4").copy()
         ek[:] = bytes(len(ek))
         return out
+
+    #: "fast" is the default T-table kernel; the others are the steps of the practice ablation
+    #: (`ciphergrid bench ablation`), each adding one optimisation to the previous one.
+    implementations = {
+        "baseline": {"file": "aes.cl", "batch": 1, "grid": "per-block",
+                     "defines": {"AES_REPLICATE": 0, "AES_KEYS_IN_REGS": 0}},
+        "+replicated-tables": {"file": "aes.cl", "batch": 1, "grid": "per-block",
+                               "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 0}},
+        "+keys-in-registers": {"file": "aes.cl", "batch": 1, "grid": "per-block",
+                               "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 1}},
+        "+persistent-grid": {"file": "aes.cl", "batch": 1, "grid": "persistent",
+                             "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 1}},
+        "+2-blocks-per-item": {"file": "aes.cl", "batch": 2, "grid": "persistent",
+                               "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 1}},
+        "fast": {"file": "aes.cl", "batch": 2, "grid": "persistent",
+                 "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 1}},
+        "ct": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent", "defines": {},
+               "key_layout": "bitsliced"},
+    }
 
     def defines(self, key_size: int) -> dict[str, int]:
         return {"AES_ROUNDS": key_size // 4 + 6}

@@ -3,12 +3,14 @@
 A block cipher is a host-side key schedule plus one kernel file.  The kernel file defines, in the
 portable OpenCL C subset of ``kernels/portable.h``:
 
-* ``CG_BLOCK_WORDS``          number of 32-bit words in a block (4 for 128-bit, 2 for 64-bit ciphers);
-* ``CG_CIPHER_LOCALS``        declarations placed at kernel scope (local-memory tables), may be empty;
-* ``CG_CIPHER_SETUP(rk)``     statements run by every work-item before any guard (table fills, barrier);
-* ``cg_encrypt(uint *s, GLOBAL_RO const uint *rk CG_TABLE_PARAMS)``  in-place block encryption;
-* ``cg_decrypt(uint *s, GLOBAL_RO const uint *dk CG_TABLE_PARAMS)``  in-place block decryption;
-* ``CG_TABLE_ARGS``           the extra arguments passed to cg_encrypt/cg_decrypt (tables), may be empty.
+* ``CG_BLOCK_WORDS``            number of 32-bit words in a block (4 for 128-bit, 2 for 64-bit ciphers);
+* ``CG_ENC_LOCALS``             declarations placed at kernel scope (shared-memory tables), may be empty;
+* ``CG_ENC_SETUP(rk)``          statements run by every work-item before the block loop (table fills,
+                                keys into registers, barrier); may declare the names CG_ENC_ARGS uses;
+* ``cg_encrypt_batch(uint *s CG_ENC_PARAMS)``  encrypts CG_BATCH blocks in place (block k in
+                                s[k*W .. k*W+W-1]); CG_BATCH is a define the host passes (``batch``);
+* ``CG_ENC_ARGS``               the arguments after ``s`` (keys, tables), starting with a comma;
+* the same four with ``DEC`` for decryption (``cg_decrypt_batch``).
 
 Blocks are handled as little-endian 32-bit words of the block bytes (word i = bytes 4i..4i+3), so a
 kernel loads and stores data without byte swapping.  The generic mode kernels in ``modes.cl`` are
@@ -33,6 +35,21 @@ class BlockCipher:
     key_sizes: tuple[int, ...] = ()
     #: kernel file under ciphergrid/kernels/
     kernel_file: str = ""
+
+    #: kernel implementations: name -> {"file": kernel file, "defines": {...}, "batch": blocks per
+    #: work-item step}.  "fast" is the default; "ct" (if present) is constant-time.
+    implementations: dict[str, dict] = {}
+
+    def implementation(self, name: str | None = None) -> dict:
+        """The kernel file, extra defines and batch of an implementation (default: "fast")."""
+        from ..errors import InvalidArgument
+
+        impls = self.implementations or {"fast": {"file": self.kernel_file, "defines": {}, "batch": 1}}
+        impl = impls.get(name or "fast")
+        if impl is None:
+            raise InvalidArgument(
+                f"{self.name} has no implementation {name!r}; expected one of: {', '.join(impls)}")
+        return impl
 
     def check_key(self, key: bytes) -> None:
         if len(key) not in self.key_sizes:

@@ -1,16 +1,38 @@
-/* aes.cl - AES-128/192/256 block functions (FIPS 197) for the generic mode kernels.
+/* aes.cl - AES-128/192/256 block functions (FIPS 197) for the generic mode kernels (modes.cl).
  *
  * Blocks are 4 little-endian words (word c = column c, byte r of the word = row r).  Rounds use one
- * 1 KiB T-table copied into work-group shared memory; the other three T-tables are byte rotations
- * of it.  Decryption is FIPS 197's equivalent inverse cipher (host passes the transformed keys).
- * AES_ROUNDS (10/12/14) is a compile-time constant so the round loop unrolls.
- * The tables below were computed from the S-box that ciphergrid/ciphers/aes.py derives
- * (GF(2^8) inverse + affine map); T0[x] = (2S, S, S, 3S), TD0[x] = (14Si, 9Si, 13Si, 11Si).
+ * 1 KiB T-table; the other three T-tables are byte rotations of it (one funnel shift / byte
+ * permute each).  Decryption is FIPS 197's equivalent inverse cipher (the host passes the
+ * InvMixColumns-transformed keys).  AES_ROUNDS (10/12/14) is a compile-time constant.
  *
- * NOTE: table lookups indexed by secret data leak through shared-memory bank conflicts (Jiang, Fei,
- * Kaeli, HPCA 2016); the constant-time variant is a separate kernel.
+ * The tables below were computed from the S-box that ciphergrid/ciphers/aes.py derives
+ * (GF(2^8) inverse + affine map): T0[x] = (2S, S, S, 3S), TD0[x] = (14Si, 9Si, 13Si, 11Si).
+ *
+ * Compile-time options (the practice ablation switches them one at a time, see ciphers/aes.py):
+ *   AES_REPLICATE     1: each table is held 32 times in shared memory, interleaved so that copy l
+ *                     lies in bank l; lane l of a warp reads only copy l, so lookups never conflict
+ *                     on banks (Tezcan 2021's layout).  0: one shared copy (bank conflicts).
+ *   AES_KEYS_IN_REGS  1: round keys are loaded once per work-item into registers; 0: read from
+ *                     device memory in every round.
+ *   CG_BATCH          blocks per work-item per step (independent blocks give the scheduler ILP).
+ *
+ * SECURITY: lookups indexed by secret state leak through shared-memory bank conflicts and timing
+ * (Jiang, Fei, Kaeli, HPCA 2016).  Replication removes bank conflicts between lanes but this is
+ * still not a constant-time implementation; use the bitsliced kernel (aes_bs.cl) where keys of
+ * different clients share a device.
  */
 #define CG_BLOCK_WORDS 4
+#ifndef CG_BATCH
+#define CG_BATCH 1
+#endif
+#ifndef AES_REPLICATE
+#define AES_REPLICATE 1
+#endif
+#ifndef AES_KEYS_IN_REGS
+#define AES_KEYS_IN_REGS 1
+#endif
+
+#define AES_NRK (4 * (AES_ROUNDS + 1))
 
 CONST_TABLE uint AES_T0[256] = {
     0xa56363c6u, 0x847c7cf8u, 0x997777eeu, 0x8d7b7bf6u, 0x0df2f2ffu, 0xbd6b6bd6u, 0xb16f6fdeu, 0x54c5c591u,
@@ -101,31 +123,59 @@ CONST_TABLE uchar AES_INV_SBOX[256] = {
     0x17, 0x2b, 0x04, 0x7e, 0xba, 0x77, 0xd6, 0x26, 0xe1, 0x69, 0x14, 0x63, 0x55, 0x21, 0x0c, 0x7d,
 };
 
-#define CG_ENC_LOCALS LOCAL_VAR uint cg_t0[256];
-#define CG_ENC_SETUP                                             \
-    for (uint cg_k = LID; cg_k < 256u; cg_k += LSIZE)            \
-        cg_t0[cg_k] = AES_T0[cg_k];                              \
-    BARRIER();
-#define CG_ENC_PARAMS , LOCAL_PTR const uint *t0
-#define CG_ENC_ARGS , cg_t0
+#if AES_REPLICATE
+#define AES_TSIZE (256 * 32)
+#define AES_TSHIFT 5
+#define AES_IDX(b) ((((uint)(b)) << 5) | lane)
+#else
+#define AES_TSIZE 256
+#define AES_TSHIFT 0
+#define AES_IDX(b) (b)
+#endif
 
-#define CG_DEC_LOCALS LOCAL_VAR uint cg_td0[256]; LOCAL_VAR uint cg_isb[256];
-#define CG_DEC_SETUP                                             \
-    for (uint cg_k = LID; cg_k < 256u; cg_k += LSIZE) {          \
-        cg_td0[cg_k] = AES_TD0[cg_k];                            \
-        cg_isb[cg_k] = AES_INV_SBOX[cg_k];                       \
+#if AES_KEYS_IN_REGS
+#define AES_RK_PTR const uint *
+#define AES_KEYS(rk) uint cg_rk[AES_NRK]; aes_load_keys(cg_rk, rk);
+DEVICE_FN void aes_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
+{
+#pragma unroll
+    for (int i = 0; i < AES_NRK; i++) dst[i] = src[i];
+}
+#else
+#define AES_RK_PTR GLOBAL_RO const uint *RESTRICT
+#define AES_KEYS(rk) GLOBAL_RO const uint *cg_rk = (rk);
+#endif
+
+#define CG_ENC_LOCALS LOCAL_VAR uint cg_t0[AES_TSIZE];
+#define CG_ENC_SETUP(rk)                                         \
+    for (uint cg_k = LID; cg_k < AES_TSIZE; cg_k += LSIZE)       \
+        cg_t0[cg_k] = AES_T0[cg_k >> AES_TSHIFT];                \
+    AES_KEYS(rk)                                                 \
+    const uint cg_lane = LID & 31u;                              \
+    BARRIER();
+#define CG_ENC_PARAMS , AES_RK_PTR rk, LOCAL_PTR const uint *t0, uint lane
+#define CG_ENC_ARGS , cg_rk, cg_t0, cg_lane
+
+#define CG_DEC_LOCALS LOCAL_VAR uint cg_td0[AES_TSIZE]; LOCAL_VAR uchar cg_isb[AES_TSIZE];
+#define CG_DEC_SETUP(dk)                                         \
+    for (uint cg_k = LID; cg_k < AES_TSIZE; cg_k += LSIZE) {     \
+        cg_td0[cg_k] = AES_TD0[cg_k >> AES_TSHIFT];              \
+        cg_isb[cg_k] = AES_INV_SBOX[cg_k >> AES_TSHIFT];         \
     }                                                            \
+    AES_KEYS(dk)                                                 \
+    const uint cg_lane = LID & 31u;                              \
     BARRIER();
-#define CG_DEC_PARAMS , LOCAL_PTR const uint *td0, LOCAL_PTR const uint *isb
-#define CG_DEC_ARGS , cg_td0, cg_isb
+#define CG_DEC_PARAMS , AES_RK_PTR dk, LOCAL_PTR const uint *td0, LOCAL_PTR const uchar *isb, uint lane
+#define CG_DEC_ARGS , cg_rk, cg_td0, cg_isb, cg_lane
 
-#define AES_TE(a, b, c, d) \
-    (t0[BYTE0(a)] ^ ROTL32(t0[BYTE1(b)], 8) ^ ROTL32(t0[BYTE2(c)], 16) ^ ROTL32(t0[BYTE3(d)], 24))
-#define AES_SB(x) ((t0[x] >> 8) & 0xffu)
+#define AES_TE(a, b, c, d)                                                              \
+    (t0[AES_IDX(BYTE0(a))] ^ ROTL32(t0[AES_IDX(BYTE1(b))], 8) ^                         \
+     ROTL32(t0[AES_IDX(BYTE2(c))], 16) ^ ROTL32(t0[AES_IDX(BYTE3(d))], 24))
+#define AES_SB(x) ((t0[AES_IDX(x)] >> 8) & 0xffu)
 #define AES_SE(a, b, c, d) \
     (AES_SB(BYTE0(a)) | (AES_SB(BYTE1(b)) << 8) | (AES_SB(BYTE2(c)) << 16) | (AES_SB(BYTE3(d)) << 24))
 
-DEVICE_FN void cg_encrypt(uint *s, GLOBAL_RO const uint *RESTRICT rk CG_ENC_PARAMS)
+DEVICE_FN void aes_encrypt1(uint *s, AES_RK_PTR rk, LOCAL_PTR const uint *t0, uint lane)
 {
     uint s0 = s[0] ^ rk[0], s1 = s[1] ^ rk[1], s2 = s[2] ^ rk[2], s3 = s[3] ^ rk[3];
 #pragma unroll
@@ -142,12 +192,15 @@ DEVICE_FN void cg_encrypt(uint *s, GLOBAL_RO const uint *RESTRICT rk CG_ENC_PARA
     s[3] = AES_SE(s3, s0, s1, s2) ^ rk[4 * AES_ROUNDS + 3];
 }
 
-#define AES_TD(a, b, c, d) \
-    (td0[BYTE0(a)] ^ ROTL32(td0[BYTE1(b)], 8) ^ ROTL32(td0[BYTE2(c)], 16) ^ ROTL32(td0[BYTE3(d)], 24))
+#define AES_TD(a, b, c, d)                                                              \
+    (td0[AES_IDX(BYTE0(a))] ^ ROTL32(td0[AES_IDX(BYTE1(b))], 8) ^                       \
+     ROTL32(td0[AES_IDX(BYTE2(c))], 16) ^ ROTL32(td0[AES_IDX(BYTE3(d))], 24))
+#define AES_IS(x) ((uint)isb[AES_IDX(x)])
 #define AES_SD(a, b, c, d) \
-    (isb[BYTE0(a)] | (isb[BYTE1(b)] << 8) | (isb[BYTE2(c)] << 16) | (isb[BYTE3(d)] << 24))
+    (AES_IS(BYTE0(a)) | (AES_IS(BYTE1(b)) << 8) | (AES_IS(BYTE2(c)) << 16) | (AES_IS(BYTE3(d)) << 24))
 
-DEVICE_FN void cg_decrypt(uint *s, GLOBAL_RO const uint *RESTRICT dk CG_DEC_PARAMS)
+DEVICE_FN void aes_decrypt1(uint *s, AES_RK_PTR dk, LOCAL_PTR const uint *td0,
+                            LOCAL_PTR const uchar *isb, uint lane)
 {
     uint s0 = s[0] ^ dk[0], s1 = s[1] ^ dk[1], s2 = s[2] ^ dk[2], s3 = s[3] ^ dk[3];
 #pragma unroll
@@ -162,4 +215,17 @@ DEVICE_FN void cg_decrypt(uint *s, GLOBAL_RO const uint *RESTRICT dk CG_DEC_PARA
     s[1] = AES_SD(s1, s0, s3, s2) ^ dk[4 * AES_ROUNDS + 1];
     s[2] = AES_SD(s2, s1, s0, s3) ^ dk[4 * AES_ROUNDS + 2];
     s[3] = AES_SD(s3, s2, s1, s0) ^ dk[4 * AES_ROUNDS + 3];
+}
+
+/* the uniform batch interface: CG_BATCH blocks, block k in s[4k .. 4k+3] */
+DEVICE_FN void cg_encrypt_batch(uint *s CG_ENC_PARAMS)
+{
+#pragma unroll
+    for (int k = 0; k < CG_BATCH; k++) aes_encrypt1(s + 4 * k, rk, t0, lane);
+}
+
+DEVICE_FN void cg_decrypt_batch(uint *s CG_DEC_PARAMS)
+{
+#pragma unroll
+    for (int k = 0; k < CG_BATCH; k++) aes_decrypt1(s + 4 * k, dk, td0, isb, lane);
 }

@@ -1,24 +1,71 @@
 /* modes.cl - generic parallel modes over any block cipher that follows the contract of
- * ciphergrid/ciphers/base.py (cg_encrypt / cg_decrypt on little-endian words, CG_*_LOCALS/SETUP).
- * The host concatenates portable.h, the cipher file and this file, so one source serves every
- * cipher, on OpenCL and on CUDA.
+ * ciphergrid/ciphers/base.py (cg_encrypt_batch / cg_decrypt_batch on CG_BATCH blocks of
+ * little-endian words, CG_*_LOCALS and CG_*_SETUP(keys)).  The host concatenates portable.h, the
+ * cipher file and this file, so one source serves every cipher, on OpenCL and on CUDA.
  *
- * Every kernel walks its blocks with a grid-stride loop, so any launch size is correct; block i of a
- * launch is the (first_block + i)-th block of the message, which lets the host cut a message into
- * chunks and still produce the bytes of a one-shot call.
+ * Every kernel walks the blocks with a grid-stride loop, so any launch size is correct; in one
+ * step a work-item takes CG_BATCH blocks base + k * GSIZE (k < CG_BATCH), so each load and store
+ * instruction is coalesced across the work-group.  Block i of a launch is the (first_block + i)-th
+ * block of the message, which lets the host cut a message into chunks and still produce the bytes
+ * of a one-shot call.
  */
+
+#ifndef CG_BATCH
+#define CG_BATCH 1
+#endif
+#define CG_W CG_BLOCK_WORDS
 
 #if CG_BLOCK_WORDS == 4
 typedef uint4 cg_vec;
-#define CG_LOAD(p, i, s) { uint4 v_ = (p)[i]; s[0] = v_.x; s[1] = v_.y; s[2] = v_.z; s[3] = v_.w; }
-#define CG_STORE(p, i, s) ((p)[i] = MAKE_UINT4(s[0], s[1], s[2], s[3]))
+DEVICE_FN void cg_load(GLOBAL_RO const cg_vec *p, ulong i, uint *s)
+{
+    uint4 v = p[i];
+    s[0] = v.x; s[1] = v.y; s[2] = v.z; s[3] = v.w;
+}
+DEVICE_FN void cg_store(GLOBAL cg_vec *p, ulong i, const uint *s)
+{
+    p[i] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
+}
 #elif CG_BLOCK_WORDS == 2
 typedef uint2 cg_vec;
-#define CG_LOAD(p, i, s) { uint2 v_ = (p)[i]; s[0] = v_.x; s[1] = v_.y; }
-#define CG_STORE(p, i, s) ((p)[i] = MAKE_UINT2(s[0], s[1]))
+DEVICE_FN void cg_load(GLOBAL_RO const cg_vec *p, ulong i, uint *s)
+{
+    uint2 v = p[i];
+    s[0] = v.x; s[1] = v.y;
+}
+DEVICE_FN void cg_store(GLOBAL cg_vec *p, ulong i, const uint *s)
+{
+    p[i] = MAKE_UINT2(s[0], s[1]);
+}
 #else
 #error "CG_BLOCK_WORDS must be 2 or 4"
 #endif
+
+/* load the blocks of one step (zeros past the end) */
+DEVICE_FN void cg_load_batch(GLOBAL_RO const cg_vec *p, ulong base, ulong n, uint *s)
+{
+#pragma unroll
+    for (int k = 0; k < CG_BATCH; k++) {
+        ulong b = base + (ulong)k * GSIZE;
+        if (b < n) {
+            cg_load(p, b, s + k * CG_W);
+        } else {
+#pragma unroll
+            for (int w = 0; w < CG_W; w++) s[k * CG_W + w] = 0;
+        }
+    }
+}
+
+DEVICE_FN void cg_store_batch(GLOBAL cg_vec *p, ulong base, ulong n, const uint *s)
+{
+#pragma unroll
+    for (int k = 0; k < CG_BATCH; k++) {
+        ulong b = base + (ulong)k * GSIZE;
+        if (b < n) cg_store(p, b, s + k * CG_W);
+    }
+}
+
+#define CG_STEPS(base, n) for (ulong base = GID; base < (n); base += GSIZE * (ulong)CG_BATCH)
 
 /* ---- ECB --------------------------------------------------------------------------------- */
 
@@ -26,12 +73,12 @@ KERNEL void cg_ecb_enc(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
                        GLOBAL_RO const uint *RESTRICT rk, ulong n)
 {
     CG_ENC_LOCALS
-    CG_ENC_SETUP
-    for (ulong i = GID; i < n; i += GSIZE) {
-        uint s[CG_BLOCK_WORDS];
-        CG_LOAD(in, i, s);
-        cg_encrypt(s, rk CG_ENC_ARGS);
-        CG_STORE(out, i, s);
+    CG_ENC_SETUP(rk)
+    CG_STEPS(base, n) {
+        uint s[CG_BATCH * CG_W];
+        cg_load_batch(in, base, n, s);
+        cg_encrypt_batch(s CG_ENC_ARGS);
+        cg_store_batch(out, base, n, s);
     }
 }
 
@@ -39,12 +86,12 @@ KERNEL void cg_ecb_dec(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
                        GLOBAL_RO const uint *RESTRICT dk, ulong n)
 {
     CG_DEC_LOCALS
-    CG_DEC_SETUP
-    for (ulong i = GID; i < n; i += GSIZE) {
-        uint s[CG_BLOCK_WORDS];
-        CG_LOAD(in, i, s);
-        cg_decrypt(s, dk CG_DEC_ARGS);
-        CG_STORE(out, i, s);
+    CG_DEC_SETUP(dk)
+    CG_STEPS(base, n) {
+        uint s[CG_BATCH * CG_W];
+        cg_load_batch(in, base, n, s);
+        cg_decrypt_batch(s CG_DEC_ARGS);
+        cg_store_batch(out, base, n, s);
     }
 }
 
@@ -56,22 +103,26 @@ KERNEL void cg_ctr(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
                    GLOBAL_RO const uint *RESTRICT rk, ulong ctr_hi, ulong ctr_lo, ulong n)
 {
     CG_ENC_LOCALS
-    CG_ENC_SETUP
-    for (ulong i = GID; i < n; i += GSIZE) {
-        ulong lo = ctr_lo + i;
-        uint s[CG_BLOCK_WORDS], d[CG_BLOCK_WORDS];
-#if CG_BLOCK_WORDS == 4
-        ulong hi = ctr_hi + (lo < ctr_lo ? 1 : 0);
-        s[0] = BSWAP32((uint)(hi >> 32)); s[1] = BSWAP32((uint)hi);
-        s[2] = BSWAP32((uint)(lo >> 32)); s[3] = BSWAP32((uint)lo);
-#else
-        s[0] = BSWAP32((uint)(lo >> 32)); s[1] = BSWAP32((uint)lo);
-#endif
-        cg_encrypt(s, rk CG_ENC_ARGS);
-        CG_LOAD(in, i, d);
+    CG_ENC_SETUP(rk)
+    CG_STEPS(base, n) {
+        uint s[CG_BATCH * CG_W], d[CG_BATCH * CG_W];
 #pragma unroll
-        for (int w = 0; w < CG_BLOCK_WORDS; w++) d[w] ^= s[w];
-        CG_STORE(out, i, d);
+        for (int k = 0; k < CG_BATCH; k++) {
+            ulong lo = ctr_lo + base + (ulong)k * GSIZE;
+            uint *c = s + k * CG_W;
+#if CG_BLOCK_WORDS == 4
+            ulong hi = ctr_hi + (lo < ctr_lo ? 1 : 0);
+            c[0] = BSWAP32((uint)(hi >> 32)); c[1] = BSWAP32((uint)hi);
+            c[2] = BSWAP32((uint)(lo >> 32)); c[3] = BSWAP32((uint)lo);
+#else
+            c[0] = BSWAP32((uint)(lo >> 32)); c[1] = BSWAP32((uint)lo);
+#endif
+        }
+        cg_encrypt_batch(s CG_ENC_ARGS);
+        cg_load_batch(in, base, n, d);
+#pragma unroll
+        for (int w = 0; w < CG_BATCH * CG_W; w++) d[w] ^= s[w];
+        cg_store_batch(out, base, n, d);
     }
 }
 
@@ -83,22 +134,27 @@ KERNEL void cg_cbc_dec(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
                        uint iv0, uint iv1, uint iv2, uint iv3, ulong n)
 {
     CG_DEC_LOCALS
-    CG_DEC_SETUP
-    for (ulong i = GID; i < n; i += GSIZE) {
-        uint s[CG_BLOCK_WORDS], p[CG_BLOCK_WORDS];
-        CG_LOAD(in, i, s);
-        cg_decrypt(s, dk CG_DEC_ARGS);
-        if (i == 0) {
-            p[0] = iv0; p[1] = iv1;
-#if CG_BLOCK_WORDS == 4
-            p[2] = iv2; p[3] = iv3;
-#endif
-        } else {
-            CG_LOAD(in, i - 1, p);
-        }
+    CG_DEC_SETUP(dk)
+    CG_STEPS(base, n) {
+        uint s[CG_BATCH * CG_W];
+        cg_load_batch(in, base, n, s);
+        cg_decrypt_batch(s CG_DEC_ARGS);
 #pragma unroll
-        for (int w = 0; w < CG_BLOCK_WORDS; w++) s[w] ^= p[w];
-        CG_STORE(out, i, s);
+        for (int k = 0; k < CG_BATCH; k++) {
+            ulong b = base + (ulong)k * GSIZE;
+            uint p[CG_W];
+            if (b == 0) {
+                p[0] = iv0; p[1] = iv1;
+#if CG_BLOCK_WORDS == 4
+                p[2] = iv2; p[3] = iv3;
+#endif
+            } else if (b < n) {
+                cg_load(in, b - 1, p);
+            }
+#pragma unroll
+            for (int w = 0; w < CG_W; w++) s[k * CG_W + w] ^= p[w];
+        }
+        cg_store_batch(out, base, n, s);
     }
 }
 
@@ -108,7 +164,8 @@ KERNEL void cg_cbc_dec(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
  * of the unit uses T * alpha^j in GF(2^128).  The unit is cut into segments of 128 blocks: a first
  * kernel computes T * alpha^(128 s) for each segment s the launch touches (one general multiply per
  * 128 blocks), the second one multiplies that by alpha^(j mod 128) with shifts only.
- * Values are 128-bit little-endian integers held as (lo, hi) 64-bit halves. -------------------- */
+ * Values are 128-bit little-endian integers held as (lo, hi) 64-bit halves.  bpu_log2 is log2(bpu)
+ * when bpu is a power of two (shifts instead of a 64-bit division), else 64. -------------------- */
 
 #if CG_BLOCK_WORDS == 4
 
@@ -147,69 +204,77 @@ KERNEL void cg_xts_seg(GLOBAL uint4 *seg, GLOBAL_RO const uint *RESTRICT rk2,
                        ulong iv_lo, ulong iv_hi)
 {
     CG_ENC_LOCALS
-    CG_ENC_SETUP
-    for (ulong g = GID; g < nseg; g += GSIZE) {
-        ulong gg = first_seg + g;
-        ulong u = gg / spu;
-        ulong sidx = gg - u * spu;
-        ulong lo = iv_lo + u;
-        ulong hi = iv_hi + (lo < iv_lo ? 1 : 0);
-        uint s[4];
-        s[0] = (uint)lo; s[1] = (uint)(lo >> 32); s[2] = (uint)hi; s[3] = (uint)(hi >> 32);
-        cg_encrypt(s, rk2 CG_ENC_ARGS);
-        lo = (ulong)s[0] | ((ulong)s[1] << 32);
-        hi = (ulong)s[2] | ((ulong)s[3] << 32);
-        if (sidx) {
-            uint4 c = apow[sidx];
-            xts_gfmul(&lo, &hi, (ulong)c.x | ((ulong)c.y << 32), (ulong)c.z | ((ulong)c.w << 32));
+    CG_ENC_SETUP(rk2)
+    CG_STEPS(base, nseg) {
+        uint s[CG_BATCH * 4];
+#pragma unroll
+        for (int k = 0; k < CG_BATCH; k++) {
+            ulong u = (first_seg + base + (ulong)k * GSIZE) / spu;
+            ulong lo = iv_lo + u;
+            ulong hi = iv_hi + (lo < iv_lo ? 1 : 0);
+            s[4 * k + 0] = (uint)lo; s[4 * k + 1] = (uint)(lo >> 32);
+            s[4 * k + 2] = (uint)hi; s[4 * k + 3] = (uint)(hi >> 32);
         }
-        seg[g] = MAKE_UINT4((uint)lo, (uint)(lo >> 32), (uint)hi, (uint)(hi >> 32));
+        cg_encrypt_batch(s CG_ENC_ARGS);
+#pragma unroll
+        for (int k = 0; k < CG_BATCH; k++) {
+            ulong g = base + (ulong)k * GSIZE;
+            if (g >= nseg) continue;
+            ulong gg = first_seg + g;
+            ulong sidx = gg - (gg / spu) * spu;
+            ulong lo = (ulong)s[4 * k] | ((ulong)s[4 * k + 1] << 32);
+            ulong hi = (ulong)s[4 * k + 2] | ((ulong)s[4 * k + 3] << 32);
+            if (sidx) {
+                uint4 c = apow[sidx];
+                xts_gfmul(&lo, &hi, (ulong)c.x | ((ulong)c.y << 32), (ulong)c.z | ((ulong)c.w << 32));
+            }
+            seg[g] = MAKE_UINT4((uint)lo, (uint)(lo >> 32), (uint)hi, (uint)(hi >> 32));
+        }
     }
 }
 
-#define XTS_TWEAK(seg, b, first_seg, bpu, spu, t)                                   \
-    {                                                                               \
-        ulong u_ = (b) / (bpu);                                                     \
-        ulong j_ = (b) - u_ * (bpu);                                                \
-        uint4 c_ = (seg)[u_ * (spu) + (j_ >> 7) - (first_seg)];                     \
-        ulong lo_ = (ulong)c_.x | ((ulong)c_.y << 32);                              \
-        ulong hi_ = (ulong)c_.z | ((ulong)c_.w << 32);                              \
-        xts_mulx(&lo_, &hi_, (uint)(j_ & 127));                                     \
-        t[0] = (uint)lo_; t[1] = (uint)(lo_ >> 32); t[2] = (uint)hi_; t[3] = (uint)(hi_ >> 32); \
-    }
-
-KERNEL void cg_xts_enc(GLOBAL_RO const uint4 *in, GLOBAL uint4 *out,
-                       GLOBAL_RO const uint *RESTRICT rk1, GLOBAL_RO const uint4 *seg,
-                       ulong first_block, ulong first_seg, ulong n, ulong bpu, ulong spu)
+/* tweak of message block b */
+DEVICE_FN void xts_tweak(GLOBAL_RO const uint4 *seg, ulong b, ulong first_seg, ulong bpu,
+                         ulong spu, uint bpu_log2, uint *t)
 {
-    CG_ENC_LOCALS
-    CG_ENC_SETUP
-    for (ulong i = GID; i < n; i += GSIZE) {
-        uint t[4], s[4];
-        XTS_TWEAK(seg, first_block + i, first_seg, bpu, spu, t);
-        CG_LOAD(in, i, s);
-        s[0] ^= t[0]; s[1] ^= t[1]; s[2] ^= t[2]; s[3] ^= t[3];
-        cg_encrypt(s, rk1 CG_ENC_ARGS);
-        s[0] ^= t[0]; s[1] ^= t[1]; s[2] ^= t[2]; s[3] ^= t[3];
-        CG_STORE(out, i, s);
+    ulong u, j;
+    if (bpu_log2 < 64) {
+        u = b >> bpu_log2;
+        j = b & (bpu - 1);
+    } else {
+        u = b / bpu;
+        j = b - u * bpu;
     }
+    uint4 c = seg[u * spu + (j >> 7) - first_seg];
+    ulong lo = (ulong)c.x | ((ulong)c.y << 32);
+    ulong hi = (ulong)c.z | ((ulong)c.w << 32);
+    xts_mulx(&lo, &hi, (uint)(j & 127));
+    t[0] = (uint)lo; t[1] = (uint)(lo >> 32); t[2] = (uint)hi; t[3] = (uint)(hi >> 32);
 }
 
-KERNEL void cg_xts_dec(GLOBAL_RO const uint4 *in, GLOBAL uint4 *out,
-                       GLOBAL_RO const uint *RESTRICT dk1, GLOBAL_RO const uint4 *seg,
-                       ulong first_block, ulong first_seg, ulong n, ulong bpu, ulong spu)
-{
-    CG_DEC_LOCALS
-    CG_DEC_SETUP
-    for (ulong i = GID; i < n; i += GSIZE) {
-        uint t[4], s[4];
-        XTS_TWEAK(seg, first_block + i, first_seg, bpu, spu, t);
-        CG_LOAD(in, i, s);
-        s[0] ^= t[0]; s[1] ^= t[1]; s[2] ^= t[2]; s[3] ^= t[3];
-        cg_decrypt(s, dk1 CG_DEC_ARGS);
-        s[0] ^= t[0]; s[1] ^= t[1]; s[2] ^= t[2]; s[3] ^= t[3];
-        CG_STORE(out, i, s);
-    }
+#define XTS_KERNEL(NAME, LOCALS, SETUP, FN, ARGS)                                                \
+KERNEL void NAME(GLOBAL_RO const uint4 *in, GLOBAL uint4 *out, GLOBAL_RO const uint *RESTRICT k1, \
+                 GLOBAL_RO const uint4 *seg, ulong first_block, ulong first_seg, ulong n,         \
+                 ulong bpu, ulong spu, uint bpu_log2)                                             \
+{                                                                                                 \
+    LOCALS                                                                                        \
+    SETUP(k1)                                                                                     \
+    CG_STEPS(base, n) {                                                                           \
+        uint s[CG_BATCH * 4], t[CG_BATCH * 4];                                                    \
+        cg_load_batch(in, base, n, s);                                                            \
+        for (int k = 0; k < CG_BATCH; k++) {                                                      \
+            ulong b = base + (ulong)k * GSIZE;                                                    \
+            if (b < n) xts_tweak(seg, first_block + b, first_seg, bpu, spu, bpu_log2, t + 4 * k); \
+            else { t[4 * k] = 0; t[4 * k + 1] = 0; t[4 * k + 2] = 0; t[4 * k + 3] = 0; }          \
+        }                                                                                         \
+        for (int w = 0; w < CG_BATCH * 4; w++) s[w] ^= t[w];                                      \
+        FN(s ARGS);                                                                               \
+        for (int w = 0; w < CG_BATCH * 4; w++) s[w] ^= t[w];                                      \
+        cg_store_batch(out, base, n, s);                                                          \
+    }                                                                                             \
 }
+
+XTS_KERNEL(cg_xts_enc, CG_ENC_LOCALS, CG_ENC_SETUP, cg_encrypt_batch, CG_ENC_ARGS)
+XTS_KERNEL(cg_xts_dec, CG_DEC_LOCALS, CG_DEC_SETUP, cg_decrypt_batch, CG_DEC_ARGS)
 
 #endif /* CG_BLOCK_WORDS == 4 */
