@@ -58,9 +58,9 @@ def check(spec: CipherSpec, key, iv, encrypt: bool, padding=None, sector_size=No
         if sector_size is None:
             raise InvalidArgument("start_sector needs sector_size")
         sector_size = int(sector_size)
-        if sector_size < 16 or sector_size % 16 or sector_size // 16 > XTS_MAX_UNIT_BLOCKS:
+        if sector_size < 16 or sector_size // 16 > XTS_MAX_UNIT_BLOCKS:
             raise InvalidArgument(
-                f"sector_size must be a multiple of 16 between 16 and {16 * XTS_MAX_UNIT_BLOCKS}, got {sector_size}")
+                f"sector_size must be between 16 and {16 * XTS_MAX_UNIT_BLOCKS} bytes, got {sector_size}")
         start_sector = int(start_sector or 0)
         if not 0 <= start_sector < 1 << 128:
             raise InvalidArgument("start_sector must be in [0, 2^128)")
@@ -181,6 +181,14 @@ class XtsLayout:
     tail_unit: int      # unit holding the stolen tail (-1: no stealing)
     tail_block: int     # first block (in the unit) handled by the host
     tail_start: int     # byte offset in the message where the host tail starts
+
+
+def device_can_run(p: Params, n: int) -> bool:
+    """Whether the device kernels handle this layout: XTS units that are not whole blocks need
+    ciphertext stealing in every unit, which only the native engine does (one unit is fine)."""
+    if p.spec.mode != "xts" or p.sector_size is None:
+        return True
+    return p.sector_size % 16 == 0 or n <= p.sector_size
 
 
 def xts_layout(p: Params, n: int) -> XtsLayout:

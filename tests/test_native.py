@@ -97,6 +97,14 @@ def lengths_for(name: str) -> list[int]:
     return [16, 17, 31, 4096 + 7]
 
 
+@pytest.fixture(params=["auto", "ctypes"])
+def loop(request, monkeypatch):
+    """Run a test with the compiled C loop (when a compiler is there) and with the ctypes loop."""
+    if request.param == "ctypes":
+        monkeypatch.setattr(native, "_LOOP", False)
+    return request.param
+
+
 # ----------------------------------------------------------------------------------- basics
 
 def test_reference_xts_model():
@@ -116,6 +124,7 @@ def test_backend_info():
     assert native.BACKEND_NAME in ("libcrypto", "cryptography")
     v = native.openssl_version()
     assert isinstance(v, str) and "SSL" in v
+    assert native.speed_loop() in ("c", "ctypes", "cryptography")
 
 
 @pytest.mark.parametrize("encrypt", [True, False], ids=["enc", "dec"])
@@ -234,6 +243,15 @@ def test_openssl_error_becomes_device_error():
         native.crypt("aes-128-xts", key, bytes(16), data, True)
     # the error queue was drained: the next call works
     assert native.crypt("aes-128-xts", key, bytes(16), data[:4096], True)
+    for loop in (None, False):  # the C loop (if any) and the ctypes loop report it too
+        if loop is None and native._loop() is None:
+            continue
+        saved, native._LOOP = native._LOOP, (native._LOOP if loop is None else False)
+        try:
+            with pytest.raises(errors.DeviceError, match="EVP_Cipher.*failed: error:"):
+                native.crypt("aes-128-xts", key, None, data, True, sector_size=data.size)
+        finally:
+            native._LOOP = saved
 
 
 # ----------------------------------------------------------------------------------- threads
@@ -294,20 +312,22 @@ def _xts_sectors_ref(key, data, sector, start, encrypt):
 
 @pytest.mark.parametrize("name", XTS_NAMES)
 @pytest.mark.parametrize("encrypt", [True, False], ids=["enc", "dec"])
-def test_xts_sectors(name, encrypt):
+def test_xts_sectors(name, encrypt, loop):
     rng = random.Random(hash((name, encrypt)) & 0xFFFF)
     key = key_for(name, rng)
     for sector, n, start in [(512, 512 * 5, 0), (512, 512 * 3 + 40, 7),
                              (4096, 4096 * 2 + 16, (1 << 64) - 2), (16, 16 * 9, 1 << 100),
-                             (512, 100, (1 << 128) - 1)]:
+                             (512, 100, (1 << 128) - 1),
+                             (25, 25 * 7 + 16, 3), (500, 500 * 4 + 30, 0)]:  # unaligned units
         data = rng.randbytes(n)
         got = native.crypt(name, key, None, data, encrypt, sector_size=sector, start_sector=start)
         assert got == _xts_sectors_ref(key, data, sector, start, encrypt), (sector, n, start)
 
 
 @pytest.mark.parametrize("name", ["aes-128-xts", "aes-256-xts"])
-def test_xts_sectors_threads(name, monkeypatch):
+def test_xts_sectors_threads(name, monkeypatch, loop):
     monkeypatch.setattr(native, "MIN_CHUNK", 64 << 10)
+    monkeypatch.setattr(native, "_XTS_CTYPES_THREAD_MIN_UNIT", 4096)
     key = key_for(name, random.Random(9))
     data = os.urandom(4096 * 64 + 48)
     start = 12345
@@ -327,7 +347,8 @@ def test_xts_from_ecb_192_against_model(monkeypatch):
     spec = registry.CipherSpec("aes-192-xts", registry.lookup("aes-192-ecb").cipher, 24, "xts")
     rng = random.Random(12)
     key = rng.randbytes(48)
-    for sector, n in [(None, 16), (None, 33), (None, 1000), (512, 512 * 5 + 20), (256, 256 * 9)]:
+    for sector, n in [(None, 16), (None, 33), (None, 1000), (512, 512 * 5 + 20), (256, 256 * 9),
+                      (33, 33 * 4 + 17)]:
         iv = rng.randbytes(16) if sector is None else None
         data = rng.randbytes(n)
         for encrypt in (True, False):
@@ -351,7 +372,8 @@ def test_xts_from_ecb_matches_openssl(monkeypatch):
         spec = registry.lookup(name)
         key = key_for(name, random.Random(11))
         for sector, n, iv in [(None, 16, os.urandom(16)), (None, 1000, os.urandom(16)),
-                              (512, 512 * 9 + 17, None), (1024, 1024 * 5, None)]:
+                              (512, 512 * 9 + 17, None), (1024, 1024 * 5, None),
+                              (40, 40 * 6 + 20, None)]:
             data = os.urandom(n)
             for encrypt in (True, False):
                 want = native.crypt(name, key, iv, data, encrypt, sector_size=sector,
@@ -367,7 +389,7 @@ def test_xts_sector_errors():
     with pytest.raises(errors.InvalidIVSize):
         native.crypt("aes-128-xts", key, bytes(16), bytes(1024), True, sector_size=512)
     with pytest.raises(errors.InvalidArgument):
-        native.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=500)
+        native.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=15)
     with pytest.raises(errors.InvalidArgument):
         native.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=0)
     with pytest.raises(errors.InvalidLength):  # the last sector is 8 bytes
@@ -429,7 +451,7 @@ def test_stream_xts_single_unit():
 
 @pytest.mark.parametrize("name,size,threads", [("aes-128-ctr", 16384, 1), ("aes-256-xts", 4096, 2),
                                                ("aes-128-cbc", 16, 1)])
-def test_speed(name, size, threads):
+def test_speed(name, size, threads, loop):
     bps = native.speed(name, size, threads=threads, seconds=0.05)
     assert bps > 0
 
