@@ -125,6 +125,9 @@ class CipherContext:
         self.p = modes.check(cipher.spec, key, iv, encrypt, padding, sector_size, start_sector, impl)
         self.device = cipher.device
         self.spec = cipher.spec
+        from .devices import resolve
+
+        resolve(self.device, self.spec.name)  # a missing device fails now, whatever the mode
         self.bs = cipher.spec.block_size
         self._pending = bytearray()
         self._pos = 0          # bytes already processed (block-aligned except for CTR)

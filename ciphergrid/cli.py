@@ -84,7 +84,8 @@ def cmd_crypt(args, encrypt: bool) -> int:
     key = _hex(args.key, "--key")
     iv = _hex(args.iv, "--iv") if args.iv is not None else None
     cipher = Cipher(args.cipher, key, iv, device=args.device, padding=args.pad,
-                    sector_size=args.sector_size, start_sector=args.start_sector)
+                    sector_size=args.sector_size, start_sector=args.start_sector,
+                    constant_time=args.constant_time)
     ctx = cipher.encryptor() if encrypt else cipher.decryptor()
     src = _open_input(args.infile)
     total = None
@@ -126,10 +127,17 @@ def cmd_selftest(args) -> int:
     return run(device=args.device, quiet=args.quiet)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, ``ciphergrid: error: ...``, exit code 2."""
+
+    def error(self, message):
+        self.exit(EXIT_ERROR, f"ciphergrid: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="ciphergrid", description=__doc__.split("\n")[0])
+    ap = _Parser(prog="ciphergrid", description=__doc__.split("\n")[0])
     ap.add_argument("--version", action="version", version=f"ciphergrid {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in ("encrypt", "decrypt"):
         p = sub.add_parser(name, help=f"{name} a file or stdin")
         p.add_argument("--cipher", "-c", required=True, help="e.g. aes-128-ctr, aes-256-xts")
@@ -142,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--pad", choices=["pkcs7"], help="PKCS#7 padding (ECB/CBC), as openssl without -nopad")
         p.add_argument("--sector-size", type=int, help="XTS data-unit size in bytes (tweak = sector number)")
         p.add_argument("--start-sector", type=int, help="XTS sector number of the first unit")
+        p.add_argument("--constant-time", action="store_true",
+                       help="bitsliced table-free kernel (no secret-dependent memory access)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p = sub.add_parser("devices", help="list every device")
     p = sub.add_parser("selftest", help="known-answer tests on every device")

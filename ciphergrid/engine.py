@@ -209,8 +209,11 @@ class DeviceEngine:
 
     # -- benchmarking hooks ------------------------------------------------------------------------
     def time_kernel(self, name: str, nbytes: int, *, repeats: int, encrypt: bool = True,
-                    impl: str | None = None) -> list[float]:
-        """Device-resident seconds for ``repeats`` runs over ``nbytes`` of random data."""
+                    impl: str | None = None, sector_size: int | None = None) -> list[float]:
+        """Device-resident seconds for ``repeats`` runs over ``nbytes`` of random data.
+
+        XTS over more than 16 MiB needs ``sector_size`` (IEEE 1619 caps a data unit at 2^20 blocks).
+        """
         b = self.backend
         nbytes = max(16, nbytes // 16 * 16)
         rng = np.random.default_rng()
@@ -231,7 +234,11 @@ class DeviceEngine:
             if spec.mode == "xts":
                 key = key[: spec.key_size] + bytes(x ^ 0x5A for x in key[: spec.key_size])
             enc = encrypt and not (spec.mode == "cbc")
-            p = modes.check(spec, key, iv, enc, impl=impl)
+            if spec.mode == "xts" and sector_size:
+                iv = None
+            p = modes.check(spec, key, iv, enc, impl=impl,
+                            sector_size=sector_size if spec.mode == "xts" else None)
+            modes.check_length(p, nbytes)
             kp = KeyedProgram(b, p)
             nblocks = nbytes // spec.block_size
             layout = modes.xts_layout(p, nbytes) if spec.mode == "xts" else None

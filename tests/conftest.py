@@ -34,6 +34,7 @@ if str(_REPO) not in sys.path:
     sys.path.append(str(_REPO))
 
 DEFAULT_SEED = 20240601
+_NO_GPU = "no GPU device present (or none selected by CIPHERGRID_TEST_DEVICES)"
 
 
 # --------------------------------------------------------------------------- devices
@@ -106,7 +107,7 @@ def pytest_generate_tests(metafunc):
             params = [pytest.param(s, id=s, marks=[pytest.mark.gpu]) for s in specs]
         else:
             params = [pytest.param(None, id="no-gpu", marks=[
-                pytest.mark.gpu, pytest.mark.skip(reason="no GPU device present")])]
+                pytest.mark.gpu, pytest.mark.skip(reason=_NO_GPU)])]
         metafunc.parametrize("gpu_device", params)
 
 
@@ -117,7 +118,7 @@ def pytest_collection_modifyitems(config, items):
         return  # the device-parametrized modules already failed to collect, loudly
     if have_gpu:
         return
-    skip = pytest.mark.skip(reason="no GPU device present")
+    skip = pytest.mark.skip(reason=_NO_GPU)
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)

@@ -160,7 +160,9 @@ def _large_case(mode, name, size, device, rng, ref, diff):
         _check_both(name, device, key, iv, pt, ref, diff, padding="pkcs7")
     elif mode == "xts":
         _check_both(name, device, key, iv, pt, ref, diff)
-        _check_both(name, device, key, None, pt, ref, diff, sector_size=4096, start_sector=size)
+        tail = size % 4096
+        n = size - tail if 0 < tail < 16 else size  # a last sector needs >= 16 bytes
+        _check_both(name, device, key, None, pt[:n], ref, diff, sector_size=4096, start_sector=size)
     else:
         _check_both(name, device, key, iv, pt, ref, diff)
 
@@ -186,7 +188,8 @@ def test_huge_gpu(name, gpu_device, rng, ref, diff):
     """64 MiB+ inputs, GPU devices only (marked slow)."""
     mode = registry.lookup(name).mode
     key, iv = rng.key(name), rng.iv(name)
-    size = 64 * MiB + (0 if mode in ("ecb", "cbc") else 4096 + 5)
+    # CTR: an odd tail; XTS: short last sectors of 21 bytes for both sector sizes below
+    size = 64 * MiB + {"ecb": 0, "cbc": 0, "ctr": 4096 + 5, "xts": 4096 + 21}[mode]
     pt = rng.data(size)
     if mode == "xts":
         _check_both(name, gpu_device, key, None, pt, ref, diff, sector_size=4096, start_sector=2**33 + 1)

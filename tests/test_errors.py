@@ -16,10 +16,6 @@ ARGUMENT_ERRORS = ["UnsupportedCipher", "InvalidKeySize", "InvalidKey", "Invalid
                    "InvalidLength", "InvalidPadding", "InvalidArgument"]
 
 
-def _valid_len(name: str) -> int:
-    return 64
-
-
 def _expect(exc, fn, *a, **kw):
     """Call fn; it must raise exc (also when the call is a Cipher context that fails late)."""
     with pytest.raises(exc) as ei:
@@ -80,10 +76,12 @@ def test_invalid_key_size(cipher_name):
     iv = bytes(spec.iv_len) if spec.iv_len else None
     data = bytes(64)
     bad_lengths = {0, 1, spec.key_len - 1, spec.key_len + 1, 2 * spec.key_len}
+    # the key sizes of the other variants must not be taken silently (aes-192-cbc with 16 bytes)
     if spec.mode == "xts":
+        bad_lengths |= {32, 48, 64} - {spec.key_len}
         bad_lengths |= {spec.key_size}          # one key instead of key1 || key2
     else:
-        bad_lengths |= {2 * spec.key_size + 8}
+        bad_lengths |= {16, 24, 32} - {spec.key_len}
     for n in sorted(bad_lengths):
         key = bytes(range(1, n + 1)) if n else b""
         for msg in _both(ciphergrid.InvalidKeySize, data, cipher_name, key, iv):
@@ -147,15 +145,12 @@ def test_iv_with_sector_size(name):
 # --------------------------------------------------------------------------- InvalidLength
 
 @pytest.mark.parametrize("n", [1, 15, 17, 31, 4095])
-def test_block_modes_need_whole_blocks(cipher_name, n):
-    spec = registry.lookup(cipher_name)
-    if spec.mode not in ("ecb", "cbc"):
-        # stream-like modes take any length >= their minimum
-        assert spec.mode in ("ctr", "xts")
-        return
+@pytest.mark.parametrize("name", [n for n in registry.names() if registry.lookup(n).mode in ("ecb", "cbc")])
+def test_block_modes_need_whole_blocks(name, n):
+    spec = registry.lookup(name)
     key = bytes(range(1, spec.key_len + 1))
     iv = bytes(16) if spec.iv_len else None
-    for msg in _both(ciphergrid.InvalidLength, bytes(n), cipher_name, key, iv):
+    for msg in _both(ciphergrid.InvalidLength, bytes(n), name, key, iv):
         assert _mentions(msg, 16, 128) or "block" in msg.lower(), msg
 
 
@@ -191,12 +186,11 @@ BAD_PADDED_BLOCKS = {
     "17": bytes(15) + b"\x11",
     "ff": bytes(15) + b"\xff",
     "inconsistent": bytes(12) + b"\x03\x04\x04\x04",
-    "inconsistent-16": b"\x10" * 15 + b"\x01" + b"",  # ends in 01: valid! (control case, see below)
     "one-bad-in-16": b"\x0f" + b"\x10" * 15,
 }
 
 
-@pytest.mark.parametrize("case", [c for c in BAD_PADDED_BLOCKS if c != "inconsistent-16"])
+@pytest.mark.parametrize("case", list(BAD_PADDED_BLOCKS))
 @pytest.mark.parametrize("name", [n for n in registry.names() if registry.lookup(n).mode in ("ecb", "cbc")])
 def test_invalid_padding(name, case, ref):
     spec = registry.lookup(name)
@@ -210,7 +204,7 @@ def test_invalid_padding(name, case, ref):
 def test_valid_padding_control(ref):
     """Control for the cases above: a block ending in 0x01 is valid padding."""
     key, iv = bytes(range(16)), bytes(16)
-    ct = ref.encrypt(BAD_PADDED_BLOCKS["inconsistent-16"], "aes-128-cbc", key, iv)
+    ct = ref.encrypt(b"\x10" * 15 + b"\x01", "aes-128-cbc", key, iv)
     assert ciphergrid.decrypt(ct, "aes-128-cbc", key, iv, padding="pkcs7") == b"\x10" * 15
 
 
@@ -222,9 +216,7 @@ def test_padding_not_for_ctr_xts(cipher_name):
     iv = bytes(16) if spec.iv_len else None
     if spec.mode in ("ctr", "xts"):
         _both(ciphergrid.InvalidArgument, bytes(32), cipher_name, key, iv, padding="pkcs7")
-    for bad in ("zero", "PKCS5", "iso7816", ""):
-        if bad == "":
-            continue
+    for bad in ("zero", "PKCS5", "iso7816"):
         _both(ciphergrid.InvalidArgument, bytes(32), cipher_name, key, iv, padding=bad)
 
 
@@ -253,12 +245,28 @@ def test_sector_arguments(cipher_name):
         assert out == ciphergrid.encrypt(bytes(1024), cipher_name, key, None, sector_size=512, start_sector=0)
 
 
-@pytest.mark.parametrize("label", ["str", "list", "int", "2-D", "uint32", "float", "None"])
+@pytest.mark.parametrize("label", ["str", "list", "int", "None"])
 def test_bad_data_types(label):
-    data = {"str": "0" * 32, "list": [0] * 32, "int": 32, "2-D": np.zeros((2, 16), np.uint8),
-            "uint32": np.zeros(8, np.uint32), "float": np.zeros(32, np.float32), "None": None}[label]
+    data = {"str": "0" * 32, "list": [0] * 32, "int": 32, "None": None}[label]
     with pytest.raises((ciphergrid.InvalidArgument, TypeError)):
         ciphergrid.encrypt(data, "aes-128-ecb", bytes(16))
+
+
+@pytest.mark.parametrize("label", ["2-D", "uint32", "float32", "non-contiguous-2-D"])
+def test_other_numpy_arrays(label, ref):
+    """Not a 1-D uint8 array: either refused (InvalidArgument/TypeError) or taken as its raw bytes
+    in C order - never anything else."""
+    rng = np.random.default_rng(7)
+    a = {"2-D": rng.integers(0, 256, (4, 16), dtype=np.uint8),
+         "uint32": rng.integers(0, 2**32, 16, dtype=np.uint32),
+         "float32": rng.random(16, dtype=np.float32),
+         "non-contiguous-2-D": rng.integers(0, 256, (8, 32), dtype=np.uint8)[::2, ::2]}[label]
+    key = bytes(range(16))
+    try:
+        out = ciphergrid.encrypt(a, "aes-128-ecb", key)
+    except (ciphergrid.InvalidArgument, TypeError):
+        return
+    assert np.asarray(out).tobytes() == ref.encrypt(np.ascontiguousarray(a).tobytes(), "aes-128-ecb", key)
 
 
 # --------------------------------------------------------------------------- DeviceNotFound
@@ -272,24 +280,18 @@ def _absent(prefix: str, candidates) -> str:
 
 
 @pytest.mark.parametrize("spec", ["cuda:7", "opencl:9", "opencl:0:99", "opencl:9:0"])
-def test_device_not_found(spec):
+def test_device_not_found(spec, cipher_name):
     present = {d.spec for d in ciphergrid.devices()}
     if spec in present:  # e.g. an 8-GPU host really has cuda:7
         spec = _absent(spec.split(":")[0] + ":", [97, 98, 99])
-    key = bytes(16)
-    msg = _expect(ciphergrid.DeviceNotFound, ciphergrid.encrypt, bytes(16), "aes-128-ecb", key, device=spec)
-    assert spec in msg, f"the message should name the device asked for: {msg!r}"
-    _expect(ciphergrid.DeviceNotFound, ciphergrid.decrypt, bytes(16), "aes-128-ecb", key, device=spec)
-
-    def via_cipher():
-        c = ciphergrid.Cipher("aes-128-ecb", key, device=spec)
-        e = c.encryptor()
-        e.update(bytes(16))
-        e.finalize()
-    _expect(ciphergrid.DeviceNotFound, via_cipher)
+    s = registry.lookup(cipher_name)
+    key = bytes(range(1, s.key_len + 1))
+    iv = bytes(16) if s.iv_len else None
+    for msg in _both(ciphergrid.DeviceNotFound, bytes(64), cipher_name, key, iv, device=spec):
+        assert spec in msg, f"the message should name the device asked for: {msg!r}"
 
 
-@pytest.mark.parametrize("spec", ["bogus", "opencl:x", "cuda:-1", ""])
+@pytest.mark.parametrize("spec", ["bogus", "opencl:x", "cuda:-1"])
 def test_malformed_device_spec(spec):
     with pytest.raises((ciphergrid.DeviceNotFound, ciphergrid.InvalidArgument)) as ei:
         ciphergrid.encrypt(bytes(16), "aes-128-ecb", bytes(16), device=spec)

@@ -1,0 +1,281 @@
+"""The command line: `python -m ciphergrid ...` in a subprocess.
+
+Output must be byte-identical to `openssl enc -NAME -nopad -K HEX -iv HEX` (with --pad pkcs7: to
+openssl's default padding).  `openssl enc` does not do XTS, so XTS is compared with pyca/cryptography
+(OpenSSL's library).  Errors: exit code 2, one stderr line starting with "ciphergrid: error:", and
+the --out file neither created nor, when it existed, touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import ciphergrid
+from ciphergrid import registry
+
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ciphergrid.__file__)))
+TIMEOUT = 600
+ALL = registry.names()
+OPENSSL_NAMES = [n for n in ALL if registry.lookup(n).mode != "xts"]
+XTS_NAMES = [n for n in ALL if registry.lookup(n).mode == "xts"]
+PAD_NAMES = [n for n in ALL if registry.lookup(n).mode in ("ecb", "cbc")]
+
+
+def cli(*args: str, input: bytes | None = None, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PKG_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return subprocess.run([sys.executable, "-m", "ciphergrid", *map(str, args)], input=input,
+                          capture_output=True, env=env, cwd=cwd, timeout=TIMEOUT)
+
+
+def ok(p: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert p.returncode == 0, f"exit {p.returncode}; stderr:\n{p.stderr.decode(errors='replace')}"
+    return p
+
+
+@pytest.fixture(scope="session")
+def openssl() -> str:
+    path = shutil.which("openssl")
+    if path is None:
+        pytest.skip("no openssl binary on PATH: the byte-for-byte comparison with `openssl enc` is not run")
+    return path
+
+
+def openssl_enc(openssl: str, name: str, key: bytes, iv: bytes | None, data: bytes, *,
+                decrypt: bool = False, pad: bool = False) -> bytes:
+    args = [openssl, "enc", f"-{name}", "-K", key.hex()]
+    if iv is not None:
+        args += ["-iv", iv.hex()]
+    if not pad:
+        args.append("-nopad")
+    if decrypt:
+        args.append("-d")
+    p = subprocess.run(args, input=data, capture_output=True, timeout=TIMEOUT)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    return p.stdout
+
+
+def _size(name: str) -> int:
+    return 16 * 70 if registry.lookup(name).mode in ("ecb", "cbc") else 16 * 70 + 9
+
+
+def _key_iv_args(key: bytes, iv: bytes | None) -> list[str]:
+    return ["--key", key.hex()] + (["--iv", iv.hex()] if iv is not None else [])
+
+
+# --------------------------------------------------------------------------- outputs
+
+@pytest.mark.parametrize("name", OPENSSL_NAMES)
+def test_files_and_pipes_vs_openssl(name, openssl, tmp_path, rng):
+    key, iv, pt = rng.key(name), rng.iv(name), rng.data(_size(name))
+    want = openssl_enc(openssl, name, key, iv, pt)
+    src, enc = tmp_path / "pt.bin", tmp_path / "ct.bin"
+    src.write_bytes(pt)
+    # encrypt: files
+    ok(cli("encrypt", "--cipher", name, *_key_iv_args(key, iv), "--in", src, "--out", enc, cwd=tmp_path))
+    assert enc.read_bytes() == want
+    # decrypt: stdin -> stdout
+    p = ok(cli("decrypt", "--cipher", name, *_key_iv_args(key, iv), input=want, cwd=tmp_path))
+    assert p.stdout == pt
+    # and the other way round: encrypt through pipes, decrypt files
+    p = ok(cli("encrypt", "--cipher", name, *_key_iv_args(key, iv), input=pt, cwd=tmp_path))
+    assert p.stdout == want
+    dec = tmp_path / "back.bin"
+    ok(cli("decrypt", "--cipher", name, *_key_iv_args(key, iv), "--in", enc, "--out", dec, cwd=tmp_path))
+    assert dec.read_bytes() == pt
+
+
+@pytest.mark.parametrize("name", XTS_NAMES)
+def test_xts_vs_reference(name, tmp_path, rng, ref):
+    key, iv = rng.key(name), rng.iv(name)
+    pt = rng.data(16 * 70 + 9)
+    p = ok(cli("encrypt", "--cipher", name, *_key_iv_args(key, iv), input=pt, cwd=tmp_path))
+    assert p.stdout == ref.encrypt(pt, name, key, iv)
+    p = ok(cli("decrypt", "--cipher", name, *_key_iv_args(key, iv), input=p.stdout, cwd=tmp_path))
+    assert p.stdout == pt
+    # sector mode, with a short last sector
+    pt = rng.data(5 * 4096 + 100)
+    start = 2**40 + 7
+    src, out = tmp_path / "disk.img", tmp_path / "disk.enc"
+    src.write_bytes(pt)
+    ok(cli("encrypt", "--cipher", name, "--key", key.hex(), "--sector-size", 4096,
+           "--start-sector", start, "--in", src, "--out", out, cwd=tmp_path))
+    assert out.read_bytes() == ref.encrypt(pt, name, key, sector_size=4096, start_sector=start)
+    p = ok(cli("decrypt", "--cipher", name, "--key", key.hex(), "--sector-size", 4096,
+               "--start-sector", start, "--in", out, cwd=tmp_path))
+    assert p.stdout == pt
+
+
+@pytest.mark.parametrize("name", PAD_NAMES)
+def test_pkcs7_vs_openssl_default_padding(name, openssl, tmp_path, rng):
+    key, iv = rng.key(name), rng.iv(name)
+    # every length class on the first name of each mode, one length on the others (process startup)
+    first = name == [n for n in PAD_NAMES if registry.lookup(n).mode == registry.lookup(name).mode][0]
+    for n in ((0, 5, 16, 33) if first else (33,)):
+        pt = rng.data(n)
+        want = openssl_enc(openssl, name, key, iv, pt, pad=True)
+        p = ok(cli("encrypt", "--cipher", name, *_key_iv_args(key, iv), "--pad", "pkcs7", input=pt, cwd=tmp_path))
+        assert p.stdout == want, f"{n} bytes"
+        if n in (0, 33):
+            p = ok(cli("decrypt", "--cipher", name, *_key_iv_args(key, iv), "--pad", "pkcs7",
+                       input=want, cwd=tmp_path))
+            assert p.stdout == pt
+
+
+def test_large_file_vs_openssl(openssl, tmp_path, rng):
+    """Several MiB through the CLI (chunked reading/writing, CTR counter continuity)."""
+    name = "aes-256-ctr" if "aes-256-ctr" in ALL else OPENSSL_NAMES[0]
+    key, iv = rng.key(name), b"\x00" * 8 + b"\xff" * 7 + b"\xf0"
+    pt = rng.data(5 * (1 << 20) + 3 if registry.lookup(name).mode == "ctr" else 5 * (1 << 20))
+    src, out = tmp_path / "big.bin", tmp_path / "big.enc"
+    src.write_bytes(pt)
+    ok(cli("encrypt", "--cipher", name, *_key_iv_args(key, iv), "--in", src, "--out", out, cwd=tmp_path))
+    assert out.read_bytes() == openssl_enc(openssl, name, key, iv, pt)
+
+
+def test_every_device(device, tmp_path, rng, ref):
+    """--device SPEC, for every device, one name per mode."""
+    seen = set()
+    for name in ALL:
+        mode = registry.lookup(name).mode
+        if mode in seen:
+            continue
+        seen.add(mode)
+        key, iv, pt = rng.key(name), rng.iv(name), rng.data(_size(name))
+        p = ok(cli("encrypt", "--cipher", name, *_key_iv_args(key, iv), "--device", device, input=pt, cwd=tmp_path))
+        assert p.stdout == ref.encrypt(pt, name, key, iv), f"{name} on {device}"
+
+
+def test_uppercase_hex_and_name(tmp_path, rng, ref):
+    name = "aes-128-cbc" if "aes-128-cbc" in ALL else ALL[0]
+    key, iv, pt = rng.key(name), rng.iv(name), rng.data(64)
+    args = ["--key", key.hex().upper()] + (["--iv", iv.hex().upper()] if iv else [])
+    p = ok(cli("encrypt", "--cipher", name.upper(), *args, input=pt, cwd=tmp_path))
+    assert p.stdout == ref.encrypt(pt, name, key, iv)
+
+
+# --------------------------------------------------------------------------- errors
+
+K16 = "000102030405060708090a0b0c0d0e0f"
+IV16 = "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
+
+ERROR_CASES = {
+    "bad-hex-key": (["encrypt", "--cipher", "aes-128-cbc", "--key", "zz" * 16, "--iv", IV16], 32),
+    "odd-hex-key": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16[:-1], "--iv", IV16], 32),
+    "bad-hex-iv": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", "x" * 32], 32),
+    "wrong-key-size": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16[:-2], "--iv", IV16], 32),
+    "aes-256-key-too-short": (["encrypt", "--cipher", "aes-256-ecb", "--key", K16], 32),
+    "wrong-iv-size": (["encrypt", "--cipher", "aes-128-ctr", "--key", K16, "--iv", IV16[:-2]], 32),
+    "missing-iv": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16], 32),
+    "iv-for-ecb": (["encrypt", "--cipher", "aes-128-ecb", "--key", K16, "--iv", IV16], 32),
+    "ecb-partial-block": (["encrypt", "--cipher", "aes-128-ecb", "--key", K16], 17),
+    "cbc-decrypt-partial-block": (["decrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16], 33),
+    "bad-padding": (["decrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16, "--pad", "pkcs7"], "badpad"),
+    "unknown-pad": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16, "--pad", "zero"], 32),
+    "unknown-cipher": (["encrypt", "--cipher", "aes-128-gcm", "--key", K16, "--iv", IV16], 32),
+    "xts-short": (["encrypt", "--cipher", "aes-128-xts", "--key", K16 + IV16, "--iv", IV16], 15),
+    "xts-equal-keys": (["encrypt", "--cipher", "aes-128-xts", "--key", K16 + K16, "--iv", IV16], 64),
+    "xts-iv-and-sectors": (["encrypt", "--cipher", "aes-128-xts", "--key", K16 + IV16, "--iv", IV16,
+                            "--sector-size", "512", "--start-sector", "0"], 1024),
+    "absent-device": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16, "--device", "cuda:7"], 32),
+    "absent-opencl-device": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16, "--device", "opencl:9"], 32),
+    "missing-in": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16], "missing"),
+    "in-is-directory": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16], "directory"),
+}
+
+
+def _bad_padding_input() -> bytes:
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    e = Cipher(algorithms.AES(bytes.fromhex(K16)), modes.CBC(bytes.fromhex(IV16))).encryptor()
+    # 64 good bytes, then a last block ending in 0x00: not PKCS#7
+    return e.update(bytes(range(64)) + bytes(16)) + e.finalize()
+
+
+def _error_case(case: str, tmp_path):
+    args, data = ERROR_CASES[case]
+    args = list(args)
+    if case == "absent-device":
+        present = {d.spec for d in ciphergrid.devices()}
+        if "cuda:7" in present:  # an 8-GPU CUDA host
+            args[args.index("cuda:7")] = next(f"cuda:{i}" for i in range(8, 99) if f"cuda:{i}" not in present)
+    if data == "missing":
+        src = tmp_path / "does-not-exist.bin"
+    elif data == "directory":
+        src = tmp_path / "a-directory"
+        src.mkdir()
+    else:
+        src = tmp_path / "in.bin"
+        src.write_bytes(_bad_padding_input() if data == "badpad" else bytes(range(256))[:data] if data <= 256 else bytes(data))
+    return args + ["--in", str(src)]
+
+
+def _assert_error(p: subprocess.CompletedProcess, case: str):
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 2, f"{case}: exit {p.returncode}, stderr: {err!r}"
+    lines = err.rstrip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].startswith("ciphergrid: error:"), (
+        f"{case}: stderr should be one line starting with 'ciphergrid: error:', got {err!r}")
+    assert len(lines[0]) > len("ciphergrid: error: "), f"{case}: empty message"
+
+
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+def test_error_creates_no_output_file(case, tmp_path):
+    args = _error_case(case, tmp_path)
+    out = tmp_path / "out.bin"
+    p = cli(*args, "--out", out, cwd=tmp_path)
+    _assert_error(p, case)
+    assert not out.exists(), f"{case}: --out file was created ({out.stat().st_size} bytes)"
+    assert sorted(x.name for x in tmp_path.iterdir() if x.name not in ("in.bin", "a-directory")) == [], \
+        f"{case}: files left behind: {list(tmp_path.iterdir())}"
+    assert p.stdout == b""
+
+
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+def test_error_leaves_existing_output_untouched(case, tmp_path):
+    args = _error_case(case, tmp_path)
+    out = tmp_path / "out.bin"
+    sentinel = b"precious data that must survive a failed run\n" * 100
+    out.write_bytes(sentinel)
+    os.utime(out, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))
+    before = out.stat()
+    p = cli(*args, "--out", out, cwd=tmp_path)
+    _assert_error(p, case)
+    assert out.read_bytes() == sentinel, f"{case}: existing --out file was modified"
+    after = out.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), \
+        f"{case}: existing --out file was replaced or touched"
+
+
+def test_error_on_stdin_stdout(tmp_path):
+    """The error contract holds with pipes too (bad key, data on stdin)."""
+    p = cli("encrypt", "--cipher", "aes-128-cbc", "--key", "zz", "--iv", IV16, input=bytes(32), cwd=tmp_path)
+    _assert_error(p, "bad key on stdin")
+    assert p.stdout == b""
+
+
+def test_usage_error_exit_code(tmp_path):
+    """argparse usage errors (missing --cipher) exit 2 as well."""
+    p = cli("encrypt", "--key", K16, input=bytes(16), cwd=tmp_path)
+    assert p.returncode == 2
+
+
+# --------------------------------------------------------------------------- devices, selftest
+
+def test_devices_command(tmp_path):
+    p = ok(cli("devices", cwd=tmp_path))
+    out = p.stdout.decode()
+    for d in ciphergrid.devices():
+        assert d.spec in out, f"{d.spec} missing from `ciphergrid devices`:\n{out}"
+
+
+def test_selftest_command(tmp_path):
+    p = ok(cli("selftest", cwd=tmp_path))
+    text = (p.stdout + p.stderr).decode(errors="replace")
+    for d in ciphergrid.devices():
+        assert d.spec in text, f"selftest output does not mention {d.spec}:\n{text[-2000:]}"
