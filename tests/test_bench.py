@@ -14,7 +14,7 @@ import pytest
 
 import ciphergrid
 from ciphergrid import bench, registry
-from ciphergrid.bench import energy, methodology, records, report, suites, sysinfo, verify
+from ciphergrid.bench import energy, methodology, records, suites, sysinfo, verify
 from ciphergrid.errors import DeviceError
 
 pytest.importorskip("cryptography")
@@ -344,3 +344,51 @@ def test_suite_registry_and_sysinfo():
     info = sysinfo.collect()
     assert info["cpu_logical"] and info["python"] and "numpy" in info["packages"]
     json.dumps(info)
+
+
+def test_progress_only_on_a_tty():
+    import io
+
+    from ciphergrid.bench.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    plain = io.StringIO()
+    with Progress(2, stream=plain) as p:
+        assert not p.enabled
+        p.row("aes-128-ctr enc cuda:0 kernel 1 MiB")
+        p.advance()
+        p.log("FAILED  something")
+    assert plain.getvalue() == "FAILED  something\n"
+    tty = Tty()
+    with Progress(2, stream=tty) as p:
+        assert p.enabled
+        p.row("row one")
+        p.advance()
+        p.log("FAILED  loud")
+        p.advance()
+    assert "FAILED  loud" in tty.getvalue()
+
+
+def test_checkpoint_keeps_rows_when_the_run_dies(tmp_path, monkeypatch):
+    """The --json file is rewritten while the suite runs: a crash leaves a loadable partial file."""
+    monkeypatch.setattr(bench, "CHECKPOINT_S", 0.0)
+    api = make_api()
+    calls = {"n": 0}
+    real = api.speed
+
+    def dying_speed(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] > 4:
+            raise SystemExit("simulated crash")
+        return real(*a, **kw)
+
+    api.speed = dying_speed
+    path = tmp_path / "r.json"
+    with pytest.raises(SystemExit):
+        bench.main(parse(["--quick", "--device", "native", "--json", str(path)]), api=api, host=HOST)
+    res = records.load(path)
+    assert res.run["complete"] is False and res.run["devices"][0]["spec"] == "native"
+    assert len(res.records) >= 8 and all(r.status == "ok" for r in res.records)

@@ -79,6 +79,10 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+#: seconds between checkpoints of the --json file while a suite runs
+CHECKPOINT_S = 5.0
+
+
 def main(args: argparse.Namespace, *, api=None, host: dict | None = None) -> int:
     """Run the chosen suite; write --json; print a summary on stdout; return the exit code."""
     from . import methodology
@@ -87,48 +91,49 @@ def main(args: argparse.Namespace, *, api=None, host: dict | None = None) -> int
     api = api or methodology.Api()
     started, t0 = _now(), time.perf_counter()
     host = host if host is not None else sysinfo.collect()
+    path = getattr(args, "json", None)
     recs: list[Record] = []
+    parts: dict = {}
+    state = {"interrupted": False, "last": time.monotonic()}
 
-    def progress(total: int) -> Progress:
-        return Progress(total)
+    def results(complete: bool) -> Results:
+        counts = {s: sum(r.status == s for r in recs) for s in records.STATUSES}
+        code = 130 if state["interrupted"] else (1 if counts["failed"] else 0)
+        run = {
+            "suite": suite.name, "command": command_line(args), "argv": list(sys.argv),
+            "date": started, "finished": _now(), "duration_s": round(time.perf_counter() - t0, 3),
+            "complete": complete, "interrupted": state["interrupted"], "exit_code": code,
+            "counts": counts, "host": host, "definitions": definitions(),
+            "devices": parts.get("devices", ctx.header.get("devices", [])),
+            "options": parts.get("options", ctx.header.get("options", {})),
+        }
+        return Results(run=run, records=list(recs))
+
+    def add(rec: Record) -> None:
+        recs.append(rec)
+        if path and time.monotonic() - state["last"] >= CHECKPOINT_S:
+            save(results(complete=False), path)  # a crash keeps what was measured
+            state["last"] = time.monotonic()
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    ctx = suites.Context(api=api, records=recs, host=host, progress=progress, log=log)
-    interrupted = False
-    parts: dict = {}
+    ctx = suites.Context(api=api, records=recs, host=host, progress=lambda n: Progress(n),
+                         log=log, add=add)
     try:
         parts = suite.run(args, ctx) or {}
     except KeyboardInterrupt:
-        interrupted = True
+        state["interrupted"] = True
         log(f"interrupted after {len(recs)} rows")
-    counts = {s: sum(r.status == s for r in recs) for s in records.STATUSES}
-    code = 130 if interrupted else (1 if counts["failed"] else 0)
-    run = {
-        "suite": suite.name,
-        "command": command_line(args),
-        "argv": list(sys.argv),
-        "date": started,
-        "finished": _now(),
-        "duration_s": round(time.perf_counter() - t0, 3),
-        "interrupted": interrupted,
-        "exit_code": code,
-        "counts": counts,
-        "host": host,
-        "devices": parts.get("devices", []),
-        "options": parts.get("options", {}),
-        "definitions": definitions(),
-    }
-    results = Results(run=run, records=recs)
-    print_summary(results, sys.stdout)
-    path = getattr(args, "json", None)
+    final = results(complete=not state["interrupted"])
+    print_summary(final, sys.stdout)
     if path:
-        save(results, path)
+        save(final, path)
         print(f"results written to {path}", file=sys.stdout)
-    if counts["failed"]:
-        log(f"{counts['failed']} row(s) FAILED: see above (no timing was recorded for them)")
-    return code
+    failed = final.run["counts"]["failed"]
+    if failed:
+        log(f"{failed} row(s) FAILED: see above (no timing was recorded for them)")
+    return final.run["exit_code"]
 
 
 def definitions() -> dict:

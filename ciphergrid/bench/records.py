@@ -25,6 +25,9 @@ STATUSES = ("ok", "failed", "skipped")
 VERIFICATION = ("passed", "failed", "not-applicable", "reference", "not-run")
 ENERGY_METHODS = ("nvml-counter", "nvml-sampled", "rapl", "unavailable")
 
+#: significant digits kept in times_s (median_s/min_s/max_s come from the unrounded values)
+TIME_DIGITS = 5
+
 #: decimal units, as in Barenghi et al. (MB/s, MB/J) and openssl speed
 MB = 1e6
 GB = 1e9
@@ -95,6 +98,7 @@ class Record:
     avg_power_w: float | None = None
     mb_per_j: float | None = None
     energy_note: str | None = None
+    note: str | None = None           # anything a reader must know about this row
     timestamp: str | None = None
 
     # ---------------------------------------------------------------- derived fields
@@ -103,7 +107,7 @@ class Record:
         times = [float(t) for t in times]
         if not times or any(not math.isfinite(t) or t <= 0 for t in times):
             raise ValueError(f"bad timing sample: {times!r}")
-        self.times_s = times
+        self.times_s = [float(f"{t:.{TIME_DIGITS}g}") for t in times]
         self.repeats = len(times)
         self.median_s = statistics.median(times)
         self.min_s = min(times)
@@ -186,9 +190,15 @@ def save(results: Results, path: str | os.PathLike) -> None:
         raise InvalidArgument("refusing to write invalid results: " + "; ".join(problems[:5]))
     path = os.fspath(path)
     tmp = f"{path}.tmp{os.getpid()}"
+    # the header indented, then one record per line (grep-friendly, and compact for long times_s)
+    dump = lambda o, **kw: json.dumps(o, allow_nan=False, default=_json_default, **kw)  # noqa: E731
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1, allow_nan=False, default=_json_default)
-        f.write("\n")
+        f.write("{\n")
+        for k in ("schema", "schema_version", "run"):
+            f.write(f" {dump(k)}: {dump(doc[k], indent=1).replace(chr(10), chr(10) + ' ')},\n")
+        f.write(' "records": [\n')
+        f.write(",\n".join("  " + dump(r, separators=(",", ":")) for r in doc["records"]))
+        f.write("\n ]\n}\n")
     os.replace(tmp, path)
 
 
@@ -235,7 +245,7 @@ _REC_TYPES: dict[str, tuple] = {
     "resources": (dict, type(None)), "area": _OPT_NUM, "area_time": _OPT_NUM,
     "throughput_per_area": _OPT_NUM, "energy_method": (str,), "energy_scope": _OPT_STR,
     "energy_j": _OPT_NUM, "energy_window_s": _OPT_NUM, "avg_power_w": _OPT_NUM,
-    "mb_per_j": _OPT_NUM, "energy_note": _OPT_STR, "timestamp": _OPT_STR,
+    "mb_per_j": _OPT_NUM, "energy_note": _OPT_STR, "note": _OPT_STR, "timestamp": _OPT_STR,
 }
 
 

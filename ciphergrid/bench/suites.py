@@ -1,7 +1,8 @@
 """The registry of benchmark suites: ``ciphergrid bench [suite]``.
 
-A suite is a function ``run(args, ctx) -> dict`` that appends :class:`records.Record` rows to
-``ctx.records`` (so an interrupted run keeps what it measured) and returns the header parts it owns:
+A suite is a function ``run(args, ctx) -> dict`` that hands each :class:`records.Record` to
+``ctx.add(record)`` as soon as it is measured (the rows are checkpointed to the --json file every few
+seconds, so a crash or an interrupt keeps what was measured) and returns the header parts it owns:
 ``{"devices": [sysinfo.device_info(d), ...], "options": {...}}``.  It may add its own options with
 ``add_arguments(parser)``; option names must not clash with the shared ones (see bench/__init__.py).
 
@@ -27,10 +28,12 @@ DEFAULT = "ciphers"
 @dataclass
 class Context:
     api: Any                          # methodology.Api: the engine entry points
-    records: list                     # the suite appends records.Record here
+    records: list                     # the rows so far (read-only for suites: use add)
     host: dict                        # sysinfo.collect()
     progress: Callable[[int], Any]    # progress(total) -> progress.Progress context manager
     log: Callable[[str], None]        # loud message on stderr
+    add: Callable[[Any], None] = None  # add(record): keep a measured row (and checkpoint)
+    header: dict = field(default_factory=dict)  # header parts known early ("devices", "options")
 
 
 @dataclass(frozen=True)

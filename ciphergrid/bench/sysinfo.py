@@ -17,7 +17,7 @@ from importlib import metadata
 from . import energy
 
 _PACKAGES = ("ciphergrid", "numpy", "cryptography", "pyopencl", "pocl-binary-distribution",
-             "cupy", "cupy-cuda12x", "cupy-cuda11x", "nvidia-ml-py", "matplotlib", "rich")
+             "cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "nvidia-ml-py", "matplotlib", "rich")
 
 
 def _version(pkg: str) -> str | None:
@@ -228,6 +228,17 @@ def device_info(dev) -> dict:
     return d
 
 
+def ciphergrid_source() -> dict:
+    """Version of ciphergrid, and the git commit when it runs from a checkout (read-only git)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    info: dict = {"version": _version("ciphergrid"), "git_commit": None, "git_dirty": None}
+    if os.path.isdir(os.path.join(root, ".git")):
+        info["git_commit"] = _run(["git", "-C", root, "rev-parse", "HEAD"])
+        st = _run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])
+        info["git_dirty"] = None if st is None else bool(st)
+    return info
+
+
 def collect() -> dict:
     """Everything about the host and its software that a reader needs to reproduce a number."""
     return {
@@ -240,6 +251,7 @@ def collect() -> dict:
         "memory_bytes": host_memory(),
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),
+        "ciphergrid": ciphergrid_source(),
         "packages": {p: v for p in _PACKAGES if (v := _version(p)) is not None},
         "openssl": openssl_versions(),
         "opencl": opencl_platforms(),
