@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One call on an H100/H200 machine (through the device tool, or any NVIDIA box): install the carried
-# wheels, run the GPU test suite through NVIDIA OpenCL and CUDA, run the benchmarks, print a short
-# table last.  Logs and JSON go to $OUT (or ./gpu-out).
+# wheels, run the known-answer self-test and the GPU test suite through NVIDIA OpenCL and CUDA, the
+# kernel ablation, the AES benchmark and the pipeline benchmark, and print a short table last.
+# Every stage is time-boxed (STAGE_TIMEOUT_<name>) so a slow stage cannot eat the others' time;
+# logs and JSON go to $OUT (or ./gpu-out).   Usage: scripts/gpu-suite.sh [stage ...]
+#   stages: selftest tests ablation bench pipeline   (default: all of them, in this order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
@@ -12,28 +15,38 @@ if [ -d .whl ]; then
 else
   export PYTHONPATH=$PWD
 fi
-export PYTHONUNBUFFERED=1
-STAGE=${1:-all}
+export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
+stages=("$@"); [ ${#stages[@]} -gt 0 ] || stages=(selftest tests ablation bench pipeline)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,driver_version --format=csv 2>&1 | tee "$OUT/gpu.txt"
 python3 -m ciphergrid devices 2>&1 | tee "$OUT/devices.txt"
+GPUS=$(python3 -c 'import ciphergrid; print(",".join(x.spec for x in ciphergrid.devices() if x.kind=="gpu"))')
+CUDA=$(python3 -c 'import ciphergrid; print(next((x.spec for x in ciphergrid.devices() if x.runtime=="cuda"), ""))')
 status=0
 summary=()
-if [ "$STAGE" = smoke ] || [ "$STAGE" = all ]; then
-  for d in $(python3 -c 'import ciphergrid; print(" ".join(x.spec for x in ciphergrid.devices() if x.kind=="gpu"))'); do
-    python3 scripts/smoke.py "$d" 2>&1 | tee -a "$OUT/smoke.txt"; rc=${PIPESTATUS[0]}
-    summary+=("smoke $d rc=$rc"); [ $rc = 0 ] || status=1
-  done
-fi
-if [ "$STAGE" = tests ] || [ "$STAGE" = all ]; then
-  python3 -m ciphergrid selftest 2>&1 | tee "$OUT/selftest.txt" | tail -3; rc=${PIPESTATUS[0]}
-  summary+=("selftest rc=$rc"); [ $rc = 0 ] || status=1
-  python3 -m pytest -q -rs -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest.txt" | tail -15; rc=${PIPESTATUS[0]}
-  summary+=("pytest: $(tail -1 "$OUT/pytest.txt")"); [ $rc = 0 ] || status=1
-fi
-if [ "$STAGE" = bench ] || [ "$STAGE" = all ]; then
-  python3 -m ciphergrid bench ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt" | tail -40; rc=${PIPESTATUS[0]}
-  summary+=("bench rc=$rc"); [ $rc = 0 ] || status=1
-fi
-echo; echo "== summary =="; grep -h "GB/s" "$OUT/smoke.txt" 2>/dev/null | tail -12
+run() {  # run NAME TIMEOUT CMD...: time-boxed, logged to $OUT/NAME.txt
+  local name=$1 limit=$2; shift 2
+  echo "== $name: $*"
+  timeout "$limit" "$@" > "$OUT/$name.txt" 2>&1; local rc=$?
+  tail -n "${TAIL:-25}" "$OUT/$name.txt"
+  summary+=("$(printf '%-10s rc=%-3s %s' "$name" "$rc" "$(grep -E 'passed|failed|error' "$OUT/$name.txt" | tail -1 | cut -c1-110)")")
+  [ $rc = 0 ] || status=1
+}
+for s in "${stages[@]}"; do
+  case $s in
+    selftest) for d in ${GPUS//,/ }; do run "selftest-${d//:/-}" "${STAGE_TIMEOUT_selftest:-150}" python3 -m ciphergrid selftest --device "$d" --quiet; done ;;
+    tests) CIPHERGRID_TEST_DEVICES="$GPUS,native" run tests "${STAGE_TIMEOUT_tests:-240}" \
+             python3 -m pytest -q -rs -p no:cacheprovider -x tests/test_kat.py tests/test_differential.py \
+             tests/test_streaming.py tests/test_constant_time.py tests/test_pipeline.py tests/test_errors.py ;;
+    ablation) run ablation "${STAGE_TIMEOUT_ablation:-150}" python3 -m ciphergrid bench ablation \
+             $(for d in ${GPUS//,/ }; do echo --device "$d"; done) --json "$OUT/ablation.json" ;;
+    bench) run bench "${STAGE_TIMEOUT_bench:-240}" python3 -m ciphergrid bench --device "$CUDA" --device openssl \
+             --cipher aes --sizes ${BENCH_SIZES:-16,1Ki,16Ki,1Mi,16Mi,256Mi} --json "$OUT/bench.json" ;;
+    pipeline) run pipeline "${STAGE_TIMEOUT_pipeline:-150}" python3 -m ciphergrid bench pipeline \
+             --device "$CUDA" --cipher aes-128-ctr ${PIPELINE_ARGS:---sizes 16Mi,256Mi,1Gi,4Gi} --json "$OUT/pipeline.json" ;;
+    *) echo "unknown stage $s"; status=1 ;;
+  esac
+done
+echo; echo "== summary ($(date -u +%F), $(head -2 "$OUT/gpu.txt" | tail -1 | cut -d, -f1))"
+grep -hE "^(cuda|opencl)" "$OUT/ablation.txt" 2>/dev/null | sort -k3 -rn | head -6
 printf '%s\n' "${summary[@]}"
 exit $status

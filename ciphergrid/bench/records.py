@@ -64,6 +64,7 @@ class Record:
     kind: str                         # one of KINDS
     size: int                         # bytes per operation
     threads: int | None = None        # OpenSSL rows: threads used
+    implementation: str | None = None  # kernel implementation (ablation rows; None = default)
     # outcome
     status: str = "ok"                # one of STATUSES
     error: str | None = None
@@ -237,7 +238,7 @@ _REC_TYPES: dict[str, tuple] = {
     "cipher": (str,), "algorithm": _OPT_STR, "key_bits": _OPT_INT, "mode": _OPT_STR,
     "direction": (str,), "device": (str,), "device_name": (str,), "device_kind": (str,),
     "runtime": (str,), "kind": (str,), "size": (int,), "threads": _OPT_INT, "status": (str,),
-    "error": _OPT_STR, "verification": (dict,), "repeats": _OPT_INT, "warmup": _OPT_INT,
+    "error": _OPT_STR, "implementation": _OPT_STR, "verification": (dict,), "repeats": _OPT_INT, "warmup": _OPT_INT,
     "timer": _OPT_STR, "times_s": (list,), "median_s": _OPT_NUM, "min_s": _OPT_NUM,
     "max_s": _OPT_NUM, "throughput_bps": _OPT_NUM, "throughput_min_bps": _OPT_NUM,
     "throughput_max_bps": _OPT_NUM, "gbps": _OPT_NUM, "sm_count": _OPT_INT,
@@ -292,7 +293,8 @@ def validate(doc: Any) -> list[str]:
                 p.append(f"records[{i}] is ok but failed verification")
         elif r.get("times_s") or r.get("median_s") is not None:
             p.append(f"records[{i}] is {r.get('status')} but carries timings")
-        key = (r.get("cipher"), r.get("direction"), r.get("device"), r.get("size"), r.get("kind"))
+        key = (r.get("cipher"), r.get("direction"), r.get("device"), r.get("size"), r.get("kind"),
+               r.get("implementation"))
         if key in seen:
             p.append(f"records[{i}] duplicates {key}")
         seen.add(key)

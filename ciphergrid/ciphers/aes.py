@@ -126,18 +126,33 @@ class AES(BlockCipher):
     #: "fast" is the default T-table kernel; the others are the steps of the practice ablation
     #: (`ciphergrid bench ablation`), each adding one optimisation to the previous one.
     implementations = {
-        "baseline": {"file": "aes.cl", "batch": 1, "grid": "per-block",
-                     "defines": {"AES_REPLICATE": 0, "AES_KEYS_IN_REGS": 0}},
-        "+replicated-tables": {"file": "aes.cl", "batch": 1, "grid": "per-block",
-                               "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 0}},
-        "+keys-in-registers": {"file": "aes.cl", "batch": 1, "grid": "per-block",
-                               "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 1}},
-        "+persistent-grid": {"file": "aes.cl", "batch": 1, "grid": "persistent",
-                             "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 1}},
-        "+2-blocks-per-item": {"file": "aes.cl", "batch": 2, "grid": "persistent",
-                               "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 1}},
-        "fast": {"file": "aes.cl", "batch": 2, "grid": "persistent",
-                 "defines": {"AES_REPLICATE": 1, "AES_KEYS_IN_REGS": 1}},
+        # -- the practice ablation, each step adding one optimisation to the previous one ------
+        "baseline": {"file": "aes.cl", "batch": 1, "grid": "per-block", "defines": {
+            "AES_TABLES": 1, "AES_COPIES": 1, "AES_PRMT": 0, "AES_KEYS_IN_REGS": 0}},
+        "+byte-permutes": {"file": "aes.cl", "batch": 1, "grid": "per-block", "defines": {
+            "AES_TABLES": 1, "AES_COPIES": 1, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 0}},
+        "+replicated-tables": {"file": "aes.cl", "batch": 1, "grid": "per-block", "defines": {
+            "AES_TABLES": 1, "AES_COPIES": 32, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 0}},
+        "+keys-in-registers": {"file": "aes.cl", "batch": 1, "grid": "per-block", "defines": {
+            "AES_TABLES": 1, "AES_COPIES": 32, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
+        "+persistent-grid": {"file": "aes.cl", "batch": 1, "grid": "persistent", "defines": {
+            "AES_TABLES": 1, "AES_COPIES": 32, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
+        "+two-tables": {"file": "aes.cl", "batch": 1, "grid": "persistent", "defines": {
+            "AES_TABLES": 2, "AES_COPIES": 16, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
+        "+2-blocks-per-item": {"file": "aes.cl", "batch": 2, "grid": "persistent", "defines": {
+            "AES_TABLES": 2, "AES_COPIES": 16, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
+        # -- the default: the fastest measured on the H200 (docs/benchmarks.md) ---------------
+        "fast": {"file": "aes.cl", "batch": 1, "grid": "persistent", "defines": {
+            "AES_TABLES": 1, "AES_COPIES": 32, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
+        # -- register-capped variants measured against "fast" --------------------------------
+        **{f"tune-{nt}t{cp}-{tag}": {
+            "file": "aes.cl", "batch": 1, "grid": "persistent",
+            "defines": {"AES_TABLES": nt, "AES_COPIES": cp, "AES_PRMT": 1, **d}}
+           for nt, cp in ((1, 32), (2, 16))
+           for tag, d in (("kg", {"AES_KEYS_IN_REGS": 0}),
+                          ("lb5", {"AES_KEYS_IN_REGS": 1, "CG_MIN_BLOCKS": 5, "CG_LOCAL_SIZE": 256}),
+                          ("lb6", {"AES_KEYS_IN_REGS": 1, "CG_MIN_BLOCKS": 6, "CG_LOCAL_SIZE": 256}),
+                          ("kg-lb6", {"AES_KEYS_IN_REGS": 0, "CG_MIN_BLOCKS": 6, "CG_LOCAL_SIZE": 256}))},
         "ct": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent", "defines": {},
                "key_layout": "bitsliced"},
     }

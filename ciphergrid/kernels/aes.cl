@@ -9,9 +9,14 @@
  * (GF(2^8) inverse + affine map): T0[x] = (2S, S, S, 3S), TD0[x] = (14Si, 9Si, 13Si, 11Si).
  *
  * Compile-time options (the practice ablation switches them one at a time, see ciphers/aes.py):
- *   AES_REPLICATE     1: each table is held 32 times in shared memory, interleaved so that copy l
- *                     lies in bank l; lane l of a warp reads only copy l, so lookups never conflict
- *                     on banks (Tezcan 2021's layout).  0: one shared copy (bank conflicts).
+ *   AES_TABLES        1: T0 only, T1..T3 by rotation (3 rotations per column); 2: T0 and T1 held,
+ *                     T2/T3 = T0/T1 rotated by 16 (one rotation per column); 4: all four (none).
+ *   AES_COPIES        each table is held this many times in shared memory, interleaved so that copy
+ *                     c lies in banks c, c+COPIES, ...; lane l reads copy l % COPIES, so lanes never
+ *                     conflict on banks with 32 copies (Tezcan 2021's layout), at most 2-way with 16,
+ *                     4-way with 8.  1: one copy (bank conflicts between lanes).
+ *   AES_PRMT          1: bytes are extracted with byte permutes (one instruction on NVIDIA) instead of
+ *                     shift-and-mask; 0: shift and mask.
  *   AES_KEYS_IN_REGS  1: round keys are loaded once per work-item into registers; 0: read from
  *                     device memory in every round.
  *   CG_BATCH          blocks per work-item per step (independent blocks give the scheduler ILP).
@@ -25,8 +30,14 @@
 #ifndef CG_BATCH
 #define CG_BATCH 1
 #endif
-#ifndef AES_REPLICATE
-#define AES_REPLICATE 1
+#ifndef AES_TABLES
+#define AES_TABLES 1
+#endif
+#ifndef AES_COPIES
+#define AES_COPIES 32
+#endif
+#ifndef AES_PRMT
+#define AES_PRMT 0
 #endif
 #ifndef AES_KEYS_IN_REGS
 #define AES_KEYS_IN_REGS 1
@@ -123,15 +134,42 @@ CONST_TABLE uchar AES_INV_SBOX[256] = {
     0x17, 0x2b, 0x04, 0x7e, 0xba, 0x77, 0xd6, 0x26, 0xe1, 0x69, 0x14, 0x63, 0x55, 0x21, 0x0c, 0x7d,
 };
 
-#if AES_REPLICATE
-#define AES_TSIZE (256 * 32)
-#define AES_TSHIFT 5
-#define AES_IDX(b) ((((uint)(b)) << 5) | lane)
+#define AES_TSIZE (AES_TABLES * 256 * AES_COPIES)
+/* word of table tb (0..AES_TABLES-1) for byte value b, in this lane's copy */
+#define AES_L(t, tb, b) ((t)[((tb) * 256 + (uint)(b)) * AES_COPIES + lane])
+#if AES_PRMT
+#define AES_B0(x) BYTE_PERM((x), 0u, 0x4440u)
+#define AES_B1(x) BYTE_PERM((x), 0u, 0x4441u)
+#define AES_B2(x) BYTE_PERM((x), 0u, 0x4442u)
+#define AES_B3(x) BYTE_PERM((x), 0u, 0x4443u)
 #else
-#define AES_TSIZE 256
-#define AES_TSHIFT 0
-#define AES_IDX(b) (b)
+#define AES_B0(x) BYTE0(x)
+#define AES_B1(x) BYTE1(x)
+#define AES_B2(x) BYTE2(x)
+#define AES_B3(x) BYTE3(x)
 #endif
+
+/* one column of a full round from table set t: T0[a] ^ T1[b] ^ T2[c] ^ T3[d] */
+#if AES_TABLES == 4
+#define AES_COL(t, a, b, c, d) \
+    (AES_L(t, 0, AES_B0(a)) ^ AES_L(t, 1, AES_B1(b)) ^ AES_L(t, 2, AES_B2(c)) ^ AES_L(t, 3, AES_B3(d)))
+#elif AES_TABLES == 2
+#define AES_COL(t, a, b, c, d) \
+    (AES_L(t, 0, AES_B0(a)) ^ AES_L(t, 1, AES_B1(b)) ^ ROTL32(AES_L(t, 0, AES_B2(c)) ^ AES_L(t, 1, AES_B3(d)), 16))
+#else
+#define AES_COL(t, a, b, c, d)                                                        \
+    (AES_L(t, 0, AES_B0(a)) ^ ROTL32(AES_L(t, 0, AES_B1(b)), 8) ^                      \
+     ROTL32(AES_L(t, 0, AES_B2(c)), 16) ^ ROTL32(AES_L(t, 0, AES_B3(d)), 24))
+#endif
+
+/* fill table set t (AES_TABLES rotations of base, AES_COPIES copies each) */
+#define AES_FILL(t, base, tsize)                                                     \
+    for (uint cg_k = LID; cg_k < (tsize); cg_k += LSIZE) {                           \
+        uint cg_tb = cg_k / (256u * AES_COPIES);                                     \
+        uint cg_b = (cg_k / AES_COPIES) & 255u;                                      \
+        uint cg_v = (base)[cg_b];                                                    \
+        (t)[cg_k] = cg_tb ? ROTL32(cg_v, 8u * cg_tb) : cg_v;                         \
+    }
 
 #if AES_KEYS_IN_REGS
 #define AES_RK_PTR const uint *
@@ -148,32 +186,29 @@ DEVICE_FN void aes_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
 
 #define CG_ENC_LOCALS LOCAL_VAR uint cg_t0[AES_TSIZE];
 #define CG_ENC_SETUP(rk)                                         \
-    for (uint cg_k = LID; cg_k < AES_TSIZE; cg_k += LSIZE)       \
-        cg_t0[cg_k] = AES_T0[cg_k >> AES_TSHIFT];                \
+    AES_FILL(cg_t0, AES_T0, AES_TSIZE)                           \
     AES_KEYS(rk)                                                 \
-    const uint cg_lane = LID & 31u;                              \
+    const uint cg_lane = LID & (AES_COPIES - 1u);                \
     BARRIER();
 #define CG_ENC_PARAMS , AES_RK_PTR rk, LOCAL_PTR const uint *t0, uint lane
 #define CG_ENC_ARGS , cg_rk, cg_t0, cg_lane
 
-#define CG_DEC_LOCALS LOCAL_VAR uint cg_td0[AES_TSIZE]; LOCAL_VAR uchar cg_isb[AES_TSIZE];
+#define CG_DEC_LOCALS LOCAL_VAR uint cg_td0[AES_TSIZE]; LOCAL_VAR uchar cg_isb[256 * AES_COPIES];
 #define CG_DEC_SETUP(dk)                                         \
-    for (uint cg_k = LID; cg_k < AES_TSIZE; cg_k += LSIZE) {     \
-        cg_td0[cg_k] = AES_TD0[cg_k >> AES_TSHIFT];              \
-        cg_isb[cg_k] = AES_INV_SBOX[cg_k >> AES_TSHIFT];         \
-    }                                                            \
+    AES_FILL(cg_td0, AES_TD0, AES_TSIZE)                         \
+    for (uint cg_k = LID; cg_k < 256u * AES_COPIES; cg_k += LSIZE) \
+        cg_isb[cg_k] = AES_INV_SBOX[cg_k / AES_COPIES];          \
     AES_KEYS(dk)                                                 \
-    const uint cg_lane = LID & 31u;                              \
+    const uint cg_lane = LID & (AES_COPIES - 1u);                \
     BARRIER();
 #define CG_DEC_PARAMS , AES_RK_PTR dk, LOCAL_PTR const uint *td0, LOCAL_PTR const uchar *isb, uint lane
 #define CG_DEC_ARGS , cg_rk, cg_td0, cg_isb, cg_lane
 
-#define AES_TE(a, b, c, d)                                                              \
-    (t0[AES_IDX(BYTE0(a))] ^ ROTL32(t0[AES_IDX(BYTE1(b))], 8) ^                         \
-     ROTL32(t0[AES_IDX(BYTE2(c))], 16) ^ ROTL32(t0[AES_IDX(BYTE3(d))], 24))
-#define AES_SB(x) ((t0[AES_IDX(x)] >> 8) & 0xffu)
+#define AES_TE(a, b, c, d) AES_COL(t0, a, b, c, d)
+/* last round: S(x) is byte 1 of T0[x] */
+#define AES_SB(x) ((AES_L(t0, 0, x) >> 8) & 0xffu)
 #define AES_SE(a, b, c, d) \
-    (AES_SB(BYTE0(a)) | (AES_SB(BYTE1(b)) << 8) | (AES_SB(BYTE2(c)) << 16) | (AES_SB(BYTE3(d)) << 24))
+    (AES_SB(AES_B0(a)) | (AES_SB(AES_B1(b)) << 8) | (AES_SB(AES_B2(c)) << 16) | (AES_SB(AES_B3(d)) << 24))
 
 DEVICE_FN void aes_encrypt1(uint *s, AES_RK_PTR rk, LOCAL_PTR const uint *t0, uint lane)
 {
@@ -192,12 +227,10 @@ DEVICE_FN void aes_encrypt1(uint *s, AES_RK_PTR rk, LOCAL_PTR const uint *t0, ui
     s[3] = AES_SE(s3, s0, s1, s2) ^ rk[4 * AES_ROUNDS + 3];
 }
 
-#define AES_TD(a, b, c, d)                                                              \
-    (td0[AES_IDX(BYTE0(a))] ^ ROTL32(td0[AES_IDX(BYTE1(b))], 8) ^                       \
-     ROTL32(td0[AES_IDX(BYTE2(c))], 16) ^ ROTL32(td0[AES_IDX(BYTE3(d))], 24))
-#define AES_IS(x) ((uint)isb[AES_IDX(x)])
+#define AES_TD(a, b, c, d) AES_COL(td0, a, b, c, d)
+#define AES_IS(x) ((uint)isb[(uint)(x) * AES_COPIES + lane])
 #define AES_SD(a, b, c, d) \
-    (AES_IS(BYTE0(a)) | (AES_IS(BYTE1(b)) << 8) | (AES_IS(BYTE2(c)) << 16) | (AES_IS(BYTE3(d)) << 24))
+    (AES_IS(AES_B0(a)) | (AES_IS(AES_B1(b)) << 8) | (AES_IS(AES_B2(c)) << 16) | (AES_IS(AES_B3(d)) << 24))
 
 DEVICE_FN void aes_decrypt1(uint *s, AES_RK_PTR dk, LOCAL_PTR const uint *td0,
                             LOCAL_PTR const uchar *isb, uint lane)

@@ -35,10 +35,16 @@
 #define ROTL32(x, n) rotate((uint)(x), (uint)(n))
 #define MUL_HI64(a, b) mul_hi((ulong)(a), (ulong)(b))
 #else /* CUDA through NVRTC */
-typedef unsigned int uint;
-typedef unsigned long long ulong;
-typedef unsigned char uchar;
+/* macros, not typedefs: host headers (sys/types.h) may already declare ulong differently */
+#define uint unsigned int
+#define ulong unsigned long long
+#define uchar unsigned char
+#if defined(CG_MIN_BLOCKS) && defined(CG_LOCAL_SIZE)
+/* cap registers so that CG_MIN_BLOCKS work-groups of CG_LOCAL_SIZE fit on one SM */
+#define KERNEL extern "C" __global__ __launch_bounds__(CG_LOCAL_SIZE, CG_MIN_BLOCKS)
+#else
 #define KERNEL extern "C" __global__
+#endif
 #define GLOBAL
 #define GLOBAL_RO
 #define LOCAL_VAR __shared__
@@ -58,6 +64,30 @@ typedef unsigned char uchar;
 #define MAKE_UINT2(a, b) make_uint2((a), (b))
 #define ROTL32(x, n) __funnelshift_l((uint)(x), (uint)(x), (n))
 #define MUL_HI64(a, b) __umul64hi((ulong)(a), (ulong)(b))
+#endif
+
+/* BYTE_PERM(x, y, s): byte k of the result is byte (s >> 4k) & 7 of the 8-byte value y:x
+ * (CUDA __byte_perm / PTX prmt; one instruction on NVIDIA, a shift-and-mask loop elsewhere). */
+#if defined(__CUDACC__)
+#define BYTE_PERM(x, y, s) __byte_perm((x), (y), (s))
+#elif defined(cl_nv_pragma_unroll)
+DEVICE_FN uint cg_prmt(uint x, uint y, uint s)
+{
+    uint r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(s));
+    return r;
+}
+#define BYTE_PERM(x, y, s) cg_prmt((x), (y), (s))
+#else
+DEVICE_FN uint cg_prmt(uint x, uint y, uint s)
+{
+    ulong v = ((ulong)y << 32) | x;
+    uint r = 0;
+    for (int i = 0; i < 4; i++)
+        r |= (uint)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+    return r;
+}
+#define BYTE_PERM(x, y, s) cg_prmt((x), (y), (s))
 #endif
 
 #define BSWAP32(x) ((((x) & 0xffu) << 24) | (((x) & 0xff00u) << 8) | (((x) >> 8) & 0xff00u) | ((x) >> 24))

@@ -1,0 +1,121 @@
+"""``ciphergrid bench ablation``: the practice ablation of seed 000's Table 2, for GPU AES.
+
+Each implementation of the cipher's ``implementations`` (ciphers/aes.py) adds one optimisation to
+the previous one: baseline, byte permutes, replicated tables, keys in registers, persistent grid,
+two tables, two blocks per work-item; then the default ("fast"), the register-capped variants and
+the bitsliced constant-time kernel ("ct").  For each, on every GPU device: the output is checked
+against pyca/cryptography first (only correct code is timed), then the device-resident time of the
+cipher over ``--ablation-size`` bytes (median of repeats, device events), GB/s per SM per GHz,
+registers per work-item, shared and spilled memory, occupancy, area and area-time product.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import registry
+from . import suites
+from .records import Record
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--ablation-cipher", default="aes-128-ctr", help="cipher of the ablation")
+    p.add_argument("--ablation-size", type=int, default=256 << 20, help="bytes per run")
+    p.add_argument("--ablation-impls", nargs="*", help="implementations (default: all)")
+
+
+def _correct(api, name: str, dev: str, impl: str) -> str | None:
+    """None when the implementation gives OpenSSL's bytes, else what went wrong."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes as M
+
+    spec = registry.lookup(name)
+    rng = np.random.default_rng()
+    for n in (16, 48 * 16 + 5, 1 << 20):
+        n = n // 16 * 16 if spec.mode in ("ecb", "cbc") else n
+        key = bytes(rng.integers(0, 256, spec.key_len, dtype=np.uint8))
+        if spec.mode == "xts":
+            key = key[: spec.key_size] + bytes(b ^ 1 for b in key[: spec.key_size])
+        iv = bytes(rng.integers(0, 256, spec.iv_len, dtype=np.uint8)) if spec.iv_len else None
+        data = bytes(rng.integers(0, 256, n, dtype=np.uint8))
+        m = {"ecb": M.ECB, "cbc": M.CBC, "ctr": M.CTR, "xts": M.XTS}[spec.mode]
+        c = Cipher(algorithms.AES(key), m(iv) if iv else m())
+        ref_ct = c.encryptor().update(data)
+        if spec.mode != "cbc":
+            got = api.encrypt(data, name, key, iv, device=dev, implementation=impl)
+            if got != ref_ct:
+                return f"encryption of {n} bytes differs from OpenSSL"
+        got = api.decrypt(ref_ct, name, key, iv, device=dev, implementation=impl)
+        if got != data:
+            return f"decryption of {n} bytes differs from OpenSSL"
+    return None
+
+
+def run(args, ctx: suites.Context) -> dict:
+    from . import sysinfo
+
+    name = args.ablation_cipher
+    spec = registry.lookup(name)
+    impls = args.ablation_impls or list(spec.cipher.implementations)
+    devs = [d for d in ctx.api.devices() if d.runtime in ("opencl", "cuda")]
+    if args.device:
+        wanted = set(sum((d.split(",") for d in args.device), []))
+        devs = [d for d in devs if d.spec in wanted]
+    size = args.ablation_size
+    repeats = args.repeats or (3 if args.quick else 15)
+    if args.quick:
+        size = min(size, 1 << 20)
+    rows = []
+    with ctx.progress(len(devs) * len(impls)) as bar:
+        for dev in devs:
+            eng = ctx.api.get_engine(dev.spec)
+            for impl in impls:
+                rec = Record(cipher=name, algorithm=spec.cipher.name, key_bits=8 * spec.key_size,
+                             mode=spec.mode, direction="encrypt", device=dev.spec,
+                             device_name=dev.name, device_kind=dev.kind, runtime=dev.runtime,
+                             kind="kernel", size=size, implementation=impl,
+                             verification={"status": "not-run"})
+                problem = _correct(ctx.api, name, dev.spec, impl)
+                if problem:
+                    rec.status, rec.error = "failed", problem
+                    rec.verification = {"status": "failed", "detail": problem}
+                    ctx.log(f"FAILED ablation {impl} on {dev.spec}: {problem}")
+                else:
+                    rec.verification = {"status": "passed", "oracle": "pyca/cryptography"}
+                    times = eng.time_kernel(name, size, repeats=repeats, impl=impl,
+                                            sector_size=4096 if spec.mode == "xts" else None)
+                    clk = eng.sm_clock_mhz()
+                    rec.timer, rec.sm_count = "device-events", dev.compute_units
+                    if clk:
+                        rec.sm_clock_mhz, rec.clock_source = clk, "measured"
+                    elif dev.clock_mhz:
+                        rec.sm_clock_mhz, rec.clock_source = float(dev.clock_mhz), "nominal"
+                    res = eng.kernel_resources(name, impl=impl)
+                    res["implementation"] = impl
+                    rec.set_resources(res)
+                    rec.set_times(times)
+                rows.append(rec)
+                ctx.add(rec)
+                bar.advance(1)
+    _print_table(rows)
+    return {"devices": [sysinfo.device_info(d) for d in devs],
+            "options": {"cipher": name, "size": size, "implementations": impls}}
+
+
+def _print_table(rows) -> None:
+    print(f"{'device':<11} {'implementation':<22} {'GB/s':>7} {'GB/s/SM/GHz':>11} {'regs':>5} "
+          f"{'smem':>6} {'spill':>5} {'occ':>5} {'A*T':>8}")
+    for r in rows:
+        res = r.resources or {}
+        impl = r.implementation
+        if r.status != "ok":
+            print(f"{r.device:<11} {impl:<22} {'FAILED':>7}  {r.error}")
+            continue
+        occ = res.get("occupancy")
+        print(f"{r.device:<11} {impl:<22} {r.gbps:7.1f} {r.gbps_per_sm_ghz or float('nan'):11.3f} "
+              f"{res.get('registers_per_item') or '-':>5} {res.get('local_mem_bytes') or 0:>6} "
+              f"{res.get('private_mem_bytes') or 0:>5} {occ if occ is not None else '-':>5} "
+              f"{r.area_time if r.area_time is not None else float('nan'):8.3f}")
+
+
+suites.register("ablation", run, help="the practice ablation of the AES kernels (seed 000 Table 2)",
+                add_arguments=add_arguments)
