@@ -5,6 +5,10 @@
     ciphergrid.devices()                                                 # what is present
 """
 
+from .backends import icd as _icd
+
+_icd.prepare()  # before anything (ours or the caller's) makes the first OpenCL call
+
 from .errors import (AlreadyFinalized, DeviceError, DeviceNotFound, Error, InvalidArgument,
                      InvalidIVSize, InvalidKey, InvalidKeySize, InvalidLength, InvalidPadding,
                      InvalidTag, UnsupportedCipher)

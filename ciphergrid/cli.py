@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 import tempfile
 
@@ -87,15 +88,24 @@ def cmd_crypt(args, encrypt: bool) -> int:
                     sector_size=args.sector_size, start_sector=args.start_sector,
                     constant_time=args.constant_time)
     ctx = cipher.encryptor() if encrypt else cipher.decryptor()
+    chunk_bytes, depth = _pipeline_flags(args)
     src = _open_input(args.infile)
     total = None
-    if src is not sys.stdin.buffer:
-        try:
-            total = os.fstat(src.fileno()).st_size
-        except OSError:
-            total = None
     try:
+        st = os.fstat(src.fileno())
+        if stat.S_ISREG(st.st_mode):
+            total = st.st_size
+    except (OSError, ValueError):
+        total = None
+    try:
+        engine = _stream_engine(ctx, args.device, total)
         with _AtomicOutput(args.outfile) as out, Progress(total, quiet=args.quiet) as bar:
+            if engine is not None:  # overlapped file streaming on a kernel device
+                from .pipeline import stream_crypt
+
+                stream_crypt(engine.backend, ctx.p, src, out, chunk_bytes=chunk_bytes, depth=depth,
+                             progress=bar.advance, nbytes=total)
+                return 0
             while True:
                 chunk = src.read(READ_CHUNK)
                 if not chunk:
@@ -107,6 +117,33 @@ def cmd_crypt(args, encrypt: bool) -> int:
         if src is not sys.stdin.buffer:
             src.close()
     return 0
+
+
+def _pipeline_flags(args):
+    """--chunk-size / --depth: validated, and exported so every pipeline run of this process
+    (the streaming one and CipherContext's) uses them."""
+    from . import tuning
+
+    chunk = depth = None
+    if getattr(args, "chunk_size", None) is not None:
+        chunk = tuning.check_chunk(tuning.parse_bytes(args.chunk_size, "--chunk-size"))
+        os.environ[tuning.ENV_CHUNK] = str(chunk)
+    if getattr(args, "depth", None) is not None:
+        depth = tuning.check_depth(args.depth)
+        os.environ[tuning.ENV_DEPTH] = str(depth)
+    return chunk, depth
+
+
+def _stream_engine(ctx, device: str, total):
+    """The DeviceEngine to stream the file through, or None for CipherContext's path (the native
+    engine; padding, CBC encryption and one-unit XTS, which need the whole message)."""
+    from .engine import DeviceEngine, get_engine
+    from .pipeline import streamable
+
+    if not streamable(ctx.p):
+        return None
+    eng = get_engine(device, ctx.p.spec.name, total)
+    return eng if isinstance(eng, DeviceEngine) else None
 
 
 def cmd_devices(args) -> int:
@@ -153,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--constant-time", action="store_true",
                        help="bitsliced table-free kernel (no secret-dependent memory access)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+        p.add_argument("--chunk-size", metavar="BYTES",
+                       help="pipeline chunk size, e.g. 16Mi (default: tuned per device)")
+        p.add_argument("--depth", type=int, metavar="N",
+                       help="pipeline depth: chunks in flight (default: tuned per device)")
     p = sub.add_parser("devices", help="list every device")
     p = sub.add_parser("selftest", help="known-answer tests on every device")
     p.add_argument("--device", "-d", default=None, help="only this device")

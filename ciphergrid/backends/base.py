@@ -83,8 +83,9 @@ class Backend:
     def unregister_host(self, ptr: int) -> None:
         """Undo register_host (``ptr`` as registered)."""
 
-    def host_is_pinned(self, ptr: int) -> bool:
-        """Whether host address ``ptr`` is already page-locked for this device."""
+    def host_is_pinned(self, arr: np.ndarray) -> bool:
+        """Whether host array ``arr`` lies in memory page-locked for this device by its allocator
+        (pinned(), cupyx.empty_pinned): the pipeline then registers nothing for it."""
         return False
 
     def zero(self, buf, queue=None) -> None:
@@ -142,6 +143,10 @@ class Backend:
 
     def wait(self, event) -> None:
         raise NotImplementedError
+
+    def query(self, event) -> bool | None:
+        """Whether ``event`` has completed, without waiting (None: this backend cannot tell)."""
+        return None
 
     def finish(self, queue=None) -> None:
         raise NotImplementedError

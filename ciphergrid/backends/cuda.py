@@ -135,12 +135,14 @@ class CudaBackend(Backend):
         with self.dev:
             cp().cuda.runtime.hostUnregister(int(ptr))
 
-    def host_is_pinned(self, ptr: int) -> bool:
-        try:
-            with self.dev:
-                return int(cp().cuda.runtime.pointerGetAttributes(int(ptr)).type) == 1  # cudaMemoryTypeHost
-        except Exception:
-            return False
+    def host_is_pinned(self, arr) -> bool:
+        # Allocated page-locked by CuPy (cupyx.empty_pinned, pinned()): the array's base chain
+        # ends in a PinnedMemoryPointer.  (Not cudaPointerGetAttributes: a stale registration of
+        # freed memory would make unrelated memory look page-locked.)
+        o = arr
+        while isinstance(o, np.ndarray):
+            o = o.base
+        return isinstance(o, cp().cuda.PinnedMemoryPointer)
 
     def zero(self, buf, queue=None) -> None:
         with self.dev:
@@ -193,6 +195,9 @@ class CudaBackend(Backend):
 
     def wait(self, event) -> None:
         event.wait()
+
+    def query(self, event) -> bool | None:
+        return bool(event.ev.done)
 
     def finish(self, queue=None) -> None:
         (queue or self._default).synchronize()

@@ -28,6 +28,12 @@ def cl():
     return _cl
 
 
+def platforms() -> list:
+    """OpenCL platforms in a stable order (by name), whatever order the ICD loader finds them in:
+    ``opencl:P:N`` must name the same device in every process."""
+    return sorted(cl().get_platforms(), key=lambda p: (p.name.strip(), p.vendor.strip()))
+
+
 def _kind(dev) -> str:
     t = dev.type
     c = cl()
@@ -40,11 +46,11 @@ def _kind(dev) -> str:
 
 def enumerate_devices() -> list[DeviceInfo]:
     try:
-        platforms = cl().get_platforms()
+        plats = platforms()
     except Exception:  # no ICD at all, or pyopencl missing: no OpenCL devices
         return []
     out = []
-    for p, plat in enumerate(platforms):
+    for p, plat in enumerate(plats):
         try:
             devs = plat.get_devices()
         except Exception:
@@ -80,7 +86,7 @@ class OpenCLBackend(Backend):
         c = cl()
         _, p, d = info.spec.split(":")
         try:
-            self.device = c.get_platforms()[int(p)].get_devices()[int(d)]
+            self.device = platforms()[int(p)].get_devices()[int(d)]
         except (IndexError, ValueError):
             raise DeviceNotFound(f"no OpenCL device {info.spec}") from None
         self.info = info
@@ -166,6 +172,12 @@ class OpenCLBackend(Backend):
 
     def wait(self, event) -> None:
         event.wait()
+
+    def query(self, event) -> bool | None:
+        try:
+            return event.command_execution_status == cl().command_execution_status.COMPLETE
+        except Exception:
+            return None
 
     def finish(self, queue=None) -> None:
         (queue or self._default).finish()

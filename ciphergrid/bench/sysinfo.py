@@ -97,9 +97,9 @@ def openssl_versions() -> dict:
 
 def opencl_platforms() -> list[dict] | None:
     try:
-        import pyopencl as cl
+        from ..backends.opencl import platforms  # prepares the ICD vendors folder first
 
-        plats = cl.get_platforms()
+        plats = platforms()
     except Exception:
         return None
     res = []

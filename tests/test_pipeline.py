@@ -1,0 +1,652 @@
+"""The streaming pipeline (ciphergrid.pipeline), its tuning cache and the CLI's file streaming.
+
+Runs on the OpenCL CPU device (PoCL) with tiny chunks, so that many chunks run: every mode across
+chunk boundaries (CTR partial blocks and counter carries, CBC chaining from the input, XTS stealing
+and sector units straddling chunks), depths 1..4, every host-transfer path (direct, staged, and
+CUDA's page-locking emulated on PoCL, with checks that no DMA touches unregistered memory), arrays,
+files and pipes, the CLI (atomic output on failure and Ctrl-C, --quiet), the tuning cache and
+``ciphergrid bench pipeline``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ciphergrid
+from ciphergrid import modes, pipeline, registry, tuning
+from ciphergrid.errors import DeviceNotFound, Error, InvalidArgument, InvalidLength
+
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ciphergrid.__file__)))
+KiB = 1024
+
+
+# --------------------------------------------------------------------------- fixtures
+@pytest.fixture(autouse=True)
+def _isolated_tuning(tmp_path, monkeypatch):
+    """No test reads or writes the user's tuning cache or inherits pipeline settings."""
+    monkeypatch.setenv(tuning.ENV_CACHE, str(tmp_path / "tuning.json"))
+    monkeypatch.delenv(tuning.ENV_CHUNK, raising=False)
+    monkeypatch.delenv(tuning.ENV_DEPTH, raising=False)
+    monkeypatch.setenv(tuning.ENV_AUTOTUNE, "0")
+    monkeypatch.setenv(pipeline.PIN_CACHE_ENV, "0")  # registrations end with each run (checked)
+
+
+@pytest.fixture(scope="module")
+def cl():
+    """The engine of the OpenCL CPU device (PoCL)."""
+    from ciphergrid.engine import get_engine
+
+    try:
+        eng = get_engine("cpu")
+    except (DeviceNotFound, Error) as e:
+        pytest.skip(f"no OpenCL CPU device: {e}")
+    return eng
+
+
+class RegisteringBackend:
+    """The PoCL backend behaving like CUDA: ordinary host memory must be page-locked
+    (register_host) before a copy may touch it.  Every copy is checked against the registered
+    ranges; overlapping registrations fail as cudaHostRegister does; ``fail_at`` makes the n-th
+    registration fail (the pipeline must fall back to staging)."""
+
+    def __init__(self, inner, fail_at=()):
+        self._b = inner
+        self.info = inner.info
+        self.lock = threading.Lock()
+        self.regs: dict[int, int] = {}
+        self.pinned_ranges: list[tuple[int, int]] = []
+        self.calls = 0
+        self.fail_at = set(fail_at)
+        self.violations: list[str] = []
+        self.registered_total = 0
+
+    def __getattr__(self, name):
+        return getattr(self._b, name)
+
+    def host_transfer_mode(self):
+        return "register"
+
+    def pinned(self, nbytes):
+        arr = self._b.pinned(nbytes)
+        a = arr.ctypes.data
+        self.pinned_ranges.append((a, a + max(nbytes, 1)))
+        return arr
+
+    def host_is_pinned(self, arr):
+        return self._pinned(arr.ctypes.data) and self._pinned(arr.ctypes.data + max(arr.nbytes, 1) - 1)
+
+    def _pinned(self, ptr):
+        return any(a <= ptr < z for a, z in self.pinned_ranges)
+
+    def register_host(self, ptr, nbytes):
+        page = pipeline.PAGE
+        with self.lock:
+            self.calls += 1
+            if self.calls in self.fail_at:
+                return False
+            lo, hi = ptr // page, (ptr + nbytes - 1) // page
+            for p, n in self.regs.items():
+                if not (hi < p // page or lo > (p + n - 1) // page):
+                    return False  # cudaErrorHostMemoryAlreadyRegistered
+            self.regs[ptr] = nbytes
+            self.registered_total += nbytes
+            return True
+
+    def unregister_host(self, ptr):
+        with self.lock:
+            if ptr not in self.regs:
+                self.violations.append(f"unregister of {ptr:#x}: not registered")
+            self.regs.pop(ptr, None)
+
+    def _check(self, host, what):
+        a, n = host.ctypes.data, host.nbytes
+        with self.lock:
+            if any(p <= a and a + n <= p + m for p, m in self.regs.items()):
+                return
+            if self._pinned(a) and self._pinned(a + n - 1):
+                return
+            self.violations.append(f"{what} of {n} bytes at {a:#x}: not page-locked")
+
+    def upload(self, buf, host, queue=None, **kw):
+        if queue is not None:  # (the pipeline's queues; keys go up synchronously on the default)
+            self._check(host, "upload")
+        return self._b.upload(buf, host, queue, **kw)
+
+    def download(self, host, buf, queue=None, **kw):
+        if queue is not None:
+            self._check(host, "download")
+        return self._b.download(host, buf, queue, **kw)
+
+
+def _pipe(backend, chunk, depth, transfer="auto", grain=None):
+    p = pipeline.Pipeline(backend, chunk_bytes=chunk, depth=depth, transfer=transfer)
+    p.pin_grain = grain
+    return p
+
+
+def _crypt(pipe, name, key, iv, data: bytes, encrypt=True, sector=None, start=None, out=None):
+    """DeviceEngine.crypt's logic on a given Pipeline (XTS tail on the host after the run)."""
+    from ciphergrid.engine import KeyedProgram
+
+    spec = registry.lookup(name)
+    p = modes.check(spec, key, iv, encrypt, None, sector, start)
+    arr = np.frombuffer(data, np.uint8).copy()
+    modes.check_length(p, arr.nbytes)
+    res = arr if out == "inplace" else np.empty_like(arr)
+    lay = modes.xts_layout(p, arr.nbytes) if spec.mode == "xts" else None
+    tail = arr[lay.tail_start:].tobytes() if lay is not None and lay.tail_unit >= 0 else None
+    with KeyedProgram(pipe.b, p) as kp:
+        pipe.crypt(kp, arr, res, lay)
+    if tail is not None:
+        res[lay.tail_start:] = np.frombuffer(modes.xts_tail(p, lay, tail), np.uint8)
+    return res.tobytes()
+
+
+TRANSFERS = ["direct", "staged", "register"]
+
+
+def _backend(cl, transfer, **kw):
+    if transfer == "register":
+        return RegisteringBackend(cl.backend, **kw), "auto"
+    return cl.backend, transfer
+
+
+# --------------------------------------------------------------------------- the copy strawman
+@pytest.mark.parametrize("transfer", TRANSFERS)
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_copy_pipeline_returns_the_input(cl, transfer, depth, rng):
+    b, tr = _backend(cl, transfer)
+    pipe = _pipe(b, 4 * KiB, depth, tr, grain=8 * KiB)
+    for n in (1, 15, 4095, 4096, 4097, 3 * 4096 + 1, 65537):
+        data = np.frombuffer(rng.data(n), np.uint8)
+        out = pipe.copy(data)
+        assert np.array_equal(out, data), (n, pipe.stats)
+    if transfer == "register":
+        assert not b.violations, b.violations[:3]
+        assert not b.regs, "registrations leaked"
+        assert b.registered_total > 0
+
+
+def test_copy_module_function_and_chunk_count(cl, rng):
+    data = np.frombuffer(rng.data(100_000), np.uint8)
+    assert np.array_equal(pipeline.copy(cl.backend, data, chunk_bytes=4096, depth=3), data)
+    pipe = _pipe(cl.backend, 4096, 3)
+    pipe.copy(data)
+    assert pipe.stats["chunks"] == -(-100_000 // 4096)
+
+
+# --------------------------------------------------------------------------- modes across chunks
+CTR_SIZES = [1, 15, 16, 17, 4095, 4096, 4097, 3 * 4096 + 1, 5 * 4096 + 9]
+
+
+@pytest.mark.parametrize("name", ["aes-128-ctr", "aes-256-ctr"])
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_ctr_across_chunks(cl, name, depth, rng, ref, diff):
+    key = rng.key(name)
+    pipe = _pipe(cl.backend, 4096, depth)
+    for iv in (rng.iv(name), b"\xff" * 15 + b"\xf0", b"\x00" * 8 + b"\xff" * 8):  # counter carries
+        for n in CTR_SIZES:
+            pt = rng.data(n)
+            got = _crypt(pipe, name, key, iv, pt)
+            want = ref.encrypt(pt, name, key, iv)
+            assert got == want, f"{name} n={n} depth={depth} iv={iv.hex()}: {diff(got, want)}"
+
+
+@pytest.mark.parametrize("transfer", TRANSFERS)
+@pytest.mark.parametrize("name", ["aes-128-ecb", "aes-192-ecb"])
+def test_ecb_across_chunks(cl, name, transfer, rng, ref, diff):
+    key = rng.key(name)
+    b, tr = _backend(cl, transfer)
+    for depth in (1, 3):
+        pipe = _pipe(b, 4096, depth, tr, grain=4096)
+        for n in (16, 4096 - 16, 4096, 4096 + 16, 7 * 4096 + 48):
+            pt = rng.data(n)
+            for enc in (True, False):
+                got = _crypt(pipe, name, key, None, pt, enc)
+                want = ref.crypt(enc, pt, name, key)
+                assert got == want, f"{name} enc={enc} n={n}: {diff(got, want)}"
+    if transfer == "register":
+        assert not b.violations, b.violations[:3]
+        assert not b.regs
+
+
+@pytest.mark.parametrize("transfer", TRANSFERS)
+@pytest.mark.parametrize("name", ["aes-128-cbc", "aes-256-cbc"])
+def test_cbc_decrypt_chains_across_chunks(cl, name, transfer, rng, ref, diff):
+    key, iv = rng.key(name), rng.iv(name)
+    b, tr = _backend(cl, transfer)
+    for depth in (1, 2, 4):
+        pipe = _pipe(b, 4096, depth, tr, grain=4096)
+        for n in (16, 4096, 4096 + 16, 5 * 4096 + 32):
+            ct = rng.data(n)
+            want = ref.decrypt(ct, name, key, iv)
+            for out in (None, "inplace"):  # the chain comes from the INPUT, even in place
+                got = _crypt(pipe, name, key, iv, ct, False, out=out)
+                assert got == want, f"{name} n={n} depth={depth} {out}: {diff(got, want)}"
+    if transfer == "register":
+        assert not b.violations, b.violations[:3]
+        assert not b.regs
+
+
+@pytest.mark.parametrize("name", ["aes-128-xts", "aes-256-xts"])
+def test_xts_one_unit_stealing_at_the_end(cl, name, rng, ref, diff):
+    key, iv = rng.key(name), rng.iv(name)
+    for depth in (1, 3):
+        pipe = _pipe(cl.backend, 4096, depth)
+        for n in (16, 17, 31, 4096 + 1, 3 * 4096 + 7, 3 * 4096 + 15, 9 * 4096, 40 * 1024 + 5):
+            pt = rng.data(n)
+            for enc in (True, False):
+                got = _crypt(pipe, name, key, iv, pt, enc)
+                want = ref.crypt(enc, pt, name, key, iv)
+                assert got == want, f"{name} enc={enc} n={n} depth={depth}: {diff(got, want)}"
+
+
+@pytest.mark.parametrize("transfer", TRANSFERS)
+@pytest.mark.parametrize("sector,start", [(512, 2**40 + 7), (1040, 2**64 - 3), (16, 5),
+                                          (20 * 1024, 2**100 - 1)])
+def test_xts_sectors_across_chunks(cl, sector, start, transfer, rng, ref, diff):
+    name = "aes-256-xts"
+    key = rng.key(name)
+    b, tr = _backend(cl, transfer)
+    pipe = _pipe(b, 4096, 3, tr, grain=4096)
+    sizes = [sector, 3 * sector, 7 * sector + 17, 11 * sector + 16 + 5]
+    for n in sizes:
+        if n > 200_000 or 0 < n % sector < 16:
+            continue
+        pt = rng.data(n)
+        for enc in (True, False):
+            got = _crypt(pipe, name, key, None, pt, enc, sector, start)
+            want = ref.crypt(enc, pt, name, key, sector_size=sector, start_sector=start)
+            assert got == want, f"sector={sector} n={n} enc={enc}: {diff(got, want)}"
+    if transfer == "register":
+        assert not b.violations, b.violations[:3]
+        assert not b.regs
+
+
+def test_engine_crypt_uses_pipeline_settings(cl, rng, ref, monkeypatch):
+    """DeviceEngine.crypt (the API's path) honours the chunk/depth settings and out=."""
+    from ciphergrid.engine import DeviceEngine
+
+    monkeypatch.setenv(tuning.ENV_CHUNK, "4Ki")
+    monkeypatch.setenv(tuning.ENV_DEPTH, "2")
+    name = "aes-128-ctr"
+    key, iv = rng.key(name), rng.iv(name)
+    pt = rng.data(50_001)
+    got = ciphergrid.encrypt(pt, name, key, iv, device="cpu")
+    assert got == ref.encrypt(pt, name, key, iv)
+    eng = DeviceEngine(cl.device)
+    p = modes.check(registry.lookup(name), key, iv, True)
+    arr = np.frombuffer(pt, np.uint8).copy()
+    eng.crypt(p, arr, out=arr)  # in place
+    assert arr.tobytes() == ref.encrypt(pt, name, key, iv)
+    with pytest.raises(InvalidArgument):
+        eng.crypt(p, arr, out=np.empty(5, np.uint8))
+    with pytest.raises(InvalidArgument):  # overlapping without being the input
+        eng.crypt(p, arr[16:], out=arr[:-16])
+
+
+def test_registration_failure_falls_back_to_staging(cl, rng, ref, diff):
+    name = "aes-128-ctr"
+    key, iv = rng.key(name), rng.iv(name)
+    b = RegisteringBackend(cl.backend, fail_at={3, 4, 5})
+    pipe = _pipe(b, 4096, 3, grain=4096)
+    pt = rng.data(20 * 4096 + 3)
+    got = _crypt(pipe, name, key, iv, pt)
+    assert got == ref.encrypt(pt, name, key, iv), diff(got, ref.encrypt(pt, name, key, iv))
+    assert not b.violations, b.violations[:3]
+    assert not b.regs
+
+
+def test_prepinned_memory_is_not_registered(cl, rng):
+    b = RegisteringBackend(cl.backend)
+    pipe = _pipe(b, 4096, 3, grain=4096)
+    src, dst = pipeline.host_buffer(b, 30_000), pipeline.host_buffer(b, 30_000)
+    src[:] = np.frombuffer(rng.data(30_000), np.uint8)
+    pipe.copy(src, dst)
+    assert np.array_equal(src, dst)
+    assert b.calls == 0 and not b.violations
+    arr = np.frombuffer(rng.data(30_000), np.uint8).copy()
+    with pipeline.pinned(b, arr):  # locked once, for many runs
+        assert len(b.regs) >= 1
+        for _ in range(2):
+            pipe.copy(arr, dst)
+        assert np.array_equal(arr, dst)
+    assert not b.regs and not b.violations
+
+
+def test_worker_errors_propagate_and_release(cl, rng):
+    """An exception in a finish step ends the run with that exception and leaks nothing."""
+    b = RegisteringBackend(cl.backend)
+    pipe = _pipe(b, 4096, 3, grain=4096)
+    data = np.frombuffer(rng.data(40_000), np.uint8)
+    calls = {"n": 0}
+    real = pipe._run
+
+    def run(job, produce, finish, **kw):
+        def bad_finish(ch):
+            calls["n"] += 1
+            if calls["n"] == 4:
+                raise RuntimeError("injected")
+            finish(ch)
+        return real(job, produce, bad_finish, **kw)
+
+    pipe._run = run
+    with pytest.raises(RuntimeError, match="injected"):
+        pipe.copy(data)
+    assert not b.regs and not b.violations
+    pipe._run = real
+    assert np.array_equal(pipe.copy(data), data)  # the pipeline is still usable
+
+
+# --------------------------------------------------------------------------- streams
+def _stream(cl, job_name, data: bytes, *, key=None, iv=None, encrypt=True, sector=None, start=None,
+            pipe_in=False, pipe_out=False, tmp_path=None, chunk=4096, depth=3, transfer="auto"):
+    from ciphergrid.engine import KeyedProgram
+
+    pipe = _pipe(cl.backend, chunk, depth, transfer)
+    src_path, dst_path = tmp_path / "s.in", tmp_path / "s.out"
+    threads = []
+    if pipe_in:
+        r, w = os.pipe()
+
+        def feed():
+            with os.fdopen(w, "wb") as f:
+                for i in range(0, len(data), 777):
+                    f.write(data[i: i + 777])
+        threads.append(threading.Thread(target=feed, daemon=True))
+        src = os.fdopen(r, "rb")
+    else:
+        src_path.write_bytes(data)
+        src = open(src_path, "rb")
+    sink = bytearray()
+    if pipe_out:
+        r2, w2 = os.pipe()
+
+        def drain():
+            with os.fdopen(r2, "rb") as f:
+                while True:
+                    b = f.read(5000)
+                    if not b:
+                        return
+                    sink.extend(b)
+        threads.append(threading.Thread(target=drain, daemon=True))
+        dst = os.fdopen(w2, "wb")
+    else:
+        dst = open(dst_path, "wb")
+    for t in threads:
+        t.start()
+    try:
+        if job_name == "copy":
+            n = pipe.stream(pipeline.CopyJob(cl.backend), src, dst)
+        else:
+            p = modes.check(registry.lookup(job_name), key, iv, encrypt, None, sector, start)
+            with KeyedProgram(cl.backend, p) as kp:
+                n = pipe.stream(pipeline.CipherJob(kp), src, dst)
+    finally:
+        src.close()
+        dst.close()
+        for t in threads:
+            t.join(10)
+    out = bytes(sink) if pipe_out else dst_path.read_bytes()
+    assert n == len(out)
+    return out
+
+
+@pytest.mark.parametrize("pipes,transfer,mapped", [
+    ((False, False), "auto", "1"), ((False, False), "staged", "1"), ((False, False), "auto", "0"),
+    ((True, True), "auto", "1"), ((True, False), "staged", "1")],
+    ids=["files", "files-staged", "files-pwrite", "pipes", "pipe-to-file"])
+def test_streams_every_streamable_mode(cl, pipes, transfer, mapped, rng, ref, diff, tmp_path,
+                                       monkeypatch):
+    pin, pout = pipes
+    monkeypatch.setenv("CIPHERGRID_STREAM_MMAP", mapped)
+    kw = dict(pipe_in=pin, pipe_out=pout, tmp_path=tmp_path, transfer=transfer)
+    data = rng.data(9 * 4096 + 7)
+    assert _stream(cl, "copy", data, **kw) == data
+    name = "aes-128-ctr"
+    key, iv = rng.key(name), rng.iv(name)
+    got = _stream(cl, name, data, key=key, iv=iv, **kw)
+    assert got == ref.encrypt(data, name, key, iv), diff(got, ref.encrypt(data, name, key, iv))
+    whole = data[: len(data) // 16 * 16]
+    name = "aes-256-ecb"
+    key = rng.key(name)
+    assert _stream(cl, name, whole, key=key, **kw) == ref.encrypt(whole, name, key)
+    name = "aes-192-cbc"
+    key, iv = rng.key(name), rng.iv(name)
+    assert _stream(cl, name, whole, key=key, iv=iv, encrypt=False, **kw) == ref.decrypt(whole, name, key, iv)
+    name = "aes-128-xts"
+    key = rng.key(name)
+    for sector, n in ((512, 9 * 512 + 40), (1040, 13 * 1040), (4096, 4096 * 2 + 16 + 3)):
+        d = rng.data(n)
+        for enc in (True, False):
+            got = _stream(cl, name, d, key=key, encrypt=enc, sector=sector, start=99, **kw)
+            want = ref.crypt(enc, d, name, key, sector_size=sector, start_sector=99)
+            assert got == want, f"xts sector={sector} n={n} enc={enc}: {diff(got, want)}"
+
+
+def test_stream_errors(cl, rng, tmp_path):
+    with pytest.raises(InvalidLength):  # ECB: trailing bytes at the very end
+        _stream(cl, "aes-128-ecb", rng.data(5 * 4096 + 3), key=rng.key("aes-128-ecb"),
+                tmp_path=tmp_path)
+    with pytest.raises(InvalidLength):  # XTS: a last unit shorter than one block
+        _stream(cl, "aes-128-xts", rng.data(3 * 512 + 5), key=rng.key("aes-128-xts"), sector=512,
+                tmp_path=tmp_path, pipe_in=True)
+    from ciphergrid.engine import KeyedProgram
+
+    p = modes.check(registry.lookup("aes-128-xts"), rng.key("aes-128-xts"), rng.iv("aes-128-xts"), True)
+    with KeyedProgram(cl.backend, p) as kp, pytest.raises(InvalidArgument):
+        pipeline.CipherJob(kp)  # one data unit: not streamable
+    assert not pipeline.streamable(modes.check(registry.lookup("aes-128-cbc"), bytes(16), bytes(16), True))
+    assert pipeline.streamable(modes.check(registry.lookup("aes-128-cbc"), bytes(16), bytes(16), False))
+
+
+# --------------------------------------------------------------------------- tuning
+def test_tuning_cache_written_honoured_and_overridden(cl, monkeypatch, tmp_path):
+    info = cl.device
+    s = tuning.settings(info)
+    assert s.source == "default" and (s.chunk_bytes, s.depth) == tuning.DEFAULTS[info.kind]
+    res = tuning.autotune(cl.backend, quick=True, chunks=[4 * KiB, 16 * KiB], depths=[2, 3],
+                          total_bytes=128 * KiB)
+    path = tmp_path / "tuning.json"
+    assert res["path"] == str(path) and path.exists()
+    doc = json.loads(path.read_text())
+    entry = doc["devices"][tuning.device_key(info)]
+    assert (entry["chunk_bytes"], entry["depth"]) == (res["chunk_bytes"], res["depth"])
+    assert len(entry["grid"]) == 4
+    # honoured
+    s = tuning.settings(info)
+    assert (s.chunk_bytes, s.depth, s.source) == (res["chunk_bytes"], res["depth"], "cache")
+    assert pipeline.Pipeline(cl.backend).chunk_bytes == res["chunk_bytes"]
+    # a hand-edited entry is honoured too
+    entry["chunk_bytes"], entry["depth"] = 12 * KiB, 5
+    path.write_text(json.dumps(doc))
+    p = pipeline.Pipeline(cl.backend)
+    assert (p.chunk_bytes, p.depth, p.settings_source) == (12 * KiB, 5, "cache")
+    # the environment overrides the cache, arguments override both
+    monkeypatch.setenv(tuning.ENV_CHUNK, "8Ki")
+    s = tuning.settings(info)
+    assert (s.chunk_bytes, s.depth, s.source) == (8 * KiB, 5, "environment+cache")
+    monkeypatch.setenv(tuning.ENV_DEPTH, "2")
+    assert tuning.settings(info).source == "environment"
+    s = tuning.settings(info, chunk_bytes="64Ki", depth=4)
+    assert (s.chunk_bytes, s.depth, s.source) == (64 * KiB, 4, "argument")
+    # bad values are one-line errors
+    monkeypatch.setenv(tuning.ENV_DEPTH, "many")
+    with pytest.raises(InvalidArgument):
+        tuning.settings(info)
+    with pytest.raises(InvalidArgument):
+        tuning.settings(info, chunk_bytes="12 parsecs", depth=2)
+    with pytest.raises(InvalidArgument):
+        tuning.settings(info, chunk_bytes=100, depth=2)
+    # a corrupt cache is ignored, not fatal
+    monkeypatch.delenv(tuning.ENV_CHUNK)
+    monkeypatch.delenv(tuning.ENV_DEPTH)
+    path.write_text("{not json")
+    assert tuning.settings(info).source == "default"
+
+
+# --------------------------------------------------------------------------- the CLI
+def cli(*args, input=None, cwd=None, env_extra=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PKG_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "ciphergrid", *map(str, args)], input=input,
+                          capture_output=True, env=env, cwd=cwd, timeout=300)
+
+
+def test_cli_streams_files_larger_than_a_chunk(cl, rng, ref, tmp_path):
+    name = "aes-128-ctr"
+    key, iv = rng.key(name), rng.iv(name)
+    pt = rng.data(300_000 + 5)
+    src, enc, back = tmp_path / "pt", tmp_path / "ct", tmp_path / "back"
+    src.write_bytes(pt)
+    common = ["--cipher", name, "--key", key.hex(), "--iv", iv.hex(), "--device", "cpu",
+              "--chunk-size", "16Ki", "--depth", "3"]
+    p = cli("encrypt", *common, "--in", src, "--out", enc, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    assert p.stderr == b""  # not a terminal: no progress bar
+    assert enc.read_bytes() == ref.encrypt(pt, name, key, iv)
+    p = cli("decrypt", *common, "--in", enc, "--out", back, "--quiet", cwd=tmp_path)
+    assert p.returncode == 0 and p.stderr == b"" and p.stdout == b""
+    assert back.read_bytes() == pt
+    # XTS sectors through stdin -> stdout
+    name = "aes-256-xts"
+    key = rng.key(name)
+    pt = rng.data(40 * 512 + 100)
+    p = cli("encrypt", "--cipher", name, "--key", key.hex(), "--sector-size", 512,
+            "--start-sector", 7, "--device", "cpu", "--chunk-size", "4Ki", "-q", input=pt)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr.decode()
+    assert p.stdout == ref.encrypt(pt, name, key, sector_size=512, start_sector=7)
+    assert sorted(os.listdir(tmp_path)) == ["back", "ct", "pt"]
+
+
+def test_cli_failing_run_leaves_no_output(cl, rng, tmp_path):
+    name = "aes-128-ecb"
+    key = rng.key(name)
+    src, out = tmp_path / "pt", tmp_path / "ct"
+    src.write_bytes(rng.data(200_000 + 3))  # ECB without padding: the error comes at the end
+    p = cli("encrypt", "--cipher", name, "--key", key.hex(), "--device", "cpu", "--chunk-size", "16Ki",
+            "--in", src, "--out", out, cwd=tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.decode().startswith("ciphergrid: error:")
+    assert sorted(os.listdir(tmp_path)) == ["pt"]
+    out.write_bytes(b"keep me")  # an existing file stays untouched
+    p = cli("encrypt", "--cipher", name, "--key", key.hex(), "--device", "cpu", "--chunk-size", "16Ki",
+            "--in", src, "--out", out, cwd=tmp_path)
+    assert p.returncode == 2 and out.read_bytes() == b"keep me"
+    assert sorted(os.listdir(tmp_path)) == ["ct", "pt"]
+    p = cli("encrypt", "--cipher", name, "--key", key.hex(), "--chunk-size", "lots", "--in", src,
+            "--out", tmp_path / "x", cwd=tmp_path)
+    assert p.returncode == 2 and b"chunk" in p.stderr
+    assert sorted(os.listdir(tmp_path)) == ["ct", "pt"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_cli_interrupted_run_leaves_no_output(cl, rng, tmp_path):
+    """Ctrl-C while a stream is in flight (stdin fed slowly): exit 130, no output, no temp file."""
+    name = "aes-128-ctr"
+    key, iv = rng.key(name), rng.iv(name)
+    out = tmp_path / "ct"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PKG_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.Popen([sys.executable, "-m", "ciphergrid", "encrypt", "--cipher", name,
+                             "--key", key.hex(), "--iv", iv.hex(), "--device", "cpu",
+                             "--chunk-size", "16Ki", "--out", str(out)],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    try:
+        proc.stdin.write(rng.data(100_000))  # several chunks, then the input stalls
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not [f for f in os.listdir(tmp_path) if f.endswith(".part")]:
+            assert time.monotonic() < deadline, "the CLI never opened its output"
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.05)
+        time.sleep(1.0)  # let the pipeline take the data in and block on the stalled input
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdin.close()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert rc != 0 and rc == 130, (rc, err)
+    assert "interrupted" in err
+    assert os.listdir(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- the bench suite
+def test_bench_pipeline_quick(cl, tmp_path, capsys):
+    from ciphergrid import cli as cg_cli
+    from ciphergrid.bench import records
+
+    path = tmp_path / "bp.json"
+    code = cg_cli.main(["bench", "pipeline", "--quick", "--device", cl.device.spec,
+                        "--sizes", "64Ki,256Ki", "--cipher", "aes-128-ctr", "--chunk-size", "32Ki",
+                        "--depth", "3", "--json", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    res = records.load(path)
+    rows = {(r.cipher, r.size): r for r in res.records}
+    for c in ("aes-128-ctr", "copy", "bus-h2d", "bus-d2h", "bus-duplex"):
+        for s in (64 * KiB, 256 * KiB):
+            r = rows[(c, s)]
+            assert r.status == "ok" and r.kind == "e2e" and r.gbps > 0, (c, s, r.error)
+    assert rows[("aes-128-ctr", 256 * KiB)].verification["status"] == "passed"
+    assert "host_cpu_s_per_gb" in rows[("copy", 64 * KiB)].resources
+    summary = res.run["options"]["pipeline"][0]
+    assert summary["chunk_bytes"] == 32 * KiB and summary["depth"] == 3
+    assert summary["series"]["copy"]["plateau_gbps"] > 0
+    assert "plateau" in out and "goals:" in out
+
+
+def _page_apart(n, k):
+    """k views of n bytes of one buffer, pages apart: registrations of separate small arrays
+    could share a heap page and one of them would be refused (as CUDA does)."""
+    page = pipeline.PAGE
+    step = -(-n // page) * page + 2 * page
+    buf = np.empty(k * step + page, np.uint8)
+    off = page - buf.ctypes.data % page
+    return [buf[off + i * step: off + i * step + n] for i in range(k)]
+
+
+def test_registration_cache_keeps_owners_locked_until_freed(cl, rng, monkeypatch):
+    import gc
+
+    monkeypatch.setenv(pipeline.PIN_CACHE_ENV, "1Gi")
+    pipeline.PINS.clear()
+    b = RegisteringBackend(cl.backend)
+    pipe = _pipe(b, 16 * KiB, 3, grain=32 * KiB)
+    src, dst = _page_apart(300_000, 2)
+    src[:] = np.frombuffer(rng.data(300_000), np.uint8)
+    pipe.copy(src, dst)
+    assert np.array_equal(src, dst)
+    first = b.calls
+    assert first > 0 and b.regs and not b.violations  # kept locked after the run
+    pipe.copy(src, dst)
+    pipe.copy(src[100:140_000], dst[100:140_000])  # views of the same owners: nothing new
+    assert b.calls == first and np.array_equal(src, dst)
+    locked = dict(b.regs)
+    del src, dst
+    gc.collect()  # the owner buffer is freed: unregistered just before
+    assert not b.regs, f"freed arrays still registered: {locked}"
+    # the limit: only the most recently used stay locked
+    monkeypatch.setenv(pipeline.PIN_CACHE_ENV, "1Mi")
+    # separate owners, each its own mapping (glibc maps allocations over 32 MiB on their own)
+    arrays = [np.empty(34 << 20, np.uint8)[2 * pipeline.PAGE:][:300_000] for _ in range(8)]
+    for a, o in zip(arrays[::2], arrays[1::2]):
+        a[:] = np.frombuffer(rng.data(300_000), np.uint8)
+        pipe.copy(a, o)
+        assert np.array_equal(a, o)
+    assert 0 < sum(b.regs.values()) <= 1 << 20
+    pipeline.PINS.clear()
+    assert not b.regs and not b.violations
