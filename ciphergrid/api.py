@@ -55,15 +55,31 @@ def _impl(constant_time: bool, implementation: str | None) -> str | None:
     return implementation
 
 
+def _out_array(out, n: int) -> np.ndarray:
+    """A writable contiguous uint8 view of the caller's ``out`` buffer of ``n`` bytes."""
+    arr = out if isinstance(out, np.ndarray) else np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)
+    if isinstance(out, np.ndarray) and out.dtype != np.uint8:
+        arr = out.view(np.uint8)
+    arr = arr.reshape(-1) if arr.flags.c_contiguous else arr
+    if not arr.flags.writeable or not arr.flags.c_contiguous or arr.nbytes != n:
+        raise InvalidArgument(f"out must be a writable contiguous buffer of {n} bytes")
+    return arr
+
+
 def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector,
-           constant_time=False, implementation=None):
+           constant_time=False, implementation=None, out=None):
     spec = lookup(cipher)
     p = modes.check(spec, key, iv, encrypt, padding, sector_size, start_sector,
                     _impl(constant_time, implementation))
     arr, was_numpy = _as_array(data)
+    if out is not None and padding:
+        raise InvalidArgument("out= cannot be used with padding (the length changes)")
     if encrypt and padding:
         arr = np.frombuffer(modes.pkcs7_pad(arr.tobytes(), spec.block_size), dtype=np.uint8)
     modes.check_length(p, arr.nbytes)
+    if out is not None:
+        _engine_for(p, device, arr.nbytes).crypt(p, arr, _out_array(out, arr.nbytes))
+        return out
     out = _engine_for(p, device, arr.nbytes).crypt(p, arr)
     if not encrypt and padding:
         out = np.frombuffer(modes.pkcs7_unpad(out.tobytes(), spec.block_size), dtype=np.uint8)
@@ -73,24 +89,26 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
 def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
             padding: str | None = None, sector_size: int | None = None,
             start_sector: int | None = None, constant_time: bool = False,
-            implementation: str | None = None):
+            implementation: str | None = None, out=None):
     """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "aes-256-xts").
 
     Returns bytes, or a numpy uint8 array when ``data`` is a numpy array.
     ``constant_time=True`` runs the bitsliced, table-free kernel (no secret-dependent memory
     access); ``implementation`` picks a kernel variant by name (see ``ciphergrid bench ablation``).
+    ``out``: a writable buffer of the output's size (may be ``data`` itself) to write into instead
+    of allocating; it is returned.  Reusing buffers avoids the page faults of fresh memory.
     """
     return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                  constant_time, implementation)
+                  constant_time, implementation, out)
 
 
 def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
             padding: str | None = None, sector_size: int | None = None,
             start_sector: int | None = None, constant_time: bool = False,
-            implementation: str | None = None):
+            implementation: str | None = None, out=None):
     """Decrypt ``data``; the inverse of :func:`encrypt` with the same arguments."""
     return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                  constant_time, implementation)
+                  constant_time, implementation, out)
 
 
 class Cipher:

@@ -184,9 +184,8 @@ class DeviceEngine:
         elif (np.may_share_memory(out, data)
               and (out.ctypes.data != data.ctypes.data or data.dtype != np.uint8)):
             raise InvalidArgument("out overlaps the input without being the input itself")
-        if spec.mode == "cbc" and p.encrypt:
-            out[...] = NativeEngine().crypt(p, data)
-            return out
+        if (spec.mode == "cbc" and p.encrypt) or not modes.device_can_run(p, n):
+            return NativeEngine().crypt(p, data, out)
         if n == 0:
             return out
         layout = modes.xts_layout(p, n) if spec.mode == "xts" else None
@@ -303,10 +302,11 @@ class NativeEngine:
     def __init__(self, info=None):
         self.device = info or _devices.resolve("native")
 
-    def crypt(self, p: modes.Params, data: np.ndarray) -> np.ndarray:
+    def crypt(self, p: modes.Params, data: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         from .backends import native
 
-        out = np.empty(data.nbytes, dtype=np.uint8)
+        if out is None:
+            out = np.empty(data.nbytes, dtype=np.uint8)
         if data.nbytes == 0:
             return out
         native.crypt(p.spec.name, p.key, p.iv, data, p.encrypt, threads=os.cpu_count(),
