@@ -93,10 +93,9 @@ class AES(BlockCipher):
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
         if layout == "bitsliced":
-            # kernels/aes_bs.cl ("ct"): one 0 / 0xffffffff mask per bit of the encryption round keys
-            # (word 128 r + 32 w + j = bit j of round-key word 4 r + w); decryption walks the same
-            # schedule backwards (plain inverse cipher), so `decrypt` does not change it.
-            ek = self.expand(key, False)
+            # kernels/aes_bs.cl ("ct"): one 0 / 0xffffffff mask per bit of the schedule below
+            # (encryption, or equivalent inverse cipher): word 128 r + 32 w + j = bit j of word 4 r + w
+            ek = self.expand(key, decrypt)
             bits = (ek[:, None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
             out = (np.uint32(0) - bits).astype("<u4").reshape(-1)
             ek.fill(0)
@@ -155,6 +154,8 @@ class AES(BlockCipher):
                           ("kg-lb6", {"AES_KEYS_IN_REGS": 0, "CG_MIN_BLOCKS": 6, "CG_LOCAL_SIZE": 256}))},
         "ct": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent", "defines": {},
                "key_layout": "bitsliced"},
+        "ct-ptx": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent",
+                   "defines": {"AES_BS_PTX": 1}, "key_layout": "bitsliced"},
     }
 
     def defines(self, key_size: int) -> dict[str, int]:

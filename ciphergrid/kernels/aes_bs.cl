@@ -3,37 +3,46 @@
  *
  * No table, no secret-dependent memory access, no secret-dependent branch: every array index is a
  * compile-time constant (all loops over state words are fully unrolled), the only memory reads are
- * the round keys at addresses that depend on the round number alone (uniform across work-items),
- * and the only branches test the round number.  SubBytes is a Boolean circuit, MixColumns and
+ * the round keys at addresses that depend on the round number alone (the same for every work-item),
+ * and the only branches test the round counter.  SubBytes is a Boolean circuit, MixColumns and
  * AddRoundKey are XORs, ShiftRows is register renaming.
  *
  * Layout.  A work-item takes CG_BATCH = 32 blocks (modes.cl: block k in s[4k .. 4k+3], little-endian
- * words of the block bytes) and bitslices them: state word 8 p + b (0 <= p < 16 the byte position
- * of FIPS 197's input array, p = 4 column + row; 0 <= b < 8 the bit, 0 = least significant) holds
- * that bit of the 32 blocks, bit k = block k.  Since byte p of a block is bits 8 (p & 3) .. of its
- * word p >> 2, state word 32 w + j is bit j of word w of every block: the conversion is one 32x32
- * bit-matrix transpose per word w (5 stages of shifts and masks), and its own inverse.
+ * words of the block bytes) and bitslices them in place: state word 8 p + b (p = 4 column + row the
+ * byte position of FIPS 197's input array, b the bit, 0 = least significant) holds that bit of the
+ * 32 blocks, bit k = block k.  Byte p of a block is bits 8 (p & 3) .. 8 (p & 3) + 7 of its word
+ * p >> 2, so state word 32 w + j is bit j of word w of every block, kept in s[w + 4 j]: for each w
+ * the conversion is one 32x32 bit-matrix transpose of s[w], s[w + 4], ..., s[w + 124] (5 swap
+ * stages; the transpose is its own inverse, so the same code converts back).
  *
- * Round keys (key layout "bitsliced", made by AES.expand): word 128 r + i is 0 or 0xffffffff, bit i
- * of round key r of the FIPS 197 encryption schedule (i = 8 p + b as above), for r = 0 .. Nr.  Round
- * keys are read as uint4 from device memory at addresses fixed by r (uniform: one transaction per
- * warp, served by the L1/constant cache); the rounds run in a loop that is not unrolled, so the
- * compiler cannot hoist (Nr+1) * 128 loop-invariant key words into registers.  Decryption is the
- * straightforward inverse cipher (FIPS 197 5.3) on the same encryption schedule, walked backwards.
+ * Round keys (key layout "bitsliced", made by AES.expand): word 128 r + 32 w + j is 0 or 0xffffffff,
+ * bit j of word w of round key r of the usual schedule: FIPS 197 key expansion for encryption, the
+ * equivalent inverse cipher's (FIPS 197 5.3.5: reversed, InvMixColumns on the middle keys) for
+ * decryption, so both directions add the key after (Inv)MixColumns, in the same operations.  Keys
+ * are read as uint4 at addresses fixed by r (uniform across the warp, cached); the rounds run in a
+ * loop that is not unrolled, so the compiler cannot hoist (Nr+1) x 128 loop-invariant key words out
+ * of the caller's block loop into registers, and the round code (~1,700 instructions) is not
+ * repeated Nr times in the instruction cache.
  *
  * S-box: the 115-gate circuit (32 AND, 83 XOR/XNOR) of J. Boyar and R. Peralta, "A new combinational
  * logic minimization technique with applications to cryptology", SEA 2010, LNCS 6049, pp. 178-189
- * (eprint 2009/191), written here from its gate list.  Inverse S-box: with S(x) = M inv(x) + 0x63
- * (M the affine matrix), S^-1(y) = inv(M^-1 (y + 0x63)) = M^-1 S'(M^-1 y + 0x05), S' = the circuit
- * without its output constant (M^-1 0x63 = 0x05): two XOR layers around the same circuit.
+ * (eprint 2009/191).  (Their "A depth-16 circuit for the AES S-box", 2012, has 128 gates: depth does
+ * not matter here, the 16 byte positions and the warps give the parallelism.)  Inverse S-box: with
+ * S(x) = M inv(x) + 0x63 (M the affine matrix), S^-1(y) = inv(M^-1 (y + 0x63))
+ * = M^-1 S'(M^-1 y + 0x05), S' = the circuit without its output constant: two XOR layers around the
+ * same circuit.  Both are written as three-input operations (see the S-box section).
  * MixColumns: out_i = xtime(a_i + a_i+1) + a_i+1 + (a_i+2 + a_i+3); InvMixColumns = MixColumns
- * after the map a_0,2 += xtime^2(a_0 + a_2), a_1,3 += xtime^2(a_1 + a_3) (the Rijndael book's
- * factorisation of the InvMixColumns polynomial: {0B,0D,09,0E} = {03,01,01,02} x {00,04,00,05}).
+ * after a_0,2 += {04}(a_0 + a_2), a_1,3 += {04}(a_1 + a_3) ({0B,0D,09,0E} = {03,01,01,02} x
+ * {00,04,00,05} as polynomials over GF(2^8) mod x^4 + 1, Daemen-Rijmen, "The Design of Rijndael").
  *
- * Cost per 32 blocks (2-input operations; LOP3 on NVIDIA merges many of them): 16 x 115 gates per
- * round for SubBytes, 4 x (32 + 32 x 3 + 12) = 560 for MixColumns + AddRoundKey, 128 for the first
- * AddRoundKey, 2 x 4 x 320 for the transposes.  Register use: 128 state words + ~30 S-box
- * temporaries + 4 key words + the mode's own.
+ * Cost per 32 blocks, in 32-bit 3-input logic operations (LOP3 on NVIDIA; the counts are those of
+ * the SASS for sm_90): SubBytes 16 x 74 = 1,184 per round (inverse: 16 x 90 = 1,440), ShiftRows +
+ * MixColumns + AddRoundKey 384 (decryption 568), last round 128, first AddRoundKey 128, and
+ * 2 x 4 x 208 for the transposes (64 PRMT + 96 LOP3 + 48 right shifts each; the 48 left shifts go
+ * to the IMAD pipe).  AES-128 encryption: 10 x 1,184 + 9 x 384 + 256 + 1,664 = 17,216, i.e. 538 per
+ * block, ~34 per byte (at 64 such operations per clock per SM: 1.9 bytes per clock per SM at best).
+ * Registers: the 128 state words, ~25 S-box temporaries, 32 key words for the column being mixed,
+ * and the mode's own; 255 with NVRTC for sm_90, so 8 warps per SM.
  */
 #define CG_BLOCK_WORDS 4
 #ifndef CG_BATCH
@@ -56,94 +65,279 @@
 #define CG_DEC_PARAMS , GLOBAL_RO const uint4 *RESTRICT bsk
 #define CG_DEC_ARGS , cg_bsk
 
+/* ---- three-input primitives ---------------------------------------------------------------------
+ * NVIDIA GPUs do any 3-input bitwise function in one LOP3 (and any byte shuffle of two words in one
+ * PRMT: portable.h's BYTE_PERM).  NVVM re-associates XOR chains and rewrites shift-and-mask pairs
+ * into forms that take two or three instructions each, so for CUDA the LOP3s are spelled out
+ * (inline PTX lop3) when AES_BS_PTX is 1 (implementation "ct-ptx"); otherwise, and for every other
+ * compiler, the plain C expression with the same value.  The default "ct" uses the C expressions:
+ * they are the ones run on every device in the tests; "ct-ptx" has not been run on a GPU yet. */
+#ifndef AES_BS_PTX
+#define AES_BS_PTX 0
+#endif
+#if defined(__CUDACC__) && AES_BS_PTX
+DEVICE_FN uint aes_bs_xor3(uint a, uint b, uint c)
+{
+    uint d;
+    asm("lop3.b32 %0, %1, %2, %3, 0x96;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+/* (x & m) | (y & ~m) */
+DEVICE_FN uint aes_bs_sel(uint m, uint x, uint y)
+{
+    uint d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xca;" : "=r"(d) : "r"(m), "r"(x), "r"(y));
+    return d;
+}
+#else
+#define aes_bs_xor3(a, b, c) ((a) ^ (b) ^ (c))
+#define aes_bs_sel(m, x, y) (((x) & (m)) | ((y) & ~(m)))
+#endif
+
 /* ---- S-box ---------------------------------------------------------------------------------------
- * q[0..7]: the bits 0..7 of one byte position, replaced by the bits of S(x) + (c ? 0 : 0x63)...
- * precisely: nc = 0xffffffff gives the AES S-box, nc = 0 gives S' = M inv(x) (no constant).
- * Boyar-Peralta number the bits from the most significant: x0 = bit 7, ..., x7 = bit 0. */
-DEVICE_FN void aes_bs_sbox(uint *q, const uint nc)
+ * The 115-gate circuit of Boyar and Peralta (SEA 2010, see the top of this file; 32 AND, 83 XOR/XNOR,
+ * inputs x0 = bit 7 .. x7 = bit 0), and for the inverse the same circuit between the two M^-1 layers,
+ * covered by three-input operations: every AES_BS_LOP3(a, b, c, table, expr) below computes one
+ * node of that circuit (named as in the paper: y.., t.., z.., s..) from three earlier nodes or
+ * inputs; expr is the cone of the circuit's gates it replaces, table the same function as an LOP3
+ * truth table (a = 0xf0, b = 0xcc, c = 0xaa; "0u" pads two-input operations).  The cover is a
+ * minimum-size one found by integer programming over all 3-input cuts of the circuit (a node may be
+ * recomputed inside several cuts); the gates, hence the function, are those of the paper, and the
+ * tests check the result against FIPS 197 on every device.  On NVIDIA GPUs each AES_BS_LOP3 is one
+ * LOP3 instruction (74 per S-box, 90 per inverse S-box, where the compiler's own mapping of the
+ * 2-input gates gives 85 and ~100); other compilers evaluate expr. */
+#if defined(__CUDACC__) && AES_BS_PTX
+template <uint L> DEVICE_FN uint aes_bs_lop3(uint a, uint b, uint c)
 {
-    const uint x0 = q[7], x1 = q[6], x2 = q[5], x3 = q[4];
-    const uint x4 = q[3], x5 = q[2], x6 = q[1], x7 = q[0];
+    uint d;
+    asm("lop3.b32 %0, %1, %2, %3, %4;" : "=r"(d) : "r"(a), "r"(b), "r"(c), "n"(L));
+    return d;
+}
+#define AES_BS_LOP3(a, b, c, table, expr) aes_bs_lop3<(table)>((a), (b), (c))
+#else
+#define AES_BS_LOP3(a, b, c, table, expr) (expr)
+#endif
 
-    /* top linear layer (23 XOR) */
-    const uint y14 = x3 ^ x5, y13 = x0 ^ x6, y9 = x0 ^ x3, y8 = x0 ^ x5, t0 = x1 ^ x2;
-    const uint y1 = t0 ^ x7, y4 = y1 ^ x3, y12 = y13 ^ y14, y2 = y1 ^ x0, y5 = y1 ^ x6;
-    const uint y3 = y5 ^ y8, t1 = x4 ^ y12, y15 = t1 ^ x5, y20 = t1 ^ x1, y6 = y15 ^ x7;
-    const uint y10 = y15 ^ t0, y11 = y20 ^ y9, y7 = x7 ^ y11, y17 = y10 ^ y11, y19 = y10 ^ y8;
-    const uint y16 = t0 ^ y11, y21 = y13 ^ y16, y18 = x0 ^ y16;
-
-    /* non-linear middle: inversion in GF(2^8) through GF(2^4) (32 AND, 30 XOR) */
-    const uint t2 = y12 & y15, t3 = y3 & y6, t4 = t3 ^ t2, t5 = y4 & x7, t6 = t5 ^ t2;
-    const uint t7 = y13 & y16, t8 = y5 & y1, t9 = t8 ^ t7, t10 = y2 & y7, t11 = t10 ^ t7;
-    const uint t12 = y9 & y11, t13 = y14 & y17, t14 = t13 ^ t12, t15 = y8 & y10, t16 = t15 ^ t12;
-    const uint t17 = t4 ^ t14, t18 = t6 ^ t16, t19 = t9 ^ t14, t20 = t11 ^ t16;
-    const uint t21 = t17 ^ y20, t22 = t18 ^ y19, t23 = t19 ^ y21, t24 = t20 ^ y18;
-    const uint t25 = t21 ^ t22, t26 = t21 & t23, t27 = t24 ^ t26, t28 = t25 & t27, t29 = t28 ^ t22;
-    const uint t30 = t23 ^ t24, t31 = t22 ^ t26, t32 = t31 & t30, t33 = t32 ^ t24, t34 = t23 ^ t33;
-    const uint t35 = t27 ^ t33, t36 = t24 & t35, t37 = t36 ^ t34, t38 = t27 ^ t36, t39 = t29 & t38;
-    const uint t40 = t25 ^ t39;
-    const uint t41 = t40 ^ t37, t42 = t29 ^ t33, t43 = t29 ^ t40, t44 = t33 ^ t37, t45 = t42 ^ t41;
-    const uint z0 = t44 & y15, z1 = t37 & y6, z2 = t33 & x7, z3 = t43 & y16, z4 = t40 & y1;
-    const uint z5 = t29 & y7, z6 = t42 & y11, z7 = t45 & y17, z8 = t41 & y10, z9 = t44 & y12;
-    const uint z10 = t37 & y3, z11 = t33 & y4, z12 = t43 & y13, z13 = t40 & y5, z14 = t29 & y2;
-    const uint z15 = t42 & y9, z16 = t45 & y14, z17 = t41 & y8;
-
-    /* bottom linear layer (30 XOR/XNOR; the XNORs are the constant 0x63) */
-    const uint t46 = z15 ^ z16, t47 = z10 ^ z11, t48 = z5 ^ z13, t49 = z9 ^ z10, t50 = z2 ^ z12;
-    const uint t51 = z2 ^ z5, t52 = z7 ^ z8, t53 = z0 ^ z3, t54 = z6 ^ z7, t55 = z16 ^ z17;
-    const uint t56 = z12 ^ t48, t57 = t50 ^ t53, t58 = z4 ^ t46, t59 = z3 ^ t54, t60 = t46 ^ t57;
-    const uint t61 = z14 ^ t57, t62 = t52 ^ t58, t63 = t49 ^ t58, t64 = z4 ^ t59, t65 = t61 ^ t62;
-    const uint t66 = z1 ^ t63, t67 = t64 ^ t65;
-    const uint s0 = t59 ^ t63;
-    const uint s6 = t56 ^ t62 ^ nc;
-    const uint s7 = t48 ^ t60 ^ nc;
-    const uint s3 = t53 ^ t66;
-    const uint s4 = t51 ^ t66;
-    const uint s5 = t47 ^ t65;
-    const uint s1 = t64 ^ s3 ^ nc;
-    const uint s2 = t55 ^ t67 ^ nc;
-
-    q[7] = s0; q[6] = s1; q[5] = s2; q[4] = s3;
-    q[3] = s4; q[2] = s5; q[1] = s6; q[0] = s7;
+/* q[0..7] <- S(q): bit b of one byte position in q[b] (74 three-input operations) */
+DEVICE_FN void aes_bs_sbox(uint *q)
+{
+    const uint q0 = q[0], q1 = q[1], q2 = q[2], q3 = q[3], q4 = q[4], q5 = q[5], q6 = q[6], q7 = q[7];
+    const uint y14 = AES_BS_LOP3(q4, q2, 0u, 0x3c, (q4 ^ q2));
+    const uint y13 = AES_BS_LOP3(q7, q1, 0u, 0x3c, (q7 ^ q1));
+    const uint y9 = AES_BS_LOP3(q7, q4, 0u, 0x3c, (q7 ^ q4));
+    const uint y8 = AES_BS_LOP3(q7, q2, 0u, 0x3c, (q7 ^ q2));
+    const uint y1 = AES_BS_LOP3(q6, q5, q0, 0x96, ((q6 ^ q5) ^ q0));
+    const uint y12 = AES_BS_LOP3(q7, q1, y14, 0x96, ((q7 ^ q1) ^ y14));
+    const uint y3 = AES_BS_LOP3(q1, y8, y1, 0x96, ((y1 ^ q1) ^ y8));
+    const uint y15 = AES_BS_LOP3(q3, q2, y12, 0x96, ((q3 ^ y12) ^ q2));
+    const uint y20 = AES_BS_LOP3(q6, q3, y12, 0x96, ((q3 ^ y12) ^ q6));
+    const uint y10 = AES_BS_LOP3(q6, q5, y15, 0x96, (y15 ^ (q6 ^ q5)));
+    const uint y11 = AES_BS_LOP3(q7, q4, y20, 0x96, (y20 ^ (q7 ^ q4)));
+    const uint y7 = AES_BS_LOP3(q0, y11, 0u, 0x3c, (q0 ^ y11));
+    const uint y17 = AES_BS_LOP3(y10, y11, 0u, 0x3c, (y10 ^ y11));
+    const uint y16 = AES_BS_LOP3(q6, q5, y11, 0x96, ((q6 ^ q5) ^ y11));
+    const uint t3 = AES_BS_LOP3(q0, y3, y15, 0x48, (y3 & (y15 ^ q0)));
+    const uint t4 = AES_BS_LOP3(y12, y15, t3, 0x6a, (t3 ^ (y12 & y15)));
+    const uint t5 = AES_BS_LOP3(q4, q0, y1, 0x48, ((y1 ^ q4) & q0));
+    const uint t6 = AES_BS_LOP3(y12, y15, t5, 0x6a, (t5 ^ (y12 & y15)));
+    const uint t7 = AES_BS_LOP3(q7, q1, y16, 0x28, ((q7 ^ q1) & y16));
+    const uint t9 = AES_BS_LOP3(q1, y1, t7, 0xa6, (((y1 ^ q1) & y1) ^ t7));
+    const uint t10 = AES_BS_LOP3(q7, y1, y7, 0x28, ((y1 ^ q7) & y7));
+    const uint t12 = AES_BS_LOP3(q7, q4, y11, 0x28, ((q7 ^ q4) & y11));
+    const uint t14 = AES_BS_LOP3(y14, y17, t12, 0x6a, ((y14 & y17) ^ t12));
+    const uint t16 = AES_BS_LOP3(y8, y10, t12, 0x6a, ((y8 & y10) ^ t12));
+    const uint t18 = AES_BS_LOP3(t6, t16, 0u, 0x3c, (t6 ^ t16));
+    const uint t19 = AES_BS_LOP3(t9, t14, 0u, 0x3c, (t9 ^ t14));
+    const uint t20 = AES_BS_LOP3(t7, t10, t16, 0x96, ((t10 ^ t7) ^ t16));
+    const uint t21 = AES_BS_LOP3(y20, t4, t14, 0x96, ((t4 ^ t14) ^ y20));
+    const uint t22 = AES_BS_LOP3(y8, y10, t18, 0x96, (t18 ^ (y10 ^ y8)));
+    const uint t23 = AES_BS_LOP3(y13, y16, t19, 0x96, (t19 ^ (y13 ^ y16)));
+    const uint t24 = AES_BS_LOP3(q7, y16, t20, 0x96, (t20 ^ (q7 ^ y16)));
+    const uint t27 = AES_BS_LOP3(t21, t23, t24, 0x6a, (t24 ^ (t21 & t23)));
+    const uint t29 = AES_BS_LOP3(t21, t22, t27, 0xe4, (((t21 ^ t22) & t27) ^ t22));
+    const uint t31 = AES_BS_LOP3(t21, t22, t23, 0x6c, (t22 ^ (t21 & t23)));
+    const uint t33 = AES_BS_LOP3(t23, t24, t31, 0xe4, ((t31 & (t23 ^ t24)) ^ t24));
+    const uint t36 = AES_BS_LOP3(t24, t27, t33, 0x60, (t24 & (t27 ^ t33)));
+    const uint t37 = AES_BS_LOP3(t23, t33, t36, 0x96, (t36 ^ (t23 ^ t33)));
+    const uint t39 = AES_BS_LOP3(t27, t29, t36, 0x48, (t29 & (t27 ^ t36)));
+    const uint t40 = AES_BS_LOP3(t21, t22, t39, 0x96, ((t21 ^ t22) ^ t39));
+    const uint t41 = AES_BS_LOP3(t37, t40, 0u, 0x3c, (t40 ^ t37));
+    const uint t42 = AES_BS_LOP3(t29, t33, 0u, 0x3c, (t29 ^ t33));
+    const uint t44 = AES_BS_LOP3(t33, t37, 0u, 0x3c, (t33 ^ t37));
+    const uint z1 = AES_BS_LOP3(q0, y15, t37, 0x28, (t37 & (y15 ^ q0)));
+    const uint z2 = AES_BS_LOP3(q0, t33, 0u, 0xc0, (t33 & q0));
+    const uint z3 = AES_BS_LOP3(y16, t29, t40, 0x60, ((t29 ^ t40) & y16));
+    const uint z4 = AES_BS_LOP3(y1, t40, 0u, 0xc0, (t40 & y1));
+    const uint z7 = AES_BS_LOP3(y17, t41, t42, 0x60, ((t42 ^ t41) & y17));
+    const uint z10 = AES_BS_LOP3(y3, t37, 0u, 0xc0, (t37 & y3));
+    const uint z11 = AES_BS_LOP3(q4, y1, t33, 0x28, (t33 & (y1 ^ q4)));
+    const uint z12 = AES_BS_LOP3(y13, t29, t40, 0x60, ((t29 ^ t40) & y13));
+    const uint z13 = AES_BS_LOP3(q1, y1, t40, 0x28, (t40 & (y1 ^ q1)));
+    const uint z14 = AES_BS_LOP3(q7, y1, t29, 0x28, (t29 & (y1 ^ q7)));
+    const uint z16 = AES_BS_LOP3(y14, t41, t42, 0x60, ((t42 ^ t41) & y14));
+    const uint t46 = AES_BS_LOP3(y9, t42, z16, 0x6a, ((t42 & y9) ^ z16));
+    const uint t48 = AES_BS_LOP3(y7, t29, z13, 0x6a, ((t29 & y7) ^ z13));
+    const uint t49 = AES_BS_LOP3(y12, t44, z10, 0x6a, ((t44 & y12) ^ z10));
+    const uint t51 = AES_BS_LOP3(y7, t29, z2, 0x6a, (z2 ^ (t29 & y7)));
+    const uint t52 = AES_BS_LOP3(y10, t41, z7, 0x6a, (z7 ^ (t41 & y10)));
+    const uint t53 = AES_BS_LOP3(y15, t44, z3, 0x6a, ((t44 & y15) ^ z3));
+    const uint t54 = AES_BS_LOP3(y11, t42, z7, 0x6a, ((t42 & y11) ^ z7));
+    const uint t55 = AES_BS_LOP3(y8, t41, z16, 0x6a, (z16 ^ (t41 & y8)));
+    const uint t57 = AES_BS_LOP3(z2, z12, t53, 0x96, ((z2 ^ z12) ^ t53));
+    const uint t62 = AES_BS_LOP3(z4, t46, t52, 0x96, (t52 ^ (z4 ^ t46)));
+    const uint t63 = AES_BS_LOP3(z4, t46, t49, 0x96, (t49 ^ (z4 ^ t46)));
+    const uint t64 = AES_BS_LOP3(z3, z4, t54, 0x96, (z4 ^ (z3 ^ t54)));
+    const uint t65 = AES_BS_LOP3(z14, t57, t62, 0x96, ((z14 ^ t57) ^ t62));
+    const uint s0 = AES_BS_LOP3(z3, t54, t63, 0x96, ((z3 ^ t54) ^ t63));
+    const uint s6 = AES_BS_LOP3(z12, t48, t62, 0x69, ~((z12 ^ t48) ^ t62));
+    const uint s7 = AES_BS_LOP3(t46, t48, t57, 0x69, ~(t48 ^ (t46 ^ t57)));
+    const uint s3 = AES_BS_LOP3(z1, t53, t63, 0x96, (t53 ^ (z1 ^ t63)));
+    const uint s4 = AES_BS_LOP3(z1, t51, t63, 0x96, (t51 ^ (z1 ^ t63)));
+    const uint s5 = AES_BS_LOP3(z10, z11, t65, 0x96, ((z10 ^ z11) ^ t65));
+    const uint s1 = AES_BS_LOP3(t64, s3, 0u, 0xc3, ~(t64 ^ s3));
+    const uint s2 = AES_BS_LOP3(t55, t64, t65, 0x69, ~(t55 ^ (t64 ^ t65)));
+    q[0] = s7; q[1] = s6; q[2] = s5; q[3] = s4; q[4] = s3; q[5] = s2; q[6] = s1; q[7] = s0;
 }
 
-/* q <- M^-1 q: bit i of the result = bits i+2, i+5, i+7 (mod 8) of q */
-DEVICE_FN void aes_bs_inv_linear(uint *q)
-{
-    uint r[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) r[i] = q[(i + 2) & 7] ^ q[(i + 5) & 7] ^ q[(i + 7) & 7];
-#pragma unroll
-    for (int i = 0; i < 8; i++) q[i] = r[i];
-}
-
-/* S^-1(y) = M^-1 S'(M^-1 y + 0x05) */
+/* q[0..7] <- S^-1(q) (90 three-input operations) */
 DEVICE_FN void aes_bs_inv_sbox(uint *q)
 {
-    aes_bs_inv_linear(q);
-    q[0] = ~q[0];
-    q[2] = ~q[2];
-    aes_bs_sbox(q, 0u);
-    aes_bs_inv_linear(q);
+    const uint q0 = q[0], q1 = q[1], q2 = q[2], q3 = q[3], q4 = q[4], q5 = q[5], q6 = q[6], q7 = q[7];
+    const uint r0 = AES_BS_LOP3(q7, q5, q2, 0x69, ~((q2 ^ q5) ^ q7));
+    const uint r1 = AES_BS_LOP3(q6, q3, q0, 0x96, ((q3 ^ q6) ^ q0));
+    const uint r2 = AES_BS_LOP3(q7, q4, q1, 0x69, ~((q4 ^ q7) ^ q1));
+    const uint r3 = AES_BS_LOP3(q5, q2, q0, 0x96, ((q5 ^ q0) ^ q2));
+    const uint r4 = AES_BS_LOP3(q6, q3, q1, 0x96, ((q6 ^ q1) ^ q3));
+    const uint r5 = AES_BS_LOP3(q7, q4, q2, 0x96, ((q7 ^ q2) ^ q4));
+    const uint r6 = AES_BS_LOP3(q5, q3, q0, 0x96, ((q0 ^ q3) ^ q5));
+    const uint r7 = AES_BS_LOP3(q6, q4, q1, 0x96, ((q1 ^ q4) ^ q6));
+    const uint y14 = AES_BS_LOP3(r2, r4, 0u, 0x3c, (r4 ^ r2));
+    const uint y13 = AES_BS_LOP3(r1, r7, 0u, 0x3c, (r7 ^ r1));
+    const uint y8 = AES_BS_LOP3(r2, r7, 0u, 0x3c, (r7 ^ r2));
+    const uint y1 = AES_BS_LOP3(r0, r5, r6, 0x96, ((r6 ^ r5) ^ r0));
+    const uint y12 = AES_BS_LOP3(y14, y13, 0u, 0x3c, (y13 ^ y14));
+    const uint y2 = AES_BS_LOP3(r7, y1, 0u, 0x3c, (y1 ^ r7));
+    const uint y5 = AES_BS_LOP3(r1, y1, 0u, 0x3c, (y1 ^ r1));
+    const uint y15 = AES_BS_LOP3(r2, r3, y12, 0x96, ((r3 ^ y12) ^ r2));
+    const uint y20 = AES_BS_LOP3(r3, r6, y12, 0x96, ((r3 ^ y12) ^ r6));
+    const uint y6 = AES_BS_LOP3(r0, y15, 0u, 0x3c, (y15 ^ r0));
+    const uint y10 = AES_BS_LOP3(r5, r6, y15, 0x96, (y15 ^ (r6 ^ r5)));
+    const uint y11 = AES_BS_LOP3(r4, r7, y20, 0x96, (y20 ^ (r7 ^ r4)));
+    const uint y17 = AES_BS_LOP3(y10, y11, 0u, 0x3c, (y10 ^ y11));
+    const uint y16 = AES_BS_LOP3(r5, r6, y11, 0x96, ((r6 ^ r5) ^ y11));
+    const uint t2 = AES_BS_LOP3(r2, r3, y12, 0x82, (y12 & ((r3 ^ y12) ^ r2)));
+    const uint t3 = AES_BS_LOP3(y8, y5, y6, 0x28, ((y5 ^ y8) & y6));
+    const uint t4 = AES_BS_LOP3(t2, t3, 0u, 0x3c, (t3 ^ t2));
+    const uint t5 = AES_BS_LOP3(r0, r4, y1, 0x60, ((y1 ^ r4) & r0));
+    const uint t7 = AES_BS_LOP3(r1, r7, y16, 0x28, ((r7 ^ r1) & y16));
+    const uint t9 = AES_BS_LOP3(r1, y1, t7, 0xa6, (((y1 ^ r1) & y1) ^ t7));
+    const uint t10 = AES_BS_LOP3(r0, y2, y11, 0x48, (y2 & (r0 ^ y11)));
+    const uint t12 = AES_BS_LOP3(r4, r7, y20, 0x14, ((r7 ^ r4) & (y20 ^ (r7 ^ r4))));
+    const uint t14 = AES_BS_LOP3(y14, y17, t12, 0x6a, ((y14 & y17) ^ t12));
+    const uint t16 = AES_BS_LOP3(y8, y10, t12, 0x6a, ((y8 & y10) ^ t12));
+    const uint t18 = AES_BS_LOP3(t2, t5, t16, 0x96, ((t5 ^ t2) ^ t16));
+    const uint t19 = AES_BS_LOP3(t9, t14, 0u, 0x3c, (t9 ^ t14));
+    const uint t20 = AES_BS_LOP3(t7, t10, t16, 0x96, ((t10 ^ t7) ^ t16));
+    const uint t21 = AES_BS_LOP3(y20, t4, t14, 0x96, ((t4 ^ t14) ^ y20));
+    const uint t22 = AES_BS_LOP3(y8, y10, t18, 0x96, (t18 ^ (y10 ^ y8)));
+    const uint t23 = AES_BS_LOP3(y13, y16, t19, 0x96, (t19 ^ (y13 ^ y16)));
+    const uint t24 = AES_BS_LOP3(r7, y16, t20, 0x96, (t20 ^ (r7 ^ y16)));
+    const uint t27 = AES_BS_LOP3(t21, t23, t24, 0x6a, (t24 ^ (t21 & t23)));
+    const uint t29 = AES_BS_LOP3(t21, t22, t27, 0xe4, (((t21 ^ t22) & t27) ^ t22));
+    const uint t31 = AES_BS_LOP3(t21, t22, t23, 0x6c, (t22 ^ (t21 & t23)));
+    const uint t33 = AES_BS_LOP3(t23, t24, t31, 0xe4, ((t31 & (t23 ^ t24)) ^ t24));
+    const uint t36 = AES_BS_LOP3(t24, t27, t33, 0x60, (t24 & (t27 ^ t33)));
+    const uint t37 = AES_BS_LOP3(t23, t33, t36, 0x96, (t36 ^ (t23 ^ t33)));
+    const uint t39 = AES_BS_LOP3(t27, t29, t36, 0x48, (t29 & (t27 ^ t36)));
+    const uint t40 = AES_BS_LOP3(t21, t22, t39, 0x96, ((t21 ^ t22) ^ t39));
+    const uint t41 = AES_BS_LOP3(t37, t40, 0u, 0x3c, (t40 ^ t37));
+    const uint t42 = AES_BS_LOP3(t29, t33, 0u, 0x3c, (t29 ^ t33));
+    const uint t44 = AES_BS_LOP3(t33, t37, 0u, 0x3c, (t33 ^ t37));
+    const uint z2 = AES_BS_LOP3(r0, t33, 0u, 0xc0, (t33 & r0));
+    const uint z3 = AES_BS_LOP3(y16, t29, t40, 0x60, ((t29 ^ t40) & y16));
+    const uint z4 = AES_BS_LOP3(y1, t40, 0u, 0xc0, (t40 & y1));
+    const uint z5 = AES_BS_LOP3(r0, y11, t29, 0x28, (t29 & (r0 ^ y11)));
+    const uint z7 = AES_BS_LOP3(y17, t41, t42, 0x60, ((t42 ^ t41) & y17));
+    const uint z10 = AES_BS_LOP3(y8, y5, t37, 0x28, (t37 & (y5 ^ y8)));
+    const uint z11 = AES_BS_LOP3(r4, y1, t33, 0x28, (t33 & (y1 ^ r4)));
+    const uint z12 = AES_BS_LOP3(y13, t29, t40, 0x60, ((t29 ^ t40) & y13));
+    const uint z15 = AES_BS_LOP3(r4, r7, t42, 0x28, (t42 & (r7 ^ r4)));
+    const uint z16 = AES_BS_LOP3(y14, t41, t42, 0x60, ((t42 ^ t41) & y14));
+    const uint t46 = AES_BS_LOP3(z15, z16, 0u, 0x3c, (z15 ^ z16));
+    const uint t48 = AES_BS_LOP3(y5, t40, z5, 0x6a, (z5 ^ (t40 & y5)));
+    const uint t49 = AES_BS_LOP3(y12, t44, z10, 0x6a, ((t44 & y12) ^ z10));
+    const uint t52 = AES_BS_LOP3(y10, t41, z7, 0x6a, (z7 ^ (t41 & y10)));
+    const uint t53 = AES_BS_LOP3(y15, t44, z3, 0x6a, ((t44 & y15) ^ z3));
+    const uint t54 = AES_BS_LOP3(y11, t42, z7, 0x6a, ((t42 & y11) ^ z7));
+    const uint t55 = AES_BS_LOP3(y8, t41, z16, 0x6a, (z16 ^ (t41 & y8)));
+    const uint t57 = AES_BS_LOP3(z2, z12, t53, 0x96, ((z2 ^ z12) ^ t53));
+    const uint t61 = AES_BS_LOP3(y2, t29, t57, 0x6a, ((t29 & y2) ^ t57));
+    const uint t62 = AES_BS_LOP3(z4, t46, t52, 0x96, (t52 ^ (z4 ^ t46)));
+    const uint t63 = AES_BS_LOP3(z4, t46, t49, 0x96, (t49 ^ (z4 ^ t46)));
+    const uint t64 = AES_BS_LOP3(z3, z4, t54, 0x96, (z4 ^ (z3 ^ t54)));
+    const uint t65 = AES_BS_LOP3(t61, t62, 0u, 0x3c, (t61 ^ t62));
+    const uint t66 = AES_BS_LOP3(y6, t37, t63, 0x6a, ((t37 & y6) ^ t63));
+    const uint s0 = AES_BS_LOP3(z3, t54, t63, 0x96, ((z3 ^ t54) ^ t63));
+    const uint s6 = AES_BS_LOP3(z12, t48, t62, 0x96, ((z12 ^ t48) ^ t62));
+    const uint s7 = AES_BS_LOP3(t46, t48, t57, 0x96, (t48 ^ (t46 ^ t57)));
+    const uint s3 = AES_BS_LOP3(t53, t66, 0u, 0x3c, (t53 ^ t66));
+    const uint s4 = AES_BS_LOP3(z2, z5, t66, 0x96, ((z2 ^ z5) ^ t66));
+    const uint s5 = AES_BS_LOP3(z10, z11, t65, 0x96, ((z10 ^ z11) ^ t65));
+    const uint s1 = AES_BS_LOP3(t64, s3, 0u, 0x3c, (t64 ^ s3));
+    const uint s2 = AES_BS_LOP3(t55, t64, t65, 0x96, (t55 ^ (t64 ^ t65)));
+    const uint o0 = AES_BS_LOP3(s0, s5, s2, 0x96, ((s5 ^ s2) ^ s0));
+    const uint o1 = AES_BS_LOP3(s7, s4, s1, 0x96, ((s4 ^ s1) ^ s7));
+    const uint o2 = AES_BS_LOP3(s0, s6, s3, 0x96, ((s3 ^ s0) ^ s6));
+    const uint o3 = AES_BS_LOP3(s7, s5, s2, 0x96, ((s2 ^ s7) ^ s5));
+    const uint o4 = AES_BS_LOP3(s6, s4, s1, 0x96, ((s1 ^ s6) ^ s4));
+    const uint o5 = AES_BS_LOP3(s0, s3, s5, 0x96, ((s0 ^ s5) ^ s3));
+    const uint o6 = AES_BS_LOP3(s7, s4, s2, 0x96, ((s7 ^ s4) ^ s2));
+    const uint o7 = AES_BS_LOP3(s6, s3, s1, 0x96, ((s6 ^ s3) ^ s1));
+    q[0] = o0; q[1] = o1; q[2] = o2; q[3] = o3; q[4] = o4; q[5] = o5; q[6] = o6; q[7] = o7;
 }
 
 /* ---- linear layers ------------------------------------------------------------------------------ */
 
-/* x <- xtime(x) = {02} x in GF(2^8) (AES polynomial x^8 + x^4 + x^3 + x + 1) */
-#define AES_BS_XTIME(d, x)                                                    \
-    {                                                                          \
-        (d)[0] = (x)[7]; (d)[1] = (x)[0] ^ (x)[7]; (d)[2] = (x)[1];           \
-        (d)[3] = (x)[2] ^ (x)[7]; (d)[4] = (x)[3] ^ (x)[7]; (d)[5] = (x)[4];  \
-        (d)[6] = (x)[5]; (d)[7] = (x)[6];                                     \
-    }
+/* state word i (= 32 w + j: bit j of word w of every block, i.e. bit i & 7 of byte position i >> 3)
+ * lives in s[w + 4 j]: the batch array of modes.cl is bitsliced in place, with no register moves */
+#define AES_BS_AT(i) (((i) >> 5) + 4 * ((i) & 31))
+/* bit b of byte position p */
+#define AES_BS_PB(p, b) AES_BS_AT(8 * (p) + (b))
 
-/* 32 key words of round key r for state words 32 c .. 32 c + 31 (= column c) */
+/* the 32 words of round key r for the 4 byte positions of column c (state words 32 c .. 32 c + 31) */
 DEVICE_FN void aes_bs_key_column(uint *kk, GLOBAL_RO const uint4 *RESTRICT bsk, int r, int c)
 {
 #pragma unroll
     for (int q = 0; q < 8; q++) {
         const uint4 v = bsk[32 * r + 8 * c + q];
         kk[4 * q + 0] = v.x; kk[4 * q + 1] = v.y; kk[4 * q + 2] = v.z; kk[4 * q + 3] = v.w;
+    }
+}
+
+/* SubBytes (encrypt) or InvSubBytes, every byte position in place */
+DEVICE_FN void aes_bs_sub_bytes(uint *s)
+{
+#pragma unroll
+    for (int p = 0; p < 16; p++) {
+        uint q[8];
+#pragma unroll
+        for (int b = 0; b < 8; b++) q[b] = s[AES_BS_PB(p, b)];
+        aes_bs_sbox(q);
+#pragma unroll
+        for (int b = 0; b < 8; b++) s[AES_BS_PB(p, b)] = q[b];
+    }
+}
+
+DEVICE_FN void aes_bs_inv_sub_bytes(uint *s)
+{
+#pragma unroll
+    for (int p = 0; p < 16; p++) {
+        uint q[8];
+#pragma unroll
+        for (int b = 0; b < 8; b++) q[b] = s[AES_BS_PB(p, b)];
+        aes_bs_inv_sbox(q);
+#pragma unroll
+        for (int b = 0; b < 8; b++) s[AES_BS_PB(p, b)] = q[b];
     }
 }
 
@@ -155,12 +349,12 @@ DEVICE_FN void aes_bs_add_key(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int 
         uint kk[32];
         aes_bs_key_column(kk, bsk, r, c);
 #pragma unroll
-        for (int i = 0; i < 32; i++) s[32 * c + i] ^= kk[i];
+        for (int i = 0; i < 32; i++) s[AES_BS_AT(32 * c + i)] ^= kk[i];
     }
 }
 
 /* s <- MixColumns(ShiftRows(s)) + round key r.  Output column c row i takes input byte position
- * 4 ((c + i) mod 4) + i. */
+ * 4 ((c + i) mod 4) + i (ShiftRows), out_i = xtime(a_i + a_i+1) + a_i+1 + (a_i+2 + a_i+3). */
 DEVICE_FN void aes_bs_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
 {
     uint t[128];
@@ -171,7 +365,7 @@ DEVICE_FN void aes_bs_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, 
 #pragma unroll
         for (int i = 0; i < 4; i++) {
 #pragma unroll
-            for (int j = 0; j < 8; j++) a[i][j] = s[8 * (4 * ((c + i) & 3) + i) + j];
+            for (int j = 0; j < 8; j++) a[i][j] = s[AES_BS_PB(4 * ((c + i) & 3) + i, j)];
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -180,15 +374,24 @@ DEVICE_FN void aes_bs_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, 
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            uint x[8];
-            AES_BS_XTIME(x, u[i])
+            /* w = a_i+1 + (a_i+2 + a_i+3) + key, then out = xtime(u_i) + w: one LOP3 each */
+            uint w[8];
 #pragma unroll
-            for (int j = 0; j < 8; j++)
-                t[32 * c + 8 * i + j] = x[j] ^ a[(i + 1) & 3][j] ^ u[(i + 2) & 3][j] ^ kk[8 * i + j];
+            for (int j = 0; j < 8; j++) w[j] = aes_bs_xor3(a[(i + 1) & 3][j], u[(i + 2) & 3][j], kk[8 * i + j]);
+            const uint h = u[i][7];
+            uint *o = t + 32 * c + 8 * i;
+            o[0] = h ^ w[0];
+            o[1] = aes_bs_xor3(u[i][0], h, w[1]);
+            o[2] = u[i][1] ^ w[2];
+            o[3] = aes_bs_xor3(u[i][2], h, w[3]);
+            o[4] = aes_bs_xor3(u[i][3], h, w[4]);
+            o[5] = u[i][4] ^ w[5];
+            o[6] = u[i][5] ^ w[6];
+            o[7] = u[i][6] ^ w[7];
         }
     }
 #pragma unroll
-    for (int i = 0; i < 128; i++) s[i] = t[i];
+    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
 }
 
 /* s <- ShiftRows(s) + round key r (the last round) */
@@ -203,15 +406,17 @@ DEVICE_FN void aes_bs_shift_rows_key(uint *s, GLOBAL_RO const uint4 *RESTRICT bs
         for (int i = 0; i < 4; i++) {
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                t[32 * c + 8 * i + j] = s[8 * (4 * ((c + i) & 3) + i) + j] ^ kk[8 * i + j];
+                t[32 * c + 8 * i + j] = s[AES_BS_PB(4 * ((c + i) & 3) + i, j)] ^ kk[8 * i + j];
         }
     }
 #pragma unroll
-    for (int i = 0; i < 128; i++) s[i] = t[i];
+    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
 }
 
-/* s <- InvMixColumns(InvShiftRows(s) + round key r).  InvShiftRows: output column c row i takes
- * input byte position 4 ((c - i) mod 4) + i. */
+/* s <- InvMixColumns(InvShiftRows(s)) + round key r of the equivalent inverse cipher (whose middle
+ * round keys are InvMixColumns-transformed, so the key is added after mixing, as in encryption).
+ * InvShiftRows: output column c row i takes input byte position 4 ((c - i) mod 4) + i.
+ * InvMixColumns = MixColumns after a_0,2 += {04}(a_0 + a_2), a_1,3 += {04}(a_1 + a_3). */
 DEVICE_FN void aes_bs_inv_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
 {
     uint t[128];
@@ -222,24 +427,29 @@ DEVICE_FN void aes_bs_inv_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT b
 #pragma unroll
         for (int i = 0; i < 4; i++) {
 #pragma unroll
-            for (int j = 0; j < 8; j++)
-                a[i][j] = s[8 * (4 * ((c - i) & 3) + i) + j] ^ kk[8 * i + j];
+            for (int j = 0; j < 8; j++) a[i][j] = s[AES_BS_PB(4 * ((c - i) & 3) + i, j)];
         }
-        /* a_0, a_2 += {04}(a_0 + a_2); a_1, a_3 += {04}(a_1 + a_3) */
 #pragma unroll
         for (int i = 0; i < 2; i++) {
-            uint d[8], x[8], y[8];
+            /* y = {04} d = xtime(xtime(d)), d = a_i + a_i+2; a_i += y, a_i+2 += y */
+            uint d[8];
 #pragma unroll
             for (int j = 0; j < 8; j++) d[j] = a[i][j] ^ a[i + 2][j];
-            AES_BS_XTIME(x, d)
-            AES_BS_XTIME(y, x)
+            const uint y4 = aes_bs_xor3(d[2], d[6], d[7]);
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                a[i][j] ^= y[j];
-                a[i + 2][j] ^= y[j];
+            for (int h = 0; h < 4; h += 2) {
+                uint *x = a[i + h];
+                x[0] ^= d[6];
+                x[1] = aes_bs_xor3(x[1], d[6], d[7]);
+                x[2] = aes_bs_xor3(x[2], d[0], d[7]);
+                x[3] = aes_bs_xor3(x[3], d[1], d[6]);
+                x[4] ^= y4;
+                x[5] = aes_bs_xor3(x[5], d[3], d[7]);
+                x[6] ^= d[4];
+                x[7] ^= d[5];
             }
         }
-        /* then MixColumns */
+        /* MixColumns + key, as in aes_bs_mix_columns */
 #pragma unroll
         for (int i = 0; i < 4; i++) {
 #pragma unroll
@@ -247,18 +457,26 @@ DEVICE_FN void aes_bs_inv_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT b
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            uint x[8];
-            AES_BS_XTIME(x, u[i])
+            uint w[8];
 #pragma unroll
-            for (int j = 0; j < 8; j++)
-                t[32 * c + 8 * i + j] = x[j] ^ a[(i + 1) & 3][j] ^ u[(i + 2) & 3][j];
+            for (int j = 0; j < 8; j++) w[j] = aes_bs_xor3(a[(i + 1) & 3][j], u[(i + 2) & 3][j], kk[8 * i + j]);
+            const uint h = u[i][7];
+            uint *o = t + 32 * c + 8 * i;
+            o[0] = h ^ w[0];
+            o[1] = aes_bs_xor3(u[i][0], h, w[1]);
+            o[2] = u[i][1] ^ w[2];
+            o[3] = aes_bs_xor3(u[i][2], h, w[3]);
+            o[4] = aes_bs_xor3(u[i][3], h, w[4]);
+            o[5] = u[i][4] ^ w[5];
+            o[6] = u[i][5] ^ w[6];
+            o[7] = u[i][6] ^ w[7];
         }
     }
 #pragma unroll
-    for (int i = 0; i < 128; i++) s[i] = t[i];
+    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
 }
 
-/* s <- InvShiftRows(s) + round key r (the last decryption round, r = 0) */
+/* s <- InvShiftRows(s) + round key r (the last decryption round) */
 DEVICE_FN void aes_bs_inv_shift_rows_key(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
 {
     uint t[128];
@@ -270,114 +488,99 @@ DEVICE_FN void aes_bs_inv_shift_rows_key(uint *s, GLOBAL_RO const uint4 *RESTRIC
         for (int i = 0; i < 4; i++) {
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                t[32 * c + 8 * i + j] = s[8 * (4 * ((c - i) & 3) + i) + j] ^ kk[8 * i + j];
+                t[32 * c + 8 * i + j] = s[AES_BS_PB(4 * ((c - i) & 3) + i, j)] ^ kk[8 * i + j];
         }
     }
 #pragma unroll
-    for (int i = 0; i < 128; i++) s[i] = t[i];
+    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
 }
 
-/* ---- bitslicing: 32x32 bit-matrix transpose of a[0..31] (a'[j] bit k = a[k] bit j) -------------- */
-
-/* a keeps its bits under m and takes b's bits under m shifted up by sh; b takes a's upper bits */
+/* ---- bitslicing ----------------------------------------------------------------------------------
+ * For each word w, the 32 words s[w + 4 k] (word w of block k) are a 32x32 bit matrix; transposing
+ * it in place gives s[w + 4 j] bit k = bit j of word w of block k = state word 32 w + j.  The
+ * transpose is its own inverse.  Swap stage sh exchanges the bits under ~m of a with the bits
+ * under m of b (a holds row k, b row k + sh, k & sh == 0). */
 #define AES_BS_SWAP(a, b, sh, m)                              \
     {                                                          \
         const uint sa_ = (a), sb_ = (b);                       \
-        (a) = (sa_ & (m)) | ((sb_ << (sh)) & ~(m));            \
-        (b) = ((sa_ >> (sh)) & (m)) | (sb_ & ~(m));            \
+        (a) = aes_bs_sel((m), sa_, sb_ << (sh));               \
+        (b) = aes_bs_sel((m), sa_ >> (sh), sb_);               \
+    }
+/* stages 16 and 8 move whole bytes: one byte permutation per word */
+#define AES_BS_SWAP_BYTES(a, b, sel_a, sel_b)                 \
+    {                                                          \
+        const uint sa_ = (a), sb_ = (b);                       \
+        (a) = BYTE_PERM(sa_, sb_, (sel_a));                  \
+        (b) = BYTE_PERM(sa_, sb_, (sel_b));                  \
     }
 
-DEVICE_FN void aes_bs_transpose32(uint *a)
-{
-#pragma unroll
-    for (int k = 0; k < 16; k++) AES_BS_SWAP(a[k], a[k + 16], 16, 0x0000ffffu)
-#pragma unroll
-    for (int k = 0; k < 32; k += 16) {
-#pragma unroll
-        for (int l = 0; l < 8; l++) AES_BS_SWAP(a[k + l], a[k + l + 8], 8, 0x00ff00ffu)
-    }
-#pragma unroll
-    for (int k = 0; k < 32; k += 8) {
-#pragma unroll
-        for (int l = 0; l < 4; l++) AES_BS_SWAP(a[k + l], a[k + l + 4], 4, 0x0f0f0f0fu)
-    }
-#pragma unroll
-    for (int k = 0; k < 32; k += 4) {
-#pragma unroll
-        for (int l = 0; l < 2; l++) AES_BS_SWAP(a[k + l], a[k + l + 2], 2, 0x33333333u)
-    }
-#pragma unroll
-    for (int k = 0; k < 32; k += 2) AES_BS_SWAP(a[k], a[k + 1], 1, 0x55555555u)
-}
-
-/* blocks (s[4k + w] = word w of block k) -> bitsliced state (b[32 w + j] bit k = bit j of that word) */
-DEVICE_FN void aes_bs_slice(const uint *s, uint *b)
+DEVICE_FN void aes_bs_transpose(uint *s)
 {
 #pragma unroll
     for (int w = 0; w < 4; w++) {
+        /* sh = 16: a = (a.lo16, b.lo16), b = (a.hi16, b.hi16) */
 #pragma unroll
-        for (int k = 0; k < 32; k++) b[32 * w + k] = s[4 * k + w];
+        for (int k = 0; k < 16; k++) AES_BS_SWAP_BYTES(s[w + 4 * k], s[w + 4 * (k + 16)], 0x5410u, 0x7632u)
+        /* sh = 8: a = (a0, b0, a2, b2), b = (a1, b1, a3, b3) */
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            if ((k & 8) == 0) AES_BS_SWAP_BYTES(s[w + 4 * k], s[w + 4 * (k + 8)], 0x6240u, 0x7351u)
+        }
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            if ((k & 4) == 0) AES_BS_SWAP(s[w + 4 * k], s[w + 4 * (k + 4)], 4, 0x0f0f0f0fu)
+        }
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            if ((k & 2) == 0) AES_BS_SWAP(s[w + 4 * k], s[w + 4 * (k + 2)], 2, 0x33333333u)
+        }
+#pragma unroll
+        for (int k = 0; k < 32; k += 2) AES_BS_SWAP(s[w + 4 * k], s[w + 4 * (k + 1)], 1, 0x55555555u)
     }
-    aes_bs_transpose32(b);
-    aes_bs_transpose32(b + 32);
-    aes_bs_transpose32(b + 64);
-    aes_bs_transpose32(b + 96);
 }
 
-DEVICE_FN void aes_bs_unslice(uint *b, uint *s)
-{
-    aes_bs_transpose32(b);
-    aes_bs_transpose32(b + 32);
-    aes_bs_transpose32(b + 64);
-    aes_bs_transpose32(b + 96);
-#pragma unroll
-    for (int w = 0; w < 4; w++) {
-#pragma unroll
-        for (int k = 0; k < 32; k++) s[4 * k + w] = b[32 * w + k];
-    }
-}
-
-/* ---- the uniform batch interface: CG_BATCH = 32 blocks, block k in s[4k .. 4k+3] ---------------- */
-
+/* ---- the uniform batch interface: CG_BATCH = 32 blocks, block k in s[4k .. 4k+3] -----------------
+ * One rolled loop (the code of a round is large, and the key loads must depend on the round number
+ * so that they are not hoisted out of the caller's block loop).  Bitslicing back happens inside the
+ * loop too: the caller's stores then see opaque loop results, so the compiler cannot sink the
+ * transpose into each block's conditional store (it did, recomputing every output word from scratch
+ * at 5x the cost).  All branches test the round counter only. */
 DEVICE_FN void cg_encrypt_batch(uint *s CG_ENC_PARAMS)
 {
-    uint b[128];
-    aes_bs_slice(s, b);
-    /* round 0 is AddRoundKey alone; the loop stays rolled (code size, and key loads that depend on
-     * the round number so that they are not hoisted out of the caller's block loop) */
 #pragma unroll 1
-    for (int r = 0; r <= AES_ROUNDS; r++) {
+    for (int r = 0; r <= AES_ROUNDS + 1; r++) {
         if (r == 0) {
-            aes_bs_add_key(b, bsk, 0);
-        } else {
-#pragma unroll
-            for (int p = 0; p < 16; p++) aes_bs_sbox(b + 8 * p, 0xffffffffu);
+            aes_bs_transpose(s);                 /* blocks -> bitsliced */
+            aes_bs_add_key(s, bsk, 0);
+        } else if (r <= AES_ROUNDS) {
+            aes_bs_sub_bytes(s);
             if (r < AES_ROUNDS)
-                aes_bs_mix_columns(b, bsk, r);
+                aes_bs_mix_columns(s, bsk, r);
             else
-                aes_bs_shift_rows_key(b, bsk, r);
+                aes_bs_shift_rows_key(s, bsk, r);
+        } else {
+            aes_bs_transpose(s);                 /* bitsliced -> blocks */
         }
     }
-    aes_bs_unslice(b, s);
 }
 
 DEVICE_FN void cg_decrypt_batch(uint *s CG_DEC_PARAMS)
 {
-    uint b[128];
-    aes_bs_slice(s, b);
+    /* the equivalent inverse cipher (FIPS 197 5.3.5) with the host's decryption schedule */
 #pragma unroll 1
-    for (int r = AES_ROUNDS; r >= 0; r--) {
-        if (r == AES_ROUNDS) {
-            aes_bs_add_key(b, bsk, AES_ROUNDS);
-        } else {
+    for (int r = 0; r <= AES_ROUNDS + 1; r++) {
+        if (r == 0) {
+            aes_bs_transpose(s);
+            aes_bs_add_key(s, bsk, 0);
+        } else if (r <= AES_ROUNDS) {
             /* InvShiftRows commutes with InvSubBytes: substitute in place, shift while mixing */
-#pragma unroll
-            for (int p = 0; p < 16; p++) aes_bs_inv_sbox(b + 8 * p);
-            if (r > 0)
-                aes_bs_inv_mix_columns(b, bsk, r);
+            aes_bs_inv_sub_bytes(s);
+            if (r < AES_ROUNDS)
+                aes_bs_inv_mix_columns(s, bsk, r);
             else
-                aes_bs_inv_shift_rows_key(b, bsk, 0);
+                aes_bs_inv_shift_rows_key(s, bsk, r);
+        } else {
+            aes_bs_transpose(s);
         }
     }
-    aes_bs_unslice(b, s);
 }
