@@ -40,7 +40,64 @@ def _as_array(data) -> tuple[np.ndarray, bool]:
         if not mv.c_contiguous:
             mv = memoryview(mv.tobytes())
         return np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, dtype=np.uint8), False
+    if hasattr(data, "__dlpack__"):  # a host tensor (PyTorch CPU...): zero-copy through DLPack
+        return _as_array(np.from_dlpack(data))[0], True
     raise InvalidArgument(f"data must be bytes, bytearray, memoryview or a numpy array, not {type(data).__name__}")
+
+
+def _gpu_array(data):
+    """(CuPy uint8 view, wrap-back function) for a GPU-resident array, or None for host data.
+
+    Takes CuPy arrays and anything with ``__cuda_array_interface__`` or a CUDA ``__dlpack__``
+    (PyTorch, JAX...); host DLPack tensors (device type 1) are left to the host path.
+    """
+    if isinstance(data, (np.ndarray, bytes, bytearray, memoryview)):
+        return None
+    cai = hasattr(data, "__cuda_array_interface__")
+    dl = hasattr(data, "__dlpack__") and hasattr(data, "__dlpack_device__")
+    if not cai and not (dl and data.__dlpack_device__()[0] in (2, 3, 13)):  # CUDA, CUDA host, managed
+        return None
+    import cupy
+
+    arr = cupy.asarray(data) if cai else cupy.from_dlpack(data)
+    if not arr.flags.c_contiguous:
+        raise InvalidArgument("GPU-resident data must be contiguous")
+    flat = arr.reshape(-1).view(cupy.uint8)
+    shape, dtype = arr.shape, arr.dtype
+
+    def wrap(out_u8):
+        res = out_u8.view(dtype).reshape(shape)
+        if isinstance(data, cupy.ndarray):
+            return res
+        if type(data).__module__.split(".")[0] == "torch":
+            import torch
+
+            return torch.from_dlpack(res)
+        return res
+
+    return flat, wrap
+
+
+def _crypt_resident(p, dev_arr, wrap, device, out):
+    """The GPU-resident path: same type out, in place when ``out`` is the input."""
+    from .devices import resolve
+
+    spec = device if device not in (None, "auto", "gpu", "cuda") else f"cuda:{dev_arr.device.id}"
+    info = resolve(spec, p.spec.name, dev_arr.nbytes)
+    if info.runtime != "cuda":
+        raise InvalidArgument(f"GPU-resident data needs a CUDA device, not {info.spec}")
+    modes.check_length(p, dev_arr.nbytes)
+    if out is not None:
+        res = _gpu_array(out)
+        if res is None or res[0].nbytes != dev_arr.nbytes:
+            raise InvalidArgument("out must be a GPU array of the input's size")
+        get_engine(info.spec).crypt_resident(p, dev_arr, res[0])
+        return out
+    import cupy
+
+    dst = cupy.empty_like(dev_arr)
+    get_engine(info.spec).crypt_resident(p, dev_arr, dst)
+    return wrap(dst)
 
 
 def _engine_for(p: modes.Params, device: str, nbytes: int | None):
@@ -71,6 +128,11 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
     spec = lookup(cipher)
     p = modes.check(spec, key, iv, encrypt, padding, sector_size, start_sector,
                     _impl(constant_time, implementation))
+    gpu = _gpu_array(data)
+    if gpu is not None:
+        if padding:
+            raise InvalidArgument("padding is not supported for GPU-resident data")
+        return _crypt_resident(p, gpu[0], gpu[1], device, out)
     arr, was_numpy = _as_array(data)
     if out is not None and padding:
         raise InvalidArgument("out= cannot be used with padding (the length changes)")
@@ -97,6 +159,9 @@ def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
     access); ``implementation`` picks a kernel variant by name (see ``ciphergrid bench ablation``).
     ``out``: a writable buffer of the output's size (may be ``data`` itself) to write into instead
     of allocating; it is returned.  Reusing buffers avoids the page faults of fresh memory.
+    GPU-resident ``data`` (a CuPy array, a PyTorch CUDA tensor, anything with a CUDA DLPack or
+    ``__cuda_array_interface__``) is encrypted on its GPU without host copies and returned as the
+    same type (``out=data`` encrypts in place).
     """
     return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
                   constant_time, implementation, out)

@@ -206,6 +206,57 @@ class DeviceEngine:
         run_chunks(kp, data.reshape(-1).view(np.uint8), out, layout, chunk_bytes=self.chunk_bytes,
                    depth=self.depth)
 
+    # -- GPU-resident data (CUDA backend): no host copies of the bulk data ---------------------------
+    def crypt_resident(self, p: modes.Params, src, dst) -> None:
+        """``src`` through the mode into ``dst``: contiguous CuPy uint8 arrays on this device of
+        the same size (``dst`` may be ``src``).  Only the < 32-byte tails of CTR and XTS stealing
+        pass through small temporary buffers."""
+        import cupy
+
+        b = self.backend
+        if self.device.runtime != "cuda":
+            raise DeviceError("GPU-resident arrays need a CUDA device")
+        n = src.nbytes
+        if n == 0:
+            return
+        spec, bs = p.spec, p.spec.block_size
+        if (spec.mode == "cbc" and p.encrypt) or not modes.device_can_run(p, n):
+            # serial (CBC encryption) or per-unit stealing: OpenSSL on the host
+            host = NativeEngine().crypt(p, cupy.asnumpy(src))
+            dst.set(host)
+            return
+        with b.dev:
+            cupy.cuda.Device().synchronize()  # the producer may have used another stream
+            if src.data.ptr % 16 or (spec.mode == "cbc" and dst.data.ptr == src.data.ptr):
+                src = src.copy()  # unaligned view, or in-place CBC (block i reads block i-1)
+            out = dst if dst.data.ptr % 16 == 0 else cupy.empty_like(dst)
+            layout = modes.xts_layout(p, n) if spec.mode == "xts" else None
+            tail = None
+            if layout is not None and layout.tail_unit >= 0:
+                tail = cupy.asnumpy(src[layout.tail_start:]).tobytes()
+            with KeyedProgram(b, p) as kp:
+                if layout is not None:
+                    if layout.kernel_blocks:
+                        kp.enqueue(src, out, layout.kernel_blocks, 0, layout=layout)
+                else:
+                    full = n // bs
+                    if full:
+                        kp.enqueue(src, out, full, 0, chain=p.iv)
+                    if n % bs:  # CTR: the last partial block through a one-block buffer
+                        t_in = cupy.zeros(16, dtype=cupy.uint8)
+                        t_in[: n - full * bs] = src[full * bs:]
+                        t_out = cupy.empty(16, dtype=cupy.uint8)
+                        kp.enqueue(t_in, t_out, 1, full)
+                        b.finish()
+                        out[full * bs:] = t_out[: n - full * bs]
+                b.finish()
+            if tail is not None:
+                s = layout.tail_start
+                out[s:] = cupy.asarray(np.frombuffer(modes.xts_tail(p, layout, tail), dtype=np.uint8))
+            if out is not dst:
+                dst[...] = out
+            cupy.cuda.Device().synchronize()
+
     # -- benchmarking hooks ------------------------------------------------------------------------
     def time_kernel(self, name: str, nbytes: int, *, repeats: int, encrypt: bool = True,
                     impl: str | None = None, sector_size: int | None = None) -> list[float]:

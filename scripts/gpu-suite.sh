@@ -36,7 +36,8 @@ for s in "${stages[@]}"; do
     selftest) for d in ${GPUS//,/ }; do run "selftest-${d//:/-}" "${STAGE_TIMEOUT_selftest:-150}" python3 -m ciphergrid selftest --device "$d" --quiet; done ;;
     tests) CIPHERGRID_TEST_DEVICES="$GPUS,native" run tests "${STAGE_TIMEOUT_tests:-240}" \
              python3 -m pytest -q -rs -p no:cacheprovider -x tests/test_kat.py tests/test_differential.py \
-             tests/test_streaming.py tests/test_constant_time.py tests/test_pipeline.py tests/test_errors.py ;;
+             tests/test_streaming.py tests/test_constant_time.py tests/test_pipeline.py tests/test_errors.py \
+             tests/test_api_out.py tests/test_gpu_resident.py ;;
     ablation) run ablation "${STAGE_TIMEOUT_ablation:-150}" python3 -m ciphergrid bench ablation \
              $(for d in ${GPUS//,/ }; do echo --device "$d"; done) --json "$OUT/ablation.json" ;;
     bench) run bench "${STAGE_TIMEOUT_bench:-240}" python3 -m ciphergrid bench --device "$CUDA" --device openssl \
