@@ -232,10 +232,13 @@ class CipherContext:
         if self._done:
             raise AlreadyFinalized("update() after finalize()")
         arr, _ = _as_array(data)
-        self._pending += arr.tobytes()
         mode = self.spec.mode
         if mode == "ctr":
-            return self._ctr(final=False)
+            return self._ctr_update(arr)
+        if (mode == "ecb" or (mode == "cbc" and self._native is None)) and not self._pending \
+                and not (self.p.padding and not self.p.encrypt) and arr.nbytes % self.bs == 0:
+            return self._whole_blocks(arr)  # the common case: no copy into the pending buffer
+        self._pending += arr.tobytes()
         if mode in ("ecb", "cbc"):
             return self._blocks(final=False)
         return self._xts(final=False)
@@ -257,16 +260,32 @@ class CipherContext:
             self._pending = bytearray()
 
     # -- modes -------------------------------------------------------------------------------
-    def _ctr(self, final: bool) -> bytes:
-        data = bytes(self._pending)
-        self._pending = bytearray()
-        if not data:
+    def _ctr_update(self, arr: np.ndarray) -> bytes:
+        """CTR outputs every byte at once: a piece starting inside a block is prefixed with the
+        bytes of that block already used, so it runs from the block's counter."""
+        n = arr.nbytes
+        if not n:
             return b""
         skip = self._pos % self.bs
         iv = modes.ctr_at(self.p.iv, self._pos // self.bs).to_bytes(self.bs, "big")
-        out = self._run(dataclasses.replace(self.p, iv=iv), bytes(skip) + data)[skip:]
-        self._pos += len(data)
-        return out
+        p = dataclasses.replace(self.p, iv=iv)
+        if skip:
+            arr = np.concatenate([np.zeros(skip, dtype=np.uint8), arr])
+        out = _engine_for(p, self.device, arr.nbytes).crypt(p, arr)
+        self._pos += n
+        return out[skip:].tobytes()
+
+    def _ctr(self, final: bool) -> bytes:
+        return b""  # nothing is ever pending in CTR
+
+    def _whole_blocks(self, arr: np.ndarray) -> bytes:
+        p = self.p
+        if self.spec.mode == "cbc":
+            p = dataclasses.replace(p, iv=self._chain)
+            self._chain = arr[-self.bs:].tobytes() if arr.nbytes else self._chain
+        if not arr.nbytes:
+            return b""
+        return _engine_for(p, self.device, arr.nbytes).crypt(p, arr).tobytes()
 
     def _blocks(self, final: bool) -> bytes:
         bs, p = self.bs, self.p
