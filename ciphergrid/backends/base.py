@@ -8,6 +8,7 @@ returning events.  Everything above it (modes, pipeline, bench) is written again
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -43,6 +44,23 @@ def program_source(cipher_file: str | None, *extra_files: str) -> str:
         parts.append(kernel_text(cipher_file))
     parts.extend(kernel_text(f) for f in extra_files)
     return "\n".join(parts)
+
+
+class Program:
+    """A compiled program: ``native`` is the runtime's object, kernels are fetched once by name."""
+
+    def __init__(self, native, get_kernel):
+        self.native = native
+        self._get = get_kernel
+        self._kernels: dict = {}
+        self._lock = threading.Lock()
+
+    def kernel(self, name: str):
+        with self._lock:
+            k = self._kernels.get(name)
+            if k is None:
+                k = self._kernels[name] = self._get(self.native, name)
+            return k
 
 
 def defines_prefix(defines: dict[str, int]) -> str:

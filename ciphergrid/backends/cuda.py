@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from ..errors import DeviceError, DeviceNotFound
-from .base import Backend, DeviceInfo
+from .base import Backend, DeviceInfo, Program
 
 _cp = None
 
@@ -52,20 +52,6 @@ def enumerate_devices() -> list[DeviceInfo]:
     return out
 
 
-class _Program:
-    def __init__(self, module):
-        self.module = module
-        self._kernels = {}
-        self._lock = threading.Lock()
-
-    def kernel(self, name: str):
-        with self._lock:
-            k = self._kernels.get(name)
-            if k is None:
-                k = self._kernels[name] = self.module.get_function(name)
-            return k
-
-
 class _Event:
     """A CUDA event recorded on a stream (what launch/upload/download return)."""
 
@@ -103,7 +89,7 @@ class CudaBackend(Backend):
                         mod.compile()
                 except Exception as e:
                     raise DeviceError(f"CUDA build failed on {self.info}: {e}") from None
-                prg = self._programs[key] = _Program(mod)
+                prg = self._programs[key] = Program(mod, lambda m, name: m.get_function(name))
             return prg
 
     def alloc(self, nbytes: int):

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import DeviceError, DeviceNotFound
 from . import icd
-from .base import Backend, DeviceInfo
+from .base import Backend, DeviceInfo, Program
 
 _cl = None
 
@@ -66,21 +66,6 @@ def enumerate_devices() -> list[DeviceInfo]:
     return out
 
 
-class _Program:
-    def __init__(self, prg, device):
-        self.prg = prg
-        self.device = device
-        self._kernels = {}
-        self._lock = threading.Lock()
-
-    def kernel(self, name: str):
-        with self._lock:
-            k = self._kernels.get(name)
-            if k is None:
-                k = self._kernels[name] = cl().Kernel(self.prg, name)
-            return k
-
-
 class OpenCLBackend(Backend):
     def __init__(self, info: DeviceInfo):
         c = cl()
@@ -109,7 +94,7 @@ class OpenCLBackend(Backend):
                     built = c.Program(self.ctx, source).build(options=opts)
                 except c.Error as e:
                     raise DeviceError(f"OpenCL build failed on {self.info}: {e}") from None
-                prg = self._programs[key] = _Program(built, self.device)
+                prg = self._programs[key] = Program(built, lambda p, name: cl().Kernel(p, name))
             return prg
 
     # -- memory -------------------------------------------------------------------------------
@@ -196,7 +181,7 @@ class OpenCLBackend(Backend):
             "registers_per_item": None,
         }
         try:  # NVIDIA prints "Used N registers" per function with -cl-nv-verbose
-            log = program.prg.get_build_info(self.device, c.program_build_info.LOG)
+            log = program.native.get_build_info(self.device, c.program_build_info.LOG)
             m = re.search(rf"Function properties for {name}.*?Used (\d+) registers", log, re.S)
             if m is None:
                 m = re.search(rf"Compiling entry function '{name}'.*?Used (\d+) registers", log, re.S)
