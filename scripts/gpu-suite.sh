@@ -5,6 +5,7 @@
 # Every stage is time-boxed (STAGE_TIMEOUT_<name>) so a slow stage cannot eat the others' time;
 # logs and JSON go to $OUT (or ./gpu-out).   Usage: scripts/gpu-suite.sh [stage ...]
 #   stages: selftest tests ablation bench pipeline   (default: all of them, in this order)
+#           smoke (not in the default list): scripts/smoke.py on every GPU, a quick check + figures
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
@@ -33,6 +34,7 @@ run() {  # run NAME TIMEOUT CMD...: time-boxed, logged to $OUT/NAME.txt
 }
 for s in "${stages[@]}"; do
   case $s in
+    smoke) for d in ${GPUS//,/ }; do run "smoke-${d//:/-}" "${STAGE_TIMEOUT_smoke:-300}" python3 scripts/smoke.py "$d"; done ;;
     selftest) for d in ${GPUS//,/ }; do run "selftest-${d//:/-}" "${STAGE_TIMEOUT_selftest:-150}" python3 -m ciphergrid selftest --device "$d" --quiet; done ;;
     tests) CIPHERGRID_TEST_DEVICES="$GPUS,native" run tests "${STAGE_TIMEOUT_tests:-240}" \
              python3 -m pytest -q -rs -p no:cacheprovider -x tests/test_kat.py tests/test_differential.py \
