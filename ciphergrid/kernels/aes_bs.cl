@@ -353,6 +353,36 @@ DEVICE_FN void aes_bs_add_key(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int 
     }
 }
 
+/* one column of MixColumns plus its round key: a[i][j] = bit j of row i, kk[8i+j] the key masks,
+ * o[8i+j] the result (w = a_i+1 + (a_i+2 + a_i+3) + key, then out_i = xtime(a_i + a_i+1) + w, one
+ * LOP3 each).  Shared by encryption and by decryption (InvMixColumns = MixColumns after a
+ * pre-multiplication there). */
+DEVICE_FN void aes_bs_mix_column_key(uint a[4][8], const uint *kk, uint *o)
+{
+    uint u[4][8];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+#pragma unroll
+        for (int j = 0; j < 8; j++) u[i][j] = a[i][j] ^ a[(i + 1) & 3][j];
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        uint w[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) w[j] = aes_bs_xor3(a[(i + 1) & 3][j], u[(i + 2) & 3][j], kk[8 * i + j]);
+        const uint h = u[i][7];
+        uint *q = o + 8 * i;
+        q[0] = h ^ w[0];
+        q[1] = aes_bs_xor3(u[i][0], h, w[1]);
+        q[2] = u[i][1] ^ w[2];
+        q[3] = aes_bs_xor3(u[i][2], h, w[3]);
+        q[4] = aes_bs_xor3(u[i][3], h, w[4]);
+        q[5] = u[i][4] ^ w[5];
+        q[6] = u[i][5] ^ w[6];
+        q[7] = u[i][6] ^ w[7];
+    }
+}
+
 /* s <- MixColumns(ShiftRows(s)) + round key r.  Output column c row i takes input byte position
  * 4 ((c + i) mod 4) + i (ShiftRows), out_i = xtime(a_i + a_i+1) + a_i+1 + (a_i+2 + a_i+3). */
 DEVICE_FN void aes_bs_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
@@ -360,35 +390,14 @@ DEVICE_FN void aes_bs_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, 
     uint t[128];
 #pragma unroll
     for (int c = 0; c < 4; c++) {
-        uint a[4][8], u[4][8], kk[32];
+        uint a[4][8], kk[32];
         aes_bs_key_column(kk, bsk, r, c);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
 #pragma unroll
             for (int j = 0; j < 8; j++) a[i][j] = s[AES_BS_PB(4 * ((c + i) & 3) + i, j)];
         }
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-#pragma unroll
-            for (int j = 0; j < 8; j++) u[i][j] = a[i][j] ^ a[(i + 1) & 3][j];
-        }
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            /* w = a_i+1 + (a_i+2 + a_i+3) + key, then out = xtime(u_i) + w: one LOP3 each */
-            uint w[8];
-#pragma unroll
-            for (int j = 0; j < 8; j++) w[j] = aes_bs_xor3(a[(i + 1) & 3][j], u[(i + 2) & 3][j], kk[8 * i + j]);
-            const uint h = u[i][7];
-            uint *o = t + 32 * c + 8 * i;
-            o[0] = h ^ w[0];
-            o[1] = aes_bs_xor3(u[i][0], h, w[1]);
-            o[2] = u[i][1] ^ w[2];
-            o[3] = aes_bs_xor3(u[i][2], h, w[3]);
-            o[4] = aes_bs_xor3(u[i][3], h, w[4]);
-            o[5] = u[i][4] ^ w[5];
-            o[6] = u[i][5] ^ w[6];
-            o[7] = u[i][6] ^ w[7];
-        }
+        aes_bs_mix_column_key(a, kk, t + 32 * c);
     }
 #pragma unroll
     for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
@@ -422,7 +431,7 @@ DEVICE_FN void aes_bs_inv_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT b
     uint t[128];
 #pragma unroll
     for (int c = 0; c < 4; c++) {
-        uint a[4][8], u[4][8], kk[32];
+        uint a[4][8], kk[32];
         aes_bs_key_column(kk, bsk, r, c);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -449,28 +458,7 @@ DEVICE_FN void aes_bs_inv_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT b
                 x[7] ^= d[5];
             }
         }
-        /* MixColumns + key, as in aes_bs_mix_columns */
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-#pragma unroll
-            for (int j = 0; j < 8; j++) u[i][j] = a[i][j] ^ a[(i + 1) & 3][j];
-        }
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            uint w[8];
-#pragma unroll
-            for (int j = 0; j < 8; j++) w[j] = aes_bs_xor3(a[(i + 1) & 3][j], u[(i + 2) & 3][j], kk[8 * i + j]);
-            const uint h = u[i][7];
-            uint *o = t + 32 * c + 8 * i;
-            o[0] = h ^ w[0];
-            o[1] = aes_bs_xor3(u[i][0], h, w[1]);
-            o[2] = u[i][1] ^ w[2];
-            o[3] = aes_bs_xor3(u[i][2], h, w[3]);
-            o[4] = aes_bs_xor3(u[i][3], h, w[4]);
-            o[5] = u[i][4] ^ w[5];
-            o[6] = u[i][5] ^ w[6];
-            o[7] = u[i][6] ^ w[7];
-        }
+        aes_bs_mix_column_key(a, kk, t + 32 * c);
     }
 #pragma unroll
     for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
