@@ -42,7 +42,7 @@ class _AtomicOutput:
             return self.f
         d = os.path.dirname(os.path.abspath(self.path))
         fd, self.tmp = tempfile.mkstemp(prefix=".ciphergrid-", suffix=".part", dir=d)
-        self.f = os.fdopen(fd, "wb")
+        self.f = os.fdopen(fd, "w+b")  # readable too: the pipeline maps it to write in place
         return self.f
 
     def __exit__(self, exc_type, exc, tb):
@@ -230,6 +230,10 @@ def main(argv=None) -> int:
             return bench.report_main(args)
     except Error as e:
         print(f"ciphergrid: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as e:  # a full disk, an I/O error on the output: one line, no partial output
+        where = f": {e.filename}" if e.filename else ""
+        print(f"ciphergrid: error: {e.strerror or e}{where}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("ciphergrid: error: interrupted", file=sys.stderr)

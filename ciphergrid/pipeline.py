@@ -51,18 +51,24 @@ Host memory and copies
   byte (about 0.08 core-s/GB each), done by the worker threads in parallel with the bus.
 * OpenCL on a CPU device (PoCL): host memory is device memory; the caller's arrays are handed to
   the runtime directly (no staging copy).
-* Files: reader threads ``preadv`` (regular files, at offsets, in parallel) or ``readv`` (pipes,
-  in order) straight into pinned slots.  A regular output of known size is mapped (``mmap``) and
-  the D2H goes straight into the page cache (page-locked like an array; else one copy from the
-  slot by the finish threads): writes to one file would serialise on the inode lock.  Other
-  outputs (pipes, O_APPEND, ``CIPHERGRID_STREAM_MMAP=0``) get ``pwrite``/``write`` from the slot,
-  in which the device worked in place.
+* Files: a regular output of known size is reserved (``posix_fallocate``: a full disk fails
+  there, cleanly) and mapped (``mmap``); writes to one file would serialise on the inode lock.
+  When the input is a regular file too and the runtime page-locks caller memory (CUDA), the input
+  is mapped read-only as well and the run is the array run above between the two mappings: the
+  device reads the input's page-cache pages and writes the output's (each chunk's pages locked as
+  it comes; the output's are first faulted in by the worker threads, ``MADV_POPULATE_WRITE``, in
+  parallel, where the driver would fault them one by one).  Otherwise reader threads ``preadv``
+  (regular files, at offsets, in parallel) or ``readv`` (pipes, in order) into pinned slots, and
+  the D2H goes into the mapped output (page-locked; else one copy from the slot by the finish
+  threads).  Other outputs (pipes, O_APPEND, ``CIPHERGRID_STREAM_MMAP=0``) get
+  ``pwrite``/``write`` from the slot, in which the device worked in place.
 
 ``transfer=`` ("auto", "direct", "staged") overrides the choice (tests use it to run every path).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import mmap
@@ -146,6 +152,37 @@ def _owner(arr: np.ndarray):
     return o if isinstance(o, np.ndarray) and o.flags.owndata else None
 
 
+def _base(arr: np.ndarray):
+    """The object at the end of ``arr``'s base chain (an mmap for a mapped file)."""
+    o = arr
+    while isinstance(o, np.ndarray) and o.base is not None:
+        o = o.base
+    while isinstance(o, memoryview):
+        o = o.obj
+    return o
+
+
+_MADV_POPULATE_WRITE = 23  # Linux 5.14
+_libc = None
+
+
+def _populate_write(addr: int, n: int) -> None:
+    """Fault in (writable) the pages of [addr, addr + n) of a shared file mapping, so that locking
+    them does not: several threads do this for their chunks at once, where the driver's page
+    locking would fault them in one by one.  Best effort (older kernels: nothing happens)."""
+    global _libc
+    try:
+        if _libc is None:
+            import ctypes
+
+            _libc = ctypes.CDLL(None, use_errno=True)
+            _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        a = addr - addr % PAGE
+        _libc.madvise(a, n + addr - a, _MADV_POPULATE_WRITE)
+    except (OSError, AttributeError):
+        pass
+
+
 @dataclass
 class _Piece:
     ref: int = 0
@@ -163,9 +200,12 @@ class _HostRegs:
     is unregistered when nobody holds it.
     """
 
-    def __init__(self, backend, base: int, n: int, grain: int):
+    def __init__(self, backend, base: int, n: int, grain: int, *, readonly: bool = False,
+                 populate: bool = False):
         self.b = backend
         self.base, self.n = base, n
+        self.readonly = readonly     # a read-only mapping: lock it for device reads only
+        self.populate = populate     # a fresh file mapping: fault its pages in before locking
         self.origin = base - base % PAGE
         self.grain = max(PAGE, -(-int(grain) // PAGE) * PAGE)
         self.cond = threading.Condition(threading.RLock())
@@ -216,8 +256,11 @@ class _HostRegs:
                     self.cond.wait()
             if mine:
                 a, z = self._range(k)
+                if self.populate:
+                    _populate_write(a, z - a)
                 try:
-                    ok = bool(self.b.register_host(a, z - a))
+                    ok = bool(self.b.register_host(a, z - a, readonly=self.readonly)
+                              if self.readonly else self.b.register_host(a, z - a))
                 except Exception:
                     ok = False
                 with self.cond:
@@ -307,8 +350,10 @@ class _PinCache:
             return _PinView(None)
         owner = _owner(arr)
         with self.lock:
-            if owner is None:
-                regs = _HostRegs(backend, int(arr.ctypes.data), int(arr.nbytes), grain)
+            if owner is None:  # bytes, an mmap (a file): registered for this run only
+                ro = not arr.flags.writeable
+                regs = _HostRegs(backend, int(arr.ctypes.data), int(arr.nbytes), grain,
+                                 readonly=ro, populate=not ro and isinstance(_base(arr), mmap.mmap))
                 regs.active += 1
                 return _PinView(regs, 0)
             key = (id(backend), id(owner))
@@ -952,6 +997,38 @@ class Pipeline:
         self.run_array(job, data, out, plan, progress=progress)
         return out
 
+    def _stream_mapped(self, job, inp: np.ndarray, out: np.ndarray, progress) -> int:
+        """:meth:`stream` between two mapped regular files (the whole input is known)."""
+        n = inp.nbytes
+        p = getattr(job, "p", None)
+        if p is None:
+            self.copy(inp, out, progress=progress)
+            return n
+        mode, bs = job.mode, job.bs
+        layout = None
+        if mode in ("ecb", "cbc") and n % bs:
+            raise InvalidLength(f"{p.spec.name}: {n % bs} trailing bytes are not a whole block "
+                                "(use PKCS#7 padding)")
+        if mode == "xts":
+            modes.check_length(p, n)
+            if not modes.device_can_run(p, n):  # units of odd sizes: OpenSSL, unit by unit
+                from .engine import NativeEngine
+
+                NativeEngine().crypt(p, inp, out)
+                if progress is not None:
+                    progress(n)
+                return n
+            layout = modes.xts_layout(p, n)
+        tail = None
+        if layout is not None and layout.tail_unit >= 0:  # stealing: the host does the last unit
+            tail = modes.xts_tail(p, layout, inp[layout.tail_start:].tobytes())
+        self.crypt(job.kp, inp, out, layout, progress=progress)
+        if tail:
+            out[layout.tail_start: layout.tail_start + len(tail)] = np.frombuffer(tail, np.uint8)
+            if progress is not None:
+                progress(len(tail))
+        return n
+
     # -- streams --------------------------------------------------------------------------------
     def stream(self, job, src, dst, *, progress=None) -> int:
         """Read ``src`` to its end, run it through ``job``, write ``dst``; returns bytes written.
@@ -995,17 +1072,44 @@ class Pipeline:
             try:
                 end = base_out + size
                 if os.fstat(fd_out).st_size < end:
-                    if how in ("fallocate", "populate"):
-                        os.posix_fallocate(fd_out, base_out, size)
-                    else:
-                        os.ftruncate(fd_out, end)
+                    # reserve the space: a full disk fails here, with ENOSPC, and not later as a
+                    # SIGBUS on a store into the mapping
+                    os.posix_fallocate(fd_out, base_out, size)
                 start = base_out - base_out % mmap.ALLOCATIONGRANULARITY
                 flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if how == "populate" else 0)
-                out_map = mmap.mmap(fd_out, end - start, flags,
-                                    mmap.PROT_READ | mmap.PROT_WRITE, offset=start)
+                out_map = _map_rw(fd_out, end - start, flags, start)
                 out = np.frombuffer(out_map, np.uint8)[base_out - start: base_out - start + size]
-            except (OSError, ValueError, OverflowError):
+            except OSError as e:
+                if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                    raise
                 out_map = out = None
+            except (ValueError, OverflowError):
+                out_map = out = None
+        if out is not None and reg_in and self.transfer == "register" and how != "0":
+            # Both ends are mapped files: the device reads the input's pages and writes the
+            # output's directly (both page-locked chunk by chunk, the output's pages faulted in by
+            # several threads first), as for arrays in memory: no read(), no staging copy.
+            try:
+                start = base_in - base_in % mmap.ALLOCATIONGRANULARITY
+                in_map = mmap.mmap(fd_in, base_in + size - start, mmap.MAP_SHARED, mmap.PROT_READ,
+                                   offset=start)
+            except (OSError, ValueError, OverflowError):
+                in_map = None
+            if in_map is not None:
+                try:
+                    inp = np.frombuffer(in_map, np.uint8)[base_in - start: base_in - start + size]
+                    done = self._stream_mapped(job, inp, out, progress)
+                    del inp
+                finally:
+                    _close_map(in_map)
+                    del out
+                    _close_map(out_map)
+                end = base_out + done
+                if isinstance(dst, int):
+                    os.lseek(fd_out, end, os.SEEK_SET)
+                else:
+                    dst.seek(end)
+                return done
         if out is not None and self.transfer == "register":
             out_pins = PINS.view(self.b, out, self.pin_grain or max(cap, PIN_GRAIN))
         state = {"chain": p.iv if (p is not None and mode == "cbc") else None, "done": False,
@@ -1137,6 +1241,28 @@ class Pipeline:
             else:
                 dst.seek(end)
         return written
+
+
+def _map_rw(fd: int, length: int, flags: int, offset: int) -> mmap.mmap:
+    """A read-write shared mapping of ``fd``; a write-only descriptor (``open(path, "wb")``) is
+    reopened read-write through /proc/self/fd first (a mapping needs read access)."""
+    prot = mmap.PROT_READ | mmap.PROT_WRITE
+    if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_WRONLY:
+        return mmap.mmap(fd, length, flags, prot, offset=offset)
+    rw = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
+    try:
+        if not os.path.samestat(os.fstat(rw), os.fstat(fd)):
+            raise OSError("the reopened descriptor is another file")
+        return mmap.mmap(rw, length, flags, prot, offset=offset)
+    finally:
+        os.close(rw)  # the mapping keeps the file
+
+
+def _close_map(m) -> None:
+    try:
+        m.close()
+    except BufferError:  # a view still referenced somewhere: the GC unmaps it
+        pass
 
 
 def _flat(a) -> np.ndarray:

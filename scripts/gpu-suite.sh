@@ -6,6 +6,8 @@
 # logs and JSON go to $OUT (or ./gpu-out).   Usage: scripts/gpu-suite.sh [stage ...]
 #   stages: selftest tests ablation bench pipeline   (default: all of them, in this order)
 #           smoke (not in the default list): scripts/smoke.py on every GPU, a quick check + figures
+#           ramdisk (not in the default list): scripts/ramdisk_probe.py on $RAMDISK (default /dev/shm)
+#   TESTS="tests/x.py ..." replaces the test files of the tests stage
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
@@ -37,13 +39,16 @@ for s in "${stages[@]}"; do
     smoke) for d in ${GPUS//,/ }; do run "smoke-${d//:/-}" "${STAGE_TIMEOUT_smoke:-300}" python3 scripts/smoke.py "$d"; done ;;
     selftest) for d in ${GPUS//,/ }; do run "selftest-${d//:/-}" "${STAGE_TIMEOUT_selftest:-150}" python3 -m ciphergrid selftest --device "$d" --quiet; done ;;
     tests) CIPHERGRID_TEST_DEVICES="$GPUS,native" run tests "${STAGE_TIMEOUT_tests:-240}" \
-             python3 -m pytest -q -rs -p no:cacheprovider -x tests/test_kat.py tests/test_differential.py \
-             tests/test_streaming.py tests/test_constant_time.py tests/test_pipeline.py tests/test_errors.py \
-             tests/test_api_out.py tests/test_gpu_resident.py ;;
+             python3 -m pytest -q -rs -p no:cacheprovider ${TESTS:-tests/test_kat.py tests/test_differential.py \
+             tests/test_streaming.py tests/test_constant_time.py tests/test_implementations.py \
+             tests/test_pipeline.py tests/test_errors.py tests/test_api_out.py tests/test_gpu_resident.py} ;;
+    ramdisk) run ramdisk "${STAGE_TIMEOUT_ramdisk:-150}" python3 scripts/ramdisk_probe.py "${RAMDISK:-/dev/shm}" \
+             --device "$CUDA" --size "${RAMDISK_SIZE:-8Gi}" --cli ${RAMDISK_ARGS:-} ;;
     ablation) run ablation "${STAGE_TIMEOUT_ablation:-150}" python3 -m ciphergrid bench ablation \
              $(for d in ${GPUS//,/ }; do echo --device "$d"; done) --json "$OUT/ablation.json" ;;
     bench) run bench "${STAGE_TIMEOUT_bench:-240}" python3 -m ciphergrid bench --device "$CUDA" --device openssl \
-             --cipher aes --sizes ${BENCH_SIZES:-16,1Ki,16Ki,1Mi,16Mi,256Mi} --json "$OUT/bench.json" ;;
+             --cipher aes --direction "${BENCH_DIRECTION:-both}" --sizes ${BENCH_SIZES:-16,1Ki,16Ki,1Mi,16Mi,256Mi} \
+             --json "$OUT/bench.json" ;;
     pipeline) run pipeline "${STAGE_TIMEOUT_pipeline:-150}" python3 -m ciphergrid bench pipeline \
              --device "$CUDA" --cipher aes-128-ctr ${PIPELINE_ARGS:---sizes 16Mi,256Mi,1Gi,4Gi} --json "$OUT/pipeline.json" ;;
     *) echo "unknown stage $s"; status=1 ;;

@@ -87,7 +87,7 @@ class RegisteringBackend:
     def _pinned(self, ptr):
         return any(a <= ptr < z for a, z in self.pinned_ranges)
 
-    def register_host(self, ptr, nbytes):
+    def register_host(self, ptr, nbytes, readonly=False):
         page = pipeline.PAGE
         with self.lock:
             self.calls += 1
@@ -352,7 +352,8 @@ def _stream(cl, job_name, data: bytes, *, key=None, iv=None, encrypt=True, secto
             pipe_in=False, pipe_out=False, tmp_path=None, chunk=4096, depth=3, transfer="auto"):
     from ciphergrid.engine import KeyedProgram
 
-    pipe = _pipe(cl.backend, chunk, depth, transfer)
+    b, transfer = _backend(cl, transfer)
+    pipe = _pipe(b, chunk, depth, transfer)
     src_path, dst_path = tmp_path / "s.in", tmp_path / "s.out"
     threads = []
     if pipe_in:
@@ -386,10 +387,10 @@ def _stream(cl, job_name, data: bytes, *, key=None, iv=None, encrypt=True, secto
         t.start()
     try:
         if job_name == "copy":
-            n = pipe.stream(pipeline.CopyJob(cl.backend), src, dst)
+            n = pipe.stream(pipeline.CopyJob(b), src, dst)
         else:
             p = modes.check(registry.lookup(job_name), key, iv, encrypt, None, sector, start)
-            with KeyedProgram(cl.backend, p) as kp:
+            with KeyedProgram(b, p) as kp:
                 n = pipe.stream(pipeline.CipherJob(kp), src, dst)
     finally:
         src.close()
@@ -398,13 +399,16 @@ def _stream(cl, job_name, data: bytes, *, key=None, iv=None, encrypt=True, secto
             t.join(10)
     out = bytes(sink) if pipe_out else dst_path.read_bytes()
     assert n == len(out)
+    if isinstance(b, RegisteringBackend):
+        assert not b.violations, b.violations
+        assert b.registered_total > 0 and not b.regs  # locked for the run, unlocked after it
     return out
 
 
 @pytest.mark.parametrize("pipes,transfer,mapped", [
     ((False, False), "auto", "1"), ((False, False), "staged", "1"), ((False, False), "auto", "0"),
-    ((True, True), "auto", "1"), ((True, False), "staged", "1")],
-    ids=["files", "files-staged", "files-pwrite", "pipes", "pipe-to-file"])
+    ((True, True), "auto", "1"), ((True, False), "staged", "1"), ((False, False), "register", "1")],
+    ids=["files", "files-staged", "files-pwrite", "pipes", "pipe-to-file", "files-mapped-locked"])
 def test_streams_every_streamable_mode(cl, pipes, transfer, mapped, rng, ref, diff, tmp_path,
                                        monkeypatch):
     pin, pout = pipes

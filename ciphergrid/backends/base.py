@@ -94,8 +94,9 @@ class Backend:
         is device memory) or "staging" (copy it through pinned() buffers)."""
         return "staging"
 
-    def register_host(self, ptr: int, nbytes: int) -> bool:
-        """Page-lock ``nbytes`` of host memory at ``ptr`` for direct DMA; False when not possible."""
+    def register_host(self, ptr: int, nbytes: int, readonly: bool = False) -> bool:
+        """Page-lock ``nbytes`` of host memory at ``ptr`` for direct DMA; False when not possible.
+        ``readonly``: the memory is mapped read-only (the device only reads it)."""
         return False
 
     def unregister_host(self, ptr: int) -> None:

@@ -109,10 +109,11 @@ class CudaBackend(Backend):
     def host_transfer_mode(self) -> str:
         return "register"
 
-    def register_host(self, ptr: int, nbytes: int) -> bool:
+    def register_host(self, ptr: int, nbytes: int, readonly: bool = False) -> bool:
         try:
             with self.dev:
-                cp().cuda.runtime.hostRegister(int(ptr), int(nbytes), 0)
+                # cudaHostRegisterReadOnly (8): a read-only mapping (an input file) can be locked
+                cp().cuda.runtime.hostRegister(int(ptr), int(nbytes), 8 if readonly else 0)
             return True
         except Exception:  # already registered, overlapping pages, limits: caller stages instead
             return False

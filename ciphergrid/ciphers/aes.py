@@ -85,6 +85,14 @@ def _inv_mix_column(col: bytes) -> bytes:
     ))
 
 
+def _tables(tables: int, copies: int, *, prmt: int = 1, keys_in_regs: int = 1, mad_index: int = 0,
+            mulhi: int = 0, batch: int = 1, grid: str = "persistent") -> dict:
+    """An implementation of kernels/aes.cl (T-tables): its compile-time options (see that file)."""
+    return {"file": "aes.cl", "batch": batch, "grid": grid, "defines": {
+        "AES_TABLES": tables, "AES_COPIES": copies, "AES_PRMT": prmt, "AES_KEYS_IN_REGS": keys_in_regs,
+        "AES_MAD_INDEX": mad_index, "AES_MULHI_BYTE3": mulhi}}
+
+
 class AES(BlockCipher):
     name = "aes"
     block_size = 16
@@ -125,32 +133,19 @@ class AES(BlockCipher):
     #: kernel implementations: "fast" is the default; the ablation steps feed `ciphergrid bench ablation`
     implementations = {
         # -- the practice ablation, each step adding one optimisation to the previous one ------
-        "baseline": {"file": "aes.cl", "batch": 1, "grid": "per-block", "defines": {
-            "AES_TABLES": 1, "AES_COPIES": 1, "AES_PRMT": 0, "AES_KEYS_IN_REGS": 0}},
-        "+byte-permutes": {"file": "aes.cl", "batch": 1, "grid": "per-block", "defines": {
-            "AES_TABLES": 1, "AES_COPIES": 1, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 0}},
-        "+replicated-tables": {"file": "aes.cl", "batch": 1, "grid": "per-block", "defines": {
-            "AES_TABLES": 1, "AES_COPIES": 32, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 0}},
-        "+keys-in-registers": {"file": "aes.cl", "batch": 1, "grid": "per-block", "defines": {
-            "AES_TABLES": 1, "AES_COPIES": 32, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
-        "+persistent-grid": {"file": "aes.cl", "batch": 1, "grid": "persistent", "defines": {
-            "AES_TABLES": 1, "AES_COPIES": 32, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
-        "+two-tables": {"file": "aes.cl", "batch": 1, "grid": "persistent", "defines": {
-            "AES_TABLES": 2, "AES_COPIES": 16, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
-        "+2-blocks-per-item": {"file": "aes.cl", "batch": 2, "grid": "persistent", "defines": {
-            "AES_TABLES": 2, "AES_COPIES": 16, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
+        "baseline": _tables(1, 1, prmt=0, keys_in_regs=0, grid="per-block"),
+        "+byte-permutes": _tables(1, 1, keys_in_regs=0, grid="per-block"),
+        "+replicated-tables": _tables(1, 32, keys_in_regs=0, grid="per-block"),
+        "+keys-in-registers": _tables(1, 32, grid="per-block"),
+        "+persistent-grid": _tables(1, 32),
+        "+mad-index": _tables(1, 32, mad_index=1),
+        "+mulhi-byte3": _tables(1, 32, mad_index=1, mulhi=1),
+        # -- steps that did not pay, each on top of +persistent-grid (docs/benchmarks.md) ------
+        "alt-two-tables": _tables(2, 16),
+        "alt-2-blocks-per-item": _tables(2, 16, batch=2),
         # -- the default: the fastest measured on the H200 (docs/benchmarks.md) ---------------
-        "fast": {"file": "aes.cl", "batch": 1, "grid": "persistent", "defines": {
-            "AES_TABLES": 1, "AES_COPIES": 32, "AES_PRMT": 1, "AES_KEYS_IN_REGS": 1}},
-        # -- register-capped variants measured against "fast" --------------------------------
-        **{f"tune-{nt}t{cp}-{tag}": {
-            "file": "aes.cl", "batch": 1, "grid": "persistent",
-            "defines": {"AES_TABLES": nt, "AES_COPIES": cp, "AES_PRMT": 1, **d}}
-           for nt, cp in ((1, 32), (2, 16))
-           for tag, d in (("kg", {"AES_KEYS_IN_REGS": 0}),
-                          ("lb5", {"AES_KEYS_IN_REGS": 1, "CG_MIN_BLOCKS": 5, "CG_LOCAL_SIZE": 256}),
-                          ("lb6", {"AES_KEYS_IN_REGS": 1, "CG_MIN_BLOCKS": 6, "CG_LOCAL_SIZE": 256}),
-                          ("kg-lb6", {"AES_KEYS_IN_REGS": 0, "CG_MIN_BLOCKS": 6, "CG_LOCAL_SIZE": 256}))},
+        "fast": _tables(1, 32, mad_index=1),
+        # -- constant time: bitsliced, no tables (kernels/aes_bs.cl) ---------------------------
         "ct": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent", "defines": {},
                "key_layout": "bitsliced"},
         "ct-ptx": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent",

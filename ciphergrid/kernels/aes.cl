@@ -19,6 +19,13 @@
  *                     shift-and-mask; 0: shift and mask.
  *   AES_KEYS_IN_REGS  1: round keys are loaded once per work-item into registers; 0: read from
  *                     device memory in every round.
+ *   AES_MAD_INDEX     1: a lookup address is one multiply-add, b * (4 COPIES) + 4 lane, in bytes from
+ *                     the table (an IMAD, which NVIDIA runs on the FMA pipe, beside the integer
+ *                     ALU that bounds this kernel); 0: a word index b * COPIES + lane, which costs
+ *                     the IMAD and a shift-add (LEA) on the integer ALU to make it a byte address.
+ *   AES_MULHI_BYTE3   1: the top byte is extracted by a high multiply, mulhi(x, 256) = x >> 24 (an
+ *                     IMAD.HI on the FMA pipe, written in PTX so no compiler turns it back into a
+ *                     shift); only on NVIDIA compilers, elsewhere a shift.
  *   CG_BATCH          blocks per work-item per step (independent blocks give the scheduler ILP).
  *
  * SECURITY: lookups indexed by secret state leak through shared-memory bank conflicts and timing
@@ -41,6 +48,12 @@
 #endif
 #ifndef AES_KEYS_IN_REGS
 #define AES_KEYS_IN_REGS 1
+#endif
+#ifndef AES_MAD_INDEX
+#define AES_MAD_INDEX 0
+#endif
+#ifndef AES_MULHI_BYTE3
+#define AES_MULHI_BYTE3 0
 #endif
 
 #define AES_NRK (4 * (AES_ROUNDS + 1))
@@ -135,13 +148,34 @@ CONST_TABLE uchar AES_INV_SBOX[256] = {
 };
 
 #define AES_TSIZE (AES_TABLES * 256 * AES_COPIES)
-/* word of table tb (0..AES_TABLES-1) for byte value b, in this lane's copy */
+/* word of table tb (0..AES_TABLES-1) for byte value b, in this lane's copy.  `lane` is the copy
+ * number, or with AES_MAD_INDEX its byte offset (4 * copy). */
+#if AES_MAD_INDEX
+#define AES_LANE_UNIT 4u
+#define AES_L(t, tb, b) (*(LOCAL_PTR const uint *)((LOCAL_PTR const uchar *)(t) + \
+    (lane + ((tb) * 256u + (uint)(b)) * (4u * AES_COPIES))))
+#else
+#define AES_LANE_UNIT 1u
 #define AES_L(t, tb, b) ((t)[((tb) * 256 + (uint)(b)) * AES_COPIES + lane])
+#endif
+#if AES_MULHI_BYTE3 && (defined(__CUDACC__) || defined(cl_nv_pragma_unroll))
+DEVICE_FN uint aes_byte3_mulhi(uint x)
+{
+    uint r;
+    asm("mul.hi.u32 %0, %1, 256;" : "=r"(r) : "r"(x));
+    return r;
+}
+#define AES_BYTE3(x) aes_byte3_mulhi(x)
+#elif AES_MULHI_BYTE3
+#define AES_BYTE3(x) BYTE3(x)
+#else
+#define AES_BYTE3(x) BYTE_PERM((x), 0u, 0x4443u)
+#endif
 #if AES_PRMT
 #define AES_B0(x) BYTE_PERM((x), 0u, 0x4440u)
 #define AES_B1(x) BYTE_PERM((x), 0u, 0x4441u)
 #define AES_B2(x) BYTE_PERM((x), 0u, 0x4442u)
-#define AES_B3(x) BYTE_PERM((x), 0u, 0x4443u)
+#define AES_B3(x) AES_BYTE3(x)
 #else
 #define AES_B0(x) BYTE0(x)
 #define AES_B1(x) BYTE1(x)
@@ -188,7 +222,7 @@ DEVICE_FN void aes_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
 #define CG_ENC_SETUP(rk)                                         \
     AES_FILL(cg_t0, AES_T0, AES_TSIZE)                           \
     AES_KEYS(rk)                                                 \
-    const uint cg_lane = LID & (AES_COPIES - 1u);                \
+    const uint cg_lane = (LID & (AES_COPIES - 1u)) * AES_LANE_UNIT; \
     BARRIER();
 #define CG_ENC_PARAMS , AES_RK_PTR rk, LOCAL_PTR const uint *t0, uint lane
 #define CG_ENC_ARGS , cg_rk, cg_t0, cg_lane
@@ -199,7 +233,7 @@ DEVICE_FN void aes_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
     for (uint cg_k = LID; cg_k < 256u * AES_COPIES; cg_k += LSIZE) \
         cg_isb[cg_k] = AES_INV_SBOX[cg_k / AES_COPIES];          \
     AES_KEYS(dk)                                                 \
-    const uint cg_lane = LID & (AES_COPIES - 1u);                \
+    const uint cg_lane = (LID & (AES_COPIES - 1u)) * AES_LANE_UNIT; \
     BARRIER();
 #define CG_DEC_PARAMS , AES_RK_PTR dk, LOCAL_PTR const uint *td0, LOCAL_PTR const uchar *isb, uint lane
 #define CG_DEC_ARGS , cg_rk, cg_td0, cg_isb, cg_lane
@@ -228,7 +262,7 @@ DEVICE_FN void aes_encrypt1(uint *s, AES_RK_PTR rk, LOCAL_PTR const uint *t0, ui
 }
 
 #define AES_TD(a, b, c, d) AES_COL(td0, a, b, c, d)
-#define AES_IS(x) ((uint)isb[(uint)(x) * AES_COPIES + lane])
+#define AES_IS(x) ((uint)isb[(uint)(x) * AES_COPIES + lane / AES_LANE_UNIT])
 #define AES_SD(a, b, c, d) \
     (AES_IS(AES_B0(a)) | (AES_IS(AES_B1(b)) << 8) | (AES_IS(AES_B2(c)) << 16) | (AES_IS(AES_B3(d)) << 24))
 

@@ -68,27 +68,35 @@
 /* ---- three-input primitives ---------------------------------------------------------------------
  * NVIDIA GPUs do any 3-input bitwise function in one LOP3 (and any byte shuffle of two words in one
  * PRMT: portable.h's BYTE_PERM).  NVVM re-associates XOR chains and rewrites shift-and-mask pairs
- * into forms that take two or three instructions each, so for CUDA the LOP3s are spelled out
- * (inline PTX lop3) when AES_BS_PTX is 1 (implementation "ct-ptx"); otherwise, and for every other
- * compiler, the plain C expression with the same value.  The default "ct" uses the C expressions:
- * they are the ones run on every device in the tests; "ct-ptx" has not been run on a GPU yet. */
+ * into forms that take two or three instructions each (for AES-128-CTR: 4,068 LOP3 in the SASS
+ * where the circuit needs 3,076), so on NVIDIA compilers (CUDA, NVIDIA OpenCL) the LOP3s are
+ * spelled out in inline PTX when AES_BS_PTX is 1 (implementation "ct-ptx"); otherwise, and for
+ * every other compiler, the plain C expression with the same value is compiled. */
 #ifndef AES_BS_PTX
 #define AES_BS_PTX 0
 #endif
-#if defined(__CUDACC__) && AES_BS_PTX
-DEVICE_FN uint aes_bs_xor3(uint a, uint b, uint c)
-{
-    uint d;
-    asm("lop3.b32 %0, %1, %2, %3, 0x96;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
+/* NVIDIA compilers (CUDA, and NVIDIA's OpenCL, which also takes inline PTX) */
+#if AES_BS_PTX && (defined(__CUDACC__) || defined(cl_nv_pragma_unroll))
+#define AES_BS_ASM 1
+#else
+#define AES_BS_ASM 0
+#endif
+#if AES_BS_ASM
+/* one function per truth table used below: AES_BS_LOP3(.., 0x96, ..) calls aes_bs_lop3_0x96 */
+#define AES_BS_DEF_LOP3(T)                                                                  \
+    DEVICE_FN uint aes_bs_lop3_##T(uint a, uint b, uint c)                                  \
+    {                                                                                       \
+        uint d;                                                                             \
+        asm("lop3.b32 %0, %1, %2, %3, " #T ";" : "=r"(d) : "r"(a), "r"(b), "r"(c));          \
+        return d;                                                                           \
+    }
+AES_BS_DEF_LOP3(0x14) AES_BS_DEF_LOP3(0x28) AES_BS_DEF_LOP3(0x3c) AES_BS_DEF_LOP3(0x48)
+AES_BS_DEF_LOP3(0x60) AES_BS_DEF_LOP3(0x69) AES_BS_DEF_LOP3(0x6a) AES_BS_DEF_LOP3(0x6c)
+AES_BS_DEF_LOP3(0x82) AES_BS_DEF_LOP3(0x96) AES_BS_DEF_LOP3(0xa6) AES_BS_DEF_LOP3(0xc0)
+AES_BS_DEF_LOP3(0xc3) AES_BS_DEF_LOP3(0xe4) AES_BS_DEF_LOP3(0xca)
+#define aes_bs_xor3(a, b, c) aes_bs_lop3_0x96((a), (b), (c))
 /* (x & m) | (y & ~m) */
-DEVICE_FN uint aes_bs_sel(uint m, uint x, uint y)
-{
-    uint d;
-    asm("lop3.b32 %0, %1, %2, %3, 0xca;" : "=r"(d) : "r"(m), "r"(x), "r"(y));
-    return d;
-}
+#define aes_bs_sel(m, x, y) aes_bs_lop3_0xca((m), (x), (y))
 #else
 #define aes_bs_xor3(a, b, c) ((a) ^ (b) ^ (c))
 #define aes_bs_sel(m, x, y) (((x) & (m)) | ((y) & ~(m)))
@@ -106,14 +114,8 @@ DEVICE_FN uint aes_bs_sel(uint m, uint x, uint y)
  * tests check the result against FIPS 197 on every device.  On NVIDIA GPUs each AES_BS_LOP3 is one
  * LOP3 instruction (74 per S-box, 90 per inverse S-box, where the compiler's own mapping of the
  * 2-input gates gives 85 and ~100); other compilers evaluate expr. */
-#if defined(__CUDACC__) && AES_BS_PTX
-template <uint L> DEVICE_FN uint aes_bs_lop3(uint a, uint b, uint c)
-{
-    uint d;
-    asm("lop3.b32 %0, %1, %2, %3, %4;" : "=r"(d) : "r"(a), "r"(b), "r"(c), "n"(L));
-    return d;
-}
-#define AES_BS_LOP3(a, b, c, table, expr) aes_bs_lop3<(table)>((a), (b), (c))
+#if AES_BS_ASM
+#define AES_BS_LOP3(a, b, c, table, expr) aes_bs_lop3_##table((a), (b), (c))
 #else
 #define AES_BS_LOP3(a, b, c, table, expr) (expr)
 #endif
