@@ -60,7 +60,8 @@ Host memory and copies
   parallel, where the driver would fault them one by one).  Otherwise reader threads ``preadv``
   (regular files, at offsets, in parallel) or ``readv`` (pipes, in order) into pinned slots, and
   the D2H goes into the mapped output (page-locked; else one copy from the slot by the finish
-  threads).  Other outputs (pipes, O_APPEND, ``CIPHERGRID_STREAM_MMAP=0``) get
+  threads; ``CIPHERGRID_STREAM_MMAP=out`` forces this way).  Other outputs (pipes, O_APPEND,
+  ``CIPHERGRID_STREAM_MMAP=0``) get
   ``pwrite``/``write`` from the slot, in which the device worked in place.
 
 ``transfer=`` ("auto", "direct", "staged") overrides the choice (tests use it to run every path).
@@ -1085,7 +1086,7 @@ class Pipeline:
                 out_map = out = None
             except (ValueError, OverflowError):
                 out_map = out = None
-        if out is not None and reg_in and self.transfer == "register" and how != "0":
+        if out is not None and reg_in and self.transfer == "register" and how not in ("0", "out"):
             # Both ends are mapped files: the device reads the input's pages and writes the
             # output's directly (both page-locked chunk by chunk, the output's pages faulted in by
             # several threads first), as for arrays in memory: no read(), no staging copy.

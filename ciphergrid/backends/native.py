@@ -1097,11 +1097,32 @@ class NativeStream:
 # speed (the openssl speed -evp baseline)
 # ---------------------------------------------------------------------------------------------
 
+_speed_bufs: list = []   # [size, [buffer per thread]]: the last size's buffers, reused by repeats
+
+
+def _speed_buffers(threads: int, size: int) -> list:
+    """One ``size``-byte buffer per thread, filled with a random 64 KiB pattern (the content does
+    not change a cipher's speed; os.urandom of threads x 256 MiB took longer than the timing).
+    Kept for the next call of the same size: repeats and the other thread counts reuse them."""
+    if not _speed_bufs or _speed_bufs[0] != size:
+        _speed_bufs[:] = [size, []]
+    bufs = _speed_bufs[1]
+    if len(bufs) < threads:
+        block = np.frombuffer(os.urandom(min(size, 1 << 16)), dtype=np.uint8)
+        for _ in range(threads - len(bufs)):
+            b = np.empty(size, dtype=np.uint8)
+            for off in range(0, size, block.size):
+                m = min(block.size, size - off)
+                b[off: off + m] = block[:m]
+            bufs.append(b)
+    return bufs[:threads]
+
+
 def speed(name: str, size: int, *, threads: int = 1, seconds: float = 0.5,
           encrypt: bool = True) -> float:
     """Throughput in bytes/s of repeated in-place EVP_CipherUpdate calls on ``size``-byte buffers,
     like ``openssl speed -evp NAME -bytes SIZE`` (with ``-multi threads``): every thread has its
-    own random buffer, random key/IV and context; total bytes of all threads / wall time."""
+    own buffer (random content), random key/IV and context; total bytes of all threads / wall time."""
     spec = registry.lookup(name)
     size = int(size)
     threads = int(threads)
@@ -1122,7 +1143,7 @@ def speed(name: str, size: int, *, threads: int = 1, seconds: float = 0.5,
                 key = os.urandom(spec.key_len)  # pragma: no cover
             iv = os.urandom(spec.iv_len) if spec.iv_len else None
             ctxs.append(_Ctx(spec.name, key, iv, bool(encrypt)))
-            bufs.append(np.frombuffer(bytearray(os.urandom(size)), dtype=np.uint8))
+        bufs = _speed_buffers(threads, size)
         # one untimed warm-up call per context (page faults, lazy init)
         for c, b in zip(ctxs, bufs):
             c.spin(b, size, 0.0)
