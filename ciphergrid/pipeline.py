@@ -352,9 +352,12 @@ class _PinCache:
         owner = _owner(arr)
         with self.lock:
             if owner is None:  # bytes, an mmap (a file): registered for this run only
-                ro = not arr.flags.writeable
+                # a mapped file: read-only (the input: locked for device reads only), or fresh
+                # pages to fault in first (the output); other memory is locked as it always was
+                mapped = isinstance(_base(arr), mmap.mmap)
+                ro = mapped and not arr.flags.writeable
                 regs = _HostRegs(backend, int(arr.ctypes.data), int(arr.nbytes), grain,
-                                 readonly=ro, populate=not ro and isinstance(_base(arr), mmap.mmap))
+                                 readonly=ro, populate=mapped and not ro)
                 regs.active += 1
                 return _PinView(regs, 0)
             key = (id(backend), id(owner))
