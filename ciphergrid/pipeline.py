@@ -1108,11 +1108,7 @@ class Pipeline:
                     _close_map(in_map)
                     del out
                     _close_map(out_map)
-                end = base_out + done
-                if isinstance(dst, int):
-                    os.lseek(fd_out, end, os.SEEK_SET)
-                else:
-                    dst.seek(end)
+                _seek(dst, fd_out, base_out + done)
                 return done
         if out is not None and self.transfer == "register":
             out_pins = PINS.view(self.b, out, self.pin_grain or max(cap, PIN_GRAIN))
@@ -1234,16 +1230,9 @@ class Pipeline:
                 PINS.done(out_pins)
             if out_map is not None:
                 del out
-                try:
-                    out_map.close()
-                except BufferError:  # a view still referenced somewhere: the GC unmaps it
-                    pass
+                _close_map(out_map)
         if reg_out:
-            end = base_out + written
-            if isinstance(dst, int):
-                os.lseek(fd_out, end, os.SEEK_SET)
-            else:
-                dst.seek(end)
+            _seek(dst, fd_out, base_out + written)
         return written
 
 
@@ -1260,6 +1249,14 @@ def _map_rw(fd: int, length: int, flags: int, offset: int) -> mmap.mmap:
         return mmap.mmap(rw, length, flags, prot, offset=offset)
     finally:
         os.close(rw)  # the mapping keeps the file
+
+
+def _seek(dst, fd: int, end: int) -> None:
+    """Leave ``dst`` (a file object or its descriptor ``fd``) just past what the run wrote."""
+    if isinstance(dst, int):
+        os.lseek(fd, end, os.SEEK_SET)
+    else:
+        dst.seek(end)
 
 
 def _close_map(m) -> None:

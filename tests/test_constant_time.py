@@ -183,16 +183,23 @@ def test_matches_openssl(ct_device, name, rng, ref, diff):
             cases.append((f"{n} bytes, sector_size=512, start_sector=7", rng.data(n), rng.key(name),
                           None, {"sector_size": 512, "start_sector": 7}))
 
+    bad = compare_cases(name, cases, ref, diff, device=ct_device, constant_time=True)
+    assert not bad, f"{name} on {ct_device}, constant_time=True:\n  " + "\n  ".join(bad)
+
+
+def compare_cases(name, cases, ref, diff, **options) -> list[str]:
+    """Each case (what, data, key, iv, extra keyword arguments) encrypted and decrypted with
+    ``options`` against the reference; the problems found, every case reported."""
     bad = []
     for what, data, key, iv, kw in cases:
         for encrypt in (True, False):
             fn = ciphergrid.encrypt if encrypt else ciphergrid.decrypt
             want = ref.crypt(encrypt, data, name, key, iv, **kw)
             try:
-                got = fn(data, name, key, iv, device=ct_device, constant_time=True, **kw)
+                got = fn(data, name, key, iv, **options, **kw)
             except Exception as e:  # report every case, not just the first
                 bad.append(f"{'enc' if encrypt else 'dec'} {what}: {type(e).__name__}: {e}")
                 continue
             if got != want:
                 bad.append(f"{'enc' if encrypt else 'dec'} {what}: {diff(got, want)}")
-    assert not bad, f"{name} on {ct_device}, constant_time=True:\n  " + "\n  ".join(bad)
+    return bad

@@ -17,7 +17,7 @@ import pytest
 
 import ciphergrid
 from ciphergrid import registry
-from test_constant_time import CT_DEVICES, KAT
+from test_constant_time import CT_DEVICES, KAT, compare_cases
 
 AES = registry.lookup("aes-128-ecb").cipher
 COVERED_ELSEWHERE = ("fast", "ct")
@@ -73,15 +73,6 @@ def test_matches_openssl(kdev, impl, rng, ref, diff):
         if mode == "xts":
             cases.append(("sector_size=512, start_sector=7", rng.data(257 * 16 + 3), rng.key(name),
                           None, {"sector_size": 512, "start_sector": 7}))
-        for what, data, key, iv, kw in cases:
-            for encrypt in (True, False):
-                fn = ciphergrid.encrypt if encrypt else ciphergrid.decrypt
-                want = ref.crypt(encrypt, data, name, key, iv, **kw)
-                try:
-                    got = fn(data, name, key, iv, device=kdev, implementation=impl, **kw)
-                except Exception as e:  # report every case, not just the first
-                    bad.append(f"{name} {'enc' if encrypt else 'dec'} {what}: {type(e).__name__}: {e}")
-                    continue
-                if got != want:
-                    bad.append(f"{name} {'enc' if encrypt else 'dec'} {what}: {diff(got, want)}")
+        bad += [f"{name} {b}" for b in compare_cases(name, cases, ref, diff, device=kdev,
+                                                      implementation=impl)]
     assert not bad, f"{impl} on {kdev}:\n  " + "\n  ".join(bad)
