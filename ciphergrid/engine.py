@@ -29,8 +29,11 @@ def build_cipher_program(backend, spec, impl: str | None = None):
     cipher = spec.cipher
     im = cipher.implementation(impl)
     defines = {**cipher.defines(spec.key_size), **im.get("defines", {}), "CG_BATCH": im.get("batch", 1)}
+    if im.get("max_registers"):
+        defines["CG_MAX_REGS"] = im["max_registers"]
     src = defines_prefix(defines) + program_source(im["file"], "modes.cl")
-    return backend.build(src, key=("modes", cipher.name, spec.key_size, impl or "fast"))
+    return backend.build(src, key=("modes", cipher.name, spec.key_size, impl or "fast"),
+                         local_size=im.get("local_size"), max_registers=im.get("max_registers"))
 
 
 def launch_items(backend, program, name: str, nblocks: int, im: dict) -> int:

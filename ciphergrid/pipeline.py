@@ -54,10 +54,14 @@ Host memory and copies
 * Files: a regular output of known size is reserved (``posix_fallocate``: a full disk fails
   there, cleanly) and mapped (``mmap``); writes to one file would serialise on the inode lock.
   When the input is a regular file too and the runtime page-locks caller memory (CUDA), the input
-  is mapped read-only as well and the run is the array run above between the two mappings: the
-  device reads the input's page-cache pages and writes the output's (each chunk's pages locked as
-  it comes; the output's are first faulted in by the worker threads, ``MADV_POPULATE_WRITE``, in
-  parallel, where the driver would fault them one by one).  Otherwise reader threads ``preadv``
+  is mapped read-only as well and the run is the array run above between the two mappings, with
+  ``CIPHERGRID_MAPPED_LOCK`` saying which of them to page-lock: ``none`` (the default: the worker
+  threads copy both through the pinned slots), ``in``, ``out`` or ``both`` (the device reads the
+  input's page-cache pages and writes the output's, each chunk's pages locked as it comes, the
+  output's first faulted in by the worker threads, one write per page, where the driver would
+  fault them one by one).  Locking a file's pages is not free: on the H200 host it runs at ~67
+  GB/s and unlocking at 80-190 GB/s, serialised in the driver, which made ``both`` the slowest
+  choice for a file read once (docs/benchmarks.md, section 4).  Otherwise reader threads ``preadv``
   (regular files, at offsets, in parallel) or ``readv`` (pipes, in order) into pinned slots, and
   the D2H goes into the mapped output (page-locked; else one copy from the slot by the finish
   threads; ``CIPHERGRID_STREAM_MMAP=out`` forces this way).  Other outputs (pipes, O_APPEND,
@@ -94,6 +98,7 @@ TRANSFERS = ("auto", "direct", "staged")
 PIN_CACHE_ENV = "CIPHERGRID_PIN_CACHE"
 
 #: bytes per page-lock registration piece (at least the chunk): few, large registrations
+#: (``CIPHERGRID_PIN_GRAIN`` overrides it)
 PIN_GRAIN = 64 << 20
 #: the end of a GPU run is polled for at most this long before blocking (see _wait_last)
 SPIN_S = 0.0015
@@ -131,6 +136,11 @@ def transfer_mode(backend, transfer: str = "auto") -> str:
     if transfer == "direct":
         return native if native != "staging" else "any"
     return native
+
+
+def _pin_grain() -> int:
+    env = os.environ.get("CIPHERGRID_PIN_GRAIN")
+    return max(PAGE, tuning.parse_bytes(env, "CIPHERGRID_PIN_GRAIN")) if env else PIN_GRAIN
 
 
 def pin_cache_limit() -> int:
@@ -172,6 +182,14 @@ def _populate_write(addr: int, n: int) -> None:
     them does not: several threads do this for their chunks at once, where the driver's page
     locking would fault them in one by one.  Best effort (older kernels: nothing happens)."""
     global _libc
+    if os.environ.get("CIPHERGRID_POPULATE", "touch") == "touch":
+        # one write per page (the byte's own value: nothing changes), from this thread
+        import ctypes
+
+        a = addr - addr % PAGE
+        v = np.frombuffer((ctypes.c_uint8 * (n + addr - a)).from_address(a), np.uint8)[::PAGE]
+        np.bitwise_or(v, 0, out=v)
+        return
     try:
         if _libc is None:
             import ctypes
@@ -216,6 +234,8 @@ class _HostRegs:
         self.active = 0              # runs (and pinned() blocks) using it now
         self.registered_bytes = 0    # registrations made (for the stats)
         self.locked_bytes = 0        # bytes locked right now
+        #: thread-seconds spent faulting pages in, locking and unlocking (for the stats)
+        self.seconds = {"populate": 0.0, "register": 0.0, "unregister": 0.0}
         self.owner_ref = None
 
     def _range(self, k: int) -> tuple[int, int]:
@@ -249,6 +269,9 @@ class _HostRegs:
         for k in self._keys(lo, hi):
             with self.cond:
                 pc = self.pieces.get(k)
+                while pc is not None and pc.status == "closing":  # being unlocked: wait, redo
+                    self.cond.wait()
+                    pc = self.pieces.get(k)
                 mine = pc is None
                 if mine:
                     pc = self.pieces[k] = _Piece()
@@ -257,15 +280,20 @@ class _HostRegs:
                     self.cond.wait()
             if mine:
                 a, z = self._range(k)
+                t0 = time.perf_counter()
                 if self.populate:
                     _populate_write(a, z - a)
+                t1 = time.perf_counter()
                 try:
                     ok = bool(self.b.register_host(a, z - a, readonly=self.readonly)
                               if self.readonly else self.b.register_host(a, z - a))
                 except Exception:
                     ok = False
+                t2 = time.perf_counter()
                 with self.cond:
                     pc.status = "ok" if ok else "failed"
+                    self.seconds["populate"] += t1 - t0
+                    self.seconds["register"] += t2 - t1
                     if ok:
                         self.registered_bytes += z - a
                         self.locked_bytes += z - a
@@ -282,24 +310,39 @@ class _HostRegs:
             self._drop(list(self._keys(lo, hi)))
 
     def _drop(self, keys) -> None:
+        gone = []
         with self.cond:
             for k in keys:
                 pc = self.pieces.get(k)
-                if pc is None:
+                if pc is None or pc.status == "closing":
                     continue
                 pc.ref -= 1
                 if pc.ref <= 0 and (pc.status != "ok" or not self.retain):
-                    del self.pieces[k]
                     if pc.status == "ok":
-                        self._unregister(k)
+                        pc.status = "closing"  # unlocked below, outside the lock
+                        gone.append(k)
+                    else:
+                        del self.pieces[k]
+        if not gone:
+            return
+        # unlocking takes as long as locking: other threads go on registering meanwhile
+        t0 = time.perf_counter()
+        for k in gone:
+            self._unregister(k)
+        with self.cond:
+            self.seconds["unregister"] += time.perf_counter() - t0
+            for k in gone:
+                self.pieces.pop(k, None)
+            self.cond.notify_all()
 
     def _unregister(self, k: int) -> None:
         a, z = self._range(k)
-        self.locked_bytes -= z - a
         try:
             self.b.unregister_host(a)
         except Exception:
             pass
+        with self.cond:
+            self.locked_bytes -= z - a
 
     def close(self) -> None:
         """Unregister every piece still locked."""
@@ -308,6 +351,7 @@ class _HostRegs:
                 if pc.status == "ok":
                     self._unregister(k)
             self.pieces.clear()
+            self.cond.notify_all()
 
 
 class _PinView:
@@ -907,8 +951,10 @@ class Pipeline:
 
     # -- arrays ---------------------------------------------------------------------------------
     def run_array(self, job, data: np.ndarray, out: np.ndarray, plan: list, *, chains=None,
-                  progress=None) -> None:
-        """Run ``plan`` = [(lo, nbytes, first_block, nblocks), ...] from ``data`` into ``out``."""
+                  progress=None, lock=(True, True)) -> None:
+        """Run ``plan`` = [(lo, nbytes, first_block, nblocks), ...] from ``data`` into ``out``.
+        ``lock``: whether to page-lock (CUDA) the input and the output; one not locked is staged
+        (copied through pinned buffers by the worker threads)."""
         if not plan:
             return
         cap = max(nb for _, nb, _, _ in plan)
@@ -916,10 +962,10 @@ class Pipeline:
         mode = self.transfer
         in_pins = out_pins = None
         if mode == "register":
-            grain = self.pin_grain or max(cap, PIN_GRAIN)
-            in_pins = PINS.view(self.b, data, grain)
-            out_pins = PINS.view(self.b, out, grain)
-        regs0 = {id(v.regs): (v.regs, v.regs.registered_bytes)
+            grain = self.pin_grain or max(cap, _pin_grain())
+            in_pins = PINS.view(self.b, data, grain) if lock[0] else None
+            out_pins = PINS.view(self.b, out, grain) if lock[1] else None
+        regs0 = {id(v.regs): (v.regs, v.regs.registered_bytes, dict(v.regs.seconds))
                  for v in (in_pins, out_pins) if v is not None and v.regs is not None}
         last = len(plan) - 1
 
@@ -953,19 +999,23 @@ class Pipeline:
 
         n = data.nbytes
         inline = len(plan) == 1 or mode == "any" or (
-            mode == "register" and in_pins.covered(0, n) and out_pins.covered(0, n))
+            mode == "register" and in_pins is not None and out_pins is not None
+            and in_pins.covered(0, n) and out_pins.covered(0, n))
         t = self.threads
         try:
             self._run(job, produce, finish, permits=self.depth + 2 * t, nprep=t, nfin=t, cap=cap,
                       progress=progress, inline=inline)
         finally:
             self.stats["transfer"] = mode
-            self.stats["registered_bytes"] = sum(r.registered_bytes - b0 for r, b0 in regs0.values())
             for v in (in_pins, out_pins):
                 if v is not None:
                     PINS.done(v)
+            self.stats["registered_bytes"] = sum(r.registered_bytes - b0 for r, b0, _ in regs0.values())
+            for what in ("populate", "register", "unregister"):  # thread-seconds, all threads
+                self.stats[what + "_s"] = sum(r.seconds[what] - s0[what] for r, _, s0 in regs0.values())
 
-    def crypt(self, kp, data: np.ndarray, out: np.ndarray, layout=None, *, progress=None) -> None:
+    def crypt(self, kp, data: np.ndarray, out: np.ndarray, layout=None, *, progress=None,
+              lock=(True, True)) -> None:
         """Mode kernel of ``kp`` over ``data`` into ``out`` (XTS: blocks up to
         layout.kernel_blocks; the caller does the stolen tail)."""
         job = CipherJob(kp, layout)
@@ -983,7 +1033,7 @@ class Pipeline:
         chains = None
         if job.mode == "cbc":  # from the input, before any chunk can overwrite it (in place)
             chains = [kp.p.iv] + [data[lo - bs: lo].tobytes() for lo, _, _, _ in plan[1:]]
-        self.run_array(job, data, out, plan, chains=chains, progress=progress)
+        self.run_array(job, data, out, plan, chains=chains, progress=progress, lock=lock)
 
     def copy(self, data: np.ndarray, out: np.ndarray | None = None, *, progress=None) -> np.ndarray:
         """The copy-only strawman through the pipeline; returns ``out`` (= the input's bytes)."""
@@ -1026,7 +1076,9 @@ class Pipeline:
         tail = None
         if layout is not None and layout.tail_unit >= 0:  # stealing: the host does the last unit
             tail = modes.xts_tail(p, layout, inp[layout.tail_start:].tobytes())
-        self.crypt(job.kp, inp, out, layout, progress=progress)
+        how = os.environ.get("CIPHERGRID_MAPPED_LOCK", "none")
+        lock = (how in ("both", "in"), how in ("both", "out"))
+        self.crypt(job.kp, inp, out, layout, progress=progress, lock=lock)
         if tail:
             out[layout.tail_start: layout.tail_start + len(tail)] = np.frombuffer(tail, np.uint8)
             if progress is not None:
@@ -1111,7 +1163,7 @@ class Pipeline:
                 _seek(dst, fd_out, base_out + done)
                 return done
         if out is not None and self.transfer == "register":
-            out_pins = PINS.view(self.b, out, self.pin_grain or max(cap, PIN_GRAIN))
+            out_pins = PINS.view(self.b, out, self.pin_grain or max(cap, _pin_grain()))
         state = {"chain": p.iv if (p is not None and mode == "cbc") else None, "done": False,
                  "total": 0}
         self._ensure(cap, job.scratch_bytes(cap // bs))

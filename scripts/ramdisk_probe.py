@@ -99,6 +99,114 @@ def cli(a, size: int, src: str, dst: str) -> None:
                 os.unlink(dst)
 
 
+def _parallel(fn, pieces, threads: int) -> float:
+    """Run fn(lo, hi) over pieces on `threads` threads; wall seconds."""
+    it = iter(pieces)
+    lock = threading.Lock()
+
+    def work():
+        while True:
+            with lock:
+                nxt = next(it, None)
+            if nxt is None:
+                return
+            fn(*nxt)
+
+    t0 = time.perf_counter()
+    ts = [threading.Thread(target=work) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return time.perf_counter() - t0
+
+
+def breakdown(a, size: int, src: str, dst: str) -> None:
+    """Where the time of a mapped-file run goes: fault-in, page-locking (pieces x threads),
+    unlocking, and the device run between two locked mappings."""
+    import ciphergrid  # noqa: F401
+    from ciphergrid import modes, pipeline, registry
+    from ciphergrid.engine import KeyedProgram, get_engine
+
+    b = get_engine(a.device).backend
+    fd = os.open(dst, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    t0 = time.perf_counter()
+    os.posix_fallocate(fd, 0, size)
+    print("posix_fallocate output        ", rate(size, time.perf_counter() - t0))
+    om = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    out = np.frombuffer(om, np.uint8)
+    ofs = os.open(src, os.O_RDONLY)
+    im = mmap.mmap(ofs, size, mmap.MAP_SHARED, mmap.PROT_READ)
+    inp = np.frombuffer(im, np.uint8)
+    obase, ibase = out.ctypes.data, inp.ctypes.data
+
+    def pieces(base, g):
+        return [(base + o, base + min(size, o + g)) for o in range(0, size, g)]
+
+    os.environ["CIPHERGRID_POPULATE"] = "madvise"
+    t = _parallel(lambda lo, hi: pipeline._populate_write(lo, hi - lo), pieces(obase, 64 * MiB), a.threads)
+    print(f"populate (madvise) output, 64 MiB x {a.threads} threads", rate(size, t))
+    os.environ.pop("CIPHERGRID_POPULATE")
+    for how, trunc in (("fallocate", False), ("ftruncate", True)):
+        fd2 = os.open(dst + "2", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.ftruncate(fd2, size) if trunc else os.posix_fallocate(fd2, 0, size)
+        m2 = mmap.mmap(fd2, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        b2 = np.frombuffer(m2, np.uint8).ctypes.data
+        t = _parallel(lambda lo, hi: pipeline._populate_write(lo, hi - lo), pieces(b2, 64 * MiB), a.threads)
+        print(f"populate (touch) new file after {how}, 64 MiB x {a.threads} threads", rate(size, t))
+        m2.close()
+        os.close(fd2)
+        os.unlink(dst + "2")
+    for name, base, ro in (("output", obase, False), ("input (read-only)", ibase, True)):
+        for g, th in ((64 * MiB, 1), (64 * MiB, 8), (1 * GiB, 8), (size, 1)):
+            ps = pieces(base, g)
+            t = _parallel(lambda lo, hi: b.register_host(lo, hi - lo, readonly=ro), ps, th)
+            tu = _parallel(lambda lo, hi: b.unregister_host(lo), ps, th)
+            print(f"lock {name:<18} {g >> 20:6d} MiB pieces x {th:2d} threads", rate(size, t),
+                  " unlock", rate(size, tu))
+    p = modes.check(registry.lookup("aes-128-ctr"), bytes(range(16)), bytes(16), True)
+    with KeyedProgram(b, p) as kp, pipeline.pipeline_for(b) as pipe:
+        t0 = time.perf_counter()
+        with pipeline.pinned(b, inp), pipeline.pinned(b, out):
+            t1 = time.perf_counter()
+            for _ in range(2):
+                t2 = time.perf_counter()
+                pipe.crypt(kp, inp, out)
+                print("device run between the locked mappings", rate(size, time.perf_counter() - t2))
+            t3 = time.perf_counter()
+        print("  (locking both whole:", rate(size, t1 - t0), "; unlocking:", rate(size, time.perf_counter() - t3), ")")
+    del inp, out
+    im.close()
+    om.close()
+    os.close(ofs)
+    os.close(fd)
+    os.unlink(dst)
+    # the file stream itself (a new output file each time), under each setting
+    for env in ({}, {"CIPHERGRID_POPULATE": "madvise"}, {"CIPHERGRID_PIN_GRAIN": str(256 * MiB)},
+                {"CIPHERGRID_HOST_THREADS": "16"}, {"CIPHERGRID_MAPPED_LOCK": "in"},
+                {"CIPHERGRID_MAPPED_LOCK": "in", "CIPHERGRID_HOST_THREADS": "16"},
+                {"CIPHERGRID_MAPPED_LOCK": "out"},
+                {"CIPHERGRID_MAPPED_LOCK": "none", "CIPHERGRID_HOST_THREADS": "16"},
+                {"CIPHERGRID_STREAM_MMAP": "out", "CIPHERGRID_HOST_THREADS": "16"}):
+        os.environ.update(env)
+        try:
+            with KeyedProgram(b, p) as kp:
+                pipe2 = pipeline.Pipeline(b)
+                with open(src, "rb") as fi, open(dst, "w+b") as fo:
+                    t0 = time.perf_counter()
+                    pipe2.stream(pipeline.CipherJob(kp), fi, fo)
+                    t = time.perf_counter() - t0
+                st = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in pipe2.stats.items()
+                      if k not in ("cap", "transfer")}
+                pipe2.close()
+            print(f"stream {env or 'defaults'}", rate(size, t), st)
+            os.unlink(dst)
+        finally:
+            for k in env:
+                os.environ.pop(k)
+    return
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -108,15 +216,19 @@ def main() -> None:
     ap.add_argument("--cli", action="store_true")
     ap.add_argument("--modes", default="1,populate,0", help="CIPHERGRID_STREAM_MMAP values to try")
     ap.add_argument("--quick", action="store_true", help="only the CLI part (skip the fill/read probes)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="only where a mapped-file run's time goes (fault-in, locking, device)")
     a = ap.parse_args()
     size = parse(a.size)
     d = a.dir
     src, dst = os.path.join(d, "cg-probe-in"), os.path.join(d, "cg-probe-out")
     print(f"== {d}: {a.size}, {a.threads} threads")
     try:
-        if a.quick:
+        if a.quick or a.breakdown:
             fill_mapped(src, size, a.threads)
-            return cli(a, size, src, dst)
+            if a.breakdown:
+                breakdown(a, size, src, dst)
+            return cli(a, size, src, dst) if a.cli else None
         buf = np.full(64 * MiB, 0xA5, np.uint8)
         fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         t0 = time.perf_counter()

@@ -75,6 +75,9 @@ def main() -> None:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--decrypt", action="store_true", help="the decryption kernel (ecb, xts)")
     ap.add_argument("--nvrtc-option", action="append", default=[], help="extra NVRTC option")
+    ap.add_argument("--ptxas-option", action="append", default=[], help="extra ptxas option")
+    ap.add_argument("--define", "-D", action="append", default=[], metavar="NAME=VALUE",
+                    help="extra preprocessor definition (e.g. CG_MIN_BLOCKS=3)")
     ap.add_argument("--dump", metavar="IMPL", help="print the SASS of this implementation's kernel")
     a = ap.parse_args()
     spec = registry.lookup(a.name)
@@ -87,14 +90,17 @@ def main() -> None:
         sys.exit("ptxas/cuobjdump not found: set CUDA_TOOLS (see the module doc)")
     for impl in a.impl or list(cipher.implementations):
         im = cipher.implementation(impl)
-        d = {**cipher.defines(spec.key_size), **im.get("defines", {}), "CG_BATCH": im.get("batch", 1)}
+        d = {**cipher.defines(spec.key_size), **im.get("defines", {}), "CG_BATCH": im.get("batch", 1),
+             **dict(x.split("=", 1) for x in a.define)}
+        if im.get("max_registers"):
+            d["CG_MAX_REGS"] = im["max_registers"]
         src = defines_prefix(d) + program_source(im["file"], "modes.cl")
         ptx = nvrtc_ptx(src, a.arch, a.nvrtc_option)
         with tempfile.TemporaryDirectory() as tmp:
             p = os.path.join(tmp, "k.ptx")
             cub = os.path.join(tmp, "k.cubin")
             open(p, "w").write(ptx)
-            r = subprocess.run([ptxas, f"-arch={a.arch}", "-v", "-o", cub, p], capture_output=True, text=True)
+            r = subprocess.run([ptxas, f"-arch={a.arch}", "-v", *a.ptxas_option, "-o", cub, p], capture_output=True, text=True)
             if r.returncode:
                 print(f"{impl}: ptxas failed\n{r.stderr[-3000:]}")
                 continue

@@ -49,8 +49,10 @@ def program_source(cipher_file: str | None, *extra_files: str) -> str:
 class Program:
     """A compiled program: ``native`` is the runtime's object, kernels are fetched once by name."""
 
-    def __init__(self, native, get_kernel):
+    def __init__(self, native, get_kernel, local_size: int | None = None):
         self.native = native
+        #: work-items per work-group of this program's launches (None: the backend's)
+        self.local_size = local_size
         self._get = get_kernel
         self._kernels: dict = {}
         self._lock = threading.Lock()
@@ -75,9 +77,18 @@ class Backend:
     local_size: int = 256
 
     # -- compilation -------------------------------------------------------------------------
-    def build(self, source: str, key: tuple):
-        """Compile ``source`` once per ``key`` (cached); return a program with ``.kernel(name)``."""
+    def build(self, source: str, key: tuple, *, local_size: int | None = None,
+              max_registers: int | None = None):
+        """Compile ``source`` once per ``key`` (cached); return a program with ``.kernel(name)``.
+
+        ``local_size``: work-group size of its launches (default: the backend's);
+        ``max_registers``: a cap on registers per work-item where the compiler takes one (the
+        CUDA source caps itself through CG_MAX_REGS; NVIDIA OpenCL: -cl-nv-maxrregcount)."""
         raise NotImplementedError
+
+    def group_size(self, program) -> int:
+        """Work-items per work-group when launching ``program``."""
+        return min(getattr(program, "local_size", None) or self.local_size, self.local_size)
 
     # -- memory -------------------------------------------------------------------------------
     def alloc(self, nbytes: int):
@@ -141,7 +152,7 @@ class Backend:
         key = (id(program), name)
         cache = self.__dict__.setdefault("_resident", {})
         if key not in cache:
-            local = self.local_size
+            local = self.group_size(program)
             if self.info.kind == "cpu":
                 cache[key] = max(1, self.info.compute_units) * local * 4
             else:

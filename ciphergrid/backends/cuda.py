@@ -78,7 +78,7 @@ class CudaBackend(Backend):
         self._lock = threading.Lock()
         self.local_size = 256
 
-    def build(self, source: str, key: tuple):
+    def build(self, source: str, key: tuple, *, local_size=None, max_registers=None):
         with self._lock:
             prg = self._programs.get(key)
             if prg is None:
@@ -89,7 +89,8 @@ class CudaBackend(Backend):
                         mod.compile()
                 except Exception as e:
                     raise DeviceError(f"CUDA build failed on {self.info}: {e}") from None
-                prg = self._programs[key] = Program(mod, lambda m, name: m.get_function(name))
+                prg = self._programs[key] = Program(mod, lambda m, name: m.get_function(name),
+                                                    local_size)
             return prg
 
     def alloc(self, nbytes: int):
@@ -166,7 +167,7 @@ class CudaBackend(Backend):
     def launch(self, program, name, items, args, queue=None, *, wait_for=None):
         s = queue or self._default
         k = program.kernel(name)
-        local = self.local_size
+        local = self.group_size(program)
         grid = -(-max(int(items), 1) // local)
         with self.dev:
             self._prepare(s, wait_for)
@@ -197,7 +198,7 @@ class CudaBackend(Backend):
         k = program.kernel(name)
         regs = int(k.num_regs)
         smem = int(k.shared_size_bytes)
-        local = self.local_size
+        local = self.group_size(program)
         ex = self.info.extra
         per_sm = [ex["max_threads_per_sm"] // local, ex["max_blocks_per_sm"]]
         if regs:

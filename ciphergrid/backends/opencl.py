@@ -82,7 +82,7 @@ class OpenCLBackend(Backend):
         self.local_size = min(256, int(self.device.max_work_group_size))
 
     # -- compilation -------------------------------------------------------------------------
-    def build(self, source: str, key: tuple):
+    def build(self, source: str, key: tuple, *, local_size=None, max_registers=None):
         with self._lock:
             prg = self._programs.get(key)
             if prg is None:
@@ -90,11 +90,14 @@ class OpenCLBackend(Backend):
                 opts = ["-cl-std=CL1.2"]
                 if "nvidia" in self.info.platform.lower():
                     opts.append("-cl-nv-verbose")
+                    if max_registers:
+                        opts.append(f"-cl-nv-maxrregcount={int(max_registers)}")
                 try:
                     built = c.Program(self.ctx, source).build(options=opts)
                 except c.Error as e:
                     raise DeviceError(f"OpenCL build failed on {self.info}: {e}") from None
-                prg = self._programs[key] = Program(built, lambda p, name: cl().Kernel(p, name))
+                prg = self._programs[key] = Program(built, lambda p, name: cl().Kernel(p, name),
+                                                    local_size)
             return prg
 
     # -- memory -------------------------------------------------------------------------------
@@ -143,7 +146,7 @@ class OpenCLBackend(Backend):
     def launch(self, program, name, items, args, queue=None, *, wait_for=None):
         c = cl()
         k = program.kernel(name)
-        local = self.local_size
+        local = self.group_size(program)
         glob = -(-max(int(items), 1) // local) * local
         k.set_args(*args)
         try:
@@ -175,7 +178,7 @@ class OpenCLBackend(Backend):
         k = program.kernel(name)
         info = c.kernel_work_group_info
         res = {
-            "work_group_size": self.local_size,
+            "work_group_size": self.group_size(program),
             "local_mem_bytes": int(k.get_work_group_info(info.LOCAL_MEM_SIZE, self.device)),
             "private_mem_bytes": int(k.get_work_group_info(info.PRIVATE_MEM_SIZE, self.device)),
             "registers_per_item": None,

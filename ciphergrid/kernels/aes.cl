@@ -238,6 +238,22 @@ DEVICE_FN void aes_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
 #define CG_DEC_PARAMS , AES_RK_PTR dk, LOCAL_PTR const uint *td0, LOCAL_PTR const uchar *isb, uint lane
 #define CG_DEC_ARGS , cg_rk, cg_td0, cg_isb, cg_lane
 
+/* R(1) R(2) ... R(AES_ROUNDS - 1), written out: NVIDIA's OpenCL compiler leaves a "#pragma unroll"
+ * round loop rolled (the round keys "in registers" then live in local memory, and every table index
+ * costs a 64-bit address add); CUDA unrolled it anyway, to the same code */
+#if AES_ROUNDS >= 12
+#define AES_ROUNDS_10_11(R) R(10) R(11)
+#else
+#define AES_ROUNDS_10_11(R)
+#endif
+#if AES_ROUNDS >= 14
+#define AES_ROUNDS_12_13(R) R(12) R(13)
+#else
+#define AES_ROUNDS_12_13(R)
+#endif
+#define AES_MIDDLE_ROUNDS(R) \
+    R(1) R(2) R(3) R(4) R(5) R(6) R(7) R(8) R(9) AES_ROUNDS_10_11(R) AES_ROUNDS_12_13(R)
+
 #define AES_TE(a, b, c, d) AES_COL(t0, a, b, c, d)
 /* last round: S(x) is byte 1 of T0[x] */
 #define AES_SB(x) ((AES_L(t0, 0, x) >> 8) & 0xffu)
@@ -247,14 +263,15 @@ DEVICE_FN void aes_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
 DEVICE_FN void aes_encrypt1(uint *s, AES_RK_PTR rk, LOCAL_PTR const uint *t0, uint lane)
 {
     uint s0 = s[0] ^ rk[0], s1 = s[1] ^ rk[1], s2 = s[2] ^ rk[2], s3 = s[3] ^ rk[3];
-#pragma unroll
-    for (int r = 1; r < AES_ROUNDS; r++) {
-        uint u0 = AES_TE(s0, s1, s2, s3) ^ rk[4 * r + 0];
-        uint u1 = AES_TE(s1, s2, s3, s0) ^ rk[4 * r + 1];
-        uint u2 = AES_TE(s2, s3, s0, s1) ^ rk[4 * r + 2];
-        uint u3 = AES_TE(s3, s0, s1, s2) ^ rk[4 * r + 3];
-        s0 = u0; s1 = u1; s2 = u2; s3 = u3;
+#define AES_ENC_ROUND(r)                                      \
+    {                                                         \
+        const uint u0 = AES_TE(s0, s1, s2, s3) ^ rk[4 * (r) + 0]; \
+        const uint u1 = AES_TE(s1, s2, s3, s0) ^ rk[4 * (r) + 1]; \
+        const uint u2 = AES_TE(s2, s3, s0, s1) ^ rk[4 * (r) + 2]; \
+        const uint u3 = AES_TE(s3, s0, s1, s2) ^ rk[4 * (r) + 3]; \
+        s0 = u0; s1 = u1; s2 = u2; s3 = u3;                   \
     }
+    AES_MIDDLE_ROUNDS(AES_ENC_ROUND)
     s[0] = AES_SE(s0, s1, s2, s3) ^ rk[4 * AES_ROUNDS + 0];
     s[1] = AES_SE(s1, s2, s3, s0) ^ rk[4 * AES_ROUNDS + 1];
     s[2] = AES_SE(s2, s3, s0, s1) ^ rk[4 * AES_ROUNDS + 2];
@@ -270,14 +287,15 @@ DEVICE_FN void aes_decrypt1(uint *s, AES_RK_PTR dk, LOCAL_PTR const uint *td0,
                             LOCAL_PTR const uchar *isb, uint lane)
 {
     uint s0 = s[0] ^ dk[0], s1 = s[1] ^ dk[1], s2 = s[2] ^ dk[2], s3 = s[3] ^ dk[3];
-#pragma unroll
-    for (int r = 1; r < AES_ROUNDS; r++) {
-        uint u0 = AES_TD(s0, s3, s2, s1) ^ dk[4 * r + 0];
-        uint u1 = AES_TD(s1, s0, s3, s2) ^ dk[4 * r + 1];
-        uint u2 = AES_TD(s2, s1, s0, s3) ^ dk[4 * r + 2];
-        uint u3 = AES_TD(s3, s2, s1, s0) ^ dk[4 * r + 3];
-        s0 = u0; s1 = u1; s2 = u2; s3 = u3;
+#define AES_DEC_ROUND(r)                                      \
+    {                                                         \
+        const uint u0 = AES_TD(s0, s3, s2, s1) ^ dk[4 * (r) + 0]; \
+        const uint u1 = AES_TD(s1, s0, s3, s2) ^ dk[4 * (r) + 1]; \
+        const uint u2 = AES_TD(s2, s1, s0, s3) ^ dk[4 * (r) + 2]; \
+        const uint u3 = AES_TD(s3, s2, s1, s0) ^ dk[4 * (r) + 3]; \
+        s0 = u0; s1 = u1; s2 = u2; s3 = u3;                   \
     }
+    AES_MIDDLE_ROUNDS(AES_DEC_ROUND)
     s[0] = AES_SD(s0, s3, s2, s1) ^ dk[4 * AES_ROUNDS + 0];
     s[1] = AES_SD(s1, s0, s3, s2) ^ dk[4 * AES_ROUNDS + 1];
     s[2] = AES_SD(s2, s1, s0, s3) ^ dk[4 * AES_ROUNDS + 2];

@@ -39,7 +39,10 @@
 #define uint unsigned int
 #define ulong unsigned long long
 #define uchar unsigned char
-#if defined(CG_MIN_BLOCKS) && defined(CG_LOCAL_SIZE)
+#if defined(CG_MAX_REGS)
+/* cap registers per work-item (an implementation's "max_registers": more warps per SM) */
+#define KERNEL extern "C" __global__ __maxnreg__(CG_MAX_REGS)
+#elif defined(CG_MIN_BLOCKS) && defined(CG_LOCAL_SIZE)
 /* cap registers so that CG_MIN_BLOCKS work-groups of CG_LOCAL_SIZE fit on one SM */
 #define KERNEL extern "C" __global__ __launch_bounds__(CG_LOCAL_SIZE, CG_MIN_BLOCKS)
 #else
