@@ -38,7 +38,7 @@ for s in "${stages[@]}"; do
   case $s in
     smoke) for d in ${GPUS//,/ }; do run "smoke-${d//:/-}" "${STAGE_TIMEOUT_smoke:-300}" python3 scripts/smoke.py "$d"; done ;;
     selftest) for d in ${GPUS//,/ }; do run "selftest-${d//:/-}" "${STAGE_TIMEOUT_selftest:-150}" python3 -m ciphergrid selftest --device "$d" --quiet; done ;;
-    tests) CIPHERGRID_TEST_DEVICES="$GPUS,native" run tests "${STAGE_TIMEOUT_tests:-240}" \
+    tests) CIPHERGRID_TEST_DEVICES="$GPUS,native" run tests "${STAGE_TIMEOUT_tests:-420}" \
              python3 -m pytest -q -rs -p no:cacheprovider ${TESTS:-tests/test_kat.py tests/test_differential.py \
              tests/test_streaming.py tests/test_constant_time.py tests/test_implementations.py \
              tests/test_pipeline.py tests/test_errors.py tests/test_api_out.py tests/test_gpu_resident.py} ;;

@@ -38,6 +38,8 @@ def variant(text: str) -> str:
             im["max_registers"] = int(v)
         elif k == "local":
             im["local_size"] = int(v)
+            if "CG_LOCAL_SIZE" in im["defines"]:
+                im["defines"]["CG_LOCAL_SIZE"] = int(v)
         else:
             im["defines"][k] = int(v)
     impls[text] = im
