@@ -1,7 +1,6 @@
 """The constant-time AES kernel (implementation "ct", kernels/aes_bs.cl: bitsliced, table-free).
 
-* the kernel source holds no table (no program-scope constant table; shared memory only as the
-  "alt-ct-pair" variant's exchange buffer, at public addresses);
+* the kernel source holds no table (no program-scope constant table, no shared memory);
 * known answers: FIPS 197 Appendix C (one block, AES-128/192/256) and NIST SP 800-38A Appendix F
   (ECB, CBC, CTR, AES-128/192/256), both directions;
 * every registered AES name against pyca/cryptography on random keys and IVs, lengths around the
@@ -51,44 +50,11 @@ def test_ct_is_registered():
     assert im["batch"] == 32
 
 
-_MEMORY_WORDS = ("CONST_TABLE", "LOCAL_VAR", "CONST_PTR", "LOCAL_PTR", "__constant", "__local",
-                 "__shared__", "__constant__")
-
-
-def _split_pair(src: str) -> tuple[list[str], list[str]]:
-    """(lines outside, lines inside) the source's ``#if AES_BS_PAIR`` branches."""
-    outside, inside, stack = [], [], []  # stack: per #if level, whether it is the pair branch
-    for line in src.splitlines():
-        d = line.strip()
-        if d.startswith(("#if ", "#ifdef", "#ifndef")):
-            stack.append(d == "#if AES_BS_PAIR")
-        elif d.startswith("#elif") or d.startswith("#else"):
-            stack[-1] = False  # the other branches of "#if AES_BS_PAIR" are the one-item kernel
-        elif d.startswith("#endif"):
-            stack.pop()
-        (inside if any(stack) else outside).append(line)
-    assert not stack
-    return outside, inside
-
-
 def test_kernel_has_no_table():
-    """No table anywhere; the only shared memory is the pair variant's exchange buffer, every
-    access to it through AES_BSP_X with indices made of constants, the round number and the
-    work-item's parity (public), and the one-item kernel ("ct", "ct-ptx") uses none at all."""
-    outside, inside = _split_pair(_kernel_source())
-    assert inside, "no AES_BS_PAIR section found"
-    for line in outside:
-        for word in _MEMORY_WORDS:
-            assert word not in line, f"aes_bs.cl mentions {word}: the constant-time kernel has no table"
-    for line in inside:
-        for word in _MEMORY_WORDS:
-            if word in line:
-                assert ("cg_xch" in line or "*xp" in line), f"unexpected shared memory: {line!r}"
-        assert "xp[" not in line or "#define AES_BSP_X" in line, f"raw exchange access: {line!r}"
-        if "AES_BSP_X(" in line and "#define" not in line:
-            args = line.split("AES_BSP_X(", 1)[1]
-            for name in ("s[", "q[", "a[", "kk[", "t["):
-                assert name not in args.split(")")[0], f"data-dependent exchange index: {line!r}"
+    src = _kernel_source()
+    for word in ("CONST_TABLE", "LOCAL_VAR", "CONST_PTR", "LOCAL_PTR", "__constant", "__local",
+                 "__shared__", "__constant__"):
+        assert word not in src, f"aes_bs.cl mentions {word}: the constant-time kernel has no table"
 
 
 def test_bitsliced_key_layout():

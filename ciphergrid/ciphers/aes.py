@@ -150,11 +150,6 @@ class AES(BlockCipher):
                "key_layout": "bitsliced"},
         "ct-ptx": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent",
                    "defines": {"AES_BS_PTX": 1}, "key_layout": "bitsliced"},
-        # two work-items per 32 blocks (aes_bs.cl AES_BS_PAIR): half the state registers each; measured
-        # no faster than ct-ptx on the H200 (docs/benchmarks.md)
-        "alt-ct-pair": {"file": "aes_bs.cl", "batch": 16, "grid": "persistent", "local_size": 128,
-                    "defines": {"AES_BS_PTX": 1, "AES_BS_PAIR": 1, "CG_LOCAL_SIZE": 128},
-                    "key_layout": "bitsliced"},
     }
 
     def defines(self, key_size: int) -> dict[str, int]:

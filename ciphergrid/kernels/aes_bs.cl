@@ -45,35 +45,16 @@
  * and the mode's own; 255 with NVRTC for sm_90, so 8 warps per SM.
  */
 #define CG_BLOCK_WORDS 4
-#ifndef AES_BS_PAIR
-#define AES_BS_PAIR 0
+#ifndef CG_BATCH
+#define CG_BATCH 32
 #endif
-#if AES_BS_PAIR
-#if CG_BATCH != 16 || !defined(CG_LOCAL_SIZE)
-#error "aes_bs.cl with AES_BS_PAIR: CG_BATCH must be 16, CG_LOCAL_SIZE the work-group size"
-#endif
-#define CG_GROUP_STEPS 1
-#elif CG_BATCH != 32
+#if CG_BATCH != 32
 #error "aes_bs.cl bitslices 32 blocks per work-item: CG_BATCH must be 32"
 #endif
 #ifndef AES_ROUNDS
 #error "aes_bs.cl needs AES_ROUNDS (10, 12 or 14)"
 #endif
 
-#if AES_BS_PAIR
-/* two work-items per 32 blocks: 64 words of shared memory each for the exchanges */
-#define CG_ENC_LOCALS LOCAL_VAR uint cg_xch[64 * CG_LOCAL_SIZE];
-#define CG_ENC_SETUP(k)                                                  \
-    GLOBAL_RO const uint4 *cg_bsk = (GLOBAL_RO const uint4 *)(k);        \
-    LOCAL_PTR uint *cg_xp = cg_xch + (LID & ~1u);                        \
-    const uint cg_par = LID & 1u;
-#define CG_ENC_PARAMS , GLOBAL_RO const uint4 *RESTRICT bsk, LOCAL_PTR uint *xp, uint par
-#define CG_ENC_ARGS , cg_bsk, cg_xp, cg_par
-#define CG_DEC_LOCALS CG_ENC_LOCALS
-#define CG_DEC_SETUP(k) CG_ENC_SETUP(k)
-#define CG_DEC_PARAMS CG_ENC_PARAMS
-#define CG_DEC_ARGS CG_ENC_ARGS
-#else
 /* uniform batch interface: no shared memory, the round keys stay in device memory */
 #define CG_ENC_LOCALS
 #define CG_ENC_SETUP(k) GLOBAL_RO const uint4 *cg_bsk = (GLOBAL_RO const uint4 *)(k);
@@ -83,7 +64,6 @@
 #define CG_DEC_SETUP(k) GLOBAL_RO const uint4 *cg_bsk = (GLOBAL_RO const uint4 *)(k);
 #define CG_DEC_PARAMS , GLOBAL_RO const uint4 *RESTRICT bsk
 #define CG_DEC_ARGS , cg_bsk
-#endif
 
 /* ---- three-input primitives ---------------------------------------------------------------------
  * NVIDIA GPUs do any 3-input bitwise function in one LOP3 (and any byte shuffle of two words in one
@@ -559,7 +539,6 @@ DEVICE_FN void aes_bs_transpose(uint *s)
     for (int w = 0; w < 4; w++) aes_bs_transpose32(s, w, 4);
 }
 
-#if !AES_BS_PAIR
 /* ---- the uniform batch interface: CG_BATCH = 32 blocks, block k in s[4k .. 4k+3] -----------------
  * One rolled loop (the code of a round is large, and the key loads must depend on the round number
  * so that they are not hoisted out of the caller's block loop).  Bitslicing back happens inside the
@@ -605,159 +584,3 @@ DEVICE_FN void cg_decrypt_batch(uint *s CG_DEC_PARAMS)
         }
     }
 }
-#endif /* !AES_BS_PAIR */
-
-#if AES_BS_PAIR
-/* ---- two work-items per 32 blocks ("alt-ct-pair") ------------------------------------------------------
- * The 128 state words of 32 blocks are more registers than leave room for enough warps (255 with
- * NVRTC for sm_90: 2 warps per scheduler).  Here work-items 2m and 2m+1 (par = 0, 1) share 32
- * blocks, 16 each (CG_BATCH = 16): the one of parity par holds the state columns par and par + 2,
- * q[32 c + 8 i + j] = bit j of row i of column par + 2c (c = 0, 1) of the 32 blocks (bit k =
- * block k; blocks 0-15 are work-item 2m's, 16-31 its partner's).  SubBytes and MixColumns stay
- * local; ShiftRows moves rows 1 and 3 to the other column pair (row 2 stays within the item, row 0
- * in place), so each round each item hands its partner 32 words through shared memory.  Which
- * partner word goes where depends on par only (public): the addresses differ, not the code.
- * Shared memory: 64 words per work-item, word i of work-item L at i * CG_LOCAL_SIZE + L (a warp's
- * accesses to one i fall in 32 banks); a pair's 128 words hold the column-major block exchange
- * X[w][block] at the start and end (X word 64 h + i in work-item 2m + h's word i), and two round
- * buffers of 32 words per item (alternating: one barrier per round). */
-#define AES_BSP_X(i, h) xp[(i) * CG_LOCAL_SIZE + (h)]
-
-/* blocks (16 mine) -> q: the pair's columns par, par + 2 of its 32 blocks, bitsliced */
-DEVICE_FN void aes_bsp_gather(const uint *s, uint *q, LOCAL_PTR uint *xp, uint par)
-{
-    /* X[w][16 par + k] = word w of my block k;  X[w][b] is X word 32 w + b */
-    const uint p16 = 16u * par, p32 = 32u * par;
-#pragma unroll
-    for (int w = 0; w < 4; w++) {
-#pragma unroll
-        for (int k = 0; k < 16; k++) AES_BSP_X(32 * (w & 1) + p16 + k, w >> 1) = s[4 * k + w];
-    }
-    WARP_BARRIER();
-    /* my column par + 2c: X[par + 2c][b] */
-#pragma unroll
-    for (int c = 0; c < 2; c++) {
-#pragma unroll
-        for (int k = 0; k < 32; k++) q[32 * c + k] = AES_BSP_X(p32 + k, c);
-    }
-    WARP_BARRIER();  /* the round buffers reuse this memory */
-    aes_bs_transpose32(q, 0, 1);
-    aes_bs_transpose32(q, 32, 1);
-}
-
-/* q (bitsliced) -> my 16 blocks */
-DEVICE_FN void aes_bsp_scatter(uint *q, uint *s, LOCAL_PTR uint *xp, uint par)
-{
-    aes_bs_transpose32(q, 0, 1);
-    aes_bs_transpose32(q, 32, 1);
-    const uint p16 = 16u * par, p32 = 32u * par;
-    WARP_BARRIER();  /* the partner has read the last round's buffer */
-#pragma unroll
-    for (int c = 0; c < 2; c++) {
-#pragma unroll
-        for (int k = 0; k < 32; k++) AES_BSP_X(p32 + k, c) = q[32 * c + k];
-    }
-    WARP_BARRIER();
-#pragma unroll
-    for (int w = 0; w < 4; w++) {
-#pragma unroll
-        for (int k = 0; k < 16; k++) s[4 * k + w] = AES_BSP_X(32 * (w & 1) + p16 + k, w >> 1);
-    }
-    WARP_BARRIER();  /* before the next step's gather writes */
-}
-
-/* (Inv)ShiftRows: a[c][i][j] = bit j of row i of the column that moves into my column c.
- * Encryption: column c' takes row i from column c' + i; decryption from c' - i (mod 4). */
-DEVICE_FN void aes_bsp_shift_rows(const uint *q, LOCAL_PTR uint *xp, uint par, int r, int inv,
-                                  uint a[2][4][8])
-{
-    const uint y = 32u * (uint)(r & 1), other = par ^ 1u;
-#pragma unroll
-    for (int c = 0; c < 2; c++) {
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            AES_BSP_X(y + 16 * c + j, par) = q[32 * c + 8 + j];       /* row 1 */
-            AES_BSP_X(y + 16 * c + 8 + j, par) = q[32 * c + 24 + j];  /* row 3 */
-        }
-    }
-    WARP_BARRIER();
-    /* my column c takes row 1 from the partner's column c ^ f1, row 3 from c ^ f3 */
-    const uint f1 = inv ? par ^ 1u : par, f3 = f1 ^ 1u;
-#pragma unroll
-    for (int c = 0; c < 2; c++) {
-        const uint o1 = 16u * ((uint)c ^ f1), o3 = 16u * ((uint)c ^ f3) + 8u;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            a[c][0][j] = q[32 * c + j];
-            a[c][1][j] = AES_BSP_X(y + o1 + j, other);
-            a[c][2][j] = q[32 * (1 - c) + 16 + j];
-            a[c][3][j] = AES_BSP_X(y + o3 + j, other);
-        }
-    }
-}
-
-/* one round's ShiftRows + (Inv)MixColumns + key (last: no mixing) */
-DEVICE_FN void aes_bsp_round(uint *q, GLOBAL_RO const uint4 *RESTRICT bsk, LOCAL_PTR uint *xp,
-                             uint par, int r, int inv, int last)
-{
-    uint a[2][4][8];
-    aes_bsp_shift_rows(q, xp, par, r, inv, a);
-#pragma unroll
-    for (int c = 0; c < 2; c++) {
-        uint kk[32];
-        aes_bs_key_column(kk, bsk, r, (int)par + 2 * c);
-        if (last) {
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-#pragma unroll
-                for (int j = 0; j < 8; j++) q[32 * c + 8 * i + j] = a[c][i][j] ^ kk[8 * i + j];
-            }
-        } else {
-            if (inv) aes_bs_inv_premul(a[c]);
-            aes_bs_mix_column_key(a[c], kk, q + 32 * c);
-        }
-    }
-}
-
-DEVICE_FN void aes_bsp_sub_bytes(uint *q, int inv)
-{
-#pragma unroll
-    for (int p = 0; p < 8; p++) {
-        if (inv) aes_bs_inv_sbox(q + 8 * p); else aes_bs_sbox(q + 8 * p);
-    }
-}
-
-DEVICE_FN void aes_bsp_add_key(uint *q, GLOBAL_RO const uint4 *RESTRICT bsk, uint par, int r)
-{
-#pragma unroll
-    for (int c = 0; c < 2; c++) {
-        uint kk[32];
-        aes_bs_key_column(kk, bsk, r, (int)par + 2 * c);
-#pragma unroll
-        for (int i = 0; i < 32; i++) q[32 * c + i] ^= kk[i];
-    }
-}
-
-/* the batch interface: CG_BATCH = 16 blocks per work-item, 32 per pair; both directions as in the
- * one-item kernel (one rolled loop, branches on the round counter only) */
-DEVICE_FN void aes_bsp_crypt(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, LOCAL_PTR uint *xp,
-                             uint par, const int inv)
-{
-    uint q[64];
-#pragma unroll 1
-    for (int r = 0; r <= AES_ROUNDS + 1; r++) {
-        if (r == 0) {
-            aes_bsp_gather(s, q, xp, par);
-            aes_bsp_add_key(q, bsk, par, 0);
-        } else if (r <= AES_ROUNDS) {
-            aes_bsp_sub_bytes(q, inv);
-            aes_bsp_round(q, bsk, xp, par, r, inv, r == AES_ROUNDS);
-        } else {
-            aes_bsp_scatter(q, s, xp, par);
-        }
-    }
-}
-
-DEVICE_FN void cg_encrypt_batch(uint *s CG_ENC_PARAMS) { aes_bsp_crypt(s, bsk, xp, par, 0); }
-DEVICE_FN void cg_decrypt_batch(uint *s CG_DEC_PARAMS) { aes_bsp_crypt(s, bsk, xp, par, 1); }
-#endif /* AES_BS_PAIR */

@@ -65,13 +65,7 @@ DEVICE_FN void cg_store_batch(GLOBAL cg_vec *p, ulong base, ulong n, const uint 
     }
 }
 
-#if CG_GROUP_STEPS
-/* a cipher whose work-items cooperate (CG_GROUP_STEPS): every work-item of a work-group takes
- * every step while the group's first one has blocks (loads and stores are guarded per block) */
-#define CG_STEPS(base, n) for (ulong base = GID; base - LID < (n); base += GSIZE * (ulong)CG_BATCH)
-#else
 #define CG_STEPS(base, n) for (ulong base = GID; base < (n); base += GSIZE * (ulong)CG_BATCH)
-#endif
 
 /* ---- ECB --------------------------------------------------------------------------------- */
 

@@ -24,8 +24,6 @@
 #define DEVICE_FN static inline
 #define RESTRICT restrict
 #define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
-/* a barrier among the work-items of a warp at least (OpenCL: the work-group) */
-#define WARP_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #define GID ((ulong)get_global_id(0))
 #define LID ((uint)get_local_id(0))
 #define LSIZE ((uint)get_local_size(0))
@@ -59,7 +57,6 @@
 #define DEVICE_FN static __device__ __forceinline__
 #define RESTRICT __restrict__
 #define BARRIER() __syncthreads()
-#define WARP_BARRIER() __syncwarp()
 #define GID ((ulong)blockIdx.x * (ulong)blockDim.x + (ulong)threadIdx.x)
 #define LID ((uint)threadIdx.x)
 #define LSIZE ((uint)blockDim.x)
