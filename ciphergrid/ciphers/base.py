@@ -37,7 +37,9 @@ class BlockCipher:
     kernel_file: str = ""
 
     #: kernel implementations: name -> {"file": kernel file, "defines": {...}, "batch": blocks per
-    #: work-item step}.  "fast" is the default; "ct" (if present) is constant-time.
+    #: work-item step, optional "grid" ("persistent"), "local_size" (work-group size) and
+    #: "max_registers" (a cap per work-item)}.  "fast" is the default; "ct" (if present) is
+    #: constant-time.
     implementations: dict[str, dict] = {}
 
     def implementation(self, name: str | None = None) -> dict:
