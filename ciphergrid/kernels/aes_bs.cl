@@ -385,45 +385,6 @@ DEVICE_FN void aes_bs_mix_column_key(uint a[4][8], const uint *kk, uint *o)
     }
 }
 
-/* s <- MixColumns(ShiftRows(s)) + round key r.  Output column c row i takes input byte position
- * 4 ((c + i) mod 4) + i (ShiftRows), out_i = xtime(a_i + a_i+1) + a_i+1 + (a_i+2 + a_i+3). */
-DEVICE_FN void aes_bs_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
-{
-    uint t[128];
-#pragma unroll
-    for (int c = 0; c < 4; c++) {
-        uint a[4][8], kk[32];
-        aes_bs_key_column(kk, bsk, r, c);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-#pragma unroll
-            for (int j = 0; j < 8; j++) a[i][j] = s[AES_BS_PB(4 * ((c + i) & 3) + i, j)];
-        }
-        aes_bs_mix_column_key(a, kk, t + 32 * c);
-    }
-#pragma unroll
-    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
-}
-
-/* s <- ShiftRows(s) + round key r (the last round) */
-DEVICE_FN void aes_bs_shift_rows_key(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
-{
-    uint t[128];
-#pragma unroll
-    for (int c = 0; c < 4; c++) {
-        uint kk[32];
-        aes_bs_key_column(kk, bsk, r, c);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                t[32 * c + 8 * i + j] = s[AES_BS_PB(4 * ((c + i) & 3) + i, j)] ^ kk[8 * i + j];
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
-}
-
 /* InvMixColumns = MixColumns after this: a_0,2 += {04}(a_0 + a_2), a_1,3 += {04}(a_1 + a_3) */
 DEVICE_FN void aes_bs_inv_premul(uint a[4][8])
 {
@@ -449,11 +410,15 @@ DEVICE_FN void aes_bs_inv_premul(uint a[4][8])
     }
 }
 
-/* s <- InvMixColumns(InvShiftRows(s)) + round key r of the equivalent inverse cipher (whose middle
- * round keys are InvMixColumns-transformed, so the key is added after mixing, as in encryption).
- * InvShiftRows: output column c row i takes input byte position 4 ((c - i) mod 4) + i.
- * InvMixColumns = MixColumns after a_0,2 += {04}(a_0 + a_2), a_1,3 += {04}(a_1 + a_3). */
-DEVICE_FN void aes_bs_inv_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
+/* The linear part of round r, in place, with its round key:
+ *   encryption (inv = 0): s <- MixColumns(ShiftRows(s)) + key, or ShiftRows(s) + key in the last
+ *     round (mix = 0); output column c row i takes input byte position 4 ((c + i) mod 4) + i;
+ *   decryption (inv = 1): InvShiftRows (byte position 4 ((c - i) mod 4) + i) and InvMixColumns =
+ *     MixColumns after aes_bs_inv_premul; the equivalent inverse cipher's middle round keys are
+ *     InvMixColumns-transformed, so the key is added after mixing in both directions.
+ * inv and mix are compile-time constants at every call (the code is specialised by inlining). */
+DEVICE_FN void aes_bs_linear(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r, const int inv,
+                             const int mix)
 {
     uint t[128];
 #pragma unroll
@@ -463,28 +428,17 @@ DEVICE_FN void aes_bs_inv_mix_columns(uint *s, GLOBAL_RO const uint4 *RESTRICT b
 #pragma unroll
         for (int i = 0; i < 4; i++) {
 #pragma unroll
-            for (int j = 0; j < 8; j++) a[i][j] = s[AES_BS_PB(4 * ((c - i) & 3) + i, j)];
+            for (int j = 0; j < 8; j++) a[i][j] = s[AES_BS_PB(4 * ((inv ? c - i : c + i) & 3) + i, j)];
         }
-        aes_bs_inv_premul(a);
-        aes_bs_mix_column_key(a, kk, t + 32 * c);
-    }
+        if (mix) {
+            if (inv) aes_bs_inv_premul(a);
+            aes_bs_mix_column_key(a, kk, t + 32 * c);
+        } else {
 #pragma unroll
-    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
-}
-
-/* s <- InvShiftRows(s) + round key r (the last decryption round) */
-DEVICE_FN void aes_bs_inv_shift_rows_key(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
-{
-    uint t[128];
+            for (int i = 0; i < 4; i++) {
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
-        uint kk[32];
-        aes_bs_key_column(kk, bsk, r, c);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                t[32 * c + 8 * i + j] = s[AES_BS_PB(4 * ((c - i) & 3) + i, j)] ^ kk[8 * i + j];
+                for (int j = 0; j < 8; j++) t[32 * c + 8 * i + j] = a[i][j] ^ kk[8 * i + j];
+            }
         }
     }
 #pragma unroll
@@ -555,9 +509,9 @@ DEVICE_FN void cg_encrypt_batch(uint *s CG_ENC_PARAMS)
         } else if (r <= AES_ROUNDS) {
             aes_bs_sub_bytes(s);
             if (r < AES_ROUNDS)
-                aes_bs_mix_columns(s, bsk, r);
+                aes_bs_linear(s, bsk, r, 0, 1);
             else
-                aes_bs_shift_rows_key(s, bsk, r);
+                aes_bs_linear(s, bsk, r, 0, 0);
         } else {
             aes_bs_transpose(s);                 /* bitsliced -> blocks */
         }
@@ -576,9 +530,9 @@ DEVICE_FN void cg_decrypt_batch(uint *s CG_DEC_PARAMS)
             /* InvShiftRows commutes with InvSubBytes: substitute in place, shift while mixing */
             aes_bs_inv_sub_bytes(s);
             if (r < AES_ROUNDS)
-                aes_bs_inv_mix_columns(s, bsk, r);
+                aes_bs_linear(s, bsk, r, 1, 1);
             else
-                aes_bs_inv_shift_rows_key(s, bsk, r);
+                aes_bs_linear(s, bsk, r, 1, 0);
         } else {
             aes_bs_transpose(s);
         }

@@ -69,31 +69,22 @@ DEVICE_FN void cg_store_batch(GLOBAL cg_vec *p, ulong base, ulong n, const uint 
 
 /* ---- ECB --------------------------------------------------------------------------------- */
 
-KERNEL void cg_ecb_enc(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
-                       GLOBAL_RO const uint *RESTRICT rk, ulong n)
-{
-    CG_ENC_LOCALS
-    CG_ENC_SETUP(rk)
-    CG_STEPS(base, n) {
-        uint s[CG_BATCH * CG_W];
-        cg_load_batch(in, base, n, s);
-        cg_encrypt_batch(s CG_ENC_ARGS);
-        cg_store_batch(out, base, n, s);
-    }
+#define ECB_KERNEL(NAME, LOCALS, SETUP, FN, ARGS)                                      \
+KERNEL void NAME(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,                        \
+                 GLOBAL_RO const uint *RESTRICT k, ulong n)                             \
+{                                                                                       \
+    LOCALS                                                                              \
+    SETUP(k)                                                                            \
+    CG_STEPS(base, n) {                                                                 \
+        uint s[CG_BATCH * CG_W];                                                        \
+        cg_load_batch(in, base, n, s);                                                  \
+        FN(s ARGS);                                                                     \
+        cg_store_batch(out, base, n, s);                                                \
+    }                                                                                   \
 }
 
-KERNEL void cg_ecb_dec(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
-                       GLOBAL_RO const uint *RESTRICT dk, ulong n)
-{
-    CG_DEC_LOCALS
-    CG_DEC_SETUP(dk)
-    CG_STEPS(base, n) {
-        uint s[CG_BATCH * CG_W];
-        cg_load_batch(in, base, n, s);
-        cg_decrypt_batch(s CG_DEC_ARGS);
-        cg_store_batch(out, base, n, s);
-    }
-}
+ECB_KERNEL(cg_ecb_enc, CG_ENC_LOCALS, CG_ENC_SETUP, cg_encrypt_batch, CG_ENC_ARGS)
+ECB_KERNEL(cg_ecb_dec, CG_DEC_LOCALS, CG_DEC_SETUP, cg_decrypt_batch, CG_DEC_ARGS)
 
 /* ---- CTR: the block is a big-endian counter (128-bit for 16-byte blocks, 64-bit for 8-byte),
  *      incremented with carry over its full width as in NIST SP 800-38A and OpenSSL.
