@@ -1,29 +1,64 @@
-"""Time every AES kernel implementation on one device (device-resident AES-128-CTR, 256 MiB) and,
-with --sass, count the SASS instructions of the CTR kernel per opcode (needs nvcc + cuobjdump).
-Used to choose the default implementation and to feed `ciphergrid bench ablation`."""
+"""Time AES kernel implementations on one device (device-resident AES-128-CTR by default, 256 MiB,
+15 runs, median), each checked against pyca/cryptography first.  Used to choose the default
+implementation and to try settings before they become implementations.
+
+    python3 scripts/kernel_variants.py DEVICE [--only IMPL_OR_VARIANT ...] [--sass IMPL ...]
+    python3 scripts/kernel_variants.py DEVICE --only IMPL ... --ptx DIR   # the runtime's compiled
+        program (NVIDIA OpenCL: PTX), to compare offline with scripts/sass.py
+    python3 scripts/kernel_variants.py DEVICE --only IMPL --run [MiB]     # one short run, for a
+        profiler: ncu -k regex:cg_ctr python3 scripts/kernel_variants.py cuda:0 --only ct-ptx --run 64
+
+A variant is BASE[,regs=N][,local=N][,NAME=VALUE...]: implementation BASE with a register cap, a
+work-group size or extra defines, e.g. ct-ptx,regs=200,local=64.  --sass counts the SASS opcodes of
+the kernel per implementation (needs nvcc + cuobjdump; scripts/sass.py does it without a GPU).
+"""
 import argparse
 import collections
 import os
 import re
 import subprocess
+import sys
 import tempfile
 
-import ciphergrid
-from ciphergrid.backends.base import defines_prefix, program_source
-from ciphergrid.engine import get_engine
-from ciphergrid.registry import lookup
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import ciphergrid  # noqa: E402  (ICD set-up)
+from ciphergrid.backends.base import defines_prefix, program_source  # noqa: E402
+from ciphergrid.engine import build_cipher_program, get_engine  # noqa: E402
+from ciphergrid.registry import lookup  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("device")
 ap.add_argument("--name", default="aes-128-ctr")
 ap.add_argument("--size", type=int, default=256 << 20)
-ap.add_argument("--only", nargs="*")
+ap.add_argument("--only", nargs="*", help="implementations or variants (default: every implementation)")
 ap.add_argument("--sass", nargs="*", default=[], help="implementations whose SASS to count")
+ap.add_argument("--ptx", metavar="DIR", help="write the compiled programs of --only to DIR, and stop")
+ap.add_argument("--run", nargs="?", type=int, const=256, metavar="MiB",
+                help="one device-resident run of each --only (for a profiler), and stop")
 a = ap.parse_args()
 
 spec = lookup(a.name)
 e = get_engine(a.device)
-rows = []
+
+
+def variant(text: str) -> str:
+    """Register variant ``text`` as an implementation of the cipher (in this process only)."""
+    base, *kv = text.split(",")
+    impls = spec.cipher.implementations
+    if not kv:
+        return base
+    im = {**impls[base], "defines": dict(impls[base].get("defines", {}))}
+    for item in kv:
+        k, v = item.split("=", 1)
+        if k == "regs":
+            im["max_registers"] = int(v)
+        elif k == "local":
+            im["local_size"] = int(v)
+        else:
+            im["defines"][k] = int(v)
+    impls[text] = im
+    return text
 
 
 def correct(impl) -> bool:
@@ -50,7 +85,24 @@ def correct(impl) -> bool:
     return True
 
 
-for impl in a.only or list(spec.cipher.implementations):
+impls = [variant(t) for t in (a.only or list(spec.cipher.implementations))]
+if a.ptx:
+    os.makedirs(a.ptx, exist_ok=True)
+    for impl in impls:
+        for i, binary in enumerate(build_cipher_program(e.backend, spec, impl).native.binaries):
+            path = os.path.join(a.ptx, f"{a.device.replace(':', '-')}-{impl.replace('+', 'p')}-{i}.ptx")
+            with open(path, "wb") as f:
+                f.write(binary)
+            print(path, len(binary))
+    sys.exit(0)
+if a.run:
+    for impl in impls:
+        t = e.time_kernel(a.name, a.run << 20, repeats=3, impl=impl)
+        print(impl, [f"{(a.run << 20) / x / 1e9:.1f} GB/s" for x in t])
+    sys.exit(0)
+
+rows = []
+for impl in impls:
     if not correct(impl):
         continue
     try:
@@ -63,14 +115,18 @@ for impl in a.only or list(spec.cipher.implementations):
     r = e.kernel_resources(a.name, impl=impl)
     gbs = a.size / med / 1e9
     per = gbs / e.device.compute_units / (clk / 1000) if clk else float("nan")
-    rows.append((gbs, impl, per, r.get("registers_per_item"), r.get("local_mem_bytes"), r.get("private_mem_bytes"), clk))
-for gbs, impl, per, regs, lmem, priv, clk in sorted(rows, reverse=True):
-    print(f"{a.device} {a.name} {impl:<22} {gbs:7.1f} GB/s {per:6.3f} GB/s/SM/GHz regs {regs} smem {lmem} spill {priv} SM {clk} MHz")
+    rows.append((gbs, impl, per, r.get("registers_per_item"), r.get("local_mem_bytes"),
+                 r.get("private_mem_bytes"), r.get("occupancy"), clk))
+for gbs, impl, per, regs, lmem, priv, occ, clk in sorted(rows, reverse=True):
+    print(f"{a.device} {a.name} {impl:<30} {gbs:7.1f} GB/s {per:6.3f} GB/s/SM/GHz regs {regs} smem {lmem} "
+          f"spill {priv} occupancy {occ} SM {clk} MHz")
 
 kern = {"ctr": "cg_ctr", "ecb": "cg_ecb_enc", "xts": "cg_xts_enc", "cbc": "cg_cbc_dec"}[spec.mode]
 for impl in a.sass:
-    im = spec.cipher.implementation(impl)
+    im = spec.cipher.implementation(variant(impl))
     d = {**spec.cipher.defines(spec.key_size), **im.get("defines", {}), "CG_BATCH": im.get("batch", 1)}
+    if im.get("max_registers"):
+        d["CG_MAX_REGS"] = im["max_registers"]
     src = defines_prefix(d) + program_source(im["file"], "modes.cl")
     with tempfile.TemporaryDirectory() as tmp:
         cu = os.path.join(tmp, "k.cu")
