@@ -24,15 +24,23 @@ U32 = np.uint32
 _MASK64 = (1 << 64) - 1
 
 
-def build_cipher_program(backend, spec, impl: str | None = None):
-    """Compile (once) the mode kernels for a cipher, key size and implementation."""
+def cipher_program_source(spec, impl: str | None = None, extra: dict | None = None) -> str:
+    """The source of the mode kernels for a cipher, key size and implementation (``extra``:
+    more defines, for the development scripts)."""
     cipher = spec.cipher
     im = cipher.implementation(impl)
     defines = {**cipher.defines(spec.key_size), **im.get("defines", {}), "CG_BATCH": im.get("batch", 1)}
     if im.get("max_registers"):
         defines["CG_MAX_REGS"] = im["max_registers"]
-    src = defines_prefix(defines) + program_source(im["file"], "modes.cl")
-    return backend.build(src, key=("modes", cipher.name, spec.key_size, impl or "fast"),
+    defines.update(extra or {})
+    return defines_prefix(defines) + program_source(im["file"], "modes.cl")
+
+
+def build_cipher_program(backend, spec, impl: str | None = None):
+    """Compile (once) the mode kernels for a cipher, key size and implementation."""
+    im = spec.cipher.implementation(impl)
+    return backend.build(cipher_program_source(spec, impl),
+                         key=("modes", spec.cipher.name, spec.key_size, impl or "fast"),
                          local_size=im.get("local_size"), max_registers=im.get("max_registers"))
 
 

@@ -23,8 +23,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import ciphergrid  # noqa: E402  (ICD set-up)
-from ciphergrid.backends.base import defines_prefix, program_source  # noqa: E402
-from ciphergrid.engine import build_cipher_program, get_engine  # noqa: E402
+from ciphergrid.engine import build_cipher_program, cipher_program_source, get_engine  # noqa: E402
 from ciphergrid.registry import lookup  # noqa: E402
 
 ap = argparse.ArgumentParser()
@@ -123,11 +122,7 @@ for gbs, impl, per, regs, lmem, priv, occ, clk in sorted(rows, reverse=True):
 
 kern = {"ctr": "cg_ctr", "ecb": "cg_ecb_enc", "xts": "cg_xts_enc", "cbc": "cg_cbc_dec"}[spec.mode]
 for impl in a.sass:
-    im = spec.cipher.implementation(variant(impl))
-    d = {**spec.cipher.defines(spec.key_size), **im.get("defines", {}), "CG_BATCH": im.get("batch", 1)}
-    if im.get("max_registers"):
-        d["CG_MAX_REGS"] = im["max_registers"]
-    src = defines_prefix(d) + program_source(im["file"], "modes.cl")
+    src = cipher_program_source(spec, variant(impl))
     with tempfile.TemporaryDirectory() as tmp:
         cu = os.path.join(tmp, "k.cu")
         open(cu, "w").write(src)

@@ -28,7 +28,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from ciphergrid import registry  # noqa: E402
-from ciphergrid.backends.base import defines_prefix, program_source  # noqa: E402
+from ciphergrid.engine import cipher_program_source  # noqa: E402
 
 KERNELS = {"ctr": "cg_ctr", "ecb": "cg_ecb_enc", "xts": "cg_xts_enc", "cbc": "cg_cbc_dec"}
 
@@ -89,12 +89,7 @@ def main() -> None:
     if not ptxas or not cuobjdump:
         sys.exit("ptxas/cuobjdump not found: set CUDA_TOOLS (see the module doc)")
     for impl in a.impl or list(cipher.implementations):
-        im = cipher.implementation(impl)
-        d = {**cipher.defines(spec.key_size), **im.get("defines", {}), "CG_BATCH": im.get("batch", 1),
-             **dict(x.split("=", 1) for x in a.define)}
-        if im.get("max_registers"):
-            d["CG_MAX_REGS"] = im["max_registers"]
-        src = defines_prefix(d) + program_source(im["file"], "modes.cl")
+        src = cipher_program_source(spec, impl, dict(x.split("=", 1) for x in a.define))
         ptx = nvrtc_ptx(src, a.arch, a.nvrtc_option)
         with tempfile.TemporaryDirectory() as tmp:
             p = os.path.join(tmp, "k.ptx")
