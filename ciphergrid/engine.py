@@ -32,6 +32,8 @@ def cipher_program_source(spec, impl: str | None = None, extra: dict | None = No
     defines = {**cipher.defines(spec.key_size), **im.get("defines", {}), "CG_BATCH": im.get("batch", 1)}
     if im.get("max_registers"):
         defines["CG_MAX_REGS"] = im["max_registers"]
+    if im.get("local_size"):
+        defines["CG_LOCAL_SIZE"] = im["local_size"]  # launches use exactly this (KeyedProgram)
     defines.update(extra or {})
     return defines_prefix(defines) + program_source(im["file"], "modes.cl")
 
@@ -81,6 +83,11 @@ class KeyedProgram:
         self.bs = spec.block_size
         self.impl = spec.cipher.implementation(p.impl)
         self.prg = build_cipher_program(backend, spec, p.impl)
+        if self.impl.get("local_size") and backend.group_size(self.prg) != self.impl["local_size"]:
+            # the kernels may rely on it (aes_bs.cl's counter tiles)
+            raise DeviceError(f"{spec.cipher.name} implementation {p.impl or 'fast'!r} needs work-groups of "
+                              f"{self.impl['local_size']} work-items; {backend.info} allows "
+                              f"{backend.group_size(self.prg)}")
         ks = spec.key_size
         decrypt_sched = not p.encrypt and spec.mode != "ctr"
         self._bufs = []

@@ -2,14 +2,14 @@
 15 runs, median), each checked against pyca/cryptography first.  Used to choose the default
 implementation and to try settings before they become implementations.
 
-    python3 scripts/kernel_variants.py DEVICE [--only IMPL_OR_VARIANT ...] [--sass IMPL ...]
+    python3 scripts/kernel_variants.py DEVICE [--only IMPL_OR_VARIANT ...] [--quick] [--sass IMPL ...]
     python3 scripts/kernel_variants.py DEVICE --only IMPL ... --ptx DIR   # the runtime's compiled
         program (NVIDIA OpenCL: PTX), to compare offline with scripts/sass.py
     python3 scripts/kernel_variants.py DEVICE --only IMPL --run [MiB]     # one short run, for a
-        profiler: ncu -k regex:cg_ctr python3 scripts/kernel_variants.py cuda:0 --only ct-ptx --run 64
+        profiler: ncu -k regex:cg_ctr python3 scripts/kernel_variants.py cuda:0 --only ct --run 64
 
 A variant is BASE[,regs=N][,local=N][,NAME=VALUE...]: implementation BASE with a register cap, a
-work-group size or extra defines, e.g. ct-ptx,regs=200,local=64.  --sass counts the SASS opcodes of
+work-group size or extra defines, e.g. ct,regs=168,local=128,CG_CTR_GROUP=4.  --sass counts the SASS opcodes of
 the kernel per implementation (needs nvcc + cuobjdump; scripts/sass.py does it without a GPU).
 """
 import argparse
@@ -32,6 +32,8 @@ ap.add_argument("--name", default="aes-128-ctr")
 ap.add_argument("--size", type=int, default=256 << 20)
 ap.add_argument("--only", nargs="*", help="implementations or variants (default: every implementation)")
 ap.add_argument("--sass", nargs="*", default=[], help="implementations whose SASS to count")
+ap.add_argument("--quick", action="store_true",
+                help="check correctness on --name only (not every AES name) before timing")
 ap.add_argument("--ptx", metavar="DIR", help="write the compiled programs of --only to DIR, and stop")
 ap.add_argument("--run", nargs="?", type=int, const=256, metavar="MiB",
                 help="one device-resident run of each --only (for a profiler), and stop")
@@ -66,7 +68,7 @@ def correct(impl) -> bool:
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes as M
 
     rng = np.random.default_rng(7)
-    for name in ciphergrid.available_ciphers():
+    for name in [a.name] if a.quick else ciphergrid.available_ciphers():
         s = lookup(name)
         for n in (48, 3000 * 16 + 5):
             n = n // 16 * 16 if s.mode in ("ecb", "cbc") else n

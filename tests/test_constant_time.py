@@ -58,7 +58,8 @@ def test_kernel_has_no_table():
 
 
 def test_bitsliced_key_layout():
-    """The "bitsliced" schedule: one 0 / 0xffffffff mask per bit of the usual round keys."""
+    """The "bitsliced" schedule: one 0 / 0xffffffff mask per bit of the usual round keys, then
+    those round keys."""
     import numpy as np
 
     cipher = registry.lookup("aes-128-ecb").cipher
@@ -67,9 +68,11 @@ def test_bitsliced_key_layout():
         for decrypt in (False, True):
             ek = cipher.expand(key, decrypt)
             bs = cipher.expand(key, decrypt, layout="bitsliced")
-            assert bs.dtype == np.dtype("<u4") and bs.size == 32 * words
+            assert bs.dtype == np.dtype("<u4") and bs.size == 33 * words
             bits = (ek[:, None] >> np.arange(32, dtype=np.uint32)) & 1
-            assert np.array_equal(bs, np.where(bits.reshape(-1) == 1, 0xFFFFFFFF, 0).astype("<u4"))
+            masks = np.where(bits.reshape(-1) == 1, 0xFFFFFFFF, 0).astype("<u4")
+            assert np.array_equal(bs[: 32 * words], masks)
+            assert np.array_equal(bs[32 * words:], ek)  # then the plain schedule (CTR tiles)
 
 
 # --------------------------------------------------------------------------- known answers
@@ -209,3 +212,22 @@ def compare_cases(name, cases, ref, diff, **options) -> list[str]:
             if got != want:
                 bad.append(f"{'enc' if encrypt else 'dec'} {what}: {diff(got, want)}")
     return bad
+
+
+@needs_device
+@pytest.mark.parametrize("name", [n for n in AES_NAMES if registry.lookup(n).mode == "ctr"])
+@pytest.mark.parametrize("ct_device", CT_DEVICES)
+def test_ctr_pieces(ct_device, name, rng, ref):
+    """CTR in pieces (each a launch that starts inside a counter tile of aes_bs.cl, or spans
+    several) gives the one-shot key stream: a counter near 2^64 so that tiles carry."""
+    key = rng.key(name)
+    iv = ((rng.getrandbits(64) << 64) | ((1 << 64) - 8192 * 3 - rng.randrange(1, 5000))).to_bytes(16, "big")
+    pieces = [1, 15, 16, 17, 4096, 8192 * 16, 5, 8192 * 16 + 3, 100000, 1]
+    data = rng.data(sum(pieces))
+    enc = ciphergrid.Cipher(name, key, iv, device=ct_device, constant_time=True).encryptor()
+    out, pos = [], 0
+    for n in pieces:
+        out.append(enc.update(data[pos:pos + n]))
+        pos += n
+    out.append(enc.finalize())
+    assert b"".join(out) == ref.crypt(True, data, name, key, iv)

@@ -1,5 +1,5 @@
 """Every kernel implementation of AES (ciphers/aes.py ``implementations``: the ablation steps, the
-alternatives, "ct-ptx") passes the known answers and matches OpenSSL, on every OpenCL/CUDA device.
+alternatives, "ct-c") passes the known answers and matches OpenSSL, on every OpenCL/CUDA device.
 
 The default ("fast") runs in every other test file and "ct" in test_constant_time.py; here each
 other implementation is selected with ``implementation=`` and checked on:

@@ -3,8 +3,8 @@
 Each implementation of the cipher's ``implementations`` (ciphers/aes.py) adds one optimisation to
 the previous one: baseline, byte permutes, replicated tables, keys in registers, persistent grid,
 multiply-add table index, high-multiply top byte; then alternatives that did not pay (two tables,
-two blocks per work-item), the default ("fast") and the bitsliced constant-time kernels ("ct",
-"ct-ptx").  For each, on every GPU device: the output is checked
+two blocks per work-item), the default ("fast") and the bitsliced constant-time kernels, again one
+step at a time ("ct-c", then "ct" with the S-box spelled out in PTX: kernels/aes_bs.cl).  For each, on every GPU device: the output is checked
 against pyca/cryptography first (only correct code is timed), then the device-resident time of the
 cipher over ``--ablation-size`` bytes (median of repeats, device events), GB/s per SM per GHz,
 registers per work-item, shared and spilled memory, occupancy, area and area-time product.

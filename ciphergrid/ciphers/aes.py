@@ -102,10 +102,11 @@ class AES(BlockCipher):
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
         if layout == "bitsliced":
             # kernels/aes_bs.cl ("ct"): one 0 / 0xffffffff mask per bit of the schedule below
-            # (encryption, or equivalent inverse cipher): word 128 r + 32 w + j = bit j of word 4 r + w
+            # (encryption, or equivalent inverse cipher): word 128 r + 32 w + j = bit j of word 4 r + w;
+            # then the schedule itself (for the CTR counter tiles' first and last round keys)
             ek = self.expand(key, decrypt)
             bits = (ek[:, None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
-            out = (np.uint32(0) - bits).astype("<u4").reshape(-1)
+            out = np.concatenate([(np.uint32(0) - bits).astype("<u4").reshape(-1), ek.astype("<u4")])
             ek.fill(0)
             bits.fill(0)
             return out
@@ -145,11 +146,14 @@ class AES(BlockCipher):
         "alt-2-blocks-per-item": _tables(2, 16, batch=2),
         # -- the default: the fastest measured on the H200 (docs/benchmarks.md) ---------------
         "fast": _tables(1, 32, mad_index=1),
-        # -- constant time: bitsliced, no tables (kernels/aes_bs.cl) ---------------------------
-        "ct": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent", "defines": {},
-               "key_layout": "bitsliced"},
-        "ct-ptx": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent",
-                   "defines": {"AES_BS_PTX": 1}, "key_layout": "bitsliced"},
+        # -- constant time: bitsliced, no tables (kernels/aes_bs.cl); CTR works on aligned counter
+        # tiles of 32 x local_size blocks.  "ct-c": the compiler maps the S-box circuit; "ct"
+        # (constant_time=True): the three-input cover spelled out in PTX on NVIDIA (elsewhere the
+        # same C as ct-c) -----------------------------------------------------------------------
+        "ct-c": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent", "defines": {},
+                 "key_layout": "bitsliced", "local_size": 256},
+        "ct": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent", "defines": {"AES_BS_PTX": 1},
+               "key_layout": "bitsliced", "local_size": 256},
     }
 
     def defines(self, key_size: int) -> dict[str, int]:

@@ -1,5 +1,5 @@
 /* aes_bs.cl - constant-time (bitsliced, table-free) AES-128/192/256 (FIPS 197) for the generic
- * mode kernels (modes.cl): implementation "ct" of ciphers/aes.py.
+ * mode kernels (modes.cl): implementations "ct" and "ct-c" of ciphers/aes.py.
  *
  * No table, no secret-dependent memory access, no secret-dependent branch: every array index is a
  * compile-time constant (all loops over state words are fully unrolled), the only memory reads are
@@ -41,8 +41,12 @@
  * 2 x 4 x 208 for the transposes (64 PRMT + 96 LOP3 + 48 right shifts each; the 48 left shifts go
  * to the IMAD pipe).  AES-128 encryption: 10 x 1,184 + 9 x 384 + 256 + 1,664 = 17,216, i.e. 538 per
  * block, ~34 per byte (at 64 such operations per clock per SM: 1.9 bytes per clock per SM at best).
+ * CTR makes its counters bitsliced instead (counter tiles, below): 10 x 1,184 + 9 x 384 + 832 +
+ * 128 (slicing) + 128 (key stream + last key + data) = 16,384.
  * Registers: the 128 state words, ~25 S-box temporaries, 32 key words for the column being mixed,
- * and the mode's own; 255 with NVRTC for sm_90, so 8 warps per SM.
+ * and the mode's own: 255 with NVRTC for sm_90 (a few spilled), so 8 warps per SM.  Capping them
+ * (168: 12 warps per SM) measured slower on the H200 once the CTR kernel kept its loads in flight
+ * (docs/benchmarks.md).
  */
 #define CG_BLOCK_WORDS 4
 #ifndef CG_BATCH
@@ -68,10 +72,10 @@
 /* ---- three-input primitives ---------------------------------------------------------------------
  * NVIDIA GPUs do any 3-input bitwise function in one LOP3 (and any byte shuffle of two words in one
  * PRMT: portable.h's BYTE_PERM).  NVVM re-associates XOR chains and rewrites shift-and-mask pairs
- * into forms that take two or three instructions each (for AES-128-CTR: 4,068 LOP3 in the SASS
- * where the circuit needs 3,076), so on NVIDIA compilers (CUDA, NVIDIA OpenCL) the LOP3s are
- * spelled out in inline PTX when AES_BS_PTX is 1 (implementation "ct-ptx"); otherwise, and for
- * every other compiler, the plain C expression with the same value is compiled. */
+ * into forms that take two or three instructions each (for AES-128-CTR: 2,793 LOP3 in the SASS
+ * where the circuit needs 2,101), so on NVIDIA compilers (CUDA, NVIDIA OpenCL) the LOP3s are
+ * spelled out in inline PTX when AES_BS_PTX is 1 (implementation "ct"; "ct-c" leaves them to the
+ * compiler); otherwise, and for every other compiler, the plain C expression with the same value is compiled. */
 #ifndef AES_BS_PTX
 #define AES_BS_PTX 0
 #endif
@@ -492,6 +496,96 @@ DEVICE_FN void aes_bs_transpose(uint *s)
 #pragma unroll
     for (int w = 0; w < 4; w++) aes_bs_transpose32(s, w, 4);
 }
+
+/* ---- CTR counter blocks made bitsliced (the optional counter-tile hook of modes.cl) -----------------
+ * With work-groups of CG_LOCAL_SIZE = 2^m work-items, modes.cl's tiled CTR kernel gives each
+ * work-item c, the counter block of its slot 0 (4 words as in the block), and guarantees that slot k
+ * holds counter c + k 2^m with bits m .. m + 4 of c zero: no carry, so every bitsliced word of the
+ * 32 counters is one bit of c, the same in all 32 blocks (0 or ~0), except the five words of counter
+ * bits m + t, which are bit t of the slot number k: the fixed masks 0xaaaaaaaa, 0xcccccccc, ...
+ * The first round key is added to c before slicing (plain round keys follow the masks in the key
+ * buffer).  This replaces the input transpose and the first AddRoundKey (832 + 128 operations per
+ * 32 blocks, with the counters' own arithmetic) by ~135.  The last round key is not added in the
+ * bitsliced domain either: the last round is S-box then ShiftRows (register renaming) and the
+ * transpose, and kx gets the plain key for the mode to add with the data (one 3-input XOR, where
+ * the keystream alone needed a 2-input one).  Only the counters are public-data dependent; keys
+ * enter as before, through XORs. */
+#if defined(CG_LOCAL_SIZE) && CG_BLOCK_WORDS == 4 && !defined(AES_BS_NO_CTR_TILE)
+#if (CG_LOCAL_SIZE & (CG_LOCAL_SIZE - 1)) == 0 && CG_LOCAL_SIZE <= 1024
+#define CG_CTR_TILE 1
+#define AES_BS_LOG2_LS (CG_LOCAL_SIZE >= 1024 ? 10 : CG_LOCAL_SIZE >= 512 ? 9 : CG_LOCAL_SIZE >= 256 ? 8 : \
+                        CG_LOCAL_SIZE >= 128 ? 7 : CG_LOCAL_SIZE >= 64 ? 6 : CG_LOCAL_SIZE >= 32 ? 5 :   \
+                        CG_LOCAL_SIZE >= 16 ? 4 : CG_LOCAL_SIZE >= 8 ? 3 : CG_LOCAL_SIZE >= 4 ? 2 :      \
+                        CG_LOCAL_SIZE >= 2 ? 1 : 0)
+#endif
+#endif
+
+#ifdef CG_CTR_TILE
+/* 0 or ~0: bit j of x (j a compile-time constant) */
+DEVICE_FN uint aes_bs_bit_mask(uint x, const int j)
+{
+#if AES_BS_ASM
+    /* byte j >> 3 of x << (7 - (j & 7)) has the bit as its sign: prmt replicates it (one PRMT; the
+     * eight shifts per word go to the IMAD pipe) */
+    uint r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(x << (7 - (j & 7))), "r"(0x8888u | (0x1111u * (j >> 3))));
+    return r;
+#else
+    return (uint)((int)(x << (31 - j)) >> 31);
+#endif
+}
+
+DEVICE_FN void aes_bs_ctr_slice(uint *s, const uint *c, GLOBAL_RO const uint4 *RESTRICT bsk)
+{
+    const uint4 k0 = bsk[32 * (AES_ROUNDS + 1)];      /* plain round key 0 */
+    const uint z[4] = {c[0] ^ k0.x, c[1] ^ k0.y, c[2] ^ k0.z, c[3] ^ k0.w};
+#pragma unroll
+    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = aes_bs_bit_mask(z[i >> 5], i & 31);
+    /* counter bit m + t (big-endian counter: byte 15 - (bit >> 3)) is bit t of the slot k */
+    const uint slot_bits[5] = {0xaaaaaaaau, 0xccccccccu, 0xf0f0f0f0u, 0xff00ff00u, 0xffff0000u};
+#pragma unroll
+    for (int t = 0; t < 5; t++) {
+        const int i = AES_BS_LOG2_LS + t;
+        s[AES_BS_PB(15 - (i >> 3), i & 7)] ^= slot_bits[t];
+    }
+}
+
+/* the last round without its key, then bitsliced -> blocks: ShiftRows is folded into the indices */
+DEVICE_FN void aes_bs_last_round_unkeyed(uint *s)
+{
+    uint t[128];
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+#pragma unroll
+            for (int j = 0; j < 8; j++) t[32 * c + 8 * i + j] = s[AES_BS_PB(4 * ((c + i) & 3) + i, j)];
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
+    aes_bs_transpose(s);
+}
+
+/* s <- the 32 counter blocks of c (see above) encrypted, less the last round key; kx <- that key */
+DEVICE_FN void cg_ctr_tile_batch(uint *s, const uint *c, uint *kx CG_ENC_PARAMS)
+{
+#pragma unroll 1
+    for (int r = 0; r <= AES_ROUNDS; r++) {
+        if (r == 0) {
+            aes_bs_ctr_slice(s, c, bsk);
+        } else {
+            aes_bs_sub_bytes(s);
+            if (r < AES_ROUNDS)
+                aes_bs_linear(s, bsk, r, 0, 1);
+            else
+                aes_bs_last_round_unkeyed(s);
+        }
+    }
+    const uint4 kl = bsk[32 * (AES_ROUNDS + 1) + AES_ROUNDS];
+    kx[0] = kl.x; kx[1] = kl.y; kx[2] = kl.z; kx[3] = kl.w;
+}
+#endif
 
 /* ---- the uniform batch interface: CG_BATCH = 32 blocks, block k in s[4k .. 4k+3] -----------------
  * One rolled loop (the code of a round is large, and the key loads must depend on the round number

@@ -90,6 +90,61 @@ ECB_KERNEL(cg_ecb_dec, CG_DEC_LOCALS, CG_DEC_SETUP, cg_decrypt_batch, CG_DEC_ARG
  *      incremented with carry over its full width as in NIST SP 800-38A and OpenSSL.
  *      (ctr_hi, ctr_lo) is the counter of block 0 of this launch. ------------------------------ */
 
+#ifdef CG_CTR_TILE
+#ifndef CG_CTR_GROUP
+#define CG_CTR_GROUP 8
+#endif
+/* Counter tiles, for a cipher that makes its counter blocks itself (CG_CTR_TILE and
+ * cg_ctr_tile_batch(s, c, kx ...): aes_bs.cl).  Counter values are cut into tiles of
+ * CG_BATCH x CG_LOCAL_SIZE aligned on that size (the work-group size must be CG_LOCAL_SIZE, a power
+ * of two); a work-group takes a tile, its work-item LID the counters tile + LID + k CG_LOCAL_SIZE,
+ * k < CG_BATCH: loads and stores are coalesced as in CG_STEPS, and slot k differs from slot 0 by
+ * k CG_LOCAL_SIZE with no carry.  Block b of the launch has counter ctr + b: tile 0 starts at ctr
+ * rounded down, and slots outside [0, n) are neither loaded nor stored.  The cipher returns the
+ * key stream less a last round key kx, added here with the data. */
+KERNEL void cg_ctr(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
+                   GLOBAL_RO const uint *RESTRICT rk, ulong ctr_hi, ulong ctr_lo, ulong n)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(rk)
+    const ulong tile = (ulong)CG_BATCH * CG_LOCAL_SIZE;
+    const ulong off = ctr_lo & (tile - 1);            /* block 0's place in its tile */
+    const ulong lo0 = ctr_lo - off;
+    const ulong ntiles = (off + n + tile - 1) / tile;
+    for (ulong t = GROUP_ID; t < ntiles; t += NGROUPS) {
+        const ulong first = t * tile + LID;            /* slot 0, in counters from lo0 */
+        /* the first slot at or after block 0: none of this work-item's slots in [0, n) -> skip */
+        const ulong kmin = first >= off ? 0 : (off - first + CG_LOCAL_SIZE - 1) / CG_LOCAL_SIZE;
+        if (kmin >= CG_BATCH || first + kmin * CG_LOCAL_SIZE - off >= n) continue;
+        const ulong lo = lo0 + first;
+        const ulong hi = ctr_hi + (lo < lo0 ? 1 : 0);
+        uint s[CG_BATCH * 4], c[4], kx[4];
+        c[0] = BSWAP32((uint)(hi >> 32)); c[1] = BSWAP32((uint)hi);
+        c[2] = BSWAP32((uint)(lo >> 32)); c[3] = BSWAP32((uint)lo);
+        cg_ctr_tile_batch(s, c, kx CG_ENC_ARGS);
+        /* CG_CTR_GROUP slots at a time: their loads are in flight together (in and out may be the
+         * same buffer, so a load cannot move above an earlier store), in few registers */
+#pragma unroll
+        for (int k0 = 0; k0 < CG_BATCH; k0 += CG_CTR_GROUP) {
+            uint d[4 * CG_CTR_GROUP];
+#pragma unroll
+            for (int k = k0; k < k0 + CG_CTR_GROUP; k++) {
+                const ulong pos = first + (ulong)k * CG_LOCAL_SIZE;
+                if (pos >= off && pos - off < n) cg_load(in, pos - off, d + 4 * (k - k0));
+            }
+#pragma unroll
+            for (int k = k0; k < k0 + CG_CTR_GROUP; k++) {
+                const ulong pos = first + (ulong)k * CG_LOCAL_SIZE;
+                if (pos >= off && pos - off < n) {
+#pragma unroll
+                    for (int w = 0; w < 4; w++) d[4 * (k - k0) + w] ^= s[4 * k + w] ^ kx[w];
+                    cg_store(out, pos - off, d + 4 * (k - k0));
+                }
+            }
+        }
+    }
+}
+#else
 KERNEL void cg_ctr(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
                    GLOBAL_RO const uint *RESTRICT rk, ulong ctr_hi, ulong ctr_lo, ulong n)
 {
@@ -116,6 +171,7 @@ KERNEL void cg_ctr(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
         cg_store_batch(out, base, n, d);
     }
 }
+#endif
 
 /* ---- CBC decryption (encryption is serial and runs on the host engine).  iv is the chaining
  *      value before block 0 of this launch.  in and out must not overlap. ------------------------ */
