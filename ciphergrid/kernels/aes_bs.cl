@@ -420,15 +420,16 @@ DEVICE_FN void aes_bs_inv_premul(uint a[4][8])
  *   decryption (inv = 1): InvShiftRows (byte position 4 ((c - i) mod 4) + i) and InvMixColumns =
  *     MixColumns after aes_bs_inv_premul; the equivalent inverse cipher's middle round keys are
  *     InvMixColumns-transformed, so the key is added after mixing in both directions.
- * inv and mix are compile-time constants at every call (the code is specialised by inlining). */
+ * key = 0 (with mix = 0 only) leaves the round key out: the CTR counter tiles' last round.
+ * inv, mix and key are compile-time constants at every call (the code is specialised by inlining). */
 DEVICE_FN void aes_bs_linear(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r, const int inv,
-                             const int mix)
+                             const int mix, const int key)
 {
     uint t[128];
 #pragma unroll
     for (int c = 0; c < 4; c++) {
         uint a[4][8], kk[32];
-        aes_bs_key_column(kk, bsk, r, c);
+        if (key) aes_bs_key_column(kk, bsk, r, c);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
 #pragma unroll
@@ -441,7 +442,7 @@ DEVICE_FN void aes_bs_linear(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r
 #pragma unroll
             for (int i = 0; i < 4; i++) {
 #pragma unroll
-                for (int j = 0; j < 8; j++) t[32 * c + 8 * i + j] = a[i][j] ^ kk[8 * i + j];
+                for (int j = 0; j < 8; j++) t[32 * c + 8 * i + j] = key ? a[i][j] ^ kk[8 * i + j] : a[i][j];
             }
         }
     }
@@ -550,23 +551,6 @@ DEVICE_FN void aes_bs_ctr_slice(uint *s, const uint *c, GLOBAL_RO const uint4 *R
     }
 }
 
-/* the last round without its key, then bitsliced -> blocks: ShiftRows is folded into the indices */
-DEVICE_FN void aes_bs_last_round_unkeyed(uint *s)
-{
-    uint t[128];
-#pragma unroll
-    for (int c = 0; c < 4; c++) {
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-#pragma unroll
-            for (int j = 0; j < 8; j++) t[32 * c + 8 * i + j] = s[AES_BS_PB(4 * ((c + i) & 3) + i, j)];
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < 128; i++) s[AES_BS_AT(i)] = t[i];
-    aes_bs_transpose(s);
-}
-
 /* s <- the 32 counter blocks of c (see above) encrypted, less the last round key; kx <- that key */
 DEVICE_FN void cg_ctr_tile_batch(uint *s, const uint *c, uint *kx CG_ENC_PARAMS)
 {
@@ -577,9 +561,11 @@ DEVICE_FN void cg_ctr_tile_batch(uint *s, const uint *c, uint *kx CG_ENC_PARAMS)
         } else {
             aes_bs_sub_bytes(s);
             if (r < AES_ROUNDS)
-                aes_bs_linear(s, bsk, r, 0, 1);
-            else
-                aes_bs_last_round_unkeyed(s);
+                aes_bs_linear(s, bsk, r, 0, 1, 1);
+            else {
+                aes_bs_linear(s, bsk, r, 0, 0, 0);   /* ShiftRows alone: register renaming */
+                aes_bs_transpose(s);                 /* bitsliced -> blocks */
+            }
         }
     }
     const uint4 kl = bsk[32 * (AES_ROUNDS + 1) + AES_ROUNDS];
@@ -603,9 +589,9 @@ DEVICE_FN void cg_encrypt_batch(uint *s CG_ENC_PARAMS)
         } else if (r <= AES_ROUNDS) {
             aes_bs_sub_bytes(s);
             if (r < AES_ROUNDS)
-                aes_bs_linear(s, bsk, r, 0, 1);
+                aes_bs_linear(s, bsk, r, 0, 1, 1);
             else
-                aes_bs_linear(s, bsk, r, 0, 0);
+                aes_bs_linear(s, bsk, r, 0, 0, 1);
         } else {
             aes_bs_transpose(s);                 /* bitsliced -> blocks */
         }
@@ -624,9 +610,9 @@ DEVICE_FN void cg_decrypt_batch(uint *s CG_DEC_PARAMS)
             /* InvShiftRows commutes with InvSubBytes: substitute in place, shift while mixing */
             aes_bs_inv_sub_bytes(s);
             if (r < AES_ROUNDS)
-                aes_bs_linear(s, bsk, r, 1, 1);
+                aes_bs_linear(s, bsk, r, 1, 1, 1);
             else
-                aes_bs_linear(s, bsk, r, 1, 0);
+                aes_bs_linear(s, bsk, r, 1, 0, 1);
         } else {
             aes_bs_transpose(s);
         }
