@@ -42,17 +42,25 @@ def _cpu_name() -> str:
     return "CPU"
 
 
-@functools.lru_cache(maxsize=1)
-def all_devices() -> tuple[DeviceInfo, ...]:
-    from .backends import cuda, opencl
+@functools.lru_cache(maxsize=None)
+def _runtime_devices(runtime: str) -> tuple[DeviceInfo, ...]:
+    """The devices of one runtime, enumerated once per process (each runtime's start-up costs
+    0.1-0.2 s: a spec that names one runtime does not pay for the others)."""
+    if runtime == "native":
+        return (_native_info(),)
+    if os.environ.get(f"CIPHERGRID_NO_{runtime.upper()}") == "1":
+        return ()
+    if runtime == "cuda":
+        from .backends import cuda
 
-    devs: list[DeviceInfo] = []
-    if os.environ.get("CIPHERGRID_NO_CUDA") != "1":
-        devs += cuda.enumerate_devices()
-    if os.environ.get("CIPHERGRID_NO_OPENCL") != "1":
-        devs += opencl.enumerate_devices()
-    devs.append(_native_info())
-    return tuple(devs)
+        return tuple(cuda.enumerate_devices())
+    from .backends import opencl
+
+    return tuple(opencl.enumerate_devices())
+
+
+def all_devices() -> tuple[DeviceInfo, ...]:
+    return _runtime_devices("cuda") + _runtime_devices("opencl") + _runtime_devices("native")
 
 
 def devices() -> list[DeviceInfo]:
@@ -63,12 +71,18 @@ def devices() -> list[DeviceInfo]:
 def resolve(spec: str, cipher_name: str | None = None, nbytes: int | None = None) -> DeviceInfo:
     """Turn a device spec into one DeviceInfo (or raise DeviceNotFound)."""
     spec = (spec or "auto").strip().lower()
-    devs = all_devices()
+    parts = spec.split(":")
+    head = parts[0]
+    if head in ("cuda", "opencl", "native"):
+        devs = _runtime_devices(head)
+    elif head in ("auto", "gpu") and (nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES or head == "gpu") \
+            and _runtime_devices("cuda"):
+        devs = _runtime_devices("cuda")  # a CUDA GPU is the answer: no OpenCL start-up
+    else:
+        devs = all_devices()
     by_spec = {d.spec: d for d in devs}
     if spec in by_spec:
         return by_spec[spec]
-    parts = spec.split(":")
-    head = parts[0]
     if head == "auto":
         gpus = [d for d in devs if d.kind == "gpu"]
         cuda = [d for d in gpus if d.runtime == "cuda"]
@@ -100,7 +114,7 @@ def resolve(spec: str, cipher_name: str | None = None, nbytes: int | None = None
             cands = [d for d in cands if d.spec == spec or d.spec.startswith(prefix)]
         if not cands:
             raise DeviceNotFound(f"no device matches {spec!r}; present: "
-                                 + ", ".join(d.spec for d in devs))
+                                 + ", ".join(d.spec for d in all_devices()))
         return cands[0]
     raise InvalidArgument(
         f"bad device spec {spec!r}; expected auto, cpu, gpu, native, opencl[:P[:N]] or cuda[:N]")
