@@ -84,10 +84,10 @@ def cmd_crypt(args, encrypt: bool) -> int:
 
     key = _hex(args.key, "--key")
     iv = _hex(args.iv, "--iv") if args.iv is not None else None
+    # validated here (key and IV sizes, options); the device starts with encryptor()/decryptor()
     cipher = Cipher(args.cipher, key, iv, device=args.device, padding=args.pad,
                     sector_size=args.sector_size, start_sector=args.start_sector,
                     constant_time=args.constant_time)
-    ctx = cipher.encryptor() if encrypt else cipher.decryptor()
     chunk_bytes, depth = _pipeline_flags(args)
     src = _open_input(args.infile)
     total = None
@@ -98,25 +98,52 @@ def cmd_crypt(args, encrypt: bool) -> int:
     except (OSError, ValueError):
         total = None
     try:
-        engine = _stream_engine(ctx, args.device, total)
         with _AtomicOutput(args.outfile) as out, Progress(total, quiet=args.quiet) as bar:
-            if engine is not None:  # overlapped file streaming on a kernel device
-                from .pipeline import stream_crypt
+            prefault = None
+            if _may_stream(cipher, encrypt, args.device):
+                from .pipeline import prefault_output
 
-                stream_crypt(engine.backend, ctx.p, src, out, chunk_bytes=chunk_bytes, depth=depth,
-                             progress=bar.advance, nbytes=total)
-                return 0
-            while True:
-                chunk = src.read(READ_CHUNK)
-                if not chunk:
-                    break
-                out.write(ctx.update(chunk))
-                bar.advance(len(chunk))
-            out.write(ctx.finalize())
+                # a new output on a RAM disk: its pages are zero-filled while the device starts
+                prefault = prefault_output(out, total)
+            try:
+                ctx = cipher.encryptor() if encrypt else cipher.decryptor()
+                engine = _stream_engine(ctx, args.device, total)
+                if engine is not None:  # overlapped file streaming on a kernel device
+                    from .pipeline import stream_crypt
+
+                    if prefault is not None:
+                        prefault.wait()
+                    stream_crypt(engine.backend, ctx.p, src, out, chunk_bytes=chunk_bytes,
+                                 depth=depth, progress=bar.advance, nbytes=total)
+                    return 0
+                while True:
+                    chunk = src.read(READ_CHUNK)
+                    if not chunk:
+                        break
+                    out.write(ctx.update(chunk))
+                    bar.advance(len(chunk))
+                out.write(ctx.finalize())
+                if prefault is not None:
+                    out.truncate()  # the file was sized for the stream: end it where we did
+            finally:
+                if prefault is not None:
+                    prefault.close()
     finally:
         if src is not sys.stdin.buffer:
             src.close()
     return 0
+
+
+def _may_stream(cipher, encrypt: bool, device: str) -> bool:
+    """Whether this run will likely stream through a kernel device (decided before the device
+    starts, from the options alone: the native engine and the CPU run elsewhere)."""
+    head = (device or "auto").strip().lower().split(":")[0]
+    if head in ("native", "cpu"):
+        return False
+    _key, _iv, padding, sector_size, _start, _impl = cipher._args
+    mode = cipher.spec.mode
+    return not padding and (mode in ("ctr", "ecb") or (mode == "cbc" and not encrypt)
+                            or (mode == "xts" and bool(sector_size)))
 
 
 def _pipeline_flags(args):

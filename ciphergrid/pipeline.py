@@ -67,6 +67,9 @@ Host memory and copies
   threads; ``CIPHERGRID_STREAM_MMAP=out`` forces this way).  Other outputs (pipes, O_APPEND,
   ``CIPHERGRID_STREAM_MMAP=0``) get
   ``pwrite``/``write`` from the slot, in which the device worked in place.
+* A new output on a RAM disk (tmpfs) has its pages zero-filled by the kernel as they are first
+  touched; the CLI has them faulted in by background threads (:func:`prefault_output`) while the
+  device starts up, and waits for those before the stream begins.
 
 ``transfer=`` ("auto", "direct", "staged") overrides the choice (tests use it to run every path).
 """
@@ -1271,6 +1274,107 @@ class Pipeline:
         return written
 
 
+#: a file system whose new pages are zero-filled when first mapped (tmpfs, shmem)
+TMPFS_MAGIC = 0x01021994
+#: outputs smaller than this are not faulted in ahead (see prefault_output)
+PREFAULT_MIN = 256 << 20
+PREFAULT_SLICE = 64 << 20
+
+
+def _fs_magic(fd: int) -> int | None:
+    """``f_type`` of the file system holding ``fd`` (fstatfs; None where it cannot be read)."""
+    try:
+        import ctypes
+        import struct
+
+        buf = ctypes.create_string_buffer(256)
+        if ctypes.CDLL(None, use_errno=True).fstatfs(fd, buf) != 0:
+            return None
+        return struct.unpack_from("l", buf)[0]  # struct statfs begins with its f_type (a long)
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+class Prefault:
+    """The pages of a new output file on a RAM disk, faulted in by background threads while the
+    device starts (see :func:`prefault_output`).  ``wait()`` joins them, ``close()`` stops them.
+    (Threads in a forked child instead, away from the parent's memory-map lock, measured the
+    same on the H200 host.)"""
+
+    def __init__(self, fd: int, offset: int, size: int, threads: int):
+        self._stop = threading.Event()
+        os.posix_fallocate(fd, offset, size)  # a full RAM disk fails here, before any work
+        start = offset - offset % mmap.ALLOCATIONGRANULARITY
+        self._map = mmap.mmap(fd, offset + size - start, mmap.MAP_SHARED, mmap.PROT_READ,
+                              offset=start)
+        self._arr = np.frombuffer(self._map, np.uint8)[offset - start:]
+        n = -(-size // PREFAULT_SLICE)
+        self._threads = [threading.Thread(target=self._work, args=(i, threads, n), daemon=True,
+                                          name=f"ciphergrid-prefault-{i}") for i in range(threads)]
+        for t in self._threads:
+            t.start()
+
+    def _work(self, i: int, step: int, n: int) -> None:
+        # Thread i reads one byte per page of slices i, i + step, ...: the front of the file, which
+        # the stream writes first, comes first.  A read (never a write) of a page the stream may
+        # already have written cannot change it.
+        for k in range(i, n, step):
+            if self._stop.is_set():
+                return
+            np.bitwise_or.reduce(self._arr[k * PREFAULT_SLICE: (k + 1) * PREFAULT_SLICE: PAGE])
+
+    def wait(self) -> None:
+        """Until every page is in: the stream must not start while the threads run (faulting
+        pages in while the stream wrote others of the file slowed both threefold on the H200
+        host)."""
+        for t in self._threads:
+            t.join()
+
+    def close(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+        self._threads = []
+        if self._map is not None:
+            self._arr = None
+            _close_map(self._map)
+            self._map = None
+
+
+def prefault_output(f, size: int | None, threads: int | None = None) -> Prefault | None:
+    """Start faulting in the pages of the output file ``f`` (a new, empty regular file) that a
+    stream of ``size`` bytes will write, in background threads; None where that does not pay.
+
+    On a RAM disk (tmpfs) a page of a new file is allocated and zero-filled when it is first
+    touched: about 0.4 s of a 20 GiB stream's 1.1 s on the H200 host (docs/benchmarks.md §4c).
+    The CLI starts this before the device starts up (imports, CUDA context, kernel), which the
+    zero-filling then overlaps, and waits for it (:meth:`Prefault.wait`) before the stream.
+    Threads only read the pages: bytes written meanwhile are safe.  ``CIPHERGRID_PREFAULT``:
+    ``0`` turns it off; a size (``64Mi``) replaces PREFAULT_MIN, the smallest output that gets it.
+    Not for a stream that has started: faulting in pages while it writes slows both.
+    """
+    env = os.environ.get("CIPHERGRID_PREFAULT", "").strip()
+    least = PREFAULT_MIN if not env else tuning.parse_bytes(env, "CIPHERGRID_PREFAULT")
+    if (size is None or size == 0 or least == 0 or size < least
+            or os.environ.get("CIPHERGRID_STREAM_MMAP") == "0"):
+        return None
+    try:
+        fd = f if isinstance(f, int) else f.fileno()
+        st = os.fstat(fd)
+        if (not stat.S_ISREG(st.st_mode) or st.st_size != 0 or _fs_magic(fd) != TMPFS_MAGIC
+                or fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND):  # as Pipeline.stream maps
+            return None
+        base = os.lseek(fd, 0, os.SEEK_CUR)
+    except (OSError, ValueError, AttributeError):
+        return None
+    try:
+        return Prefault(fd, base, size, threads or min(16, os.cpu_count() or 1))
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        return None  # cannot map it (a write-only descriptor...): the stream faults as it goes
+
+
 def _map_rw(fd: int, length: int, flags: int, offset: int) -> mmap.mmap:
     """A read-write shared mapping of ``fd``; a write-only descriptor (``open(path, "wb")``) is
     reopened read-write through /proc/self/fd first (a mapping needs read access)."""
@@ -1406,4 +1510,4 @@ def stream_copy(backend, src, dst, *, chunk_bytes=None, depth=None, progress=Non
 
 __all__ = ["Pipeline", "CipherJob", "CopyJob", "Chunk", "run_chunks", "copy", "stream_crypt",
            "stream_copy", "streamable", "pipeline_for", "host_buffer", "pinned", "transfer_mode",
-           "pin_cache_limit", "PINS"]
+           "pin_cache_limit", "PINS", "prefault_output", "Prefault"]

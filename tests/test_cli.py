@@ -26,8 +26,8 @@ XTS_NAMES = [n for n in ALL if registry.lookup(n).mode == "xts"]
 PAD_NAMES = [n for n in ALL if registry.lookup(n).mode in ("ecb", "cbc")]
 
 
-def cli(*args: str, input: bytes | None = None, cwd=None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
+def cli(*args: str, input: bytes | None = None, cwd=None, env=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env or {})}
     env["PYTHONPATH"] = PKG_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return subprocess.run([sys.executable, "-m", "ciphergrid", *map(str, args)], input=input,
                           capture_output=True, env=env, cwd=cwd, timeout=TIMEOUT)
@@ -136,6 +136,55 @@ def test_large_file_vs_openssl(openssl, tmp_path, rng):
     src.write_bytes(pt)
     ok(cli("encrypt", "--cipher", name, *_key_iv_args(key, iv), "--in", src, "--out", out, cwd=tmp_path))
     assert out.read_bytes() == openssl_enc(openssl, name, key, iv, pt)
+
+
+@pytest.fixture
+def ramdisk():
+    """A fresh directory on a tmpfs (/dev/shm), where a new file's pages are zero-filled on first
+    touch and the CLI faults an output's pages in while the device starts."""
+    import tempfile
+    from pathlib import Path
+
+    from ciphergrid.pipeline import TMPFS_MAGIC, _fs_magic
+
+    magic = None
+    if os.path.isdir("/dev/shm"):
+        fd = os.open("/dev/shm", os.O_RDONLY)
+        try:
+            magic = _fs_magic(fd)
+        finally:
+            os.close(fd)
+    if magic != TMPFS_MAGIC:
+        pytest.skip("no tmpfs at /dev/shm: the RAM-disk output path is not exercised")
+    d = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="ciphergrid-test-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_ramdisk_output_vs_openssl(device, openssl, ramdisk, rng):
+    """An output on a RAM disk, faulted in ahead by background threads (CIPHERGRID_PREFAULT=1Mi:
+    from 1 MiB on), on every device: the bytes of `openssl enc`, the file's size exact (the native
+    path writes sequentially into the pre-sized file), and no temporary file left."""
+    name = "aes-128-ctr"
+    key, iv = rng.key(name), rng.iv(name)
+    pt = rng.data(3 * (1 << 20) + 5)
+    src, out = ramdisk / "in.bin", ramdisk / "out.bin"
+    src.write_bytes(pt)
+    ok(cli("encrypt", "--cipher", name, *_key_iv_args(key, iv), "--in", src, "--out", out,
+           "--device", device, env={"CIPHERGRID_PREFAULT": "1Mi"}))
+    assert out.read_bytes() == openssl_enc(openssl, name, key, iv, pt)
+    assert sorted(x.name for x in ramdisk.iterdir()) == ["in.bin", "out.bin"]
+
+
+def test_ramdisk_failed_run_leaves_nothing(device, ramdisk):
+    """A run that fails after the output was sized and faulted in (ECB over a partial block,
+    found by the stream) exits 2 and leaves no output and no temporary file."""
+    src, out = ramdisk / "in.bin", ramdisk / "out.bin"
+    src.write_bytes(bytes(2 * (1 << 20) + 1))
+    p = cli("encrypt", "--cipher", "aes-128-ecb", "--key", "00" * 16, "--in", src, "--out", out,
+            "--device", device, env={"CIPHERGRID_PREFAULT": "1Mi"})
+    _assert_error(p, "ecb-partial-block on a RAM disk")
+    assert sorted(x.name for x in ramdisk.iterdir()) == ["in.bin"]
 
 
 def test_every_device(device, tmp_path, rng, ref):

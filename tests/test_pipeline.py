@@ -661,3 +661,49 @@ def test_registration_cache_keeps_owners_locked_until_freed(cl, rng, monkeypatch
     assert 0 < sum(b.regs.values()) <= 1 << 20
     pipeline.PINS.clear()
     assert not b.regs and not b.violations
+
+
+def test_prefault_reads_only_and_sizes_the_file(monkeypatch):
+    """pipeline.prefault_output on a tmpfs file: the file is sized (posix_fallocate) and its pages
+    faulted in by threads that only read, so bytes written meanwhile through another mapping (as
+    the stream does) survive; None for outputs it must not touch (small, not empty, O_APPEND,
+    not on a tmpfs, turned off)."""
+    import mmap
+    import tempfile
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    fd0 = os.open("/dev/shm", os.O_RDONLY)
+    magic = pipeline._fs_magic(fd0)
+    os.close(fd0)
+    if magic != pipeline.TMPFS_MAGIC:
+        pytest.skip("/dev/shm is not a tmpfs: the prefault is not exercised")
+    monkeypatch.setenv("CIPHERGRID_PREFAULT", "1Mi")
+    monkeypatch.setattr(pipeline, "PREFAULT_SLICE", 1 << 20)
+    size = 48 << 20
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as d:
+        path = os.path.join(d, "out")
+        with open(path, "w+b") as f:
+            pf = pipeline.prefault_output(f, size, threads=4)
+            assert isinstance(pf, pipeline.Prefault)
+            assert os.fstat(f.fileno()).st_size == size
+            m = mmap.mmap(f.fileno(), size)
+            a = np.frombuffer(m, np.uint8)
+            for k in range(0, size, 1 << 20):  # written while the threads run, front to back
+                a[k: k + (1 << 20)] = (k >> 20) % 251 + 1
+            pf.close()
+            want = np.repeat(np.arange(size >> 20, dtype=np.uint64) % 251 + 1, 1 << 20).astype(np.uint8)
+            assert np.array_equal(a, want)
+            del a
+            m.close()
+            pf.close()  # twice: harmless
+        with open(path, "r+b") as f:  # not empty
+            assert pipeline.prefault_output(f, size) is None
+        with open(os.path.join(d, "small"), "w+b") as f:
+            assert pipeline.prefault_output(f, 1 << 19) is None
+        with open(os.path.join(d, "app"), "a+b") as f:
+            assert pipeline.prefault_output(f, size) is None
+        monkeypatch.setenv("CIPHERGRID_PREFAULT", "0")
+        with open(os.path.join(d, "off"), "w+b") as f:
+            assert pipeline.prefault_output(f, size) is None
+            assert os.fstat(f.fileno()).st_size == 0
