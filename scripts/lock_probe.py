@@ -5,6 +5,7 @@ locking rate (does it serialise per process or per machine?), H2D and duplex cop
 locked mappings, and unlocking.  A development probe (needs CuPy); docs/benchmarks.md §4b.
 
     python3 scripts/lock_probe.py /tmp/cgram/f 16 1 2 4 8
+    python3 scripts/lock_probe.py --mixed      # host memcpy and duplex DMA at the same time
 """
 import mmap
 import multiprocessing as mp
@@ -81,7 +82,68 @@ def memcpy_rates():
         print(f"memcpy {th:2d} threads: {best:6.1f} GB/s copied ({2 * best:.0f} GB/s of traffic)", flush=True)
 
 
+def mixed_rates(seconds: float = 1.5):
+    """Host memory traffic under the file path's mixed load: duplex DMA between page-locked host
+    buffers and the GPU (no CPU) while 0/4/8/16 threads memcpy between two other buffers.  Does
+    the DMA take memory bandwidth from the copies, and how much traffic does the host reach?"""
+    import threading
+    import cupy as cp
+    import cupyx
+    n = 1 << 30
+    up, down = cupyx.empty_pinned((n,), np.uint8), cupyx.empty_pinned((n,), np.uint8)
+    up[:] = 1
+    down[:] = 1
+    d_up, d_down = cp.empty(n, cp.uint8), cp.empty(n, cp.uint8)
+    s1, s2 = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    m = 4 << 30
+    a, b = np.ones(m, np.uint8), np.empty(m, np.uint8)
+    b[:] = 1
+    piece = 64 << 20
+    for th in (0, 4, 8, 16):
+        stop = threading.Event()
+        done = [0] * max(th, 1)
+
+        def w(i):
+            k = i * (m // th)
+            while not stop.is_set():
+                np.copyto(b[k: k + piece], a[k: k + piece])
+                done[i] += piece
+                k += piece
+                if k + piece > (i + 1) * (m // th):
+                    k = i * (m // th)
+        ts = [threading.Thread(target=w, args=(i,)) for i in range(th)]
+        for t in ts:
+            t.start()
+        time.sleep(0.2)
+        c0, t0 = sum(done), time.perf_counter()
+        e0, e1, e2 = cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Event()
+        e0.record(s1)
+        s2.wait_event(e0)
+        rounds = 0
+        while time.perf_counter() - t0 < seconds * 0.8:
+            cp.cuda.runtime.memcpyAsync(d_up.data.ptr, up.ctypes.data, n, 1, s1.ptr)
+            cp.cuda.runtime.memcpyAsync(down.ctypes.data, d_down.data.ptr, n, 2, s2.ptr)
+            rounds += 1
+            if rounds % 4 == 0:
+                s1.synchronize()
+        e1.record(s1)
+        e2.record(s2)
+        e1.synchronize()
+        e2.synchronize()
+        t1, c1 = time.perf_counter(), sum(done)
+        stop.set()
+        for t in ts:
+            t.join()
+        dma_s = max(cp.cuda.get_elapsed_time(e0, e1), cp.cuda.get_elapsed_time(e0, e2)) / 1e3
+        dma = rounds * n / dma_s / 1e9
+        cpy = (c1 - c0) / (t1 - t0) / 1e9
+        print(f"mixed: {th:2d} memcpy threads {cpy:6.1f} GB/s copied  +  DMA {dma:5.1f} GB/s each way"
+              f"  = {2 * cpy + 2 * dma:6.1f} GB/s of host memory traffic", flush=True)
+
+
 def main():
+    if sys.argv[1:] == ["--mixed"]:
+        return mixed_rates()
     memcpy_rates()
     path, size = sys.argv[1], int(sys.argv[2]) * GiB
     if not os.path.exists(path) or os.path.getsize(path) != size:

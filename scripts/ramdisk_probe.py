@@ -99,6 +99,55 @@ def cli(a, size: int, src: str, dst: str) -> None:
                 os.unlink(dst)
 
 
+PHASES = r"""
+import os, sys, time
+T0 = float(os.environ["CG_T0"])
+m = [("interpreter", time.time() - T0)]
+def mark(w):
+    m.append((w, time.time() - T0))
+from ciphergrid import cli
+mark("import")
+import ciphergrid.engine as E, ciphergrid.pipeline as P
+g, s, e = E.get_engine, P.stream_crypt, P.Pipeline._ensure
+def g2(*a, **k):
+    mark("engine<"); r = g(*a, **k); mark("engine>"); return r
+def s2(*a, **k):
+    mark("stream<"); r = s(*a, **k); mark("stream>"); return r
+def e2(self, *a, **k):
+    t = time.time(); r = e(self, *a, **k); m.append(("slots-took", time.time() - t)); return r
+E.get_engine, P.stream_crypt, P.Pipeline._ensure = g2, s2, e2
+w = P.Prefault.wait
+def w2(self):
+    mark("pfwait<"); w(self); mark("pfwait>")
+P.Prefault.wait = w2
+if os.environ.get("CG_PF_THREADS"):  # the CLI's prefault threads (default: up to 16)
+    pf = P.prefault_output
+    P.prefault_output = lambda f, n, threads=None: pf(f, n, int(os.environ["CG_PF_THREADS"]))
+rc = cli.main(sys.argv[1:])
+mark("main-returned")
+print(" ".join(f"{w}={t:.3f}" for w, t in m), file=sys.stderr)
+sys.exit(rc)
+"""
+
+
+def phases(a, size: int, src: str, dst: str, runs: int = 2) -> None:
+    """Where a CLI process's time goes: the wall time of `ciphergrid encrypt` split at marks
+    (interpreter up, imports, engine = CUDA context + kernel, the stream, main returned; the rest
+    to the wall time is the process's exit)."""
+    key, iv = bytes(range(16)), bytes(16)
+    for _ in range(runs):
+        env = {**os.environ, "CG_T0": repr(time.time())}
+        t0 = time.time()
+        r = subprocess.run([sys.executable, "-c", PHASES, "encrypt", "-c", "aes-128-ctr", "-K",
+                            key.hex(), "--iv", iv.hex(), "--in", src, "--out", dst, "-d", a.device,
+                            "--quiet"], env=env, capture_output=True, text=True)
+        t = time.time() - t0
+        print(f"CLI phases: wall {t:.3f} s ({size / t / 1e9:.2f} GB/s) rc {r.returncode}:",
+              r.stderr.strip()[-400:], flush=True)
+        if os.path.exists(dst):
+            os.unlink(dst)
+
+
 def _parallel(fn, pieces, threads: int) -> float:
     """Run fn(lo, hi) over pieces on `threads` threads; wall seconds."""
     it = iter(pieces)
@@ -212,6 +261,8 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--cli", action="store_true")
     ap.add_argument("--modes", default="1,populate,0", help="CIPHERGRID_STREAM_MMAP values to try")
+    ap.add_argument("--phases", action="store_true",
+                    help="only the CLI process, its wall time split into phases")
     ap.add_argument("--quick", action="store_true", help="only the CLI part (skip the fill/read probes)")
     ap.add_argument("--breakdown", action="store_true",
                     help="only where a mapped-file run's time goes (fault-in, locking, device)")
@@ -221,8 +272,10 @@ def main() -> None:
     src, dst = os.path.join(d, "cg-probe-in"), os.path.join(d, "cg-probe-out")
     print(f"== {d}: {a.size}, {a.threads} threads")
     try:
-        if a.quick or a.breakdown:
+        if a.quick or a.breakdown or a.phases:
             fill_mapped(src, size, a.threads)
+            if a.phases:
+                return phases(a, size, src, dst)
             if a.breakdown:
                 breakdown(a, size, src, dst)
             return cli(a, size, src, dst) if a.cli else None
