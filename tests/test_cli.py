@@ -161,6 +161,21 @@ def ramdisk():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_ramdisk_output_auto_device(openssl, ramdisk, rng):
+    """--device auto (the default) with the output sized and faulted in first: on a machine
+    without a GPU the run falls to OpenSSL, which writes the pre-sized file sequentially; the
+    file ends where the data does (a CBC decryption: the output is as long as the input)."""
+    name = "aes-128-cbc"
+    key, iv = rng.key(name), rng.iv(name)
+    ct = rng.data(2 * (1 << 20) + 16 * 7)
+    src, out = ramdisk / "in.bin", ramdisk / "out.bin"
+    src.write_bytes(ct)
+    ok(cli("decrypt", "--cipher", name, *_key_iv_args(key, iv), "--in", src, "--out", out,
+           env={"CIPHERGRID_PREFAULT": "1Mi"}))
+    assert out.read_bytes() == openssl_enc(openssl, name, key, iv, ct, decrypt=True)
+    assert sorted(x.name for x in ramdisk.iterdir()) == ["in.bin", "out.bin"]
+
+
 def test_ramdisk_output_vs_openssl(device, openssl, ramdisk, rng):
     """An output on a RAM disk, faulted in ahead by background threads (CIPHERGRID_PREFAULT=1Mi:
     from 1 MiB on), on every device: the bytes of `openssl enc`, the file's size exact (the native
