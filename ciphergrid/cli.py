@@ -140,10 +140,10 @@ def _may_stream(cipher, encrypt: bool, device: str) -> bool:
     head = (device or "auto").strip().lower().split(":")[0]
     if head in ("native", "cpu"):
         return False
+    from .pipeline import streams
+
     _key, _iv, padding, sector_size, _start, _impl = cipher._args
-    mode = cipher.spec.mode
-    return not padding and (mode in ("ctr", "ecb") or (mode == "cbc" and not encrypt)
-                            or (mode == "xts" and bool(sector_size)))
+    return streams(cipher.spec.mode, encrypt, padding, sector_size)
 
 
 def _pipeline_flags(args):

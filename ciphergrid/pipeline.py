@@ -1101,8 +1101,7 @@ class Pipeline:
         base_in = os.lseek(fd_in, 0, os.SEEK_CUR) if reg_in else 0
         size = max(0, st_in.st_size - base_in) if reg_in else None
         # pwrite at offsets only where it means that (O_APPEND would append out of order)
-        reg_out = (stat.S_ISREG(os.fstat(fd_out).st_mode)
-                   and not fcntl.fcntl(fd_out, fcntl.F_GETFL) & os.O_APPEND)
+        reg_out = _writes_at_offsets(fd_out)
         base_out = os.lseek(fd_out, 0, os.SEEK_CUR) if reg_out else 0
         nchunks = -(-size // cap) if size is not None else None
         # A regular output of known size is mapped: the device's results go straight into the
@@ -1281,6 +1280,11 @@ PREFAULT_MIN = 256 << 20
 PREFAULT_SLICE = 64 << 20
 
 
+def _writes_at_offsets(fd: int) -> bool:
+    """A regular file not opened O_APPEND: written at offsets (pwrite, a mapping) in any order."""
+    return stat.S_ISREG(os.fstat(fd).st_mode) and not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND
+
+
 def _fs_magic(fd: int) -> int | None:
     """``f_type`` of the file system holding ``fd`` (fstatfs; None where it cannot be read)."""
     try:
@@ -1360,9 +1364,9 @@ def prefault_output(f, size: int | None, threads: int | None = None) -> Prefault
         return None
     try:
         fd = f if isinstance(f, int) else f.fileno()
-        st = os.fstat(fd)
-        if (not stat.S_ISREG(st.st_mode) or st.st_size != 0 or _fs_magic(fd) != TMPFS_MAGIC
-                or fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND):  # as Pipeline.stream maps
+        # the outputs Pipeline.stream maps, when new and on a tmpfs
+        if (not _writes_at_offsets(fd) or os.fstat(fd).st_size != 0
+                or _fs_magic(fd) != TMPFS_MAGIC):
             return None
         base = os.lseek(fd, 0, os.SEEK_CUR)
     except (OSError, ValueError, AttributeError):
@@ -1484,10 +1488,14 @@ def copy(backend, data, out=None, *, chunk_bytes=None, depth=None, transfer: str
 
 def streamable(p) -> bool:
     """Whether a validated modes.Params can stream through :meth:`Pipeline.stream`."""
-    m = p.spec.mode
-    if p.padding:
+    return streams(p.spec.mode, p.encrypt, p.padding, p.sector_size)
+
+
+def streams(mode: str, encrypt: bool, padding, sector_size) -> bool:
+    """:func:`streamable` on the options alone (before any Params exists)."""
+    if padding:
         return False
-    return m in ("ctr", "ecb") or (m == "cbc" and not p.encrypt) or (m == "xts" and bool(p.sector_size))
+    return mode in ("ctr", "ecb") or (mode == "cbc" and not encrypt) or (mode == "xts" and bool(sector_size))
 
 
 def stream_crypt(backend, p, src, dst, *, chunk_bytes=None, depth=None, progress=None,
@@ -1509,5 +1517,5 @@ def stream_copy(backend, src, dst, *, chunk_bytes=None, depth=None, progress=Non
 
 
 __all__ = ["Pipeline", "CipherJob", "CopyJob", "Chunk", "run_chunks", "copy", "stream_crypt",
-           "stream_copy", "streamable", "pipeline_for", "host_buffer", "pinned", "transfer_mode",
-           "pin_cache_limit", "PINS", "prefault_output", "Prefault"]
+           "stream_copy", "streamable", "streams", "pipeline_for", "host_buffer", "pinned",
+           "transfer_mode", "pin_cache_limit", "PINS", "prefault_output", "Prefault"]
