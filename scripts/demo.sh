@@ -4,10 +4,7 @@
 # and print the devices and the throughput.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e .
+bash scripts/setup-venv.sh
 CG=.venv/bin/ciphergrid
 $CG devices
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

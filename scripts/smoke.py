@@ -4,7 +4,7 @@ import os, time, sys
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes as M
 import ciphergrid
-dev=sys.argv[1] if len(sys.argv)>1 else "opencl:0:0"
+dev=sys.argv[1] if len(sys.argv)>1 else "cpu"
 rng=np.random.default_rng(1)
 def ref(name,key,iv,data,enc):
     mode=name.split('-')[2]

@@ -3,8 +3,5 @@
 # present (PoCL on the CPU at least; GPUs when there are any).  CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[test]"
+bash scripts/setup-venv.sh test
 exec .venv/bin/python -m pytest -q -rs "$@"

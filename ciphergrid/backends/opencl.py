@@ -31,7 +31,47 @@ def cl():
 def platforms() -> list:
     """OpenCL platforms in a stable order (by name), whatever order the ICD loader finds them in:
     ``opencl:P:N`` must name the same device in every process."""
-    return sorted(cl().get_platforms(), key=lambda p: (p.name.strip(), p.vendor.strip()))
+    return sorted(cl().get_platforms(),
+                  key=lambda p: (p.name.strip(), p.vendor.strip(), p.version.strip()))
+
+
+_PROBE_SRC = "__kernel void cg_probe(__global uint *a) { a[get_global_id(0)] ^= 1u; }"
+
+
+def _compiles(plat, dev) -> bool:
+    """Whether a CPU device's compiler builds a kernel at all.  PoCL's LLVM does not know every
+    host CPU (the PoCL in the pyopencl wheel, LLVM 14, refuses Zen 5 as "unknown target CPU
+    'generic'", while a system PoCL on the same host works): such a device is not offered.
+    The answer is cached on disk per (platform version, device, driver), so only the first run
+    on a machine pays for the probe."""
+    import json
+
+    from ..settings import cache_dir
+
+    key = "|".join((plat.version.strip(), dev.name.strip(), dev.driver_version.strip()))
+    path = os.path.join(cache_dir(), "opencl-probe.json")
+    try:
+        with open(path) as f:
+            known = json.load(f)
+    except (OSError, ValueError):
+        known = {}
+    if key in known:
+        return bool(known[key])
+    c = cl()
+    try:
+        c.Program(c.Context([dev]), _PROBE_SRC).build()
+        ok = True
+    except Exception:
+        ok = False
+    known[key] = ok
+    try:
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(known, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return ok
 
 
 def _kind(dev) -> str:
@@ -56,6 +96,8 @@ def enumerate_devices() -> list[DeviceInfo]:
         except Exception:
             continue
         for d, dev in enumerate(devs):
+            if _kind(dev) == "cpu" and not _compiles(plat, dev):
+                continue
             extra = {"driver": dev.driver_version, "opencl": dev.version}
             out.append(DeviceInfo(
                 spec=f"opencl:{p}:{d}", runtime="opencl", name=dev.name.strip(), kind=_kind(dev),

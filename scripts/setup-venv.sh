@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install ciphergrid into it: `scripts/setup-venv.sh [EXTRAS]`
+# (e.g. "test").  Shared by demo.sh and test.sh.
+#
+# The PoCL inside the pyopencl wheel (LLVM 14) cannot compile for CPUs its LLVM does not know
+# (AMD Zen 5: "unknown target CPU 'generic'"); ciphergrid then does not offer that device.  When
+# no OpenCL CPU device works, the system's PoCL is installed where this script may (root, apt),
+# else a warning says how.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+extras=${1:-}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".${extras:+[$extras]}"
+has_cpu_device() {
+  .venv/bin/python -c 'import sys, ciphergrid.devices as d
+sys.exit(0 if any(x.runtime == "opencl" and x.kind == "cpu" for x in d.all_devices()) else 1)'
+}
+if ! has_cpu_device; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: no working OpenCL CPU device; installing the system PoCL (pocl-opencl-icd)" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd) \
+      >/dev/null || echo "setup: apt-get failed; OpenCL CPU tests will have no device" >&2
+  else
+    echo "setup: warning: no working OpenCL CPU device; install your system's PoCL" \
+         "(Debian/Ubuntu: apt-get install pocl-opencl-icd)" >&2
+  fi
+fi
