@@ -1,176 +1,311 @@
-"""ciphergrid command line: encrypt | decrypt | devices | selftest | bench | report.
+"""ciphergrid command line: encrypt | decrypt | list | devices | selftest | bench | report.
 
 Output bytes match ``openssl enc -NAME -nopad -K HEX -iv HEX`` (``--pad pkcs7``: OpenSSL's default
-padding).  Errors print one line, ``ciphergrid: error: ...``, and exit with code 2; an output file
-is written to a temporary name and renamed only on success, so a failed or interrupted run leaves
-no partial output (and an existing file untouched).
+padding; ``--pbkdf2 --pass``: ``openssl enc -pbkdf2 -pass``, its ``Salted__`` header included).
+Errors print one line, ``ciphergrid: error: ...``, before any output where the sizes decide them,
+and exit with the codes of :data:`EXIT_CODES`.  A regular output file is replaced atomically (see
+``fileio``); stdout, FIFOs and devices are written through, every write checked.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
-import stat
+import signal
 import sys
-import tempfile
+import time
 
-from . import __version__
-from .errors import Error, InvalidArgument
+from . import __version__, interrupts
+from .errors import DeviceError, DeviceNotFound, Error, InvalidArgument, InvalidPadding, InvalidTag
 
-EXIT_ERROR = 2
+EXIT_OK = 0
+EXIT_USAGE = 2     # bad arguments, bad key / IV, the input does not suit the cipher
+EXIT_AUTH = 3      # authentication failed: bad padding on decryption (bad tags later)
+EXIT_IO = 4        # reading the input or writing the output failed (disk full, permissions...)
+EXIT_DEVICE = 5    # a device or its runtime failed (compile error, out of memory, driver)
+EXIT_SIGNAL = 128  # + the signal number: 130 SIGINT, 129 SIGHUP, 143 SIGTERM; 141: the reader of
+#                    the output pipe went away (quietly, like coreutils)
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_USAGE: "usage or input error (arguments, key, IV, the input's length)",
+    EXIT_AUTH: "authentication failure (bad padding; bad tags for AEADs)",
+    EXIT_IO: "I/O error (cannot read the input, cannot write the output, disk full)",
+    EXIT_DEVICE: "device error (kernel build, out of device memory, driver)",
+    EXIT_SIGNAL: "128 + N: stopped by signal N (SIGINT 130, SIGHUP 129, SIGTERM 143, SIGPIPE 141)",
+}
+
+#: bytes read per step when the data goes through a streaming context (not the device pipeline)
 READ_CHUNK = 64 << 20
+
+#: errors that can only come from writing the output
+_OUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+#: the API's words in messages, as the command line spells them
+_FLAG_WORDS = (("padding='pkcs7'", "--pad pkcs7"), ("sector_size", "--sector-size"),
+               ("start_sector", "--start-sector"), ("constant_time=True", "--constant-time"))
+
+
+def _flags(message: str) -> str:
+    for word, flag in _FLAG_WORDS:
+        message = message.replace(word, flag)
+    return message
+
+
+def _warn(message: str) -> None:
+    print(f"ciphergrid: warning: {message}", file=sys.stderr)
 
 
 def _hex(value: str, what: str) -> bytes:
+    v = value.strip()
     try:
-        return bytes.fromhex(value.strip())
-    except ValueError:
-        raise InvalidArgument(f"{what} must be hexadecimal, got {len(value)} characters that are not") from None
+        return bytes.fromhex(v)
+    except ValueError:  # never echo the value: it may be a key
+        why = "an odd number of digits" if len(v.replace(" ", "")) % 2 else "characters other than 0-9, a-f"
+        raise InvalidArgument(f"{what} must be hexadecimal: the {len(v)} characters given contain {why}") \
+            from None
 
 
-class _AtomicOutput:
-    """Write to a temporary file beside the target; rename on success, delete on failure."""
+# ------------------------------------------------------------------------------------ keys
+class _Keying:
+    """Where the key comes from: ``key``/``iv`` given, or a passphrase to derive them from."""
 
-    def __init__(self, path: str | None):
-        self.path = path
-        self.tmp = None
-        self.f = None
-
-    def __enter__(self):
-        if self.path is None or self.path == "-":
-            self.f = sys.stdout.buffer
-            return self.f
-        d = os.path.dirname(os.path.abspath(self.path))
-        fd, self.tmp = tempfile.mkstemp(prefix=".ciphergrid-", suffix=".part", dir=d)
-        self.f = os.fdopen(fd, "w+b")  # readable too: the pipeline maps it to write in place
-        return self.f
-
-    def __exit__(self, exc_type, exc, tb):
-        if self.tmp is None:
-            if exc_type is None:
-                self.f.flush()
-            return False
-        try:
-            if exc_type is None:
-                self.f.flush()
-                os.fsync(self.f.fileno())
-                self.f.close()
-                os.replace(self.tmp, self.path)
-                self.tmp = None
-        finally:
-            if self.tmp is not None:
-                try:
-                    self.f.close()
-                finally:
-                    try:
-                        os.unlink(self.tmp)
-                    except FileNotFoundError:
-                        pass
-        return False
+    def __init__(self, key=None, iv=None, phrase=None, md=None):
+        self.key, self.iv, self.phrase, self.md = key, iv, phrase, md
 
 
-def _open_input(path: str | None):
-    if path is None or path == "-":
-        return sys.stdin.buffer
-    try:
-        return open(path, "rb")
-    except OSError as e:
-        raise InvalidArgument(f"cannot read {path}: {e.strerror}") from None
+def _keying(args, spec, encrypt: bool, src) -> _Keying:
+    """From --key-file / --key / --pbkdf2 --pass (exactly one way)."""
+    given = [f for f, v in (("--key", args.key), ("--key-file", args.key_file),
+                            ("--pass", args.passphrase)) if v is not None]
+    if len(given) > 1:
+        raise InvalidArgument(f"give one of --key, --key-file, --pass (got {' and '.join(given)})")
+    if args.iter is not None:
+        args.pbkdf2 = True  # as openssl: -iter forces PBKDF2
+    if args.passphrase is None and not args.pbkdf2:
+        if args.md is not None:
+            raise InvalidArgument("--md applies to passphrases (--pbkdf2 --pass)")
+        iv = _hex(args.iv, "--iv") if args.iv is not None else None
+        if args.key_file is not None:
+            from . import keys
+
+            return _Keying(keys.read_key_file(args.key_file, spec.key_len, spec.name), iv)
+        if args.key is None:
+            raise InvalidArgument("no key: give --key-file PATH, --key HEX, or --pbkdf2 --pass SOURCE")
+        _warn("--key puts the key on the command line, where other users can read it (ps, "
+              "/proc); prefer --key-file or --pbkdf2 --pass")
+        return _Keying(_hex(args.key, "--key"), iv)
+    if args.key is not None or args.key_file is not None:
+        raise InvalidArgument("--pbkdf2/--pass derive the key: give no --key or --key-file")
+    if args.iv is not None:
+        raise InvalidArgument("--pbkdf2/--pass derive the IV too: give no --iv")
+    if spec.mode == "xts":
+        raise InvalidArgument(f"{spec.name}: passphrases (openssl enc) are not defined for XTS; "
+                              "give --key-file")
+    if encrypt and not args.pbkdf2:
+        raise InvalidArgument("encryption with a passphrase needs --pbkdf2 (the legacy derivation "
+                              "is kept only to decrypt old openssl enc files)")
+    if args.passphrase is not None and args.passphrase.startswith("pass:"):
+        _warn("--pass pass:... puts the passphrase on the command line, where other users can "
+              "read it; prefer env:, file:, fd: or the prompt")
+    from . import keys
+
+    md = args.md or keys.DEFAULT_MD
+    keys.digest(md)  # an unknown digest fails before the prompt
+    phrase = keys.read_passphrase(args.passphrase, confirm=encrypt, stdin_is_data=src.is_stdin)
+    return _Keying(phrase=phrase, md=md)
 
 
+def _read_exact(read, n: int) -> bytes:
+    parts, got = [], 0
+    while got < n:
+        b = read(n - got)
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return b"".join(parts)
+
+
+# ------------------------------------------------------------------------------------ encrypt / decrypt
 def cmd_crypt(args, encrypt: bool) -> int:
+    from . import modes
     from .api import Cipher
+    from .fileio import Input, Output
+    from .registry import lookup
+
+    spec = lookup(args.cipher)
+    tuning = _pipeline_flags(args)
+    src = Input(args.infile)
+    try:
+        kg = _keying(args, spec, encrypt, src)
+        padding = None if args.nopad else (args.pad or ("pkcs7" if kg.phrase is not None else None))
+        if kg.phrase is not None and spec.mode not in ("ecb", "cbc"):
+            padding = None  # openssl enc pads block modes only
+        reader = src.read
+        if args.base64 and not encrypt:
+            from .b64 import Base64Reader
+
+            reader = Base64Reader(src.read).read
+        header = b""
+        n = None if args.base64 else src.size  # the data's bytes, when known
+        if kg.phrase is not None:  # the Salted__ header: written first, or read before the data
+            from . import keys
+
+            if encrypt:
+                salt = keys.new_salt()
+                header = keys.make_header(salt)
+            else:
+                salt = keys.parse_header(_read_exact(reader, len(keys.SALT_MAGIC) + keys.SALT_LEN))
+                n = None if args.base64 else src.size
+            if not args.pbkdf2:
+                _warn("decrypting with the legacy key derivation (EVP_BytesToKey, one iteration): "
+                      "re-encrypt with --pbkdf2")
+            kg.key, kg.iv = keys.derive(kg.phrase, salt, spec.key_len, spec.iv_len,
+                                        pbkdf2=args.pbkdf2, iterations=args.iter or keys.DEFAULT_ITER,
+                                        md=kg.md)
+        cipher = Cipher(spec.name, kg.key, kg.iv, device=args.device, padding=padding,
+                        sector_size=args.sector_size, start_sector=args.start_sector,
+                        constant_time=args.constant_time)
+        p = modes.check(spec, kg.key, kg.iv, encrypt, padding, args.sector_size, args.start_sector,
+                        cipher._args[5])
+        out_size = None
+        if n is not None:  # everything the size decides, before any output
+            bs = spec.block_size
+            if encrypt and padding:
+                out_size = (n // bs + 1) * bs
+            elif padding and (n == 0 or n % bs):
+                raise InvalidPadding(f"{spec.name}: padded data is a positive multiple of {bs} "
+                                     f"bytes, the input holds {n}")
+            else:
+                if not padding:
+                    modes.check_length(p, n)
+                out_size = n
+            out_size += len(header)
+        out = Output(args.outfile, size=out_size)
+        try:
+            with out:
+                _run(args, encrypt, cipher, p, src, reader, out, header, n, tuning)
+        except BaseException as e:
+            if (isinstance(e, OSError) and not e.filename and e.errno in _OUT_ERRNOS
+                    and out.name not in str(e)):
+                e.filename = out.name  # a full disk is the output's
+            if out.kind == "through" and not isinstance(e, BrokenPipeError):
+                e.ciphergrid_written = (out.written, out.name)  # for the one-line message
+            raise
+    finally:
+        src.close()
+    return EXIT_OK
+
+
+def _run(args, encrypt, cipher, p, src, reader, out, header: bytes, n, tuning) -> None:
     from .progress import Progress
 
-    key = _hex(args.key, "--key")
-    iv = _hex(args.iv, "--iv") if args.iv is not None else None
-    # validated here (key and IV sizes, options); the device starts with encryptor()/decryptor()
-    cipher = Cipher(args.cipher, key, iv, device=args.device, padding=args.pad,
-                    sector_size=args.sector_size, start_sector=args.start_sector,
-                    constant_time=args.constant_time)
-    chunk_bytes, depth = _pipeline_flags(args)
-    src = _open_input(args.infile)
-    total = None
-    try:
-        st = os.fstat(src.fileno())
-        if stat.S_ISREG(st.st_mode):
-            total = st.st_size
-    except (OSError, ValueError):
-        total = None
-    try:
-        with _AtomicOutput(args.outfile) as out, Progress(total, quiet=args.quiet) as bar:
-            prefault = None
-            if _may_stream(cipher, encrypt, args.device):
-                from .pipeline import prefault_output
+    write = out.write
+    b64 = None
+    if args.base64 and encrypt:
+        from .b64 import Base64Writer
 
-                # a new output on a RAM disk: its pages are zero-filled while the device starts
-                prefault = prefault_output(out, total)
+        b64 = Base64Writer(out.write)
+        write = b64.write
+    if header:
+        write(header)
+    engine = None
+    if not args.base64:
+        engine = _stream_engine(p, args.device, n)
+    device = engine.device.spec if engine is not None else _context_device(p, args.device, n)
+    if args.verbose:
+        print(f"ciphergrid: {p.spec.name} {'encrypt' if encrypt else 'decrypt'} on {device}"
+              f"{' (chosen by auto)' if (args.device or 'auto') == 'auto' else ''}", file=sys.stderr)
+    verb = "encrypted" if encrypt else "decrypted"
+    with Progress(n, quiet=args.quiet, verb=verb, device=device) as bar:
+        if engine is not None:  # overlapped file streaming on a kernel device
+            from .pipeline import prefault_output, stream_crypt
+
+            prefault = prefault_output(out.fd, n) if out.kind == "replace" else None
             try:
-                ctx = cipher.encryptor() if encrypt else cipher.decryptor()
-                engine = _stream_engine(ctx, args.device, total)
-                if engine is not None:  # overlapped file streaming on a kernel device
-                    from .pipeline import stream_crypt
-
-                    if prefault is not None:
-                        prefault.wait()
-                    stream_crypt(engine.backend, ctx.p, src, out, chunk_bytes=chunk_bytes,
-                                 depth=depth, progress=bar.advance, nbytes=total)
-                    return 0
-                while True:
-                    chunk = src.read(READ_CHUNK)
-                    if not chunk:
-                        break
-                    out.write(ctx.update(chunk))
-                    bar.advance(len(chunk))
-                out.write(ctx.finalize())
                 if prefault is not None:
-                    out.truncate()  # the file was sized for the stream: end it where we did
+                    prefault.wait()
+
+                def advance(k: int) -> None:
+                    out.count(k)
+                    bar.advance(k)
+
+                stream_crypt(engine.backend, p, src.f, out.fd, chunk_bytes=tuning[0],
+                             depth=tuning[1], progress=advance, nbytes=n)
             finally:
                 if prefault is not None:
                     prefault.close()
-    finally:
-        if src is not sys.stdin.buffer:
-            src.close()
-    return 0
+            return
+        ctx = cipher.encryptor() if encrypt else cipher.decryptor()
+        while True:
+            chunk = reader(READ_CHUNK)
+            if not chunk:
+                break
+            write(ctx.update(chunk))
+            bar.advance(len(chunk))
+        write(ctx.finalize())
+        if b64 is not None:
+            b64.close()
 
 
-def _may_stream(cipher, encrypt: bool, device: str) -> bool:
-    """Whether this run will likely stream through a kernel device (decided before the device
-    starts, from the options alone: the native engine and the CPU run elsewhere)."""
+def _stream_engine(p, device: str, total):
+    """The DeviceEngine to stream the input through, or None for the streaming context's path
+    (the native engine; padding, CBC encryption and one-unit XTS, which need the whole message)."""
     head = (device or "auto").strip().lower().split(":")[0]
-    if head in ("native", "cpu"):
-        return False
-    from .pipeline import streams
+    from .pipeline import streamable
 
-    _key, _iv, padding, sector_size, _start, _impl = cipher._args
-    return streams(cipher.spec.mode, encrypt, padding, sector_size)
+    if head == "native" or not streamable(p):
+        return None
+    from .engine import DeviceEngine, get_engine
+
+    eng = get_engine(device, p.spec.name, total)
+    return eng if isinstance(eng, DeviceEngine) else None
+
+
+def _context_device(p, device: str, total) -> str:
+    """The device the streaming context will use (for -v and the summary line)."""
+    from .devices import resolve
+
+    if p.spec.mode == "cbc" and p.encrypt:
+        return "native"
+    return resolve(device, p.spec.name, min(total or READ_CHUNK, READ_CHUNK)).spec
 
 
 def _pipeline_flags(args):
-    """--chunk-size / --depth: validated, and exported so every pipeline run of this process
-    (the streaming one and CipherContext's) uses them."""
+    """--chunk-size / --depth, validated; handed to the pipeline (None: the device's tuning)."""
     from . import tuning
 
     chunk = depth = None
     if getattr(args, "chunk_size", None) is not None:
         chunk = tuning.check_chunk(tuning.parse_bytes(args.chunk_size, "--chunk-size"))
-        os.environ[tuning.ENV_CHUNK] = str(chunk)
     if getattr(args, "depth", None) is not None:
         depth = tuning.check_depth(args.depth)
-        os.environ[tuning.ENV_DEPTH] = str(depth)
     return chunk, depth
 
 
-def _stream_engine(ctx, device: str, total):
-    """The DeviceEngine to stream the file through, or None for CipherContext's path (the native
-    engine; padding, CBC encryption and one-unit XTS, which need the whole message)."""
-    from .engine import DeviceEngine, get_engine
-    from .pipeline import streamable
+# ------------------------------------------------------------------------------------ other commands
+def cmd_list(args) -> int:
+    """Every cipher name with its key and IV sizes (``--json``: one object per name)."""
+    from .registry import lookup, names
 
-    if not streamable(ctx.p):
-        return None
-    eng = get_engine(device, ctx.p.spec.name, total)
-    return eng if isinstance(eng, DeviceEngine) else None
+    rows = []
+    for name in names():
+        s = lookup(name)
+        rows.append({"name": name, "cipher": s.cipher.name, "mode": s.mode,
+                     "key_bytes": s.key_len, "iv_bytes": s.iv_len, "block_bytes": s.block_size})
+    if args.json:
+        import json
+
+        print(json.dumps(rows, indent=1))
+        return EXIT_OK
+    head = ("name", "key", "iv", "block")
+    table = [(r["name"], f"{8 * r['key_bytes']} bits", f"{r['iv_bytes']} B" if r["iv_bytes"] else "-",
+              f"{r['block_bytes']} B") for r in rows]
+    widths = [max(len(t[i]) for t in table + [head]) for i in range(len(head))]
+    for t in [head] + table:
+        print("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
+    return EXIT_OK
 
 
 def cmd_devices(args) -> int:
@@ -182,7 +317,7 @@ def cmd_devices(args) -> int:
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    return 0
+    return EXIT_OK
 
 
 def cmd_selftest(args) -> int:
@@ -195,32 +330,55 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors as one line, ``ciphergrid: error: ...``, exit code 2."""
 
     def error(self, message):
-        self.exit(EXIT_ERROR, f"ciphergrid: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(EXIT_USAGE, f"ciphergrid: error: {message} (see `{self.prog} --help`)\n")
+
+
+_EPILOG = "exit codes: " + "; ".join(f"{k}{'+N' if k == EXIT_SIGNAL else ''} {v.split(' (')[0]}"
+                                     for k, v in EXIT_CODES.items() if k != EXIT_SIGNAL) \
+    + "; 128+N stopped by signal N"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="ciphergrid", description=__doc__.split("\n")[0])
+    ap = _Parser(prog="ciphergrid", description=__doc__.split("\n")[0], epilog=_EPILOG)
     ap.add_argument("--version", action="version", version=f"ciphergrid {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in ("encrypt", "decrypt"):
-        p = sub.add_parser(name, help=f"{name} a file or stdin")
-        p.add_argument("--cipher", "-c", required=True, help="e.g. aes-128-ctr, aes-256-xts")
-        p.add_argument("--key", "-K", required=True, help="key in hex (XTS: both keys)")
+        p = sub.add_parser(name, help=f"{name} a file or stdin", epilog=_EPILOG)
+        p.add_argument("--cipher", "-c", required=True, help="e.g. aes-128-ctr, aes-256-xts (see `ciphergrid list`)")
+        k = p.add_argument_group("key (one of)")
+        k.add_argument("--key-file", metavar="PATH",
+                       help="the key as hex text, or raw bytes when the file's size is the key's")
+        k.add_argument("--key", "-K", help="the key in hex (XTS: both keys); visible in ps: prefer --key-file")
+        k.add_argument("--pass", dest="passphrase", metavar="SOURCE",
+                       help="passphrase as openssl: pass:TEXT, env:VAR, file:PATH, fd:N, stdin "
+                            "(default with --pbkdf2: asked on the terminal)")
+        k.add_argument("--pbkdf2", action="store_true",
+                       help="derive key and IV from a passphrase as `openssl enc -pbkdf2` "
+                            "(Salted__ header, PKCS#7 padding for ECB/CBC)")
+        k.add_argument("--iter", type=int, metavar="N", help="PBKDF2 iterations (default 10000; implies --pbkdf2)")
+        k.add_argument("--md", metavar="DIGEST", help="passphrase digest (default sha256)")
         p.add_argument("--iv", help="IV / initial counter / XTS tweak in hex")
-        p.add_argument("--in", dest="infile", help="input file (default stdin)")
-        p.add_argument("--out", dest="outfile", help="output file (default stdout)")
+        p.add_argument("--in", dest="infile", metavar="PATH", help="input file or device (default stdin)")
+        p.add_argument("--out", dest="outfile", metavar="PATH",
+                       help="output (default stdout); a regular file is replaced atomically")
         p.add_argument("--device", "-d", default="auto",
                        help="auto, cpu, gpu, native, opencl[:P[:N]], cuda[:N]")
         p.add_argument("--pad", choices=["pkcs7"], help="PKCS#7 padding (ECB/CBC), as openssl without -nopad")
+        p.add_argument("--nopad", action="store_true", help="no padding (the default unless --pbkdf2)")
+        p.add_argument("--base64", "-a", action="store_true",
+                       help="base64 output on encryption, input on decryption (openssl -a)")
         p.add_argument("--sector-size", type=int, help="XTS data-unit size in bytes (tweak = sector number)")
         p.add_argument("--start-sector", type=int, help="XTS sector number of the first unit")
         p.add_argument("--constant-time", action="store_true",
                        help="bitsliced table-free kernel (no secret-dependent memory access)")
-        p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+        p.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+        p.add_argument("--verbose", "-v", action="store_true", help="say which device runs the job")
         p.add_argument("--chunk-size", metavar="BYTES",
                        help="pipeline chunk size, e.g. 16Mi (default: tuned per device)")
         p.add_argument("--depth", type=int, metavar="N",
                        help="pipeline depth: chunks in flight (default: tuned per device)")
+    p = sub.add_parser("list", help="every cipher name with its key and IV sizes")
+    p.add_argument("--json", action="store_true", help="as JSON")
     p = sub.add_parser("devices", help="list every device")
     p = sub.add_parser("selftest", help="known-answer tests on every device")
     p.add_argument("--device", "-d", default=None, help="only this device")
@@ -237,38 +395,80 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _error(message: str, exc: BaseException | None = None) -> None:
+    print(f"ciphergrid: error: {_flags(message)}{_written(exc)}", file=sys.stderr)
+
+
+def _written(exc: BaseException | None) -> str:
+    """"; N bytes were written to NAME" for an output written through (stdout, FIFO, device)."""
+    w = getattr(exc, "ciphergrid_written", None)
+    return f"; {w[0]} bytes were written to {w[1]}" if w else ""
+
+
+def _dispatch(args) -> int:
+    if args.command in ("encrypt", "decrypt"):
+        return cmd_crypt(args, args.command == "encrypt")
+    if args.command == "list":
+        return cmd_list(args)
+    if args.command == "devices":
+        return cmd_devices(args)
+    if args.command == "selftest":
+        return cmd_selftest(args)
+    from . import bench
+
+    if args.command == "bench":
+        return bench.main(args)
+    return bench.report_main(args)
+
+
 def main(argv=None) -> int:
+    """Run one command; returns the exit code (see :data:`EXIT_CODES`)."""
     ap = build_parser()
     args = ap.parse_args(argv)
+    interrupts.install()
     try:
-        if args.command in ("encrypt", "decrypt"):
-            return cmd_crypt(args, args.command == "encrypt")
-        if args.command == "devices":
-            return cmd_devices(args)
-        if args.command == "selftest":
-            return cmd_selftest(args)
-        if args.command == "bench":
-            from . import bench
-
-            return bench.main(args)
-        if args.command == "report":
-            from . import bench
-
-            return bench.report_main(args)
+        return _dispatch(args)
+    except BrokenPipeError:  # the reader of our output went away: quietly, as coreutils
+        return EXIT_SIGNAL + signal.SIGPIPE
+    except (InvalidPadding, InvalidTag) as e:
+        _error(str(e), e)
+        return EXIT_AUTH
+    except DeviceNotFound as e:
+        _error(str(e))
+        return EXIT_USAGE
+    except DeviceError as e:
+        _error(str(e), e)
+        return EXIT_DEVICE
     except Error as e:
-        print(f"ciphergrid: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    except OSError as e:  # a full disk, an I/O error on the output: one line, no partial output
+        _error(str(e), e)
+        return EXIT_USAGE
+    except OSError as e:  # a full disk, an I/O error: one line, no partial output
         where = f": {e.filename}" if e.filename else ""
-        print(f"ciphergrid: error: {e.strerror or e}{where}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("ciphergrid: error: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 1
-    return 0
+        _error(f"{e.strerror or e}{where}", e)
+        return EXIT_IO
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"ciphergrid: interrupted by {signal.Signals(signum).name}{_written(e)}",
+              file=sys.stderr)
+        return EXIT_SIGNAL + signum
+    finally:
+        interrupts.restore()
+
+
+def console() -> None:
+    """The ``ciphergrid`` program: :func:`main`, then exit.  After a signal or a closed output
+    pipe the process ends at once (``os._exit``) once our cleanup is done: worker threads still
+    parked in a runtime must not meet the interpreter's shutdown."""
+    code = main()
+    if code >= EXIT_SIGNAL:
+        for f in (sys.stderr, sys.stdout):
+            try:
+                f.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -61,6 +61,9 @@ __all__ = ["BACKEND_NAME", "openssl_version", "crypt", "NativeStream", "speed", 
 MIN_CHUNK = 1 << 20
 #: largest length passed to one EVP_CipherUpdate (its length argument is a C int)
 MAX_UPDATE = 1 << 30
+#: bytes a worker processes between two looks at its run's cancel flag (an interrupt stops every
+#: worker within one step, ~10-30 ms, before the contexts are freed)
+STEP = 32 << 20
 #: data processed per batch when XTS is composed from ECB (bounds the temporary mask memory)
 _XTS_ECB_BATCH = 4 << 20
 #: without the C loop, sector-mode XTS uses threads only for units at least this large (below,
@@ -262,14 +265,6 @@ _LOOP = None          # the loaded helper (ctypes CDLL), or False when it cannot
 _LOOP_LOCK = threading.Lock()
 
 
-def _cache_dir() -> str:
-    base = os.environ.get("CIPHERGRID_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "ciphergrid")
-    os.makedirs(base, mode=0o700, exist_ok=True)
-    return base
-
-
 def _build_loop():
     import hashlib
     import platform
@@ -289,10 +284,9 @@ def _build_loop():
     tag = hashlib.sha256(
         (_LOOP_SRC + platform.machine() + sys.platform + cc).encode()).hexdigest()[:16]
     suffix = ".dylib" if sys.platform == "darwin" else ".so"
-    try:
-        d = _cache_dir()
-    except OSError:
-        d = tempfile.mkdtemp(prefix="ciphergrid-")
+    from ..settings import cache_dir
+
+    d = cache_dir()
     path = os.path.join(d, f"native_loop_{tag}{suffix}")
     if not os.path.exists(path):
         with tempfile.TemporaryDirectory(dir=d) as tmp:
@@ -376,14 +370,16 @@ class _EvpCtx:
         if _LIB.EVP_CipherInit_ex(self.ptr, None, None, None, ctypes.addressof(self.ivbuf), -1) != 1:
             _fail("EVP_CipherInit_ex (IV)")
 
-    def process(self, src: np.ndarray, dst: np.ndarray, off: int, n: int) -> None:
-        """EVP_CipherUpdate over src[off:off+n] -> dst[off:off+n] (pieces of <= MAX_UPDATE)."""
+    def process(self, src: np.ndarray, dst: np.ndarray, off: int, n: int, cancel=None) -> None:
+        """EVP_CipherUpdate over src[off:off+n] -> dst[off:off+n] in steps of STEP bytes, looking
+        at ``cancel`` (a threading.Event) between steps."""
         update, ctx, poutl, outl = _LIB.EVP_CipherUpdate, self.ptr, self.poutl, self.outl
         s = src.ctypes.data + off
         d = dst.ctypes.data + off
         done = 0
         while done < n:
-            m = min(MAX_UPDATE, n - done)
+            _check_cancel(cancel)
+            m = min(STEP, n - done)
             if update(ctx, d + done, poutl, s + done, m) != 1:
                 _fail("EVP_CipherUpdate")
             if outl.value != m:
@@ -515,10 +511,11 @@ class _PycaCtx:
         except ValueError as e:
             raise InvalidKey(str(e)) from None
 
-    def process(self, src: np.ndarray, dst: np.ndarray, off: int, n: int) -> None:
+    def process(self, src: np.ndarray, dst: np.ndarray, off: int, n: int, cancel=None) -> None:
         done = 0
         while done < n:
-            m = min(MAX_UPDATE, n - done)
+            _check_cancel(cancel)
+            m = min(STEP, n - done)
             res = self.ctx.update(memoryview(src[off + done: off + done + m]))
             if len(res) != m:
                 raise DeviceError(f"cryptography update returned {len(res)} bytes for {m}")
@@ -669,19 +666,43 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _POOL
 
 
+class _Cancelled(Exception):
+    """A worker stopped because its run was cancelled (another part failed, or an interrupt)."""
+
+
+def _check_cancel(cancel) -> None:
+    if cancel is not None and cancel.is_set():
+        raise _Cancelled()
+
+
 def _run_all(jobs) -> None:
-    """Run callables: the first in this thread, the rest on the pool; wait for all, then raise."""
+    """Run callables ``job(cancel)``: the first in this thread, the rest on the pool; wait for
+    all, then raise the first error.
+
+    A failure or an interrupt (KeyboardInterrupt, a signal turned into an exception) sets
+    ``cancel``: the other workers stop at their next step.  This returns only when no worker is
+    inside OpenSSL any more, even when interrupted while waiting: the callers free the EVP
+    contexts right after, and the interpreter may be about to exit."""
+    cancel = threading.Event()
     if len(jobs) == 1:
-        jobs[0]()
+        jobs[0](cancel)
         return
     pool = _pool(len(jobs) - 1)
-    futures = [pool.submit(j) for j in jobs[1:]]
+    futures = [pool.submit(j, cancel) for j in jobs[1:]]
     first_exc = None
     try:
-        jobs[0]()
-    except BaseException as e:  # noqa: BLE001 - re-raised after the others finished writing
+        jobs[0](cancel)
+    except BaseException as e:  # noqa: BLE001 - re-raised after the others stopped
         first_exc = e
-    wait(futures)
+        cancel.set()
+    while True:
+        try:
+            wait(futures)
+            break
+        except BaseException as e:  # noqa: BLE001 - interrupted while waiting: wait again
+            cancel.set()
+            if first_exc is None:
+                first_exc = e
     if first_exc is not None:
         raise first_exc
     for f in futures:
@@ -847,8 +868,8 @@ def _block_modes(spec, evp_name, key, iv, src, dst, encrypt, threads) -> None:
             ctxs.append(_Ctx(evp_name, key, part_iv, encrypt))
 
         def job(ctx, off, length):
-            def run():
-                ctx.process(src, dst, off, length)
+            def run(cancel):
+                ctx.process(src, dst, off, length, cancel)
                 ctx.final()
             return run
 
@@ -884,7 +905,13 @@ def _xts_sectors(evp_name, key, src, dst, encrypt, threads, unit, start_sector) 
             ctxs.append(_Ctx(evp_name, key, None, encrypt))
 
         def job(ctx, off, length):
-            return lambda: ctx.xts_units(tweaks, off // unit, src, dst, off, length, unit)
+            def run(cancel):
+                step = max(unit, STEP // unit * unit)  # whole units per look at the flag
+                for a in range(off, off + length, step):
+                    _check_cancel(cancel)
+                    m = min(step, off + length - a)
+                    ctx.xts_units(tweaks, a // unit, src, dst, a, m, unit)
+            return run
 
         _run_all([job(c, off, length) for c, (off, length) in zip(ctxs, parts)])
     finally:
@@ -958,8 +985,9 @@ def _xts_from_ecb(spec, key, iv, src, dst, encrypt, threads, sector_size, start_
     full_units = n // unit if unit % 16 == 0 else 0
     per_batch = max(1, _XTS_ECB_BATCH // unit)
 
-    def run(u_start: int, u_end: int) -> None:
+    def run(u_start: int, u_end: int, cancel=None) -> None:
         for u0 in range(u_start, u_end, per_batch):
+            _check_cancel(cancel)
             u1 = min(u_end, u0 + per_batch)
             t = np.frombuffer(crypt(ecb, k2, None, raw_tweaks[u0:u1], True, threads=1),
                               dtype="<u8").reshape(-1, 2)
@@ -971,7 +999,7 @@ def _xts_from_ecb(spec, key, iv, src, dst, encrypt, threads, sector_size, start_
 
     if full_units:
         parts = _split(full_units * unit, unit, threads)
-        _run_all([(lambda a=off // unit, b=(off + length) // unit: run(a, b))
+        _run_all([(lambda cancel, a=off // unit, b=(off + length) // unit: run(a, b, cancel))
                   for off, length in parts])
     for u in range(full_units, count):
         off = u * unit
@@ -1152,8 +1180,12 @@ def speed(name: str, size: int, *, threads: int = 1, seconds: float = 0.5,
         counts = [0] * threads
 
         def job(k):
-            def run():
-                barrier.wait()
+            def run(cancel):
+                try:
+                    barrier.wait()
+                except BaseException:
+                    barrier.abort()  # an interrupt: release the threads still waiting
+                    raise
                 if k == 0:
                     start[0] = time.perf_counter()
                 counts[k] = ctxs[k].spin(bufs[k], size, time.perf_counter() + seconds)

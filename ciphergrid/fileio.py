@@ -1,0 +1,330 @@
+"""Where the command line reads and writes: what a storage engineer can trust.
+
+:class:`Output` is one of two kinds, chosen from what ``--out`` names:
+
+* **replace** — a regular file, new or existing (a symbolic link is followed: its target is
+  replaced, the link stays).  The bytes go into an anonymous temporary file in the target's folder
+  (``O_TMPFILE``: it has no name, so a crash or SIGKILL leaves nothing behind); on success it is
+  synced, given the old file's mode and owner (where permitted) or, for a new file,
+  ``0666 & ~umask``, and linked over the target in one rename.  A file system without
+  ``O_TMPFILE`` gets a hidden ``.ciphergrid-*.part`` file instead, removed on any failure we
+  survive.  An atomic replace makes a new inode: hard links to the old file keep the old bytes.
+* **through** — stdout, a FIFO, a character or block device: these cannot be replaced, so they
+  are written in place, every write checked (short writes continued, errors raised);
+  :attr:`Output.written` counts the bytes that reached it, so a failure can say how many did.
+  Standard output that is a regular file (``> file``) is cut back to where it started on failure.
+
+:class:`Input` opens ``--in`` (or stdin) unbuffered, so that the streaming pipeline may read at
+offsets, and knows its size when it has one (regular files, block devices).
+
+Errors name the user's paths, never the temporary file's.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+
+from . import interrupts
+from .errors import InvalidArgument
+
+_PROC_FD = "/proc/self/fd"
+
+
+def _umask() -> int:
+    """The process's umask (read from /proc where possible: setting it to read it races)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _reraise(e: OSError, path: str, what: str):
+    """An OSError again, naming the user's path (not a temporary file)."""
+    raise OSError(e.errno, f"{what} {path}: {e.strerror or e}") from None
+
+
+def device_size(fd: int) -> int | None:
+    """Bytes of a block device (its end as lseek sees it), or None."""
+    try:
+        here = os.lseek(fd, 0, os.SEEK_CUR)
+        end = os.lseek(fd, 0, os.SEEK_END)
+        os.lseek(fd, here, os.SEEK_SET)
+        return end - here
+    except OSError:
+        return None
+
+
+class Input:
+    """``--in PATH`` or standard input, as an unbuffered binary file; ``size``: bytes left to read
+    when known (a regular file or a block device), else None (pipes, terminals, sockets)."""
+
+    def __init__(self, path: str | None):
+        self.path = path if path not in (None, "-") else None
+        self.name = self.path or "<stdin>"
+        if self.path is None:
+            self.f = os.fdopen(0, "rb", buffering=0, closefd=False)
+        else:
+            try:
+                if os.path.isdir(self.path):
+                    raise InvalidArgument(f"--in {self.path}: is a directory")
+                self.f = open(self.path, "rb", buffering=0)
+            except OSError as e:
+                raise InvalidArgument(f"--in {self.path}: cannot read: {e.strerror}") from None
+        self.fd = self.f.fileno()
+        st = os.fstat(self.fd)
+        self.is_stdin = self.path is None
+        self.regular = stat.S_ISREG(st.st_mode)
+        if self.regular:
+            self.size = max(0, st.st_size - os.lseek(self.fd, 0, os.SEEK_CUR))
+        elif stat.S_ISBLK(st.st_mode):
+            self.size = device_size(self.fd)
+        else:
+            self.size = None
+        self.stat = st
+
+    def read_exact(self, n: int) -> bytes:
+        """Up to ``n`` bytes (fewer only at the end of the input)."""
+        parts, got = [], 0
+        while got < n:
+            b = self.f.read(n - got)
+            if not b:
+                break
+            parts.append(b)
+            got += len(b)
+        data = b"".join(parts)
+        if self.size is not None:
+            self.size = max(0, self.size - len(data))
+        return data
+
+    def read(self, n: int) -> bytes:
+        return self.read_exact(n)
+
+    def close(self) -> None:
+        if not self.is_stdin:
+            self.f.close()
+
+
+class Output:
+    """``--out PATH`` or standard output (see the module doc).  Use as a context manager: a clean
+    exit commits (names the file), an exception aborts (nothing left behind)."""
+
+    def __init__(self, path: str | None, *, size: int | None = None):
+        self.user_path = path if path not in (None, "-") else None
+        self.name = self.user_path or "<stdout>"
+        self.written = 0          # bytes that reached a write-through output
+        self._tmp_name = None     # the named temporary file (no O_TMPFILE)
+        self._old = None          # stat of the file being replaced
+        self._cut = None          # stdout as a regular file: where to cut back on failure
+        self._closed = False
+        if self.user_path is None:
+            self.kind = "through"
+            self.fd = 1
+            self._owns_fd = False
+            try:
+                st = os.fstat(1)
+            except OSError as e:
+                raise OSError(e.errno, f"standard output: {e.strerror}") from None
+            if stat.S_ISREG(st.st_mode):
+                self._cut = os.lseek(1, 0, os.SEEK_CUR) if not self._append(1) else st.st_size
+            return
+        self._owns_fd = True
+        target = os.path.realpath(self.user_path)  # follows symbolic links (a dangling one too)
+        self.target = target
+        try:
+            st = os.stat(target)
+        except FileNotFoundError:
+            st = None
+        except OSError as e:
+            _reraise(e, self.user_path, "--out")
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise InvalidArgument(f"--out {self.user_path}: is a directory")
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            # a FIFO, a device, a socket: written through, never replaced
+            self.kind = "through"
+            try:
+                self.fd = os.open(target, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+            except OSError as e:
+                _reraise(e, self.user_path, "cannot write --out")
+            if stat.S_ISBLK(st.st_mode) and size is not None:
+                room = device_size(self.fd)
+                if room is not None and size > room:
+                    os.close(self.fd)
+                    raise InvalidArgument(f"--out {self.user_path}: the device holds {room} bytes, "
+                                          f"the output is {size}")
+            return
+        self.kind = "replace"
+        self._old = st
+        folder = os.path.dirname(target) or "."
+        if not os.path.isdir(folder):
+            raise InvalidArgument(f"--out {self.user_path}: no such directory {folder}")
+        self.folder = folder
+        self.fd = self._open_temp(folder)
+
+    @staticmethod
+    def _append(fd: int) -> bool:
+        import fcntl
+
+        return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
+
+    def _open_temp(self, folder: str) -> int:
+        if hasattr(os, "O_TMPFILE") and os.path.isdir(_PROC_FD):
+            try:
+                return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                    _reraise(e, self.user_path, "cannot create --out")
+        while True:  # no O_TMPFILE here: a hidden name, removed on failure
+            name = os.path.join(folder, f".ciphergrid-{secrets.token_hex(6)}.part")
+            try:
+                fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                _reraise(e, self.user_path, "cannot create --out")
+            self._tmp_name = name
+            return fd
+
+    # -- writing ------------------------------------------------------------------------------
+    def write(self, data) -> None:
+        """Write all of ``data`` (short writes are continued; errors raise OSError)."""
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            with interrupts.deferred():  # a signal waits until the count below is made
+                try:
+                    k = os.write(self.fd, view[done:])
+                except OSError as e:
+                    if isinstance(e, BrokenPipeError):
+                        raise
+                    _reraise(e, self.name, "cannot write")
+                done += k
+                if self.kind == "through":
+                    self.written += k
+
+    def count(self, k: int) -> None:
+        """Bytes that another writer (the streaming pipeline) put through this output."""
+        if self.kind == "through":
+            self.written += k
+
+    # -- the end --------------------------------------------------------------------------------
+    def commit(self) -> None:
+        """Make the output final: sync and name a replaced file; a stream is left as written."""
+        if self._closed:
+            return
+        if self.kind == "through":
+            self._closed = True
+            if self._owns_fd:
+                os.close(self.fd)
+            return
+        fd = self.fd
+        try:
+            os.fsync(fd)
+            old = self._old
+            os.fchmod(fd, stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask())
+            if old is not None:
+                try:
+                    os.fchown(fd, old.st_uid, old.st_gid)
+                except PermissionError:
+                    pass  # not ours to give away: the new file keeps our ownership
+                if stat.S_IMODE(old.st_mode) & (stat.S_ISUID | stat.S_ISGID):
+                    os.fchmod(fd, stat.S_IMODE(old.st_mode))  # chown cleared the set-id bits
+            if self._tmp_name is None:
+                self._link_anonymous()
+            else:
+                os.replace(self._tmp_name, self.target)
+                self._tmp_name = None
+            self._sync_folder()
+        except OSError as e:
+            self.abort()
+            _reraise(e, self.user_path, "cannot write --out")
+        self._closed = True
+        os.close(fd)
+
+    def _link_anonymous(self) -> None:
+        """Name the O_TMPFILE file: linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N (os.link makes
+        that call only when given a directory descriptor, hence ``dst_dir_fd``)."""
+        src = f"{_PROC_FD}/{self.fd}"
+        dfd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            base = os.path.basename(self.target)
+            if self._old is None:
+                try:  # a new file: give the anonymous file its name directly
+                    os.link(src, base, dst_dir_fd=dfd, follow_symlinks=True)
+                    return
+                except FileExistsError:
+                    pass  # someone made it meanwhile: replace it like an existing file
+            while True:
+                name = f".ciphergrid-{secrets.token_hex(6)}.part"
+                try:
+                    os.link(src, name, dst_dir_fd=dfd, follow_symlinks=True)
+                    break
+                except FileExistsError:
+                    continue
+            try:
+                os.replace(name, base, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                try:
+                    os.unlink(name, dir_fd=dfd)
+                except OSError:
+                    pass
+                raise
+        finally:
+            os.close(dfd)
+
+    def _sync_folder(self) -> None:
+        try:
+            dfd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return
+        try:
+            os.fsync(dfd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
+
+    def abort(self) -> None:
+        """Leave nothing: drop the temporary file; stdout as a regular file is cut back."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.kind == "through":
+            if self._cut is not None:  # (the pipeline may have sized it ahead: compare sizes)
+                try:
+                    if os.fstat(self.fd).st_size > self._cut:
+                        os.ftruncate(self.fd, self._cut)
+                    self.written = 0
+                except OSError:
+                    pass
+            if self._owns_fd:
+                os.close(self.fd)
+            return
+        try:
+            os.close(self.fd)  # an O_TMPFILE file is gone with its last descriptor
+        except OSError:
+            pass
+        if self._tmp_name is not None:
+            try:
+                os.unlink(self._tmp_name)
+            except OSError:
+                pass
+            self._tmp_name = None
+
+    def __enter__(self) -> "Output":
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+        return False

@@ -1,0 +1,68 @@
+"""SIGINT, SIGTERM and SIGHUP as an exception in the main thread, so that every cleanup runs.
+
+The command line installs :func:`install`; the signal then raises :class:`Interrupted` wherever the
+main thread is (a wait, a read), except inside :func:`deferred` blocks: there it is held until the
+block ends, so that a write and the count of the bytes it wrote are never torn apart.  A second
+signal while one is held raises at once; one arriving while the first is being handled (the
+cleanup) is ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal, raised in the main thread; ``signum`` says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_state = {"raised": False, "pending": None, "deferring": 0}
+
+
+def _handler(signum, frame):
+    if _state["raised"]:  # cleaning up after the first: let the cleanup finish
+        return
+    if _state["deferring"] and _state["pending"] is None:
+        _state["pending"] = signum  # raised when the deferred block ends
+        return
+    _state["raised"] = True
+    raise Interrupted(signum)
+
+
+def install() -> None:
+    _state.update(raised=False, pending=None, deferring=0)
+    for sig in SIGNALS:
+        try:
+            signal.signal(sig, _handler)
+        except (ValueError, OSError):  # not the main thread, or not settable
+            pass
+
+
+def restore() -> None:
+    for sig in SIGNALS:
+        try:
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+        except (ValueError, OSError):
+            pass
+
+
+@contextlib.contextmanager
+def deferred():
+    """Hold a signal until the block ends (then raise it)."""
+    _state["deferring"] += 1
+    try:
+        yield
+    finally:
+        _state["deferring"] -= 1
+        sig = _state["pending"]
+        if sig is not None and not _state["deferring"] and not _state["raised"]:
+            _state["pending"] = None
+            _state["raised"] = True
+            raise Interrupted(sig)
