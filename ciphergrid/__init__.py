@@ -2,7 +2,14 @@
 
     import ciphergrid
     ct = ciphergrid.encrypt(data, "aes-256-ctr", key=key, iv=iv)        # device="auto"
+    ctx = ciphergrid.Cipher("aes-128-cbc", key, iv, padding="pkcs7").encryptor()
+    ct = ctx.update(part1) + ctx.update(part2) + ctx.finalize()         # or ctx.update_into(part, buf)
     ciphergrid.devices()                                                 # what is present
+    ciphergrid.available_ciphers()                                       # "aes-128-cbc", ...
+
+Output has the form of the input: bytes-like data gives bytes, a numpy array a numpy array of its
+shape and dtype (flat uint8 with padding), a GPU array the same kind of GPU array.  Keys and IVs
+are bytes-like (TypeError otherwise); the other errors derive from ciphergrid.Error.
 """
 
 from .backends import icd as _icd

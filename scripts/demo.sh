@@ -11,11 +11,12 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 size_mb=${SIZE_MB:-256}
 head -c $((size_mb << 20)) /dev/urandom > "$work/plain"
 key=$(.venv/bin/python -c 'import os; print(os.urandom(32).hex())')
+printf '%s\n' "$key" > "$work/key"; chmod 600 "$work/key"
 iv=$(.venv/bin/python -c 'import os; print(os.urandom(16).hex())')
 t0=$(date +%s.%N)
-$CG encrypt --cipher aes-256-ctr --key "$key" --iv "$iv" --in "$work/plain" --out "$work/enc" --quiet
+$CG encrypt --cipher aes-256-ctr --key-file "$work/key" --iv "$iv" --in "$work/plain" --out "$work/enc" --quiet -v
 t1=$(date +%s.%N)
-$CG decrypt --cipher aes-256-ctr --key "$key" --iv "$iv" --in "$work/enc" --out "$work/dec" --quiet
+$CG decrypt --cipher aes-256-ctr --key-file "$work/key" --iv "$iv" --in "$work/enc" --out "$work/dec" --quiet
 cmp "$work/plain" "$work/dec"
 if command -v openssl >/dev/null; then
   openssl enc -aes-256-ctr -nopad -K "$key" -iv "$iv" -in "$work/plain" | cmp - "$work/enc"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections import defaultdict
 
 from .records import Record, Results
@@ -258,6 +259,8 @@ def make_plots(results: Results, out_dir: str) -> dict:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        print("ciphergrid: warning: PNG plots skipped: matplotlib is not installed "
+              "(pip install 'ciphergrid[plot]' to get them)", file=sys.stderr)
         return {"_note": "matplotlib is not installed: no plots (pip install matplotlib)"}
     plots: dict = {}
     title_suffix = f"\n{results.run.get('date', '')}"

@@ -1,0 +1,376 @@
+"""Key material for the command line, compatible with ``openssl enc``.
+
+Three ways to a key:
+
+* ``--key-file PATH`` (:func:`read_key_file`): the key as raw bytes (a file of exactly the
+  key's size) or as hex text.
+* ``--pass SOURCE`` (:func:`read_passphrase`) and :func:`derive`: a passphrase turned into the
+  key and IV the way ``openssl enc`` does it, either PBKDF2-HMAC (``-pbkdf2``) or the legacy
+  ``EVP_BytesToKey`` with one iteration (files made by ``openssl enc`` without ``-pbkdf2``).
+* :func:`make_header` / :func:`parse_header`: the 16-byte ``Salted__`` + salt header that
+  ``openssl enc`` writes in front of passphrase-encrypted data.
+
+Errors are :class:`~ciphergrid.errors.InvalidArgument` with a one-line message that names the
+flag and path involved; no message ever includes key or passphrase bytes (nor a ``--pass``
+argument that could be a mistyped passphrase).
+
+Wiping secrets.  Python cannot promise that a secret leaves no copy in memory: ``bytes`` are
+immutable, the interpreter and libraries copy freely, and the key and passphrase must be
+returned as ``bytes`` to the callers.  What this module does: intermediate buffers it owns
+(the file it read a key from, the concatenated digests of ``EVP_BytesToKey``, the PBKDF2
+output) are ``bytearray`` objects overwritten with zeros by :func:`wipe` before they are
+dropped; PBKDF2 writes straight into such a buffer (``derive_into``) where the installed
+``cryptography`` has it.  The hash outputs of ``EVP_BytesToKey``, the strings ``getpass``
+returns and the lines read from ``file:``/``fd:``/``stdin`` are ``bytes``/``str`` and are left
+to the garbage collector.  Callers holding keys in a ``bytearray`` can use :func:`wipe` too.
+
+Compatibility notes (checked against OpenSSL 3.0):
+
+* ``-pass file:``, ``fd:`` and ``stdin`` read one line with ``BIO_gets`` into a 1024-byte
+  buffer: at most 1023 bytes, newline included, are read, and a longer line is silently cut
+  to its first 1023 bytes.  This module does the same (:data:`PASS_LINE_MAX`), so that long
+  passphrase files give the same key in both programs.
+* OpenSSL removes only the ``"\\n"``: a ``pw\\r\\n`` line gives the passphrase ``"pw\\r"``, and
+  so does this module (the same file gives the same key in both programs).
+* OpenSSL accepts an empty passphrase; here it is an error.
+"""
+
+from __future__ import annotations
+
+import binascii
+import functools
+import getpass
+import os
+import re
+import sys
+import warnings
+
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
+
+from .errors import InvalidArgument
+
+__all__ = [
+    "SALT_MAGIC", "SALT_LEN", "HEADER_LEN", "DEFAULT_ITER", "DEFAULT_MD", "DIGESTS",
+    "PASS_LINE_MAX",
+    "digest", "read_key_file", "read_passphrase", "derive", "make_header", "parse_header",
+    "new_salt", "wipe",
+]
+
+SALT_MAGIC = b"Salted__"  # openssl enc header: magic (8 bytes) + salt (8 bytes)
+SALT_LEN = 8
+HEADER_LEN = len(SALT_MAGIC) + SALT_LEN
+DEFAULT_ITER = 10000  # openssl enc -pbkdf2 default
+DEFAULT_MD = "sha256"  # openssl enc default digest since 1.1.0, for both derivations
+
+PASS_LINE_MAX = 1023  # openssl: BIO_gets(buf, APP_PASS_LEN = 1024) -> at most 1023 bytes a line
+
+# The -md names: canonical (openssl's spelling, lower case) -> a callable that returns the
+# cryptography HashAlgorithm (a class, or a partial where the class takes a digest size).
+DIGESTS = {
+    "md5": hashes.MD5,
+    "sha1": hashes.SHA1,
+    "sha224": hashes.SHA224,
+    "sha256": hashes.SHA256,
+    "sha384": hashes.SHA384,
+    "sha512": hashes.SHA512,
+    "sha512-224": hashes.SHA512_224,
+    "sha512-256": hashes.SHA512_256,
+    "sha3-224": hashes.SHA3_224,
+    "sha3-256": hashes.SHA3_256,
+    "sha3-384": hashes.SHA3_384,
+    "sha3-512": hashes.SHA3_512,
+    "blake2b512": functools.partial(hashes.BLAKE2b, 64),
+    "blake2s256": functools.partial(hashes.BLAKE2s, 32),
+    "sm3": hashes.SM3,
+}
+
+# Other spellings OpenSSL 3 accepts for the same digests (looked up after lower-casing).
+_ALIASES = {
+    "sha-1": "sha1",
+    "ssl3-sha1": "sha1",
+    "ssl3-md5": "md5",
+    "sha2-224": "sha224", "sha-224": "sha224",
+    "sha2-256": "sha256", "sha-256": "sha256",
+    "sha2-384": "sha384", "sha-384": "sha384",
+    "sha2-512": "sha512", "sha-512": "sha512",
+    "sha2-512/224": "sha512-224", "sha-512/224": "sha512-224", "sha512/224": "sha512-224",
+    "sha2-512/256": "sha512-256", "sha-512/256": "sha512-256", "sha512/256": "sha512-256",
+}
+
+
+def digest(name: str) -> hashes.HashAlgorithm:
+    """The hash algorithm for an ``-md``/``--md`` name (case-insensitive; OpenSSL's spellings)."""
+    key = name.strip().lower() if isinstance(name, str) else ""
+    key = _ALIASES.get(key, key)
+    make = DIGESTS.get(key)
+    shown = name if isinstance(name, str) and len(name) <= 40 else "(the name given)"
+    if make is None:
+        raise InvalidArgument(f"--md {shown}: unknown digest; use one of {', '.join(DIGESTS)}")
+    algo = make()
+    try:
+        hashes.Hash(algo)  # an OpenSSL built without it (SM3, FIPS mode) fails here, not later
+    except UnsupportedAlgorithm:
+        raise InvalidArgument(f"--md {shown}: not supported by the OpenSSL that cryptography "
+                              "uses here") from None
+    return algo
+
+
+def wipe(buf) -> None:
+    """Overwrite ``buf`` (a bytearray, or any writable buffer) with zeros, in place."""
+    with memoryview(buf) as mv:
+        with mv.cast("B") as b:
+            b[:] = bytes(len(b))
+
+
+# ------------------------------------------------------------------------------------ --key-file
+_HEX_TEXT = re.compile(rb"\s*([0-9A-Fa-f]*)\s*")
+
+
+def read_key_file(path: str, key_len: int, what: str | None = None) -> bytes:
+    """The key in ``--key-file PATH``: the file's bytes when its size is exactly ``key_len``,
+    else hex text (whitespace around it, such as a trailing newline, is ignored; nothing else
+    is).  ``what`` (the cipher's name) is used in messages."""
+    who = what or "the cipher"
+    want = (f"{who} takes a {key_len}-byte key: give {2 * key_len} hex digits or "
+            f"{key_len} raw bytes")
+    limit = 4 * key_len + 4096  # anything longer is not a key file; read no more than this
+    buf = bytearray(limit + 1)
+    try:
+        n = 0
+        with open(path, "rb") as f:
+            while n < len(buf):
+                with memoryview(buf) as mv:
+                    got = f.readinto(mv[n:])
+                if not got:
+                    break
+                n += got
+    except OSError as e:
+        wipe(buf)
+        raise InvalidArgument(f"--key-file {path}: cannot read: {e.strerror or e}") from None
+    try:
+        if n == key_len:
+            return bytes(memoryview(buf)[:n])
+        if n > limit:
+            raise InvalidArgument(f"--key-file {path}: {want}, the file holds more than {limit} bytes")
+        m = _HEX_TEXT.fullmatch(buf, 0, n)
+        if m is None:
+            raise InvalidArgument(f"--key-file {path}: {want}; the file holds {n} bytes that are "
+                                  "not hex text")
+        start, end = m.span(1)
+        if end - start != 2 * key_len:
+            raise InvalidArgument(f"--key-file {path}: {want}, got {end - start} hex digits")
+        with memoryview(buf) as mv:
+            return binascii.a2b_hex(mv[start:end])
+    finally:
+        m = None
+        wipe(buf)
+
+
+# ------------------------------------------------------------------------------------ --pass
+_NO_PASS = "no passphrase: give --pass pass:|env:|file:|fd:|stdin or a key with --key-file"
+
+
+def _have_tty() -> bool:
+    """Whether a controlling terminal can be opened for the prompt."""
+    if os.name != "posix":
+        return sys.stdin is not None and sys.stdin.isatty()
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def _end_line(line: bytes) -> bytes:
+    if line.endswith(b"\n"):
+        line = line[:-1]
+    return line
+
+
+def _line_from_fd(fd: int) -> bytes:
+    """The first line from descriptor ``fd``, read a byte at a time so that nothing after the
+    line is taken from a pipe that something else may still read."""
+    out = bytearray()
+    try:
+        while len(out) < PASS_LINE_MAX:
+            b = os.read(fd, 1)
+            if not b:
+                break
+            out += b
+            if b == b"\n":
+                break
+        return bytes(out)
+    finally:
+        wipe(out)
+
+
+def _prompt(prompt: str, confirm: bool) -> bytes:
+    if not _have_tty():
+        raise InvalidArgument(_NO_PASS)
+    with warnings.catch_warnings():
+        # getpass falls back to reading stdin (with a warning) when it cannot open the
+        # terminal; stdin may be the data, so make that fallback an error instead.
+        warnings.simplefilter("error", getpass.GetPassWarning)
+        try:
+            first = getpass.getpass(prompt)
+            if first and confirm:
+                again = getpass.getpass("Verifying - " + prompt)
+                if again != first:
+                    raise InvalidArgument("verify failure: the two passphrases typed differ")
+        except getpass.GetPassWarning:
+            raise InvalidArgument(_NO_PASS) from None
+        except EOFError:
+            raise InvalidArgument("no passphrase: the prompt got end of file") from None
+    if not first:
+        raise InvalidArgument("empty passphrase: type one, or give --pass")
+    return first.encode("utf-8", "surrogateescape")
+
+
+def read_passphrase(source: str | None, *, confirm: bool, stdin_is_data: bool,
+                    prompt: str = "enter passphrase: ") -> bytes:
+    """The passphrase named by ``--pass SOURCE``, as OpenSSL's ``-pass``:
+
+    ``pass:TEXT`` the text; ``env:VAR`` the variable's value; ``file:PATH`` the file's first
+    line; ``fd:N`` the first line read from descriptor N (left open); ``stdin`` the first line
+    of standard input (refused when ``stdin_is_data``: the data comes from there too).  A line
+    loses its ``"\\n"`` (and a ``"\\r"`` before it) and nothing else; it is cut, as in OpenSSL,
+    to :data:`PASS_LINE_MAX` bytes.  ``None``: asked on the terminal without echo, twice when
+    ``confirm``.  Arguments and variables are returned as the bytes the OS holds; a typed
+    passphrase as UTF-8.
+    """
+    if source is None:
+        return _prompt(prompt, confirm)
+    kind, sep, arg = source.partition(":")
+    if source == "stdin":
+        if stdin_is_data:
+            raise InvalidArgument("--pass stdin: the data comes from standard input too: give "
+                                  "the data with --in, or the passphrase with env:, file: or fd:")
+        stream = sys.stdin
+        if stream is None:
+            raise InvalidArgument("--pass stdin: there is no standard input")
+        try:
+            raw = getattr(stream, "buffer", None)
+            if raw is not None:
+                line = raw.readline(PASS_LINE_MAX)
+            else:
+                line = stream.readline(PASS_LINE_MAX).encode("utf-8", "surrogateescape")
+        except (OSError, ValueError) as e:
+            raise InvalidArgument(f"--pass stdin: cannot read: {getattr(e, 'strerror', None) or e}") \
+                from None
+        if not line:
+            raise InvalidArgument("--pass stdin: standard input is empty")
+        phrase, where = _end_line(line), "--pass stdin"
+    elif not sep:
+        # never echo it: it may be a passphrase typed without its "pass:"
+        raise InvalidArgument("--pass: unknown source: give pass:TEXT, env:VAR, file:PATH, fd:N "
+                              "or stdin")
+    elif kind == "pass":
+        phrase, where = os.fsencode(arg), "--pass pass:"
+    elif kind == "env":
+        value = os.environ.get(arg) if arg else None
+        if value is None:
+            raise InvalidArgument(f"--pass env:{arg}: the environment variable {arg or '(none named)'} "
+                                  "is not set")
+        phrase, where = os.fsencode(value), f"--pass env:{arg}"
+    elif kind == "file":
+        where = f"--pass file:{arg}"
+        try:
+            with open(arg, "rb") as f:
+                line = f.readline(PASS_LINE_MAX)
+        except OSError as e:
+            raise InvalidArgument(f"{where}: cannot read: {e.strerror or e}") from None
+        if not line:
+            raise InvalidArgument(f"{where}: the file is empty")
+        phrase = _end_line(line)
+    elif kind == "fd":
+        where = f"--pass fd:{arg}"
+        if not arg.isdigit() or not arg.isascii():
+            raise InvalidArgument(f"{where}: give a file descriptor number")
+        try:
+            line = _line_from_fd(int(arg))
+        except OSError as e:
+            raise InvalidArgument(f"{where}: cannot read: {e.strerror or e}") from None
+        if not line:
+            raise InvalidArgument(f"{where}: nothing to read (end of file)")
+        phrase = _end_line(line)
+    else:
+        raise InvalidArgument("--pass: unknown source: give pass:TEXT, env:VAR, file:PATH, fd:N "
+                              "or stdin")
+    if not phrase:
+        raise InvalidArgument(f"{where}: the passphrase is empty")
+    return phrase
+
+
+# ------------------------------------------------------------------------------------ derivation
+def derive(passphrase: bytes, salt: bytes | None, key_len: int, iv_len: int, *, pbkdf2: bool,
+           iterations: int = DEFAULT_ITER, md: str = DEFAULT_MD) -> tuple[bytes, bytes | None]:
+    """``(key, iv)`` as ``openssl enc`` derives them from a passphrase and the header's salt.
+
+    ``pbkdf2=True`` (``-pbkdf2 [-iter N]``): PBKDF2-HMAC-``md`` of ``key_len + iv_len`` bytes,
+    split into key and IV.  ``pbkdf2=False`` (no ``-pbkdf2``): ``EVP_BytesToKey`` with one
+    iteration, ``D_1 = H(pass || salt)``, ``D_i = H(D_{i-1} || pass || salt)``; there ``salt``
+    may be ``None`` (``openssl enc -nosalt``).  ``iv`` is ``None`` when ``iv_len`` is 0.
+    """
+    algo = digest(md)
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise InvalidArgument(f"--iter must be a whole number of at least 1 (got {iterations!r})")
+    if key_len < 0 or iv_len < 0 or key_len + iv_len == 0:
+        raise InvalidArgument(f"cannot derive a {key_len}-byte key and a {iv_len}-byte IV")
+    if salt is None:
+        if pbkdf2:
+            raise InvalidArgument("--pbkdf2 needs a salt (openssl enc -nosalt is legacy only)")
+    elif len(salt) != SALT_LEN:
+        raise InvalidArgument(f"the salt must be {SALT_LEN} bytes (got {len(salt)})")
+    need = key_len + iv_len
+    out = bytearray(need)
+    try:
+        if pbkdf2:
+            kdf = PBKDF2HMAC(algorithm=algo, length=need, salt=bytes(salt), iterations=iterations)
+            if hasattr(kdf, "derive_into"):
+                kdf.derive_into(passphrase, out)
+            else:  # cryptography < 47: the bytes it returns cannot be wiped
+                out[:] = kdf.derive(passphrase)
+        else:
+            prev, got = b"", 0
+            while got < need:
+                h = hashes.Hash(algo)
+                h.update(prev)
+                h.update(passphrase)
+                if salt:
+                    h.update(salt)
+                prev = h.finalize()
+                take = min(len(prev), need - got)
+                out[got:got + take] = prev[:take]
+                got += take
+            prev = None
+        with memoryview(out) as mv:
+            key = bytes(mv[:key_len])
+            iv = bytes(mv[key_len:]) if iv_len else None
+        return key, iv
+    finally:
+        wipe(out)
+
+
+# ------------------------------------------------------------------------------------ header
+def new_salt() -> bytes:
+    """A fresh random salt for a ``Salted__`` header."""
+    return os.urandom(SALT_LEN)
+
+
+def make_header(salt: bytes) -> bytes:
+    """The 16-byte header ``openssl enc`` writes first: ``Salted__`` + the 8-byte salt."""
+    if len(salt) != SALT_LEN:
+        raise InvalidArgument(f"the salt must be {SALT_LEN} bytes (got {len(salt)})")
+    return SALT_MAGIC + bytes(salt)
+
+
+def parse_header(head: bytes) -> bytes:
+    """The salt from the first 16 bytes of passphrase-encrypted data (longer input is fine:
+    only the first 16 bytes are looked at)."""
+    if len(head) < HEADER_LEN or bytes(head[:len(SALT_MAGIC)]) != SALT_MAGIC:
+        raise InvalidArgument("the input has no 'Salted__' header: not made by openssl enc "
+                              "-pbkdf2 / ciphergrid --pbkdf2 (or it is base64: add -a)")
+    return bytes(head[len(SALT_MAGIC):HEADER_LEN])
