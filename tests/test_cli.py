@@ -26,11 +26,17 @@ XTS_NAMES = [n for n in ALL if registry.lookup(n).mode == "xts"]
 PAD_NAMES = [n for n in ALL if registry.lookup(n).mode in ("ecb", "cbc")]
 
 
-def cli(*args: str, input: bytes | None = None, cwd=None, env=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, **(env or {})}
+def cli_env(extra: dict | None = None) -> dict:
+    """The environment of a CLI subprocess: this checkout first on PYTHONPATH (what is already
+    there, e.g. carried wheels, stays after it)."""
+    env = {**os.environ, **(extra or {})}
     env["PYTHONPATH"] = PKG_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def cli(*args: str, input: bytes | None = None, cwd=None, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ciphergrid", *map(str, args)], input=input,
-                          capture_output=True, env=env, cwd=cwd, timeout=TIMEOUT)
+                          capture_output=True, env=cli_env(env), cwd=cwd, timeout=TIMEOUT)
 
 
 def ok(p: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from test_cli import _assert_error, cli, ok, openssl  # noqa: F401
+from test_cli import _assert_error, cli, cli_env, ok, openssl  # noqa: F401
 
 PW = "correct horse battery staple"
 
@@ -109,11 +109,9 @@ def test_pass_sources(tmp_path, rng):
     enc.write_bytes(ct)
     import sys
 
-    from test_cli import PKG_ROOT
-
     p = subprocess.run([sys.executable, "-m", "ciphergrid", "decrypt", "-c", "aes-128-cbc", "--pbkdf2",
                         "--pass", f"fd:{r}", "--in", str(enc)], pass_fds=(r,), capture_output=True,
-                       env={**os.environ, "PYTHONPATH": PKG_ROOT}, timeout=120)
+                       env=cli_env(), timeout=120)
     os.close(r)
     assert p.returncode == 0, p.stderr
     assert p.stdout == data

@@ -23,7 +23,7 @@ import time
 import pytest
 
 import ciphergrid
-from test_cli import PKG_ROOT, _assert_error, cli, ok, openssl, openssl_enc  # noqa: F401
+from test_cli import _assert_error, cli, cli_env, ok, openssl, openssl_enc  # noqa: F401
 
 K16 = "000102030405060708090a0b0c0d0e0f"
 IV16 = "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
@@ -78,7 +78,7 @@ def test_new_file_honours_umask(tmp_path, rng, umask):
     src.write_bytes(rng.data(33))
     code = (f"import os, sys; os.umask({umask}); sys.argv = ['ciphergrid'] + sys.argv[1:]; "
             "from ciphergrid.cli import main; sys.exit(main())")
-    env = {**os.environ, "PYTHONPATH": PKG_ROOT}
+    env = cli_env()
     p = subprocess.run([sys.executable, "-c", code, *CTR, "--in", str(src), "--out", str(out)],
                        capture_output=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -200,7 +200,7 @@ def test_full_output_through_stdout_every_engine(device, tiny_tmpfs, tmp_path, r
     with open(tiny_tmpfs / "out", "wb") as f:
         p = subprocess.run([sys.executable, "-m", "ciphergrid", *CTR, "--in", str(src), "-d", device, "-q"],
                            stdout=f, stderr=subprocess.PIPE, timeout=600,
-                           env={**os.environ, "PYTHONPATH": PKG_ROOT})
+                           env=cli_env())
     err = p.stderr.decode()
     assert p.returncode == 4, err
     lines = [x for x in err.strip().split("\n") if not x.startswith("ciphergrid: warning:")]
@@ -232,7 +232,7 @@ def test_closed_pipe_is_quiet(tmp_path):
     src = tmp_path / "in"
     src.write_bytes(bytes(8 << 20))
     (tmp_path / "k").write_text(K16)
-    env = {**os.environ, "PYTHONPATH": PKG_ROOT}
+    env = cli_env()
     cmd = (f"{sys.executable} -m ciphergrid encrypt -c aes-128-ctr --key-file k --iv {IV16} "
            f"--in in -q | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}")
     p = subprocess.run(cmd, shell=True, executable="/bin/bash", capture_output=True, env=env,
@@ -270,7 +270,7 @@ def test_xts_without_sector_size_fails_at_once(tmp_path):
 # --------------------------------------------------------------------------- signals
 
 def _start(args, **kw):
-    env = {**os.environ, "PYTHONPATH": PKG_ROOT}
+    env = cli_env()
     return subprocess.Popen([sys.executable, "-m", "ciphergrid", *map(str, args)],
                             stderr=subprocess.PIPE, env=env, **kw)
 
