@@ -11,14 +11,16 @@ otherwise); every other bad argument is a :class:`ciphergrid.Error` (see ``ciphe
 
 from __future__ import annotations
 
-import dataclasses
+import threading
 
 import numpy as np
 
-from . import modes
-from .engine import get_engine
-from .errors import AlreadyFinalized, InvalidArgument, InvalidLength
+from . import buffers
+from .errors import AlreadyFinalized, InvalidArgument
+from .modes import padding as _padding
 from .registry import lookup, names
+from .request import make_request
+from .route import route
 
 
 def available_ciphers() -> list[str]:
@@ -46,157 +48,77 @@ def devices():
     return _devices()
 
 
-_BYTES_LIKE = "bytes-like (bytes, bytearray, memoryview)"
-
-
-def _check_bytes_like(value, name: str, *, optional: bool = False) -> bytes | None:
-    """``value`` (a key or IV) as bytes; TypeError naming the argument when it is not bytes-like
-    (a ``str`` of hex, an int, a list...).  ``optional``: None passes through (no IV)."""
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):  # a str has no buffer; say so in the same words as the others
-        try:
-            return memoryview(value).tobytes()
-        except TypeError:
-            pass
-    raise TypeError(f"{name} must be {_BYTES_LIKE}, not {type(value).__name__}")
-
-
-def _host_array(data):
-    """(contiguous flat uint8 view of host ``data``, function giving an output back in the
-    caller's form).
-
-    The view is made without a copy when possible.  The function takes a flat uint8 output array
-    and its ``same_length`` flag: bytes-like data gets ``bytes``; a numpy array (or a host DLPack
-    tensor, taken through numpy) gets a numpy array of the input's shape and dtype when the
-    output has the input's length, and the flat uint8 array when padding changed it.
-    """
-    if isinstance(data, np.ndarray):
-        shape, dtype = data.shape, data.dtype  # the input's (ascontiguousarray makes 0-d 1-d)
-        flat = np.ascontiguousarray(data).reshape(-1)
-        if flat.dtype != np.uint8:
-            flat = flat.view(np.uint8)
-
-        def wrap(out: np.ndarray, same_length: bool = True):
-            if not same_length or (dtype == np.uint8 and len(shape) == 1):
-                return out
-            return out.view(dtype).reshape(shape)
-
-        return flat, wrap
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        mv = memoryview(data)
-        if not mv.c_contiguous:
-            mv = memoryview(mv.tobytes())
-        flat = np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, dtype=np.uint8)
-        return flat, lambda out, same_length=True: out.tobytes()
-    if hasattr(data, "__dlpack__"):  # a host tensor (PyTorch CPU...): zero-copy through DLPack
-        return _host_array(np.from_dlpack(data))
-    raise InvalidArgument(f"data must be bytes, bytearray, memoryview or a numpy array, not {type(data).__name__}")
-
-
-def _gpu_array(data):
-    """(CuPy uint8 view, wrap-back function) for a GPU-resident array, or None for host data.
-
-    Takes CuPy arrays and anything with ``__cuda_array_interface__`` or a CUDA ``__dlpack__``
-    (PyTorch, JAX...); host DLPack tensors (device type 1) are left to the host path.
-    """
-    if isinstance(data, (np.ndarray, bytes, bytearray, memoryview)):
-        return None
-    cai = hasattr(data, "__cuda_array_interface__")
-    dl = hasattr(data, "__dlpack__") and hasattr(data, "__dlpack_device__")
-    if not cai and not (dl and data.__dlpack_device__()[0] in (2, 3, 13)):  # CUDA, CUDA host, managed
-        return None
-    import cupy
-
-    arr = cupy.asarray(data) if cai else cupy.from_dlpack(data)
-    if not arr.flags.c_contiguous:
-        raise InvalidArgument("GPU-resident data must be contiguous")
-    flat = arr.reshape(-1).view(cupy.uint8)
-    shape, dtype = arr.shape, arr.dtype
-
-    def wrap(out_u8):
-        res = out_u8.view(dtype).reshape(shape)
-        if isinstance(data, cupy.ndarray):
-            return res
-        if type(data).__module__.split(".")[0] == "torch":
-            import torch
-
-            return torch.from_dlpack(res)
-        return res
-
-    return flat, wrap
-
-
-def _crypt_resident(p, dev_arr, wrap, device, out):
-    """The GPU-resident path: same type out, in place when ``out`` is the input."""
-    from .devices import resolve
-
-    spec = device if device not in (None, "auto", "gpu", "cuda") else f"cuda:{dev_arr.device.id}"
-    info = resolve(spec, p.spec.name, dev_arr.nbytes)
-    if info.runtime != "cuda":
-        raise InvalidArgument(f"GPU-resident data needs a CUDA device, not {info.spec}")
-    modes.check_length(p, dev_arr.nbytes)
-    if out is not None:
-        res = _gpu_array(out)
-        if res is None or res[0].nbytes != dev_arr.nbytes:
-            raise InvalidArgument("out must be a GPU array of the input's size")
-        get_engine(info.spec).crypt_resident(p, dev_arr, res[0])
-        return out
-    import cupy
-
-    dst = cupy.empty_like(dev_arr)
-    get_engine(info.spec).crypt_resident(p, dev_arr, dst)
-    return wrap(dst)
-
-
-def _engine_for(p: modes.Params, device: str, nbytes: int | None):
-    return get_engine(device, p.spec.name, nbytes)
-
-
-def _impl(constant_time: bool, implementation: str | None) -> str | None:
+def _impl(spec, constant_time: bool, implementation: str | None) -> str | None:
     if constant_time:
-        if implementation not in (None, "ct"):
-            raise InvalidArgument("constant_time=True selects the 'ct' implementation")
-        return "ct"
+        ct = spec.algorithm.constant_time_implementation()
+        if implementation not in (None, ct):
+            raise InvalidArgument(f"constant_time=True selects the {ct!r} implementation")
+        return ct
     return implementation
 
 
-def _out_array(out, n: int) -> np.ndarray:
-    """A writable contiguous uint8 view of the caller's ``out`` buffer of ``n`` bytes."""
-    arr = out if isinstance(out, np.ndarray) else np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)
-    if isinstance(out, np.ndarray) and out.dtype != np.uint8:
-        arr = out.view(np.uint8)
-    arr = arr.reshape(-1) if arr.flags.c_contiguous else arr
-    if not arr.flags.writeable or not arr.flags.c_contiguous or arr.nbytes != n:
-        raise InvalidArgument(f"out must be a writable contiguous buffer of {n} bytes")
-    return arr
+def _request(cipher: str, key, iv, encrypt: bool, padding, sector_size, start_sector,
+             constant_time, implementation):
+    key = buffers.bytes_like(key, "key")
+    iv = buffers.bytes_like(iv, "iv", optional=True)
+    spec = lookup(cipher)
+    return make_request(spec, key, iv, encrypt, padding, sector_size, start_sector,
+                        _impl(spec, constant_time, implementation))
+
+
+def _crypt_resident(req, gpu, device, out):
+    """The GPU-resident path: same type out, in place when ``out`` is the input."""
+    import cupy
+
+    src, wrap = gpu
+    n = src.nbytes
+    req.check_length(n)
+    r = route(req, device, n, path="resident", resident_device=f"cuda:{src.device.id}")
+    if out is not None:
+        res = buffers.gpu_array(out)
+        if res is None or res[0].nbytes != n:
+            raise InvalidArgument("out must be a GPU array of the input's size")
+        dst = res[0]
+    else:
+        dst = cupy.empty_like(src)
+    if r.path == "resident":
+        r.engine.crypt_resident(req, src, dst)
+    else:  # an engine on the host (the device cannot run this request): through host copies
+        host = cupy.asnumpy(src)
+        r.engine.crypt(req, host, host)
+        dst.set(host)
+    return out if out is not None else wrap(dst)
 
 
 def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector,
            constant_time=False, implementation=None, out=None):
-    key = _check_bytes_like(key, "key")
-    iv = _check_bytes_like(iv, "iv", optional=True)
-    spec = lookup(cipher)
-    p = modes.check(spec, key, iv, encrypt, padding, sector_size, start_sector,
-                    _impl(constant_time, implementation))
-    gpu = _gpu_array(data)
+    req = _request(cipher, key, iv, encrypt, padding, sector_size, start_sector, constant_time,
+                   implementation)
+    gpu = buffers.gpu_array(data)
     if gpu is not None:
         if padding:
             raise InvalidArgument("padding is not supported for GPU-resident data")
-        return _crypt_resident(p, gpu[0], gpu[1], device, out)
-    arr, wrap = _host_array(data)
+        return _crypt_resident(req, gpu, device, out)
+    arr, wrap = buffers.host_array(data)
     if out is not None and padding:
         raise InvalidArgument("out= cannot be used with padding (the length changes)")
+    bs = req.block_size
     if encrypt and padding:
-        arr = np.frombuffer(modes.pkcs7_pad(arr.tobytes(), spec.block_size), dtype=np.uint8)
-    modes.check_length(p, arr.nbytes)
+        arr = np.frombuffer(_padding.pad(arr.tobytes(), bs), dtype=np.uint8)
+    n = arr.nbytes
+    req.check_length(n)
     if out is not None:
-        _engine_for(p, device, arr.nbytes).crypt(p, arr, _out_array(out, arr.nbytes))
+        dst = buffers.out_array(out, n)
+        buffers.check_no_overlap(arr, dst)
+    else:
+        dst = np.empty(n, dtype=np.uint8)
+    if n:
+        route(req, device, n).engine.crypt(req, arr, dst)
+    if out is not None:
         return out
-    res = _engine_for(p, device, arr.nbytes).crypt(p, arr)
     if not encrypt and padding:
-        res = np.frombuffer(modes.pkcs7_unpad(res.tobytes(), spec.block_size), dtype=np.uint8)
-    return wrap(res, not padding)
+        dst = np.frombuffer(_padding.unpad(dst.tobytes(), bs), dtype=np.uint8)
+    return wrap(dst, not padding)
 
 
 _CRYPT_ARGS = """
@@ -305,21 +227,61 @@ class Cipher:
                  padding: str | None = None, sector_size: int | None = None,
                  start_sector: int | None = None, constant_time: bool = False,
                  implementation: str | None = None):
-        key = _check_bytes_like(key, "key")
-        iv = _check_bytes_like(iv, "iv", optional=True)
+        key = buffers.bytes_like(key, "key")
+        iv = buffers.bytes_like(iv, "iv", optional=True)
         self.spec = lookup(name)
-        impl = _impl(constant_time, implementation)
+        impl = _impl(self.spec, constant_time, implementation)
         # validate now, for both directions (XTS equal-key check happens per direction)
-        modes.check(self.spec, key, iv, False, padding, sector_size, start_sector, impl)
-        if device is not None and not (isinstance(device, str) and device.strip().lower() == "auto"):
-            from .devices import resolve
+        make_request(self.spec, key, iv, False, padding, sector_size, start_sector, impl)
+        if device is not None:
+            from .devices import check_spec
 
-            resolve(device, self.spec.name)  # DeviceNotFound / InvalidArgument now, not at update()
+            check_spec(device)  # DeviceNotFound / InvalidArgument now, not at update()
         self._args = (key, iv, padding, sector_size, start_sector, impl)
         self.device = device
+        self._reqs: dict = {}
+        self._sessions: dict = {}
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never shows the key
         return f"Cipher({self.spec.name!r}, device={self.device!r})"
+
+    def _request(self, encrypt: bool):
+        req = self._reqs.get(encrypt)
+        if req is None:
+            key, iv, padding, sector_size, start_sector, impl = self._args
+            req = self._reqs[encrypt] = make_request(self.spec, key, iv, encrypt, padding,
+                                                     sector_size, start_sector, impl)
+        return req
+
+    def _session(self, req, engine):
+        """The session of ``req`` on ``engine``: keys set up once for every context of this
+        Cipher (sessions hold no state between calls, so contexts may share them)."""
+        k = (req.encrypt, engine.info.spec)
+        with self._lock:
+            s = self._sessions.get(k)
+            if s is None:
+                s = self._sessions[k] = engine.session(req)
+            return s
+
+    def close(self) -> None:
+        """Wipe the keys this Cipher set up on its devices (also done when it is collected)."""
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for s in sessions:
+            s.close()
+
+    def __enter__(self) -> "Cipher":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
 
     def encryptor(self) -> "CipherContext":
         """A new :class:`CipherContext` that encrypts.
@@ -347,29 +309,15 @@ class CipherContext:
     """
 
     def __init__(self, cipher: Cipher, encrypt: bool):
-        key, iv, padding, sector_size, start_sector, impl = cipher._args
-        self.p = modes.check(cipher.spec, key, iv, encrypt, padding, sector_size, start_sector, impl)
+        self._cipher = cipher
+        self.req = cipher._request(encrypt)
         self.device = cipher.device
         self.spec = cipher.spec
-        from .devices import resolve
-
-        resolve(self.device, self.spec.name)  # a missing device fails now, whatever the mode
         self.bs = cipher.spec.block_size
         self._pending = bytearray()
-        self._pos = 0          # bytes already processed (block-aligned except for CTR)
-        self._chain = self.p.iv
+        self._pos = 0          # bytes of the message already processed
+        self._chain = None     # CBC: the chaining value after what was processed
         self._done = False
-        self._native = None
-        if self.spec.mode == "cbc" and encrypt:
-            from .backends.native import NativeStream
-
-            self._native = NativeStream(self.spec.name, self.p.key, self.p.iv, True)
-
-    def _run(self, p: modes.Params, chunk: bytes) -> bytes:
-        if not chunk:
-            return b""
-        arr = np.frombuffer(chunk, dtype=np.uint8)
-        return _engine_for(p, self.device, len(chunk)).crypt(p, arr).tobytes()
 
     def update(self, data) -> bytes:
         """Process the next piece of the message; return the output it releases.
@@ -387,7 +335,7 @@ class CipherContext:
         """
         if self._done:
             raise AlreadyFinalized("update() after finalize()")
-        arr, _ = _host_array(data)
+        arr, _ = buffers.host_array(data)
         return self._update(arr)
 
     def update_into(self, data, buf) -> int:
@@ -415,7 +363,7 @@ class CipherContext:
         """
         if self._done:
             raise AlreadyFinalized("update_into() after finalize()")
-        arr, _ = _host_array(data)
+        arr, _ = buffers.host_array(data)
         try:
             mv = memoryview(buf)
         except TypeError:
@@ -426,7 +374,7 @@ class CipherContext:
         if not mv.c_contiguous:
             raise TypeError("buf must be contiguous")
         mv = mv.cast("B") if (mv.format != "B" or mv.ndim != 1) else mv
-        need = arr.nbytes + self._release_unit() - 1
+        need = arr.nbytes + self.req.mode.held_back(self.req)
         if mv.nbytes < need:
             raise InvalidArgument(f"buffer must be at least {need} bytes for this payload "
                                   f"(got {mv.nbytes})")
@@ -434,27 +382,13 @@ class CipherContext:
         mv[:len(out)] = out
         return len(out)
 
-    def _release_unit(self) -> int:
-        """The n of update_into's len(data) + n - 1 rule: the most bytes update() can hold back,
-        plus one."""
-        mode = self.spec.mode
-        if mode == "ctr":
-            return 1
-        if mode == "xts":
-            return self.p.sector_size or 1
-        return self.bs
-
     def _update(self, arr: np.ndarray) -> bytes:
-        mode = self.spec.mode
-        if mode == "ctr":
-            return self._ctr_update(arr)
-        if (mode == "ecb" or (mode == "cbc" and self._native is None)) and not self._pending \
-                and not (self.p.padding and not self.p.encrypt) and arr.nbytes % self.bs == 0:
-            return self._whole_blocks(arr)  # the common case: no copy into the pending buffer
+        req = self.req
+        if not self._pending and req.mode.releasable(req, arr.nbytes, False) == arr.nbytes:
+            return self._process(arr)  # the common case: no copy into the pending buffer
         self._pending += arr.tobytes()
-        if mode in ("ecb", "cbc"):
-            return self._blocks(final=False)
-        return self._xts(final=False)
+        take = req.mode.releasable(req, len(self._pending), False)
+        return self._take(take)
 
     def finalize(self) -> bytes:
         """End the message: return the output still held back (padding added or checked).
@@ -473,91 +407,44 @@ class CipherContext:
         if self._done:
             raise AlreadyFinalized("finalize() called twice")
         self._done = True
+        req = self.req
         try:
-            mode = self.spec.mode
-            if mode == "ctr":
-                return b""  # CTR releases every byte in update(); nothing is pending
-            if mode in ("ecb", "cbc"):
-                return self._blocks(final=True)
-            return self._xts(final=True)
+            if req.padding and req.encrypt:
+                self._pending = bytearray(_padding.pad(bytes(self._pending), self.bs))
+            req.check_length(self._pos + len(self._pending) if req.mode.whole_blocks
+                             else len(self._pending))
+            out = self._take(len(self._pending))
+            if req.padding and not req.encrypt:
+                out = _padding.unpad(out, self.bs)
+            return out
         finally:
-            if self._native is not None:
-                self._native.close()
             self._pending = bytearray()
 
-    # -- modes -------------------------------------------------------------------------------
-    def _ctr_update(self, arr: np.ndarray) -> bytes:
-        """CTR outputs every byte at once: a piece starting inside a block is prefixed with the
-        bytes of that block already used, so it runs from the block's counter."""
-        n = arr.nbytes
+    def _take(self, n: int) -> bytes:
         if not n:
             return b""
+        piece = np.frombuffer(bytes(self._pending[:n]), dtype=np.uint8)
+        del self._pending[:n]
+        return self._process(piece)
+
+    def _process(self, piece: np.ndarray) -> bytes:
+        """Run the next ``piece`` of the message: blocks from ``_pos`` on (a piece of CTR may
+        start inside a block: it is prefixed with the bytes of the block already used)."""
+        n = piece.nbytes
+        if not n:
+            return b""
+        req = self.req
         skip = self._pos % self.bs
-        iv = modes.ctr_at(self.p.iv, self._pos // self.bs).to_bytes(self.bs, "big")
-        p = dataclasses.replace(self.p, iv=iv)
         if skip:
-            arr = np.concatenate([np.zeros(skip, dtype=np.uint8), arr])
-        out = _engine_for(p, self.device, arr.nbytes).crypt(p, arr)
+            piece = np.concatenate([np.zeros(skip, dtype=np.uint8), piece])
+        out = np.empty(piece.nbytes, dtype=np.uint8)
+        eng = route(req, self.device, piece.nbytes).engine
+        self._cipher._session(req, eng).crypt(piece, out, self._pos // self.bs, self._chain)
+        chain = req.mode.carry(req, piece, out)
+        if chain is not None:
+            self._chain = chain
         self._pos += n
         return out[skip:].tobytes()
-
-    def _whole_blocks(self, arr: np.ndarray) -> bytes:
-        p = self.p
-        if self.spec.mode == "cbc":
-            p = dataclasses.replace(p, iv=self._chain)
-            self._chain = arr[-self.bs:].tobytes() if arr.nbytes else self._chain
-        if not arr.nbytes:
-            return b""
-        return _engine_for(p, self.device, arr.nbytes).crypt(p, arr).tobytes()
-
-    def _blocks(self, final: bool) -> bytes:
-        bs, p = self.bs, self.p
-        hold = bs if (p.padding and not p.encrypt) else 0  # keep the padding block for finalize
-        n = len(self._pending)
-        take = (max(0, n - hold) // bs) * bs if not final else n
-        if final:
-            if p.padding and p.encrypt:
-                chunk = modes.pkcs7_pad(bytes(self._pending), bs)
-            else:
-                if n % bs:
-                    raise InvalidLength(f"{self.spec.name}: {n} trailing bytes are not a whole block"
-                                        + ("" if p.padding else " (use PKCS#7 padding)"))
-                chunk = bytes(self._pending)
-        else:
-            chunk = bytes(self._pending[:take])
-        del self._pending[:len(chunk) if final else take]
-        if not chunk:
-            out = b""
-        elif self._native is not None:
-            out = self._native.update(chunk)
-        elif self.spec.mode == "cbc":
-            out = self._run(dataclasses.replace(p, iv=self._chain), chunk)
-            self._chain = chunk[-bs:]
-        else:
-            out = self._run(p, chunk)
-        if final and p.padding and not p.encrypt:
-            out = modes.pkcs7_unpad(out, bs)
-        return out
-
-    def _xts(self, final: bool) -> bytes:
-        p = self.p
-        if p.sector_size is None:  # one data unit: the whole message, at finalize
-            if not final:
-                return b""
-            data = bytes(self._pending)
-            modes.check_length(p, len(data))
-            return self._run(p, data)
-        s = p.sector_size
-        n = len(self._pending)
-        take = n if final else (n // s) * s
-        chunk = bytes(self._pending[:take])
-        del self._pending[:take]
-        if not chunk:
-            return b""
-        q = dataclasses.replace(p, start_sector=p.start_sector + self._pos // s)
-        modes.check_length(q, len(chunk))
-        self._pos += take
-        return self._run(q, chunk)
 
 
 __all__ = ["encrypt", "decrypt", "Cipher", "CipherContext", "devices", "available_ciphers"]

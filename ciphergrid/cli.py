@@ -99,7 +99,7 @@ def _keying(args, spec, encrypt: bool, src) -> _Keying:
         raise InvalidArgument("--pbkdf2/--pass derive the key: give no --key or --key-file")
     if args.iv is not None:
         raise InvalidArgument("--pbkdf2/--pass derive the IV too: give no --iv")
-    if spec.mode == "xts":
+    if spec.mode.key_count > 1:
         raise InvalidArgument(f"{spec.name}: passphrases (openssl enc) are not defined for XTS; "
                               "give --key-file")
     if encrypt and not args.pbkdf2:
@@ -129,8 +129,7 @@ def _read_exact(read, n: int) -> bytes:
 
 # ------------------------------------------------------------------------------------ encrypt / decrypt
 def cmd_crypt(args, encrypt: bool) -> int:
-    from . import modes
-    from .api import Cipher
+    from .api import Cipher, _request
     from .fileio import Input, Output
     from .registry import lookup
 
@@ -140,7 +139,7 @@ def cmd_crypt(args, encrypt: bool) -> int:
     try:
         kg = _keying(args, spec, encrypt, src)
         padding = None if args.nopad else (args.pad or ("pkcs7" if kg.phrase is not None else None))
-        if kg.phrase is not None and spec.mode not in ("ecb", "cbc"):
+        if kg.phrase is not None and not spec.mode.paddable:
             padding = None  # openssl enc pads block modes only
         reader = src.read
         if args.base64 and not encrypt:
@@ -167,25 +166,21 @@ def cmd_crypt(args, encrypt: bool) -> int:
         cipher = Cipher(spec.name, kg.key, kg.iv, device=args.device, padding=padding,
                         sector_size=args.sector_size, start_sector=args.start_sector,
                         constant_time=args.constant_time)
-        p = modes.check(spec, kg.key, kg.iv, encrypt, padding, args.sector_size, args.start_sector,
-                        cipher._args[5])
+        req = _request(spec.name, kg.key, kg.iv, encrypt, padding, args.sector_size,
+                       args.start_sector, args.constant_time, None)
         out_size = None
         if n is not None:  # everything the size decides, before any output
             bs = spec.block_size
-            if encrypt and padding:
-                out_size = (n // bs + 1) * bs
-            elif padding and (n == 0 or n % bs):
+            if padding and not encrypt and (n == 0 or n % bs):
                 raise InvalidPadding(f"{spec.name}: padded data is a positive multiple of {bs} "
                                      f"bytes, the input holds {n}")
-            else:
-                if not padding:
-                    modes.check_length(p, n)
-                out_size = n
-            out_size += len(header)
+            if not padding:
+                req.check_length(n)
+            out_size = req.out_len(n) + len(header)
         out = Output(args.outfile, size=out_size)
         try:
             with out:
-                _run(args, encrypt, cipher, p, src, reader, out, header, n, tuning)
+                _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning)
         except BaseException as e:
             if (isinstance(e, OSError) and not e.filename and e.errno in _OUT_ERRNOS
                     and out.name not in str(e)):
@@ -198,8 +193,9 @@ def cmd_crypt(args, encrypt: bool) -> int:
     return EXIT_OK
 
 
-def _run(args, encrypt, cipher, p, src, reader, out, header: bytes, n, tuning) -> None:
+def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning) -> None:
     from .progress import Progress
+    from .route import route
 
     write = out.write
     b64 = None
@@ -210,19 +206,21 @@ def _run(args, encrypt, cipher, p, src, reader, out, header: bytes, n, tuning) -
         write = b64.write
     if header:
         write(header)
-    engine = None
-    if not args.base64:
-        engine = _stream_engine(p, args.device, n)
-    device = engine.device.spec if engine is not None else _context_device(p, args.device, n)
+    streams = req.mode.streams(req) and not args.base64
+    r = route(req, args.device, n if streams else min(n or READ_CHUNK, READ_CHUNK),
+              path="stream" if streams else "array")
     if args.verbose:
-        print(f"ciphergrid: {p.spec.name} {'encrypt' if encrypt else 'decrypt'} on {device}"
-              f"{' (chosen by auto)' if (args.device or 'auto') == 'auto' else ''}", file=sys.stderr)
+        why = f" ({r.reason})" if r.reason else (" (chosen by auto)" if args.device == "auto" else "")
+        print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} on {r.device}{why}",
+              file=sys.stderr)
     verb = "encrypted" if encrypt else "decrypted"
-    with Progress(n, quiet=args.quiet, verb=verb, device=device) as bar:
-        if engine is not None:  # overlapped file streaming on a kernel device
-            from .pipeline import prefault_output, stream_crypt
+    with Progress(n, quiet=args.quiet, verb=verb, device=r.device) as bar:
+        if streams:
+            prefault = None
+            if r.engine.kind == "device" and out.kind == "replace":
+                from .pipeline import prefault_output
 
-            prefault = prefault_output(out.fd, n) if out.kind == "replace" else None
+                prefault = prefault_output(out.fd, n)  # a new output on a RAM disk: faulted in
             try:
                 if prefault is not None:
                     prefault.wait()
@@ -231,8 +229,8 @@ def _run(args, encrypt, cipher, p, src, reader, out, header: bytes, n, tuning) -
                     out.count(k)
                     bar.advance(k)
 
-                stream_crypt(engine.backend, p, src.f, out.fd, chunk_bytes=tuning[0],
-                             depth=tuning[1], progress=advance, nbytes=n)
+                r.engine.stream(req, src.f, out.fd, progress=advance, chunk_bytes=tuning[0],
+                                depth=tuning[1], nbytes=n)
             finally:
                 if prefault is not None:
                     prefault.close()
@@ -249,29 +247,6 @@ def _run(args, encrypt, cipher, p, src, reader, out, header: bytes, n, tuning) -
             b64.close()
 
 
-def _stream_engine(p, device: str, total):
-    """The DeviceEngine to stream the input through, or None for the streaming context's path
-    (the native engine; padding, CBC encryption and one-unit XTS, which need the whole message)."""
-    head = (device or "auto").strip().lower().split(":")[0]
-    from .pipeline import streamable
-
-    if head == "native" or not streamable(p):
-        return None
-    from .engine import DeviceEngine, get_engine
-
-    eng = get_engine(device, p.spec.name, total)
-    return eng if isinstance(eng, DeviceEngine) else None
-
-
-def _context_device(p, device: str, total) -> str:
-    """The device the streaming context will use (for -v and the summary line)."""
-    from .devices import resolve
-
-    if p.spec.mode == "cbc" and p.encrypt:
-        return "native"
-    return resolve(device, p.spec.name, min(total or READ_CHUNK, READ_CHUNK)).spec
-
-
 def _pipeline_flags(args):
     """--chunk-size / --depth, validated; handed to the pipeline (None: the device's tuning)."""
     from . import tuning
@@ -285,26 +260,36 @@ def _pipeline_flags(args):
 
 
 # ------------------------------------------------------------------------------------ other commands
+def _engines_text(caps: dict) -> str:
+    order = sorted((e for e, how in caps.items() if how), key=lambda e: caps[e] == "serial")
+    return ", ".join(e + (" (serial)" if caps[e] == "serial" else "") for e in order) or "-"
+
+
 def cmd_list(args) -> int:
-    """Every cipher name with its key and IV sizes (``--json``: one object per name)."""
-    from .registry import lookup, names
+    """Every cipher name with its key and IV sizes and the engines that run it, per direction
+    (``--json``: one object per name)."""
+    from .registry import specs
 
     rows = []
-    for name in names():
-        s = lookup(name)
-        rows.append({"name": name, "cipher": s.cipher.name, "mode": s.mode,
-                     "key_bytes": s.key_len, "iv_bytes": s.iv_len, "block_bytes": s.block_size})
+    for s in specs():
+        rows.append({"name": s.name, "algorithm": s.algorithm.name, "mode": s.mode.name,
+                     "key_bytes": s.key_len, "iv_bytes": s.iv_len, "block_bytes": s.block_size,
+                     "engines": s.capabilities(),
+                     "openssl_provider": s.algorithm.openssl_provider})
     if args.json:
         import json
 
         print(json.dumps(rows, indent=1))
         return EXIT_OK
-    head = ("name", "key", "iv", "block")
+    head = ("name", "key", "iv", "block", "encrypt on", "decrypt on")
     table = [(r["name"], f"{8 * r['key_bytes']} bits", f"{r['iv_bytes']} B" if r["iv_bytes"] else "-",
-              f"{r['block_bytes']} B") for r in rows]
+              f"{r['block_bytes']} B", _engines_text(r["engines"]["encrypt"]),
+              _engines_text(r["engines"]["decrypt"])) for r in rows]
     widths = [max(len(t[i]) for t in table + [head]) for i in range(len(head))]
     for t in [head] + table:
         print("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
+    print("device: our kernels on OpenCL / CUDA devices; openssl: OpenSSL on every core; "
+          "serial: one block after the other")
     return EXIT_OK
 
 

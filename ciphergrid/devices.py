@@ -1,6 +1,6 @@
 """Device discovery and the device specification language.
 
-Specs: ``auto`` (fastest engine for the cipher and size), ``gpu`` (first GPU: CUDA if present,
+Specs: ``auto`` (the fastest engine for each request: decided by ``route``), ``gpu`` (first GPU: CUDA if present,
 else an OpenCL GPU), ``cpu`` (first OpenCL CPU device, e.g. PoCL: our kernels on the CPU),
 ``native`` (OpenSSL on every core), ``opencl`` / ``opencl:P`` / ``opencl:P:N``, ``cuda`` / ``cuda:N``.
 """
@@ -13,10 +13,6 @@ import threading
 
 from .backends.base import DeviceInfo
 from .errors import DeviceNotFound, InvalidArgument
-
-#: below this many bytes a GPU launch costs more than OpenSSL on the host
-AUTO_GPU_MIN_BYTES = 1 << 20
-
 
 def _native_info() -> DeviceInfo:
     from .backends import native
@@ -68,68 +64,58 @@ def devices() -> list[DeviceInfo]:
     return list(all_devices())
 
 
-def resolve(spec: str, cipher_name: str | None = None, nbytes: int | None = None) -> DeviceInfo:
-    """Turn a device spec into one DeviceInfo (or raise DeviceNotFound)."""
-    spec = (spec or "auto").strip().lower()
+def first_gpu() -> DeviceInfo | None:
+    """The first GPU: CUDA before OpenCL (a CUDA GPU present: no OpenCL start-up)."""
+    for runtime in ("cuda", "opencl"):
+        for d in _runtime_devices(runtime):
+            if d.kind == "gpu":
+                return d
+    return None
+
+
+def first_cpu() -> DeviceInfo | None:
+    """The first OpenCL CPU device (PoCL: our kernels on the host's cores)."""
+    return next((d for d in _runtime_devices("opencl") if d.kind == "cpu"), None)
+
+
+def resolve(spec: str) -> DeviceInfo:
+    """Turn an explicit device spec into one DeviceInfo (or raise DeviceNotFound).  ``auto`` is
+    decided per request by ``route``, not here."""
+    spec = (spec or "").strip().lower()
     parts = spec.split(":")
     head = parts[0]
-    if head in ("cuda", "opencl", "native"):
-        devs = _runtime_devices(head)
-    elif head in ("auto", "gpu") and (nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES or head == "gpu") \
-            and _runtime_devices("cuda"):
-        devs = _runtime_devices("cuda")  # a CUDA GPU is the answer: no OpenCL start-up
-    else:
-        devs = all_devices()
-    by_spec = {d.spec: d for d in devs}
-    if spec in by_spec:
-        return by_spec[spec]
-    if head == "auto":
-        gpus = [d for d in devs if d.kind == "gpu"]
-        cuda = [d for d in gpus if d.runtime == "cuda"]
-        if gpus and (nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES):
-            return (cuda or gpus)[0]
-        if _native_has(cipher_name):
-            return by_spec["native"]
-        cpus = [d for d in devs if d.runtime == "opencl"]
-        if cpus:
-            return cpus[0]
-        if gpus:
-            return (cuda or gpus)[0]
-        raise DeviceNotFound("no device can run this cipher")
-    if head == "gpu":
-        gpus = [d for d in devs if d.kind == "gpu"]
-        cuda = [d for d in gpus if d.runtime == "cuda"]
-        if not gpus:
+    if head == "native" and len(parts) == 1:
+        return _runtime_devices("native")[0]
+    if head == "gpu" and len(parts) == 1:
+        d = first_gpu()
+        if d is None:
             raise DeviceNotFound("no GPU found (see `ciphergrid devices`)")
-        return (cuda or gpus)[0]
-    if head == "cpu":
-        cpus = [d for d in devs if d.runtime == "opencl" and d.kind == "cpu"]
-        if not cpus:
-            raise DeviceNotFound("no OpenCL CPU device found (install pocl-binary-distribution)")
-        return cpus[0]
+        return d
+    if head == "cpu" and len(parts) == 1:
+        d = first_cpu()
+        if d is None:
+            raise DeviceNotFound("no OpenCL CPU device found (install your system's PoCL)")
+        return d
     if head in ("opencl", "cuda"):
-        cands = [d for d in devs if d.runtime == head]
+        cands = list(_runtime_devices(head))
         if len(parts) > 1:
-            prefix = ":".join(parts) + ":"
+            prefix = spec + ":"
             cands = [d for d in cands if d.spec == spec or d.spec.startswith(prefix)]
         if not cands:
             raise DeviceNotFound(f"no device matches {spec!r}; present: "
                                  + ", ".join(d.spec for d in all_devices()))
         return cands[0]
+    if head == "auto":
+        raise InvalidArgument("'auto' is chosen per request (ciphergrid.route), not resolved alone")
     raise InvalidArgument(
         f"bad device spec {spec!r}; expected auto, cpu, gpu, native, opencl[:P[:N]] or cuda[:N]")
 
 
-def _native_has(cipher_name: str | None) -> bool:
-    if cipher_name is None:
-        return True
-    from .registry import lookup
+def check_spec(spec: str | None) -> None:
+    """Raise now for a spec that names no device present (``auto`` always finds one)."""
+    if spec is not None and spec.strip().lower() != "auto":
+        resolve(spec)
 
-    return lookup(cipher_name).cipher.name in NATIVE_CIPHERS
-
-
-#: block ciphers the native (OpenSSL) engine runs
-NATIVE_CIPHERS = {"aes"}
 
 _backends: dict[str, object] = {}
 _lock = threading.Lock()

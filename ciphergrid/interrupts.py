@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -55,7 +56,11 @@ def restore() -> None:
 
 @contextlib.contextmanager
 def deferred():
-    """Hold a signal until the block ends (then raise it)."""
+    """Hold a signal until the block ends (then raise it).  Signals reach the main thread only:
+    elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     _state["deferring"] += 1
     try:
         yield

@@ -92,8 +92,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import modes, tuning
-from .errors import InvalidArgument, InvalidLength
+from . import tuning
+from .errors import DeviceError, InvalidArgument
 
 U64 = np.uint64
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -579,45 +579,34 @@ class _Staging:
 
 # ------------------------------------------------------------------------------------ jobs
 class CipherJob:
-    """The mode kernel of one KeyedProgram on a range of blocks."""
+    """The mode kernel of one KeyedProgram on a range of blocks of the message of ``req`` (by
+    default the program's own request; a split passes ``Request.at``'s)."""
 
-    def __init__(self, kp, layout=None):
+    def __init__(self, kp, layout=None, req=None):
         self.kp = kp
-        self.p = kp.p
+        self.req = req or kp.req
         self.bs = kp.bs
-        self.mode = kp.p.spec.mode
         self.layout = layout
-        if self.mode == "xts" and layout is None:  # streaming, sector mode: the grid of units
-            if not self.p.sector_size:
-                raise InvalidArgument("XTS streams need a sector size (one data unit: use crypt)")
-            self.layout = modes.xts_layout(self.p, self.p.sector_size)
+        if layout is None and self.req.sector_size:  # a stream in data units: the grid of units
+            self.layout = self.req.mode.layout(self.req, self.req.sector_size)
 
     def scratch_bytes(self, chunk_blocks: int) -> int:
-        if self.mode != "xts":
-            return 0
-        lay = self.layout
-        if lay.spu == 1:
-            nseg = chunk_blocks // lay.bpu + 2
-        else:
-            nseg = chunk_blocks // modes.XTS_SEGMENT_BLOCKS + 2 * (chunk_blocks // lay.bpu) + 4
-        return 16 * nseg
-
-    def segments(self, ch: Chunk) -> int:
-        return self.kp.xts_segments(self.layout, ch.first_block, ch.nblocks)[1]
+        return self.req.mode.scratch_bytes(self.req, self.layout, chunk_blocks)
 
     def enqueue(self, ch: Chunk, d_in, d_out, scratch, queue_, wait_for):
         return self.kp.enqueue(d_in, d_out, ch.nblocks, ch.first_block, queue_, chain=ch.chain,
-                               layout=self.layout, scratch=scratch, wait_for=wait_for)
+                               layout=self.layout, scratch=scratch, wait_for=wait_for, req=self.req)
 
 
 class CopyJob:
     """The copy-only strawman kernel (kernels/copy.cl): the pipeline with no cipher."""
 
     bs = 16
-    mode = "copy"
+    req = None
+    layout = None
 
     def __init__(self, backend):
-        from .engine import build_copy_program
+        from .program import build_copy_program
 
         self.b = backend
         self.prg = build_copy_program(backend)
@@ -921,8 +910,8 @@ class Pipeline:
             wait = None
         wait = [up] + ([s.ev_d2h] if s.ev_d2h is not None else [])
         scratch = self._scratch
-        if job.mode == "xts":
-            need = 16 * job.segments(ch)
+        if job.layout is not None:
+            need = 16 * job.layout.segments(ch.first_block, ch.nblocks)[1]
             if need > self._scratch_cap:  # (the bound says this cannot happen; stay correct)
                 self._scratch = scratch = b.alloc(need)
                 self._scratch_cap = need
@@ -1000,11 +989,13 @@ class Pipeline:
             for what in ("populate", "register", "unregister"):  # thread-seconds, all threads
                 self.stats[what + "_s"] = sum(r.seconds[what] - s0[what] for r, _, s0 in regs0.values())
 
-    def crypt(self, kp, data: np.ndarray, out: np.ndarray, layout=None, *, progress=None,
-              lock=(True, True)) -> None:
+    def crypt(self, kp, data: np.ndarray, out: np.ndarray, layout=None, *, req=None,
+              progress=None, lock=(True, True)) -> None:
         """Mode kernel of ``kp`` over ``data`` into ``out`` (XTS: blocks up to
-        layout.kernel_blocks; the caller does the stolen tail)."""
-        job = CipherJob(kp, layout)
+        layout.kernel_blocks; the caller does the stolen tail).  ``req``: the message's request
+        when it is not the program's own (a split, Request.at)."""
+        job = CipherJob(kp, layout, req)
+        req = job.req
         n, bs = data.nbytes, kp.bs
         total = layout.kernel_blocks if layout is not None else -(-n // bs)
         if total == 0:
@@ -1016,9 +1007,11 @@ class Pipeline:
             nbl = min(cb, total - first)
             lo = first * bs
             plan.append((lo, min(nbl * bs, n - lo), first, nbl))
-        chains = None
-        if job.mode == "cbc":  # from the input, before any chunk can overwrite it (in place)
-            chains = [kp.p.iv] + [data[lo - bs: lo].tobytes() for lo, _, _, _ in plan[1:]]
+        # what each chunk needs at its first block (CBC: from the input, read before any chunk of
+        # an in-place run can overwrite it; CBC encryption carries it on the device)
+        chains = [req.mode.chain_at(req, data, first) for _, _, first, _ in plan]
+        if all(c is None for c in chains):
+            chains = None
         self.run_array(job, data, out, plan, chains=chains, progress=progress, lock=lock)
 
     def copy(self, data: np.ndarray, out: np.ndarray | None = None, *, progress=None) -> np.ndarray:
@@ -1040,31 +1033,21 @@ class Pipeline:
     def _stream_mapped(self, job, inp: np.ndarray, out: np.ndarray, progress) -> int:
         """:meth:`stream` between two mapped regular files (the whole input is known)."""
         n = inp.nbytes
-        p = getattr(job, "p", None)
-        if p is None:
+        req = job.req
+        if req is None:
             self.copy(inp, out, progress=progress)
             return n
-        mode, bs = job.mode, job.bs
-        layout = None
-        if mode in ("ecb", "cbc") and n % bs:
-            raise InvalidLength(f"{p.spec.name}: {n % bs} trailing bytes are not a whole block "
-                                "(use PKCS#7 padding)")
-        if mode == "xts":
-            modes.check_length(p, n)
-            if not modes.device_can_run(p, n):  # units of odd sizes: OpenSSL, unit by unit
-                from .engine import NativeEngine
-
-                NativeEngine().crypt(p, inp, out)
-                if progress is not None:
-                    progress(n)
-                return n
-            layout = modes.xts_layout(p, n)
+        req.check_length(n)
+        if not req.mode.device_runs(req, n):
+            raise DeviceError(f"{req.spec.name}: these data units need stealing in every unit, "
+                              "which the device kernels do not do (the router sends it to OpenSSL)")
+        layout = req.mode.layout(req, n)
         tail = None
-        if layout is not None and layout.tail_unit >= 0:  # stealing: the host does the last unit
-            tail = modes.xts_tail(p, layout, inp[layout.tail_start:].tobytes())
+        if layout is not None and layout.tail_start < n:  # stealing: the host does the last unit
+            tail = req.mode.tail(req, layout, inp[layout.tail_start:].tobytes())
         how = os.environ.get("CIPHERGRID_MAPPED_LOCK", "none")
         lock = (how in ("both", "in"), how in ("both", "out"))
-        self.crypt(job.kp, inp, out, layout, progress=progress, lock=lock)
+        self.crypt(job.kp, inp, out, layout, req=req, progress=progress, lock=lock)
         if tail:
             out[layout.tail_start: layout.tail_start + len(tail)] = np.frombuffer(tail, np.uint8)
             if progress is not None:
@@ -1080,17 +1063,12 @@ class Pipeline:
         a :class:`CopyJob` or a :class:`CipherJob` of a streamable mode (CTR, ECB and CBC
         decryption without padding, XTS with a sector size).
         """
-        mode = job.mode
-        p = getattr(job, "p", None)
-        if p is not None:
-            if p.padding:
-                raise InvalidArgument("padding needs the whole message: not streamable")
-            if mode == "cbc" and p.encrypt:
-                raise InvalidArgument("CBC encryption is serial: not streamable")
-            if mode == "xts" and not p.sector_size:
-                raise InvalidArgument("XTS over one data unit: not streamable")
+        req = job.req
+        if req is not None and not req.mode.streams(req):
+            raise InvalidArgument(f"{req.spec.name} with these options needs the whole message "
+                                  "(padding, or one XTS data unit): it does not stream")
         bs = job.bs
-        align = p.sector_size if (mode == "xts") else bs
+        align = (req.sector_size if req is not None else None) or bs
         cap = max(align, self.chunk_bytes // align * align)
         fd_in = src if isinstance(src, int) else src.fileno()
         fd_out = dst if isinstance(dst, int) else dst.fileno()
@@ -1149,8 +1127,8 @@ class Pipeline:
                 return done
         if out is not None and self.transfer == "register":
             out_pins = PINS.view(self.b, out, self.pin_grain or max(cap, _pin_grain()))
-        state = {"chain": p.iv if (p is not None and mode == "cbc") else None, "done": False,
-                 "total": 0}
+        behind = req is not None and req.mode.reads_behind(req)  # CBC decryption
+        state = {"chain": req.iv if behind else None, "done": False, "total": 0}
         self._ensure(cap, job.scratch_bytes(cap // bs))
 
         def read_full(view: memoryview, off: int | None) -> int:
@@ -1188,31 +1166,32 @@ class Pipeline:
                 state["done"] = True
             if m == 0:
                 self._staging.put(k)
-                if last and p is not None and mode == "xts":
-                    modes.check_length(p, lo)
+                if last and req is not None:
+                    req.check_length(lo)
                 return None
             ch = Chunk(i, lo, m, lo // bs, -(-m // bs), last=last)
             ch.bufs.append(k)
-            if mode in ("ecb", "cbc") and m % bs:
+            if req is not None and req.mode.whole_blocks and m % bs:
                 self._staging.put(k)
                 ch.bufs = []
-                raise InvalidLength(f"{p.spec.name}: {(lo + m) % bs} trailing bytes are not a whole "
-                                    "block (use PKCS#7 padding)")
-            if mode == "cbc":
+                req.check_length(lo + m)  # raises: a partial block at the end
+            if behind:
                 if size is None:  # in order (one reader)
                     ch.chain = state["chain"]
                     state["chain"] = bytes(buf[m - bs: m])
                 else:
-                    ch.chain = p.iv if lo == 0 else os.pread(fd_in, bs, base_in + lo - bs)
+                    ch.chain = req.iv if lo == 0 else os.pread(fd_in, bs, base_in + lo - bs)
                     if len(ch.chain) != bs:
                         raise InvalidArgument("the input changed while it was read")
-            if mode == "xts" and last:
+            elif req is not None and lo == 0:
+                ch.chain = req.mode.chain_at(req, None, 0)  # (CBC encryption: the IV)
+            if last and req is not None:
                 n = lo + m
-                modes.check_length(p, n)
-                lay = modes.xts_layout(p, n)
-                if lay.tail_unit >= 0:
+                req.check_length(n)
+                lay = req.mode.layout(req, n)
+                if lay is not None and lay.tail_start < n:
                     t = lay.tail_start - lo
-                    ch.extra = modes.xts_tail(p, lay, bytes(buf[t:m]))
+                    ch.extra = req.mode.tail(req, lay, bytes(buf[t:m]))
                     ch.nblocks = lay.kernel_blocks - ch.first_block
                     ch.nbytes = ch.nblocks * bs
             ch.src = ch.dst = buf[: ch.nbytes]
@@ -1466,8 +1445,8 @@ def pipeline_for(backend, chunk_bytes=None, depth=None, *, transfer: str = "auto
 
 
 # ------------------------------------------------------------------------------------ entry points
-def run_chunks(kp, data: np.ndarray, out: np.ndarray, layout, *, chunk_bytes=None, depth=None,
-               transfer: str = "auto", progress=None) -> None:
+def run_chunks(kp, data: np.ndarray, out: np.ndarray, layout, *, req=None, chunk_bytes=None,
+               depth=None, transfer: str = "auto", progress=None) -> None:
     """The mode kernel of ``kp`` over ``data`` into ``out``, overlapped (see the module doc).
 
     ``chunk_bytes``/``depth`` None: the tuned or default settings of the device.
@@ -1476,7 +1455,7 @@ def run_chunks(kp, data: np.ndarray, out: np.ndarray, layout, *, chunk_bytes=Non
     if n == 0:
         return
     with pipeline_for(kp.b, chunk_bytes, depth, transfer=transfer, nbytes=n) as pipe:
-        pipe.crypt(kp, data, out, layout, progress=progress)
+        pipe.crypt(kp, data, out, layout, req=req, progress=progress)
 
 
 def copy(backend, data, out=None, *, chunk_bytes=None, depth=None, transfer: str = "auto"):
@@ -1486,27 +1465,15 @@ def copy(backend, data, out=None, *, chunk_bytes=None, depth=None, transfer: str
         return pipe.copy(data, out)
 
 
-def streamable(p) -> bool:
-    """Whether a validated modes.Params can stream through :meth:`Pipeline.stream`."""
-    return streams(p.spec.mode, p.encrypt, p.padding, p.sector_size)
-
-
-def streams(mode: str, encrypt: bool, padding, sector_size) -> bool:
-    """:func:`streamable` on the options alone (before any Params exists)."""
-    if padding:
-        return False
-    return mode in ("ctr", "ecb") or (mode == "cbc" and not encrypt) or (mode == "xts" and bool(sector_size))
-
-
-def stream_crypt(backend, p, src, dst, *, chunk_bytes=None, depth=None, progress=None,
+def stream_crypt(backend, req, src, dst, *, chunk_bytes=None, depth=None, progress=None,
                  nbytes: int | None = None) -> int:
     """Encrypt or decrypt file ``src`` into file ``dst`` on ``backend`` (see Pipeline.stream).
     ``nbytes``: the input's size when known (a large one may tune an untuned GPU first)."""
-    from .engine import KeyedProgram
+    from .program import KeyedProgram
 
-    if not streamable(p):
-        raise InvalidArgument(f"{p.spec.name} with these options does not stream")
-    with KeyedProgram(backend, p) as kp, \
+    if not req.mode.streams(req):
+        raise InvalidArgument(f"{req.spec.name} with these options does not stream")
+    with KeyedProgram(backend, req) as kp, \
             pipeline_for(backend, chunk_bytes, depth, nbytes=nbytes) as pipe:
         return pipe.stream(CipherJob(kp), src, dst, progress=progress)
 
@@ -1517,5 +1484,5 @@ def stream_copy(backend, src, dst, *, chunk_bytes=None, depth=None, progress=Non
 
 
 __all__ = ["Pipeline", "CipherJob", "CopyJob", "Chunk", "run_chunks", "copy", "stream_crypt",
-           "stream_copy", "streamable", "streams", "pipeline_for", "host_buffer", "pinned",
+           "stream_copy", "pipeline_for", "host_buffer", "pinned",
            "transfer_mode", "pin_cache_limit", "PINS", "prefault_output", "Prefault"]

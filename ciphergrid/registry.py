@@ -1,70 +1,130 @@
-"""Cipher names, as OpenSSL spells them, resolved to (block cipher, key size, mode).
+"""Cipher names, as OpenSSL spells them, resolved to (algorithm, key size, mode), and the
+capability table: which engine runs which (algorithm, mode, direction), and how.
 
-``lookup("aes-256-xts")`` gives a :class:`CipherSpec`.  A cipher module registers its variants
-(name prefix and key size) and the modes it supports; every registered name is run by the test
-suite (KATs where vectors exist, differential tests against OpenSSL/pyca on every device).
+Every module of ``ciphergrid/algorithms/`` that defines ``CIPHER`` is registered the first time a
+name is looked up (a new cipher touches no file here); ``register`` adds one more (tests register
+a toy cipher).  Every registered name is run by the test suite.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import threading
 from dataclasses import dataclass
 
-from .ciphers.base import BlockCipher
+from . import modes as _modes
 from .errors import UnsupportedCipher
 
-#: the parallel block-cipher modes, in the order they are listed
-MODES = ("ecb", "cbc", "ctr", "xts")
+#: the engines of the capability table: our kernels on an OpenCL or CUDA device, and OpenSSL
+ENGINES = ("device", "openssl")
+DIRECTIONS = ("encrypt", "decrypt")
 
 
 @dataclass(frozen=True)
 class CipherSpec:
     name: str             # "aes-256-xts"
-    cipher: BlockCipher   # the block cipher object
-    key_size: int         # bytes of ONE block-cipher key (xts takes two of them)
-    mode: str             # "ecb" | "cbc" | "ctr" | "xts"
+    algorithm: object     # the BlockCipher
+    key_size: int         # bytes of ONE block-cipher key (XTS takes two of them)
+    mode: _modes.Mode     # modes.ECB, CBC, CTR, XTS
 
     @property
     def block_size(self) -> int:
-        return self.cipher.block_size
+        return self.algorithm.block_size
 
     @property
     def key_len(self) -> int:
         """Length of the key the caller gives (XTS: two concatenated block-cipher keys)."""
-        return 2 * self.key_size if self.mode == "xts" else self.key_size
+        return self.mode.key_count * self.key_size
 
     @property
     def iv_len(self) -> int:
         """Length of the IV / initial counter / tweak; 0 when the mode takes none."""
-        return 0 if self.mode == "ecb" else self.cipher.block_size
+        return self.mode.iv_len(self.block_size)
 
     @property
-    def needs_whole_blocks(self) -> bool:
-        """ECB and CBC take whole blocks (unless padding is asked for)."""
-        return self.mode in ("ecb", "cbc")
+    def openssl_name(self) -> str | None:
+        """OpenSSL's EVP name, or None when OpenSSL lacks this cipher·mode."""
+        return self.algorithm.openssl_name(self)
+
+    def capability(self, engine: str, encrypt: bool) -> str | None:
+        """How ``engine`` ("device" or "openssl") runs this cipher·mode in one direction:
+        "parallel", "serial" (one block after the other: CBC encryption on a device), or None."""
+        if engine == "device":
+            if not self.algorithm.implementations:
+                return None
+            return "parallel" if self.mode.parallel(encrypt) else "serial"
+        if engine == "openssl":
+            if self.openssl_name is not None:
+                return "parallel" if self.mode.parallel(encrypt) else "serial"
+            if self.mode is _modes.XTS and self.algorithm.openssl_name(_ecb_of(self)) is not None:
+                return "parallel"  # composed from OpenSSL's ECB
+            return None
+        raise ValueError(f"unknown engine {engine!r}")
+
+    def capabilities(self) -> dict[str, dict[str, str | None]]:
+        """{"encrypt": {"device": ..., "openssl": ...}, "decrypt": {...}}."""
+        return {d: {e: self.capability(e, d == "encrypt") for e in ENGINES} for d in DIRECTIONS}
+
+
+def _ecb_of(spec: CipherSpec) -> CipherSpec:
+    return CipherSpec(spec.name.rsplit("-", 1)[0] + "-ecb", spec.algorithm, spec.key_size, _modes.ECB)
 
 
 _SPECS: dict[str, CipherSpec] = {}
+_loaded = False
+_lock = threading.Lock()
 
 
-def register(cipher: BlockCipher, variants: list[tuple[str, int]], modes=MODES) -> None:
-    """Register ``prefix-mode`` names for each (prefix, key size) variant of a cipher."""
-    for prefix, key_size in variants:
-        for mode in modes:
-            if mode == "xts" and cipher.block_size != 16:
-                continue  # XTS is defined for 128-bit blocks only
-            spec = CipherSpec(f"{prefix}-{mode}", cipher, key_size, mode)
+def register(algorithm) -> list[str]:
+    """Register ``prefix-mode`` names for each variant of a block cipher; returns the names."""
+    added = []
+    for prefix, key_size, mode_names in algorithm.variants:
+        if key_size not in algorithm.key_sizes:
+            raise ValueError(f"{algorithm.name}: variant {prefix} has a key size it does not take")
+        for mode_name in mode_names:
+            mode = _modes.by_name(mode_name)
+            if not mode.available_for(algorithm):
+                raise ValueError(f"{mode_name} is not defined for {algorithm.name}")
+            spec = CipherSpec(f"{prefix}-{mode_name}", algorithm, key_size, mode)
             _SPECS[spec.name] = spec
+            added.append(spec.name)
+    return added
+
+
+def unregister(names) -> None:
+    for n in names:
+        _SPECS.pop(n, None)
 
 
 def _load() -> None:
-    # importing a cipher module registers it; one line per cipher
-    from .ciphers import aes  # noqa: F401
+    """Import every algorithm module once (each defines CIPHER)."""
+    global _loaded
+    if _loaded:
+        return
+    with _lock:
+        if _loaded:
+            return
+        from . import algorithms
+
+        for info in pkgutil.iter_modules(algorithms.__path__):
+            if info.name == "base":
+                continue
+            mod = importlib.import_module(f"{algorithms.__name__}.{info.name}")
+            if hasattr(mod, "CIPHER"):
+                register(mod.CIPHER)
+        _loaded = True
 
 
 def names() -> list[str]:
     """Every registered cipher·mode name, sorted."""
     _load()
     return sorted(_SPECS)
+
+
+def specs() -> list[CipherSpec]:
+    _load()
+    return [_SPECS[n] for n in sorted(_SPECS)]
 
 
 def lookup(name: str) -> CipherSpec:

@@ -23,7 +23,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import ciphergrid  # noqa: E402  (ICD set-up)
-from ciphergrid.engine import build_cipher_program, cipher_program_source, get_engine  # noqa: E402
+from ciphergrid.program import build_program as build_cipher_program, program_source_for as cipher_program_source  # noqa: E402
+from ciphergrid.route import engine as get_engine  # noqa: E402
 from ciphergrid.registry import lookup  # noqa: E402
 
 ap = argparse.ArgumentParser()
@@ -46,7 +47,7 @@ e = get_engine(a.device)
 def variant(text: str) -> str:
     """Register variant ``text`` as an implementation of the cipher (in this process only)."""
     base, *kv = text.split(",")
-    impls = spec.cipher.implementations
+    impls = spec.algorithm.implementations
     if not kv:
         return base
     im = {**impls[base], "defines": dict(impls[base].get("defines", {}))}
@@ -71,11 +72,11 @@ def correct(impl) -> bool:
     for name in [a.name] if a.quick else ciphergrid.available_ciphers():
         s = lookup(name)
         for n in (48, 3000 * 16 + 5):
-            n = n // 16 * 16 if s.mode in ("ecb", "cbc") else n
+            n = n // 16 * 16 if s.mode.name in ("ecb", "cbc") else n
             key = bytes(rng.integers(0, 256, s.key_len, dtype=np.uint8))
             iv = bytes(rng.integers(0, 256, s.iv_len, dtype=np.uint8)) if s.iv_len else None
             data = bytes(rng.integers(0, 256, n, dtype=np.uint8))
-            m = {"ecb": M.ECB, "cbc": M.CBC, "ctr": M.CTR, "xts": M.XTS}[s.mode]
+            m = {"ecb": M.ECB, "cbc": M.CBC, "ctr": M.CTR, "xts": M.XTS}[s.mode.name]
             c = Cipher(algorithms.AES(key), m(iv) if iv else m())
             for enc in (True, False):
                 ref = (c.encryptor() if enc else c.decryptor()).update(data)
@@ -86,7 +87,7 @@ def correct(impl) -> bool:
     return True
 
 
-impls = [variant(t) for t in (a.only or list(spec.cipher.implementations))]
+impls = [variant(t) for t in (a.only or list(spec.algorithm.implementations))]
 if a.ptx:
     os.makedirs(a.ptx, exist_ok=True)
     for impl in impls:
@@ -122,7 +123,7 @@ for gbs, impl, per, regs, lmem, priv, occ, clk in sorted(rows, reverse=True):
     print(f"{a.device} {a.name} {impl:<30} {gbs:7.1f} GB/s {per:6.3f} GB/s/SM/GHz regs {regs} smem {lmem} "
           f"spill {priv} occupancy {occ} SM {clk} MHz")
 
-kern = {"ctr": "cg_ctr", "ecb": "cg_ecb_enc", "xts": "cg_xts_enc", "cbc": "cg_cbc_dec"}[spec.mode]
+kern = {"ctr": "cg_ctr", "ecb": "cg_ecb_enc", "xts": "cg_xts_enc", "cbc": "cg_cbc_dec"}[spec.mode.name]
 for impl in a.sass:
     src = cipher_program_source(spec, variant(impl))
     with tempfile.TemporaryDirectory() as tmp:

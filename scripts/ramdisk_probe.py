@@ -66,12 +66,13 @@ def fill_mapped(path: str, size: int, threads: int) -> float:
 
 def cli(a, size: int, src: str, dst: str) -> None:
     import ciphergrid  # noqa: F401  (the ICD set-up)
-    from ciphergrid import modes, pipeline, registry
-    from ciphergrid.engine import get_engine
+    from ciphergrid import pipeline, registry
+    from ciphergrid.request import make_request
+    from ciphergrid.route import engine as get_engine
 
     key, iv = bytes(range(16)), bytes(16)
     env0 = dict(os.environ)
-    p = modes.check(registry.lookup("aes-128-ctr"), key, iv, True)
+    p = make_request(registry.lookup("aes-128-ctr"), key, iv, True)
     eng = get_engine(a.device)
     for how in a.modes.split(","):
         os.environ["CIPHERGRID_STREAM_MMAP"] = how
@@ -107,15 +108,15 @@ def mark(w):
     m.append((w, time.time() - T0))
 from ciphergrid import cli
 mark("import")
-import ciphergrid.engine as E, ciphergrid.pipeline as P
-g, s, e = E.get_engine, P.stream_crypt, P.Pipeline._ensure
+import ciphergrid.route as E, ciphergrid.pipeline as P
+g, s, e = E.route, P.stream_crypt, P.Pipeline._ensure
 def g2(*a, **k):
     mark("engine<"); r = g(*a, **k); mark("engine>"); return r
 def s2(*a, **k):
     mark("stream<"); r = s(*a, **k); mark("stream>"); return r
 def e2(self, *a, **k):
     t = time.time(); r = e(self, *a, **k); m.append(("slots-took", time.time() - t)); return r
-E.get_engine, P.stream_crypt, P.Pipeline._ensure = g2, s2, e2
+E.route, P.stream_crypt, P.Pipeline._ensure = g2, s2, e2
 w = P.Prefault.wait
 def w2(self):
     mark("pfwait<"); w(self); mark("pfwait>")
@@ -174,8 +175,10 @@ def breakdown(a, size: int, src: str, dst: str) -> None:
     """Where the time of a mapped-file run goes: fault-in, page-locking (pieces x threads),
     unlocking, and the device run between two locked mappings."""
     import ciphergrid  # noqa: F401
-    from ciphergrid import modes, pipeline, registry
-    from ciphergrid.engine import KeyedProgram, get_engine
+    from ciphergrid import pipeline, registry
+    from ciphergrid.program import KeyedProgram
+    from ciphergrid.request import make_request
+    from ciphergrid.route import engine as get_engine
 
     b = get_engine(a.device).backend
     fd = os.open(dst, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -210,7 +213,7 @@ def breakdown(a, size: int, src: str, dst: str) -> None:
             tu = _parallel(lambda lo, hi: b.unregister_host(lo), ps, th)
             print(f"lock {name:<18} {g >> 20:6d} MiB pieces x {th:2d} threads", rate(size, t),
                   " unlock", rate(size, tu))
-    p = modes.check(registry.lookup("aes-128-ctr"), bytes(range(16)), bytes(16), True)
+    p = make_request(registry.lookup("aes-128-ctr"), bytes(range(16)), bytes(16), True)
     with KeyedProgram(b, p) as kp, pipeline.pipeline_for(b) as pipe:
         t0 = time.perf_counter()
         with pipeline.pinned(b, inp), pipeline.pinned(b, out):

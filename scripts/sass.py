@@ -28,7 +28,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from ciphergrid import registry  # noqa: E402
-from ciphergrid.engine import cipher_program_source  # noqa: E402
+from ciphergrid.program import program_source_for as cipher_program_source  # noqa: E402
 
 KERNELS = {"ctr": "cg_ctr", "ecb": "cg_ecb_enc", "xts": "cg_xts_enc", "cbc": "cg_cbc_dec"}
 
@@ -81,9 +81,9 @@ def main() -> None:
     ap.add_argument("--dump", metavar="IMPL", help="print the SASS of this implementation's kernel")
     a = ap.parse_args()
     spec = registry.lookup(a.name)
-    cipher = spec.cipher
-    kern = KERNELS[spec.mode]
-    if a.decrypt and spec.mode in ("ecb", "xts"):
+    cipher = spec.algorithm
+    kern = KERNELS[spec.mode.name]
+    if a.decrypt and spec.mode.name in ("ecb", "xts"):
         kern = kern.replace("_enc", "_dec")
     ptxas, cuobjdump = find("ptxas"), find("cuobjdump")
     if not ptxas or not cuobjdump:

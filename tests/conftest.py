@@ -154,7 +154,7 @@ class Rng(random.Random):
         spec = registry.lookup(name)
         while True:
             k = self.randbytes(spec.key_len)
-            if spec.mode != "xts" or k[: spec.key_size] != k[spec.key_size:]:
+            if spec.mode.name != "xts" or k[: spec.key_size] != k[spec.key_size:]:
                 return k
 
     def iv(self, name: str) -> bytes | None:

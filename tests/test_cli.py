@@ -21,9 +21,9 @@ from ciphergrid import registry
 PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ciphergrid.__file__)))
 TIMEOUT = 600
 ALL = registry.names()
-OPENSSL_NAMES = [n for n in ALL if registry.lookup(n).mode != "xts"]
-XTS_NAMES = [n for n in ALL if registry.lookup(n).mode == "xts"]
-PAD_NAMES = [n for n in ALL if registry.lookup(n).mode in ("ecb", "cbc")]
+OPENSSL_NAMES = [n for n in ALL if registry.lookup(n).mode.name != "xts"]
+XTS_NAMES = [n for n in ALL if registry.lookup(n).mode.name == "xts"]
+PAD_NAMES = [n for n in ALL if registry.lookup(n).mode.name in ("ecb", "cbc")]
 
 
 def cli_env(extra: dict | None = None) -> dict:
@@ -67,7 +67,7 @@ def openssl_enc(openssl: str, name: str, key: bytes, iv: bytes | None, data: byt
 
 
 def _size(name: str) -> int:
-    return 16 * 70 if registry.lookup(name).mode in ("ecb", "cbc") else 16 * 70 + 9
+    return 16 * 70 if registry.lookup(name).mode.name in ("ecb", "cbc") else 16 * 70 + 9
 
 
 def _key_iv_args(key: bytes, iv: bytes | None) -> list[str]:
@@ -121,7 +121,7 @@ def test_xts_vs_reference(name, tmp_path, rng, ref):
 def test_pkcs7_vs_openssl_default_padding(name, openssl, tmp_path, rng):
     key, iv = rng.key(name), rng.iv(name)
     # every length class on the first name of each mode, one length on the others (process startup)
-    first = name == [n for n in PAD_NAMES if registry.lookup(n).mode == registry.lookup(name).mode][0]
+    first = name == [n for n in PAD_NAMES if registry.lookup(n).mode.name == registry.lookup(name).mode.name][0]
     for n in ((0, 5, 16, 33) if first else (33,)):
         pt = rng.data(n)
         want = openssl_enc(openssl, name, key, iv, pt, pad=True)
@@ -137,7 +137,7 @@ def test_large_file_vs_openssl(openssl, tmp_path, rng):
     """Several MiB through the CLI (chunked reading/writing, CTR counter continuity)."""
     name = "aes-256-ctr" if "aes-256-ctr" in ALL else OPENSSL_NAMES[0]
     key, iv = rng.key(name), b"\x00" * 8 + b"\xff" * 7 + b"\xf0"
-    pt = rng.data(5 * (1 << 20) + 3 if registry.lookup(name).mode == "ctr" else 5 * (1 << 20))
+    pt = rng.data(5 * (1 << 20) + 3 if registry.lookup(name).mode.name == "ctr" else 5 * (1 << 20))
     src, out = tmp_path / "big.bin", tmp_path / "big.enc"
     src.write_bytes(pt)
     ok(cli("encrypt", "--cipher", name, *_key_iv_args(key, iv), "--in", src, "--out", out, cwd=tmp_path))
@@ -212,7 +212,7 @@ def test_every_device(device, tmp_path, rng, ref):
     """--device SPEC, for every device, one name per mode."""
     seen = set()
     for name in ALL:
-        mode = registry.lookup(name).mode
+        mode = registry.lookup(name).mode.name
         if mode in seen:
             continue
         seen.add(mode)

@@ -45,9 +45,9 @@ def _kernel_source() -> str:
 # --------------------------------------------------------------------------- the source
 
 def test_ct_is_registered():
-    im = registry.lookup("aes-128-ctr").cipher.implementation("ct")
-    assert im["file"] == "aes_bs.cl"
-    assert im["batch"] == 32
+    im = registry.lookup("aes-128-ctr").algorithm.implementation("ct")
+    assert im.file == "aes_bs.cl"
+    assert im.batch == 32
 
 
 def test_kernel_has_no_table():
@@ -62,7 +62,7 @@ def test_bitsliced_key_layout():
     those round keys."""
     import numpy as np
 
-    cipher = registry.lookup("aes-128-ecb").cipher
+    cipher = registry.lookup("aes-128-ecb").algorithm
     for key in (bytes(range(16)), bytes(range(24)), bytes(range(32))):
         words = 4 * (len(key) // 4 + 7)
         for decrypt in (False, True):
@@ -173,7 +173,7 @@ def _lengths(mode: str) -> list[int]:
 @pytest.mark.parametrize("name", AES_NAMES)
 @pytest.mark.parametrize("ct_device", CT_DEVICES)
 def test_matches_openssl(ct_device, name, rng, ref, diff):
-    mode = registry.lookup(name).mode
+    mode = registry.lookup(name).mode.name
     cases = []  # (what, data, key, iv, extra keyword arguments)
     for n in _lengths(mode):
         cases.append((f"{n} bytes", rng.data(n), rng.key(name), rng.iv(name), {}))
@@ -215,7 +215,7 @@ def compare_cases(name, cases, ref, diff, **options) -> list[str]:
 
 
 @needs_device
-@pytest.mark.parametrize("name", [n for n in AES_NAMES if registry.lookup(n).mode == "ctr"])
+@pytest.mark.parametrize("name", [n for n in AES_NAMES if registry.lookup(n).mode.name == "ctr"])
 @pytest.mark.parametrize("ct_device", CT_DEVICES)
 def test_ctr_pieces(ct_device, name, rng, ref):
     """CTR in pieces (each a launch that starts inside a counter tile of aes_bs.cl, or spans

@@ -29,13 +29,13 @@ XTS_MAX_UNIT = 16 << 20  # 2^20 blocks
 
 
 def _names(*modes: str) -> list[str]:
-    return [n for n in registry.names() if registry.lookup(n).mode in modes]
+    return [n for n in registry.names() if registry.lookup(n).mode.name in modes]
 
 
 BLOCK_NAMES = _names("ecb", "cbc")
 CTR_NAMES = _names("ctr")
 XTS_NAMES = _names("xts")
-MODES_PRESENT = sorted({registry.lookup(n).mode for n in registry.names()})
+MODES_PRESENT = sorted({registry.lookup(n).mode.name for n in registry.names()})
 
 
 def _ctx(name, device, key, iv, size, **kw) -> str:
@@ -186,7 +186,7 @@ def test_large(mode, device, device_is_fast, rng, ref, diff):
 @pytest.mark.parametrize("name", registry.names())
 def test_huge_gpu(name, gpu_device, rng, ref, diff):
     """64 MiB+ inputs, GPU devices only (marked slow)."""
-    mode = registry.lookup(name).mode
+    mode = registry.lookup(name).mode.name
     key, iv = rng.key(name), rng.iv(name)
     # CTR: an odd tail; XTS: short last sectors of 21 bytes for both sector sizes below
     size = 64 * MiB + {"ecb": 0, "cbc": 0, "ctr": 4096 + 5, "xts": 4096 + 21}[mode]
@@ -204,7 +204,7 @@ def test_huge_gpu(name, gpu_device, rng, ref, diff):
 # --------------------------------------------------------------------------- input types
 
 def _valid_size(name: str) -> int:
-    return 16 * 37 if registry.lookup(name).mode in ("ecb", "cbc") else 16 * 37 + 5
+    return 16 * 37 if registry.lookup(name).mode.name in ("ecb", "cbc") else 16 * 37 + 5
 
 
 def test_input_types(cipher_name, device, rng, ref):

@@ -15,7 +15,7 @@ if not any(d.runtime == "cuda" for d in ciphergrid.devices()):
 
 def _ref(name, key, iv, data, enc=True):
     spec = ciphergrid.registry.lookup(name)
-    m = {"ecb": modes.ECB, "cbc": modes.CBC, "ctr": modes.CTR, "xts": modes.XTS}[spec.mode]
+    m = {"ecb": modes.ECB, "cbc": modes.CBC, "ctr": modes.CTR, "xts": modes.XTS}[spec.mode.name]
     c = Cipher(algorithms.AES(key), m(iv) if iv else m())
     return (c.encryptor() if enc else c.decryptor()).update(data)
 

@@ -36,7 +36,7 @@ def _check(results: list[str], what: str, total: int, device: str):
 def _groups(vs: list[vectors.Vector], name: str):
     """Batch ECB vectors that share a key into one call (they are independent blocks); every other
     vector is its own call.  Yields lists of vectors that are run as one concatenated input."""
-    if registry.lookup(name).mode != "ecb":
+    if registry.lookup(name).mode.name != "ecb":
         for v in vs:
             yield [v]
         return

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import ciphergrid
+from ciphergrid.request import make_request
 from ciphergrid import modes, pipeline, registry, tuning
 from ciphergrid.errors import DeviceNotFound, Error, InvalidArgument, InvalidLength
 
@@ -43,7 +44,7 @@ def _isolated_tuning(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def cl():
     """The engine of the OpenCL CPU device (PoCL)."""
-    from ciphergrid.engine import get_engine
+    from ciphergrid.route import engine as get_engine
 
     try:
         eng = get_engine("cpu")
@@ -135,19 +136,19 @@ def _pipe(backend, chunk, depth, transfer="auto", grain=None):
 
 def _crypt(pipe, name, key, iv, data: bytes, encrypt=True, sector=None, start=None, out=None):
     """DeviceEngine.crypt's logic on a given Pipeline (XTS tail on the host after the run)."""
-    from ciphergrid.engine import KeyedProgram
+    from ciphergrid.program import KeyedProgram
 
     spec = registry.lookup(name)
-    p = modes.check(spec, key, iv, encrypt, None, sector, start)
+    p = make_request(spec, key, iv, encrypt, None, sector, start)
     arr = np.frombuffer(data, np.uint8).copy()
-    modes.check_length(p, arr.nbytes)
+    p.check_length(arr.nbytes)
     res = arr if out == "inplace" else np.empty_like(arr)
-    lay = modes.xts_layout(p, arr.nbytes) if spec.mode == "xts" else None
+    lay = p.mode.layout(p, arr.nbytes)
     tail = arr[lay.tail_start:].tobytes() if lay is not None and lay.tail_unit >= 0 else None
     with KeyedProgram(pipe.b, p) as kp:
         pipe.crypt(kp, arr, res, lay)
     if tail is not None:
-        res[lay.tail_start:] = np.frombuffer(modes.xts_tail(p, lay, tail), np.uint8)
+        res[lay.tail_start:] = np.frombuffer(p.mode.tail(p, lay, tail), np.uint8)
     return res.tobytes()
 
 
@@ -274,7 +275,7 @@ def test_xts_sectors_across_chunks(cl, sector, start, transfer, rng, ref, diff):
 
 def test_engine_crypt_uses_pipeline_settings(cl, rng, ref, monkeypatch):
     """DeviceEngine.crypt (the API's path) honours the chunk/depth settings and out=."""
-    from ciphergrid.engine import DeviceEngine
+    from ciphergrid.engines.device import DeviceEngine
 
     monkeypatch.setenv(tuning.ENV_CHUNK, "4Ki")
     monkeypatch.setenv(tuning.ENV_DEPTH, "2")
@@ -284,14 +285,14 @@ def test_engine_crypt_uses_pipeline_settings(cl, rng, ref, monkeypatch):
     got = ciphergrid.encrypt(pt, name, key, iv, device="cpu")
     assert got == ref.encrypt(pt, name, key, iv)
     eng = DeviceEngine(cl.device)
-    p = modes.check(registry.lookup(name), key, iv, True)
+    p = make_request(registry.lookup(name), key, iv, True)
     arr = np.frombuffer(pt, np.uint8).copy()
-    eng.crypt(p, arr, out=arr)  # in place
+    eng.crypt(p, arr, arr)  # in place
     assert arr.tobytes() == ref.encrypt(pt, name, key, iv)
     with pytest.raises(InvalidArgument):
-        eng.crypt(p, arr, out=np.empty(5, np.uint8))
+        ciphergrid.encrypt(arr, name, key, iv, device="cpu", out=np.empty(5, np.uint8))
     with pytest.raises(InvalidArgument):  # overlapping without being the input
-        eng.crypt(p, arr[16:], out=arr[:-16])
+        ciphergrid.encrypt(arr[16:], name, key, iv, device="cpu", out=arr[:-16])
 
 
 def test_registration_failure_falls_back_to_staging(cl, rng, ref, diff):
@@ -350,7 +351,7 @@ def test_worker_errors_propagate_and_release(cl, rng):
 # --------------------------------------------------------------------------- streams
 def _stream(cl, job_name, data: bytes, *, key=None, iv=None, encrypt=True, sector=None, start=None,
             pipe_in=False, pipe_out=False, tmp_path=None, chunk=4096, depth=3, transfer="auto"):
-    from ciphergrid.engine import KeyedProgram
+    from ciphergrid.program import KeyedProgram
 
     b, transfer = _backend(cl, transfer)
     pipe = _pipe(b, chunk, depth, transfer)
@@ -389,7 +390,7 @@ def _stream(cl, job_name, data: bytes, *, key=None, iv=None, encrypt=True, secto
         if job_name == "copy":
             n = pipe.stream(pipeline.CopyJob(b), src, dst)
         else:
-            p = modes.check(registry.lookup(job_name), key, iv, encrypt, None, sector, start)
+            p = make_request(registry.lookup(job_name), key, iv, encrypt, None, sector, start)
             with KeyedProgram(b, p) as kp:
                 n = pipe.stream(pipeline.CipherJob(kp), src, dst)
     finally:
@@ -451,13 +452,18 @@ def test_stream_errors(cl, rng, tmp_path):
     with pytest.raises(InvalidLength):  # XTS: a last unit shorter than one block
         _stream(cl, "aes-128-xts", rng.data(3 * 512 + 5), key=rng.key("aes-128-xts"), sector=512,
                 tmp_path=tmp_path, pipe_in=True)
-    from ciphergrid.engine import KeyedProgram
+    from ciphergrid.program import KeyedProgram
 
-    p = modes.check(registry.lookup("aes-128-xts"), rng.key("aes-128-xts"), rng.iv("aes-128-xts"), True)
+    p = make_request(registry.lookup("aes-128-xts"), rng.key("aes-128-xts"), rng.iv("aes-128-xts"), True)
+    assert not p.mode.streams(p)  # one data unit: stealing needs its end
     with KeyedProgram(cl.backend, p) as kp, pytest.raises(InvalidArgument):
-        pipeline.CipherJob(kp)  # one data unit: not streamable
-    assert not pipeline.streamable(modes.check(registry.lookup("aes-128-cbc"), bytes(16), bytes(16), True))
-    assert pipeline.streamable(modes.check(registry.lookup("aes-128-cbc"), bytes(16), bytes(16), False))
+        with pipeline.pipeline_for(cl.backend) as pipe:
+            pipe.stream(pipeline.CipherJob(kp), os.open(os.devnull, os.O_RDONLY), 1)
+    # CBC streams both ways: decryption reads the block before each chunk, serial encryption
+    # carries the chaining value on the device (or through OpenSSL's pieces)
+    for enc in (True, False):
+        r = make_request(registry.lookup("aes-128-cbc"), bytes(16), bytes(16), enc)
+        assert r.mode.streams(r)
 
 
 # --------------------------------------------------------------------------- tuning

@@ -86,6 +86,10 @@ class Backend:
         CUDA source caps itself through CG_MAX_REGS; NVIDIA OpenCL: -cl-nv-maxrregcount)."""
         raise NotImplementedError
 
+    def cached_program(self, key: tuple):
+        """The program built earlier under ``key``, or None."""
+        return getattr(self, "_programs", {}).get(key)
+
     def group_size(self, program) -> int:
         """Work-items per work-group when launching ``program``."""
         return min(getattr(program, "local_size", None) or self.local_size, self.local_size)

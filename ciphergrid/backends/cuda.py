@@ -65,6 +65,9 @@ class _Event:
 
 
 class CudaBackend(Backend):
+    #: cudaMemcpyAsync from pageable memory returns once it has its own copy of the bytes
+    upload_copies_pageable = True
+
     def __init__(self, info: DeviceInfo):
         cupy = cp()
         self.index = int(info.spec.split(":")[1])

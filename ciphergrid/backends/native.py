@@ -8,7 +8,6 @@ be loaded, pyca ``cryptography`` is used instead (same results, maybe without th
 Public API
 ----------
 * :func:`crypt`        one-shot, multi-threaded encryption/decryption of a whole buffer;
-* :class:`NativeStream` incremental single-thread context (CBC encryption streams, CTR...);
 * :func:`speed`        the ``openssl speed -evp`` baseline of the benchmark;
 * :func:`openssl_version`, :data:`BACKEND_NAME`, :func:`speed_loop`.
 
@@ -45,17 +44,14 @@ import numpy as np
 
 from .. import registry
 from ..errors import (
-    AlreadyFinalized,
     DeviceError,
     InvalidArgument,
-    InvalidIVSize,
     InvalidKey,
-    InvalidKeySize,
     InvalidLength,
     UnsupportedCipher,
 )
 
-__all__ = ["BACKEND_NAME", "openssl_version", "crypt", "NativeStream", "speed", "speed_loop"]
+__all__ = ["BACKEND_NAME", "openssl_version", "crypt", "run", "speed", "speed_loop"]
 
 #: smallest amount of work (bytes) given to one thread; smaller inputs run in the calling thread
 MIN_CHUNK = 1 << 20
@@ -478,12 +474,12 @@ def _pyca_mode(evp_name: str):
     from cryptography.hazmat.primitives.ciphers import algorithms
 
     algs = {"aes": "AES", "camellia": "Camellia", "sm4": "SM4", "aria": "ARIA"}
-    alg = getattr(algorithms, algs.get(spec.cipher.name, ""), None)
+    alg = getattr(algorithms, algs.get(spec.algorithm.name, ""), None)
     if alg is None:
         return None
-    if spec.mode == "xts" and spec.key_size not in (16, 32):
+    if spec.mode.key_count == 2 and spec.key_size not in (16, 32):
         return None
-    return alg, spec.mode
+    return alg, spec.mode.name
 
 
 class _PycaCtx:
@@ -731,49 +727,6 @@ def _split(n: int, unit: int, threads: int, min_chunk: int | None = None) -> lis
 
 
 # ---------------------------------------------------------------------------------------------
-# argument checks
-# ---------------------------------------------------------------------------------------------
-
-def _check_key(spec: registry.CipherSpec, key, encrypt: bool) -> bytes:
-    try:
-        key = bytes(key)
-    except TypeError:
-        raise InvalidArgument("key must be bytes-like") from None
-    if len(key) != spec.key_len:
-        what = "two concatenated keys, " if spec.mode == "xts" else ""
-        raise InvalidKeySize(
-            f"{spec.name} takes a {spec.key_len}-byte ({8 * spec.key_len}-bit) key "
-            f"({what}got {len(key)} bytes)")
-    if spec.mode == "xts" and encrypt and key[: spec.key_size] == key[spec.key_size:]:
-        raise InvalidKey(f"{spec.name}: the two halves of the XTS key must differ")
-    return key
-
-
-def _check_iv(spec: registry.CipherSpec, iv, sector_mode: bool = False) -> bytes | None:
-    if spec.mode == "ecb" or sector_mode:
-        if iv is not None and len(iv) != 0:
-            why = "with sector_size the tweaks are the sector numbers" if sector_mode else \
-                "ECB takes no IV"
-            raise InvalidIVSize(f"{spec.name}: expected no IV ({why}), got {len(iv)} bytes")
-        return None
-    if iv is None:
-        raise InvalidIVSize(f"{spec.name} takes a {spec.iv_len}-byte IV, got none")
-    iv = bytes(iv)
-    if len(iv) != spec.iv_len:
-        raise InvalidIVSize(f"{spec.name} takes a {spec.iv_len}-byte IV, got {len(iv)} bytes")
-    return iv
-
-
-def _check_length(spec: registry.CipherSpec, n: int) -> None:
-    bs = spec.block_size
-    if spec.needs_whole_blocks and n % bs:
-        raise InvalidLength(
-            f"{spec.name} without padding takes a multiple of {bs} bytes, got {n}")
-    if spec.mode == "xts" and n < 16:
-        raise InvalidLength(f"{spec.name} takes at least 16 bytes, got {n}")
-
-
-# ---------------------------------------------------------------------------------------------
 # crypt
 # ---------------------------------------------------------------------------------------------
 
@@ -788,35 +741,25 @@ def crypt(name: str, key: bytes, iv: bytes | None, data, encrypt: bool, *,
     XTS: without ``sector_size`` the whole input is one data unit with tweak ``iv``; with
     ``sector_size=S`` (usually a multiple of 16; any S >= 16 works) unit n has the tweak
     ``(start_sector + n)`` as 16 little-endian bytes (dm-crypt plain64), ``iv`` must be None, and
-    the last unit may be shorter than S but not shorter than 16 bytes.
+    the last unit may be shorter than S but not shorter than 16 bytes.  Arguments are checked by
+    ``request.make_request`` (the same checks as every engine).
     """
-    spec = registry.lookup(name)
-    evp_name = spec.name
-    encrypt = bool(encrypt)
+    from ..request import make_request
+
+    try:
+        key = bytes(key)
+    except TypeError:
+        raise InvalidArgument("key must be bytes-like") from None
+    req = make_request(registry.lookup(name), key, iv, encrypt, sector_size=sector_size,
+                       start_sector=start_sector if sector_size is not None else None)
     if threads is None:
         threads = os.cpu_count() or 1
     threads = int(threads)
     if threads < 1:
         raise InvalidArgument(f"threads must be >= 1, got {threads}")
-    sector_mode = sector_size is not None
-    if sector_mode:
-        if spec.mode != "xts":
-            raise InvalidArgument(f"sector_size applies to XTS only, not {spec.name}")
-        sector_size = int(sector_size)
-        if sector_size < 16:  # any unit >= 16 bytes works (stealing inside each unit)
-            raise InvalidArgument(f"sector_size must be >= 16 bytes, got {sector_size}")
-        if start_sector < 0:
-            raise InvalidArgument(f"start_sector must be >= 0, got {start_sector}")
-    key = _check_key(spec, key, encrypt)
-    iv = _check_iv(spec, iv, sector_mode)
-
     src = _as_u8(data)
     n = src.size
-    _check_length(spec, n)
-    if sector_mode and n % sector_size and n % sector_size < 16:
-        raise InvalidLength(
-            f"{spec.name}: the last sector has {n % sector_size} bytes; XTS needs >= 16")
-
+    req.check_length(n)
     if out is not None:
         result = out
         dst = _out_view(out, n)
@@ -824,48 +767,51 @@ def crypt(name: str, key: bytes, iv: bytes | None, data, encrypt: bool, *,
         result, dst = _new_output(n)
     if n == 0:
         return result if out is not None else b""
-
-    if spec.mode == "xts":
-        if not _has_evp(evp_name):
-            _xts_from_ecb(spec, key, iv, src, dst, encrypt, threads, sector_size, start_sector)
-        elif sector_mode:
-            _xts_sectors(evp_name, key, src, dst, encrypt, threads, sector_size, start_sector)
-        else:
-            if n > MAX_UPDATE:
-                raise InvalidLength(f"{spec.name}: a data unit of {n} bytes is too large")
-            ctx = _Ctx(evp_name, key, iv, encrypt)
-            try:
-                ctx.process(src, dst, 0, n)
-            finally:
-                ctx.free()
-    else:
-        _block_modes(spec, evp_name, key, iv, src, dst, encrypt, threads)
-
+    run(req, src, dst, threads)
     if out is not None:
         return result
     return bytes(result) if isinstance(result, bytearray) else result
 
 
-def _block_modes(spec, evp_name, key, iv, src, dst, encrypt, threads) -> None:
-    bs = spec.block_size
-    n = src.size
-    if spec.mode == "cbc" and encrypt:
+def run(req, src: np.ndarray, dst: np.ndarray, threads: int) -> None:
+    """A validated request over ``src`` into ``dst`` (flat uint8 arrays of the same size, checked
+    for the mode's lengths; ``dst`` may be ``src``) on ``threads`` threads."""
+    spec = req.spec
+    key, iv, encrypt = req.key, req.iv, req.encrypt
+    if req.sector_size is not None:  # XTS data units
+        if not _has_evp(spec.name):
+            _xts_from_ecb(spec, key, None, src, dst, encrypt, threads, req.sector_size, req.start_sector)
+        else:
+            _xts_sectors(spec.name, key, src, dst, encrypt, threads, req.sector_size, req.start_sector)
+    elif req.mode.key_count == 2:  # XTS, one data unit
+        n = src.size
+        if not _has_evp(spec.name):
+            _xts_from_ecb(spec, key, iv, src, dst, encrypt, threads, None, 0)
+        else:
+            if n > MAX_UPDATE:
+                raise InvalidLength(f"{spec.name}: a data unit of {n} bytes is too large")
+            ctx = _Ctx(spec.name, key, iv, encrypt)
+            try:
+                ctx.process(src, dst, 0, n)
+            finally:
+                ctx.free()
+    else:
+        _block_modes(req, src, dst, threads)
+
+
+def _block_modes(req, src, dst, threads) -> None:
+    """ECB, CBC, CTR: the message cut into parts on block boundaries, one EVP context each,
+    started at its block (Request.at: the mode's state there); a serial direction on one."""
+    bs = req.block_size
+    if not req.mode.parallel(req.encrypt):
         threads = 1  # CBC encryption is serial
-    parts = _split(n, bs, threads)
-    ivs: list[bytes | None] = []
-    for off, _ in parts:
-        if spec.mode == "ecb":
-            ivs.append(None)
-        elif spec.mode == "ctr":
-            width = 8 * bs
-            ctr = (int.from_bytes(iv, "big") + off // bs) % (1 << width)
-            ivs.append(ctr.to_bytes(bs, "big"))
-        else:  # cbc: the previous ciphertext block (read now: decryption may be in place)
-            ivs.append(iv if off == 0 else src[off - bs: off].tobytes())
+    parts = _split(src.size, bs, threads)
+    # each part's request (CBC decryption reads the block before it: now, before an in-place run)
+    reqs = [req.at(off // bs, req.mode.chain_at(req, src, off // bs)) for off, _ in parts]
     ctxs = []
     try:
-        for part_iv in ivs:
-            ctxs.append(_Ctx(evp_name, key, part_iv, encrypt))
+        for r in reqs:
+            ctxs.append(_Ctx(req.spec.name, r.key, r.iv, r.encrypt))
 
         def job(ctx, off, length):
             def run(cancel):
@@ -1041,87 +987,6 @@ def _xts_unit_steal(ecb, k1, k2, tweak, src, dst, encrypt) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# incremental single-thread context
-# ---------------------------------------------------------------------------------------------
-
-class NativeStream:
-    """Incremental encryption/decryption on one EVP context (one thread).
-
-    ``update`` takes whole blocks for ECB/CBC (the caller buffers), any length for CTR (OpenSSL
-    carries the keystream position).  XTS has no streaming form: one update() = the one data unit.
-    """
-
-    def __init__(self, name: str, key: bytes, iv: bytes | None, encrypt: bool):
-        spec = registry.lookup(name)
-        self._spec = spec
-        self._encrypt = bool(encrypt)
-        key = _check_key(spec, key, self._encrypt)
-        iv = _check_iv(spec, iv)
-        if spec.mode == "xts" and not _has_evp(spec.name):
-            raise UnsupportedCipher(f"{spec.name} has no streaming form in {BACKEND_NAME}")
-        self._ctx = _Ctx(spec.name, key, iv, self._encrypt)
-        self._finalized = False
-        self._updates = 0
-
-    def __repr__(self) -> str:  # never shows key material
-        state = "finalized" if self._finalized else "open"
-        return (f"<NativeStream {self._spec.name} {'encrypt' if self._encrypt else 'decrypt'} "
-                f"{state}>")
-
-    def update(self, data) -> bytes:
-        if self._finalized:
-            raise AlreadyFinalized("update() after finalize()")
-        if self._ctx is None:
-            raise AlreadyFinalized("update() after close()")
-        src = _as_u8(data)
-        n = src.size
-        spec = self._spec
-        if spec.needs_whole_blocks and n % spec.block_size:
-            raise InvalidLength(
-                f"{spec.name} stream update takes whole {spec.block_size}-byte blocks, got {n}")
-        if spec.mode == "xts":
-            if self._updates:
-                raise InvalidArgument("XTS streams take exactly one update() (one data unit)")
-            _check_length(spec, n)
-        self._updates += 1
-        if n == 0:
-            return b""
-        result, dst = _new_output(n)
-        self._ctx.process(src, dst, 0, n)
-        return bytes(result) if isinstance(result, bytearray) else result
-
-    def finalize(self) -> bytes:
-        if self._finalized:
-            raise AlreadyFinalized("finalize() called twice")
-        if self._ctx is None:
-            raise AlreadyFinalized("finalize() after close()")
-        self._finalized = True
-        try:
-            if self._spec.mode != "xts":
-                self._ctx.final()
-        finally:
-            self.close()
-        return b""
-
-    def close(self) -> None:
-        ctx, self._ctx = getattr(self, "_ctx", None), None
-        if ctx is not None:
-            ctx.free()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-
-
-# ---------------------------------------------------------------------------------------------
 # speed (the openssl speed -evp baseline)
 # ---------------------------------------------------------------------------------------------
 
@@ -1160,16 +1025,19 @@ def speed(name: str, size: int, *, threads: int = 1, seconds: float = 0.5,
         raise InvalidArgument(f"size must be <= {MAX_UPDATE}, got {size}")
     if threads < 1:
         raise InvalidArgument(f"threads must be >= 1, got {threads}")
-    _check_length(spec, size)
     if not _has_evp(spec.name):
         raise UnsupportedCipher(f"{BACKEND_NAME} has no cipher {spec.name!r}")
+    from ..request import make_request
+
     ctxs, bufs = [], []
     try:
         for _ in range(threads):
             key = os.urandom(spec.key_len)
-            while spec.mode == "xts" and key[: spec.key_size] == key[spec.key_size:]:
+            while spec.mode.key_count == 2 and key[: spec.key_size] == key[spec.key_size:]:
                 key = os.urandom(spec.key_len)  # pragma: no cover
             iv = os.urandom(spec.iv_len) if spec.iv_len else None
+            req = make_request(spec, key, iv, bool(encrypt))
+            req.check_length(size)
             ctxs.append(_Ctx(spec.name, key, iv, bool(encrypt)))
         bufs = _speed_buffers(threads, size)
         # one untimed warm-up call per context (page faults, lazy init)

@@ -32,16 +32,16 @@ def _correct(api, name: str, dev: str, impl: str) -> str | None:
     spec = registry.lookup(name)
     rng = np.random.default_rng()
     for n in (16, 48 * 16 + 5, 1 << 20):
-        n = n // 16 * 16 if spec.mode in ("ecb", "cbc") else n
+        n = n // 16 * 16 if spec.mode.whole_blocks else n
         key = bytes(rng.integers(0, 256, spec.key_len, dtype=np.uint8))
-        if spec.mode == "xts":
+        if spec.mode.key_count == 2:
             key = key[: spec.key_size] + bytes(b ^ 1 for b in key[: spec.key_size])
         iv = bytes(rng.integers(0, 256, spec.iv_len, dtype=np.uint8)) if spec.iv_len else None
         data = bytes(rng.integers(0, 256, n, dtype=np.uint8))
-        m = {"ecb": M.ECB, "cbc": M.CBC, "ctr": M.CTR, "xts": M.XTS}[spec.mode]
+        m = {"ecb": M.ECB, "cbc": M.CBC, "ctr": M.CTR, "xts": M.XTS}[spec.mode.name]
         c = Cipher(algorithms.AES(key), m(iv) if iv else m())
         ref_ct = c.encryptor().update(data)
-        if spec.mode != "cbc":
+        if spec.mode.parallel(True):
             got = api.encrypt(data, name, key, iv, device=dev, implementation=impl)
             if got != ref_ct:
                 return f"encryption of {n} bytes differs from OpenSSL"
@@ -56,7 +56,7 @@ def run(args, ctx: suites.Context) -> dict:
 
     name = args.ablation_cipher
     spec = registry.lookup(name)
-    impls = args.ablation_impls or list(spec.cipher.implementations)
+    impls = args.ablation_impls or list(spec.algorithm.implementations)
     devs = [d for d in ctx.api.devices() if d.runtime in ("opencl", "cuda")]
     if args.device:
         wanted = set(sum((d.split(",") for d in args.device), []))
@@ -70,8 +70,8 @@ def run(args, ctx: suites.Context) -> dict:
         for dev in devs:
             eng = ctx.api.get_engine(dev.spec)
             for impl in impls:
-                rec = Record(cipher=name, algorithm=spec.cipher.name, key_bits=8 * spec.key_size,
-                             mode=spec.mode, direction="encrypt", device=dev.spec,
+                rec = Record(cipher=name, algorithm=spec.algorithm.name, key_bits=8 * spec.key_size,
+                             mode=spec.mode.name, direction="encrypt", device=dev.spec,
                              device_name=dev.name, device_kind=dev.kind, runtime=dev.runtime,
                              kind="kernel", size=size, implementation=impl,
                              verification={"status": "not-run"})
@@ -83,7 +83,7 @@ def run(args, ctx: suites.Context) -> dict:
                 else:
                     rec.verification = {"status": "passed", "oracle": "pyca/cryptography"}
                     times = eng.time_kernel(name, size, repeats=repeats, impl=impl,
-                                            sector_size=4096 if spec.mode == "xts" else None)
+                                            sector_size=4096 if "sector_size" in spec.mode.options else None)
                     clk = eng.sm_clock_mhz()
                     rec.timer, rec.sm_count = "device-events", dev.compute_units
                     if clk:

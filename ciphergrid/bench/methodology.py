@@ -48,9 +48,14 @@ COPY = "copy"
 NATIVE = "native"
 #: IEEE 1619: one XTS data unit (one tweak) covers at most 2^20 blocks
 XTS_MAX_BLOCKS = 1 << 20
-#: (mode, encrypt) pairs the engine runs on the host whatever the device: CBC encryption is
-#: sequential, so a device has no kernel for it (its e2e rows measure the host path, and say so)
-HOST_ONLY = {("cbc", True): "CBC encryption is sequential: the engine runs it on the host (OpenSSL)"}
+
+
+def _serial_note(spec, encrypt: bool) -> str | None:
+    """For a cipher·mode a device runs only serially (CBC encryption): what its rows measure."""
+    if spec is None or spec.capability("device", encrypt) != "serial":
+        return None
+    where = "OpenSSL runs it" if spec.capability("openssl", encrypt) else "one work-item runs it"
+    return f"{spec.mode.name.upper()} {'encryption' if encrypt else 'decryption'} is serial: {where}"
 
 
 # ------------------------------------------------------------------------- engine entry points
@@ -71,7 +76,7 @@ class Api:
     time (so monkeypatching ``ciphergrid.encrypt`` etc. works), and can be injected for tests."""
 
     devices: Any = field(default_factory=lambda: _lazy("ciphergrid", "devices"))
-    get_engine: Any = field(default_factory=lambda: _lazy("ciphergrid.engine", "get_engine"))
+    get_engine: Any = field(default_factory=lambda: _lazy("ciphergrid.route", "engine"))
     encrypt: Any = field(default_factory=lambda: _lazy("ciphergrid", "encrypt"))
     decrypt: Any = field(default_factory=lambda: _lazy("ciphergrid", "decrypt"))
     speed: Any = field(default_factory=lambda: _lazy("ciphergrid.backends.native", "speed"))
@@ -211,15 +216,17 @@ def human_size(n: int) -> str:
 
 
 def _size_problem(spec, size: int) -> str | None:
+    """Why one message of ``size`` bytes does not suit the cipher·mode (None: it does)."""
     if spec is None:
         return None
-    if spec.needs_whole_blocks and size % spec.block_size:
-        return f"{spec.mode} takes whole {spec.block_size}-byte blocks; {size} is not a multiple"
-    if spec.mode == "xts" and size < spec.block_size:
-        return f"xts needs at least {spec.block_size} bytes"
-    if spec.mode == "xts" and size > XTS_MAX_BLOCKS * spec.block_size:
-        return (f"an XTS data unit holds at most 2^20 blocks (IEEE 1619), "
-                f"{human_size(XTS_MAX_BLOCKS * spec.block_size)}; larger buffers need sectors")
+    from ..request import make_request
+
+    key = bytes(range(spec.key_len))  # (distinct halves for XTS)
+    req = make_request(spec, key, bytes(spec.iv_len) if spec.iv_len else None, True)
+    try:
+        req.check_length(size)
+    except Error as e:
+        return str(e)
     return None
 
 
@@ -254,11 +261,11 @@ def plan(ciphers: list[str], sizes: list[int], devices: list, *, directions=(Tru
                     rows.append(Row(kind, name, spec, size, enc, None, threads=t))
     for r in rows:
         r.skip = _size_problem(r.spec, r.size) or _memory_problem(r.size, r.device, host_mem)
-        host_only = r.spec is not None and HOST_ONLY.get((r.spec.mode, r.encrypt))
-        if host_only and r.kind == "kernel":
-            r.skip = r.skip or f"no device kernel: {host_only}"
-        elif host_only and r.kind == "e2e" and r.device.runtime != "native":
-            r.note = host_only
+        serial = _serial_note(r.spec, r.encrypt)
+        if serial and r.kind == "kernel":
+            r.skip = r.skip or f"no parallel kernel: {serial}"
+        elif serial and r.kind == "e2e" and r.device.runtime != "native":
+            r.note = serial
     return rows
 
 
@@ -391,8 +398,8 @@ class Runner:
         else:
             where = dict(device=dev.spec, device_name=dev.name, device_kind=dev.kind,
                          runtime=dev.runtime)
-        return Record(cipher=row.cipher, algorithm=spec.cipher.name if spec else None,
-                      key_bits=8 * spec.key_size if spec else None, mode=spec.mode if spec else None,
+        return Record(cipher=row.cipher, algorithm=spec.algorithm.name if spec else None,
+                      key_bits=8 * spec.key_size if spec else None, mode=spec.mode.name if spec else None,
                       direction="encrypt" if row.encrypt else "decrypt", kind=row.kind,
                       size=row.size, threads=row.threads, timestamp=_now(),
                       verification={"status": "not-run"}, note=row.note, **where)

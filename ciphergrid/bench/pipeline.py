@@ -39,7 +39,8 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .. import modes, registry, tuning
+from .. import registry, tuning
+from ..request import make_request
 from .. import pipeline as pl
 from ..errors import DeviceError, Error, InvalidArgument
 from . import suites, sysinfo
@@ -132,20 +133,15 @@ def _reference(spec, key, iv, data: np.ndarray, encrypt: bool, sector: int | Non
         return f"OpenSSL ({getattr(native, 'BACKEND_NAME', 'native')})"
     except Exception:
         pass
-    from . import verify
+    from ..testing import oracle
 
-    if sector:
-        parts = []
-        for u, off in enumerate(range(0, data.nbytes, sector)):
-            parts.append(verify.pyca_crypt(spec, key, u.to_bytes(16, "little"),
-                                           data[off: off + sector].tobytes(), encrypt))
-        res = b"".join(parts)
-    else:
-        res = verify.pyca_crypt(spec, key, iv, data.tobytes(), encrypt)
-    if res is None:
-        raise DeviceError(f"no oracle for {spec.name}")
+    try:
+        res = oracle.crypt(spec, key, iv, data.tobytes(), encrypt, sector_size=sector,
+                           start_sector=0 if sector else None)
+    except oracle.Unavailable:
+        raise DeviceError(f"no oracle for {spec.name}") from None
     out[...] = np.frombuffer(res, np.uint8)
-    return "pyca/cryptography"
+    return oracle.source(spec)
 
 
 # ------------------------------------------------------------------------------- timers
@@ -224,8 +220,8 @@ def run_pipeline(args, ctx: suites.Context) -> dict:
 
 
 def _record(dev, name: str, spec, encrypt: bool, size: int) -> Record:
-    return Record(cipher=name, algorithm=spec.cipher.name if spec else None,
-                  key_bits=8 * spec.key_size if spec else None, mode=spec.mode if spec else None,
+    return Record(cipher=name, algorithm=spec.algorithm.name if spec else None,
+                  key_bits=8 * spec.key_size if spec else None, mode=spec.mode.name if spec else None,
                   direction="encrypt" if encrypt else "decrypt", device=dev.spec,
                   device_name=dev.name, device_kind=dev.kind, runtime=dev.runtime, kind="e2e",
                   size=size, timestamp=_now(), verification={"status": "not-run"})
@@ -233,7 +229,7 @@ def _record(dev, name: str, spec, encrypt: bool, size: int) -> Record:
 
 def _run_device(args, ctx, dev, sizes, ciphers, directions, policy, copy_row, sector, add,
                 host_mem, quick) -> dict:
-    from ..engine import KeyedProgram
+    from ..program import KeyedProgram
 
     eng = ctx.api.get_engine(dev.spec)
     b = eng.backend
@@ -285,9 +281,9 @@ def _run_device(args, ctx, dev, sizes, ciphers, directions, policy, copy_row, se
         spec = registry.lookup(name)
         while True:
             key = rng.bytes(spec.key_len)
-            if spec.mode != "xts" or key[: spec.key_size] != key[spec.key_size:]:
+            if spec.mode.key_count == 1 or key[: spec.key_size] != key[spec.key_size:]:
                 break
-        iv = rng.bytes(spec.iv_len) if spec.iv_len and spec.mode != "xts" else None
+        iv = rng.bytes(spec.iv_len) if spec.iv_len and "sector_size" not in spec.mode.options else None
         keys[name] = (spec, key, iv)
     series: dict[str, dict[int, float]] = {}
     cpu: dict[str, dict[int, float]] = {}
@@ -339,21 +335,21 @@ def _run_device(args, ctx, dev, sizes, ciphers, directions, policy, copy_row, se
                     label = name if len(directions) == 1 else f"{name}-{'enc' if enc else 'dec'}"
                     rec = _record(dev, name, spec, enc, size)
                     prog.row(f"{label} {dev.spec} {human(size)}")
-                    if spec.needs_whole_blocks and size % spec.block_size or \
-                            spec.mode == "xts" and size % 16:
+                    if size % spec.block_size:
                         rec.status, rec.error = "skipped", f"{size} is not whole blocks"
                         add(rec)
                         prog.advance()
                         continue
-                    if spec.mode == "cbc" and enc:
-                        rec.status, rec.error = "skipped", "CBC encryption is serial (native engine)"
+                    if not spec.mode.parallel(enc):
+                        rec.status, rec.error = "skipped", (f"{spec.mode.name.upper()} encryption is "
+                                                            "serial: no pipeline run")
                         add(rec)
                         prog.advance()
                         continue
                     try:
-                        sec = sector if spec.mode == "xts" else None
-                        p = modes.check(spec, key, iv, enc, None, sec, 0 if sec else None)
-                        layout = modes.xts_layout(p, size) if spec.mode == "xts" else None
+                        sec = sector if "sector_size" in spec.mode.options else None
+                        p = make_request(spec, key, iv, enc, None, sec, 0 if sec else None)
+                        layout = spec.mode.layout(p, size)
                         with KeyedProgram(b, p) as kp:
                             run = lambda: pipe.crypt(kp, s_in, s_out, layout)  # noqa: E731
                             run()

@@ -2,9 +2,10 @@
 
 Before a row is timed, the device's output is compared with
 
-* the oracle: pyca/cryptography (OpenSSL) on random key, IV and data of the row's size (capped at
-  ``cap`` bytes), or, for a cipher pyca lacks, the cipher's own ``reference_ecb`` composed with the
-  mode here (ECB, CBC, CTR; smaller cap, it may be a Python model);
+* the oracle (``ciphergrid.testing.oracle``, the one the tests use): pyca/cryptography (OpenSSL) on
+  random key, IV and data of the row's size (capped at ``cap`` bytes), or, for a cipher pyca lacks,
+  the cipher's own ``reference_ecb`` composed with the mode (a smaller cap: it may be a Python
+  model);
 * the known-answer vectors of ``ciphergrid.vectors.load(name)`` when that module exists.
 
 A mismatch raises :class:`VerificationFailed` (the row is marked failed, never timed); a cipher with
@@ -19,6 +20,7 @@ from importlib import metadata
 import numpy as np
 
 from ..errors import Error
+from ..testing import oracle
 
 #: largest input checked against the oracle per row
 ORACLE_CAP = 1 << 20
@@ -36,82 +38,10 @@ class Unverifiable(Error):
     """Neither an oracle nor known-answer vectors exist for this cipher·mode."""
 
 
-def _pyca_version() -> str:
-    try:
-        return metadata.version("cryptography")
-    except metadata.PackageNotFoundError:
-        return "?"
-
-
-def _pyca_algorithm(algorithm: str, key: bytes):
-    from cryptography.hazmat.primitives.ciphers import algorithms
-
-    try:
-        from cryptography.hazmat.decrepit.ciphers import algorithms as decrepit
-    except ImportError:
-        decrepit = None
-    cls_name = {"aes": "AES", "camellia": "Camellia", "sm4": "SM4", "cast5": "CAST5",
-                "seed": "SEED", "des-ede3": "TripleDES", "3des": "TripleDES",
-                "blowfish": "Blowfish", "idea": "IDEA"}.get(algorithm)
-    if cls_name is None:
-        return None
-    for mod in (algorithms, decrepit):
-        cls = getattr(mod, cls_name, None) if mod is not None else None
-        if cls is not None:
-            return cls(key)
-    return None
-
-
-def pyca_crypt(spec, key: bytes, iv: bytes | None, data: bytes, encrypt: bool) -> bytes | None:
-    """The oracle's output, or None when pyca/cryptography has no such cipher·mode."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, modes
-
-    mode_cls = {"ecb": modes.ECB, "cbc": modes.CBC, "ctr": modes.CTR, "xts": modes.XTS}.get(spec.mode)
-    if mode_cls is None:
-        return None
-    try:
-        algo = _pyca_algorithm(spec.cipher.name, key)
-        if algo is None:
-            return None
-        c = Cipher(algo, mode_cls() if spec.mode == "ecb" else mode_cls(iv))
-    except (ValueError, TypeError):  # e.g. XTS for a cipher pyca only has in ECB
-        return None
-    ctx = c.encryptor() if encrypt else c.decryptor()
-    return ctx.update(data) + ctx.finalize()
-
-
-def reference_crypt(spec, key: bytes, iv: bytes | None, data: bytes, encrypt: bool) -> bytes | None:
-    """ECB/CBC/CTR composed here over spec.cipher.reference_ecb (None if that is missing)."""
-    bs = spec.block_size
-    ecb = spec.cipher.reference_ecb
-    try:
-        if spec.mode == "ecb":
-            return ecb(key, data, encrypt)
-        if spec.mode == "ctr":
-            n = -(-len(data) // bs)
-            c0 = int.from_bytes(iv, "big")
-            ctrs = b"".join(((c0 + i) % (1 << (8 * bs))).to_bytes(bs, "big") for i in range(n))
-            ks = np.frombuffer(ecb(key, ctrs, True), np.uint8)[: len(data)]
-            return (ks ^ np.frombuffer(data, np.uint8)).tobytes()
-        if spec.mode == "cbc":
-            d = np.frombuffer(data, np.uint8).reshape(-1, bs)
-            if not encrypt:
-                prev = np.vstack([np.frombuffer(iv, np.uint8)[None, :], d[:-1]])
-                return (np.frombuffer(ecb(key, data, False), np.uint8).reshape(-1, bs) ^ prev).tobytes()
-            out, prev = [], np.frombuffer(iv, np.uint8)
-            for blk in d:
-                prev = np.frombuffer(ecb(key, (blk ^ prev).tobytes(), True), np.uint8)
-                out.append(prev.tobytes())
-            return b"".join(out)
-    except NotImplementedError:
-        return None
-    return None
-
-
 def random_key(spec) -> bytes:
     while True:
         key = os.urandom(spec.key_len)
-        if spec.mode != "xts" or key[: spec.key_size] != key[spec.key_size:]:
+        if spec.mode.key_count == 1 or key[: spec.key_size] != key[spec.key_size:]:
             return key
 
 
@@ -153,7 +83,7 @@ class Gate:
 
     def _check_size(self, spec, size: int) -> int:
         n = min(size, self.cap)
-        if spec.needs_whole_blocks or spec.mode == "xts":
+        if spec.mode.whole_blocks or spec.mode.key_count == 2:  # (XTS: whole blocks here too)
             n = max(n - n % spec.block_size, spec.block_size)
         return n
 
@@ -161,22 +91,20 @@ class Gate:
         """Compare on random inputs; return (oracle name or None if there is none, bytes checked)."""
         n = self._check_size(spec, size)
         key, iv = random_key(spec), random_iv(spec)
-        data = os.urandom(n)
-        want = pyca_crypt(spec, key, iv, data, encrypt)
-        oracle = f"pyca/cryptography {_pyca_version()}"
-        if want is None:
+        source = oracle.source(spec)
+        if not source.startswith("pyca"):  # (it may be a Python model: fewer bytes)
             n = self._check_size(spec, min(size, REFERENCE_CAP))
-            data = data[:n]
-            want = reference_crypt(spec, key, iv, data, encrypt)
-            oracle = f"{spec.cipher.name} reference_ecb + {spec.mode} composed in bench.verify"
-        if want is None:
+        data = os.urandom(n)
+        try:
+            want = oracle.crypt(spec, key, iv, data, encrypt)
+        except oracle.Unavailable:
             return None, 0
         got = self._device_crypt(spec.name, device, key, iv, data, encrypt)
         if got != want:
             raise VerificationFailed(
                 f"{spec.name} {'encrypt' if encrypt else 'decrypt'} on {device}: output on {n} random "
-                f"bytes differs from {oracle}: {_first_diff(got, want)}")
-        return oracle, n
+                f"bytes differs from {source}: {_first_diff(got, want)}")
+        return source, n
 
     def kats(self, spec, device: str, encrypt: bool) -> tuple[int, str | None]:
         """Run the known-answer vectors; return (number run, note)."""

@@ -173,8 +173,39 @@ KERNEL void cg_ctr(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
 }
 #endif
 
-/* ---- CBC decryption (encryption is serial and runs on the host engine).  iv is the chaining
- *      value before block 0 of this launch.  in and out must not overlap. ------------------------ */
+/* ---- CBC encryption is serial: block i needs the ciphertext of block i - 1.  One work-item
+ *      walks the blocks (the others of its work-group only help CG_ENC_SETUP fill tables); the
+ *      chaining value comes from chain[] and the last ciphertext block goes back there, so
+ *      launches on one in-order queue continue one message.  For ciphers OpenSSL lacks. ----------- */
+
+KERNEL void cg_cbc_enc(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
+                       GLOBAL_RO const uint *RESTRICT ek, GLOBAL uint *chain, ulong n)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ek)
+    if (GID == 0) {
+        uint c[CG_W];
+#pragma unroll
+        for (int w = 0; w < CG_W; w++) c[w] = chain[w];
+        for (ulong b = 0; b < n; b++) {
+            uint s[CG_BATCH * CG_W];
+#pragma unroll
+            for (int w = 0; w < CG_BATCH * CG_W; w++) s[w] = 0;
+            cg_load(in, b, s);
+#pragma unroll
+            for (int w = 0; w < CG_W; w++) s[w] ^= c[w];
+            cg_encrypt_batch(s CG_ENC_ARGS);
+#pragma unroll
+            for (int w = 0; w < CG_W; w++) c[w] = s[w];
+            cg_store(out, b, s);
+        }
+#pragma unroll
+        for (int w = 0; w < CG_W; w++) chain[w] = c[w];
+    }
+}
+
+/* ---- CBC decryption.  iv is the chaining value before block 0 of this launch.  in and out must
+ *      not overlap. --------------------------------------------------------------------------- */
 
 KERNEL void cg_cbc_dec(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
                        GLOBAL_RO const uint *RESTRICT dk,

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import registry
-from .base import BlockCipher
+from .base import BlockCipher, Implementation
 
 
 def _sbox() -> bytes:
@@ -75,29 +74,36 @@ def expand_key_bytes(key: bytes) -> bytearray:
     return w
 
 
-def _inv_mix_column(col: bytes) -> bytes:
+#: GF(2^8) products by InvMixColumns' coefficients, as tables (the decryption schedule's cost)
+_M9, _M11, _M13, _M14 = (bytes(gmul(x, c) for x in range(256)) for c in (9, 11, 13, 14))
+
+
+def _inv_mix_column(col) -> bytes:
     a0, a1, a2, a3 = col
     return bytes((
-        gmul(a0, 14) ^ gmul(a1, 11) ^ gmul(a2, 13) ^ gmul(a3, 9),
-        gmul(a0, 9) ^ gmul(a1, 14) ^ gmul(a2, 11) ^ gmul(a3, 13),
-        gmul(a0, 13) ^ gmul(a1, 9) ^ gmul(a2, 14) ^ gmul(a3, 11),
-        gmul(a0, 11) ^ gmul(a1, 13) ^ gmul(a2, 9) ^ gmul(a3, 14),
+        _M14[a0] ^ _M11[a1] ^ _M13[a2] ^ _M9[a3],
+        _M9[a0] ^ _M14[a1] ^ _M11[a2] ^ _M13[a3],
+        _M13[a0] ^ _M9[a1] ^ _M14[a2] ^ _M11[a3],
+        _M11[a0] ^ _M13[a1] ^ _M9[a2] ^ _M14[a3],
     ))
 
 
 def _tables(tables: int, copies: int, *, prmt: int = 1, keys_in_regs: int = 1, mad_index: int = 0,
-            mulhi: int = 0, batch: int = 1, grid: str = "persistent") -> dict:
+            mulhi: int = 0, batch: int = 1, grid: str = "persistent") -> Implementation:
     """An implementation of kernels/aes.cl (T-tables): its compile-time options (see that file)."""
-    return {"file": "aes.cl", "batch": batch, "grid": grid, "defines": {
+    return Implementation("aes.cl", batch=batch, grid=grid, defines={
         "AES_TABLES": tables, "AES_COPIES": copies, "AES_PRMT": prmt, "AES_KEYS_IN_REGS": keys_in_regs,
-        "AES_MAD_INDEX": mad_index, "AES_MULHI_BYTE3": mulhi}}
+        "AES_MAD_INDEX": mad_index, "AES_MULHI_BYTE3": mulhi})
 
 
 class AES(BlockCipher):
     name = "aes"
     block_size = 16
     key_sizes = (16, 24, 32)
-    kernel_file = "aes.cl"
+    variants = (("aes-128", 16, ("ecb", "cbc", "ctr", "xts")),
+                ("aes-192", 24, ("ecb", "cbc", "ctr")),      # no XTS-AES-192 (IEEE 1619)
+                ("aes-256", 32, ("ecb", "cbc", "ctr", "xts")))
+    openssl_provider = "default"
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
         if layout == "bitsliced":
@@ -150,10 +156,10 @@ class AES(BlockCipher):
         # tiles of 32 x local_size blocks.  "ct-c": the compiler maps the S-box circuit; "ct"
         # (constant_time=True): the three-input cover spelled out in PTX on NVIDIA (elsewhere the
         # same C as ct-c) -----------------------------------------------------------------------
-        "ct-c": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent", "defines": {},
-                 "key_layout": "bitsliced", "local_size": 256},
-        "ct": {"file": "aes_bs.cl", "batch": 32, "grid": "persistent", "defines": {"AES_BS_PTX": 1},
-               "key_layout": "bitsliced", "local_size": 256},
+        "ct-c": Implementation("aes_bs.cl", batch=32, key_layout="bitsliced", local_size=256,
+                               constant_time=True),
+        "ct": Implementation("aes_bs.cl", batch=32, defines={"AES_BS_PTX": 1}, key_layout="bitsliced",
+                             local_size=256, constant_time=True),
     }
 
     def defines(self, key_size: int) -> dict[str, int]:
@@ -168,5 +174,3 @@ class AES(BlockCipher):
 
 
 CIPHER = AES()
-registry.register(CIPHER, [("aes-128", 16), ("aes-256", 32)])
-registry.register(CIPHER, [("aes-192", 24)], modes=("ecb", "cbc", "ctr"))  # no XTS-AES-192 (IEEE 1619)

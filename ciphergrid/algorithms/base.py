@@ -1,0 +1,101 @@
+"""The uniform block-cipher interface.
+
+A block cipher is a host-side key schedule plus one kernel file.  The kernel file defines, in the
+portable OpenCL C subset of ``kernels/portable.h``:
+
+* ``CG_BLOCK_WORDS``            number of 32-bit words in a block (4 for 128-bit, 2 for 64-bit ciphers);
+* ``CG_ENC_LOCALS``             declarations placed at kernel scope (shared-memory tables), may be empty;
+* ``CG_ENC_SETUP(rk)``          statements run by every work-item before the block loop (table fills,
+                                keys into registers, barrier); may declare the names CG_ENC_ARGS uses;
+* ``cg_encrypt_batch(uint *s CG_ENC_PARAMS)``  encrypts CG_BATCH blocks in place (block k in
+                                s[k*W .. k*W+W-1]); CG_BATCH is a define the host passes (``batch``);
+* ``CG_ENC_ARGS``               the arguments after ``s`` (keys, tables), starting with a comma;
+* the same four with ``DEC`` for decryption (``cg_decrypt_batch``).
+
+Blocks are handled as little-endian 32-bit words of the block bytes (word i = bytes 4i..4i+3), so a
+kernel loads and stores data without byte swapping.  The generic mode kernels in ``modes.cl`` are
+compiled with the cipher file included first and work for any cipher that follows this contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InvalidArgument, InvalidKeySize
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One kernel implementation of a block cipher: a kernel file and how to compile and launch it."""
+
+    file: str                             # kernel file under ciphergrid/kernels/
+    defines: dict = field(default_factory=dict)   # extra compile-time constants
+    batch: int = 1                        # blocks per work-item step (CG_BATCH)
+    grid: str = "persistent"              # "persistent" (grid-stride, capped at residency) or "per-block"
+    local_size: int | None = None         # a work-group size the kernels rely on (launches use exactly it)
+    max_registers: int | None = None      # a register cap per work-item
+    key_layout: str | None = None         # the round-key layout expand() makes for it (None: the plain one)
+    constant_time: bool = False           # no table indexed by secret data, no secret-dependent branch
+
+
+class BlockCipher:
+    """Base class: subclasses set the class attributes and implement :meth:`expand`."""
+
+    #: registry name, as OpenSSL spells it ("aes", "camellia", "sm4", ...)
+    name: str = ""
+    #: block size in bytes (16 or 8)
+    block_size: int = 16
+    #: accepted key sizes in bytes (a tuple, or a range for ciphers such as CAST-128)
+    key_sizes = ()
+    #: the names: (prefix, key size in bytes, mode names) -> "prefix-mode" for each mode
+    variants: tuple = ()
+    #: kernel implementations by name; "fast" is the default
+    implementations: dict[str, Implementation] = {}
+    #: the OpenSSL provider holding this cipher ("default", "legacy") or None when OpenSSL lacks it
+    openssl_provider: str | None = None
+
+    def implementation(self, name: str | None = None) -> Implementation:
+        """An implementation by name (default: "fast")."""
+        impl = self.implementations.get(name or "fast")
+        if impl is None:
+            raise InvalidArgument(f"{self.name} has no implementation {name!r}; expected one of: "
+                                  f"{', '.join(self.implementations)}")
+        return impl
+
+    def constant_time_implementation(self) -> str:
+        """The name of a constant-time implementation ("ct"), or a clear error when there is none."""
+        for name, im in self.implementations.items():
+            if im.constant_time and name == "ct":
+                return name
+        raise InvalidArgument(f"{self.name} has no constant-time kernel: constant_time=True cannot be honoured")
+
+    def check_key(self, key: bytes) -> None:
+        if len(key) not in self.key_sizes:
+            sizes = ", ".join(str(8 * k) for k in self.key_sizes)
+            raise InvalidKeySize(
+                f"{self.name} takes a {sizes}-bit key, got {len(key)} bytes ({8 * len(key)} bits)"
+            )
+
+    def openssl_name(self, spec) -> str | None:
+        """OpenSSL's EVP name of a cipher·mode (None: OpenSSL lacks it)."""
+        return spec.name if self.openssl_provider else None
+
+    def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
+        """Return the round keys as a little-endian uint32 array in the layout the kernel expects.
+
+        ``decrypt=True`` returns the schedule used by ``cg_decrypt`` (it may differ, e.g. the
+        equivalent inverse cipher's InvMixColumns-transformed keys for AES).  The caller owns the
+        array and zeroizes it when done.
+        """
+        raise NotImplementedError
+
+    def defines(self, key_size: int) -> dict[str, int]:
+        """Compile-time constants for a key size (e.g. the number of rounds)."""
+        return {}
+
+    def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
+        """Host ECB of whole blocks (XTS stealing and the tweak of tails): OpenSSL's for ciphers
+        it has, else a Python model of the cipher."""
+        raise NotImplementedError

@@ -1,0 +1,109 @@
+"""The one normaliser of the caller's buffers: bytes-likes, numpy arrays, host DLPack tensors,
+GPU arrays (CuPy, anything with ``__cuda_array_interface__`` or a CUDA ``__dlpack__``), and the
+``out=`` buffers, into flat uint8 views (no copy where possible), with a function that gives a
+result back in the caller's form."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InvalidArgument
+
+_BYTES_LIKE = "bytes-like (bytes, bytearray, memoryview)"
+
+
+def bytes_like(value, name: str, *, optional: bool = False) -> bytes | None:
+    """``value`` (a key or IV) as bytes; TypeError naming the argument when it is not bytes-like
+    (a ``str`` of hex, an int, a list...).  ``optional``: None passes through (no IV)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):  # a str has no buffer; say so in the same words as the others
+        try:
+            return memoryview(value).tobytes()
+        except TypeError:
+            pass
+    raise TypeError(f"{name} must be {_BYTES_LIKE}, not {type(value).__name__}")
+
+
+def host_array(data):
+    """(contiguous flat uint8 view of host ``data``, function giving an output back in the
+    caller's form).
+
+    The view is made without a copy when possible.  The function takes a flat uint8 output array
+    and its ``same_length`` flag: bytes-like data gets ``bytes``; a numpy array (or a host DLPack
+    tensor, taken through numpy) gets a numpy array of the input's shape and dtype when the
+    output has the input's length, and the flat uint8 array when padding changed it.
+    """
+    if isinstance(data, np.ndarray):
+        shape, dtype = data.shape, data.dtype  # the input's (ascontiguousarray makes 0-d 1-d)
+        flat = np.ascontiguousarray(data).reshape(-1)
+        if flat.dtype != np.uint8:
+            flat = flat.view(np.uint8)
+
+        def wrap(out: np.ndarray, same_length: bool = True):
+            if not same_length or (dtype == np.uint8 and len(shape) == 1):
+                return out
+            return out.view(dtype).reshape(shape)
+
+        return flat, wrap
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        mv = memoryview(data)
+        if not mv.c_contiguous:
+            mv = memoryview(mv.tobytes())
+        flat = np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, dtype=np.uint8)
+        return flat, lambda out, same_length=True: out.tobytes()
+    if hasattr(data, "__dlpack__"):  # a host tensor (PyTorch CPU...): zero-copy through DLPack
+        return host_array(np.from_dlpack(data))
+    raise InvalidArgument(f"data must be bytes, bytearray, memoryview or a numpy array, not {type(data).__name__}")
+
+
+def gpu_array(data):
+    """(CuPy uint8 view, wrap-back function) for a GPU-resident array, or None for host data.
+
+    Takes CuPy arrays and anything with ``__cuda_array_interface__`` or a CUDA ``__dlpack__``
+    (PyTorch, JAX...); host DLPack tensors (device type 1) are left to the host path.
+    """
+    if isinstance(data, (np.ndarray, bytes, bytearray, memoryview)):
+        return None
+    cai = hasattr(data, "__cuda_array_interface__")
+    dl = hasattr(data, "__dlpack__") and hasattr(data, "__dlpack_device__")
+    if not cai and not (dl and data.__dlpack_device__()[0] in (2, 3, 13)):  # CUDA, CUDA host, managed
+        return None
+    import cupy
+
+    arr = cupy.asarray(data) if cai else cupy.from_dlpack(data)
+    if not arr.flags.c_contiguous:
+        raise InvalidArgument("GPU-resident data must be contiguous")
+    flat = arr.reshape(-1).view(cupy.uint8)
+    shape, dtype = arr.shape, arr.dtype
+
+    def wrap(out_u8):
+        res = out_u8.view(dtype).reshape(shape)
+        if isinstance(data, cupy.ndarray):
+            return res
+        if type(data).__module__.split(".")[0] == "torch":
+            import torch
+
+            return torch.from_dlpack(res)
+        return res
+
+    return flat, wrap
+
+
+def out_array(out, n: int) -> np.ndarray:
+    """A writable contiguous uint8 view of the caller's ``out`` buffer of ``n`` bytes."""
+    arr = out if isinstance(out, np.ndarray) else np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)
+    if isinstance(out, np.ndarray) and out.dtype != np.uint8:
+        arr = out.view(np.uint8)
+    arr = arr.reshape(-1) if arr.flags.c_contiguous else arr
+    if not arr.flags.writeable or not arr.flags.c_contiguous or arr.nbytes != n:
+        raise InvalidArgument(f"out must be a writable contiguous buffer of {n} bytes")
+    return arr
+
+
+
+
+def check_no_overlap(src: np.ndarray, dst: np.ndarray) -> None:
+    """``dst`` may be ``src`` itself (in place) but must not otherwise overlap it."""
+    if np.may_share_memory(dst, src) and dst.ctypes.data != src.ctypes.data:
+        raise InvalidArgument("out overlaps the input without being the input itself")

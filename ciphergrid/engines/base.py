@@ -1,0 +1,64 @@
+"""The engine protocol: every engine runs requests through the same calls, so the command line,
+the API, and later a scheduler over many devices, a daemon client and an MPI engine, never know
+which one runs.
+
+* ``session(req)``: the request bound to the engine, its keys set up once (expanded and, on a
+  device, uploaded); ``session.crypt(src, dst, first_block=f, chain=c)`` runs blocks [f, ...) of
+  the message (``Request.at``: the split primitive), any number of times; ``close()`` wipes the
+  keys.
+* ``crypt(req, src, dst)``: one whole message, host arrays in and out.
+* ``stream(req, src, dst, ...)``: a file or pipe to a file or pipe (see the transfer layer).
+* ``kind`` names the engine in the capability table (registry.CipherSpec.capability).
+"""
+
+from __future__ import annotations
+
+
+class Session:
+    """A request bound to an engine (use as a context manager, or call close())."""
+
+    def __init__(self, engine, req):
+        self.engine = engine
+        self.req = req
+
+    def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class Engine:
+    #: the engine of the capability table: "device" (our kernels) or "openssl"
+    kind: str = ""
+    #: the DeviceInfo of what runs the requests
+    info = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.info.spec if self.info else '?'}>"
+
+    def capability(self, req, nbytes: int | None = None) -> str | None:
+        """"parallel", "serial" or None (cannot run it), for this request and size."""
+        return req.spec.capability(self.kind, req.encrypt)
+
+    def session(self, req) -> Session:
+        raise NotImplementedError
+
+    def crypt(self, req, src, dst) -> None:
+        """One whole message: ``src`` through the mode into ``dst`` (host uint8 arrays of the
+        same size; ``dst`` may be ``src``)."""
+        with self.session(req) as s:
+            s.crypt(src, dst)
+
+    def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
+               nbytes: int | None = None) -> int:
+        """Read ``src`` (file object or descriptor) to its end, write the result to ``dst``;
+        returns the bytes written.  Only for requests whose mode streams (Mode.streams)."""
+        raise NotImplementedError

@@ -1,0 +1,215 @@
+"""The device engine: our kernels on one OpenCL or CUDA device (through ``backends/``).
+
+Host arrays go through the transfer pipeline (chunks overlapped on three queues); GPU-resident
+arrays (CUDA) are enciphered where they are; files stream through the pipeline too.  A session
+keeps its KeyedProgram (keys expanded and uploaded once) for every piece it runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..devices import backend as _backend
+from ..errors import DeviceError
+from ..program import KeyedProgram, build_copy_program, build_program
+from .base import Engine, Session
+
+U64 = np.uint64
+
+
+class DeviceSession(Session):
+    def __init__(self, engine: "DeviceEngine", req):
+        super().__init__(engine, req)
+        self.kp = KeyedProgram(engine.backend, req)
+
+    def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None) -> None:
+        req = self.req.at(first_block, chain) if first_block else self.req
+        n = src.nbytes
+        req.check_length(n)
+        if n == 0:
+            return
+        if not req.mode.device_runs(req, n):
+            raise DeviceError(f"{req.spec.name}: data units that are not whole blocks need "
+                              "ciphertext stealing in every unit, which the device kernels do not do")
+        layout = req.mode.layout(req, n)
+        tail = None
+        if layout is not None and layout.tail_start < n:  # read before an in-place run
+            tail = src[layout.tail_start:].tobytes()
+        from ..pipeline import run_chunks
+
+        run_chunks(self.kp, src.reshape(-1).view(np.uint8), dst, layout, req=req,
+                   chunk_bytes=self.engine.chunk_bytes, depth=self.engine.depth)
+        if tail is not None:
+            dst[layout.tail_start:] = np.frombuffer(req.mode.tail(req, layout, tail), dtype=np.uint8)
+
+    def close(self) -> None:
+        self.kp.close()
+
+
+class DeviceEngine(Engine):
+    """Runs modes on one OpenCL or CUDA device."""
+
+    kind = "device"
+    #: pipeline chunk size and depth; None: the device's tuned settings
+    chunk_bytes: int | None = None
+    depth: int | None = None
+
+    def __init__(self, info):
+        self.info = info
+        self.backend = _backend(info)
+
+    @property
+    def device(self):
+        return self.info
+
+    def capability(self, req, nbytes=None):
+        if nbytes is not None and not req.mode.device_runs(req, nbytes):
+            return None
+        return super().capability(req, nbytes)
+
+    def session(self, req) -> DeviceSession:
+        return DeviceSession(self, req)
+
+    def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
+               nbytes: int | None = None) -> int:
+        from ..pipeline import stream_crypt
+
+        return stream_crypt(self.backend, req, src, dst, chunk_bytes=chunk_bytes, depth=depth,
+                            progress=progress, nbytes=nbytes)
+
+    # -- GPU-resident data (CUDA backend): no host copies of the bulk data ---------------------------
+    def crypt_resident(self, req, src, dst) -> None:
+        """``src`` through the mode into ``dst``: contiguous CuPy uint8 arrays on this device of
+        the same size (``dst`` may be ``src``).  Only the < 32-byte tails of CTR and XTS stealing
+        pass through small temporary buffers.  Everything runs on the backend's stream, ordered
+        after the work already on the device and finished before this returns."""
+        import cupy
+
+        b = self.backend
+        if self.info.runtime != "cuda":
+            raise DeviceError("GPU-resident arrays need a CUDA device")
+        n = src.nbytes
+        if n == 0:
+            return
+        bs = req.block_size
+        with b.dev:
+            cupy.cuda.Device().synchronize()  # the producer may have used another stream
+            if src.data.ptr % 16 or (dst.data.ptr == src.data.ptr and req.mode.reads_behind(req)):
+                src = src.copy()  # unaligned view, or in-place CBC decryption (block i reads i-1)
+            out = dst if dst.data.ptr % 16 == 0 else cupy.empty_like(dst)
+            layout = req.mode.layout(req, n)
+            tail = None
+            if layout is not None and layout.tail_start < n:
+                tail = cupy.asnumpy(src[layout.tail_start:]).tobytes()
+            with KeyedProgram(b, req) as kp:
+                if layout is not None:
+                    if layout.kernel_blocks:
+                        kp.enqueue(src, out, layout.kernel_blocks, 0, layout=layout)
+                else:
+                    full = n // bs
+                    if full:
+                        kp.enqueue(src, out, full, 0, chain=req.mode.chain_at(req, None, 0))
+                    if n % bs:  # CTR: the last partial block through a one-block buffer
+                        t_in = cupy.zeros(16, dtype=cupy.uint8)
+                        t_in[: n - full * bs] = src[full * bs:]
+                        t_out = cupy.empty(16, dtype=cupy.uint8)
+                        kp.enqueue(t_in, t_out, 1, full)
+                        b.finish()
+                        out[full * bs:] = t_out[: n - full * bs]
+                b.finish()
+            if tail is not None:
+                s = layout.tail_start
+                out[s:] = cupy.asarray(np.frombuffer(req.mode.tail(req, layout, tail), dtype=np.uint8))
+            if out is not dst:
+                dst[...] = out
+            cupy.cuda.Device().synchronize()
+
+    # -- benchmarking hooks ------------------------------------------------------------------------
+    def time_kernel(self, name: str, nbytes: int, *, repeats: int, encrypt: bool = True,
+                    impl: str | None = None, sector_size: int | None = None) -> list[float]:
+        """Device-resident seconds for ``repeats`` runs over ``nbytes`` of random data.
+
+        XTS over more than 16 MiB needs ``sector_size`` (IEEE 1619 caps a data unit at 2^20 blocks).
+        """
+        from ..registry import lookup
+        from ..request import make_request
+
+        b = self.backend
+        nbytes = max(16, nbytes // 16 * 16)
+        rng = np.random.default_rng()
+        host = rng.integers(0, 256, nbytes, dtype=np.uint8)
+        src, dst = b.alloc(nbytes), b.alloc(nbytes)
+        b.wait(b.upload(src, host))
+        kp = None
+        if name == "copy":
+            prg = build_copy_program(b)
+            nblocks = nbytes // 16
+
+            def run():
+                return b.launch(prg, "cg_copy", nblocks, [src, dst, U64(nblocks)])
+        else:
+            spec = lookup(name)
+            mode = spec.mode
+            key = bytes(rng.integers(0, 256, spec.key_len, dtype=np.uint8))
+            if mode.key_count == 2:  # (XTS: the halves must differ)
+                key = key[: spec.key_size] + bytes(x ^ 0x5A for x in key[: spec.key_size])
+            sector = sector_size if "sector_size" in mode.options else None
+            iv = bytes(rng.integers(0, 256, spec.iv_len, dtype=np.uint8)) if spec.iv_len and not sector else None
+            enc = encrypt and mode.parallel(True)  # (a serial mode is timed in its parallel direction)
+            req = make_request(spec, key, iv, enc, impl=impl, sector_size=sector)
+            req.check_length(nbytes)
+            kp = KeyedProgram(b, req)
+            layout = mode.layout(req, nbytes)
+            nblocks = layout.kernel_blocks if layout is not None else nbytes // spec.block_size
+            scratch = b.alloc(layout.scratch_bytes(nblocks)) if layout is not None else None
+            chain = mode.chain_at(req, None, 0)
+
+            def run():
+                return kp.enqueue(src, dst, nblocks, 0, chain=chain, layout=layout, scratch=scratch)
+        try:
+            run()
+            b.finish()
+            times = []
+            for _ in range(repeats):
+                start = b.marker()
+                run()
+                end = b.marker()
+                b.finish()
+                times.append(b.elapsed(start, end))
+            return times
+        finally:
+            if kp is not None:
+                kp.close()
+
+    def kernel_resources(self, name: str, *, encrypt: bool = True, impl: str | None = None) -> dict:
+        from ..registry import lookup
+
+        b = self.backend
+        if name == "copy":
+            res = b.kernel_resources(build_copy_program(b), "cg_copy")
+        else:
+            spec = lookup(name)
+            kern = spec.mode.kernel(encrypt and spec.mode.parallel(True))
+            res = b.kernel_resources(build_program(b, spec, impl), kern)
+        res.setdefault("sm_count", self.info.compute_units)
+        res.setdefault("occupancy", None)
+        res.setdefault("max_threads_per_sm", self.info.extra.get("max_threads_per_sm"))
+        return res
+
+    def sm_clock_mhz(self) -> float | None:
+        return sm_clock_mhz(self.info)
+
+
+def sm_clock_mhz(info) -> float | None:
+    """Current SM clock of an NVIDIA GPU through NVML (None when not readable)."""
+    if info.kind != "gpu" or "nvidia" not in (info.vendor + info.platform + info.name).lower():
+        return None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        idx = int(info.spec.split(":")[-1]) if info.runtime == "cuda" else 0
+        h = pynvml.nvmlDeviceGetHandleByIndex(idx)
+        return float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
+    except Exception:
+        return None

@@ -1,0 +1,90 @@
+"""The OpenSSL engine: OpenSSL's EVP ciphers (AES-NI) on every core of the host
+(``backends/native.py`` drives libcrypto from a thread pool).  Host keys only: a session keeps
+the request, and OpenSSL expands the key per context."""
+
+from __future__ import annotations
+
+import os
+
+from .. import interrupts
+from .base import Engine, Session
+
+#: bytes per piece when a stream goes through OpenSSL (whole blocks / data units)
+STREAM_PIECE = 64 << 20
+
+
+class OpenSSLSession(Session):
+    def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None) -> None:
+        from ..backends import native
+
+        req = self.req.at(first_block, chain) if first_block else self.req
+        req.check_length(src.nbytes)
+        if src.nbytes:
+            native.run(req, src, dst, threads=os.cpu_count() or 1)
+
+
+class OpenSSLEngine(Engine):
+    kind = "openssl"
+
+    def __init__(self, info=None):
+        from ..devices import resolve
+
+        self.info = info or resolve("native")
+
+    @property
+    def device(self):
+        return self.info
+
+    def session(self, req) -> OpenSSLSession:
+        return OpenSSLSession(self, req)
+
+    def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
+               nbytes: int | None = None) -> int:
+        """Pieces of whole blocks (data units) read, enciphered on every core, written in order."""
+        import numpy as np
+
+        fd_in = src if isinstance(src, int) else src.fileno()
+        fd_out = dst if isinstance(dst, int) else dst.fileno()
+        bs = req.block_size
+        unit = req.sector_size or bs
+        piece = max(unit, (chunk_bytes or STREAM_PIECE) // unit * unit)
+        buf = np.empty(piece, np.uint8)
+        out = np.empty(piece, np.uint8)
+        done = 0
+        chain = req.mode.chain_at(req, None, 0)
+        with self.session(req) as s:
+            while True:
+                m = _read_full(fd_in, memoryview(buf))
+                if m == 0:
+                    break
+                last = m < piece
+                blocks = done // bs
+                s.crypt(buf[:m], out[:m], blocks, chain)
+                if req.mode.reads_behind(req):
+                    chain = buf[m - bs: m].tobytes()
+                elif req.mode.serial_encrypt and req.encrypt:
+                    chain = out[m - bs: m].tobytes()
+                with interrupts.deferred():  # a signal waits for the write and its count
+                    _write_full(fd_out, memoryview(out)[:m])
+                    done += m
+                    if progress is not None:
+                        progress(m)
+                if last:
+                    break
+        return done
+
+
+def _read_full(fd: int, view: memoryview) -> int:
+    got = 0
+    while got < len(view):
+        k = os.readv(fd, [view[got:]])
+        if k == 0:
+            break
+        got += k
+    return got
+
+
+def _write_full(fd: int, view: memoryview) -> None:
+    done = 0
+    while done < len(view):
+        done += os.write(fd, view[done:])

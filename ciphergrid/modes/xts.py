@@ -1,0 +1,219 @@
+"""XTS (IEEE 1619-2018, NIST SP 800-38E) over 128-bit block ciphers.
+
+The key is data key || tweak key.  Without ``sector_size`` the message is one data unit whose
+tweak is ``iv`` (OpenSSL's semantics); with ``sector_size=S`` it is a run of S-byte units, unit i
+taking the tweak LE128(start_sector + i) (dm-crypt ``plain64``).  Tweak of block j of unit u:
+E_K2(tweak_u) * x^j in GF(2^128).  A unit whose length is not a multiple of 16 ends with
+ciphertext stealing, done on the host for the message's last unit; the device kernels take the
+rest, so units that are not whole blocks (odd sector sizes) run on an engine that steals per unit.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidArgument, InvalidIVSize, InvalidKey, InvalidLength
+from . import gf128
+from .base import U32, U64, MASK64, Mode, replace
+
+#: IEEE 1619-2018 and NIST SP 800-38E: at most 2^20 blocks in one data unit
+MAX_UNIT_BLOCKS = 1 << 20
+#: blocks per tweak segment of the XTS kernels (modes.cl)
+SEGMENT_BLOCKS = 128
+
+
+@dataclass(frozen=True)
+class XtsLayout:
+    """How a message of ``n`` bytes is laid out in data units, for the kernels and the host tail."""
+
+    bpu: int            # blocks per full unit
+    spu: int            # tweak segments per unit
+    kernel_blocks: int  # blocks the device handles (all but a stolen tail)
+    tail_unit: int      # unit holding the stolen tail (-1: no stealing)
+    tail_block: int     # first block (in the unit) handled by the host
+    tail_start: int     # byte offset in the message where the host tail starts
+
+    def segments(self, first_block: int, nblocks: int) -> tuple[int, int]:
+        """(first segment, number of segments) that blocks [first_block, +nblocks) touch."""
+        def seg(b):
+            u, j = divmod(b, self.bpu)
+            return u * self.spu + j // SEGMENT_BLOCKS
+        first = seg(first_block)
+        return first, seg(first_block + nblocks - 1) - first + 1
+
+    def scratch_bytes(self, chunk_blocks: int) -> int:
+        """Bytes of segment tweaks a launch of up to ``chunk_blocks`` blocks needs."""
+        if self.spu == 1:
+            nseg = chunk_blocks // self.bpu + 2
+        else:
+            nseg = chunk_blocks // SEGMENT_BLOCKS + 2 * (chunk_blocks // self.bpu) + 4
+        return 16 * nseg
+
+
+_apow_lock = threading.Lock()
+
+
+def _apow_buffer(backend):
+    """x^(128 s) for every segment s of a unit, on the device (uploaded once per backend)."""
+    with _apow_lock:
+        buf = getattr(backend, "_cg_apow", None)
+        if buf is None:
+            table = np.frombuffer(gf128.pow_table(SEGMENT_BLOCKS, MAX_UNIT_BLOCKS // SEGMENT_BLOCKS),
+                                  dtype=np.uint8)
+            buf = backend.alloc(table.nbytes)
+            backend.wait(backend.upload(buf, table))
+            backend._cg_apow = buf
+        return buf
+
+
+class XTSMode(Mode):
+    name = "xts"
+    key_count = 2
+    options = ("sector_size", "start_sector")
+
+    def available_for(self, algorithm) -> bool:
+        return algorithm.block_size == 16
+
+    def validate(self, spec, iv, encrypt, sector_size, start_sector):
+        if sector_size is None:
+            if start_sector is not None:
+                raise InvalidArgument("start_sector needs sector_size")
+            return super().validate(spec, iv, encrypt, None, None)
+        sector_size = int(sector_size)
+        if sector_size < 16 or sector_size // 16 > MAX_UNIT_BLOCKS:
+            raise InvalidArgument(
+                f"sector_size must be between 16 and {16 * MAX_UNIT_BLOCKS} bytes, got {sector_size}")
+        start_sector = int(start_sector or 0)
+        if not 0 <= start_sector < 1 << 128:
+            raise InvalidArgument("start_sector must be in [0, 2^128)")
+        if iv is not None:
+            raise InvalidIVSize("XTS with sector_size takes no iv: the tweak is the sector number")
+        return None, sector_size, start_sector
+
+    def check_key(self, spec, key, encrypt):
+        if encrypt and key[: spec.key_size] == key[spec.key_size:]:
+            raise InvalidKey("XTS keys must differ: key1 == key2 is refused (as OpenSSL does)")
+
+    def check_length(self, req, n):
+        if n:
+            unit = req.sector_size or n
+            last = n % unit or unit
+            if last < 16:
+                raise InvalidLength(f"XTS needs at least 16 bytes in each data unit, got {last}")
+            if unit > 16 * MAX_UNIT_BLOCKS:
+                raise InvalidLength(
+                    f"an XTS data unit holds at most 2^20 blocks (16 MiB), got {n} bytes; "
+                    "use sector_size to cut the data into units")
+        elif req.sector_size is None:
+            raise InvalidLength("XTS needs at least 16 bytes, got 0")
+
+    def streams(self, req) -> bool:
+        return bool(req.sector_size)  # one data unit needs all of itself (stealing at its end)
+
+    def device_runs(self, req, n):
+        """Units that are not whole blocks need stealing in every unit: not on the device (one
+        unit is fine: its tail is stolen on the host)."""
+        return req.sector_size is None or req.sector_size % 16 == 0 or n <= req.sector_size
+
+    def kernel(self, encrypt):
+        return "cg_xts_enc" if encrypt else "cg_xts_dec"
+
+    def schedules(self, req):
+        ks = req.spec.key_size
+        return [(req.key[:ks], not req.encrypt), (req.key[ks:], False)]
+
+    def xts_iv(self, req) -> bytes:
+        """The 16-byte tweak of unit 0 (sector mode: LE128(start_sector))."""
+        return req.iv if req.iv is not None else req.start_sector.to_bytes(16, "little")
+
+    def layout(self, req, n: int) -> XtsLayout:
+        unit = req.sector_size or n
+        bpu = max(1, unit // 16)
+        spu = -(-bpu // SEGMENT_BLOCKS)
+        last_len = n % unit or unit
+        if last_len % 16:
+            tail_unit = (n - 1) // unit
+            m = last_len // 16
+            tail_start = tail_unit * unit + 16 * (m - 1)
+            return XtsLayout(bpu, spu, n // 16 - 1, tail_unit, m - 1, tail_start)
+        return XtsLayout(bpu, spu, n // 16, -1, 0, n)
+
+    def scratch_bytes(self, req, layout, nblocks):
+        return layout.scratch_bytes(nblocks)
+
+    def held_back(self, req):
+        return (req.sector_size or 1) - 1  # whole units; one unit: all at finalize, from update nothing
+
+    def releasable(self, req, pending, final):
+        if final:
+            return pending
+        s = req.sector_size
+        return pending // s * s if s else 0  # whole data units (one unit: all at the end)
+
+    def unit_tweak(self, req, u: int) -> int:
+        """T_u = E_K2(iv + u) as an integer (little-endian)."""
+        ks = req.spec.key_size
+        t_in = ((int.from_bytes(self.xts_iv(req), "little") + u) & gf128.MASK128).to_bytes(16, "little")
+        enc = req.spec.algorithm.reference_ecb(req.key[ks:], t_in, True)
+        return int.from_bytes(enc, "little")
+
+    def tail(self, req, lay: XtsLayout, tail: bytes) -> bytes:
+        """Ciphertext stealing of the last full block and the partial block of a unit, on the host.
+
+        ``tail`` is the message from ``lay.tail_start`` (16 + r bytes, 0 < r < 16)."""
+        alg = req.spec.algorithm
+        ks = req.spec.key_size
+        k1 = req.key[:ks]
+        t = self.unit_tweak(req, lay.tail_unit)
+        t_a = gf128.mul(t, gf128.pow_x(lay.tail_block))
+        t_b = gf128.mulx(t_a)
+        r = len(tail) - 16
+
+        def xex(block: bytes, tw: int) -> bytes:
+            tb = tw.to_bytes(16, "little")
+            x = bytes(a ^ b for a, b in zip(block, tb))
+            y = alg.reference_ecb(k1, x, req.encrypt)
+            return bytes(a ^ b for a, b in zip(y, tb))
+
+        if req.encrypt:
+            cc = xex(tail[:16], t_a)
+            pp = tail[16:] + cc[r:]
+            return xex(pp, t_b) + cc[:r]
+        pp = xex(tail[:16], t_b)
+        cc = tail[16:] + pp[r:]
+        return xex(cc, t_a) + pp[:r]
+
+    def at(self, req, first_block: int, chain: bytes | None = None):
+        if first_block == 0:
+            return req
+        bpu = (req.sector_size or 0) // 16
+        if not req.sector_size or req.sector_size % 16 or first_block % bpu:
+            raise ValueError("an XTS message splits only at data-unit boundaries")
+        return replace(req, start_sector=req.start_sector + first_block // bpu)
+
+    def prepare(self, kp) -> None:
+        kp.apow = _apow_buffer(kp.b)
+
+    def enqueue(self, kp, req, in_buf, out_buf, first_block, nblocks, queue=None, *, chain=None,
+                layout=None, scratch=None, wait_for=None):
+        b = kp.b
+        first_seg, nseg = layout.segments(first_block, nblocks)
+        if scratch is None:
+            scratch = b.alloc(16 * nseg)
+        iv = int.from_bytes(self.xts_iv(req), "little")
+        ev = b.launch(kp.prg, "cg_xts_seg", self.items(kp, "cg_xts_seg", nseg),
+                      [scratch, kp.rk[1], kp.apow, U64(first_seg), U64(nseg), U64(layout.spu),
+                       U64(iv & MASK64), U64(iv >> 64)], queue, wait_for=wait_for)
+        wait_for = [ev] if b.info.runtime == "opencl" else None
+        bpu = layout.bpu
+        log2 = bpu.bit_length() - 1 if bpu & (bpu - 1) == 0 else 64
+        args = [in_buf, out_buf, kp.rk[0], scratch, U64(first_block), U64(first_seg), U64(nblocks),
+                U64(bpu), U64(layout.spu), U32(log2)]
+        name = self.kernel(req.encrypt)
+        return b.launch(kp.prg, name, self.items(kp, name, nblocks), args, queue, wait_for=wait_for)
+
+
+XTS = XTSMode()

@@ -1,0 +1,130 @@
+"""A keyed program on one device: the mode kernels of a cipher compiled once per device and
+implementation, a request's key schedules expanded on the host and uploaded once, enqueued for any
+range of blocks, and wiped from the device when released.
+
+``KeyedProgram(backend, req)`` is what every device path uses: the one-shot and GPU-resident calls,
+the streaming contexts (kept across updates), the transfer pipeline (one per stream) and the bench.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backends.base import defines_prefix, program_source
+from .errors import DeviceError
+
+
+def program_source_for(spec, impl: str | None = None, extra: dict | None = None) -> str:
+    """The source of the mode kernels for a cipher, key size and implementation (``extra``:
+    more defines, for the development scripts)."""
+    alg = spec.algorithm
+    im = alg.implementation(impl)
+    defines = {**alg.defines(spec.key_size), **im.defines, "CG_BATCH": im.batch}
+    if im.max_registers:
+        defines["CG_MAX_REGS"] = im.max_registers
+    if im.local_size:
+        defines["CG_LOCAL_SIZE"] = im.local_size  # launches use exactly this (KeyedProgram)
+    defines.update(extra or {})
+    return defines_prefix(defines) + program_source(im.file, "modes.cl")
+
+
+def build_program(backend, spec, impl: str | None = None):
+    """Compile (once per backend) the mode kernels for a cipher, key size and implementation."""
+    im = spec.algorithm.implementation(impl)
+    key = ("modes", spec.algorithm.name, spec.key_size, impl or "fast")
+    prg = backend.cached_program(key)  # (no source text is made for a program already built)
+    if prg is not None:
+        return prg
+    return backend.build(program_source_for(spec, impl), key=key, local_size=im.local_size,
+                         max_registers=im.max_registers)
+
+
+def build_copy_program(backend):
+    return backend.build(program_source(None, "copy.cl"), key=("copy",))
+
+
+class KeyedProgram:
+    """One request's key schedules on one device, ready for ``enqueue`` over any block range.
+
+    The round keys are uploaded on ``queue`` (default: the backend's): where the runtime copies
+    pageable memory before returning (CUDA) nothing waits, and the launches wait for the upload
+    on the device (``ready``); elsewhere the upload is waited for.  The host copies are zeroed at
+    once; ``close()`` zeroes the device copies."""
+
+    def __init__(self, backend, req, queue=None):
+        self.b = backend
+        self.req = req
+        spec = req.spec
+        self.bs = spec.block_size
+        self.impl = req.implementation
+        self.prg = build_program(backend, spec, req.impl)
+        if self.impl.local_size and backend.group_size(self.prg) != self.impl.local_size:
+            # the kernels may rely on it (aes_bs.cl's counter tiles)
+            raise DeviceError(f"{spec.algorithm.name} implementation {req.impl or 'fast'!r} needs "
+                              f"work-groups of {self.impl.local_size} work-items; {backend.info} "
+                              f"allows {backend.group_size(self.prg)}")
+        self._bufs = []
+        self._hold = []      # host arrays an asynchronous upload still reads (OpenCL)
+        self.apow = None
+        self.ready = None
+        self._queue = queue
+        self.rk = [self._upload_key(key, decrypt) for key, decrypt in req.mode.schedules(req)]
+        prepare = getattr(req.mode, "prepare", None)
+        if prepare is not None:
+            prepare(self)
+
+    def _upload_key(self, key: bytes, decrypt: bool):
+        alg = self.req.spec.algorithm
+        words = alg.expand(key, decrypt, layout=self.impl.key_layout)
+        host = words.view(np.uint8)
+        buf = self.b.alloc(host.nbytes)
+        self._bufs.append(buf)
+        ev = self.b.upload(buf, host, self._queue)
+        if getattr(self.b, "upload_copies_pageable", False):
+            self.ready = ev  # the runtime has its own copy: the launches wait on the device
+        else:
+            self.b.wait(ev)
+        words.fill(0)
+        return buf
+
+    def keep(self, buf):
+        """A device buffer to wipe and release with the program (a call's own scratch)."""
+        self._bufs.append(buf)
+        return buf
+
+    def host_block(self, block: bytes) -> np.ndarray:
+        """``block`` as a 16-byte host array kept alive until close (an upload reads it later)."""
+        arr = np.frombuffer(bytes(block).ljust(16, b"\0"), dtype=np.uint8).copy()
+        self._hold.append(arr)
+        return arr
+
+    def enqueue(self, in_buf, out_buf, nblocks: int, first_block: int, queue=None, *,
+                chain: bytes | None = None, layout=None, scratch=None, wait_for=None, req=None):
+        """Enqueue the mode kernel on blocks [first_block, first_block + nblocks) of the message.
+
+        ``in_buf``/``out_buf`` hold exactly those blocks.  CBC needs ``chain`` (see
+        Mode.chain_at); XTS needs ``layout`` and a ``scratch`` buffer of at least
+        ``layout.scratch_bytes(nblocks)`` bytes (allocated when None).  ``req``: a request with
+        this program's key and other IV / start sector (a split: ``Request.at``)."""
+        if self.ready is not None:
+            wait_for = list(wait_for or ()) + [self.ready]
+        req = req or self.req
+        return req.mode.enqueue(self, req, in_buf, out_buf, first_block, nblocks, queue,
+                                chain=chain, layout=layout, scratch=scratch, wait_for=wait_for)
+
+    def close(self) -> None:
+        """Wipe the round keys (and the chaining value) on the device."""
+        for buf in self._bufs:
+            try:
+                self.b.zero(buf)
+            except Exception:
+                pass
+        self._bufs = []
+        self._hold = []
+        self.ready = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,129 @@
+"""The one decision point: which engine runs a request, and on which path.
+
+The command line and the API describe what they have (a request, a device spec, a size, where the
+data lives) and take the answer; nothing below re-decides.  The answer comes from the capability
+table (registry.CipherSpec.capability: per algorithm, mode, direction and engine) and the devices
+present:
+
+* an explicit device (``native``, ``cpu``, ``gpu``, ``opencl:P:N``, ``cuda:N``) runs the request
+  when its engine can; when it cannot for this request (XTS units that are not whole blocks, on a
+  device), or can only serially (CBC encryption: one work-item) while OpenSSL has the cipher,
+  OpenSSL runs it instead, and the route says why (``Route.reason``, ``-v``);
+* ``auto``: a parallel request of at least AUTO_GPU_MIN_BYTES goes to a GPU (CUDA first); then
+  OpenSSL where it has the cipher·mode; then an OpenCL CPU device; then a GPU of any size.  A
+  serial request (CBC encryption) runs on the fastest engine that has it: OpenSSL, else one
+  work-item on an OpenCL CPU device, else a GPU;
+* GPU-resident data runs on its own CUDA device unless told otherwise, or through host copies on
+  OpenSSL when the device cannot run the request.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from .devices import first_cpu, first_gpu, resolve
+from .errors import InvalidArgument, UnsupportedCipher
+
+#: below this many bytes a GPU launch costs more than OpenSSL on the host
+AUTO_GPU_MIN_BYTES = 1 << 20
+
+#: paths: data on the host (arrays), on the GPU ("resident"), or a file / pipe ("stream")
+PATHS = ("array", "resident", "stream")
+
+
+@dataclass(frozen=True)
+class Route:
+    engine: object        # engines.Engine
+    path: str
+    how: str              # "parallel" | "serial"
+    reason: str = ""      # why this engine, when it is not the one asked for
+
+    @property
+    def device(self) -> str:
+        return self.engine.info.spec
+
+
+_engines: dict[str, object] = {}
+_lock = threading.Lock()
+
+
+def engine_of(info):
+    """The engine of a device (one per device, cached)."""
+    with _lock:
+        e = _engines.get(info.spec)
+        if e is None:
+            if info.runtime == "native":
+                from .engines.openssl import OpenSSLEngine
+
+                e = OpenSSLEngine(info)
+            else:
+                from .engines.device import DeviceEngine
+
+                e = DeviceEngine(info)
+            _engines[info.spec] = e
+        return e
+
+
+def engine(device: str):
+    """The engine of an explicit device spec (``native``, ``cpu``, ``cuda:0``...)."""
+    return engine_of(resolve(device))
+
+
+def _openssl():
+    return engine_of(resolve("native"))
+
+
+def _auto(req, nbytes: int | None, path: str):
+    spec, enc = req.spec, req.encrypt
+    dev_cap = spec.capability("device", enc)
+    fits = nbytes is None or req.mode.device_runs(req, nbytes)
+    large = nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES
+    if dev_cap == "parallel" and fits and (large or path == "resident"):
+        gpu = first_gpu()
+        if gpu is not None:
+            return engine_of(gpu), dev_cap
+    ossl = spec.capability("openssl", enc)
+    if ossl is not None:
+        return _openssl(), ossl
+    if dev_cap is not None and fits:
+        cpu = first_cpu()
+        if cpu is not None:
+            return engine_of(cpu), dev_cap
+        gpu = first_gpu()
+        if gpu is not None:
+            return engine_of(gpu), dev_cap
+    raise UnsupportedCipher(f"no engine present runs {spec.name} {'encryption' if enc else 'decryption'}"
+                            + ("" if fits else f" of {nbytes} bytes in these data units"))
+
+
+def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: str = "array",
+          resident_device: str | None = None) -> Route:
+    """Where ``req`` runs for ``nbytes`` of data on ``path`` ("array", "resident", "stream").
+    ``resident_device``: the CUDA device holding GPU-resident data (its spec)."""
+    if path not in PATHS:
+        raise InvalidArgument(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    device = (device or "auto").strip().lower()
+    if path == "resident" and device in ("auto", "gpu", "cuda") and resident_device:
+        device = resident_device
+    if device == "auto":
+        eng, how = _auto(req, nbytes, path)
+        return Route(eng, path, how)
+    eng = engine(device)
+    how = eng.capability(req, nbytes)
+    if path == "resident" and eng.info.runtime != "cuda":
+        raise InvalidArgument(f"GPU-resident data needs a CUDA device, not {eng.info.spec}")
+    ossl = req.spec.capability("openssl", req.encrypt) if eng.kind != "openssl" else None
+    what = f"{req.spec.name} {'encryption' if req.encrypt else 'decryption'}"
+    if how == "serial" and ossl is not None:
+        # serial on a device is one work-item: OpenSSL on one core is the faster engine with it
+        return Route(_openssl(), "array" if path == "resident" else path, ossl,
+                     f"{what} is serial: OpenSSL runs it, not one work-item of {eng.info.spec}")
+    if how is not None:
+        return Route(eng, path, how)
+    if ossl is not None:
+        why = (f"{eng.info.spec} cannot run {what}"
+               + (f" of {nbytes} bytes in these data units" if nbytes is not None else "")
+               + ": OpenSSL runs it")
+        return Route(_openssl(), "array" if path == "resident" else path, ossl, why)
+    raise UnsupportedCipher(f"{eng.info.spec} cannot run {what} and OpenSSL lacks it")

@@ -1,0 +1,74 @@
+"""Where the public API loses time against the kernel, device-resident (CUDA): per cipher, the
+kernel alone (events around one enqueue), the API call (wall clock and events), and the API's
+phases.  Usage: python3 scripts/api_overhead.py [--size 1Gi] [--repeats 15] [NAME ...]"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import ciphergrid
+from ciphergrid.request import make_request
+from ciphergrid import tuning
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("names", nargs="*", default=["aes-128-ctr", "aes-128-ecb"])
+    ap.add_argument("--size", default="1Gi")
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--device", default="cuda:0")
+    a = ap.parse_args()
+    import cupy
+
+    n = tuning.parse_bytes(a.size, "--size")
+    from ciphergrid.route import engine as get_engine
+
+    eng = get_engine(a.device)
+    x = cupy.random.randint(0, 256, n, dtype=cupy.uint8)
+    y = cupy.empty_like(x)
+    for name in a.names:
+        spec = ciphergrid.registry.lookup(name)
+        key = bytes(range(spec.key_len))
+        iv = bytes(range(16)) if spec.iv_len else None
+        kt = eng.time_kernel(name, n, repeats=a.repeats)
+        k = statistics.median(kt)
+        # the API, wall clock
+        ciphergrid.encrypt(x, name, key, iv, device=a.device, out=y)
+        cupy.cuda.Device().synchronize()
+        wall, ev = [], []
+        for _ in range(a.repeats):
+            s, e = cupy.cuda.Event(), cupy.cuda.Event()
+            t0 = time.perf_counter()
+            s.record()
+            ciphergrid.encrypt(x, name, key, iv, device=a.device, out=y)
+            e.record()
+            e.synchronize()
+            wall.append(time.perf_counter() - t0)
+            ev.append(cupy.cuda.get_elapsed_time(s, e) * 1e-3)
+        w, evm = statistics.median(wall), statistics.median(ev)
+        print(f"{name}: kernel {n / k / 1e9:.1f} GB/s ({k * 1e3:.3f} ms); API wall {n / w / 1e9:.1f} GB/s "
+              f"({w * 1e3:.3f} ms, {w / k:.3f}x); API events {n / evm / 1e9:.1f} GB/s ({evm * 1e3:.3f} ms)")
+        # phases of the resident path
+        from ciphergrid.program import KeyedProgram
+
+        p = make_request(spec, key, iv, True)
+        b = eng.backend
+        ph = {"keyed": [], "enqueue": [], "finish": [], "close": []}
+        for _ in range(a.repeats):
+            t0 = time.perf_counter()
+            kp = KeyedProgram(b, p)
+            t1 = time.perf_counter()
+            kp.enqueue(x, y, n // 16, 0, chain=iv)
+            t2 = time.perf_counter()
+            b.finish()
+            t3 = time.perf_counter()
+            kp.close()
+            t4 = time.perf_counter()
+            for k_, v in zip(ph, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                ph[k_].append(v)
+        print("   phases (ms): " + ", ".join(f"{k_} {statistics.median(v) * 1e3:.3f}" for k_, v in ph.items()))
+
+
+if __name__ == "__main__":
+    main()
