@@ -113,10 +113,16 @@ class KeyedProgram:
                                 chain=chain, layout=layout, scratch=scratch, wait_for=wait_for)
 
     def close(self) -> None:
-        """Wipe the round keys (and the chaining value) on the device."""
+        """Wipe the round keys (and the chaining value) on the device: every buffer zeroed on
+        the upload queue, which is then waited for once."""
         for buf in self._bufs:
             try:
-                self.b.zero(buf)
+                self.b.zero(buf, self._queue, wait=False)
+            except Exception:
+                pass
+        if self._bufs:
+            try:
+                self.b.finish(self._queue)
             except Exception:
                 pass
         self._bufs = []

@@ -18,6 +18,7 @@ def main():
     ap.add_argument("--size", default="1Gi")
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--host-size", default="4Gi", help="host -> host API run (0: none)")
     a = ap.parse_args()
     import cupy
 
@@ -68,6 +69,23 @@ def main():
             for k_, v in zip(ph, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 ph[k_].append(v)
         print("   phases (ms): " + ", ".join(f"{k_} {statistics.median(v) * 1e3:.3f}" for k_, v in ph.items()))
+    hn = tuning.parse_bytes(a.host_size, "--host-size")
+    if hn:
+        del x, y
+        src = np.empty(hn, np.uint8)
+        src[:] = 7
+        dst = np.empty_like(src)
+        for name in a.names:
+            spec = ciphergrid.registry.lookup(name)
+            key, iv = bytes(range(spec.key_len)), (bytes(range(16)) if spec.iv_len else None)
+            ciphergrid.encrypt(src, name, key, iv, device=a.device, out=dst)  # registers, tunes
+            ts = []
+            for _ in range(max(3, a.repeats // 3)):
+                t0 = time.perf_counter()
+                ciphergrid.encrypt(src, name, key, iv, device=a.device, out=dst)
+                ts.append(time.perf_counter() - t0)
+            print(f"{name}: host -> host API {hn / statistics.median(ts) / 1e9:.2f} GB/s at {a.host_size} "
+                  f"(best {hn / min(ts) / 1e9:.2f})")
 
 
 if __name__ == "__main__":

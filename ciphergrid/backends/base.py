@@ -122,8 +122,9 @@ class Backend:
         (pinned(), cupyx.empty_pinned): the pipeline then registers nothing for it."""
         return False
 
-    def zero(self, buf, queue=None) -> None:
-        """Overwrite a device buffer with zeros (key material is wiped before release)."""
+    def zero(self, buf, queue=None, *, wait: bool = True) -> None:
+        """Overwrite a device buffer with zeros (key material is wiped before release);
+        ``wait=False``: only enqueued (the caller finishes the queue)."""
         raise NotImplementedError
 
     # -- queues, transfers, launches, events ----------------------------------------------------

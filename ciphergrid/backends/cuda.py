@@ -136,11 +136,12 @@ class CudaBackend(Backend):
             o = o.base
         return isinstance(o, cp().cuda.PinnedMemoryPointer)
 
-    def zero(self, buf, queue=None) -> None:
+    def zero(self, buf, queue=None, *, wait: bool = True) -> None:
         with self.dev:
             s = queue or self._default
             cp().cuda.runtime.memsetAsync(buf.data.ptr, 0, buf.nbytes, s.ptr)
-            s.synchronize()
+            if wait:
+                s.synchronize()
 
     def queue(self):
         with self.dev:

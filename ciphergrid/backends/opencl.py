@@ -161,11 +161,12 @@ class OpenCLBackend(Backend):
         # a CPU device (PoCL) reads host memory in place; a GPU needs pinned staging
         return "any" if self.info.kind == "cpu" else "staging"
 
-    def zero(self, buf, queue=None) -> None:
+    def zero(self, buf, queue=None, *, wait: bool = True) -> None:
         c = cl()
         q = queue or self._default
         c.enqueue_fill_buffer(q, buf, np.uint8(0), 0, buf.size)
-        q.finish()
+        if wait:
+            q.finish()
 
     # -- queues, transfers, launches ---------------------------------------------------------------
     def queue(self):

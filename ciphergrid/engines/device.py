@@ -96,12 +96,14 @@ class DeviceEngine(Engine):
             cupy.cuda.Device().synchronize()  # the producer may have used another stream
             if src.data.ptr % 16 or (dst.data.ptr == src.data.ptr and req.mode.reads_behind(req)):
                 src = src.copy()  # unaligned view, or in-place CBC decryption (block i reads i-1)
+                cupy.cuda.get_current_stream().synchronize()  # (made on cupy's stream, not ours)
             out = dst if dst.data.ptr % 16 == 0 else cupy.empty_like(dst)
             layout = req.mode.layout(req, n)
             tail = None
             if layout is not None and layout.tail_start < n:
                 tail = cupy.asnumpy(src[layout.tail_start:]).tobytes()
-            with KeyedProgram(b, req) as kp:
+            host_ops = tail is not None or out is not dst  # cupy copies on the current stream
+            with KeyedProgram(b, req) as kp:  # (closing zeroes the keys and waits for the stream)
                 if layout is not None:
                     if layout.kernel_blocks:
                         kp.enqueue(src, out, layout.kernel_blocks, 0, layout=layout)
@@ -113,16 +115,18 @@ class DeviceEngine(Engine):
                         t_in = cupy.zeros(16, dtype=cupy.uint8)
                         t_in[: n - full * bs] = src[full * bs:]
                         t_out = cupy.empty(16, dtype=cupy.uint8)
+                        cupy.cuda.get_current_stream().synchronize()
                         kp.enqueue(t_in, t_out, 1, full)
                         b.finish()
                         out[full * bs:] = t_out[: n - full * bs]
-                b.finish()
+                        host_ops = True
             if tail is not None:
                 s = layout.tail_start
                 out[s:] = cupy.asarray(np.frombuffer(req.mode.tail(req, layout, tail), dtype=np.uint8))
             if out is not dst:
                 dst[...] = out
-            cupy.cuda.Device().synchronize()
+            if host_ops:
+                cupy.cuda.get_current_stream().synchronize()
 
     # -- benchmarking hooks ------------------------------------------------------------------------
     def time_kernel(self, name: str, nbytes: int, *, repeats: int, encrypt: bool = True,

@@ -1,0 +1,116 @@
+"""The one decision point (route.py) and the keyed objects' reuse: who runs a request, why, and
+that a Cipher sets its keys up once per device and direction and wipes them when released."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import ciphergrid
+from ciphergrid import registry, route
+from ciphergrid.errors import InvalidArgument
+from ciphergrid.request import make_request
+
+
+def _req(name, encrypt=True, **kw):
+    spec = registry.lookup(name)
+    key = bytes(range(spec.key_len)) if spec.mode.key_count == 1 else bytes(range(spec.key_len))[::-1]
+    iv = None if (not spec.iv_len or kw.get("sector_size")) else bytes(spec.iv_len)
+    return make_request(spec, key, iv, encrypt, **kw)
+
+
+def _gpus():
+    return [d for d in ciphergrid.devices() if d.kind == "gpu"]
+
+
+def test_capability_table_for_aes():
+    caps = registry.lookup("aes-128-cbc").capabilities()
+    assert caps == {"encrypt": {"device": "serial", "openssl": "serial"},
+                    "decrypt": {"device": "parallel", "openssl": "parallel"}}
+    for name in ("aes-128-ctr", "aes-256-xts", "aes-192-ecb"):
+        caps = registry.lookup(name).capabilities()
+        assert all(caps[d][e] == "parallel" for d in caps for e in caps[d]), name
+
+
+def test_auto_prefers_a_gpu_for_large_parallel_requests_else_openssl():
+    r = route.route(_req("aes-128-ctr"), "auto", 4 << 20)
+    if _gpus():
+        assert r.engine.kind == "device" and r.engine.info.kind == "gpu"
+    else:
+        assert r.engine.kind == "openssl" and r.how == "parallel"
+    small = route.route(_req("aes-128-ctr"), "auto", 1000)
+    assert small.engine.kind == "openssl"
+
+
+def test_serial_requests_go_to_openssl_with_a_reason():
+    dev = next((d.spec for d in ciphergrid.devices() if d.runtime != "native"), None)
+    if dev is None:
+        pytest.skip("no kernel device present")
+    r = route.route(_req("aes-128-cbc", True), dev, 1 << 20)
+    assert r.engine.kind == "openssl" and r.how == "serial"
+    assert "serial" in r.reason and dev in r.reason
+    assert route.route(_req("aes-128-cbc", False), dev, 1 << 20).engine.info.spec == dev
+
+
+def test_units_a_device_cannot_run_go_to_openssl_with_a_reason():
+    dev = next((d.spec for d in ciphergrid.devices() if d.runtime != "native"), None)
+    if dev is None:
+        pytest.skip("no kernel device present")
+    req = _req("aes-128-xts", sector_size=100, start_sector=0)
+    r = route.route(req, dev, 1000)
+    assert r.engine.kind == "openssl" and "cannot run" in r.reason
+    assert route.route(req, dev, 100).engine.info.spec == dev  # one unit: the device steals its tail
+
+
+def test_explicit_native_and_bad_paths():
+    assert route.route(_req("aes-128-ecb"), "native", 1 << 30).engine.kind == "openssl"
+    with pytest.raises(InvalidArgument):
+        route.route(_req("aes-128-ecb"), "native", 16, path="resident")
+    with pytest.raises(InvalidArgument):
+        route.route(_req("aes-128-ecb"), "auto", 16, path="sideways")
+
+
+def test_cipher_sets_keys_up_once(device, monkeypatch):
+    """Many contexts and updates of one Cipher: one session (one key expansion and upload) per
+    direction and device; close() wipes them."""
+    from ciphergrid.engines import base
+
+    made, closed = [], []
+    real_session = {}
+
+    def count(cls):
+        orig = cls.session
+
+        def session(self, req):
+            s = orig(self, req)
+            made.append((req.encrypt, self.info.spec))
+            c = s.close
+            s.close = lambda: (closed.append(1), c())[1]
+            return s
+        real_session[cls] = orig
+        monkeypatch.setattr(cls, "session", session)
+
+    from ciphergrid.engines.device import DeviceEngine
+    from ciphergrid.engines.openssl import OpenSSLEngine
+
+    count(DeviceEngine)
+    count(OpenSSLEngine)
+    assert issubclass(DeviceEngine, base.Engine)
+    key, iv = os.urandom(16), os.urandom(16)
+    data = np.frombuffer(os.urandom(5000), np.uint8)
+    c = ciphergrid.Cipher("aes-128-ctr", key, iv, device=device)
+    outs = []
+    for _ in range(3):
+        e = c.encryptor()
+        outs.append(b"".join(e.update(data[i: i + 700]) for i in range(0, 5000, 700)) + e.finalize())
+    d = c.decryptor()
+    back = d.update(outs[0]) + d.finalize()
+    from ciphergrid.testing import oracle
+
+    assert outs[0] == outs[1] == outs[2] == oracle.encrypt(data.tobytes(), "aes-128-ctr", key, iv)
+    assert back == data.tobytes()
+    assert sorted(made) == [(False, made[0][1]), (True, made[0][1])]
+    c.close()
+    assert len(closed) == 2
