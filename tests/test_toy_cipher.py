@@ -19,12 +19,14 @@ OpenSSL lacks TOY64 (``openssl_provider = None``): the capability table says so,
 device refuses it with UnsupportedCipher, and CBC encryption (serial) runs on the device's
 one-work-item kernel ``cg_cbc_enc`` (checked by watching the kernel launches).  The reference is
 ``ciphergrid.testing.oracle`` (pyca lacks TOY64, so it composes ``reference_ecb`` with the modes).
-Sizes stay below a few hundred KiB (PoCL in CI); a forced small pipeline chunk makes every device
-split a message into many launches.
+Paths: one-shot calls, streaming contexts with random splits, and the device engine's stream()
+over files and pipes.  Sizes stay below a few hundred KiB (PoCL in CI); a forced small pipeline
+chunk makes every device split a message into many launches.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -36,7 +38,7 @@ from ciphergrid import registry, route as route_mod
 from ciphergrid.algorithms.base import BlockCipher, Implementation
 from ciphergrid.testing import oracle
 
-from conftest import device_info
+from conftest import device_info, first_difference as diff_of
 
 KERNEL_FILE = str(Path(__file__).resolve().with_name("toy_cipher.cl"))
 ROUNDS = 16
@@ -485,3 +487,53 @@ def test_contexts_random_splits(mode, device, rng, diff, launches):
             back += d.finalize()
             assert bytes(back) == pt, f"decryptor, {len(parts)} pieces: {diff(bytes(back), pt)}"
     assert KERNELS[mode, True] in launches and KERNELS[mode, False] in launches
+
+
+# --------------------------------------------------------------------------- files and pipes
+
+@pytest.mark.parametrize("mode", ["ecb", "cbc", "ctr"])
+def test_engine_stream_files_and_pipes(mode, device, rng, tmp_path, monkeypatch, launches):
+    """The device engine's stream() (what the command line uses), 16 KiB chunks: a regular file
+    (read at offsets by several threads; CBC decryption reads each chunk's chain block back from
+    the file) and a pipe (read in order by one thread)."""
+    import threading
+
+    from ciphergrid.request import make_request
+
+    name = NAMES[mode]
+    key, iv = rng.randbytes(16), (None if mode == "ecb" else rng.randbytes(8))
+    if is_native(device):
+        return expect_refused(name, device, key, iv)
+    monkeypatch.setenv("CIPHERGRID_CHUNK_SIZE", "16Ki")
+    spec = registry.lookup(name)
+    eng = route_mod.engine(device)
+    pt = rng.data(100 * KiB + (3 if mode == "ctr" else 8))
+    ct = oracle.crypt(name, key, iv, pt, True)
+    for encrypt, src_bytes, want in ((True, pt, ct), (False, ct, pt)):
+        req = make_request(spec, key, iv, encrypt)
+        what = f"{name} {'encrypt' if encrypt else 'decrypt'} on {device}"
+        # regular file to regular file
+        src, dst = tmp_path / "in", tmp_path / "out"
+        src.write_bytes(src_bytes)
+        with open(src, "rb") as f_in, open(dst, "wb") as f_out:
+            assert eng.stream(req, f_in, f_out) == len(src_bytes)
+        got = dst.read_bytes()
+        assert got == want, f"{what}, files: {diff_of(got, want)}"
+        # pipe to regular file
+        r, w = os.pipe()
+
+        def feed(data=src_bytes, w=w):
+            with os.fdopen(w, "wb") as fw:
+                for i in range(0, len(data), 5000):
+                    fw.write(data[i: i + 5000])
+
+        t = threading.Thread(target=feed)
+        t.start()
+        try:
+            with os.fdopen(r, "rb") as f_in, open(dst, "wb") as f_out:
+                assert eng.stream(req, f_in, f_out) == len(src_bytes)
+        finally:
+            t.join()
+        got = dst.read_bytes()
+        assert got == want, f"{what}, pipe: {diff_of(got, want)}"
+    assert launches.count(KERNELS[mode, True]) >= 2 * 7, launches
