@@ -30,7 +30,7 @@ from ..errors import InvalidArgument, InvalidKeySize
 class Implementation:
     """One kernel implementation of a block cipher: a kernel file and how to compile and launch it."""
 
-    file: str                             # kernel file under ciphergrid/kernels/
+    file: str                             # kernel file under ciphergrid/kernels/, or an absolute path
     defines: dict = field(default_factory=dict)   # extra compile-time constants
     batch: int = 1                        # blocks per work-item step (CG_BATCH)
     grid: str = "persistent"              # "persistent" (grid-stride, capped at residency) or "per-block"

@@ -8,9 +8,11 @@ returning events.  Everything above it (modes, pipeline, bench) is written again
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +36,10 @@ class DeviceInfo:
 
 @functools.lru_cache(maxsize=None)
 def kernel_text(filename: str) -> str:
+    """A kernel file: a name under ciphergrid/kernels/, or an absolute path (the kernel of a
+    cipher declared outside the package, e.g. a test's toy cipher)."""
+    if os.path.isabs(filename):
+        return Path(filename).read_text()
     return resources.files("ciphergrid").joinpath("kernels", filename).read_text()
 
 
