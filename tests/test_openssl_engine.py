@@ -7,7 +7,10 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import subprocess
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -240,6 +243,58 @@ def test_split():
     assert all(off % 16 == 0 for off, _ in parts)
     assert all(a[0] + a[1] == b[0] for a, b in zip(parts, parts[1:]))
     assert workers.split(MIB * 3, 4 * MIB, 4) == [(0, MIB * 3)]
+
+
+def _worker_until_cancelled(left: list):
+    """A job that stays busy until its run is cancelled, then takes 50 ms more to leave."""
+    def job(cancel):
+        deadline = time.monotonic() + 5
+        while not cancel.is_set() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(0.05)
+        left.append("cancelled" if cancel.is_set() else "timed out")
+    return job
+
+
+def test_run_all_failure_cancels_and_waits():
+    # a failing job cancels the others, and run_all raises only after every worker has left
+    left = []
+    started = threading.Event()
+    busy = _worker_until_cancelled(left)
+
+    def worker(cancel):
+        started.set()
+        busy(cancel)
+
+    def failing(cancel):
+        started.wait(5)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        workers.run_all([failing, worker])
+    assert left == ["cancelled"]
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_run_all_interrupted_while_waiting():
+    # an interrupt that arrives while the calling thread waits for the workers cancels them and
+    # is raised only once they have left (the contexts are freed right after)
+    assert threading.current_thread() is threading.main_thread()
+    left = []
+
+    def on_alarm(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            workers.run_all([lambda cancel: None, _worker_until_cancelled(left),
+                             _worker_until_cancelled(left)])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert left == ["cancelled", "cancelled"]
 
 
 # ----------------------------------------------------------------------------------- XTS sectors
