@@ -25,33 +25,48 @@ def bytes_like(value, name: str, *, optional: bool = False) -> bytes | None:
     raise TypeError(f"{name} must be {_BYTES_LIKE}, not {type(value).__name__}")
 
 
+def as_u8(data) -> np.ndarray:
+    """A flat uint8 view of a numpy array (any shape and dtype: its raw bytes in C order) or of
+    any object with the buffer protocol (bytes, bytearray, memoryview, array.array, mmap...);
+    made without a copy when the data is contiguous, else from a contiguous copy.  InvalidArgument
+    for anything else."""
+    if isinstance(data, np.ndarray):
+        if not data.flags.c_contiguous:
+            data = np.ascontiguousarray(data)
+        return data.reshape(-1).view(np.uint8)
+    try:
+        mv = memoryview(data)
+    except TypeError:
+        raise InvalidArgument(
+            f"data must be bytes-like or a numpy array, not {type(data).__name__}") from None
+    if not mv.c_contiguous:
+        mv = memoryview(mv.tobytes())
+    if mv.ndim != 1 or mv.format != "B":
+        mv = mv.cast("B")
+    return np.frombuffer(mv, dtype=np.uint8)
+
+
 def host_array(data):
     """(contiguous flat uint8 view of host ``data``, function giving an output back in the
     caller's form).
 
-    The view is made without a copy when possible.  The function takes a flat uint8 output array
-    and its ``same_length`` flag: bytes-like data gets ``bytes``; a numpy array (or a host DLPack
-    tensor, taken through numpy) gets a numpy array of the input's shape and dtype when the
-    output has the input's length, and the flat uint8 array when padding changed it.
+    The view is made without a copy when possible (:func:`as_u8`).  The function takes a flat
+    uint8 output array and its ``same_length`` flag: bytes-like data gets ``bytes``; a numpy
+    array (or a host DLPack tensor, taken through numpy) gets a numpy array of the input's shape
+    and dtype when the output has the input's length, and the flat uint8 array when padding
+    changed it.
     """
     if isinstance(data, np.ndarray):
-        shape, dtype = data.shape, data.dtype  # the input's (ascontiguousarray makes 0-d 1-d)
-        flat = np.ascontiguousarray(data).reshape(-1)
-        if flat.dtype != np.uint8:
-            flat = flat.view(np.uint8)
+        shape, dtype = data.shape, data.dtype
 
         def wrap(out: np.ndarray, same_length: bool = True):
             if not same_length or (dtype == np.uint8 and len(shape) == 1):
                 return out
             return out.view(dtype).reshape(shape)
 
-        return flat, wrap
+        return as_u8(data), wrap
     if isinstance(data, (bytes, bytearray, memoryview)):
-        mv = memoryview(data)
-        if not mv.c_contiguous:
-            mv = memoryview(mv.tobytes())
-        flat = np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, dtype=np.uint8)
-        return flat, lambda out, same_length=True: out.tobytes()
+        return as_u8(data), lambda out, same_length=True: out.tobytes()
     if hasattr(data, "__dlpack__"):  # a host tensor (PyTorch CPU...): zero-copy through DLPack
         return host_array(np.from_dlpack(data))
     raise InvalidArgument(f"data must be bytes, bytearray, memoryview or a numpy array, not {type(data).__name__}")
@@ -91,16 +106,33 @@ def gpu_array(data):
 
 
 def out_array(out, n: int) -> np.ndarray:
-    """A writable contiguous uint8 view of the caller's ``out`` buffer of ``n`` bytes."""
-    arr = out if isinstance(out, np.ndarray) else np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)
-    if isinstance(out, np.ndarray) and out.dtype != np.uint8:
-        arr = out.view(np.uint8)
-    arr = arr.reshape(-1) if arr.flags.c_contiguous else arr
-    if not arr.flags.writeable or not arr.flags.c_contiguous or arr.nbytes != n:
-        raise InvalidArgument(f"out must be a writable contiguous buffer of {n} bytes")
+    """A writable contiguous flat uint8 view of the caller's ``out`` buffer (a numpy array of any
+    shape and dtype, or any writable object with the buffer protocol) of ``n`` bytes;
+    InvalidArgument for anything else."""
+    why = None
+    if isinstance(out, np.ndarray):
+        if not out.flags.c_contiguous:
+            why = "a non-contiguous array"
+        else:
+            arr = out.reshape(-1).view(np.uint8)
+    else:
+        try:
+            mv = memoryview(out)
+        except TypeError:
+            why = type(out).__name__
+        else:
+            if not mv.c_contiguous:
+                why = "a non-contiguous buffer"
+            else:
+                arr = np.frombuffer(mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv,
+                                    dtype=np.uint8)
+    if why is None and not arr.flags.writeable:
+        why = "a read-only buffer"
+    if why is None and arr.nbytes != n:
+        why = f"{arr.nbytes} bytes"
+    if why is not None:
+        raise InvalidArgument(f"out must be a writable contiguous buffer of {n} bytes, got {why}")
     return arr
-
-
 
 
 def check_no_overlap(src: np.ndarray, dst: np.ndarray) -> None:

@@ -15,16 +15,16 @@ from .backends.base import DeviceInfo
 from .errors import DeviceNotFound, InvalidArgument
 
 def _native_info() -> DeviceInfo:
-    from .backends import native
+    from .engines import openssl
 
     try:
-        ver = native.openssl_version()
+        ver = openssl.openssl_version()
     except Exception:
         ver = "OpenSSL"
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
     return DeviceInfo(spec="native", runtime="native", name=f"{ver} ({_cpu_name()})", kind="cpu",
                       compute_units=os.cpu_count() or 1, memory=int(mem), vendor="OpenSSL",
-                      platform=getattr(native, "BACKEND_NAME", "libcrypto"))
+                      platform=getattr(openssl, "BACKEND_NAME", "libcrypto"))
 
 
 def _cpu_name() -> str:

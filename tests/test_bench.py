@@ -230,8 +230,8 @@ def test_default_api_resolves_monkeypatched_modules(monkeypatch, tmp_path):
     """The real entry points are looked up at call time: monkeypatching them is enough."""
     engine_mod = types.ModuleType("ciphergrid.route")
     engine_mod.engine = lambda spec: FakeEngine(GPU)
-    native_mod = types.ModuleType("ciphergrid.backends.native")
-    native_mod.speed = lambda name, size, *, threads=1, seconds=0.5, encrypt=True: 5e8
+    openssl_mod = types.ModuleType("ciphergrid.engines.openssl")
+    openssl_mod.speed = lambda name, size, *, threads=1, seconds=0.5, encrypt=True: 5e8
     vec_mod = types.ModuleType("ciphergrid.vectors")
     V = types.SimpleNamespace
     # NIST SP 800-38A F.5.1 CTR-AES128.Encrypt, block #1
@@ -242,7 +242,7 @@ def test_default_api_resolves_monkeypatched_modules(monkeypatch, tmp_path):
         ciphertext=bytes.fromhex("874d6191b620e3261bef6864990db6ce"),
         encrypt_ok=True, decrypt_ok=True, sector_size=None, start_sector=None, source="sp800-38a")]
     monkeypatch.setitem(sys.modules, "ciphergrid.route", engine_mod)
-    monkeypatch.setitem(sys.modules, "ciphergrid.backends.native", native_mod)
+    monkeypatch.setitem(sys.modules, "ciphergrid.engines.openssl", openssl_mod)
     monkeypatch.setitem(sys.modules, "ciphergrid.vectors", vec_mod)
     monkeypatch.setattr(ciphergrid, "devices", lambda: [GPU], raising=False)
     monkeypatch.setattr(ciphergrid, "encrypt", lambda d, **kw: oracle_crypt(d, **kw, encrypt=True),

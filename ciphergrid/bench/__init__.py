@@ -149,7 +149,7 @@ def definitions() -> dict:
         "throughput_per_area_unit": "MB/s per SM",
         "kernel": "device-resident data, timed by device events (Engine.time_kernel)",
         "e2e": "host array to host array through ciphergrid.encrypt/decrypt, wall clock",
-        "openssl": "ciphergrid.backends.native.speed on 1 and on all usable cores",
+        "openssl": "ciphergrid.engines.openssl.speed on 1 and on all usable cores",
         "statistic": "median of the repeats, with min and max; warm-up runs excluded",
         "energy": "energy counter (or integrated power samples) over the timed window; "
                   "mb_per_j = throughput / (energy / window); null when not measured",

@@ -11,7 +11,7 @@ For every row, in this order:
 4. time ``repeats`` runs, the count adapted to the size (target seconds per row, within bounds):
    ``kernel`` rows by device events (Engine.time_kernel, device-resident data), ``e2e`` rows by the
    wall clock around ciphergrid.encrypt/decrypt (host array in, host array out), OpenSSL rows by
-   ``ciphergrid.backends.native.speed`` on one core and on all usable cores;
+   ``ciphergrid.engines.openssl.speed`` on one core and on all usable cores;
 5. record median, min and max; energy over the timed window; resource use and the area-time
    product; the SM clock during the run.
 
@@ -79,7 +79,7 @@ class Api:
     get_engine: Any = field(default_factory=lambda: _lazy("ciphergrid.route", "engine"))
     encrypt: Any = field(default_factory=lambda: _lazy("ciphergrid", "encrypt"))
     decrypt: Any = field(default_factory=lambda: _lazy("ciphergrid", "decrypt"))
-    speed: Any = field(default_factory=lambda: _lazy("ciphergrid.backends.native", "speed"))
+    speed: Any = field(default_factory=lambda: _lazy("ciphergrid.engines.openssl", "speed"))
     load_vectors: Any = field(default_factory=lambda: _lazy("ciphergrid.vectors", "load"))
 
 
@@ -89,7 +89,7 @@ class Policy:
     target_s: float        # aim for this much timed time per row
     min_repeats: int
     max_repeats: int
-    openssl_seconds: float  # seconds per native.speed call
+    openssl_seconds: float  # seconds per openssl.speed call
     openssl_repeats: int
     fixed: int | None = None  # --repeats N: exactly N everywhere
 
@@ -372,7 +372,7 @@ class Runner:
         return Measurement(times, 1, "wall-clock", reading, clock)
 
     def time_openssl(self, row: Row) -> Measurement:
-        """native.speed warms every context up before its timed loop (like time_kernel), so each
+        """openssl.speed warms every context up before its timed loop (like time_kernel), so each
         call is one timed repeat.  A call also pays its set-up (a buffer per thread), so the
         repeat count drops to OPENSSL_MIN_REPEATS when one call takes long (large sizes, many threads)."""
         p = self.policy
@@ -386,7 +386,7 @@ class Runner:
         rates += [float(self.api.speed(row.cipher, row.size, **kw)) for _ in range(n - 1)]
         reading = meter.stop()
         if any(r <= 0 for r in rates):
-            raise DeviceError(f"native.speed returned a non-positive rate: {rates}")
+            raise DeviceError(f"openssl.speed returned a non-positive rate: {rates}")
         return Measurement([row.size / r for r in rates], 0, "openssl-speed", reading)
 
     # -- one row
@@ -414,7 +414,7 @@ class Runner:
                 rec.verification = self.gate.check(row.spec, NATIVE, row.size, row.encrypt)
                 rec.verification["detail"] = (
                     "checked through ciphergrid's native device: the libcrypto EVP cipher that "
-                    "native.speed drives")
+                    "openssl.speed drives")
                 m = self.time_openssl(row)
             else:
                 if row.spec is None:

@@ -126,11 +126,11 @@ def _reference(spec, key, iv, data: np.ndarray, encrypt: bool, sector: int | Non
                out: np.ndarray) -> str:
     """OpenSSL's output into ``out``; returns which oracle ran."""
     try:
-        from ..backends import native
+        from ..engines import openssl
 
-        native.crypt(spec.name, key, iv, data, encrypt, threads=os.cpu_count(),
-                     sector_size=sector, start_sector=0 if sector else None, out=out)
-        return f"OpenSSL ({getattr(native, 'BACKEND_NAME', 'native')})"
+        openssl.crypt(spec.name, key, iv, data, encrypt, threads=os.cpu_count(),
+                      sector_size=sector, start_sector=0 if sector else None, out=out)
+        return f"OpenSSL ({getattr(openssl, 'BACKEND_NAME', 'native')})"
     except Exception:
         pass
     from ..testing import oracle

@@ -1,13 +1,31 @@
-"""The OpenSSL engine: OpenSSL's EVP ciphers (AES-NI) on every core of the host
-(``backends/native.py`` drives libcrypto from a thread pool).  Host keys only: a session keeps
-the request, and OpenSSL expands the key per context."""
+"""The OpenSSL engine: OpenSSL's EVP ciphers (AES-NI) on every core of the host.  Host keys
+only: a session keeps the request, and OpenSSL expands the key per context.
+
+The package, one concern per module:
+
+* ``libcrypto``  libcrypto through ctypes (loading, declarations, cipher lookup, error queue,
+  version), the optional C helper loop; the ``BACKEND_NAME`` in use;
+* ``contexts``   EVP cipher contexts (``EvpCtx``), the pyca/cryptography fallback (``PycaCtx``);
+* ``threads``    the thread pool, runs of jobs with one cancel event, the split into parts;
+* ``bulk``       ``crypt`` (one-shot, any buffer) and ``run`` (a Request over host arrays):
+  block modes split over threads;
+* ``xts``        XTS: one data unit, data units (sectors) over threads, XTS composed from ECB;
+* ``evp_speed``  ``speed``, the ``openssl speed -evp`` baseline of the benchmark;
+* here           the engine (``OpenSSLEngine``), its sessions and ``stream``.
+"""
 
 from __future__ import annotations
 
 import os
 
-from .. import interrupts
-from .base import Engine, Session
+from ... import interrupts
+from ..base import Engine, Session
+from .bulk import crypt, run
+from .evp_speed import speed
+from .libcrypto import BACKEND_NAME, openssl_version, speed_loop
+
+__all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "speed", "openssl_version",
+           "BACKEND_NAME", "speed_loop"]
 
 #: bytes per piece when a stream goes through OpenSSL (whole blocks / data units)
 STREAM_PIECE = 64 << 20
@@ -15,19 +33,17 @@ STREAM_PIECE = 64 << 20
 
 class OpenSSLSession(Session):
     def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None) -> None:
-        from ..backends import native
-
         req = self.req.at(first_block, chain) if first_block else self.req
         req.check_length(src.nbytes)
         if src.nbytes:
-            native.run(req, src, dst, threads=os.cpu_count() or 1)
+            run(req, src, dst, threads=os.cpu_count() or 1)
 
 
 class OpenSSLEngine(Engine):
     kind = "openssl"
 
     def __init__(self, info=None):
-        from ..devices import resolve
+        from ...devices import resolve
 
         self.info = info or resolve("native")
 

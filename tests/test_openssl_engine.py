@@ -1,19 +1,26 @@
-"""The native (OpenSSL) engine against pyca cryptography and the openssl command line."""
+"""The OpenSSL engine (ciphergrid.engines.openssl) against the oracle (ciphergrid.testing.oracle)
+and the openssl command line: every mode and direction, threads and splits, CTR carries, XTS
+sectors and XTS composed from ECB, the pyca fallback, errors, sessions and speed."""
 
 from __future__ import annotations
 
 import os
 import random
 import shutil
+import signal
 import subprocess
+import threading
+import time
 
 import numpy as np
 import pytest
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from ciphergrid import errors, registry
 from ciphergrid import modes as modes_
-from ciphergrid.backends import native
+from ciphergrid.engines import openssl
+from ciphergrid.engines.openssl import contexts, libcrypto, xts
+from ciphergrid.engines.openssl import threads as workers
+from ciphergrid.testing import oracle
 
 #: every registered AES name (aes-{128,192,256}-{ecb,cbc,ctr}, aes-{128,256}-xts)
 NAMES = [n for n in registry.names() if n.startswith("aes-")]
@@ -36,59 +43,6 @@ def iv_for(name: str, rng: random.Random) -> bytes | None:
     return None if name.endswith("ecb") else rng.randbytes(16)
 
 
-def _xts_ref_unit(key: bytes, tweak: bytes, data: bytes, encrypt: bool) -> bytes:
-    """IEEE 1619 XTS of one data unit, composed from pyca's ECB (any AES key size)."""
-    half = len(key) // 2
-    k1, k2 = key[:half], key[half:]
-
-    def ecb(k, blk, enc=True):
-        c = Cipher(algorithms.AES(k), modes.ECB())
-        ctx = c.encryptor() if enc else c.decryptor()
-        return ctx.update(blk) + ctx.finalize()
-
-    t = int.from_bytes(ecb(k2, tweak), "little")
-
-    def mul(x):
-        x <<= 1
-        if x >> 128:
-            x = (x ^ 0x87) & ((1 << 128) - 1)
-        return x
-
-    def blk(p, tw):
-        tb = tw.to_bytes(16, "little")
-        x = bytes(a ^ b for a, b in zip(p, tb))
-        y = ecb(k1, x, encrypt)
-        return bytes(a ^ b for a, b in zip(y, tb))
-
-    nb, r = divmod(len(data), 16)
-    tws = []
-    for _ in range(nb + 1):
-        tws.append(t)
-        t = mul(t)
-    head = nb if r == 0 else nb - 1
-    out = b"".join(blk(data[16 * j: 16 * j + 16], tws[j]) for j in range(head))
-    if r:
-        last, tail = data[16 * head: 16 * nb], data[16 * nb:]
-        if encrypt:
-            cc = blk(last, tws[head])
-            out += blk(tail + cc[r:], tws[nb]) + cc[:r]
-        else:
-            pp = blk(last, tws[nb])
-            out += blk(tail + pp[r:], tws[head]) + pp[:r]
-    return out
-
-
-def ref(name: str, key: bytes, iv: bytes | None, data: bytes, encrypt: bool) -> bytes:
-    mode = name.split("-")[2]
-    if mode == "xts" and len(key) == 48:  # pyca/OpenSSL have no XTS-AES-192: the model
-        return _xts_ref_unit(key, iv, data, encrypt)
-    m = {"ecb": lambda: modes.ECB(), "cbc": lambda: modes.CBC(iv), "ctr": lambda: modes.CTR(iv),
-         "xts": lambda: modes.XTS(iv)}[mode]()
-    c = Cipher(algorithms.AES(key), m)
-    ctx = c.encryptor() if encrypt else c.decryptor()
-    return ctx.update(data) + ctx.finalize()
-
-
 def lengths_for(name: str) -> list[int]:
     mode = name.split("-")[2]
     if mode in ("ecb", "cbc"):
@@ -102,44 +56,31 @@ def lengths_for(name: str) -> list[int]:
 def loop(request, monkeypatch):
     """Run a test with the compiled C loop (when a compiler is there) and with the ctypes loop."""
     if request.param == "ctypes":
-        monkeypatch.setattr(native, "_LOOP", False)
+        monkeypatch.setattr(libcrypto, "_LOOP", False)
     return request.param
 
 
 # ----------------------------------------------------------------------------------- basics
 
-def test_reference_xts_model():
-    # the test's own XTS model (the reference for a 192-bit XTS key, which pyca lacks) = pyca
-    rng = random.Random(0)
-    for bits in (128, 256):
-        name = f"aes-{bits}-xts"
-        for n in (16, 17, 47, 64, 100):
-            key, iv, data = key_for(name, rng), rng.randbytes(16), rng.randbytes(n)
-            for enc in (True, False):
-                c = Cipher(algorithms.AES(key), modes.XTS(iv))
-                ctx = c.encryptor() if enc else c.decryptor()
-                assert _xts_ref_unit(key, iv, data, enc) == ctx.update(data) + ctx.finalize()
-
-
 def test_backend_info():
-    assert native.BACKEND_NAME in ("libcrypto", "cryptography")
-    v = native.openssl_version()
+    assert openssl.BACKEND_NAME in ("libcrypto", "cryptography")
+    v = openssl.openssl_version()
     assert isinstance(v, str) and "SSL" in v
-    assert native.speed_loop() in ("c", "ctypes", "cryptography")
+    assert openssl.speed_loop() in ("c", "ctypes", "cryptography")
 
 
 @pytest.mark.parametrize("encrypt", [True, False], ids=["enc", "dec"])
 @pytest.mark.parametrize("name", NAMES)
-def test_against_pyca(name, encrypt):
+def test_against_oracle(name, encrypt):
     rng = random.Random(hash((name, encrypt)) & 0xFFFF)
     for n in lengths_for(name):
         key, iv = key_for(name, rng), iv_for(name, rng)
         data = rng.randbytes(n)
-        got = native.crypt(name, key, iv, data, encrypt)
+        got = openssl.crypt(name, key, iv, data, encrypt)
         assert isinstance(got, bytes)
-        assert got == ref(name, key, iv, data, encrypt), (name, n)
+        assert got == oracle.crypt(name, key, iv, data, encrypt), (name, n)
         # and the inverse gets the data back
-        assert native.crypt(name, key, iv, got, not encrypt) == data
+        assert openssl.crypt(name, key, iv, got, not encrypt) == data
 
 
 @pytest.mark.parametrize("name", ["aes-128-ecb", "aes-256-cbc", "aes-192-ctr"])
@@ -147,27 +88,27 @@ def test_input_and_output_types(name):
     rng = random.Random(7)
     key, iv = key_for(name, rng), iv_for(name, rng)
     data = rng.randbytes(256)
-    want = ref(name, key, iv, data, True)
+    want = oracle.crypt(name, key, iv, data, True)
     for d in (data, bytearray(data), memoryview(data),
               np.frombuffer(data, dtype=np.uint8).copy()):
-        assert native.crypt(name, key, iv, d, True) == want
+        assert openssl.crypt(name, key, iv, d, True) == want
     out = np.zeros(len(data), dtype=np.uint8)
-    assert native.crypt(name, key, iv, data, True, out=out) is out
+    assert openssl.crypt(name, key, iv, data, True, out=out) is out
     assert out.tobytes() == want
     # in place
     buf = np.frombuffer(bytearray(data), dtype=np.uint8)
-    native.crypt(name, key, iv, buf, True, out=buf)
+    openssl.crypt(name, key, iv, buf, True, out=buf)
     assert buf.tobytes() == want
     with pytest.raises(errors.InvalidArgument):
-        native.crypt(name, key, iv, data, True, out=np.zeros(len(data) + 1, dtype=np.uint8))
+        openssl.crypt(name, key, iv, data, True, out=np.zeros(len(data) + 1, dtype=np.uint8))
 
 
 def test_large_output_is_bytes():
     # large outputs are written straight into a fresh bytes object
     key, iv = os.urandom(16), os.urandom(16)
     data = os.urandom(300_000)
-    got = native.crypt("aes-128-ctr", key, iv, data, True, threads=1)
-    assert type(got) is bytes and got == ref("aes-128-ctr", key, iv, data, True)
+    got = openssl.crypt("aes-128-ctr", key, iv, data, True, threads=1)
+    assert type(got) is bytes and got == oracle.crypt("aes-128-ctr", key, iv, data, True)
     assert hash(got) == hash(bytes(got))
 
 
@@ -178,15 +119,15 @@ def test_bad_key_and_iv_sizes(name):
     rng = random.Random(1)
     key, iv = key_for(name, rng), iv_for(name, rng)
     with pytest.raises(errors.InvalidKeySize, match=str(len(key))):
-        native.crypt(name, key + b"x", iv, bytes(32), True)
+        openssl.crypt(name, key + b"x", iv, bytes(32), True)
     if iv is None:
         with pytest.raises(errors.InvalidIVSize, match="no IV"):
-            native.crypt(name, key, bytes(16), bytes(32), True)
+            openssl.crypt(name, key, bytes(16), bytes(32), True)
     else:
         with pytest.raises(errors.InvalidIVSize, match="16-byte"):
-            native.crypt(name, key, iv[:-1], bytes(32), True)
+            openssl.crypt(name, key, iv[:-1], bytes(32), True)
         with pytest.raises(errors.InvalidIVSize, match="16-byte"):
-            native.crypt(name, key, None, bytes(32), True)
+            openssl.crypt(name, key, None, bytes(32), True)
 
 
 @pytest.mark.parametrize("name", ["aes-128-ecb", "aes-256-cbc"])
@@ -195,7 +136,7 @@ def test_whole_blocks_required(name):
     key, iv = key_for(name, rng), iv_for(name, rng)
     for n in (1, 17, 4095):
         with pytest.raises(errors.InvalidLength):
-            native.crypt(name, key, iv, bytes(n), True)
+            openssl.crypt(name, key, iv, bytes(n), True)
 
 
 @pytest.mark.parametrize("name", XTS_NAMES)
@@ -204,58 +145,58 @@ def test_xts_short_and_equal_halves(name):
     key, iv = key_for(name, rng), iv_for(name, rng)
     for n in (0, 1, 15):
         with pytest.raises(errors.InvalidLength):
-            native.crypt(name, key, iv, bytes(n), True)
+            openssl.crypt(name, key, iv, bytes(n), True)
     half = key[: len(key) // 2]
     with pytest.raises(errors.InvalidKey):
-        native.crypt(name, half + half, iv, bytes(32), True)
+        openssl.crypt(name, half + half, iv, bytes(32), True)
     with pytest.raises(errors.InvalidKey):
-        native.crypt(name, half + half, None, bytes(1024), True, sector_size=512)
+        openssl.crypt(name, half + half, None, bytes(1024), True, sector_size=512)
 
 
 def test_unknown_cipher_and_bad_args():
     with pytest.raises(errors.UnsupportedCipher):
-        native.crypt("aes-128-foo", bytes(16), bytes(16), bytes(16), True)
+        openssl.crypt("aes-128-foo", bytes(16), bytes(16), bytes(16), True)
     if "aes-192-xts" not in registry.names():  # IEEE 1619 has no XTS-AES-192
         with pytest.raises(errors.UnsupportedCipher):
-            native.crypt("aes-192-xts", bytes(48), bytes(16), bytes(16), True)
+            openssl.crypt("aes-192-xts", bytes(48), bytes(16), bytes(16), True)
     with pytest.raises(errors.InvalidArgument):
-        native.crypt("aes-128-ctr", bytes(16), bytes(16), bytes(16), True, threads=0)
+        openssl.crypt("aes-128-ctr", bytes(16), bytes(16), bytes(16), True, threads=0)
     with pytest.raises(errors.InvalidArgument):
-        native.crypt("aes-128-ctr", bytes(16), bytes(16), bytes(16), True, sector_size=512)
+        openssl.crypt("aes-128-ctr", bytes(16), bytes(16), bytes(16), True, sector_size=512)
     with pytest.raises(errors.InvalidArgument):
-        native.crypt("aes-128-ctr", bytes(16), bytes(16), "text", True)
+        openssl.crypt("aes-128-ctr", bytes(16), bytes(16), "text", True)
 
 
 def test_openssl_error_becomes_device_error():
     # OpenSSL 3 refuses an XTS data unit of more than 2**20 blocks; that error is reported
-    if native.BACKEND_NAME != "libcrypto":
+    if openssl.BACKEND_NAME != "libcrypto":
         pytest.skip("needs libcrypto")
     key = os.urandom(32)
     data = np.zeros((16 << 20) + 16, dtype=np.uint8)
-    if not native.openssl_version().startswith("OpenSSL 3"):
+    if not openssl.openssl_version().startswith("OpenSSL 3"):
         pytest.skip("the data-unit limit is OpenSSL 3's")
     # (the requests refuse such a unit before OpenSSL sees it: the EVP layer is called directly)
     out = np.empty_like(data)
-    ctx = native._Ctx("aes-128-xts", key, bytes(16), True)
+    ctx = contexts.Ctx("aes-128-xts", key, bytes(16), True)
     try:
         with pytest.raises(errors.DeviceError, match="EVP_CipherUpdate failed: error:"):
             ctx.process(data, out, 0, data.size)
     finally:
         ctx.free()
     # the error queue was drained: the next call works
-    assert native.crypt("aes-128-xts", key, bytes(16), data[:4096], True)
+    assert openssl.crypt("aes-128-xts", key, bytes(16), data[:4096], True)
     tweaks = np.zeros((1, 16), np.uint8)
     for loop in (None, False):  # the C loop (if any) and the ctypes loop report it too
-        if loop is None and native._loop() is None:
+        if loop is None and libcrypto.c_loop() is None:
             continue
-        saved, native._LOOP = native._LOOP, (native._LOOP if loop is None else False)
-        ctx = native._Ctx("aes-128-xts", key, None, True)
+        saved, libcrypto._LOOP = libcrypto._LOOP, (libcrypto._LOOP if loop is None else False)
+        ctx = contexts.Ctx("aes-128-xts", key, None, True)
         try:
             with pytest.raises(errors.DeviceError, match="EVP_Cipher.*failed: error:"):
                 ctx.xts_units(tweaks, 0, data, out, 0, data.size, data.size)
         finally:
             ctx.free()
-            native._LOOP = saved
+            libcrypto._LOOP = saved
 
 
 # ----------------------------------------------------------------------------------- threads
@@ -273,12 +214,12 @@ def _ctr_ivs():
 @pytest.mark.parametrize("encrypt", [True, False], ids=["enc", "dec"])
 def test_ctr_threads_full_carry(encrypt):
     n = 4 * MIB + 5
-    assert len(native._split(n, 16, 4)) == 4  # the multi-threaded path is taken
+    assert len(workers.split(n, 16, 4)) == 4  # the multi-threaded path is taken
     data = os.urandom(n)
     for iv in _ctr_ivs():
         key = os.urandom(16)
-        got = native.crypt("aes-128-ctr", key, iv, data, encrypt, threads=4)
-        assert got == ref("aes-128-ctr", key, iv, data, encrypt), iv.hex()
+        got = openssl.crypt("aes-128-ctr", key, iv, data, encrypt, threads=4)
+        assert got == oracle.crypt("aes-128-ctr", key, iv, data, encrypt), iv.hex()
 
 
 @pytest.mark.parametrize("name", ["aes-256-ecb", "aes-128-cbc"])
@@ -287,32 +228,76 @@ def test_block_modes_threads(name):
     data = os.urandom(n)
     key, iv = os.urandom(len(key_for(name, random.Random(0)))), iv_for(name, random.Random(5))
     for encrypt in (True, False):
-        want = ref(name, key, iv, data, encrypt)
-        assert native.crypt(name, key, iv, data, encrypt, threads=4) == want
+        want = oracle.crypt(name, key, iv, data, encrypt)
+        assert openssl.crypt(name, key, iv, data, encrypt, threads=4) == want
         # in place, threaded (CBC decryption must read chaining blocks before they are overwritten)
         buf = np.frombuffer(bytearray(data), dtype=np.uint8)
-        native.crypt(name, key, iv, buf, encrypt, threads=3, out=buf)
+        openssl.crypt(name, key, iv, buf, encrypt, threads=3, out=buf)
         assert buf.tobytes() == want
 
 
 def test_split():
-    assert native._split(100, 16, 8) == [(0, 100)]
-    parts = native._split(4 * MIB + 5, 16, 3)
+    assert workers.split(100, 16, 8) == [(0, 100)]
+    parts = workers.split(4 * MIB + 5, 16, 3)
     assert len(parts) == 3 and sum(p[1] for p in parts) == 4 * MIB + 5
     assert all(off % 16 == 0 for off, _ in parts)
     assert all(a[0] + a[1] == b[0] for a, b in zip(parts, parts[1:]))
-    assert native._split(MIB * 3, 4 * MIB, 4) == [(0, MIB * 3)]
+    assert workers.split(MIB * 3, 4 * MIB, 4) == [(0, MIB * 3)]
+
+
+def _worker_until_cancelled(left: list):
+    """A job that stays busy until its run is cancelled, then takes 50 ms more to leave."""
+    def job(cancel):
+        deadline = time.monotonic() + 5
+        while not cancel.is_set() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(0.05)
+        left.append("cancelled" if cancel.is_set() else "timed out")
+    return job
+
+
+def test_run_all_failure_cancels_and_waits():
+    # a failing job cancels the others, and run_all raises only after every worker has left
+    left = []
+    started = threading.Event()
+    busy = _worker_until_cancelled(left)
+
+    def worker(cancel):
+        started.set()
+        busy(cancel)
+
+    def failing(cancel):
+        started.wait(5)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        workers.run_all([failing, worker])
+    assert left == ["cancelled"]
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_run_all_interrupted_while_waiting():
+    # an interrupt that arrives while the calling thread waits for the workers cancels them and
+    # is raised only once they have left (the contexts are freed right after)
+    assert threading.current_thread() is threading.main_thread()
+    left = []
+
+    def on_alarm(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            workers.run_all([lambda cancel: None, _worker_until_cancelled(left),
+                             _worker_until_cancelled(left)])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert left == ["cancelled", "cancelled"]
 
 
 # ----------------------------------------------------------------------------------- XTS sectors
-
-def _xts_sectors_ref(key, data, sector, start, encrypt):
-    out = []
-    for i, off in enumerate(range(0, len(data), sector)):
-        tweak = ((start + i) % (1 << 128)).to_bytes(16, "little")
-        out.append(ref(f"aes-{len(key) * 4}-xts", key, tweak, data[off: off + sector], encrypt))
-    return b"".join(out)
-
 
 @pytest.mark.parametrize("name", XTS_NAMES)
 @pytest.mark.parametrize("encrypt", [True, False], ids=["enc", "dec"])
@@ -324,30 +309,31 @@ def test_xts_sectors(name, encrypt, loop):
                              (512, 100, (1 << 128) - 1),
                              (25, 25 * 7 + 16, 3), (500, 500 * 4 + 30, 0)]:  # unaligned units
         data = rng.randbytes(n)
-        got = native.crypt(name, key, None, data, encrypt, sector_size=sector, start_sector=start)
-        assert got == _xts_sectors_ref(key, data, sector, start, encrypt), (sector, n, start)
+        got = openssl.crypt(name, key, None, data, encrypt, sector_size=sector, start_sector=start)
+        want = oracle.crypt(name, key, None, data, encrypt, sector_size=sector, start_sector=start)
+        assert got == want, (sector, n, start)
 
 
 @pytest.mark.parametrize("name", ["aes-128-xts", "aes-256-xts"])
 def test_xts_sectors_threads(name, monkeypatch, loop):
-    monkeypatch.setattr(native, "MIN_CHUNK", 64 << 10)
-    monkeypatch.setattr(native, "_XTS_CTYPES_THREAD_MIN_UNIT", 4096)
+    monkeypatch.setattr(workers, "MIN_CHUNK", 64 << 10)
+    monkeypatch.setattr(xts, "CTYPES_THREAD_MIN_UNIT", 4096)
     key = key_for(name, random.Random(9))
     data = os.urandom(4096 * 64 + 48)
     start = 12345
-    want = _xts_sectors_ref(key, data, 4096, start, True)
-    got = native.crypt(name, key, None, data, True, sector_size=4096, start_sector=start,
-                       threads=3)
-    assert got == want
-    back = native.crypt(name, key, None, want, False, sector_size=4096, start_sector=start,
+    want = oracle.crypt(name, key, None, data, True, sector_size=4096, start_sector=start)
+    got = openssl.crypt(name, key, None, data, True, sector_size=4096, start_sector=start,
                         threads=3)
+    assert got == want
+    back = openssl.crypt(name, key, None, want, False, sector_size=4096, start_sector=start,
+                         threads=3)
     assert back == data
 
 
-def test_xts_from_ecb_192_against_model(monkeypatch):
+def test_xts_from_ecb_192_against_oracle(monkeypatch):
     # the ECB-composed XTS (for registered XTS names OpenSSL lacks) with a key size OpenSSL has
-    # no XTS for, against the test's own model, per unit and in sector mode
-    monkeypatch.setattr(native, "_XTS_ECB_BATCH", 1024)
+    # no XTS for, against the oracle (its XTS composed over AES-192 ECB), per unit and in sectors
+    monkeypatch.setattr(xts, "ECB_BATCH", 1024)
     spec = registry.CipherSpec("aes-192-xts", registry.lookup("aes-192-ecb").algorithm, 24, modes_.XTS)
     rng = random.Random(12)
     key = rng.randbytes(48)
@@ -356,22 +342,17 @@ def test_xts_from_ecb_192_against_model(monkeypatch):
         iv = rng.randbytes(16) if sector is None else None
         data = rng.randbytes(n)
         for encrypt in (True, False):
-            if sector is None:
-                want = _xts_ref_unit(key, iv, data, encrypt)
-            else:
-                want = b"".join(
-                    _xts_ref_unit(key, (9 + i).to_bytes(16, "little"),
-                                  data[off: off + sector], encrypt)
-                    for i, off in enumerate(range(0, n, sector)))
+            want = oracle.crypt(spec, key, iv, data, encrypt, sector_size=sector,
+                                start_sector=9 if sector else None)
             dst = np.zeros(n, dtype=np.uint8)
-            native._xts_from_ecb(spec, key, iv, np.frombuffer(data, dtype=np.uint8), dst,
-                                 encrypt, 2, sector, 9)
+            xts.from_ecb(spec, key, iv, np.frombuffer(data, dtype=np.uint8), dst, encrypt, 2,
+                         sector, 9)
             assert dst.tobytes() == want, (sector, n, encrypt)
 
 
 def test_xts_from_ecb_matches_openssl(monkeypatch):
     # the ECB-composed XTS agrees with OpenSSL's XTS where OpenSSL has one
-    monkeypatch.setattr(native, "_XTS_ECB_BATCH", 2048)  # several batches
+    monkeypatch.setattr(xts, "ECB_BATCH", 2048)  # several batches
     for name in XTS_NAMES:
         spec = registry.lookup(name)
         key = key_for(name, random.Random(11))
@@ -380,26 +361,26 @@ def test_xts_from_ecb_matches_openssl(monkeypatch):
                               (40, 40 * 6 + 20, None)]:
             data = os.urandom(n)
             for encrypt in (True, False):
-                want = native.crypt(name, key, iv, data, encrypt, sector_size=sector,
-                                    start_sector=3)
+                want = openssl.crypt(name, key, iv, data, encrypt, sector_size=sector,
+                                     start_sector=3)
                 dst = np.zeros(n, dtype=np.uint8)
-                native._xts_from_ecb(spec, key, iv, np.frombuffer(data, dtype=np.uint8), dst,
-                                     encrypt, 2, sector, 3)
+                xts.from_ecb(spec, key, iv, np.frombuffer(data, dtype=np.uint8), dst,
+                             encrypt, 2, sector, 3)
                 assert dst.tobytes() == want, (name, sector, n, encrypt)
 
 
 def test_xts_sector_errors():
     key = os.urandom(32)
     with pytest.raises(errors.InvalidIVSize):
-        native.crypt("aes-128-xts", key, bytes(16), bytes(1024), True, sector_size=512)
+        openssl.crypt("aes-128-xts", key, bytes(16), bytes(1024), True, sector_size=512)
     with pytest.raises(errors.InvalidArgument):
-        native.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=15)
+        openssl.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=15)
     with pytest.raises(errors.InvalidArgument):
-        native.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=0)
+        openssl.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=0)
     with pytest.raises(errors.InvalidLength):  # the last sector is 8 bytes
-        native.crypt("aes-128-xts", key, None, bytes(1032), True, sector_size=512)
+        openssl.crypt("aes-128-xts", key, None, bytes(1032), True, sector_size=512)
     with pytest.raises(errors.InvalidArgument):
-        native.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=512, start_sector=-1)
+        openssl.crypt("aes-128-xts", key, None, bytes(1024), True, sector_size=512, start_sector=-1)
 
 
 # ----------------------------------------------------------------------------------- streams
@@ -422,8 +403,8 @@ def test_session_pieces(name):
     unit = sector or 16
     data = rng.randbytes(unit * 60)
     for encrypt in (True, False):
-        want = native.crypt(name, key, iv, data, encrypt, sector_size=sector,
-                            start_sector=7 if sector else 0)
+        want = openssl.crypt(name, key, iv, data, encrypt, sector_size=sector,
+                             start_sector=7 if sector else 0)
         req = make_request(spec, key, iv, encrypt, sector_size=sector,
                            start_sector=7 if sector else None)
         got, pos, chain = [], 0, None
@@ -444,36 +425,37 @@ def test_session_pieces(name):
 @pytest.mark.parametrize("name,size,threads", [("aes-128-ctr", 16384, 1), ("aes-256-xts", 4096, 2),
                                                ("aes-128-cbc", 16, 1)])
 def test_speed(name, size, threads, loop):
-    bps = native.speed(name, size, threads=threads, seconds=0.05)
+    bps = openssl.speed(name, size, threads=threads, seconds=0.05)
     assert bps > 0
 
 
 def test_speed_bad_size():
     with pytest.raises(errors.InvalidLength):
-        native.speed("aes-128-cbc", 17, seconds=0.01)
+        openssl.speed("aes-128-cbc", 17, seconds=0.01)
     with pytest.raises(errors.InvalidLength):
-        native.speed("aes-128-xts", 8, seconds=0.01)
+        openssl.speed("aes-128-xts", 8, seconds=0.01)
 
 
 # ----------------------------------------------------------------------------------- fallback
 
 def test_cryptography_fallback(monkeypatch):
-    monkeypatch.setattr(native, "_Ctx", native._PycaCtx)
-    monkeypatch.setattr(native, "MIN_CHUNK", 4096)
+    monkeypatch.setattr(contexts, "Ctx", contexts.PycaCtx)
+    monkeypatch.setattr(workers, "MIN_CHUNK", 4096)
     rng = random.Random(16)
     for name in NAMES:
         for n in lengths_for(name)[-2:]:
             key, iv = key_for(name, rng), iv_for(name, rng)
             data = rng.randbytes(n)
             for encrypt in (True, False):
-                got = native.crypt(name, key, iv, data, encrypt, threads=2)
-                assert got == ref(name, key, iv, data, encrypt), (name, n, encrypt)
+                got = openssl.crypt(name, key, iv, data, encrypt, threads=2)
+                assert got == oracle.crypt(name, key, iv, data, encrypt), (name, n, encrypt)
     key = key_for("aes-256-xts", rng)
     data = rng.randbytes(512 * 20 + 32)
-    got = native.crypt("aes-256-xts", key, None, data, True, sector_size=512, start_sector=5,
-                       threads=2)
-    assert got == _xts_sectors_ref(key, data, 512, 5, True)
-    assert native.speed("aes-128-ctr", 4096, seconds=0.02) > 0
+    got = openssl.crypt("aes-256-xts", key, None, data, True, sector_size=512, start_sector=5,
+                        threads=2)
+    assert got == oracle.crypt("aes-256-xts", key, None, data, True, sector_size=512,
+                               start_sector=5)
+    assert openssl.speed("aes-128-ctr", 4096, seconds=0.02) > 0
 
 
 # ----------------------------------------------------------------------------------- openssl CLI
@@ -494,4 +476,4 @@ def test_openssl_cli(name, n, encrypt):
     if not encrypt:
         cmd.append("-d")
     res = subprocess.run(cmd, input=data, capture_output=True, check=True)
-    assert native.crypt(name, key, iv, data, encrypt) == res.stdout
+    assert openssl.crypt(name, key, iv, data, encrypt) == res.stdout

@@ -1,0 +1,280 @@
+"""libcrypto through ctypes: loading and declaring it, EVP cipher lookup (cached), the error
+queue, the OpenSSL version, and the optional C helper loop.
+
+The system ``libcrypto`` is called through :mod:`ctypes`.  ctypes releases the GIL for the
+duration of every foreign call, so worker threads encrypt in parallel.  When no libcrypto can be
+loaded, :data:`LIB` is None and the contexts fall back to pyca ``cryptography``
+(``contexts.PycaCtx``); :data:`BACKEND_NAME` says which one is in use.
+
+Loops that make one EVP call per small buffer (``speed``, per-sector XTS) run in a tiny C helper
+compiled once with the system C compiler when there is one (see :func:`speed_loop`); Python-level
+ctypes calls cost more than OpenSSL's work on a small buffer.
+
+Environment: ``CIPHERGRID_NATIVE_BACKEND=cryptography`` forces the pyca fallback;
+``CIPHERGRID_NATIVE_LOOP=ctypes`` disables the C helper; the helper is cached in
+``ciphergrid.settings.cache_dir()`` (``CIPHERGRID_CACHE_DIR``, default
+``$XDG_CACHE_HOME/ciphergrid`` or ``~/.cache/ciphergrid``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+import threading
+
+from ...errors import DeviceError, UnsupportedCipher
+
+__all__ = ["BACKEND_NAME", "LIB", "MAX_UPDATE", "openssl_version", "speed_loop"]
+
+#: largest length passed to one EVP_CipherUpdate (its length argument is a C int)
+MAX_UPDATE = 1 << 30
+
+_c_int_p = ctypes.POINTER(ctypes.c_int)
+
+
+def _load_libcrypto():
+    if os.environ.get("CIPHERGRID_NATIVE_BACKEND", "").strip().lower() == "cryptography":
+        return None
+    names = []
+    found = ctypes.util.find_library("crypto")
+    if found:
+        names.append(found)
+    names += ["libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so", "libcrypto.3.dylib",
+              "libcrypto.dylib"]
+    for libname in names:
+        try:
+            lib = ctypes.CDLL(libname)
+        except OSError:
+            continue
+        try:
+            _declare(lib)
+        except AttributeError:
+            continue  # too old (or not OpenSSL): missing symbols
+        return lib
+    return None
+
+
+def _declare(lib) -> None:
+    vp, i = ctypes.c_void_p, ctypes.c_int
+    lib.EVP_CIPHER_CTX_new.restype = vp
+    lib.EVP_CIPHER_CTX_new.argtypes = ()
+    lib.EVP_CIPHER_CTX_free.restype = None
+    lib.EVP_CIPHER_CTX_free.argtypes = (vp,)
+    lib.EVP_CipherInit_ex.restype = i
+    lib.EVP_CipherInit_ex.argtypes = (vp, vp, vp, vp, vp, i)
+    lib.EVP_CIPHER_CTX_set_padding.restype = i
+    lib.EVP_CIPHER_CTX_set_padding.argtypes = (vp, i)
+    lib.EVP_CipherUpdate.restype = i
+    lib.EVP_CipherUpdate.argtypes = (vp, vp, _c_int_p, vp, i)
+    lib.EVP_CipherFinal_ex.restype = i
+    lib.EVP_CipherFinal_ex.argtypes = (vp, vp, _c_int_p)
+    lib.ERR_get_error.restype = ctypes.c_ulong
+    lib.ERR_get_error.argtypes = ()
+    lib.ERR_error_string_n.restype = None
+    lib.ERR_error_string_n.argtypes = (ctypes.c_ulong, ctypes.c_char_p, ctypes.c_size_t)
+    try:  # OpenSSL 3: explicit fetch from the default provider
+        lib.EVP_CIPHER_fetch.restype = vp
+        lib.EVP_CIPHER_fetch.argtypes = (vp, ctypes.c_char_p, ctypes.c_char_p)
+    except AttributeError:
+        pass
+    lib.EVP_get_cipherbyname.restype = vp
+    lib.EVP_get_cipherbyname.argtypes = (ctypes.c_char_p,)
+    try:
+        lib.OpenSSL_version.restype = ctypes.c_char_p
+        lib.OpenSSL_version.argtypes = (i,)
+    except AttributeError:
+        pass
+
+
+LIB = _load_libcrypto()
+
+
+def _raw_functions():
+    """The hot-loop functions again, without argtypes: called with prebuilt ctypes objects,
+    which skips the per-call argument conversion."""
+    if LIB is None:
+        return None
+    raw = ctypes.CDLL(LIB._name)
+    for fn in (raw.EVP_CipherInit_ex, raw.EVP_CipherUpdate):
+        fn.restype = ctypes.c_int
+    return raw
+
+
+RAW = _raw_functions()
+
+#: "libcrypto" (system OpenSSL through ctypes) or "cryptography" (pyca fallback)
+BACKEND_NAME = "libcrypto" if LIB is not None else "cryptography"
+
+
+def openssl_version() -> str:
+    """Version text of the OpenSSL in use, e.g. ``"OpenSSL 3.0.13 30 Jan 2024"``."""
+    if LIB is not None and hasattr(LIB, "OpenSSL_version"):
+        return LIB.OpenSSL_version(0).decode("ascii", "replace")
+    from cryptography.hazmat.backends.openssl import backend
+
+    return backend.openssl_version_text()
+
+
+def openssl_errors() -> str:
+    """Drain this thread's OpenSSL error queue into one string."""
+    msgs = []
+    buf = ctypes.create_string_buffer(256)
+    while True:
+        code = LIB.ERR_get_error()
+        if not code:
+            break
+        LIB.ERR_error_string_n(code, buf, len(buf))
+        msgs.append(buf.value.decode("ascii", "replace"))
+    return "; ".join(msgs) or "no OpenSSL error queued"
+
+
+def fail(what: str, exc=DeviceError):
+    """Raise ``exc`` for a failed OpenSSL call, with the error queue drained into its message."""
+    raise exc(f"OpenSSL {what} failed: {openssl_errors()}")
+
+
+_CIPHERS: dict[str, int] = {}
+_CIPHERS_LOCK = threading.Lock()
+
+
+def evp_cipher(evp_name: str) -> int:
+    """EVP_CIPHER pointer for a name (cached for the life of the process), or UnsupportedCipher."""
+    ptr = _CIPHERS.get(evp_name)
+    if ptr:
+        return ptr
+    with _CIPHERS_LOCK:
+        ptr = _CIPHERS.get(evp_name)
+        if ptr:
+            return ptr
+        raw = evp_name.encode("ascii")
+        ptr = None
+        if hasattr(LIB, "EVP_CIPHER_fetch"):
+            ptr = LIB.EVP_CIPHER_fetch(None, raw, None)
+        if not ptr:
+            ptr = LIB.EVP_get_cipherbyname(raw)
+        if not ptr:
+            openssl_errors()  # clear the queue
+            raise UnsupportedCipher(f"OpenSSL ({openssl_version()}) has no cipher {evp_name!r}")
+        _CIPHERS[evp_name] = ptr
+        return ptr
+
+
+# --- optional C loop --------------------------------------------------------------------------
+#
+# A ctypes call costs ~0.5 us, which is more than OpenSSL needs for a small buffer (~25 ns for
+# 16 bytes, ~150 ns for 1 KiB with AES-NI), and every call releases and retakes the GIL, so
+# threads convoy on it.  ``openssl speed`` and per-sector XTS make one EVP call per small buffer;
+# to measure OpenSSL and not Python, those two loops run in a tiny C helper when a C compiler is
+# available (built once, cached).  The helper takes the EVP functions as pointers (no headers, no
+# link flags).  Without a compiler the same loops run in Python through ctypes (slower for small
+# buffers); :func:`speed_loop` says which one is in use.
+
+_LOOP_SRC = r"""
+typedef int (*cg_upd_t)(void *, unsigned char *, int *, const unsigned char *, int);
+typedef int (*cg_init_t)(void *, const void *, void *, const unsigned char *,
+                         const unsigned char *, int);
+
+/* iters in-place updates of buf[0:size]; returns iters, or -(i+1) if update i failed */
+long long cg_spin(cg_upd_t upd, void *ctx, unsigned char *buf, int size, long long iters)
+{
+    int outl;
+    long long i;
+    for (i = 0; i < iters; i++)
+        if (upd(ctx, buf, &outl, buf, size) != 1 || outl != size)
+            return -(i + 1);
+    return iters;
+}
+
+/* XTS data units of `unit` bytes over src[0:n] -> dst (the last may be shorter); unit k's tweak
+   is tweaks[16k:16k+16]; returns the number of units, or -(k+1) if unit k failed */
+long long cg_xts_units(cg_init_t init, cg_upd_t upd, void *ctx, const unsigned char *tweaks,
+                       const unsigned char *src, unsigned char *dst, long long n, int unit)
+{
+    long long pos = 0, k = 0;
+    int outl, m;
+    while (pos < n) {
+        m = (n - pos >= unit) ? unit : (int)(n - pos);
+        if (init(ctx, 0, 0, 0, tweaks + 16 * k, -1) != 1)
+            return -(k + 1);
+        if (upd(ctx, dst + pos, &outl, src + pos, m) != 1 || outl != m)
+            return -(k + 1);
+        pos += m;
+        k++;
+    }
+    return k;
+}
+"""
+
+_LOOP = None          # the loaded helper (ctypes CDLL), or False when it cannot be had
+_LOOP_LOCK = threading.Lock()
+
+
+def _build_loop():
+    import hashlib
+    import platform
+    import shutil
+    import subprocess
+    import tempfile
+
+    if os.environ.get("CIPHERGRID_NATIVE_LOOP", "").strip().lower() == "ctypes":
+        return None
+    cc = None
+    for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cand and shutil.which(cand):
+            cc = shutil.which(cand)
+            break
+    if cc is None:
+        return None
+    tag = hashlib.sha256(
+        (_LOOP_SRC + platform.machine() + sys.platform + cc).encode()).hexdigest()[:16]
+    suffix = ".dylib" if sys.platform == "darwin" else ".so"
+    from ...settings import cache_dir
+
+    d = cache_dir()
+    path = os.path.join(d, f"native_loop_{tag}{suffix}")
+    if not os.path.exists(path):
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            src = os.path.join(tmp, "loop.c")
+            with open(src, "w") as f:
+                f.write(_LOOP_SRC)
+            obj = os.path.join(tmp, "loop" + suffix)
+            res = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", obj, src],
+                                 capture_output=True, timeout=60)
+            if res.returncode != 0:
+                return None
+            os.replace(obj, path)  # atomic: concurrent builders leave one good file
+    lib = ctypes.CDLL(path)
+    vp, ll, i = ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int
+    lib.cg_spin.restype = ll
+    lib.cg_spin.argtypes = (vp, vp, vp, i, ll)
+    lib.cg_xts_units.restype = ll
+    lib.cg_xts_units.argtypes = (vp, vp, vp, vp, vp, vp, ll, i)
+    return lib
+
+
+def c_loop():
+    """The C loop helper, or None (no compiler, or disabled with CIPHERGRID_NATIVE_LOOP=ctypes)."""
+    global _LOOP
+    if _LOOP is None:
+        with _LOOP_LOCK:
+            if _LOOP is None:
+                try:
+                    _LOOP = _build_loop() or False
+                except Exception:  # noqa: BLE001 - any failure: use the ctypes loops
+                    _LOOP = False
+    return _LOOP or None
+
+
+def speed_loop() -> str:
+    """How :func:`speed` and per-sector XTS drive OpenSSL: ``"c"`` (compiled helper loop),
+    ``"ctypes"`` (one Python-level call per buffer) or ``"cryptography"`` (pyca fallback)."""
+    if LIB is None:
+        return "cryptography"
+    return "c" if c_loop() is not None else "ctypes"
+
+
+def fn_addr(fn) -> int:
+    """The address of a ctypes foreign function (what the C loop takes)."""
+    return ctypes.cast(fn, ctypes.c_void_p).value

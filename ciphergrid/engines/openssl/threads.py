@@ -1,0 +1,101 @@
+"""The OpenSSL engine's threads: one pool for the process, runs of jobs that share a cancel event,
+and the cut of a message into parts for them.
+
+A job is a callable ``job(cancel)`` that looks at ``cancel`` (a threading.Event) between steps of
+at most :data:`STEP` bytes (:func:`check_cancel`); :func:`run_all` returns only when no job of its
+run is inside OpenSSL any more, interrupted or not, so the callers may free the EVP contexts right
+after.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
+
+#: smallest amount of work (bytes) given to one thread; smaller inputs run in the calling thread
+MIN_CHUNK = 1 << 20
+#: bytes a worker processes between two looks at its run's cancel flag (an interrupt stops every
+#: worker within one step, ~10-30 ms, before the contexts are freed)
+STEP = 32 << 20
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < workers:
+            old = _POOL
+            _POOL_SIZE = max(workers, os.cpu_count() or 1)
+            _POOL = ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="cg-native")
+            if old is not None:
+                old.shutdown(wait=False)
+        return _POOL
+
+
+class Cancelled(Exception):
+    """A worker stopped because its run was cancelled (another part failed, or an interrupt)."""
+
+
+def check_cancel(cancel) -> None:
+    """Raise :class:`Cancelled` when ``cancel`` (a threading.Event, or None) is set."""
+    if cancel is not None and cancel.is_set():
+        raise Cancelled()
+
+
+def run_all(jobs) -> None:
+    """Run callables ``job(cancel)``: the first in this thread, the rest on the pool; wait for
+    all, then raise the first error.
+
+    A failure or an interrupt (KeyboardInterrupt, a signal turned into an exception) sets
+    ``cancel``: the other workers stop at their next step.  This returns only when no worker is
+    inside OpenSSL any more, even when interrupted while waiting: the callers free the EVP
+    contexts right after, and the interpreter may be about to exit."""
+    cancel = threading.Event()
+    if len(jobs) == 1:
+        jobs[0](cancel)
+        return
+    pool = _pool(len(jobs) - 1)
+    futures = [pool.submit(j, cancel) for j in jobs[1:]]
+    first_exc = None
+    try:
+        jobs[0](cancel)
+    except BaseException as e:  # noqa: BLE001 - re-raised after the others stopped
+        first_exc = e
+        cancel.set()
+    while True:
+        try:
+            wait(futures)
+            break
+        except BaseException as e:  # noqa: BLE001 - interrupted while waiting: wait again
+            cancel.set()
+            if first_exc is None:
+                first_exc = e
+    if first_exc is not None:
+        raise first_exc
+    for f in futures:
+        f.result()
+
+
+def split(n: int, unit: int, threads: int, min_chunk: int | None = None) -> list[tuple[int, int]]:
+    """Cut n bytes into (offset, length) parts on ``unit`` boundaries, each >= min_chunk
+    (except when there is only one), at most ``threads`` of them; a tail shorter than ``unit``
+    goes with the last part."""
+    min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
+    nfull = n // unit
+    parts = min(threads, max(1, n // max(1, min_chunk)), max(1, nfull))
+    if parts <= 1:
+        return [(0, n)]
+    base, extra = divmod(nfull, parts)
+    out = []
+    off = 0
+    for k in range(parts):
+        length = (base + (1 if k < extra else 0)) * unit
+        out.append((off, length))
+        off += length
+    last_off, last_len = out[-1]
+    out[-1] = (last_off, last_len + (n - off))
+    return out
