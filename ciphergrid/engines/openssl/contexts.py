@@ -159,7 +159,7 @@ class EvpCtx:
 # --- pyca cryptography fallback (same interface as EvpCtx) --------------------------------------
 
 def pyca_mode(evp_name: str):
-    """(algorithm class, mode name) for pyca, or None when pyca lacks the cipher."""
+    """(algorithm class, Mode) for pyca, or None when pyca lacks the cipher."""
     try:
         spec = registry.lookup(evp_name)
     except UnsupportedCipher:
@@ -172,7 +172,7 @@ def pyca_mode(evp_name: str):
         return None
     if spec.mode.key_count == 2 and spec.key_size not in (16, 32):
         return None
-    return alg, spec.mode.name
+    return alg, spec.mode
 
 
 class PycaCtx:
@@ -186,14 +186,14 @@ class PycaCtx:
         self.alg = alg(bytes(key))
         self.encrypt = encrypt
         self.ctx = None
-        if iv is not None or self.mode == "ecb":
+        if iv is not None or self.mode.iv_len(16) == 0:  # (ECB: no IV to wait for)
             self.set_iv(iv)
 
     def set_iv(self, iv: bytes | None) -> None:
         from cryptography.hazmat.primitives.ciphers import Cipher, modes
 
         mode = {"ecb": lambda _: modes.ECB(), "cbc": modes.CBC, "ctr": modes.CTR,
-                "xts": modes.XTS}[self.mode](None if iv is None else bytes(iv))
+                "xts": modes.XTS}[self.mode.name](None if iv is None else bytes(iv))
         try:
             c = Cipher(self.alg, mode)
             self.ctx = c.encryptor() if self.encrypt else c.decryptor()
