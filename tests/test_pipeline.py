@@ -512,6 +512,52 @@ def test_tuning_cache_written_honoured_and_overridden(cl, monkeypatch, tmp_path)
     assert chunking.resolve(info).source == "default"
 
 
+def test_settings_objects_override_the_environment(cl, rng, ref, tmp_path, monkeypatch):
+    """A TransferSettings handed to the transfer layer is used as it is: the environment (even a
+    malformed variable) does not matter to that caller."""
+    import dataclasses
+
+    from ciphergrid.program import KeyedProgram
+
+    monkeypatch.setenv(settings.ENV_CHUNK, "8Ki")
+    monkeypatch.setenv(settings.ENV_DEPTH, "2")
+    monkeypatch.setenv(settings.ENV_HOST_THREADS, "3")
+    opts = dataclasses.replace(settings.TransferSettings(), chunk_bytes=16 * KiB, depth=3,
+                               host_threads=2, tuning_cache=str(tmp_path / "mine.json"),
+                               autotune=False, stream_mmap="0")
+    p = driver.Pipeline(cl.backend, settings=opts)
+    assert (p.chunk_bytes, p.depth, p.threads, p.settings_source) == (16 * KiB, 3, 2, "environment")
+    assert driver.Pipeline(cl.backend).chunk_bytes == 8 * KiB  # None: the environment's
+    monkeypatch.setenv(settings.ENV_DEPTH, "many")
+    with pytest.raises(InvalidArgument):
+        driver.Pipeline(cl.backend)
+    with runs.pipeline_for(cl.backend, settings=opts) as pipe:
+        assert pipe.settings is opts and (pipe.chunk_bytes, pipe.depth) == (16 * KiB, 3)
+    data = np.frombuffer(rng.data(100_000), np.uint8)
+    assert np.array_equal(runs.copy(cl.backend, data, settings=opts), data)
+    name = "aes-128-ctr"
+    key, iv = rng.key(name), rng.iv(name)
+    pt = rng.data(70_000 + 5)
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.write_bytes(pt)
+    req = make_request(registry.lookup(name), key, iv, True)
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        assert runs.stream_crypt(cl.backend, req, fi, fo, settings=opts) == len(pt)
+    assert dst.read_bytes() == ref.encrypt(pt, name, key, iv)
+    res = autotune.autotune(cl.backend, quick=True, chunks=[4 * KiB], depths=[2],
+                            total_bytes=32 * KiB, settings=opts)
+    assert res["path"] == str(tmp_path / "mine.json")
+    assert chunking.cached(cl.device, opts)["chunk_bytes"] == 4 * KiB
+    assert chunking.resolve(cl.device, settings=dataclasses.replace(opts, depth=None)).source == \
+        "environment+cache"
+    with KeyedProgram(cl.backend, req) as kp:
+        pipe = driver.Pipeline(cl.backend, settings=dataclasses.replace(opts, stream_mmap="1"))
+        with open(src, "rb") as fi, open(dst, "w+b") as fo:
+            pipe.stream(driver.CipherJob(kp), fi, fo)
+        pipe.close()
+    assert dst.read_bytes() == ref.encrypt(pt, name, key, iv)
+
+
 # --------------------------------------------------------------------------- the CLI
 def cli(*args, input=None, cwd=None, env_extra=None):
     env = dict(os.environ)
