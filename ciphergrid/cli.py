@@ -218,7 +218,7 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
         if streams:
             prefault = None
             if r.engine.kind == "device" and out.kind == "replace":
-                from .pipeline import prefault_output
+                from .transfer.files import prefault_output
 
                 prefault = prefault_output(out.fd, n)  # a new output on a RAM disk: faulted in
             try:
@@ -249,13 +249,13 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
 
 def _pipeline_flags(args):
     """--chunk-size / --depth, validated; handed to the pipeline (None: the device's tuning)."""
-    from . import tuning
+    from .settings import check_chunk, check_depth, parse_bytes
 
     chunk = depth = None
     if getattr(args, "chunk_size", None) is not None:
-        chunk = tuning.check_chunk(tuning.parse_bytes(args.chunk_size, "--chunk-size"))
+        chunk = check_chunk(parse_bytes(args.chunk_size, "--chunk-size"))
     if getattr(args, "depth", None) is not None:
-        depth = tuning.check_depth(args.depth)
+        depth = check_depth(args.depth)
     return chunk, depth
 
 

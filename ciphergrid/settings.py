@@ -1,13 +1,80 @@
-"""Where ciphergrid keeps its per-machine files (the one place that decides it).
+"""Options that come from the environment, read here and handed on as values or objects.
 
-``CIPHERGRID_CACHE_DIR``, else ``$XDG_CACHE_HOME/ciphergrid``, else ``~/.cache/ciphergrid``: the
-compiled OpenSSL loop helper, the OpenCL device probe, the pipeline tuning cache.
+(Still read where they act, for now: the device switches ``CIPHERGRID_NO_<RUNTIME>``,
+``CIPHERGRID_NO_ICD_FIXUP``, ``CIPHERGRID_NATIVE_BACKEND`` and ``CIPHERGRID_NATIVE_LOOP``; and the
+OpenCL backend sets ``OCL_ICD_VENDORS`` and ``POCL_AFFINITY`` for the C libraries, which read
+nothing else.)
+
+* :func:`cache_dir`: where ciphergrid keeps its per-machine files: ``CIPHERGRID_CACHE_DIR``, else
+  ``$XDG_CACHE_HOME/ciphergrid``, else ``~/.cache/ciphergrid`` (the compiled OpenSSL loop helper,
+  the OpenCL device probe).
+* :func:`transfer`: the options of the transfer layer (:mod:`ciphergrid.transfer`) as a frozen
+  :class:`TransferSettings`, read and validated at the call.  The transfer layer takes such an
+  object wherever it has a ``settings=`` parameter; ``None`` there means "this function's result,
+  read now".
+
+=========================  =====================  ============================================
+variable                   TransferSettings        meaning (default)
+=========================  =====================  ============================================
+CIPHERGRID_CHUNK_SIZE      chunk_bytes             pipeline chunk size, bytes with binary
+                                                   suffixes (``8Mi``); None: tuned / default
+CIPHERGRID_DEPTH           depth                   chunks in flight; None: tuned / default
+CIPHERGRID_TUNING_CACHE    tuning_cache            the tuning cache file
+                                                   (``$XDG_CACHE_HOME/ciphergrid/tuning.json``,
+                                                   else ``~/.cache/ciphergrid/tuning.json``)
+CIPHERGRID_AUTOTUNE        autotune                ``0``: never tune a GPU by itself (on)
+CIPHERGRID_HOST_THREADS    host_threads            worker threads per side, 1..64
+                                                   (min(8, cores / 2), at least 1)
+CIPHERGRID_PIN_GRAIN       pin_grain               bytes per page-lock registration piece
+                                                   (:data:`PIN_GRAIN`, at least a page)
+CIPHERGRID_PIN_CACHE       pin_cache               bytes of caller memory kept page-locked
+                                                   between runs, 0: none (min(RAM/4, 64 GiB))
+CIPHERGRID_MAPPED_LOCK     mapped_lock             file to file through two mappings: which to
+                                                   page-lock: ``none`` (default), ``in``,
+                                                   ``out``, ``both``
+CIPHERGRID_STREAM_MMAP     stream_mmap             a regular output of known size: ``1``
+                                                   mapped (default), ``populate`` mapped with
+                                                   MAP_POPULATE, ``out`` mapped but the input
+                                                   read (never both mapped), ``0`` written
+                                                   with pwrite/write
+CIPHERGRID_PREFAULT        prefault_min            the smallest new RAM-disk output faulted in
+                                                   ahead; 0: never (:data:`PREFAULT_MIN`)
+=========================  =====================  ============================================
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from dataclasses import dataclass, field
+
+from .errors import InvalidArgument
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+ENV_CHUNK = "CIPHERGRID_CHUNK_SIZE"
+ENV_DEPTH = "CIPHERGRID_DEPTH"
+ENV_TUNING_CACHE = "CIPHERGRID_TUNING_CACHE"
+ENV_AUTOTUNE = "CIPHERGRID_AUTOTUNE"
+ENV_HOST_THREADS = "CIPHERGRID_HOST_THREADS"
+ENV_PIN_GRAIN = "CIPHERGRID_PIN_GRAIN"
+ENV_PIN_CACHE = "CIPHERGRID_PIN_CACHE"
+ENV_MAPPED_LOCK = "CIPHERGRID_MAPPED_LOCK"
+ENV_STREAM_MMAP = "CIPHERGRID_STREAM_MMAP"
+ENV_PREFAULT = "CIPHERGRID_PREFAULT"
+
+#: limits on the chunk size and depth any source (argument, environment, cache) may ask for
+MIN_CHUNK, MAX_CHUNK = 4 * KiB, 1 * GiB
+MIN_DEPTH, MAX_DEPTH = 1, 64
+#: bytes per page-lock registration piece (at least the chunk): few, large registrations
+PIN_GRAIN = 64 << 20
+#: new RAM-disk outputs smaller than this are not faulted in ahead (transfer.files.prefault_output)
+PREFAULT_MIN = 256 << 20
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_SUFFIX = {"": 1, "b": 1, "k": KiB, "ki": KiB, "kib": KiB, "kb": KiB, "m": MiB, "mi": MiB,
+           "mib": MiB, "mb": MiB, "g": GiB, "gi": GiB, "gib": GiB, "gb": GiB}
 
 
 def cache_dir() -> str:
@@ -20,3 +87,105 @@ def cache_dir() -> str:
         return base
     except OSError:
         return tempfile.mkdtemp(prefix="ciphergrid-")
+
+
+# ------------------------------------------------------------------------------- values
+def parse_bytes(text, what: str = "chunk size") -> int:
+    """'4096' -> 4096, '64Ki' / '64K' / '64KiB' -> 65536, '8M' -> 8 MiB (binary multiples)."""
+    if isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _SUFFIX:
+        raise InvalidArgument(f"bad {what} {text!r}: expected e.g. 65536, 64Ki, 8Mi, 1Gi")
+    return int(m.group(1)) * _SUFFIX[m.group(2).lower()]
+
+
+def check_chunk(n: int) -> int:
+    n = int(n)
+    if not MIN_CHUNK <= n <= MAX_CHUNK:
+        raise InvalidArgument(f"chunk size must be between {MIN_CHUNK} and {MAX_CHUNK} bytes, got {n}")
+    return n
+
+
+def check_depth(n: int) -> int:
+    n = int(n)
+    if not MIN_DEPTH <= n <= MAX_DEPTH:
+        raise InvalidArgument(f"pipeline depth must be between {MIN_DEPTH} and {MAX_DEPTH}, got {n}")
+    return n
+
+
+# ------------------------------------------------------------------------------- the transfer layer
+def default_host_threads() -> int:
+    """Worker threads per side when CIPHERGRID_HOST_THREADS does not say: half the cores, 1..8."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+def default_pin_cache() -> int:
+    """Bytes kept page-locked between runs when CIPHERGRID_PIN_CACHE does not say."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        ram = 16 << 30
+    return min(ram // 4, 64 << 30)
+
+
+def default_tuning_cache() -> str:
+    """The tuning cache file when CIPHERGRID_TUNING_CACHE does not say."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ciphergrid", "tuning.json")
+
+
+@dataclass(frozen=True)
+class TransferSettings:
+    """The transfer layer's options (see the module docstring for each field's variable).
+    ``TransferSettings()`` holds the defaults, :func:`transfer` what the environment says;
+    ``dataclasses.replace(s, depth=2)`` changes one."""
+
+    chunk_bytes: int | None = None
+    depth: int | None = None
+    tuning_cache: str = field(default_factory=default_tuning_cache)
+    autotune: bool = True
+    host_threads: int = field(default_factory=default_host_threads)
+    pin_grain: int = PIN_GRAIN
+    pin_cache: int = field(default_factory=default_pin_cache)
+    mapped_lock: str = "none"
+    stream_mmap: str = "1"
+    prefault_min: int = PREFAULT_MIN
+
+
+def transfer() -> TransferSettings:
+    """The transfer layer's options from the environment (read now); a malformed value raises
+    InvalidArgument naming its variable."""
+    env = os.environ
+    chunk = depth = None
+    if env.get(ENV_CHUNK):
+        chunk = check_chunk(parse_bytes(env[ENV_CHUNK], ENV_CHUNK))
+    if env.get(ENV_DEPTH):
+        try:
+            depth = check_depth(int(env[ENV_DEPTH]))
+        except ValueError:
+            raise InvalidArgument(
+                f"{ENV_DEPTH} must be an integer, got {env[ENV_DEPTH]!r}") from None
+    threads = env.get(ENV_HOST_THREADS)
+    if threads:
+        try:
+            threads = max(1, min(64, int(threads)))
+        except ValueError:
+            raise InvalidArgument(
+                f"{ENV_HOST_THREADS} must be an integer, got {threads!r}") from None
+    else:
+        threads = default_host_threads()
+    grain = env.get(ENV_PIN_GRAIN)
+    grain = max(_PAGE, parse_bytes(grain, ENV_PIN_GRAIN)) if grain else PIN_GRAIN
+    pin_cache = env.get(ENV_PIN_CACHE)
+    pin_cache = max(0, parse_bytes(pin_cache, ENV_PIN_CACHE)) if pin_cache else default_pin_cache()
+    prefault = env.get(ENV_PREFAULT, "").strip()
+    prefault = PREFAULT_MIN if not prefault else parse_bytes(prefault, ENV_PREFAULT)
+    return TransferSettings(
+        chunk_bytes=chunk, depth=depth,
+        tuning_cache=env.get(ENV_TUNING_CACHE) or default_tuning_cache(),
+        autotune=env.get(ENV_AUTOTUNE, "1") != "0",
+        host_threads=threads, pin_grain=grain, pin_cache=pin_cache,
+        mapped_lock=env.get(ENV_MAPPED_LOCK, "none"),
+        stream_mmap=env.get(ENV_STREAM_MMAP, "1"),
+        prefault_min=prefault)

@@ -9,7 +9,7 @@ import numpy as np
 
 import ciphergrid
 from ciphergrid.request import make_request
-from ciphergrid import tuning
+from ciphergrid.settings import parse_bytes
 
 
 def main():
@@ -22,7 +22,7 @@ def main():
     a = ap.parse_args()
     import cupy
 
-    n = tuning.parse_bytes(a.size, "--size")
+    n = parse_bytes(a.size, "--size")
     from ciphergrid.route import engine as get_engine
 
     eng = get_engine(a.device)

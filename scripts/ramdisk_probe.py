@@ -7,14 +7,15 @@ Prints, for DIR (a tmpfs such as /dev/shm): the rate of writing a new file with 
 thread, of filling a new file through a shared mapping from 1 and from N threads (page faults in
 parallel), of posix_fallocate, of reading it back with N threads; with --cli, the wall time of
 `ciphergrid encrypt` (aes-128-ctr) from a file in DIR to a new file in DIR, and the in-process
-streaming rate (ciphergrid.pipeline.stream_crypt, start-up excluded), for each output strategy of
-CIPHERGRID_STREAM_MMAP.  Files are removed afterwards.  A development probe: docs/benchmarks.md
+streaming rate (ciphergrid.transfer.runs.stream_crypt, start-up excluded), for each output
+strategy of CIPHERGRID_STREAM_MMAP (TransferSettings.stream_mmap).  Files are removed afterwards.  A development probe: docs/benchmarks.md
 records what it showed.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import mmap
 import os
 import subprocess
@@ -66,23 +67,24 @@ def fill_mapped(path: str, size: int, threads: int) -> float:
 
 def cli(a, size: int, src: str, dst: str) -> None:
     import ciphergrid  # noqa: F401  (the ICD set-up)
-    from ciphergrid import pipeline, registry
+    from ciphergrid import registry, settings
     from ciphergrid.request import make_request
     from ciphergrid.route import engine as get_engine
+    from ciphergrid.transfer import runs
 
     key, iv = bytes(range(16)), bytes(16)
     env0 = dict(os.environ)
     p = make_request(registry.lookup("aes-128-ctr"), key, iv, True)
     eng = get_engine(a.device)
     for how in a.modes.split(","):
-        os.environ["CIPHERGRID_STREAM_MMAP"] = how
+        opts = dataclasses.replace(settings.transfer(), stream_mmap=how)
         for what in ("copy", "aes-128-ctr", "aes-128-ctr"):
             with open(src, "rb") as fi, open(dst, "wb") as fo:
                 t0 = time.perf_counter()
                 if what == "copy":
-                    pipeline.stream_copy(eng.backend, fi, fo)
+                    runs.stream_copy(eng.backend, fi, fo, settings=opts)
                 else:
-                    pipeline.stream_crypt(eng.backend, p, fi, fo, nbytes=size)
+                    runs.stream_crypt(eng.backend, p, fi, fo, nbytes=size, settings=opts)
                 fo.flush()
                 t = time.perf_counter() - t0
             print(f"in process, {what:<11} STREAM_MMAP={how:<8}  ", rate(size, t))
@@ -108,22 +110,23 @@ def mark(w):
     m.append((w, time.time() - T0))
 from ciphergrid import cli
 mark("import")
-import ciphergrid.route as E, ciphergrid.pipeline as P
-g, s, e = E.route, P.stream_crypt, P.Pipeline._ensure
+import ciphergrid.route as E, ciphergrid.transfer.runs as R, ciphergrid.transfer.driver as D
+import ciphergrid.transfer.files as F
+g, s, e = E.route, R.stream_crypt, D.Pipeline._ensure
 def g2(*a, **k):
     mark("engine<"); r = g(*a, **k); mark("engine>"); return r
 def s2(*a, **k):
     mark("stream<"); r = s(*a, **k); mark("stream>"); return r
 def e2(self, *a, **k):
     t = time.time(); r = e(self, *a, **k); m.append(("slots-took", time.time() - t)); return r
-E.route, P.stream_crypt, P.Pipeline._ensure = g2, s2, e2
-w = P.Prefault.wait
+E.route, R.stream_crypt, D.Pipeline._ensure = g2, s2, e2
+w = F.Prefault.wait
 def w2(self):
     mark("pfwait<"); w(self); mark("pfwait>")
-P.Prefault.wait = w2
+F.Prefault.wait = w2
 if os.environ.get("CG_PF_THREADS"):  # the CLI's prefault threads (default: up to 16)
-    pf = P.prefault_output
-    P.prefault_output = lambda f, n, threads=None: pf(f, n, int(os.environ["CG_PF_THREADS"]))
+    pf = F.prefault_output
+    F.prefault_output = lambda f, n, threads=None: pf(f, n, int(os.environ["CG_PF_THREADS"]))
 rc = cli.main(sys.argv[1:])
 mark("main-returned")
 print(" ".join(f"{w}={t:.3f}" for w, t in m), file=sys.stderr)
@@ -175,10 +178,11 @@ def breakdown(a, size: int, src: str, dst: str) -> None:
     """Where the time of a mapped-file run goes: fault-in, page-locking (pieces x threads),
     unlocking, and the device run between two locked mappings."""
     import ciphergrid  # noqa: F401
-    from ciphergrid import pipeline, registry
+    from ciphergrid import registry, settings
     from ciphergrid.program import KeyedProgram
     from ciphergrid.request import make_request
     from ciphergrid.route import engine as get_engine
+    from ciphergrid.transfer import driver, pinning, runs
 
     b = get_engine(a.device).backend
     fd = os.open(dst, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -195,13 +199,13 @@ def breakdown(a, size: int, src: str, dst: str) -> None:
     def pieces(base, g):
         return [(base + o, base + min(size, o + g)) for o in range(0, size, g)]
 
-    t = _parallel(lambda lo, hi: pipeline._populate_write(lo, hi - lo), pieces(obase, 64 * MiB), a.threads)
+    t = _parallel(lambda lo, hi: pinning._populate_write(lo, hi - lo), pieces(obase, 64 * MiB), a.threads)
     print(f"populate output (after fallocate), 64 MiB x {a.threads} threads", rate(size, t))
     fd2 = os.open(dst + "2", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
     os.ftruncate(fd2, size)
     m2 = mmap.mmap(fd2, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
     b2 = np.frombuffer(m2, np.uint8).ctypes.data
-    t = _parallel(lambda lo, hi: pipeline._populate_write(lo, hi - lo), pieces(b2, 64 * MiB), a.threads)
+    t = _parallel(lambda lo, hi: pinning._populate_write(lo, hi - lo), pieces(b2, 64 * MiB), a.threads)
     print(f"populate a new file after ftruncate, 64 MiB x {a.threads} threads", rate(size, t))
     m2.close()
     os.close(fd2)
@@ -214,9 +218,9 @@ def breakdown(a, size: int, src: str, dst: str) -> None:
             print(f"lock {name:<18} {g >> 20:6d} MiB pieces x {th:2d} threads", rate(size, t),
                   " unlock", rate(size, tu))
     p = make_request(registry.lookup("aes-128-ctr"), bytes(range(16)), bytes(16), True)
-    with KeyedProgram(b, p) as kp, pipeline.pipeline_for(b) as pipe:
+    with KeyedProgram(b, p) as kp, runs.pipeline_for(b) as pipe:
         t0 = time.perf_counter()
-        with pipeline.pinned(b, inp), pipeline.pinned(b, out):
+        with pinning.pinned(b, inp), pinning.pinned(b, out):
             t1 = time.perf_counter()
             for _ in range(2):
                 t2 = time.perf_counter()
@@ -231,28 +235,22 @@ def breakdown(a, size: int, src: str, dst: str) -> None:
     os.close(fd)
     os.unlink(dst)
     # the file stream itself (a new output file each time), under each setting
-    for env in ({}, {"CIPHERGRID_PIN_GRAIN": str(256 * MiB)},
-                {"CIPHERGRID_HOST_THREADS": "16"}, {"CIPHERGRID_MAPPED_LOCK": "in"},
-                {"CIPHERGRID_MAPPED_LOCK": "in", "CIPHERGRID_HOST_THREADS": "16"},
-                {"CIPHERGRID_MAPPED_LOCK": "out"},
-                {"CIPHERGRID_MAPPED_LOCK": "none", "CIPHERGRID_HOST_THREADS": "16"},
-                {"CIPHERGRID_STREAM_MMAP": "out", "CIPHERGRID_HOST_THREADS": "16"}):
-        os.environ.update(env)
-        try:
-            with KeyedProgram(b, p) as kp:
-                pipe2 = pipeline.Pipeline(b)
-                with open(src, "rb") as fi, open(dst, "w+b") as fo:
-                    t0 = time.perf_counter()
-                    pipe2.stream(pipeline.CipherJob(kp), fi, fo)
-                    t = time.perf_counter() - t0
-                st = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in pipe2.stats.items()
-                      if k not in ("cap", "transfer")}
-                pipe2.close()
-            print(f"stream {env or 'defaults'}", rate(size, t), st)
-            os.unlink(dst)
-        finally:
-            for k in env:
-                os.environ.pop(k)
+    base = settings.transfer()
+    for change in ({}, {"pin_grain": 256 * MiB}, {"host_threads": 16}, {"mapped_lock": "in"},
+                   {"mapped_lock": "in", "host_threads": 16}, {"mapped_lock": "out"},
+                   {"mapped_lock": "none", "host_threads": 16},
+                   {"stream_mmap": "out", "host_threads": 16}):
+        with KeyedProgram(b, p) as kp:
+            pipe2 = driver.Pipeline(b, settings=dataclasses.replace(base, **change))
+            with open(src, "rb") as fi, open(dst, "w+b") as fo:
+                t0 = time.perf_counter()
+                pipe2.stream(driver.CipherJob(kp), fi, fo)
+                t = time.perf_counter() - t0
+            st = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in pipe2.stats.items()
+                  if k not in ("cap", "transfer")}
+            pipe2.close()
+        print(f"stream {change or 'defaults'}", rate(size, t), st)
+        os.unlink(dst)
     return
 
 

@@ -151,7 +151,7 @@ def ramdisk():
     import tempfile
     from pathlib import Path
 
-    from ciphergrid.pipeline import TMPFS_MAGIC, _fs_magic
+    from ciphergrid.transfer.files import TMPFS_MAGIC, _fs_magic
 
     magic = None
     if os.path.isdir("/dev/shm"):

@@ -1,4 +1,4 @@
-"""The streaming pipeline (ciphergrid.pipeline), its tuning cache and the CLI's file streaming.
+"""The streaming pipeline (ciphergrid.transfer), its tuning cache and the CLI's file streaming.
 
 Runs on the OpenCL CPU device (PoCL) with tiny chunks, so that many chunks run: every mode across
 chunk boundaries (CTR partial blocks and counter carries, CBC chaining from the input, XTS stealing
@@ -23,7 +23,8 @@ import pytest
 
 import ciphergrid
 from ciphergrid.request import make_request
-from ciphergrid import modes, pipeline, registry, tuning
+from ciphergrid import modes, registry, settings
+from ciphergrid.transfer import autotune, chunking, driver, files, pinning, runs, staging
 from ciphergrid.errors import DeviceNotFound, Error, InvalidArgument, InvalidLength
 
 PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ciphergrid.__file__)))
@@ -34,11 +35,11 @@ KiB = 1024
 @pytest.fixture(autouse=True)
 def _isolated_tuning(tmp_path, monkeypatch):
     """No test reads or writes the user's tuning cache or inherits pipeline settings."""
-    monkeypatch.setenv(tuning.ENV_CACHE, str(tmp_path / "tuning.json"))
-    monkeypatch.delenv(tuning.ENV_CHUNK, raising=False)
-    monkeypatch.delenv(tuning.ENV_DEPTH, raising=False)
-    monkeypatch.setenv(tuning.ENV_AUTOTUNE, "0")
-    monkeypatch.setenv(pipeline.PIN_CACHE_ENV, "0")  # registrations end with each run (checked)
+    monkeypatch.setenv(settings.ENV_TUNING_CACHE, str(tmp_path / "tuning.json"))
+    monkeypatch.delenv(settings.ENV_CHUNK, raising=False)
+    monkeypatch.delenv(settings.ENV_DEPTH, raising=False)
+    monkeypatch.setenv(settings.ENV_AUTOTUNE, "0")
+    monkeypatch.setenv(settings.ENV_PIN_CACHE, "0")  # registrations end with each run (checked)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ class RegisteringBackend:
         return any(a <= ptr < z for a, z in self.pinned_ranges)
 
     def register_host(self, ptr, nbytes, readonly=False):
-        page = pipeline.PAGE
+        page = pinning.PAGE
         with self.lock:
             self.calls += 1
             if self.calls in self.fail_at:
@@ -129,7 +130,7 @@ class RegisteringBackend:
 
 
 def _pipe(backend, chunk, depth, transfer="auto", grain=None):
-    p = pipeline.Pipeline(backend, chunk_bytes=chunk, depth=depth, transfer=transfer)
+    p = driver.Pipeline(backend, chunk_bytes=chunk, depth=depth, transfer=transfer)
     p.pin_grain = grain
     return p
 
@@ -179,7 +180,7 @@ def test_copy_pipeline_returns_the_input(cl, transfer, depth, rng):
 
 def test_copy_module_function_and_chunk_count(cl, rng):
     data = np.frombuffer(rng.data(100_000), np.uint8)
-    assert np.array_equal(pipeline.copy(cl.backend, data, chunk_bytes=4096, depth=3), data)
+    assert np.array_equal(runs.copy(cl.backend, data, chunk_bytes=4096, depth=3), data)
     pipe = _pipe(cl.backend, 4096, 3)
     pipe.copy(data)
     assert pipe.stats["chunks"] == -(-100_000 // 4096)
@@ -277,8 +278,8 @@ def test_engine_crypt_uses_pipeline_settings(cl, rng, ref, monkeypatch):
     """DeviceEngine.crypt (the API's path) honours the chunk/depth settings and out=."""
     from ciphergrid.engines.device import DeviceEngine
 
-    monkeypatch.setenv(tuning.ENV_CHUNK, "4Ki")
-    monkeypatch.setenv(tuning.ENV_DEPTH, "2")
+    monkeypatch.setenv(settings.ENV_CHUNK, "4Ki")
+    monkeypatch.setenv(settings.ENV_DEPTH, "2")
     name = "aes-128-ctr"
     key, iv = rng.key(name), rng.iv(name)
     pt = rng.data(50_001)
@@ -310,13 +311,13 @@ def test_registration_failure_falls_back_to_staging(cl, rng, ref, diff):
 def test_prepinned_memory_is_not_registered(cl, rng):
     b = RegisteringBackend(cl.backend)
     pipe = _pipe(b, 4096, 3, grain=4096)
-    src, dst = pipeline.host_buffer(b, 30_000), pipeline.host_buffer(b, 30_000)
+    src, dst = staging.host_buffer(b, 30_000), staging.host_buffer(b, 30_000)
     src[:] = np.frombuffer(rng.data(30_000), np.uint8)
     pipe.copy(src, dst)
     assert np.array_equal(src, dst)
     assert b.calls == 0 and not b.violations
     arr = np.frombuffer(rng.data(30_000), np.uint8).copy()
-    with pipeline.pinned(b, arr):  # locked once, for many runs
+    with pinning.pinned(b, arr):  # locked once, for many runs
         assert len(b.regs) >= 1
         for _ in range(2):
             pipe.copy(arr, dst)
@@ -388,11 +389,11 @@ def _stream(cl, job_name, data: bytes, *, key=None, iv=None, encrypt=True, secto
         t.start()
     try:
         if job_name == "copy":
-            n = pipe.stream(pipeline.CopyJob(b), src, dst)
+            n = pipe.stream(driver.CopyJob(b), src, dst)
         else:
             p = make_request(registry.lookup(job_name), key, iv, encrypt, None, sector, start)
             with KeyedProgram(b, p) as kp:
-                n = pipe.stream(pipeline.CipherJob(kp), src, dst)
+                n = pipe.stream(driver.CipherJob(kp), src, dst)
     finally:
         src.close()
         dst.close()
@@ -457,8 +458,8 @@ def test_stream_errors(cl, rng, tmp_path):
     p = make_request(registry.lookup("aes-128-xts"), rng.key("aes-128-xts"), rng.iv("aes-128-xts"), True)
     assert not p.mode.streams(p)  # one data unit: stealing needs its end
     with KeyedProgram(cl.backend, p) as kp, pytest.raises(InvalidArgument):
-        with pipeline.pipeline_for(cl.backend) as pipe:
-            pipe.stream(pipeline.CipherJob(kp), os.open(os.devnull, os.O_RDONLY), 1)
+        with runs.pipeline_for(cl.backend) as pipe:
+            pipe.stream(driver.CipherJob(kp), os.open(os.devnull, os.O_RDONLY), 1)
     # CBC streams both ways: decryption reads the block before each chunk, serial encryption
     # carries the chaining value on the device (or through OpenSSL's pieces)
     for enc in (True, False):
@@ -469,46 +470,92 @@ def test_stream_errors(cl, rng, tmp_path):
 # --------------------------------------------------------------------------- tuning
 def test_tuning_cache_written_honoured_and_overridden(cl, monkeypatch, tmp_path):
     info = cl.device
-    s = tuning.settings(info)
-    assert s.source == "default" and (s.chunk_bytes, s.depth) == tuning.DEFAULTS[info.kind]
-    res = tuning.autotune(cl.backend, quick=True, chunks=[4 * KiB, 16 * KiB], depths=[2, 3],
+    s = chunking.resolve(info)
+    assert s.source == "default" and (s.chunk_bytes, s.depth) == chunking.DEFAULTS[info.kind]
+    res = autotune.autotune(cl.backend, quick=True, chunks=[4 * KiB, 16 * KiB], depths=[2, 3],
                           total_bytes=128 * KiB)
     path = tmp_path / "tuning.json"
     assert res["path"] == str(path) and path.exists()
     doc = json.loads(path.read_text())
-    entry = doc["devices"][tuning.device_key(info)]
+    entry = doc["devices"][chunking.device_key(info)]
     assert (entry["chunk_bytes"], entry["depth"]) == (res["chunk_bytes"], res["depth"])
     assert len(entry["grid"]) == 4
     # honoured
-    s = tuning.settings(info)
+    s = chunking.resolve(info)
     assert (s.chunk_bytes, s.depth, s.source) == (res["chunk_bytes"], res["depth"], "cache")
-    assert pipeline.Pipeline(cl.backend).chunk_bytes == res["chunk_bytes"]
+    assert driver.Pipeline(cl.backend).chunk_bytes == res["chunk_bytes"]
     # a hand-edited entry is honoured too
     entry["chunk_bytes"], entry["depth"] = 12 * KiB, 5
     path.write_text(json.dumps(doc))
-    p = pipeline.Pipeline(cl.backend)
+    p = driver.Pipeline(cl.backend)
     assert (p.chunk_bytes, p.depth, p.settings_source) == (12 * KiB, 5, "cache")
     # the environment overrides the cache, arguments override both
-    monkeypatch.setenv(tuning.ENV_CHUNK, "8Ki")
-    s = tuning.settings(info)
+    monkeypatch.setenv(settings.ENV_CHUNK, "8Ki")
+    s = chunking.resolve(info)
     assert (s.chunk_bytes, s.depth, s.source) == (8 * KiB, 5, "environment+cache")
-    monkeypatch.setenv(tuning.ENV_DEPTH, "2")
-    assert tuning.settings(info).source == "environment"
-    s = tuning.settings(info, chunk_bytes="64Ki", depth=4)
+    monkeypatch.setenv(settings.ENV_DEPTH, "2")
+    assert chunking.resolve(info).source == "environment"
+    s = chunking.resolve(info, chunk_bytes="64Ki", depth=4)
     assert (s.chunk_bytes, s.depth, s.source) == (64 * KiB, 4, "argument")
     # bad values are one-line errors
-    monkeypatch.setenv(tuning.ENV_DEPTH, "many")
+    monkeypatch.setenv(settings.ENV_DEPTH, "many")
     with pytest.raises(InvalidArgument):
-        tuning.settings(info)
+        chunking.resolve(info)
     with pytest.raises(InvalidArgument):
-        tuning.settings(info, chunk_bytes="12 parsecs", depth=2)
+        chunking.resolve(info, chunk_bytes="12 parsecs", depth=2)
     with pytest.raises(InvalidArgument):
-        tuning.settings(info, chunk_bytes=100, depth=2)
+        chunking.resolve(info, chunk_bytes=100, depth=2)
     # a corrupt cache is ignored, not fatal
-    monkeypatch.delenv(tuning.ENV_CHUNK)
-    monkeypatch.delenv(tuning.ENV_DEPTH)
+    monkeypatch.delenv(settings.ENV_CHUNK)
+    monkeypatch.delenv(settings.ENV_DEPTH)
     path.write_text("{not json")
-    assert tuning.settings(info).source == "default"
+    assert chunking.resolve(info).source == "default"
+
+
+def test_settings_objects_override_the_environment(cl, rng, ref, tmp_path, monkeypatch):
+    """A TransferSettings handed to the transfer layer is used as it is: the environment (even a
+    malformed variable) does not matter to that caller."""
+    import dataclasses
+
+    from ciphergrid.program import KeyedProgram
+
+    monkeypatch.setenv(settings.ENV_CHUNK, "8Ki")
+    monkeypatch.setenv(settings.ENV_DEPTH, "2")
+    monkeypatch.setenv(settings.ENV_HOST_THREADS, "3")
+    opts = dataclasses.replace(settings.TransferSettings(), chunk_bytes=16 * KiB, depth=3,
+                               host_threads=2, tuning_cache=str(tmp_path / "mine.json"),
+                               autotune=False, stream_mmap="0")
+    p = driver.Pipeline(cl.backend, settings=opts)
+    assert (p.chunk_bytes, p.depth, p.threads, p.settings_source) == (16 * KiB, 3, 2, "environment")
+    assert driver.Pipeline(cl.backend).chunk_bytes == 8 * KiB  # None: the environment's
+    monkeypatch.setenv(settings.ENV_DEPTH, "many")
+    with pytest.raises(InvalidArgument):
+        driver.Pipeline(cl.backend)
+    with runs.pipeline_for(cl.backend, settings=opts) as pipe:
+        assert pipe.settings is opts and (pipe.chunk_bytes, pipe.depth) == (16 * KiB, 3)
+    data = np.frombuffer(rng.data(100_000), np.uint8)
+    assert np.array_equal(runs.copy(cl.backend, data, settings=opts), data)
+    name = "aes-128-ctr"
+    key, iv = rng.key(name), rng.iv(name)
+    pt = rng.data(70_000 + 5)
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.write_bytes(pt)
+    req = make_request(registry.lookup(name), key, iv, True)
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        assert runs.stream_crypt(cl.backend, req, fi, fo, settings=opts) == len(pt)
+    assert dst.read_bytes() == ref.encrypt(pt, name, key, iv)
+    res = autotune.autotune(cl.backend, quick=True, chunks=[4 * KiB], depths=[2],
+                            total_bytes=32 * KiB, settings=opts)
+    assert res["path"] == str(tmp_path / "mine.json")
+    assert chunking.cached(cl.device, opts)["chunk_bytes"] == 4 * KiB
+    assert chunking.resolve(cl.device, settings=dataclasses.replace(opts, depth=None)).source == \
+        "environment+cache"
+    with KeyedProgram(cl.backend, req) as kp:
+        pipe = driver.Pipeline(cl.backend, settings=dataclasses.replace(opts, stream_mmap="1"))
+        with open(src, "rb") as fi, open(dst, "w+b") as fo:
+            pipe.stream(driver.CipherJob(kp), fi, fo)
+        pipe.close()
+    assert dst.read_bytes() == ref.encrypt(pt, name, key, iv)
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -630,7 +677,7 @@ def test_bench_pipeline_quick(cl, tmp_path, capsys):
 def _page_apart(n, k):
     """k views of n bytes of one buffer, pages apart: registrations of separate small arrays
     could share a heap page and one of them would be refused (as CUDA does)."""
-    page = pipeline.PAGE
+    page = pinning.PAGE
     step = -(-n // page) * page + 2 * page
     buf = np.empty(k * step + page, np.uint8)
     off = page - buf.ctypes.data % page
@@ -640,8 +687,8 @@ def _page_apart(n, k):
 def test_registration_cache_keeps_owners_locked_until_freed(cl, rng, monkeypatch):
     import gc
 
-    monkeypatch.setenv(pipeline.PIN_CACHE_ENV, "1Gi")
-    pipeline.PINS.clear()
+    monkeypatch.setenv(settings.ENV_PIN_CACHE, "1Gi")
+    pinning.PINS.clear()
     b = RegisteringBackend(cl.backend)
     pipe = _pipe(b, 16 * KiB, 3, grain=32 * KiB)
     src, dst = _page_apart(300_000, 2)
@@ -658,20 +705,20 @@ def test_registration_cache_keeps_owners_locked_until_freed(cl, rng, monkeypatch
     gc.collect()  # the owner buffer is freed: unregistered just before
     assert not b.regs, f"freed arrays still registered: {locked}"
     # the limit: only the most recently used stay locked
-    monkeypatch.setenv(pipeline.PIN_CACHE_ENV, "1Mi")
+    monkeypatch.setenv(settings.ENV_PIN_CACHE, "1Mi")
     # separate owners, each its own mapping (glibc maps allocations over 32 MiB on their own)
-    arrays = [np.empty(34 << 20, np.uint8)[2 * pipeline.PAGE:][:300_000] for _ in range(8)]
+    arrays = [np.empty(34 << 20, np.uint8)[2 * pinning.PAGE:][:300_000] for _ in range(8)]
     for a, o in zip(arrays[::2], arrays[1::2]):
         a[:] = np.frombuffer(rng.data(300_000), np.uint8)
         pipe.copy(a, o)
         assert np.array_equal(a, o)
     assert 0 < sum(b.regs.values()) <= 1 << 20
-    pipeline.PINS.clear()
+    pinning.PINS.clear()
     assert not b.regs and not b.violations
 
 
 def test_prefault_reads_only_and_sizes_the_file(monkeypatch):
-    """pipeline.prefault_output on a tmpfs file: the file is sized (posix_fallocate) and its pages
+    """files.prefault_output on a tmpfs file: the file is sized (posix_fallocate) and its pages
     faulted in by threads that only read, so bytes written meanwhile through another mapping (as
     the stream does) survive; None for outputs it must not touch (small, not empty, O_APPEND,
     not on a tmpfs, turned off)."""
@@ -681,18 +728,18 @@ def test_prefault_reads_only_and_sizes_the_file(monkeypatch):
     if not os.path.isdir("/dev/shm"):
         pytest.skip("no /dev/shm")
     fd0 = os.open("/dev/shm", os.O_RDONLY)
-    magic = pipeline._fs_magic(fd0)
+    magic = files._fs_magic(fd0)
     os.close(fd0)
-    if magic != pipeline.TMPFS_MAGIC:
+    if magic != files.TMPFS_MAGIC:
         pytest.skip("/dev/shm is not a tmpfs: the prefault is not exercised")
     monkeypatch.setenv("CIPHERGRID_PREFAULT", "1Mi")
-    monkeypatch.setattr(pipeline, "PREFAULT_SLICE", 1 << 20)
+    monkeypatch.setattr(files, "PREFAULT_SLICE", 1 << 20)
     size = 48 << 20
     with tempfile.TemporaryDirectory(dir="/dev/shm") as d:
         path = os.path.join(d, "out")
         with open(path, "w+b") as f:
-            pf = pipeline.prefault_output(f, size, threads=4)
-            assert isinstance(pf, pipeline.Prefault)
+            pf = files.prefault_output(f, size, threads=4)
+            assert isinstance(pf, files.Prefault)
             assert os.fstat(f.fileno()).st_size == size
             m = mmap.mmap(f.fileno(), size)
             a = np.frombuffer(m, np.uint8)
@@ -705,12 +752,12 @@ def test_prefault_reads_only_and_sizes_the_file(monkeypatch):
             m.close()
             pf.close()  # twice: harmless
         with open(path, "r+b") as f:  # not empty
-            assert pipeline.prefault_output(f, size) is None
+            assert files.prefault_output(f, size) is None
         with open(os.path.join(d, "small"), "w+b") as f:
-            assert pipeline.prefault_output(f, 1 << 19) is None
+            assert files.prefault_output(f, 1 << 19) is None
         with open(os.path.join(d, "app"), "a+b") as f:
-            assert pipeline.prefault_output(f, size) is None
+            assert files.prefault_output(f, size) is None
         monkeypatch.setenv("CIPHERGRID_PREFAULT", "0")
         with open(os.path.join(d, "off"), "w+b") as f:
-            assert pipeline.prefault_output(f, size) is None
+            assert files.prefault_output(f, size) is None
             assert os.fstat(f.fileno()).st_size == 0

@@ -108,7 +108,7 @@ class Backend:
         """A page-locked host buffer (uint8) for fast, asynchronous transfers."""
         raise NotImplementedError
 
-    # -- caller memory for the pipeline (ciphergrid.pipeline) ----------------------------------
+    # -- caller memory for the pipeline (ciphergrid.transfer) ----------------------------------
     def host_transfer_mode(self) -> str:
         """How the pipeline moves ordinary (pageable) host memory: "register" (page-lock it in
         place with register_host, then DMA), "any" (hand it to the runtime as it is: host memory

@@ -3,7 +3,7 @@
 For each device and each size (default 1 MiB, 2 MiB, ... 8 GiB) one run measures, with the same
 chunk size and depth:
 
-* ``<cipher>`` e2e: a host array through :mod:`ciphergrid.pipeline` into a host array (H2D, mode
+* ``<cipher>`` e2e: a host array through :mod:`ciphergrid.transfer` into a host array (H2D, mode
   kernel and D2H overlapped on three queues); verified against OpenSSL (the native engine, or
   pyca/cryptography) over the whole output before it is timed;
 * ``copy`` e2e: the copy-only strawman kernel through the same pipeline (Barenghi et al., Table 2,
@@ -20,7 +20,7 @@ it (Barenghi et al. saw ~10 MiB), and the goal ratios: copy / duplex (>= 0.90), 
 (>= 0.95), CPU <= 0.05 core-s/GB.
 
 Host arrays are ordinary, pre-touched numpy arrays (``--pinned``: page-locked ones from
-``pipeline.host_buffer``), allocated once at the largest size and sliced, as a streaming program
+``transfer.staging.host_buffer``), allocated once at the largest size and sliced, as a streaming program
 reuses its buffers.  XTS runs in sector mode (``--sector-size``, default 4096: one data unit is at
 most 16 MiB).  ``--retune`` re-runs the chunk/depth auto-tuning first (and writes the cache).
 
@@ -39,10 +39,15 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .. import registry, tuning
+from .. import registry
 from ..request import make_request
-from .. import pipeline as pl
 from ..errors import DeviceError, Error, InvalidArgument
+from ..settings import parse_bytes
+from ..transfer import chunking
+from ..transfer.autotune import autotune
+from ..transfer.driver import Pipeline
+from ..transfer.pinning import pinned
+from ..transfer.staging import TRANSFERS, host_buffer
 from . import suites, sysinfo
 from .records import Record
 
@@ -80,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                           "auto-tuning first (writes the cache)")),
         (("--pinned",), dict(action="store_true", help="pipeline: page-locked host arrays "
                                                           "instead of ordinary numpy arrays")),
-        (("--transfer",), dict(choices=pl.TRANSFERS, default="auto",
+        (("--transfer",), dict(choices=TRANSFERS, default="auto",
                                help="pipeline: how host memory reaches the device")),
         (("--sector-size",), dict(type=int, default=4096, metavar="BYTES",
                                   help="pipeline: XTS data-unit size (default 4096)")),
@@ -235,14 +240,14 @@ def _run_device(args, ctx, dev, sizes, ciphers, directions, policy, copy_row, se
     b = eng.backend
     if getattr(args, "retune", False):
         ctx.log(f"tuning the pipeline on {dev.spec} ...")
-        res = tuning.autotune(b, quick=quick or dev.kind != "gpu", log=ctx.log)
+        res = autotune(b, quick=quick or dev.kind != "gpu", log=ctx.log)
         ctx.log(f"tuned: chunk {human(res['chunk_bytes'])}, depth {res['depth']} "
                 f"({res['gbps']:.2f} GB/s copy) -> {res.get('path')}")
-    chunk_arg = tuning.parse_bytes(args.chunk_size) if getattr(args, "chunk_size", None) else None
-    st = tuning.settings(dev, chunk_arg, getattr(args, "depth", None), backend=b,
-                         nbytes=max(sizes))
-    pipe = pl.Pipeline(b, chunk_bytes=st.chunk_bytes, depth=st.depth,
-                       transfer=getattr(args, "transfer", "auto"))
+    chunk_arg = parse_bytes(args.chunk_size) if getattr(args, "chunk_size", None) else None
+    st = chunking.resolve(dev, chunk_arg, getattr(args, "depth", None), nbytes=max(sizes),
+                          tune=lambda: autotune(b))
+    pipe = Pipeline(b, chunk_bytes=st.chunk_bytes, depth=st.depth,
+                    transfer=getattr(args, "transfer", "auto"))
     pinned_host = bool(getattr(args, "pinned", False))
     runnable = [s for s in sizes if not host_mem or 3 * s <= host_mem // 2]
     for s in sizes:
@@ -259,7 +264,7 @@ def _run_device(args, ctx, dev, sizes, ciphers, directions, policy, copy_row, se
             f"settings from {st.source}; sizes {human(min(runnable))} .. {human(top)}")
     # host arrays, allocated once and touched (a streaming program reuses its buffers)
     if pinned_host:
-        src, dst = pl.host_buffer(b, top), pl.host_buffer(b, top)
+        src, dst = host_buffer(b, top), host_buffer(b, top)
     else:
         src, dst = np.empty(top, np.uint8), np.empty(top, np.uint8)
     block = np.frombuffer(np.random.default_rng(7).bytes(min(top, 16 * MiB)), np.uint8)
@@ -269,7 +274,7 @@ def _run_device(args, ctx, dev, sizes, ciphers, directions, policy, copy_row, se
     ref = np.empty(top, np.uint8)
     bus_src = bus_dst = None
     if pipe.transfer == "staging":  # the bus ceilings need page-locked memory: pinned buffers
-        bus_src, bus_dst = pl.host_buffer(b, top), pl.host_buffer(b, top)
+        bus_src, bus_dst = host_buffer(b, top), host_buffer(b, top)
         bus_src[:] = src
     chunk = pipe.chunk_bytes
     # the bus ceilings: copies as large as the device buffers allow (up to 1 GiB each way)
@@ -377,7 +382,7 @@ def _run_device(args, ctx, dev, sizes, ciphers, directions, policy, copy_row, se
                 prog.row(f"{name} {dev.spec} {human(size)}")
                 rec.verification = {"status": "not-applicable", "detail": "pure copies"}
                 try:
-                    ps, pd = pl.pinned(b, h_src), pl.pinned(b, h_dst)
+                    ps, pd = pinned(b, h_src), pinned(b, h_dst)
                     with ps, pd:
                         times, _ = _timed(_bus(pipe, name, h_src, h_dst, dev_a, dev_b, bus_piece,
                                                ps, pd), policy)

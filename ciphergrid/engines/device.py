@@ -1,8 +1,9 @@
 """The device engine: our kernels on one OpenCL or CUDA device (through ``backends/``).
 
-Host arrays go through the transfer pipeline (chunks overlapped on three queues); GPU-resident
-arrays (CUDA) are enciphered where they are; files stream through the pipeline too.  A session
-keeps its KeyedProgram (keys expanded and uploaded once) for every piece it runs.
+Host arrays go through the transfer layer's pipeline (``transfer/``: chunks overlapped on three
+queues); GPU-resident arrays (CUDA) are enciphered where they are; files stream through the
+pipeline too.  A session keeps its KeyedProgram (keys expanded and uploaded once) for every piece
+it runs.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 from ..devices import backend as _backend
 from ..errors import DeviceError
 from ..program import KeyedProgram, build_copy_program, build_program
+from ..transfer import runs
 from .base import Engine, Session
 
 U64 = np.uint64
@@ -35,10 +37,9 @@ class DeviceSession(Session):
         tail = None
         if layout is not None and layout.tail_start < n:  # read before an in-place run
             tail = src[layout.tail_start:].tobytes()
-        from ..pipeline import run_chunks
-
-        run_chunks(self.kp, src.reshape(-1).view(np.uint8), dst, layout, req=req,
-                   chunk_bytes=self.engine.chunk_bytes, depth=self.engine.depth)
+        runs.run_chunks(self.kp, src.reshape(-1).view(np.uint8), dst, layout, req=req,
+                        chunk_bytes=self.engine.chunk_bytes, depth=self.engine.depth,
+                        settings=self.engine.settings)
         if tail is not None:
             dst[layout.tail_start:] = np.frombuffer(req.mode.tail(req, layout, tail), dtype=np.uint8)
 
@@ -53,6 +54,8 @@ class DeviceEngine(Engine):
     #: pipeline chunk size and depth; None: the device's tuned settings
     chunk_bytes: int | None = None
     depth: int | None = None
+    #: the transfer layer's options (settings.TransferSettings); None: the environment's
+    settings = None
 
     def __init__(self, info):
         self.info = info
@@ -72,10 +75,9 @@ class DeviceEngine(Engine):
 
     def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
                nbytes: int | None = None) -> int:
-        from ..pipeline import stream_crypt
-
-        return stream_crypt(self.backend, req, src, dst, chunk_bytes=chunk_bytes, depth=depth,
-                            progress=progress, nbytes=nbytes)
+        return runs.stream_crypt(self.backend, req, src, dst, chunk_bytes=chunk_bytes,
+                                 depth=depth, progress=progress, nbytes=nbytes,
+                                 settings=self.settings)
 
     # -- GPU-resident data (CUDA backend): no host copies of the bulk data ---------------------------
     def crypt_resident(self, req, src, dst) -> None:

@@ -1,0 +1,726 @@
+"""The pipeline driver: chunks of a message through one device on three queues.
+
+:class:`Pipeline` owns the device slots, the three queues (up, compute, down), the staging pool
+and the worker threads of one backend, and runs one message at a time: an array
+(:meth:`Pipeline.run_array`, :meth:`~Pipeline.crypt`, :meth:`~Pipeline.copy`) or a stream
+(:meth:`Pipeline.stream`, the file side in :mod:`ciphergrid.transfer.files`).  A job says what
+the device does to each chunk: :class:`CipherJob` (a mode kernel of a KeyedProgram) or
+:class:`CopyJob` (the copy-only strawman).  The data path is described in
+:mod:`ciphergrid.transfer`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import settings as _settings
+from ..errors import DeviceError, InvalidArgument
+from ..program import build_copy_program
+from . import chunking, files
+from .pinning import PINS, PinView
+from .staging import Staging, transfer_mode
+from .workers import Workers
+
+U64 = np.uint64
+#: the end of a GPU run is polled for at most this long before blocking (see _wait_last)
+SPIN_S = 0.0015
+#: a message of fewer chunks than this is cut into this many (see Pipeline._chunk_for)
+SPLIT = 8
+#: a message at most this large runs as one chunk
+MIN_SPLIT = {"gpu": 1 << 20, "cpu": 64 << 10, "accelerator": 1 << 20}
+
+
+# ------------------------------------------------------------------------------------ chunks
+@dataclass(eq=False)
+class Chunk:
+    index: int
+    lo: int                       # byte offset in the message (input and output)
+    nbytes: int                   # bytes moved each way (the device's part of the chunk)
+    first_block: int = 0
+    nblocks: int = 0
+    chain: bytes | None = None    # CBC: the ciphertext block before the chunk (or the IV)
+    last: bool = False
+    src: np.ndarray | None = None  # host bytes uploaded
+    dst: np.ndarray | None = None  # host bytes downloaded into
+    src_pins: "PinView | None" = None
+    dst_pins: "PinView | None" = None
+    bufs: list = field(default_factory=list)   # staging buffers this chunk holds
+    copy_out: bool = False        # dst is a staging buffer to copy into the caller's array
+    extra: bytes = b""            # host-computed output right after the device part (XTS tail)
+    ev: object = None             # the D2H event
+
+
+class _Slot:
+    __slots__ = ("d_in", "d_out", "ev_k", "ev_d2h")
+
+    def __init__(self, d_in, d_out):
+        self.d_in, self.d_out = d_in, d_out
+        self.ev_k = None
+        self.ev_d2h = None
+
+
+# ------------------------------------------------------------------------------------ jobs
+class CipherJob:
+    """The mode kernel of one KeyedProgram on a range of blocks of the message of ``req`` (by
+    default the program's own request; a split passes ``Request.at``'s)."""
+
+    def __init__(self, kp, layout=None, req=None):
+        self.kp = kp
+        self.req = req or kp.req
+        self.bs = kp.bs
+        self.layout = layout
+        if layout is None and self.req.sector_size:  # a stream in data units: the grid of units
+            self.layout = self.req.mode.layout(self.req, self.req.sector_size)
+
+    def scratch_bytes(self, chunk_blocks: int) -> int:
+        return self.req.mode.scratch_bytes(self.req, self.layout, chunk_blocks)
+
+    def enqueue(self, ch: Chunk, d_in, d_out, scratch, queue_, wait_for):
+        return self.kp.enqueue(d_in, d_out, ch.nblocks, ch.first_block, queue_, chain=ch.chain,
+                               layout=self.layout, scratch=scratch, wait_for=wait_for, req=self.req)
+
+
+class CopyJob:
+    """The copy-only strawman kernel (kernels/copy.cl): the pipeline with no cipher."""
+
+    bs = 16
+    req = None
+    layout = None
+
+    def __init__(self, backend):
+        self.b = backend
+        self.prg = build_copy_program(backend)
+        self._items = None
+
+    def scratch_bytes(self, chunk_blocks: int) -> int:
+        return 0
+
+    def enqueue(self, ch: Chunk, d_in, d_out, scratch, queue_, wait_for):
+        n = -(-ch.nbytes // 16)
+        if self._items is None:
+            try:
+                self._items = self.b.resident_items(self.prg, "cg_copy")
+            except Exception:
+                self._items = max(1, self.b.info.compute_units) * 2048
+        return self.b.launch(self.prg, "cg_copy", min(n, self._items), [d_in, d_out, U64(n)],
+                             queue_, wait_for=wait_for)
+
+
+# ------------------------------------------------------------------------------------ the pipeline
+class Pipeline:
+    """Device slots and three queues on one backend; runs arrays and streams through them.
+
+    A Pipeline runs one message at a time (``pipeline_for`` hands out cached ones).
+    """
+
+    def __init__(self, backend, *, chunk_bytes=None, depth=None, transfer: str = "auto",
+                 threads: int | None = None, settings: _settings.TransferSettings | None = None):
+        self.b = backend
+        #: the transfer options (None: the environment's, read at construction and at each run)
+        self.settings = settings
+        opts = self._opts()
+        st = chunking.resolve(backend.info, chunk_bytes, depth, settings=opts)
+        self.chunk_bytes = st.chunk_bytes
+        self.depth = st.depth
+        self.settings_source = st.source
+        self.transfer = transfer_mode(backend, transfer)
+        self.threads = threads or opts.host_threads
+        self.q_up = backend.queue()
+        self.q_k = backend.queue()
+        self.q_down = backend.queue()
+        self._slots: list[_Slot] = []
+        self._slot_cap = 0
+        self._scratch = None
+        self._scratch_cap = 0
+        self._staging: Staging | None = None
+        self.lock = threading.Lock()
+        self.stats: dict = {}
+        #: bytes per host-registration piece (None: max(chunk, settings.pin_grain)); tests make
+        #: it small
+        self.pin_grain: int | None = None
+        self._workers = None
+        self._rate = 40e9  # bytes/s end to end, learnt from large runs (for _wait_last)
+
+    def __repr__(self) -> str:
+        return (f"Pipeline({self.b.info.spec}, chunk={self.chunk_bytes}, depth={self.depth}, "
+                f"transfer={self.transfer})")
+
+    def _opts(self) -> _settings.TransferSettings:
+        return self.settings if self.settings is not None else _settings.transfer()
+
+    def close(self) -> None:
+        if self._workers is not None:
+            for w in self._workers:
+                w.shutdown(wait=False)
+            self._workers = None
+        self._slots = []
+        self._slot_cap = 0
+        self._scratch = None
+        self._staging = None
+
+    # -- resources -------------------------------------------------------------------------------
+    def _ensure(self, cap: int, scratch: int) -> None:
+        cap = -(-max(cap, 16) // 16) * 16
+        if cap > self._slot_cap or len(self._slots) != self.depth:
+            self._slots = []
+            self._slots = [_Slot(self.b.alloc(cap), self.b.alloc(cap)) for _ in range(self.depth)]
+            self._slot_cap = cap
+        if scratch > self._scratch_cap:
+            self._scratch = self.b.alloc(scratch)
+            self._scratch_cap = scratch
+        if self._staging is None or self._staging.cap < cap:
+            self._staging = Staging(self.b, cap)
+
+    def _chunk_for(self, n: int, align: int) -> int:
+        """The chunk size for an n-byte message: a message of fewer than SPLIT chunks is cut into
+        SPLIT pieces (not below MIN_SPLIT), so that its copies overlap too."""
+        chunk = max(align, self.chunk_bytes // align * align)
+        floor = MIN_SPLIT.get(self.b.info.kind, 1 << 20)
+        if n <= floor:
+            return max(align, -(-n // align) * align) if n <= chunk else chunk
+        if n < chunk * SPLIT:
+            want = max(floor, -(-n // SPLIT))
+            chunk = min(chunk, max(align, -(-want // align) * align))
+        return chunk
+
+    # -- the engine room ------------------------------------------------------------------------
+    def _run(self, job, produce, finish, *, permits: int, nprep: int, nfin: int, cap: int,
+             progress=None, inline: bool = False, abort_wait: float | None = None) -> None:
+        """Drive chunks ``produce(0), produce(1), ...`` (None: no more) through the device."""
+        b = self.b
+        chunk_blocks = cap // job.bs
+        self._ensure(cap, job.scratch_bytes(chunk_blocks))
+        staging = self._staging
+        t0 = time.perf_counter()
+        nchunks = 0
+
+        def retire(ch: Chunk) -> None:
+            try:
+                if ch.ev is not None:
+                    b.wait(ch.ev)
+                finish(ch)
+                if progress is not None:
+                    progress(ch.nbytes + len(ch.extra))
+            finally:
+                _release(ch)
+
+        def _release(ch: Chunk) -> None:
+            if ch.src_pins is not None:
+                ch.src_pins.release(ch.lo, ch.lo + ch.nbytes)
+                ch.src_pins = None
+            if ch.dst_pins is not None:
+                ch.dst_pins.release(ch.lo, ch.lo + ch.nbytes)
+                ch.dst_pins = None
+            for i in ch.bufs:
+                staging.put(i)
+            ch.bufs = []
+
+        if inline:
+            # Nothing for worker threads to do (no staging copy, every page already locked):
+            # enqueue every chunk from this thread - the device orders the three queues through
+            # the events, the host waits once, for the last copy back.
+            done: list[Chunk] = []
+            try:
+                while True:
+                    ch = produce(nchunks)
+                    if ch is None:
+                        break
+                    done.append(ch)
+                    self._enqueue(job, ch, nchunks)
+                    nchunks += 1
+                    if ch.last:
+                        break
+                evs = [c.ev for c in done if c.ev is not None]
+                if evs:  # in-order D2H queue: the last copy back ends last
+                    self._wait_last(evs[-1], sum(c.nbytes for c in done), t0)
+                while done:
+                    ch = done.pop(0)
+                    ch.ev = None
+                    retire(ch)
+            except BaseException:
+                self._abort_device()
+                for ch in done:
+                    _release(ch)
+                raise
+            finally:
+                self._forget_events()
+                self.stats = {"chunks": nchunks, "seconds": time.perf_counter() - t0, "cap": cap,
+                              "inline": True}
+            return
+
+        sem = threading.Semaphore(permits)
+        # worker threads: the pipeline's own (kept between runs) when any thread may take any
+        # chunk; fresh single threads when order matters (a pipe) - those die with the run
+        own = nprep == self.threads and nfin == self.threads
+        if own:
+            if self._workers is None:
+                self._workers = (Workers(self.threads, "prep"),
+                                 Workers(self.threads, "finish"))
+            prep, fin = self._workers
+        else:
+            prep, fin = Workers(nprep, "prep"), Workers(nfin, "finish")
+        pending: deque[Future] = deque()
+        finishing: deque[Future] = deque()
+        failure: list[BaseException] = []
+
+        def reap(block: bool = False) -> None:
+            while finishing and (finishing[0].done() or block):
+                f = finishing.popleft()
+                e = f.exception()
+                if e is not None:
+                    raise e
+
+        def check_finishers() -> None:
+            for f in list(finishing):
+                if f.done() and f.exception() is not None:
+                    raise f.exception()
+
+        def produce_guarded(i: int):
+            try:
+                ch = produce(i)
+            except BaseException:
+                sem.release()
+                raise
+            if ch is None:
+                sem.release()
+            return ch
+
+        def finish_guarded(ch: Chunk):
+            try:
+                retire(ch)
+            finally:
+                sem.release()
+
+        i = 0
+        stop = False
+        try:
+            while True:
+                while not stop:
+                    if pending:
+                        if not sem.acquire(blocking=False):
+                            break
+                    else:
+                        while not sem.acquire(timeout=0.05):
+                            check_finishers()
+                    pending.append(prep.submit(produce_guarded, i))
+                    i += 1
+                if not pending:
+                    break
+                ch = pending.popleft().result()
+                if ch is None:
+                    stop = True
+                    continue
+                if ch.last:
+                    stop = True
+                try:
+                    self._enqueue(job, ch, nchunks)
+                except BaseException:
+                    _release(ch)
+                    sem.release()
+                    raise
+                nchunks += 1
+                finishing.append(fin.submit(finish_guarded, ch))
+                reap()
+            reap(block=True)
+        except BaseException as e:
+            failure.append(e)
+            raise
+        finally:
+            if failure:
+                for f in pending:
+                    if not f.cancel():
+                        try:
+                            ch = f.result(timeout=abort_wait)
+                            if ch is not None:
+                                _release(ch)
+                        except BaseException:
+                            pass
+                self._abort_device()
+                for f in finishing:
+                    try:
+                        f.result(timeout=30)
+                    except BaseException:
+                        pass
+            if not own:
+                prep.shutdown(wait=not failure, timeout=None if not failure else 1.0)
+                fin.shutdown(wait=not failure, timeout=None if not failure else 1.0)
+            self._forget_events()
+            self.stats = {"chunks": nchunks, "seconds": time.perf_counter() - t0, "cap": cap}
+
+    def _wait_last(self, ev, nbytes: int, t0: float) -> None:
+        """Wait for the run's last event: sleep through most of the expected time, then poll
+        briefly (a blocking wait's wake-up can cost a GPU run of a few MiB a third of its time),
+        then block.  Only where the device is a GPU and the backend can poll."""
+        b = self.b
+        if b.info.kind == "cpu" or b.query(ev) is None:
+            b.wait(ev)
+            return
+        left = nbytes / self._rate - (time.perf_counter() - t0)
+        if left > 2 * SPIN_S:  # (80%: an underestimated rate must not make us oversleep much)
+            time.sleep(0.8 * (left - SPIN_S))
+        end = time.perf_counter() + SPIN_S
+        while time.perf_counter() < end:
+            if b.query(ev):
+                break
+        else:
+            b.wait(ev)
+        dt = time.perf_counter() - t0
+        if nbytes >= 64 * self.chunk_bytes // 8 and dt > 0:  # learn the rate on large runs
+            self._rate = max(1e9, min(1e12, 0.7 * self._rate + 0.3 * nbytes / dt))
+
+    def _forget_events(self) -> None:
+        """Drop the slots' last events (all complete now): an OpenCL copy event keeps its host
+        array alive, and a finished run must not hold the caller's memory."""
+        for sl in self._slots:
+            sl.ev_k = sl.ev_d2h = None
+
+    def _abort_device(self) -> None:
+        """Let every enqueued copy and kernel end before host memory is released or reused."""
+        for q in (self.q_up, self.q_k, self.q_down):
+            try:
+                self.b.finish(q)
+            except Exception:
+                pass
+
+    def _enqueue(self, job, ch: Chunk, seq: int) -> None:
+        """H2D, kernel and D2H of one chunk on the three queues (no host-side wait)."""
+        if ch.nblocks == 0:  # nothing for the device (an XTS stream's stolen tail only)
+            ch.ev = None
+            return
+        b = self.b
+        s = self._slots[seq % self.depth]
+        wait = [s.ev_k] if s.ev_k is not None else None
+        up = None
+        for a, z in (ch.src_pins.split(ch.lo, ch.lo + ch.nbytes) if ch.src_pins is not None
+                     else [(ch.lo, ch.lo + ch.nbytes)]):
+            up = b.upload(s.d_in, ch.src[a - ch.lo: z - ch.lo], self.q_up, offset=a - ch.lo,
+                          wait_for=wait)
+            wait = None
+        wait = [up] + ([s.ev_d2h] if s.ev_d2h is not None else [])
+        scratch = self._scratch
+        if job.layout is not None:
+            need = 16 * job.layout.segments(ch.first_block, ch.nblocks)[1]
+            if need > self._scratch_cap:  # (the bound says this cannot happen; stay correct)
+                self._scratch = scratch = b.alloc(need)
+                self._scratch_cap = need
+        k = job.enqueue(ch, s.d_in, s.d_out, scratch, self.q_k, wait)
+        down = None
+        for a, z in (ch.dst_pins.split(ch.lo, ch.lo + ch.nbytes) if ch.dst_pins is not None
+                     else [(ch.lo, ch.lo + ch.nbytes)]):
+            down = b.download(ch.dst[a - ch.lo: z - ch.lo], s.d_out, self.q_down, offset=a - ch.lo,
+                              wait_for=[k] if down is None else None)
+        s.ev_k, s.ev_d2h = k, down
+        ch.ev = down
+
+    # -- arrays ---------------------------------------------------------------------------------
+    def run_array(self, job, data: np.ndarray, out: np.ndarray, plan: list, *, chains=None,
+                  progress=None, lock=(True, True)) -> None:
+        """Run ``plan`` = [(lo, nbytes, first_block, nblocks), ...] from ``data`` into ``out``.
+        ``lock``: whether to page-lock (CUDA) the input and the output; one not locked is staged
+        (copied through pinned buffers by the worker threads)."""
+        if not plan:
+            return
+        cap = max(nb for _, nb, _, _ in plan)
+        cap = max(cap, max(nbl for _, _, _, nbl in plan) * job.bs)
+        mode = self.transfer
+        in_pins = out_pins = None
+        limit = None
+        if mode == "register":
+            opts = self._opts()
+            limit = opts.pin_cache
+            grain = self.pin_grain or max(cap, opts.pin_grain)
+            in_pins = PINS.view(self.b, data, grain) if lock[0] else None
+            out_pins = PINS.view(self.b, out, grain) if lock[1] else None
+        regs0 = {id(v.regs): (v.regs, v.regs.registered_bytes, dict(v.regs.seconds))
+                 for v in (in_pins, out_pins) if v is not None and v.regs is not None}
+        last = len(plan) - 1
+
+        def produce(i: int):
+            if i > last:
+                return None
+            lo, nb, fb, nbl = plan[i]
+            ch = Chunk(i, lo, nb, fb, nbl, chain=chains[i] if chains else None, last=i == last)
+            hi = lo + nb
+            if mode == "any" or (in_pins is not None and in_pins.acquire(lo, hi)):
+                ch.src = data[lo:hi]
+                ch.src_pins = in_pins
+            else:
+                k = self._staging.take()
+                ch.bufs.append(k)
+                ch.src = self._staging[k][:nb]
+                np.copyto(ch.src, data[lo:hi])
+            if mode == "any" or (out_pins is not None and out_pins.acquire(lo, hi)):
+                ch.dst = out[lo:hi]
+                ch.dst_pins = out_pins
+            else:
+                if not ch.bufs:
+                    ch.bufs.append(self._staging.take())
+                ch.dst = self._staging[ch.bufs[-1]][:nb]
+                ch.copy_out = True
+            return ch
+
+        def finish(ch: Chunk) -> None:
+            if ch.copy_out:
+                np.copyto(out[ch.lo: ch.lo + ch.nbytes], ch.dst)
+
+        n = data.nbytes
+        inline = len(plan) == 1 or mode == "any" or (
+            mode == "register" and in_pins is not None and out_pins is not None
+            and in_pins.covered(0, n) and out_pins.covered(0, n))
+        t = self.threads
+        try:
+            self._run(job, produce, finish, permits=self.depth + 2 * t, nprep=t, nfin=t, cap=cap,
+                      progress=progress, inline=inline)
+        finally:
+            self.stats["transfer"] = mode
+            for v in (in_pins, out_pins):
+                if v is not None:
+                    PINS.done(v, limit)
+            self.stats["registered_bytes"] = sum(r.registered_bytes - b0 for r, b0, _ in regs0.values())
+            for what in ("populate", "register", "unregister"):  # thread-seconds, all threads
+                self.stats[what + "_s"] = sum(r.seconds[what] - s0[what] for r, _, s0 in regs0.values())
+
+    def crypt(self, kp, data: np.ndarray, out: np.ndarray, layout=None, *, req=None,
+              progress=None, lock=(True, True)) -> None:
+        """Mode kernel of ``kp`` over ``data`` into ``out`` (XTS: blocks up to
+        layout.kernel_blocks; the caller does the stolen tail).  ``req``: the message's request
+        when it is not the program's own (a split, Request.at)."""
+        job = CipherJob(kp, layout, req)
+        req = job.req
+        n, bs = data.nbytes, kp.bs
+        total = layout.kernel_blocks if layout is not None else -(-n // bs)
+        if total == 0:
+            return
+        chunk = self._chunk_for(total * bs, bs)
+        cb = chunk // bs
+        plan = []
+        for first in range(0, total, cb):
+            nbl = min(cb, total - first)
+            lo = first * bs
+            plan.append((lo, min(nbl * bs, n - lo), first, nbl))
+        # what each chunk needs at its first block (CBC: from the input, read before any chunk of
+        # an in-place run can overwrite it; CBC encryption carries it on the device)
+        chains = [req.mode.chain_at(req, data, first) for _, _, first, _ in plan]
+        if all(c is None for c in chains):
+            chains = None
+        self.run_array(job, data, out, plan, chains=chains, progress=progress, lock=lock)
+
+    def copy(self, data: np.ndarray, out: np.ndarray | None = None, *, progress=None) -> np.ndarray:
+        """The copy-only strawman through the pipeline; returns ``out`` (= the input's bytes)."""
+        data = flat_uint8(data)
+        out = np.empty(data.nbytes, np.uint8) if out is None else flat_uint8(out)
+        if out.nbytes != data.nbytes:
+            raise InvalidArgument(f"out holds {out.nbytes} bytes, the input {data.nbytes}")
+        if data.nbytes == 0:
+            return out
+        job = copy_job(self.b)
+        chunk = self._chunk_for(data.nbytes, 16)
+        n = data.nbytes
+        plan = [(lo, min(chunk, n - lo), lo // 16, -(-min(chunk, n - lo) // 16))
+                for lo in range(0, n, chunk)]
+        self.run_array(job, data, out, plan, progress=progress)
+        return out
+
+    def _stream_mapped(self, job, inp: np.ndarray, out: np.ndarray, progress, opts) -> int:
+        """:meth:`stream` between two mapped regular files (the whole input is known);
+        ``opts.mapped_lock`` says which of them to page-lock."""
+        n = inp.nbytes
+        req = job.req
+        if req is None:
+            self.copy(inp, out, progress=progress)
+            return n
+        req.check_length(n)
+        if not req.mode.device_runs(req, n):
+            raise DeviceError(f"{req.spec.name}: these data units need stealing in every unit, "
+                              "which the device kernels do not do (the router sends it to OpenSSL)")
+        layout = req.mode.layout(req, n)
+        tail = None
+        if layout is not None and layout.tail_start < n:  # stealing: the host does the last unit
+            tail = req.mode.tail(req, layout, inp[layout.tail_start:].tobytes())
+        how = opts.mapped_lock
+        lock = (how in ("both", "in"), how in ("both", "out"))
+        self.crypt(job.kp, inp, out, layout, req=req, progress=progress, lock=lock)
+        if tail:
+            out[layout.tail_start: layout.tail_start + len(tail)] = np.frombuffer(tail, np.uint8)
+            if progress is not None:
+                progress(len(tail))
+        return n
+
+    # -- streams --------------------------------------------------------------------------------
+    def stream(self, job, src, dst, *, progress=None) -> int:
+        """Read ``src`` to its end, run it through ``job``, write ``dst``; returns bytes written.
+
+        ``src``/``dst``: binary file objects or file descriptors.  Regular files are read and
+        written at offsets by several threads (preadv/pwrite); pipes in order by one (the file
+        side: :mod:`ciphergrid.transfer.files`).  ``job`` is a :class:`CopyJob` or a
+        :class:`CipherJob` of a streamable mode (Mode.streams: CTR, ECB and CBC without padding,
+        XTS with a sector size).
+        """
+        req = job.req
+        if req is not None and not req.mode.streams(req):
+            raise InvalidArgument(f"{req.spec.name} with these options needs the whole message "
+                                  "(padding, or one XTS data unit): it does not stream")
+        opts = self._opts()
+        bs = job.bs
+        align = (req.sector_size if req is not None else None) or bs
+        cap = max(align, self.chunk_bytes // align * align)
+        ends = files.ends(src, dst)
+        fd_in, fd_out, size = ends.fd_in, ends.fd_out, ends.size
+        reg_in, base_in, reg_out, base_out = ends.reg_in, ends.base_in, ends.reg_out, ends.base_out
+        nchunks = -(-size // cap) if size is not None else None
+        # A regular output of known size is mapped: the device's results go straight into the
+        # page cache (D2H into the mapping when it can be page-locked, else one parallel copy
+        # from the pinned slot), with no write() - writes to one file serialise in the kernel.
+        out_map = out = out_pins = None
+        how = opts.stream_mmap
+        if size and reg_out and how != "0":
+            out_map, out = files.map_output(fd_out, base_out, size, how)
+        if out is not None and reg_in and self.transfer == "register" and how not in ("0", "out"):
+            # Both ends are mapped files: the device reads the input's pages and writes the
+            # output's directly (both page-locked chunk by chunk, the output's pages faulted in by
+            # several threads first), as for arrays in memory: no read(), no staging copy.
+            in_map, inp = files.map_input(fd_in, base_in, size)
+            if in_map is not None:
+                try:
+                    done = self._stream_mapped(job, inp, out, progress, opts)
+                    del inp
+                finally:
+                    files.close_map(in_map)
+                    del out
+                    files.close_map(out_map)
+                files.seek_to(dst, fd_out, base_out + done)
+                return done
+        if out is not None and self.transfer == "register":
+            out_pins = PINS.view(self.b, out, self.pin_grain or max(cap, opts.pin_grain))
+        behind = req is not None and req.mode.reads_behind(req)  # CBC decryption
+        state = {"chain": req.iv if behind else None, "done": False, "total": 0}
+        self._ensure(cap, job.scratch_bytes(cap // bs))
+
+        def produce(i: int):
+            if nchunks is not None and i >= nchunks:
+                return None
+            if nchunks is None and state["done"]:
+                return None
+            lo = i * cap
+            want = cap if size is None else min(cap, size - lo)
+            k = self._staging.take()
+            buf = self._staging[k]
+            try:
+                m = files.read_full(fd_in, memoryview(buf)[:want],
+                                    None if size is None else base_in + lo)
+            except BaseException:
+                self._staging.put(k)
+                raise
+            if size is not None and m != want:
+                self._staging.put(k)
+                raise InvalidArgument(f"the input changed size while it was read ({size} bytes "
+                                      f"announced, {lo + m} found)")
+            last = (i == nchunks - 1) if nchunks is not None else m < cap
+            if size is None and last:
+                state["done"] = True
+            if m == 0:
+                self._staging.put(k)
+                if last and req is not None:
+                    req.check_length(lo)
+                return None
+            ch = Chunk(i, lo, m, lo // bs, -(-m // bs), last=last)
+            ch.bufs.append(k)
+            if req is not None and req.mode.whole_blocks and m % bs:
+                self._staging.put(k)
+                ch.bufs = []
+                req.check_length(lo + m)  # raises: a partial block at the end
+            if behind:
+                if size is None:  # in order (one reader)
+                    ch.chain = state["chain"]
+                    state["chain"] = bytes(buf[m - bs: m])
+                else:
+                    ch.chain = req.iv if lo == 0 else os.pread(fd_in, bs, base_in + lo - bs)
+                    if len(ch.chain) != bs:
+                        raise InvalidArgument("the input changed while it was read")
+            elif req is not None and lo == 0:
+                ch.chain = req.mode.chain_at(req, None, 0)  # (CBC encryption: the IV)
+            if last and req is not None:
+                n = lo + m
+                req.check_length(n)
+                lay = req.mode.layout(req, n)
+                if lay is not None and lay.tail_start < n:
+                    t = lay.tail_start - lo
+                    ch.extra = req.mode.tail(req, lay, bytes(buf[t:m]))
+                    ch.nblocks = lay.kernel_blocks - ch.first_block
+                    ch.nbytes = ch.nblocks * bs
+            ch.src = ch.dst = buf[: ch.nbytes]
+            if out is not None:
+                hi = lo + ch.nbytes
+                if self.transfer == "any" or (out_pins is not None and out_pins.acquire(lo, hi)):
+                    ch.dst = out[lo:hi]
+                    ch.dst_pins = out_pins
+                else:
+                    ch.copy_out = True
+            return ch
+
+        def finish(ch: Chunk) -> None:
+            buf = self._staging[ch.bufs[0]]
+            if out is not None:
+                lo, hi = ch.lo, ch.lo + ch.nbytes
+                if ch.copy_out:
+                    np.copyto(out[lo:hi], buf[: ch.nbytes])
+                if ch.extra:
+                    out[hi: hi + len(ch.extra)] = np.frombuffer(ch.extra, np.uint8)
+                return
+            if ch.extra:
+                buf[ch.nbytes: ch.nbytes + len(ch.extra)] = np.frombuffer(ch.extra, np.uint8)
+            total = ch.nbytes + len(ch.extra)
+            files.write_all(fd_out, memoryview(buf)[:total], base_out + ch.lo if reg_out else None)
+
+        t = self.threads
+        nprep = t if size is not None else 1
+        nfin = t if reg_out else 1
+        written = 0
+
+        def count(k: int) -> None:
+            nonlocal written
+            written += k
+            if progress is not None:
+                progress(k)
+
+        try:
+            self._run(job, produce, finish, permits=self.depth + nprep + nfin, nprep=nprep,
+                      nfin=nfin, cap=cap, progress=count, abort_wait=0.5)
+        finally:
+            if out_pins is not None:
+                PINS.done(out_pins, opts.pin_cache)
+            if out_map is not None:
+                del out
+                files.close_map(out_map)
+        if reg_out:
+            files.seek_to(dst, fd_out, base_out + written)
+        return written
+
+
+def flat_uint8(a) -> np.ndarray:
+    """``a`` (C-contiguous) as a flat uint8 array over the same memory."""
+    a = np.asarray(a)
+    if not a.flags.c_contiguous:
+        raise InvalidArgument("the pipeline needs C-contiguous arrays")
+    return a.reshape(-1).view(np.uint8)
+
+
+_copy_jobs: dict[int, CopyJob] = {}
+
+
+def copy_job(backend) -> CopyJob:
+    """The copy job of ``backend`` (its program built once)."""
+    j = _copy_jobs.get(id(backend))
+    if j is None or j.b is not backend:
+        j = _copy_jobs[id(backend)] = CopyJob(backend)
+    return j
+
+
+__all__ = ["Pipeline", "CipherJob", "CopyJob", "Chunk"]
