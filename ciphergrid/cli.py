@@ -14,7 +14,6 @@ import errno
 import os
 import signal
 import sys
-import time
 
 from . import __version__, interrupts
 from .errors import DeviceError, DeviceNotFound, Error, InvalidArgument, InvalidPadding, InvalidTag

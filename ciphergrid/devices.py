@@ -8,34 +8,11 @@ else an OpenCL GPU), ``cpu`` (first OpenCL CPU device, e.g. PoCL: our kernels on
 from __future__ import annotations
 
 import functools
-import os
 import threading
 
 from .backends.base import DeviceInfo
 from .errors import DeviceNotFound, InvalidArgument
-
-def _native_info() -> DeviceInfo:
-    from .engines import openssl
-
-    try:
-        ver = openssl.openssl_version()
-    except Exception:
-        ver = "OpenSSL"
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
-    return DeviceInfo(spec="native", runtime="native", name=f"{ver} ({_cpu_name()})", kind="cpu",
-                      compute_units=os.cpu_count() or 1, memory=int(mem), vendor="OpenSSL",
-                      platform=getattr(openssl, "BACKEND_NAME", "libcrypto"))
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "CPU"
+from .settings import runtime_disabled
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,8 +20,10 @@ def _runtime_devices(runtime: str) -> tuple[DeviceInfo, ...]:
     """The devices of one runtime, enumerated once per process (each runtime's start-up costs
     0.1-0.2 s: a spec that names one runtime does not pay for the others)."""
     if runtime == "native":
-        return (_native_info(),)
-    if os.environ.get(f"CIPHERGRID_NO_{runtime.upper()}") == "1":
+        from .engines import openssl
+
+        return (openssl.device_info(),)
+    if runtime_disabled(runtime):
         return ()
     if runtime == "cuda":
         from .backends import cuda

@@ -189,3 +189,27 @@ def transfer() -> TransferSettings:
         mapped_lock=env.get(ENV_MAPPED_LOCK, "none"),
         stream_mmap=env.get(ENV_STREAM_MMAP, "1"),
         prefault_min=prefault)
+
+
+# ---- the engines' and devices' switches (for tests and troubleshooting) -------------------------
+def runtime_disabled(runtime: str) -> bool:
+    """``CIPHERGRID_NO_CUDA=1`` / ``CIPHERGRID_NO_OPENCL=1``: that runtime offers no device."""
+    return os.environ.get(f"CIPHERGRID_NO_{runtime.upper()}") == "1"
+
+
+def openssl_through_pyca() -> bool:
+    """``CIPHERGRID_NATIVE_BACKEND=cryptography``: the OpenSSL engine calls pyca/cryptography
+    instead of libcrypto through ctypes."""
+    return os.environ.get("CIPHERGRID_NATIVE_BACKEND", "").strip().lower() == "cryptography"
+
+
+def openssl_c_loop() -> tuple[bool, str | None]:
+    """(whether the OpenSSL engine may build its small C loop helper, the C compiler named by
+    ``CC``); ``CIPHERGRID_NATIVE_LOOP=ctypes`` turns the helper off."""
+    return (os.environ.get("CIPHERGRID_NATIVE_LOOP", "").strip().lower() != "ctypes",
+            os.environ.get("CC"))
+
+
+def icd_fixup() -> bool:
+    """``CIPHERGRID_NO_ICD_FIXUP=1`` leaves the OpenCL loader's vendor list as the system has it."""
+    return os.environ.get("CIPHERGRID_NO_ICD_FIXUP") != "1"

@@ -69,7 +69,7 @@ def main():
             for k_, v in zip(ph, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 ph[k_].append(v)
         print("   phases (ms): " + ", ".join(f"{k_} {statistics.median(v) * 1e3:.3f}" for k_, v in ph.items()))
-    hn = tuning.parse_bytes(a.host_size, "--host-size")
+    hn = parse_bytes(a.host_size, "--host-size")
     if hn:
         del x, y
         src = np.empty(hn, np.uint8)

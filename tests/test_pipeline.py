@@ -23,7 +23,7 @@ import pytest
 
 import ciphergrid
 from ciphergrid.request import make_request
-from ciphergrid import modes, registry, settings
+from ciphergrid import registry, settings
 from ciphergrid.transfer import autotune, chunking, driver, files, pinning, runs, staging
 from ciphergrid.errors import DeviceNotFound, Error, InvalidArgument, InvalidLength
 

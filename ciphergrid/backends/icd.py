@@ -50,7 +50,9 @@ def prepare() -> str | None:
     CIPHERGRID_NO_ICD_FIXUP=1 turns it off.
     """
     global _done
-    if _done or os.environ.get("CIPHERGRID_NO_ICD_FIXUP") == "1":
+    from ..settings import icd_fixup
+
+    if _done or not icd_fixup():
         return os.environ.get("OCL_ICD_VENDORS")
     _done = True
 

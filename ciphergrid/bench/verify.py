@@ -15,7 +15,6 @@ neither an oracle nor vectors raises :class:`Unverifiable` (the row is skipped, 
 from __future__ import annotations
 
 import os
-from importlib import metadata
 
 import numpy as np
 

@@ -31,6 +31,31 @@ __all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "speed", "openssl_
 STREAM_PIECE = 64 << 20
 
 
+def device_info():
+    """The OpenSSL engine as a device: ``native``, every core of the host."""
+    from ...backends.base import DeviceInfo
+
+    try:
+        ver = openssl_version()
+    except Exception:
+        ver = "OpenSSL"
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+    return DeviceInfo(spec="native", runtime="native", name=f"{ver} ({_cpu_name()})", kind="cpu",
+                      compute_units=os.cpu_count() or 1, memory=int(mem), vendor="OpenSSL",
+                      platform=BACKEND_NAME)
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU"
+
+
 class OpenSSLSession(Session):
     def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None) -> None:
         req = self.req.at(first_block, chain) if first_block else self.req
@@ -43,9 +68,7 @@ class OpenSSLEngine(Engine):
     kind = "openssl"
 
     def __init__(self, info=None):
-        from ...devices import resolve
-
-        self.info = info or resolve("native")
+        self.info = info or device_info()
 
     @property
     def device(self):

@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 
+from ... import settings
 from ...errors import DeviceError, UnsupportedCipher
 
 __all__ = ["BACKEND_NAME", "LIB", "MAX_UPDATE", "openssl_version", "speed_loop"]
@@ -35,7 +36,7 @@ _c_int_p = ctypes.POINTER(ctypes.c_int)
 
 
 def _load_libcrypto():
-    if os.environ.get("CIPHERGRID_NATIVE_BACKEND", "").strip().lower() == "cryptography":
+    if settings.openssl_through_pyca():
         return None
     names = []
     found = ctypes.util.find_library("crypto")
@@ -218,10 +219,11 @@ def _build_loop():
     import subprocess
     import tempfile
 
-    if os.environ.get("CIPHERGRID_NATIVE_LOOP", "").strip().lower() == "ctypes":
+    allowed, cc_env = settings.openssl_c_loop()
+    if not allowed:
         return None
     cc = None
-    for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
+    for cand in (cc_env, "cc", "gcc", "clang"):
         if cand and shutil.which(cand):
             cc = shutil.which(cand)
             break
