@@ -11,7 +11,8 @@ Parametrization (done at collection time, so every case shows in the test ids):
   ("no GPU device present").  A test marked ``gpu`` by hand is skipped the same way.
 
 Fixtures: ``rng`` (seeded random source with helpers; the seed is printed when a test fails;
-``CIPHERGRID_TEST_SEED`` changes the base seed), ``ref`` (pyca/cryptography model of
+``CIPHERGRID_TEST_SEED`` changes the base seed), ``ref`` (the one reference,
+``ciphergrid.testing.oracle``: pyca/cryptography where it has the cipher·mode; same arguments as
 ciphergrid.encrypt/decrypt), ``device_is_fast``.
 """
 
@@ -186,54 +187,26 @@ def pytest_runtest_makereport(item, call):
 
 # --------------------------------------------------------------------------- reference model
 
-class Reference:
-    """pyca/cryptography (OpenSSL) model of ciphergrid.encrypt/decrypt, same arguments."""
+class _Ref:
+    """The one reference, ``ciphergrid.testing.oracle``, in the call shapes the tests use:
+    ``encrypt(data, name, key, iv, padding=..., sector_size=..., start_sector=...)``, ``decrypt``
+    likewise, and ``crypt(encrypt, data, name, key, iv, ...)`` (the oracle's own ``crypt`` takes
+    ``(name, key, iv, data, encrypt)``)."""
 
-    @staticmethod
-    def crypt(encrypt: bool, data, name: str, key: bytes, iv: bytes | None = None, *,
-              padding: str | None = None, sector_size: int | None = None,
-              start_sector: int | None = None) -> bytes:
-        from cryptography.hazmat.primitives import padding as pad
-        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    def __init__(self):
+        from ciphergrid.testing import oracle
 
-        algo, _bits, mode = name.split("-")
-        assert algo == "aes", name
-        data = bytes(data)
+        self.oracle = oracle
+        self.encrypt = oracle.encrypt
+        self.decrypt = oracle.decrypt
 
-        def one(m, chunk: bytes) -> bytes:
-            c = Cipher(algorithms.AES(bytes(key)), m)
-            ctx = c.encryptor() if encrypt else c.decryptor()
-            return ctx.update(chunk) + ctx.finalize()
-
-        if mode == "xts" and sector_size is not None:
-            return b"".join(
-                one(modes.XTS(((start_sector or 0) + n).to_bytes(16, "little")),
-                    data[off: off + sector_size])
-                for n, off in enumerate(range(0, len(data), sector_size))
-            )
-        m = {"ecb": lambda: modes.ECB(), "cbc": lambda: modes.CBC(iv),
-             "ctr": lambda: modes.CTR(iv), "xts": lambda: modes.XTS(iv)}[mode]()
-        if padding == "pkcs7":
-            if encrypt:
-                p = pad.PKCS7(128).padder()
-                return one(m, p.update(data) + p.finalize())
-            u = pad.PKCS7(128).unpadder()
-            return u.update(one(m, data)) + u.finalize()
-        assert padding is None, padding
-        return one(m, data)
-
-    @classmethod
-    def encrypt(cls, data, name, key, iv=None, **kw) -> bytes:
-        return cls.crypt(True, data, name, key, iv, **kw)
-
-    @classmethod
-    def decrypt(cls, data, name, key, iv=None, **kw) -> bytes:
-        return cls.crypt(False, data, name, key, iv, **kw)
+    def crypt(self, encrypt: bool, data, name: str, key: bytes, iv: bytes | None = None, **kw) -> bytes:
+        return self.oracle.crypt(name, key, iv, data, encrypt, **kw)
 
 
 @pytest.fixture(scope="session")
-def ref() -> type[Reference]:
-    return Reference
+def ref() -> _Ref:
+    return _Ref()
 
 
 def first_difference(a: bytes, b: bytes) -> str:

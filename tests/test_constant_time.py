@@ -19,7 +19,7 @@ from importlib import resources
 import pytest
 
 import ciphergrid
-from ciphergrid import registry
+from ciphergrid import registry, vectors
 
 try:
     from conftest import all_devices
@@ -77,71 +77,29 @@ def test_bitsliced_key_layout():
 
 # --------------------------------------------------------------------------- known answers
 
-_PT4 = bytes.fromhex(
-    "6bc1bee22e409f96e93d7e117393172a ae2d8a571e03ac9c9eb76fac45af8e51"
-    "30c81c46a35ce411e5fbc1191a0a52ef f69f2445df4f9b17ad2b417be66c3710")
-_KEYS = {
-    128: bytes.fromhex("2b7e151628aed2a6abf7158809cf4f3c"),
-    192: bytes.fromhex("8e73b0f7da0e6452c810f32b809079e562f8ead2522c6b7b"),
-    256: bytes.fromhex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4"),
-}
-_CBC_IV = bytes.fromhex("000102030405060708090a0b0c0d0e0f")
-_CTR_IV = bytes.fromhex("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff")
+# FIPS 197 Appendix C (one block each, AES-128/192/256) and NIST SP 800-38A Appendix F (ECB, CBC,
+# CTR; AES-128/192/256): the records of ciphergrid/vectors/aes.json from those two documents
+KAT_SOURCES = ("FIPS 197 ", "NIST SP 800-38A ")
 
-# (source, mode, bits, key, iv, plaintext, ciphertext)
-KAT = [
-    # FIPS 197 (2001), Appendix C: example vectors C.1, C.2, C.3
-    ("FIPS 197 C.1", "ecb", 128, bytes(range(16)), None,
-     bytes.fromhex("00112233445566778899aabbccddeeff"), bytes.fromhex("69c4e0d86a7b0430d8cdb78070b4c55a")),
-    ("FIPS 197 C.2", "ecb", 192, bytes(range(24)), None,
-     bytes.fromhex("00112233445566778899aabbccddeeff"), bytes.fromhex("dda97ca4864cdfe06eaf70a0ec0d7191")),
-    ("FIPS 197 C.3", "ecb", 256, bytes(range(32)), None,
-     bytes.fromhex("00112233445566778899aabbccddeeff"), bytes.fromhex("8ea2b7ca516745bfeafc49904b496089")),
-    # NIST SP 800-38A (2001), Appendix F: F.1.1/F.1.3/F.1.5 (ECB), F.2.1/F.2.3/F.2.5 (CBC),
-    # F.5.1/F.5.3/F.5.5 (CTR)
-    ("SP 800-38A F.1.1", "ecb", 128, _KEYS[128], None, _PT4, bytes.fromhex(
-        "3ad77bb40d7a3660a89ecaf32466ef97 f5d3d58503b9699de785895a96fdbaaf"
-        "43b1cd7f598ece23881b00e3ed030688 7b0c785e27e8ad3f8223207104725dd4")),
-    ("SP 800-38A F.1.3", "ecb", 192, _KEYS[192], None, _PT4, bytes.fromhex(
-        "bd334f1d6e45f25ff712a214571fa5cc 974104846d0ad3ad7734ecb3ecee4eef"
-        "ef7afd2270e2e60adce0ba2face6444e 9a4b41ba738d6c72fb16691603c18e0e")),
-    ("SP 800-38A F.1.5", "ecb", 256, _KEYS[256], None, _PT4, bytes.fromhex(
-        "f3eed1bdb5d2a03c064b5a7e3db181f8 591ccb10d410ed26dc5ba74a31362870"
-        "b6ed21b99ca6f4f9f153e7b1beafed1d 23304b7a39f9f3ff067d8d8f9e24ecc7")),
-    ("SP 800-38A F.2.1", "cbc", 128, _KEYS[128], _CBC_IV, _PT4, bytes.fromhex(
-        "7649abac8119b246cee98e9b12e9197d 5086cb9b507219ee95db113a917678b2"
-        "73bed6b8e3c1743b7116e69e22229516 3ff1caa1681fac09120eca307586e1a7")),
-    ("SP 800-38A F.2.3", "cbc", 192, _KEYS[192], _CBC_IV, _PT4, bytes.fromhex(
-        "4f021db243bc633d7178183a9fa071e8 b4d9ada9ad7dedf4e5e738763f69145a"
-        "571b242012fb7ae07fa9baac3df102e0 08b0e27988598881d920a9e64f5615cd")),
-    ("SP 800-38A F.2.5", "cbc", 256, _KEYS[256], _CBC_IV, _PT4, bytes.fromhex(
-        "f58c4c04d6e5f1ba779eabfb5f7bfbd6 9cfc4e967edb808d679f777bc6702c7d"
-        "39f23369a9d9bacfa530e26304231461 b2eb05e2c39be9fcda6c19078c6a9d1b")),
-    ("SP 800-38A F.5.1", "ctr", 128, _KEYS[128], _CTR_IV, _PT4, bytes.fromhex(
-        "874d6191b620e3261bef6864990db6ce 9806f66b7970fdff8617187bb9fffdff"
-        "5ae4df3edbd5d35e5b4f09020db03eab 1e031dda2fbe03d1792170a0f3009cee")),
-    ("SP 800-38A F.5.3", "ctr", 192, _KEYS[192], _CTR_IV, _PT4, bytes.fromhex(
-        "1abc932417521ca24f2b0459fe7e6e0b 090339ec0aa6faefd5ccc2c6f4ce8e94"
-        "1e36b26bd1ebc670d1bd1d665620abf7 4f78a7f6d29809585a97daec58c6b050")),
-    ("SP 800-38A F.5.5", "ctr", 256, _KEYS[256], _CTR_IV, _PT4, bytes.fromhex(
-        "601ec313775789a5b7a7f504bbf3d228 f443e3ca4d62b59aca84e990cacaf5c5"
-        "2b0930daa23de94ce87017ba2d84988d dfc9c58db67aada613c2dd08457941a6")),
-]
+
+def kat_vectors() -> list:
+    vs = [v for v in vectors.load() if v.cipher.startswith("aes-") and v.source.startswith(KAT_SOURCES)]
+    assert len(vs) == 12, f"expected the 3 FIPS 197 and 9 SP 800-38A AES vectors, found {len(vs)}"
+    return vs
 
 
 def kat_failures(device: str, bits: int | None = None, **kw) -> list[str]:
     """The KAT vectors (of one key size, or all) that ``encrypt``/``decrypt(..., **kw)`` get wrong."""
     bad = []
-    for source, mode, b, key, iv, pt, ct in KAT:
-        if bits is not None and b != bits:
+    for v in kat_vectors():
+        if bits is not None and 8 * registry.lookup(v.cipher).key_size != bits:
             continue
-        name = f"aes-{b}-{mode}"
-        got = ciphergrid.encrypt(pt, name, key, iv, device=device, **kw)
-        if got != ct:
-            bad.append(f"{source} encrypt: {got.hex()} != {ct.hex()}")
-        got = ciphergrid.decrypt(ct, name, key, iv, device=device, **kw)
-        if got != pt:
-            bad.append(f"{source} decrypt: {got.hex()} != {pt.hex()}")
+        got = ciphergrid.encrypt(v.plaintext, v.cipher, v.key, v.iv, device=device, **kw)
+        if got != v.ciphertext:
+            bad.append(f"{v.source} encrypt: {got.hex()} != {v.ciphertext.hex()}")
+        got = ciphergrid.decrypt(v.ciphertext, v.cipher, v.key, v.iv, device=device, **kw)
+        if got != v.plaintext:
+            bad.append(f"{v.source} decrypt: {got.hex()} != {v.plaintext.hex()}")
     return bad
 
 

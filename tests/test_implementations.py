@@ -5,7 +5,7 @@ The default ("fast") runs in every other test file and "ct" in test_constant_tim
 other implementation is selected with ``implementation=`` and checked on:
 
 * the known answers of FIPS 197 Appendix C and NIST SP 800-38A Appendix F (ECB, CBC, CTR; AES-128,
-  -192, -256; both directions: test_constant_time.KAT);
+  -192, -256; both directions: test_constant_time.kat_failures, from ciphergrid/vectors/aes.json);
 * every registered AES name against pyca/cryptography on random keys and IVs, lengths around one
   work-item's batch and over a persistent grid's worth of blocks, both directions; CTR counters that
   wrap 2^64 and 2^128; XTS in sector mode.

@@ -1,7 +1,8 @@
 """Known-answer tests: every vector of ciphergrid.vectors, for every registered name, on every
 device, in both directions.
 
-Vectors: NIST SP 800-38A (ECB/CBC/CTR), IEEE 1619-2007 (XTS), and - when cryptography_vectors is
+Vectors: those of the data files (ciphergrid/vectors/aes.json: FIPS 197 Appendix C, NIST SP 800-38A
+(ECB/CBC/CTR), IEEE 1619-2007 (XTS), AESAVS Monte Carlo records), and - when cryptography_vectors is
 installed - the NIST CAVP AESAVS ECB/CBC files (GFSbox, KeySbox, VarKey, VarTxt, MMT), the RFC 3686
 AES-CTR vectors and the NIST XTSGen files (tweak as hex string, and as data unit sequence number
 through sector mode).  Each test collects every mismatch and reports them together, so one test
@@ -137,7 +138,8 @@ def test_official_vector_files_are_loaded():
 
 
 def test_loader_without_cryptography_vectors(monkeypatch):
-    """Without the package only the embedded vectors remain, and they still cover every name."""
+    """Without the package only the vectors of the data files remain, and they still cover every
+    name; each names its source (document and place in it)."""
     import sys
 
     monkeypatch.setitem(sys.modules, "cryptography_vectors", None)  # import fails
@@ -147,6 +149,8 @@ def test_loader_without_cryptography_vectors(monkeypatch):
         assert vectors.vectors_dir() is None
         vs = vectors.load()
         assert vs and not any(v.source.startswith("cryptography_vectors/") for v in vs)
+        assert "aes.json" in vectors.data_files()
+        assert all(v.source for v in vs) and all(m.source for m in vectors.load_mct())
         assert set(vectors.names_with_vectors()) == set(registry.names())
         assert vectors.load_mct()
     finally:
@@ -167,7 +171,7 @@ def test_kat_decrypt(cipher_name, device):
 
 
 def test_kat_cipher_object(cipher_name, device):
-    """The embedded vectors (SP 800-38A, IEEE 1619) through Cipher(...) contexts."""
+    """The vectors of the data files (FIPS 197, SP 800-38A, IEEE 1619) through Cipher(...) contexts."""
     vs = [v for v in vectors.load(cipher_name) if not v.source.startswith("cryptography_vectors/")]
     assert vs
     bad = []

@@ -4,10 +4,11 @@ Each implementation of the cipher's ``implementations`` (ciphers/aes.py) adds on
 the previous one: baseline, byte permutes, replicated tables, keys in registers, persistent grid,
 multiply-add table index, high-multiply top byte; then alternatives that did not pay (two tables,
 two blocks per work-item), the default ("fast") and the bitsliced constant-time kernels, again one
-step at a time ("ct-c", then "ct" with the S-box spelled out in PTX: kernels/aes_bs.cl).  For each, on every GPU device: the output is checked
-against pyca/cryptography first (only correct code is timed), then the device-resident time of the
-cipher over ``--ablation-size`` bytes (median of repeats, device events), GB/s per SM per GHz,
-registers per work-item, shared and spilled memory, occupancy, area and area-time product.
+step at a time ("ct-c", then "ct" with the S-box spelled out in PTX: kernels/aes_bs.cl).  For each,
+on every GPU device: the output is checked against the oracle first (``ciphergrid.testing.oracle``:
+pyca/cryptography; only correct code is timed), then the device-resident time of the cipher over
+``--ablation-size`` bytes (median of repeats, device events), GB/s per SM per GHz, registers per
+work-item, shared and spilled memory, occupancy, area and area-time product.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import registry
+from ..testing import oracle
 from . import suites
 from .records import Record
 
@@ -26,10 +28,10 @@ def add_arguments(p) -> None:
 
 
 def _correct(api, name: str, dev: str, impl: str) -> str | None:
-    """None when the implementation gives OpenSSL's bytes, else what went wrong."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes as M
-
+    """None when the implementation gives the oracle's bytes (``ciphergrid.testing.oracle``:
+    pyca/cryptography, i.e. OpenSSL), else what went wrong."""
     spec = registry.lookup(name)
+    source = oracle.source(spec)
     rng = np.random.default_rng()
     for n in (16, 48 * 16 + 5, 1 << 20):
         n = n // 16 * 16 if spec.mode.whole_blocks else n
@@ -38,16 +40,14 @@ def _correct(api, name: str, dev: str, impl: str) -> str | None:
             key = key[: spec.key_size] + bytes(b ^ 1 for b in key[: spec.key_size])
         iv = bytes(rng.integers(0, 256, spec.iv_len, dtype=np.uint8)) if spec.iv_len else None
         data = bytes(rng.integers(0, 256, n, dtype=np.uint8))
-        m = {"ecb": M.ECB, "cbc": M.CBC, "ctr": M.CTR, "xts": M.XTS}[spec.mode.name]
-        c = Cipher(algorithms.AES(key), m(iv) if iv else m())
-        ref_ct = c.encryptor().update(data)
+        ref_ct = oracle.crypt(spec, key, iv, data, True)
         if spec.mode.parallel(True):
             got = api.encrypt(data, name, key, iv, device=dev, implementation=impl)
             if got != ref_ct:
-                return f"encryption of {n} bytes differs from OpenSSL"
+                return f"encryption of {n} bytes differs from {source}"
         got = api.decrypt(ref_ct, name, key, iv, device=dev, implementation=impl)
         if got != data:
-            return f"decryption of {n} bytes differs from OpenSSL"
+            return f"decryption of {n} bytes differs from {source}"
     return None
 
 
@@ -81,7 +81,7 @@ def run(args, ctx: suites.Context) -> dict:
                     rec.verification = {"status": "failed", "detail": problem}
                     ctx.log(f"FAILED ablation {impl} on {dev.spec}: {problem}")
                 else:
-                    rec.verification = {"status": "passed", "oracle": "pyca/cryptography"}
+                    rec.verification = {"status": "passed", "oracle": oracle.source(spec)}
                     times = eng.time_kernel(name, size, repeats=repeats, impl=impl,
                                             sector_size=4096 if "sector_size" in spec.mode.options else None)
                     clk = eng.sm_clock_mhz()
