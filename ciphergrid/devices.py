@@ -59,8 +59,13 @@ def first_cpu() -> DeviceInfo | None:
 
 def resolve(spec: str) -> DeviceInfo:
     """Turn an explicit device spec into one DeviceInfo (or raise DeviceNotFound).  ``auto`` is
-    decided per request by ``route``, not here."""
-    spec = (spec or "").strip().lower()
+    decided per request by ``route``, not here.  (Answers are kept: every call of the API
+    resolves its device.)"""
+    return _resolve((spec or "").strip().lower())
+
+
+@functools.lru_cache(maxsize=64)
+def _resolve(spec: str) -> DeviceInfo:
     parts = spec.split(":")
     head = parts[0]
     if head == "native" and len(parts) == 1:
