@@ -125,6 +125,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session")
+def openssl() -> str:
+    """The openssl command (skipped, and reported as skipped, when there is none)."""
+    import shutil
+
+    path = shutil.which("openssl")
+    if path is None:
+        pytest.skip("no openssl binary on PATH: the byte-for-byte comparison with `openssl enc` is not run")
+    return path
+
+
 @pytest.fixture
 def device_is_fast(device) -> bool:
     """True on GPUs and the native (OpenSSL) engine, where multi-MiB inputs are cheap;

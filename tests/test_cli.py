@@ -44,14 +44,6 @@ def ok(p: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return p
 
 
-@pytest.fixture(scope="session")
-def openssl() -> str:
-    path = shutil.which("openssl")
-    if path is None:
-        pytest.skip("no openssl binary on PATH: the byte-for-byte comparison with `openssl enc` is not run")
-    return path
-
-
 def openssl_enc(openssl: str, name: str, key: bytes, iv: bytes | None, data: bytes, *,
                 decrypt: bool = False, pad: bool = False) -> bytes:
     args = [openssl, "enc", f"-{name}", "-K", key.hex()]

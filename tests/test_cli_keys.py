@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from test_cli import _assert_error, cli, cli_env, ok, openssl  # noqa: F401
+from test_cli import _assert_error, cli, cli_env, ok
 
 PW = "correct horse battery staple"
 

@@ -7,7 +7,6 @@ import binascii
 import getpass
 import io
 import os
-import shutil
 import subprocess
 import sys
 import warnings
@@ -19,14 +18,6 @@ from ciphergrid.errors import InvalidArgument
 
 PW = "pässwörd with spaces"  # non-ASCII: -pass pass: hands openssl the UTF-8 bytes of argv
 SALT = bytes.fromhex("0123456789abcdef")
-
-
-@pytest.fixture(scope="module")
-def openssl_bin() -> str:
-    path = shutil.which("openssl")
-    if path is None:
-        pytest.skip("no openssl binary on PATH")
-    return path
 
 
 def _run(cmd: list[str], data: bytes = b"") -> bytes:
@@ -59,16 +50,16 @@ CIPHERS = {"aes-128-cbc": (16, 16), "aes-256-ctr": (32, 16), "aes-192-ecb": (24,
 @pytest.mark.parametrize("cipher", list(CIPHERS))
 @pytest.mark.parametrize("iters", [1, 1000, 10000])
 @pytest.mark.parametrize("md", ["sha256", "sha1", "sha512", "md5"])
-def test_pbkdf2_matches_openssl(openssl_bin, cipher, iters, md):
+def test_pbkdf2_matches_openssl(openssl, cipher, iters, md):
     key_len, iv_len = CIPHERS[cipher]
     got = keys.derive(PW.encode(), SALT, key_len, iv_len, pbkdf2=True, iterations=iters, md=md)
-    assert got == ossl_key_iv(openssl_bin, cipher, SALT, pbkdf2=True, md=md, iters=iters)
+    assert got == ossl_key_iv(openssl, cipher, SALT, pbkdf2=True, md=md, iters=iters)
     assert len(got[0]) == key_len and (got[1] is None) == (iv_len == 0)
 
 
-def test_pbkdf2_defaults_match_openssl(openssl_bin):
+def test_pbkdf2_defaults_match_openssl(openssl):
     assert keys.DEFAULT_ITER == 10000 and keys.DEFAULT_MD == "sha256"
-    cmd = [openssl_bin, "enc", "-aes-256-cbc", "-pbkdf2", "-S", SALT.hex(), "-pass", f"pass:{PW}", "-P"]
+    cmd = [openssl, "enc", "-aes-256-cbc", "-pbkdf2", "-S", SALT.hex(), "-pass", f"pass:{PW}", "-P"]
     out = _run(cmd).decode()
     key, iv = keys.derive(PW.encode(), SALT, 32, 16, pbkdf2=True)
     assert f"key={key.hex().upper()}" in out and f"iv ={iv.hex().upper()}" in out
@@ -77,22 +68,22 @@ def test_pbkdf2_defaults_match_openssl(openssl_bin):
 @pytest.mark.parametrize("cipher", list(CIPHERS))
 @pytest.mark.parametrize("md", ["md5", "sha256"])
 @pytest.mark.parametrize("salted", [True, False])
-def test_legacy_evp_bytestokey_matches_openssl(openssl_bin, cipher, md, salted):
+def test_legacy_evp_bytestokey_matches_openssl(openssl, cipher, md, salted):
     key_len, iv_len = CIPHERS[cipher]
     salt = SALT if salted else None
     got = keys.derive(PW.encode(), salt, key_len, iv_len, pbkdf2=False, md=md)
-    assert got == ossl_key_iv(openssl_bin, cipher, salt, pbkdf2=False, md=md)
+    assert got == ossl_key_iv(openssl, cipher, salt, pbkdf2=False, md=md)
 
 
 @pytest.mark.parametrize("md", ["sha3-256", "SHA512-256", "sha-224", "SHA2-384", "blake2b512",
                                 "blake2s256", "sm3"])
-def test_other_digests_match_openssl(openssl_bin, md):
+def test_other_digests_match_openssl(openssl, md):
     try:
         keys.digest(md)
     except InvalidArgument as e:  # SM3 in an OpenSSL without it
         pytest.skip(str(e))
     got = keys.derive(PW.encode(), SALT, 32, 16, pbkdf2=True, iterations=3, md=md)
-    assert got == ossl_key_iv(openssl_bin, "aes-256-cbc", SALT, pbkdf2=True, md=md, iters=3)
+    assert got == ossl_key_iv(openssl, "aes-256-cbc", SALT, pbkdf2=True, md=md, iters=3)
 
 
 def test_digest_names():
@@ -138,9 +129,9 @@ def test_header():
         keys.make_header(b"1234567")
 
 
-def test_header_matches_openssl(openssl_bin):
+def test_header_matches_openssl(openssl):
     # a random salt: with -S, openssl 3.0 writes no header at all
-    ct = _run([openssl_bin, "enc", "-aes-128-cbc", "-pbkdf2", "-pass", f"pass:{PW}"], b"data")
+    ct = _run([openssl, "enc", "-aes-128-cbc", "-pbkdf2", "-pass", f"pass:{PW}"], b"data")
     salt = keys.parse_header(ct[:16])
     key, iv = keys.derive(PW.encode(), salt, 16, 16, pbkdf2=True)
     from ciphergrid.testing import oracle
@@ -266,20 +257,20 @@ def test_pass_file(tmp_path):
 
 @pytest.mark.parametrize("content", [PW.encode() + b"\nignored\n", b"y" * 1022 + b"\n",
                                      b"y" * 1023 + b"\n", b"z" * 1500, b"last line"])
-def test_pass_file_matches_openssl(openssl_bin, tmp_path, content):
+def test_pass_file_matches_openssl(openssl, tmp_path, content):
     f = tmp_path / "pw"
     f.write_bytes(content)
     phrase = _read(f"file:{f}")
     assert keys.derive(phrase, SALT, 16, 16, pbkdf2=True, iterations=1) == \
-        ossl_key_iv(openssl_bin, "aes-128-cbc", SALT, pbkdf2=True, md="sha256", iters=1,
+        ossl_key_iv(openssl, "aes-128-cbc", SALT, pbkdf2=True, md="sha256", iters=1,
                     pass_arg=f"file:{f}")
 
 
-def test_pass_file_crlf_as_openssl(openssl_bin, tmp_path):
+def test_pass_file_crlf_as_openssl(openssl, tmp_path):
     """openssl 3.0 keeps the "\\r" of a "pw\\r\\n" line, and so do we: the same key."""
     f = tmp_path / "pw"
     f.write_bytes(b"pw\r\n")
-    ossl = ossl_key_iv(openssl_bin, "aes-128-cbc", SALT, pbkdf2=True, md="sha256", iters=1,
+    ossl = ossl_key_iv(openssl, "aes-128-cbc", SALT, pbkdf2=True, md="sha256", iters=1,
                        pass_arg=f"file:{f}")
     assert ossl == keys.derive(_read(f"file:{f}"), SALT, 16, 16, pbkdf2=True, iterations=1)
 
@@ -386,10 +377,10 @@ def _encode(rng, data: bytes, most: int | None) -> bytes:
 
 
 @pytest.mark.parametrize("n", [0, 1, 47, 48, 49, 95, 96, 1000])
-def test_base64_writer_matches_openssl(openssl_bin, rng, n):
+def test_base64_writer_matches_openssl(openssl, rng, n):
     data = rng.data(n)
-    want = _run([openssl_bin, "base64"], data)
-    assert want == _run([openssl_bin, "enc", "-a", "-aes-128-ctr", "-K", "00" * 16, "-iv", "00" * 16],
+    want = _run([openssl, "base64"], data)
+    assert want == _run([openssl, "enc", "-a", "-aes-128-ctr", "-K", "00" * 16, "-iv", "00" * 16],
                         _ctr0(data))  # enc -a frames the same way
     assert _encode(rng, data, None) == want
     for most in (1, 7, 48, 100):
@@ -409,10 +400,10 @@ def _ctr0(data: bytes) -> bytes:
     return oracle.encrypt(data, "aes-128-ctr", bytes(16), bytes(16))
 
 
-def test_base64_writer_large_and_line_shape(openssl_bin, rng):
+def test_base64_writer_large_and_line_shape(openssl, rng):
     data = rng.data(b64._EMIT_BYTES + 48 * 3 + 5)  # more than one encode pass in one write()
     got = _encode(rng, data, None)
-    assert got == _run([openssl_bin, "base64"], data)
+    assert got == _run([openssl, "base64"], data)
     lines = got.split(b"\n")
     assert lines[-1] == b"" and all(len(x) == 64 for x in lines[:-2]) and 0 < len(lines[-2]) <= 64
 
@@ -467,9 +458,9 @@ def test_base64_reader_round_trip(rng, n):
     assert r.read(-1) == data and r.read(1) == b""
 
 
-def test_base64_reader_decodes_openssl_and_whitespace(openssl_bin, rng):
+def test_base64_reader_decodes_openssl_and_whitespace(openssl, rng):
     data = rng.data(777)
-    text = _run([openssl_bin, "base64"], data)
+    text = _run([openssl, "base64"], data)
     assert _decode(rng, text, 5, 33) == data
     flat = binascii.b2a_base64(data, newline=False)
     assert _decode(rng, flat, 64, 100) == data  # one line, no newline
@@ -481,8 +472,8 @@ def test_base64_reader_decodes_openssl_and_whitespace(openssl_bin, rng):
     assert _decode(rng, b"  \r\n" + bytes(messy) + b"\r\n\r\n", 13, 50) == data
 
 
-def test_base64_reader_header_then_rest(openssl_bin):
-    ct = _run([openssl_bin, "enc", "-aes-128-cbc", "-pbkdf2", "-a", "-pass", f"pass:{PW}"], b"x" * 100)
+def test_base64_reader_header_then_rest(openssl):
+    ct = _run([openssl, "enc", "-aes-128-cbc", "-pbkdf2", "-a", "-pass", f"pass:{PW}"], b"x" * 100)
     r = b64.Base64Reader(io.BytesIO(ct).read)
     assert len(keys.parse_header(r.read(16))) == 8
     assert len(r.read(1 << 20)) == 112 and r.read(1) == b""
