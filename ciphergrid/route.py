@@ -108,6 +108,8 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
         device = resident_device
     if device == "auto":
         eng, how = _auto(req, nbytes, path)
+        if path == "resident" and eng.info.runtime != "cuda":
+            path = "array"  # (through host copies)
         return Route(eng, path, how)
     eng = engine(device)
     how = eng.capability(req, nbytes)
