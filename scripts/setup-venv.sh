@@ -14,8 +14,8 @@ extras=${1:-}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".${extras:+[$extras]}"
 has_cpu_device() {
-  .venv/bin/python -c 'import sys, ciphergrid.devices as d
-sys.exit(0 if any(x.runtime == "opencl" and x.kind == "cpu" for x in d.all_devices()) else 1)'
+  .venv/bin/python -c 'import sys; from ciphergrid.devices import all_devices
+sys.exit(0 if any(x.runtime == "opencl" and x.kind == "cpu" for x in all_devices()) else 1)'
 }
 if ! has_cpu_device; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
