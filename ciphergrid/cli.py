@@ -128,13 +128,14 @@ def _read_exact(read, n: int) -> bytes:
 
 # ------------------------------------------------------------------------------------ encrypt / decrypt
 def cmd_crypt(args, encrypt: bool) -> int:
-    from .api import Cipher, _request
+    from .api import Cipher
     from .fileio import Input, Output
     from .registry import lookup
 
     spec = lookup(args.cipher)
     tuning = _pipeline_flags(args)
     src = Input(args.infile)
+    cipher = None
     try:
         kg = _keying(args, spec, encrypt, src)
         padding = None if args.nopad else (args.pad or ("pkcs7" if kg.phrase is not None else None))
@@ -165,8 +166,7 @@ def cmd_crypt(args, encrypt: bool) -> int:
         cipher = Cipher(spec.name, kg.key, kg.iv, device=args.device, padding=padding,
                         sector_size=args.sector_size, start_sector=args.start_sector,
                         constant_time=args.constant_time)
-        req = _request(spec.name, kg.key, kg.iv, encrypt, padding, args.sector_size,
-                       args.start_sector, args.constant_time, None)
+        req = cipher._request(encrypt)
         out_size = None
         if n is not None:  # everything the size decides, before any output
             bs = spec.block_size
@@ -188,6 +188,8 @@ def cmd_crypt(args, encrypt: bool) -> int:
                 e.ciphergrid_written = (out.written, out.name)  # for the one-line message
             raise
     finally:
+        if cipher is not None:
+            cipher.close()  # the keys it set up on a device are wiped
         src.close()
     return EXIT_OK
 
