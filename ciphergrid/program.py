@@ -47,9 +47,10 @@ class KeyedProgram:
     """One request's key schedules on one device, ready for ``enqueue`` over any block range.
 
     The round keys are uploaded on ``queue`` (default: the backend's): where the runtime copies
-    pageable memory before returning (CUDA) nothing waits, and the launches wait for the upload
-    on the device (``ready``); elsewhere the upload is waited for.  The host copies are zeroed at
-    once; ``close()`` zeroes the device copies."""
+    pageable memory before returning (CUDA) nothing waits, and a launch on another queue waits
+    for the uploads on the device (one marker, recorded at the first such launch; a launch on the
+    upload queue is ordered after them anyway); elsewhere the upload is waited for.  The host
+    copies are zeroed at once; ``close()`` zeroes the device copies."""
 
     def __init__(self, backend, req, queue=None):
         self.b = backend
@@ -66,8 +67,10 @@ class KeyedProgram:
         self._bufs = []
         self._hold = []      # host arrays an asynchronous upload still reads (OpenCL)
         self.apow = None
-        self.ready = None
         self._queue = queue
+        self._upload_queue = queue or backend.default_queue
+        self._async = getattr(backend, "upload_copies_pageable", False)
+        self._ready = None   # the marker after the uploads (a launch on another queue waits on it)
         self.rk = [self._upload_key(key, decrypt) for key, decrypt in req.mode.schedules(req)]
         prepare = getattr(req.mode, "prepare", None)
         if prepare is not None:
@@ -79,12 +82,10 @@ class KeyedProgram:
         host = words.view(np.uint8)
         buf = self.b.alloc(host.nbytes)
         self._bufs.append(buf)
-        ev = self.b.upload(buf, host, self._queue)
-        if getattr(self.b, "upload_copies_pageable", False):
-            self.ready = ev  # the runtime has its own copy: the launches wait on the device
-        else:
+        ev = self.b.upload(buf, host, self._queue, record=not self._async)
+        if not self._async:
             self.b.wait(ev)
-        words.fill(0)
+        words.fill(0)  # (the runtime has its own copy by now)
         return buf
 
     def keep(self, buf):
@@ -106,8 +107,10 @@ class KeyedProgram:
         Mode.chain_at); XTS needs ``layout`` and a ``scratch`` buffer of at least
         ``layout.scratch_bytes(nblocks)`` bytes (allocated when None).  ``req``: a request with
         this program's key and other IV / start sector (a split: ``Request.at``)."""
-        if self.ready is not None:
-            wait_for = list(wait_for or ()) + [self.ready]
+        if self._async and (queue or self.b.default_queue) is not self._upload_queue:
+            if self._ready is None:
+                self._ready = self.b.marker(self._upload_queue)
+            wait_for = list(wait_for or ()) + [self._ready]
         req = req or self.req
         return req.mode.enqueue(self, req, in_buf, out_buf, first_block, nblocks, queue,
                                 chain=chain, layout=layout, scratch=scratch, wait_for=wait_for)
@@ -127,7 +130,7 @@ class KeyedProgram:
                 pass
         self._bufs = []
         self._hold = []
-        self.ready = None
+        self._ready = None
 
     def __enter__(self):
         return self

@@ -142,8 +142,10 @@ class Backend:
     def default_queue(self):
         raise NotImplementedError
 
-    def upload(self, buf, host: np.ndarray, queue=None, *, offset: int = 0, wait_for=None):
-        """Copy ``host`` into ``buf`` at byte ``offset``; returns an event (non-blocking)."""
+    def upload(self, buf, host: np.ndarray, queue=None, *, offset: int = 0, wait_for=None,
+               record: bool = True):
+        """Copy ``host`` into ``buf`` at byte ``offset``; returns an event (non-blocking).
+        ``record=False``: the caller needs no event (a backend may then return None)."""
         raise NotImplementedError
 
     def download(self, host: np.ndarray, buf, queue=None, *, offset: int = 0, wait_for=None):

@@ -155,12 +155,12 @@ class CudaBackend(Backend):
         for ev in wait_for or ():
             stream.wait_event(ev.ev)
 
-    def upload(self, buf, host, queue=None, *, offset=0, wait_for=None):
+    def upload(self, buf, host, queue=None, *, offset=0, wait_for=None, record=True):
         s = queue or self._default
         with self.dev:
             self._prepare(s, wait_for)
             cp().cuda.runtime.memcpyAsync(buf.data.ptr + offset, host.ctypes.data, host.nbytes, 1, s.ptr)
-            return _Event(s)
+            return _Event(s) if record else None
 
     def download(self, host, buf, queue=None, *, offset=0, wait_for=None):
         s = queue or self._default

@@ -178,7 +178,7 @@ class OpenCLBackend(Backend):
     def default_queue(self):
         return self._default
 
-    def upload(self, buf, host, queue=None, *, offset=0, wait_for=None):
+    def upload(self, buf, host, queue=None, *, offset=0, wait_for=None, record=True):
         return cl().enqueue_copy(queue or self._default, buf, host, dst_offset=offset,
                                  is_blocking=False, wait_for=wait_for)
 

@@ -95,7 +95,11 @@ class DeviceEngine(Engine):
             return
         bs = req.block_size
         with b.dev:
-            cupy.cuda.Device().synchronize()  # the producer may have used another stream
+            # ordered after the producer: importing the array (CUDA array interface, DLPack) made
+            # CuPy's current stream wait for the producer's; our stream waits for that one
+            ready = cupy.cuda.Event(disable_timing=True)
+            ready.record(cupy.cuda.get_current_stream())
+            b.default_queue.wait_event(ready)
             if src.data.ptr % 16 or (dst.data.ptr == src.data.ptr and req.mode.reads_behind(req)):
                 src = src.copy()  # unaligned view, or in-place CBC decryption (block i reads i-1)
                 cupy.cuda.get_current_stream().synchronize()  # (made on cupy's stream, not ours)
