@@ -143,8 +143,23 @@ class Output:
             st = os.stat(target)
         except FileNotFoundError:
             st = None
+            try:  # a magic link (/dev/stdout -> /proc/self/fd/1 -> pipe:[...]): what it opens
+                st = os.stat(self.user_path)
+                target = self.target = self.user_path
+            except OSError:
+                pass
         except OSError as e:
             _reraise(e, self.user_path, "--out")
+        if st is not None and target.startswith(("/proc/", "/dev/fd/")) and stat.S_ISREG(st.st_mode):
+            # an open file of ours (/dev/stdout redirected to a file): written through, truncated
+            # as `openssl enc -out /dev/stdout` does; it cannot be replaced by a rename
+            self.kind = "through"
+            try:
+                self.fd = os.open(self.user_path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+            except OSError as e:
+                _reraise(e, self.user_path, "cannot write --out")
+            self._cut = 0
+            return
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise InvalidArgument(f"--out {self.user_path}: is a directory")
         if st is not None and not stat.S_ISREG(st.st_mode):

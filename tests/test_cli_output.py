@@ -359,3 +359,15 @@ def test_list_command():
 def test_verbose_names_the_device(tmp_path):
     p = ok(cli(*CTR, "-v", "-q", input=bytes(100)))
     assert "aes-128-ctr encrypt on " in p.stderr.decode()
+
+
+def test_out_dev_stdout(tmp_path, rng):
+    """--out /dev/stdout (a magic link to a pipe here) is written through, as openssl does."""
+    data = rng.data(5000)
+    src = tmp_path / "in"
+    src.write_bytes(data)
+    if not os.path.exists("/dev/stdout"):
+        pytest.skip("no /dev/stdout")
+    p = ok(cli(*CTR, "--in", src, "--out", "/dev/stdout", "-q"))
+    assert p.stdout == _ref_ctr(data)
+    assert _listing(tmp_path) == ["in"]
