@@ -262,7 +262,9 @@ def _pipeline_flags(args):
 
 # ------------------------------------------------------------------------------------ other commands
 def _engines_text(caps: dict) -> str:
-    order = sorted((e for e, how in caps.items() if how), key=lambda e: caps[e] == "serial")
+    # parallel engines first; of the serial ones OpenSSL first (one core beats one work-item)
+    order = sorted((e for e, how in caps.items() if how),
+                   key=lambda e: (caps[e] == "serial", caps[e] == "serial" and e != "openssl"))
     return ", ".join(e + (" (serial)" if caps[e] == "serial" else "") for e in order) or "-"
 
 
