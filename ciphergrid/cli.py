@@ -115,21 +115,10 @@ def _keying(args, spec, encrypt: bool, src) -> _Keying:
     return _Keying(phrase=phrase, md=md)
 
 
-def _read_exact(read, n: int) -> bytes:
-    parts, got = [], 0
-    while got < n:
-        b = read(n - got)
-        if not b:
-            break
-        parts.append(b)
-        got += len(b)
-    return b"".join(parts)
-
-
 # ------------------------------------------------------------------------------------ encrypt / decrypt
 def cmd_crypt(args, encrypt: bool) -> int:
     from .api import Cipher
-    from .fileio import Input, Output
+    from .fileio import Input, Output, read_exact
     from .registry import lookup
 
     spec = lookup(args.cipher)
@@ -155,7 +144,7 @@ def cmd_crypt(args, encrypt: bool) -> int:
                 salt = keys.new_salt()
                 header = keys.make_header(salt)
             else:
-                salt = keys.parse_header(_read_exact(reader, len(keys.SALT_MAGIC) + keys.SALT_LEN))
+                salt = keys.parse_header(read_exact(reader, len(keys.SALT_MAGIC) + keys.SALT_LEN))
                 n = None if args.base64 else src.size
             if not args.pbkdf2:
                 _warn("decrypting with the legacy key derivation (EVP_BytesToKey, one iteration): "

@@ -63,6 +63,18 @@ def device_size(fd: int) -> int | None:
         return None
 
 
+def read_exact(read, n: int) -> bytes:
+    """Up to ``n`` bytes from ``read(k)`` calls (fewer only at the end of the input)."""
+    parts, got = [], 0
+    while got < n:
+        b = read(n - got)
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return b"".join(parts)
+
+
 class Input:
     """``--in PATH`` or standard input, as an unbuffered binary file; ``size``: bytes left to read
     when known (a regular file or a block device), else None (pipes, terminals, sockets)."""
@@ -91,22 +103,12 @@ class Input:
             self.size = None
         self.stat = st
 
-    def read_exact(self, n: int) -> bytes:
+    def read(self, n: int) -> bytes:
         """Up to ``n`` bytes (fewer only at the end of the input)."""
-        parts, got = [], 0
-        while got < n:
-            b = self.f.read(n - got)
-            if not b:
-                break
-            parts.append(b)
-            got += len(b)
-        data = b"".join(parts)
+        data = read_exact(self.f.read, n)
         if self.size is not None:
             self.size = max(0, self.size - len(data))
         return data
-
-    def read(self, n: int) -> bytes:
-        return self.read_exact(n)
 
     def close(self) -> None:
         if not self.is_stdin:

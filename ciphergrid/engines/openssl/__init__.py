@@ -82,6 +82,8 @@ class OpenSSLEngine(Engine):
         """Pieces of whole blocks (data units) read, enciphered on every core, written in order."""
         import numpy as np
 
+        from ...transfer.files import read_full, write_all
+
         fd_in = src if isinstance(src, int) else src.fileno()
         fd_out = dst if isinstance(dst, int) else dst.fileno()
         bs = req.block_size
@@ -89,22 +91,17 @@ class OpenSSLEngine(Engine):
         piece = max(unit, (chunk_bytes or STREAM_PIECE) // unit * unit)
         buf = np.empty(piece, np.uint8)
         out = np.empty(piece, np.uint8)
-        done = 0
-        chain = req.mode.chain_at(req, None, 0)
+        done, chain = 0, None
         with self.session(req) as s:
             while True:
-                m = _read_full(fd_in, memoryview(buf))
+                m = read_full(fd_in, memoryview(buf), None)
                 if m == 0:
                     break
                 last = m < piece
-                blocks = done // bs
-                s.crypt(buf[:m], out[:m], blocks, chain)
-                if req.mode.reads_behind(req):
-                    chain = buf[m - bs: m].tobytes()
-                elif req.mode.serial_encrypt and req.encrypt:
-                    chain = out[m - bs: m].tobytes()
+                s.crypt(buf[:m], out[:m], done // bs, chain)
+                chain = req.mode.carry(req, buf[:m], out[:m]) or chain
                 with interrupts.deferred():  # a signal waits for the write and its count
-                    _write_full(fd_out, memoryview(out)[:m])
+                    write_all(fd_out, memoryview(out)[:m], None)
                     done += m
                     if progress is not None:
                         progress(m)
@@ -112,18 +109,3 @@ class OpenSSLEngine(Engine):
                     break
         return done
 
-
-def _read_full(fd: int, view: memoryview) -> int:
-    got = 0
-    while got < len(view):
-        k = os.readv(fd, [view[got:]])
-        if k == 0:
-            break
-        got += k
-    return got
-
-
-def _write_full(fd: int, view: memoryview) -> None:
-    done = 0
-    while done < len(view):
-        done += os.write(fd, view[done:])
