@@ -25,8 +25,14 @@ DIRECTIONS = ("encrypt", "decrypt")
 class CipherSpec:
     name: str             # "aes-256-xts"
     algorithm: object     # the BlockCipher
-    key_size: int         # bytes of ONE block-cipher key (XTS takes two of them)
+    key_size: int         # bytes of ONE block-cipher key (XTS takes two of them); the largest
     mode: _modes.Mode     # modes.ECB, CBC, CTR, XTS
+    key_sizes: tuple = () # every size ONE key may have under this name (CAST-128: 5..16); () = key_size
+
+    @property
+    def key_lens(self) -> tuple:
+        """Every length the caller's key may have (XTS: two keys of one size each)."""
+        return tuple(self.mode.key_count * k for k in (self.key_sizes or (self.key_size,)))
 
     @property
     def block_size(self) -> int:
@@ -68,7 +74,8 @@ class CipherSpec:
 
 
 def _ecb_of(spec: CipherSpec) -> CipherSpec:
-    return CipherSpec(spec.name.rsplit("-", 1)[0] + "-ecb", spec.algorithm, spec.key_size, _modes.ECB)
+    return CipherSpec(spec.name.rsplit("-", 1)[0] + "-ecb", spec.algorithm, spec.key_size, _modes.ECB,
+                      spec.key_sizes)
 
 
 _SPECS: dict[str, CipherSpec] = {}
@@ -77,16 +84,24 @@ _lock = threading.Lock()
 
 
 def register(algorithm) -> list[str]:
-    """Register ``prefix-mode`` names for each variant of a block cipher; returns the names."""
+    """Register ``prefix-mode`` names for each variant of a block cipher; returns the names.
+
+    A variant is (prefix, key size in bytes, mode names); the key size may be a tuple or range of
+    sizes when one name takes many (CAST-128: 5..16 bytes), the largest being the nominal one (the
+    CLI's key files and passphrase derivation use it, as ``openssl enc`` does)."""
     added = []
     for prefix, key_size, mode_names in algorithm.variants:
-        if key_size not in algorithm.key_sizes:
+        sizes = (key_size,) if isinstance(key_size, int) else tuple(key_size)
+        if not sizes or any(k not in algorithm.key_sizes for k in sizes):
             raise ValueError(f"{algorithm.name}: variant {prefix} has a key size it does not take")
         for mode_name in mode_names:
             mode = _modes.by_name(mode_name)
             if not mode.available_for(algorithm):
                 raise ValueError(f"{mode_name} is not defined for {algorithm.name}")
-            spec = CipherSpec(f"{prefix}-{mode_name}", algorithm, key_size, mode)
+            if mode.key_count > 1 and len(sizes) > 1:
+                raise ValueError(f"{prefix}-{mode_name}: a two-key mode needs one key size")
+            spec = CipherSpec(f"{prefix}-{mode_name}", algorithm, max(sizes), mode,
+                              sizes if len(sizes) > 1 else ())
             _SPECS[spec.name] = spec
             added.append(spec.name)
     return added

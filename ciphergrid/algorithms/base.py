@@ -40,6 +40,19 @@ class Implementation:
     constant_time: bool = False           # no table indexed by secret data, no secret-dependent branch
 
 
+@dataclass(frozen=True)
+class UsePolicy:
+    """What encrypting under one key is allowed (64-bit blocks, TDEA: SP 800-67, SP 800-131A).
+
+    The API and the CLI apply it to encryption only (decryption of old data is always allowed);
+    ``allow_weak=True`` / ``--allow-weak`` turns every refusal into a warning."""
+
+    warning: str | None = None          # said once per process when encrypting (stderr / warnings)
+    refusal: str | None = None          # encryption refused unless allow_weak (2-key TDEA, K1 == K2)
+    block_limit: int | None = None      # blocks one call or one streaming context may encrypt
+    over_limit_refused: bool = False    # past block_limit: refused (3-key TDEA) or warned (Sweet32)
+
+
 class BlockCipher:
     """Base class: subclasses set the class attributes and implement :meth:`expand`."""
 
@@ -70,6 +83,16 @@ class BlockCipher:
             if im.constant_time and name == "ct":
                 return name
         raise InvalidArgument(f"{self.name} has no constant-time kernel: constant_time=True cannot be honoured")
+
+    def encryption_policy(self, key: bytes) -> UsePolicy:
+        """The rules for encrypting under ``key``; 64-bit block ciphers warn, and warn again past
+        2^32 blocks under one key (Sweet32).  Ciphers with stricter rules (TDEA) override this."""
+        if self.block_size == 8:
+            return UsePolicy(
+                warning=f"{self.name} has 64-bit blocks: use it to read old data, not for new data "
+                        f"(collisions after about 2^32 blocks, the Sweet32 attack)",
+                block_limit=1 << 32)
+        return UsePolicy()
 
     def check_key(self, key: bytes) -> None:
         if len(key) not in self.key_sizes:

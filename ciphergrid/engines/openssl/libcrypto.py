@@ -75,9 +75,11 @@ def _declare(lib) -> None:
     lib.ERR_get_error.argtypes = ()
     lib.ERR_error_string_n.restype = None
     lib.ERR_error_string_n.argtypes = (ctypes.c_ulong, ctypes.c_char_p, ctypes.c_size_t)
-    try:  # OpenSSL 3: explicit fetch from the default provider
+    try:  # OpenSSL 3: explicit fetch, and the providers (the legacy one holds SEED, CAST5, DES)
         lib.EVP_CIPHER_fetch.restype = vp
         lib.EVP_CIPHER_fetch.argtypes = (vp, ctypes.c_char_p, ctypes.c_char_p)
+        lib.OSSL_PROVIDER_load.restype = vp
+        lib.OSSL_PROVIDER_load.argtypes = (vp, ctypes.c_char_p)
     except AttributeError:
         pass
     lib.EVP_get_cipherbyname.restype = vp
@@ -138,10 +140,28 @@ def fail(what: str, exc=DeviceError):
 
 _CIPHERS: dict[str, int] = {}
 _CIPHERS_LOCK = threading.Lock()
+_PROVIDERS: dict[str, bool] = {}
+
+
+def load_provider(name: str) -> bool:
+    """Load an OpenSSL 3 provider ("legacy") into the default library context, once; True when
+    it is there.  Loading one provider explicitly stops OpenSSL from loading "default" on its own,
+    so "default" is loaded with it."""
+    if name in _PROVIDERS:
+        return _PROVIDERS[name]
+    ok = False
+    if LIB is not None and hasattr(LIB, "OSSL_PROVIDER_load"):
+        ok = bool(LIB.OSSL_PROVIDER_load(None, b"default")) and bool(LIB.OSSL_PROVIDER_load(None, name.encode()))
+        if not ok:
+            openssl_errors()  # clear the queue
+    _PROVIDERS[name] = ok
+    return ok
 
 
 def evp_cipher(evp_name: str) -> int:
-    """EVP_CIPHER pointer for a name (cached for the life of the process), or UnsupportedCipher."""
+    """EVP_CIPHER pointer for a name (cached for the life of the process), or UnsupportedCipher.
+    A name the default provider lacks is looked up again with OpenSSL 3's legacy provider loaded
+    (SEED, CAST5, single DES live there)."""
     ptr = _CIPHERS.get(evp_name)
     if ptr:
         return ptr
@@ -153,6 +173,9 @@ def evp_cipher(evp_name: str) -> int:
         ptr = None
         if hasattr(LIB, "EVP_CIPHER_fetch"):
             ptr = LIB.EVP_CIPHER_fetch(None, raw, None)
+            if not ptr and "legacy" not in _PROVIDERS and load_provider("legacy"):
+                openssl_errors()  # clear the first attempt's error
+                ptr = LIB.EVP_CIPHER_fetch(None, raw, None)
         if not ptr:
             ptr = LIB.EVP_get_cipherbyname(raw)
         if not ptr:
