@@ -45,8 +45,14 @@ class EvpCtx:
             if iv is not None:
                 ctypes.memmove(self.ivbuf, iv, len(iv))
                 ivp = ctypes.addressof(self.ivbuf)
-            ok = LIB.EVP_CipherInit_ex(self.ptr, cipher, None, ctypes.addressof(keybuf), ivp,
-                                        1 if encrypt else 0)
+            enc = 1 if encrypt else 0
+            # the cipher first, then the key: a cipher of variable key length (CAST5) is told the
+            # key's length before it reads the key
+            ok = LIB.EVP_CipherInit_ex(self.ptr, cipher, None, None, None, enc)
+            if ok == 1 and LIB.cg_ctx_key_length(self.ptr) != len(key):
+                ok = LIB.EVP_CIPHER_CTX_set_key_length(self.ptr, len(key))
+            if ok == 1:
+                ok = LIB.EVP_CipherInit_ex(self.ptr, None, None, ctypes.addressof(keybuf), ivp, enc)
         finally:
             ctypes.memset(keybuf, 0, len(keybuf))
         if ok != 1:

@@ -65,6 +65,14 @@ def _declare(lib) -> None:
     lib.EVP_CIPHER_CTX_free.argtypes = (vp,)
     lib.EVP_CipherInit_ex.restype = i
     lib.EVP_CipherInit_ex.argtypes = (vp, vp, vp, vp, vp, i)
+    lib.EVP_CIPHER_CTX_set_key_length.restype = i
+    lib.EVP_CIPHER_CTX_set_key_length.argtypes = (vp, i)
+    for getter in ("EVP_CIPHER_CTX_get_key_length", "EVP_CIPHER_CTX_key_length"):  # 3.x, 1.1
+        if hasattr(lib, getter):
+            lib.cg_ctx_key_length = getattr(lib, getter)
+            lib.cg_ctx_key_length.restype = i
+            lib.cg_ctx_key_length.argtypes = (vp,)
+            break
     lib.EVP_CIPHER_CTX_set_padding.restype = i
     lib.EVP_CIPHER_CTX_set_padding.argtypes = (vp, i)
     lib.EVP_CipherUpdate.restype = i
