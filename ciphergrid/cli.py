@@ -315,7 +315,9 @@ _EPILOG = "exit codes: " + "; ".join(f"{k}{'+N' if k == EXIT_SIGNAL else ''} {v.
     + "; 128+N stopped by signal N"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    """The parser; the benchmark's options (and its imports) only when ``argv`` runs ``bench``
+    or ``report`` (None: always), so that encrypting does not pay for them at start-up."""
     ap = _Parser(prog="ciphergrid", description=__doc__.split("\n")[0], epilog=_EPILOG)
     ap.add_argument("--version", action="version", version=f"ciphergrid {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -360,15 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("selftest", help="known-answer tests on every device")
     p.add_argument("--device", "-d", default=None, help="only this device")
     p.add_argument("--quiet", "-q", action="store_true")
-    try:
+    p = sub.add_parser("bench", help="the benchmark methodology (see docs/benchmarks.md)")
+    r = sub.add_parser("report", help="Markdown tables and plots from bench JSON")
+    if argv is None or any(a in ("bench", "report") for a in argv):
         from . import bench
 
-        p = sub.add_parser("bench", help="the benchmark methodology (see docs/benchmarks.md)")
         bench.add_arguments(p)
-        p = sub.add_parser("report", help="Markdown tables and plots from bench JSON")
-        bench.add_report_arguments(p)
-    except (ImportError, AttributeError):  # bench not installed in this build
-        pass
+        bench.add_report_arguments(r)
     return ap
 
 
@@ -400,7 +400,8 @@ def _dispatch(args) -> int:
 
 def main(argv=None) -> int:
     """Run one command; returns the exit code (see :data:`EXIT_CODES`)."""
-    ap = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    ap = build_parser(argv)
     args = ap.parse_args(argv)
     interrupts.install()
     try:

@@ -53,6 +53,27 @@ def ends(src, dst) -> Ends:
     return Ends(fd_in, fd_out, reg_in, base_in, size, reg_out, base_out)
 
 
+#: fcntl's F_SETPIPE_SZ (Linux): the size of a pipe's buffer
+F_SETPIPE_SZ = 1031
+
+
+def widen_pipe(fd: int, size: int = 1 << 20) -> int | None:
+    """Grow the buffer of the pipe ``fd`` to ``size`` bytes (at most /proc/sys/fs/pipe-max-size,
+    1 MiB by default; 64 KiB otherwise): fewer, larger reads and writes, and fewer wake-ups of
+    the process on the other end.  Returns the new size, or None (not a pipe, not permitted)."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None
+        try:
+            with open("/proc/sys/fs/pipe-max-size") as f:
+                size = min(size, int(f.read()))
+        except (OSError, ValueError):
+            pass
+        return fcntl.fcntl(fd, F_SETPIPE_SZ, size)
+    except OSError:
+        return None
+
+
 def read_full(fd: int, view: memoryview, off: int | None) -> int:
     """Fill ``view`` from ``fd`` (``off`` None: in order, readv; else preadv at ``off``); returns
     the bytes read (fewer at the end of the input)."""
@@ -251,5 +272,5 @@ def prefault_output(f, size: int | None, threads: int | None = None, *,
         return None  # cannot map it (a write-only descriptor...): the stream faults as it goes
 
 
-__all__ = ["Ends", "ends", "read_full", "write_all", "map_output", "map_input", "seek_to",
+__all__ = ["Ends", "ends", "widen_pipe", "read_full", "write_all", "map_output", "map_input", "seek_to",
            "close_map", "prefault_output", "Prefault", "TMPFS_MAGIC"]

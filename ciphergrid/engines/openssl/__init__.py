@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 
-from ... import interrupts
 from ..base import Engine, Session
 from .bulk import crypt, run
 from .evp_speed import speed
@@ -26,9 +25,6 @@ from .libcrypto import BACKEND_NAME, openssl_version, speed_loop
 
 __all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "speed", "openssl_version",
            "BACKEND_NAME", "speed_loop"]
-
-#: bytes per piece when a stream goes through OpenSSL (whole blocks / data units)
-STREAM_PIECE = 64 << 20
 
 
 def device_info():
@@ -79,33 +75,13 @@ class OpenSSLEngine(Engine):
 
     def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
                nbytes: int | None = None) -> int:
-        """Pieces of whole blocks (data units) read, enciphered on every core, written in order."""
-        import numpy as np
+        """The file path (transfer.pieces): pieces read, enciphered by one EVP context each on
+        every core, written, all at once; ``chunk_bytes``: bytes per piece, ``depth``: workers."""
+        from ...transfer import pieces
 
-        from ...transfer.files import read_full, write_all
+        def crypt(r, a, b):
+            r.check_length(a.nbytes)
+            run(r, a, b, threads=1)
 
-        fd_in = src if isinstance(src, int) else src.fileno()
-        fd_out = dst if isinstance(dst, int) else dst.fileno()
-        bs = req.block_size
-        unit = req.sector_size or bs
-        piece = max(unit, (chunk_bytes or STREAM_PIECE) // unit * unit)
-        buf = np.empty(piece, np.uint8)
-        out = np.empty(piece, np.uint8)
-        done, chain = 0, None
-        with self.session(req) as s:
-            while True:
-                m = read_full(fd_in, memoryview(buf), None)
-                if m == 0:
-                    break
-                last = m < piece
-                s.crypt(buf[:m], out[:m], done // bs, chain)
-                chain = req.mode.carry(req, buf[:m], out[:m]) or chain
-                with interrupts.deferred():  # a signal waits for the write and its count
-                    write_all(fd_out, memoryview(out)[:m], None)
-                    done += m
-                    if progress is not None:
-                        progress(m)
-                if last:
-                    break
-        return done
-
+        return pieces.stream(req, src, dst, crypt, piece=chunk_bytes, threads=depth,
+                             progress=progress)
