@@ -382,3 +382,28 @@ def test_checkpoint_keeps_rows_when_the_run_dies(tmp_path, monkeypatch):
     res = records.load(path)
     assert res.run["complete"] is False and res.run["devices"][0]["spec"] == "native"
     assert len(res.records) >= 8 and all(r.status == "ok" for r in res.records)
+
+
+def test_files_suite_verifies_and_times_every_path(tmp_path, capsys):
+    """`bench files` on a tiny file: cat, cp, openssl enc, ciphergrid (native) on a file, a
+    redirection and a pipe; every ciphergrid row verified against openssl enc before timing."""
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command")
+    argv = ["files", "--files-sizes", "1Mi", "--repeats", "1", "--dir", str(tmp_path), "--device", "native"]
+    path = tmp_path / "r.json"
+    code = bench.main(parse(argv + ["--json", str(path)]), host=HOST)
+    assert code == 0
+    res = records.load(path)
+    got = {(r.cipher, r.device, r.implementation.split()[0]) for r in res.records}
+    assert got == {("cat", "-", "file"), ("cp", "-", "file"), ("openssl-enc", "-", "file"),
+                   ("aes-128-ctr", "native", "file"), ("cat", "-", "redirect"),
+                   ("aes-128-ctr", "auto", "redirect"), ("cat", "-", "pipe"),
+                   ("aes-128-ctr", "auto", "pipe")}
+    for r in res.records:
+        assert r.status == "ok" and r.kind == "file" and r.median_s > 0, r.error
+        if r.cipher == "aes-128-ctr":
+            assert r.verification["status"] == "passed"
+    assert "x cat" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # its work folder is gone

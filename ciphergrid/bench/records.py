@@ -20,7 +20,7 @@ SCHEMA = "ciphergrid.bench"
 SCHEMA_VERSION = 1
 
 #: what a row measured
-KINDS = ("kernel", "e2e", "openssl-1core", "openssl-allcores")
+KINDS = ("kernel", "e2e", "openssl-1core", "openssl-allcores", "file")
 STATUSES = ("ok", "failed", "skipped")
 VERIFICATION = ("passed", "failed", "not-applicable", "reference", "not-run")
 ENERGY_METHODS = ("nvml-counter", "nvml-sampled", "rapl", "unavailable")

@@ -21,6 +21,7 @@ MODULES = [
     "ciphergrid.bench.methodology",   # "ciphers"
     "ciphergrid.bench.pipeline",      # "pipeline" (to come)
     "ciphergrid.bench.ablation",      # "ablation" (to come)
+    "ciphergrid.bench.files",         # "files"
 ]
 DEFAULT = "ciphers"
 
