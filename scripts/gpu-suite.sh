@@ -7,6 +7,7 @@
 #   stages: selftest tests ablation bench pipeline   (default: all of them, in this order)
 #           api (not in the default list): scripts/api_overhead.py, the public API against the kernel
 #           smoke (not in the default list): scripts/smoke.py on every GPU, a quick check + figures
+#           files (not in the default list): ciphergrid bench files (FILES_SIZES, FILES_ARGS)
 #           ramdisk (not in the default list): scripts/ramdisk_probe.py on $RAMDISK (default /dev/shm)
 #   TESTS="tests/x.py ..." replaces the test files of the tests stage
 set -uo pipefail
@@ -54,6 +55,8 @@ for s in "${stages[@]}"; do
              --json "$OUT/bench.json" ;;
     pipeline) run pipeline "${STAGE_TIMEOUT_pipeline:-150}" python3 -m ciphergrid bench pipeline \
              --device "$CUDA" --cipher aes-128-ctr ${PIPELINE_ARGS:---sizes 16Mi,256Mi,1Gi,4Gi} --json "$OUT/pipeline.json" ;;
+    files) run files "${STAGE_TIMEOUT_files:-500}" python3 -m ciphergrid bench files \
+             --files-sizes "${FILES_SIZES:-256Mi,1Gi,4Gi}" ${FILES_ARGS:-} --json "$OUT/files.json" ;;
     *) echo "unknown stage $s"; status=1 ;;
   esac
 done

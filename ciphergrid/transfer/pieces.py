@@ -91,7 +91,7 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
     in_place = not serial
     stop = threading.Event()
     cond = threading.Condition()
-    reads, ciphers, writes = _Turns(stop, cond), _Turns(stop, cond), _Turns(stop, cond)
+    ciphers, writes = _Turns(stop, cond), _Turns(stop, cond)
     state = {"next": 0, "eof": False, "tail": req.iv if behind else None, "chain": None,
              "written": 0, "error": None}
     lock = threading.Lock()
