@@ -143,7 +143,7 @@ def ramdisk():
     import tempfile
     from pathlib import Path
 
-    from ciphergrid.transfer.files import TMPFS_MAGIC, _fs_magic
+    from ciphergrid.transfer.files import TMPFS_MAGIC, fs_magic as _fs_magic
 
     magic = None
     if os.path.isdir("/dev/shm"):

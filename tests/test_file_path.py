@@ -170,3 +170,44 @@ def test_cpu_only_start_imports_no_gpu_runtime(tmp_path, rng):
                        capture_output=True, env=cli_env(), timeout=120)
     assert p.stdout.decode().split() == ["0", "[]"], p.stderr.decode()
     assert np.count_nonzero(np.fromfile(tmp_path / "out", np.uint8)) > 0
+
+
+@pytest.mark.parametrize("name,encrypt,opts", [c for c in CASES if c[0] != "aes-192-cbc" or not c[1]],
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_mapped_path_bytes(name, encrypt, opts, rng, tmp_path, monkeypatch):
+    """The mapped variant (a RAM disk on many cores: each worker enciphers a range from the
+    input's mapping into the output's), forced here on any filesystem with small ranges."""
+    monkeypatch.setattr(pieces, "MAPPED_STEP", 3 * XTS_UNIT if opts else PIECE)
+    monkeypatch.setattr(pieces, "plan", lambda ends, req, piece=None, threads=None: ("mapped", 0, 3))
+    eng = OpenSSLEngine()
+    for n in _lengths(name, opts):
+        key, iv, data = rng.key(name), (rng.iv(name) if not opts else None), rng.data(n)
+        req = _request(name, key, iv, encrypt, opts)
+        src, dst = tmp_path / "in", tmp_path / "out"
+        src.write_bytes(data)
+        with open(src, "rb") as fi, open(dst, "wb") as fo:
+            assert eng.stream(req, fi, fo) == n
+            fo.write(b"!")
+        assert dst.read_bytes() == _expect(name, key, iv, data, encrypt, opts) + b"!", (name, n)
+
+
+def test_plan_per_filesystem(tmp_path, monkeypatch):
+    """The measured choice: pieces of 1 MiB on a disk filesystem, 4 workers at most; serial
+    modes and explicit sizes never take the mapped variant."""
+    from ciphergrid.transfer import files
+
+    src = tmp_path / "in"
+    src.write_bytes(bytes(4096))
+    req = _request("aes-128-ctr", bytes(16), bytes(16), True, {})
+    with open(src, "rb") as fi, open(tmp_path / "out", "wb") as fo:
+        e = files.ends(fi, fo)
+        monkeypatch.setattr(files, "fs_magic", lambda fd: 0xEF53)   # ext4
+        assert pieces.plan(e, req) == ("pieces", pieces.PIECE, min(pieces.WORKERS, os.cpu_count()))
+        monkeypatch.setattr(files, "fs_magic", lambda fd: files.TMPFS_MAGIC)
+        monkeypatch.setattr(os, "cpu_count", lambda: 16)
+        assert pieces.plan(e, req)[0] == "mapped"
+        assert pieces.plan(e, req, piece=1 << 20)[0] == "pieces"
+        cbc = _request("aes-128-cbc", bytes(16), bytes(16), True, {})
+        assert pieces.plan(e, cbc) == ("pieces", pieces.PIECE_TMPFS, pieces.WORKERS)
+        monkeypatch.setattr(os, "cpu_count", lambda: 2)
+        assert pieces.plan(e, req) == ("pieces", pieces.PIECE_TMPFS, 2)

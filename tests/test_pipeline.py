@@ -728,7 +728,7 @@ def test_prefault_reads_only_and_sizes_the_file(monkeypatch):
     if not os.path.isdir("/dev/shm"):
         pytest.skip("no /dev/shm")
     fd0 = os.open("/dev/shm", os.O_RDONLY)
-    magic = files._fs_magic(fd0)
+    magic = files.fs_magic(fd0)
     os.close(fd0)
     if magic != files.TMPFS_MAGIC:
         pytest.skip("/dev/shm is not a tmpfs: the prefault is not exercised")

@@ -175,7 +175,7 @@ TMPFS_MAGIC = 0x01021994
 PREFAULT_SLICE = 64 << 20
 
 
-def _fs_magic(fd: int) -> int | None:
+def fs_magic(fd: int) -> int | None:
     """``f_type`` of the file system holding ``fd`` (fstatfs; None where it cannot be read)."""
     try:
         import ctypes
@@ -259,7 +259,7 @@ def prefault_output(f, size: int | None, threads: int | None = None, *,
         fd = f if isinstance(f, int) else f.fileno()
         # the outputs Pipeline.stream maps, when new and on a tmpfs
         if (not _writes_at_offsets(fd) or os.fstat(fd).st_size != 0
-                or _fs_magic(fd) != TMPFS_MAGIC):
+                or fs_magic(fd) != TMPFS_MAGIC):
             return None
         base = os.lseek(fd, 0, os.SEEK_CUR)
     except (OSError, ValueError, AttributeError):
