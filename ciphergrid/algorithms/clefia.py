@@ -141,7 +141,8 @@ def _rotl16(x: int, n: int) -> int:
 
 
 def con_constants(key_size: int) -> list[int]:
-    """CON^(k)_i as 32-bit integers (CLEFIA's big-endian words): 60, 84 or 92 of them."""
+    """CON^(k)_i as 32-bit integers (CLEFIA's big-endian words): 60, 84 or 92 of them (_CON holds
+    them computed once)."""
     t, out = _IV[key_size], []
     for _ in range({16: 30, 24: 42, 32: 46}[key_size]):
         nt = t ^ 0xFFFF
@@ -149,6 +150,9 @@ def con_constants(key_size: int) -> list[int]:
         out.append(((nt ^ _Q) << 16) | _rotl16(t, 8))
         t = ((t ^ 0x1A831) >> 1) if t & 1 else t >> 1   # T * z^-1 in GF(2^16)
     return out
+
+
+_CON = {n: tuple(con_constants(n)) for n in (16, 24, 32)}
 
 
 def _bswap(w: int) -> int:
@@ -178,7 +182,7 @@ def schedule(key: bytes) -> tuple[list[int], list[int]]:
     """(WK0..WK3, RK0..RK(2r-1)) as CLEFIA's big-endian 32-bit words (RFC 6114 key scheduling)."""
     n = len(key)
     r = ROUNDS[n]
-    con = con_constants(n)
+    con = _CON[n]
     k = list(struct.unpack(f">{n // 4}I", key))
     if n == 16:
         # L = GFN_{4,12}(CON_0..CON_23, K); the GFN runs on little-endian words, so swap in and out
