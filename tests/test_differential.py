@@ -89,7 +89,10 @@ CTR_EDGE_IVS = {
 @pytest.mark.parametrize("name", CTR_NAMES)
 def test_ctr_counter_wrap(name, iv_case, device, device_is_fast, rng, ref, diff):
     key = rng.key(name)
-    iv = CTR_EDGE_IVS[iv_case](rng)
+    bs = registry.lookup(name).block_size
+    if bs == 8 and iv_case in ("00*8+ff*8", "rand+ff*8"):
+        pytest.skip("64-bit blocks: the same counter as ff*16 (the last 8 bytes are taken)")
+    iv = CTR_EDGE_IVS[iv_case](rng)[-bs:]  # 64-bit blocks: the 64-bit counter's edges
     sizes = [16 * 5 + 7, 4096 + 13, 65536 + 5] + ([MiB + 3] if device_is_fast else [])
     for size in sizes:
         _check_both(name, device, key, iv, rng.data(size), ref, diff)
