@@ -14,15 +14,22 @@ def run(device: str | None = None, quiet: bool = False) -> int:
     failed = 0
     for d in devs:
         for name in registry.names():
+            cs = registry.lookup(name)
             vecs = vectors.load(name)
             ok = bad = 0
+            # the OpenSSL engine does not run what OpenSSL lacks (MISTY1, SEED-CTR): not a failure
+            lacks = {enc for enc in (True, False)
+                     if d.runtime == "native" and cs.capability("openssl", enc) is None}
+            if len(lacks) == 2:
+                rows.append((d.spec, name, None, None))
+                continue
             for v in vecs:
                 kw = {}
                 if v.sector_size:
                     kw = {"sector_size": v.sector_size, "start_sector": v.start_sector}
                 for enc, src, exp, allowed in ((True, v.plaintext, v.ciphertext, v.encrypt_ok),
                                               (False, v.ciphertext, v.plaintext, v.decrypt_ok)):
-                    if not allowed:
+                    if not allowed or enc in lacks:
                         continue
                     f = api.encrypt if enc else api.decrypt
                     try:
@@ -39,9 +46,12 @@ def run(device: str | None = None, quiet: bool = False) -> int:
         w = max(len(r[0]) for r in rows) if rows else 6
         print(f"{'device'.ljust(w)}  {'cipher':<14} {'passed':>7} {'failed':>7}")
         for spec, name, ok, bad in rows:
+            if ok is None:
+                print(f"{spec.ljust(w)}  {name:<14} {'-':>7} {'-':>7}  not run: OpenSSL lacks it")
+                continue
             flag = "" if bad == 0 and ok else ("  FAIL" if bad else "  NO VECTORS")
             print(f"{spec.ljust(w)}  {name:<14} {ok:>7} {bad:>7}{flag}")
-        total = sum(r[2] for r in rows)
+        total = sum(r[2] for r in rows if r[2] is not None)
         print(f"{total} passed, {failed} failed")
-    missing = [r for r in rows if r[2] == 0 and r[3] == 0]
+    missing = [r for r in rows if r[2] == 0 and r[3] == 0]  # (None: not run)
     return 1 if failed or missing else 0
