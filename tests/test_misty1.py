@@ -309,3 +309,19 @@ def test_fast_kernel_knobs(knob, device, rng, monkeypatch):
         key, iv = rng.randbytes(16), (None if name.endswith("ecb") else rng.randbytes(8))
         n = 8 * 301 if name.endswith("cbc") else 24 * KiB + 8
         _check(name, device, knob, key, iv, rng.data(n + (3 if name.endswith("ctr") else 0)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_split_into_many_launches(name, device, rng, monkeypatch, launches):
+    """A forced 16 KiB pipeline chunk: each message runs as several launches of the fast kernel,
+    each starting from the mode's state at its first block (CTR counter, CBC chain).  (The generic
+    multi-MiB tests leave MISTY1-CBC out: its reference is serial Python.)"""
+    if _native(device):
+        pytest.skip("OpenSSL lacks MISTY1")
+    monkeypatch.setenv("CIPHERGRID_CHUNK_SIZE", "16Ki")
+    key, iv = rng.randbytes(16), (None if name.endswith("ecb") else rng.randbytes(8))
+    pt = rng.data(5 * 16 * KiB + 8 * 3 + (5 if name.endswith("ctr") else 0))
+    want = oracle.crypt(name, key, iv, pt, True)
+    assert ciphergrid.encrypt(pt, name, key, iv, device=device) == want
+    assert ciphergrid.decrypt(want, name, key, iv, device=device) == pt
+    assert len(launches) >= 2 * 6, launches
