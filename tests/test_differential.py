@@ -89,7 +89,10 @@ CTR_EDGE_IVS = {
 @pytest.mark.parametrize("name", CTR_NAMES)
 def test_ctr_counter_wrap(name, iv_case, device, device_is_fast, rng, ref, diff):
     key = rng.key(name)
-    iv = CTR_EDGE_IVS[iv_case](rng)
+    bs = registry.lookup(name).block_size
+    if bs == 8 and iv_case in ("00*8+ff*8", "rand+ff*8"):
+        pytest.skip("64-bit blocks: the same counter as ff*16 (the last 8 bytes are taken)")
+    iv = CTR_EDGE_IVS[iv_case](rng)[-bs:]  # 64-bit blocks: the 64-bit counter's edges
     sizes = [16 * 5 + 7, 4096 + 13, 65536 + 5] + ([MiB + 3] if device_is_fast else [])
     for size in sizes:
         _check_both(name, device, key, iv, rng.data(size), ref, diff)
@@ -167,12 +170,23 @@ def _large_case(mode, name, size, device, rng, ref, diff):
         _check_both(name, device, key, iv, pt, ref, diff)
 
 
+def _large_ok(name: str, device: str | None) -> bool:
+    """Whether a multi-MiB case of ``name`` can run: the native engine runs only what OpenSSL has,
+    and CBC's reference for a cipher pyca lacks (MISTY1) is the Python model one block after the
+    other: minutes per MiB (such names are checked at smaller sizes in their own tests)."""
+    from ciphergrid.testing import oracle
+
+    spec = registry.lookup(name)
+    if device == "native" and spec.openssl_name is None:
+        return False
+    return spec.mode.name != "cbc" or oracle.source(name).startswith("pyca")
+
+
 @pytest.mark.parametrize("mode", MODES_PRESENT)
 def test_large(mode, device, device_is_fast, rng, ref, diff):
     """Multi-MiB inputs across chunk edges; every name of the mode on fast devices, one on CPUs."""
     names = _names(mode) if device_is_fast else [LARGE_SUBSET.get(mode) or _names(mode)[0]]
-    if device == "native":  # OpenSSL: not the names it lacks (CLEFIA ...)
-        names = [n for n in names if any(registry.lookup(n).capability("openssl", e) for e in (True, False))]
+    names = [n for n in names if _large_ok(n, device)]
     sizes = LARGE_SIZES_FAST_DEVICE if device_is_fast else LARGE_SIZES_SLOW_DEVICE
     for name in names:
         for size in sizes:
@@ -188,6 +202,8 @@ def test_large(mode, device, device_is_fast, rng, ref, diff):
 @pytest.mark.parametrize("name", registry.names())
 def test_huge_gpu(name, gpu_device, rng, ref, diff):
     """64 MiB+ inputs, GPU devices only (marked slow)."""
+    if not _large_ok(name, gpu_device):
+        pytest.skip(f"{name}: the CBC reference is the Python model, serial (minutes per MiB)")
     mode = registry.lookup(name).mode.name
     key, iv = rng.key(name), rng.iv(name)
     # CTR: an odd tail; XTS: short last sectors of 21 bytes for both sector sizes below
