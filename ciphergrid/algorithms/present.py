@@ -209,6 +209,10 @@ class PRESENT(BlockCipher):
                                constant_time=True),
         "ct": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
                              constant_time=True),
+        # the same, round-key masks made from the plain keys in the kernel (PRESENT_BS_KEY_MASKS=0:
+        # 256 B of key reads per schedule instead of 8 KiB, two more operations per key bit)
+        "bs-key-bits": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
+                                      defines={"PRESENT_BS_KEY_MASKS": 0}, constant_time=True),
     }
 
     def defines(self, key_size: int) -> dict[str, int]:
