@@ -1,0 +1,226 @@
+"""PRESENT-80 and PRESENT-128 (A. Bogdanov et al., "PRESENT: An Ultra-Lightweight Block Cipher",
+CHES 2007, LNCS 4727, pp. 450-466; ISO/IEC 29192-2): host key schedule and a host model; the
+kernels are kernels/present.cl ("reference") and kernels/present_bs.cl ("fast" = "ct", bitsliced).
+
+Byte order.  The paper writes the 64-bit state and the 80- or 128-bit key as numbers, most
+significant bit first (b63 ... b0, k79 ... k0).  ciphergrid's blocks and keys are byte strings:
+a block is the big-endian encoding of the paper's state (byte 0 = b63..b56) and a key the
+big-endian encoding of the paper's key register (byte 0 = k79..k72, or k127..k120), as the common
+implementations and the published test vectors do.  The kernels read a block as two little-endian
+32-bit words (the contract of algorithms/base.py) and convert inside.
+
+Round keys (``expand``, plain layout): K_1 .. K_32 of the paper, each as two words (the high and the
+low 32 bits of the 64-bit number), 64 words; the decryption schedule is the same keys in the order
+decryption uses them (K_32 first).  The "bitsliced" layout (present_bs.cl) is 2,048 mask words
+(word 64 r + j = 0xffffffff where bit j of the r-th round key of the schedule is set, else 0), then
+the 64 words of the plain layout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import BlockCipher, Implementation
+
+ROUNDS = 31
+
+#: the 4-bit S-box of the paper (section 3, "sBoxlayer"), in hexadecimal x -> S[x]
+SBOX = (0xC, 0x5, 0x6, 0xB, 0x9, 0x0, 0xA, 0xD, 0x3, 0xE, 0xF, 0x8, 0x4, 0x7, 0x1, 0x2)
+INV_SBOX = tuple(SBOX.index(i) for i in range(16))
+
+
+def player_position(i: int) -> int:
+    """pLayer: bit i of the state moves to bit P(i) = 16 i mod 63 (bit 63 stays)."""
+    return 63 if i == 63 else (16 * i) % 63
+
+
+def _spread(v: int, byte: int) -> int:
+    """The 8 bits of ``v`` placed at byte ``byte`` of the state, then moved by pLayer."""
+    out = 0
+    for b in range(8):
+        if v >> b & 1:
+            out |= 1 << player_position(8 * byte + b)
+    return out
+
+
+def _unspread(v: int, byte: int) -> int:
+    """The inverse permutation applied to ``v`` at byte ``byte``."""
+    out = 0
+    for b in range(8):
+        if v >> b & 1:
+            out |= 1 << _INV_P[8 * byte + b]
+    return out
+
+
+_INV_P = [0] * 64
+for _i in range(64):
+    _INV_P[player_position(_i)] = _i
+
+
+def _byte_sbox(v: int, box) -> int:
+    return box[v & 15] | box[v >> 4] << 4
+
+
+#: round function tables of the host model (a fast writing, the tests hold the plain one):
+#: SP[k][v] = pLayer(S-layer applied to byte k = v), so a round is 8 lookups; decryption runs on
+#: u = pLayer^-1(state), where a round is u -> pLayer^-1(S^-1(u)) ^ pLayer^-1(K): IP[k][v] likewise
+_SP = [[_spread(_byte_sbox(v, SBOX), k) for v in range(256)] for k in range(8)]
+_IP = [[_unspread(_byte_sbox(v, INV_SBOX), k) for v in range(256)] for k in range(8)]
+_UNP = [[_unspread(v, k) for v in range(256)] for k in range(8)]
+
+
+def _perm_inv(x: int) -> int:
+    t = _UNP
+    return (t[0][x & 255] ^ t[1][x >> 8 & 255] ^ t[2][x >> 16 & 255] ^ t[3][x >> 24 & 255]
+            ^ t[4][x >> 32 & 255] ^ t[5][x >> 40 & 255] ^ t[6][x >> 48 & 255] ^ t[7][x >> 56])
+
+
+def round_keys(key: bytes) -> list[int]:
+    """K_1 .. K_32 (64-bit numbers) of the paper's key schedule (section 3, "The key schedule";
+    PRESENT-128: Appendix II)."""
+    n = len(key)
+    if n not in (10, 16):
+        raise ValueError("PRESENT takes a 10- or 16-byte key")
+    bits = 8 * n
+    mask = (1 << bits) - 1
+    k = int.from_bytes(bytes(key), "big")
+    out = []
+    for i in range(1, ROUNDS + 2):
+        out.append(k >> (bits - 64))
+        if i == ROUNDS + 1:
+            break
+        k = ((k << 61) | (k >> (bits - 61))) & mask                     # rotate left by 61
+        if bits == 80:
+            k = (k & ~(0xF << 76)) | SBOX[k >> 76] << 76                # S on k79..k76
+            k ^= i << 15                                                 # k19..k15 ^= counter
+        else:
+            top = k >> 120
+            k = (k & ~(0xFF << 120)) | _byte_sbox(top, SBOX) << 120     # S on k127..k120
+            k ^= i << 62                                                 # k66..k62 ^= counter
+    k = 0
+    return out
+
+
+def _ecb_ints(rk: list[int], blocks, encrypt: bool):
+    sp = _SP
+    out = []
+    if encrypt:
+        last = rk[ROUNDS]
+        for x in blocks:
+            for r in range(ROUNDS):
+                x ^= rk[r]
+                x = (sp[0][x & 255] ^ sp[1][x >> 8 & 255] ^ sp[2][x >> 16 & 255] ^ sp[3][x >> 24 & 255]
+                     ^ sp[4][x >> 32 & 255] ^ sp[5][x >> 40 & 255] ^ sp[6][x >> 48 & 255] ^ sp[7][x >> 56])
+            out.append(x ^ last)
+        return out
+    ip = _IP
+    tk = [_perm_inv(k) for k in rk]
+    for x in blocks:
+        u = _perm_inv(x ^ rk[ROUNDS])
+        for r in range(ROUNDS - 1, 0, -1):
+            u = (ip[0][u & 255] ^ ip[1][u >> 8 & 255] ^ ip[2][u >> 16 & 255] ^ ip[3][u >> 24 & 255]
+                 ^ ip[4][u >> 32 & 255] ^ ip[5][u >> 40 & 255] ^ ip[6][u >> 48 & 255] ^ ip[7][u >> 56]
+                 ^ tk[r])
+        x = 0
+        for k in range(16):
+            x |= INV_SBOX[u >> 4 * k & 15] << 4 * k
+        out.append(x ^ rk[0])
+    tk.clear()
+    return out
+
+
+_SP_NP = np.array(_SP, dtype=np.uint64)
+_IP_NP = np.array(_IP, dtype=np.uint64)
+_UNP_NP = np.array(_UNP, dtype=np.uint64)
+_INV_BYTE_NP = np.array([_byte_sbox(v, INV_SBOX) for v in range(256)], dtype=np.uint64)
+
+
+def _lookup8(tables, x):
+    y = tables[0][x & np.uint64(255)]
+    for k in range(1, 8):
+        y ^= tables[k][(x >> np.uint64(8 * k)) & np.uint64(255)]
+    return y
+
+
+def _ecb_numpy(rk: list[int], x, encrypt: bool):
+    if encrypt:
+        for r in range(ROUNDS):
+            x = _lookup8(_SP_NP, x ^ np.uint64(rk[r]))
+        return x ^ np.uint64(rk[ROUNDS])
+    u = _lookup8(_UNP_NP, x ^ np.uint64(rk[ROUNDS]))
+    for r in range(ROUNDS - 1, 0, -1):
+        u = _lookup8(_IP_NP, u) ^ np.uint64(_perm_inv(rk[r]))
+    y = np.zeros_like(u)
+    for k in range(8):
+        y |= _INV_BYTE_NP[(u >> np.uint64(8 * k)) & np.uint64(255)] << np.uint64(8 * k)
+    return y ^ np.uint64(rk[0])
+
+
+def ecb(key: bytes, data: bytes, encrypt: bool) -> bytes:
+    """The host model: ECB over whole 8-byte blocks."""
+    if len(data) % 8:
+        raise ValueError("PRESENT ECB takes whole 8-byte blocks")
+    rk = round_keys(key)
+    try:
+        if len(data) <= 8 * 64:   # (the oracle's CBC asks one block at a time)
+            blocks = [int.from_bytes(data[i: i + 8], "big") for i in range(0, len(data), 8)]
+            return b"".join(v.to_bytes(8, "big") for v in _ecb_ints(rk, blocks, encrypt))
+        x = np.frombuffer(bytes(data), dtype=">u8").astype(np.uint64)
+        return _ecb_numpy(rk, x, encrypt).astype(">u8").tobytes()
+    finally:
+        rk.clear()
+
+
+class PRESENT(BlockCipher):
+    name = "present"
+    block_size = 8
+    key_sizes = (10, 16)
+    variants = (("present-80", 10, ("ecb", "cbc", "ctr")),
+                ("present-128", 16, ("ecb", "cbc", "ctr")))
+    openssl_provider = None   # OpenSSL (and pyca) lack PRESENT
+
+    def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
+        if layout == "bitsliced":
+            plain = self.expand(key, decrypt)
+            ks = plain.view(np.uint32).reshape(-1, 2)
+            # bit j of round key r: j < 32 in the low word (ks[r, 1]), j >= 32 in the high one
+            words = np.concatenate([ks[:, 1:2], ks[:, 0:1]], axis=1)           # (lo, hi)
+            bits = (words[:, :, None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
+            masks = (np.uint32(0) - bits).astype("<u4").reshape(-1)
+            out = np.concatenate([masks, plain])
+            for a in (plain, words, bits, masks):
+                a.fill(0)
+            return out
+        if layout is not None:
+            raise ValueError(f"unknown PRESENT key layout {layout!r}")
+        self.check_key(key)
+        rk = round_keys(bytes(key))
+        if decrypt:
+            rk.reverse()
+        out = np.array([w for k in rk for w in (k >> 32, k & 0xFFFFFFFF)], dtype="<u4")
+        rk.clear()
+        return out
+
+    implementations = {
+        # one block per work-item, the S-box as a 16-entry table, pLayer bit by bit
+        "reference": Implementation("present.cl", grid="per-block"),
+        # bitsliced, 32 blocks per work-item, no table: constant time (present_bs.cl)
+        "fast": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
+                               constant_time=True),
+        "ct": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
+                             constant_time=True),
+        # the same, round-key masks made from the plain keys in the kernel (PRESENT_BS_KEY_MASKS=0:
+        # 256 B of key reads per schedule instead of 8 KiB, two more operations per key bit)
+        "bs-key-bits": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
+                                      defines={"PRESENT_BS_KEY_MASKS": 0}, constant_time=True),
+    }
+
+    def defines(self, key_size: int) -> dict[str, int]:
+        return {"PRESENT_ROUNDS": ROUNDS}
+
+    def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
+        self.check_key(key)
+        return ecb(bytes(key), bytes(data), encrypt)
+
+
+CIPHER = PRESENT()

@@ -1,0 +1,245 @@
+/* present_bs.cl - constant-time (bitsliced, table-free) PRESENT-80/128 for the generic mode kernels
+ * (modes.cl): implementations "fast" and "ct" of algorithms/present.py.
+ *
+ * No table, no secret-dependent memory access, no secret-dependent branch: every array index is a
+ * compile-time constant (the loops over state words are fully unrolled), round keys are read at
+ * addresses that depend on the round number alone (the same for every work-item), and the only
+ * branches test the round counter.  sBoxLayer is a Boolean circuit, addRoundKey XORs, and pLayer -
+ * a bit permutation - is register renaming: the S-box outputs are simply written to the state
+ * words of their new bit positions.
+ *
+ * Layout.  A work-item takes CG_BATCH = 32 blocks (modes.cl: block k in s[2k], s[2k + 1], the
+ * little-endian words of its bytes 0..3 and 4..7) and bitslices them in place: for each word w the
+ * 32 words s[w + 2k] are a 32x32 bit matrix, and transposing it leaves in s[w + 2j] bit j of word w
+ * of every block (bit k = block k).  The paper's state is the big-endian number of the block bytes
+ * (algorithms/present.py): bit j of word 0 is state bit 32 + (j ^ 24), bit j of word 1 is state
+ * bit j ^ 24 (the byte swap of the big-endian reading is an index permutation, so no swap is
+ * executed).  PRESENT_BS_AT(i) below is the array index of state bit i.
+ *
+ * Round keys (key layout "bitsliced", made by PRESENT.expand): word 64 r + i is 0 or 0xffffffff,
+ * bit i of the r-th round key of the schedule (encryption K_1 .. K_32, decryption K_32 .. K_1),
+ * then the plain schedule (64 words: high, low word of each key).  PRESENT_BS_KEY_MASKS (default 1)
+ * reads the masks (4 per S-box, one 128-bit load); 0 derives them from the plain keys with two
+ * operations per bit (reads 256 B per schedule instead of 8 KiB: for devices where the key reads,
+ * not the logic, limit).  Either way the addresses depend on the round number only.
+ *
+ * S-box: the 14-gate circuit (4 AND/OR, 9 XOR, 1 NOT) of N. T. Courtois, D. Hulme, T. Mourouzis,
+ * "Solving Circuit Optimisation Problems in Cryptography and Cryptanalysis" (IACR ePrint 2011/475),
+ * as used in the bitsliced PRESENT of M. Albrecht, N. Courtois, D. Hulme, G. Song (2011).  Inverse
+ * S-box: a circuit of ~23 gates written for this file from the cofactors of S^-1 with respect to
+ * its least significant input bit (S^-1 = g(x1, x2, x3) ^ x0 f(x1, x2, x3), each g and f a 2- or
+ * 3-gate function).  Both are checked on all 16 inputs by tests/test_present.py (in Python) and by
+ * the known answers and the comparisons with the model on every device.
+ *
+ * Cost per 32 blocks: 31 x (16 x 14 + 64) = 8,928 logic operations for the rounds of encryption
+ * (~35 per block, ~4.4 per byte), 64 for the last key, 2 x 2 x ~112 for the transposes; decryption
+ * ~31 x (16 x 23 + 64).  Registers: the 64 state words, the 64 words of the next state (the
+ * compiler renames them; the copy at the end of a round is no instruction) and a few temporaries.
+ * The round loop is rolled (PRESENT_BS_UNROLL, default 1: one round's code, ~300 instructions,
+ * once in the instruction cache, and the key loads cannot be hoisted out of the caller's loop).
+ */
+#define CG_BLOCK_WORDS 2
+#ifndef CG_BATCH
+#define CG_BATCH 32
+#endif
+#if CG_BATCH != 32
+#error "present_bs.cl bitslices 32 blocks per work-item: CG_BATCH must be 32"
+#endif
+#ifndef PRESENT_ROUNDS
+#define PRESENT_ROUNDS 31
+#endif
+#ifndef PRESENT_BS_KEY_MASKS
+#define PRESENT_BS_KEY_MASKS 1
+#endif
+
+#define CG_ENC_LOCALS
+#define CG_ENC_SETUP(k) GLOBAL_RO const uint4 *present_bsk = (GLOBAL_RO const uint4 *)(k);
+#define CG_ENC_PARAMS , GLOBAL_RO const uint4 *RESTRICT bsk
+#define CG_ENC_ARGS , present_bsk
+#define CG_DEC_LOCALS
+#define CG_DEC_SETUP(k) GLOBAL_RO const uint4 *present_bsk = (GLOBAL_RO const uint4 *)(k);
+#define CG_DEC_PARAMS , GLOBAL_RO const uint4 *RESTRICT bsk
+#define CG_DEC_ARGS , present_bsk
+
+/* the array index of state bit i (see the layout above) */
+#define PRESENT_BS_AT(i) ((i) >= 32 ? 2 * (((i) - 32) ^ 24) : 2 * ((i) ^ 24) + 1)
+/* pLayer: bit i moves to bit 16 i mod 63, bit 63 stays */
+#define PRESENT_BS_P(i) ((i) == 63 ? 63 : (16 * (i)) % 63)
+
+/* the masks of bits 4n .. 4n+3 of round key r of the schedule */
+DEVICE_FN void present_bs_key4(GLOBAL_RO const uint4 *RESTRICT bsk, int r, int n, uint *k)
+{
+#if PRESENT_BS_KEY_MASKS
+    const uint4 m = bsk[16 * r + n];
+    k[0] = m.x; k[1] = m.y; k[2] = m.z; k[3] = m.w;
+#else
+    /* the plain schedule after the 2,048 masks: (high, low) word of each round key */
+    GLOBAL_RO const uint *plain = (GLOBAL_RO const uint *)(bsk + 512);
+    const uint w = plain[2 * r + (n < 8 ? 1 : 0)];
+#pragma unroll
+    for (int b = 0; b < 4; b++) k[b] = 0u - ((w >> ((4 * n + b) & 31)) & 1u);
+#endif
+}
+
+/* S: x[b] = bit b of the nibble (x[0] least significant), in place */
+DEVICE_FN void present_bs_sbox(uint *x)
+{
+    /* the circuit's inputs X0..X3 and outputs Y0..Y3 run from the most significant bit */
+    const uint X0 = x[3], X1 = x[2], X2 = x[1], X3 = x[0];
+    uint T1 = X2 ^ X1;
+    uint T2 = X1 & T1;
+    const uint T3 = X0 ^ T2;
+    const uint Y3 = X3 ^ T3;
+    T2 = T1 & T3;
+    T1 ^= Y3;
+    T2 ^= X1;
+    const uint T4 = X3 | T2;
+    const uint Y2 = T1 ^ T4;
+    T2 ^= ~X3;
+    const uint Y0 = Y2 ^ T2;
+    T2 |= T1;
+    const uint Y1 = T3 ^ T2;
+    x[0] = Y3; x[1] = Y2; x[2] = Y1; x[3] = Y0;
+}
+
+/* S^-1, same convention: y = g(x1, x2, x3) ^ (x0 & f(x1, x2, x3)) for each output bit */
+DEVICE_FN void present_bs_inv_sbox(uint *x)
+{
+    const uint x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+    const uint t12 = x1 ^ x2, t13 = x1 ^ x3;
+    x[0] = ~(x0 ^ x2 ^ (x1 & x3));
+    x[1] = x1 ^ (x3 & ~t12) ^ (x0 & (t13 | ~t12));
+    x[2] = ~(x1 & x2) ^ (x3 & ~x1) ^ (x0 & (t12 | t13));
+    x[3] = (x0 | x1) ^ x2 ^ x3 ^ (x0 & x2 & t13);
+}
+
+/* one round of encryption: addRoundKey(key r), sBoxLayer, pLayer */
+DEVICE_FN void present_bs_round(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
+{
+    uint t[64];
+#pragma unroll
+    for (int n = 0; n < 16; n++) {
+        uint k[4], x[4];
+        present_bs_key4(bsk, r, n, k);
+#pragma unroll
+        for (int b = 0; b < 4; b++) x[b] = s[PRESENT_BS_AT(4 * n + b)] ^ k[b];
+        present_bs_sbox(x);
+#pragma unroll
+        for (int b = 0; b < 4; b++) t[PRESENT_BS_AT(PRESENT_BS_P(4 * n + b))] = x[b];
+    }
+#pragma unroll
+    for (int i = 0; i < 64; i++) s[i] = t[i];
+}
+
+/* one round of decryption: pLayer^-1, sBoxLayer^-1, addRoundKey(key r) */
+DEVICE_FN void present_bs_inv_round(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
+{
+    uint t[64];
+#pragma unroll
+    for (int n = 0; n < 16; n++) {
+        uint k[4], x[4];
+        present_bs_key4(bsk, r, n, k);
+#pragma unroll
+        for (int b = 0; b < 4; b++) x[b] = s[PRESENT_BS_AT(PRESENT_BS_P(4 * n + b))];
+        present_bs_inv_sbox(x);
+#pragma unroll
+        for (int b = 0; b < 4; b++) t[PRESENT_BS_AT(4 * n + b)] = x[b] ^ k[b];
+    }
+#pragma unroll
+    for (int i = 0; i < 64; i++) s[i] = t[i];
+}
+
+DEVICE_FN void present_bs_add_key(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, int r)
+{
+#pragma unroll
+    for (int n = 0; n < 16; n++) {
+        uint k[4];
+        present_bs_key4(bsk, r, n, k);
+#pragma unroll
+        for (int b = 0; b < 4; b++) s[PRESENT_BS_AT(4 * n + b)] ^= k[b];
+    }
+}
+
+/* ---- bitslicing: 32x32 bit-matrix transposes (each its own inverse).  Swap stage sh exchanges
+ * the bits of a (row k) at positions with bit sh set with the bits of b (row k + sh) at positions
+ * with it clear; stages 16 and 8 move whole bytes (one byte permutation per word). -------------- */
+#define PRESENT_BS_SWAP(a, b, sh, m)                                \
+    {                                                                \
+        const uint sa_ = (a), sb_ = (b);                             \
+        (a) = (sa_ & (m)) | ((sb_ << (sh)) & ~(m));                  \
+        (b) = ((sa_ >> (sh)) & (m)) | (sb_ & ~(m));                  \
+    }
+#define PRESENT_BS_SWAP_BYTES(a, b, sel_a, sel_b)                   \
+    {                                                                \
+        const uint sa_ = (a), sb_ = (b);                             \
+        (a) = BYTE_PERM(sa_, sb_, (sel_a));                          \
+        (b) = BYTE_PERM(sa_, sb_, (sel_b));                          \
+    }
+
+/* the matrix s[o + 2k], k < 32 (o a compile-time constant after inlining) */
+DEVICE_FN void present_bs_transpose32(uint *s, const int o)
+{
+#pragma unroll
+    for (int k = 0; k < 16; k++) PRESENT_BS_SWAP_BYTES(s[o + 2 * k], s[o + 2 * (k + 16)], 0x5410u, 0x7632u)
+#pragma unroll
+    for (int k = 0; k < 32; k++) {
+        if ((k & 8) == 0) PRESENT_BS_SWAP_BYTES(s[o + 2 * k], s[o + 2 * (k + 8)], 0x6240u, 0x7351u)
+    }
+#pragma unroll
+    for (int k = 0; k < 32; k++) {
+        if ((k & 4) == 0) PRESENT_BS_SWAP(s[o + 2 * k], s[o + 2 * (k + 4)], 4, 0x0f0f0f0fu)
+    }
+#pragma unroll
+    for (int k = 0; k < 32; k++) {
+        if ((k & 2) == 0) PRESENT_BS_SWAP(s[o + 2 * k], s[o + 2 * (k + 2)], 2, 0x33333333u)
+    }
+#pragma unroll
+    for (int k = 0; k < 32; k += 2) PRESENT_BS_SWAP(s[o + 2 * k], s[o + 2 * (k + 1)], 1, 0x55555555u)
+}
+
+DEVICE_FN void present_bs_transpose(uint *s)
+{
+    present_bs_transpose32(s, 0);
+    present_bs_transpose32(s, 1);
+}
+
+/* ---- the uniform batch interface: CG_BATCH = 32 blocks, block k in s[2k], s[2k + 1].  One rolled
+ * loop over the rounds, the transposes inside it (as in aes_bs.cl: the caller's stores then see
+ * loop results, so the compiler cannot sink the transpose into each block's conditional store).
+ * Branches test the round counter only. */
+#ifndef PRESENT_BS_UNROLL
+#define PRESENT_BS_UNROLL 1
+#endif
+#define PRESENT_BS_PRAGMA_(x) _Pragma(#x)
+#define PRESENT_BS_PRAGMA(x) PRESENT_BS_PRAGMA_(x)
+
+DEVICE_FN void cg_encrypt_batch(uint *s CG_ENC_PARAMS)
+{
+    PRESENT_BS_PRAGMA(unroll PRESENT_BS_UNROLL)
+    for (int r = 0; r <= PRESENT_ROUNDS + 1; r++) {
+        if (r == 0) {
+            present_bs_transpose(s);                    /* blocks -> bitsliced */
+        } else if (r <= PRESENT_ROUNDS) {
+            present_bs_round(s, bsk, r - 1);            /* K_r, S, P */
+        } else {
+            present_bs_add_key(s, bsk, PRESENT_ROUNDS); /* K_32 */
+            present_bs_transpose(s);                    /* bitsliced -> blocks */
+        }
+    }
+}
+
+DEVICE_FN void cg_decrypt_batch(uint *s CG_DEC_PARAMS)
+{
+    /* the host's decryption schedule: K_32 first */
+    PRESENT_BS_PRAGMA(unroll PRESENT_BS_UNROLL)
+    for (int r = 0; r <= PRESENT_ROUNDS + 1; r++) {
+        if (r == 0) {
+            present_bs_transpose(s);
+            present_bs_add_key(s, bsk, 0);
+        } else if (r <= PRESENT_ROUNDS) {
+            present_bs_inv_round(s, bsk, r);            /* P^-1, S^-1, K_(32 - r) */
+        } else {
+            present_bs_transpose(s);
+        }
+    }
+}
