@@ -18,7 +18,7 @@ _icd.prepare()  # before anything (ours or the caller's) makes the first OpenCL 
 
 from .errors import (AlreadyFinalized, DeviceError, DeviceNotFound, Error, InvalidArgument,
                      InvalidIVSize, InvalidKey, InvalidKeySize, InvalidLength, InvalidPadding,
-                     InvalidTag, UnsupportedCipher)
+                     InvalidTag, UnsupportedCipher, WeakCipherWarning)
 from .api import Cipher, CipherContext, available_ciphers, decrypt, devices, encrypt
 
 __version__ = "0.1.0"
@@ -27,5 +27,5 @@ __all__ = [
     "encrypt", "decrypt", "Cipher", "CipherContext", "devices", "available_ciphers",
     "Error", "UnsupportedCipher", "InvalidKeySize", "InvalidKey", "InvalidIVSize", "InvalidLength",
     "InvalidPadding", "InvalidArgument", "AlreadyFinalized", "DeviceError", "DeviceNotFound",
-    "InvalidTag",
+    "InvalidTag", "WeakCipherWarning",
 ]

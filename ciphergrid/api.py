@@ -58,12 +58,12 @@ def _impl(spec, constant_time: bool, implementation: str | None) -> str | None:
 
 
 def _request(cipher: str, key, iv, encrypt: bool, padding, sector_size, start_sector,
-             constant_time, implementation):
+             constant_time, implementation, allow_weak=False):
     key = buffers.bytes_like(key, "key")
     iv = buffers.bytes_like(iv, "iv", optional=True)
     spec = lookup(cipher)
     return make_request(spec, key, iv, encrypt, padding, sector_size, start_sector,
-                        _impl(spec, constant_time, implementation))
+                        _impl(spec, constant_time, implementation), allow_weak)
 
 
 def _crypt_resident(req, gpu, device, out):
@@ -91,9 +91,9 @@ def _crypt_resident(req, gpu, device, out):
 
 
 def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector,
-           constant_time=False, implementation=None, out=None):
+           constant_time=False, implementation=None, out=None, allow_weak=False):
     req = _request(cipher, key, iv, encrypt, padding, sector_size, start_sector, constant_time,
-                   implementation)
+                   implementation, allow_weak)
     gpu = buffers.gpu_array(data)
     if gpu is not None:
         if padding:
@@ -107,6 +107,7 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
         arr = np.frombuffer(_padding.pad(arr.tobytes(), bs), dtype=np.uint8)
     n = arr.nbytes
     req.check_length(n)
+    req.admit(n)
     if out is not None:
         dst = buffers.out_array(out, n)
         buffers.check_no_overlap(arr, dst)
@@ -141,6 +142,9 @@ _CRYPT_ARGS = """
             bytes, unit ``i`` taking the tweak LE128(``start_sector`` + i) (disk-sector style).
         constant_time: run the bitsliced, table-free kernel (no secret-dependent memory access).
         implementation: a kernel variant by name (see ``ciphergrid bench ablation``).
+        allow_weak: encrypt what the cipher's policy refuses (2-key TDEA, a TDEA bundle with
+            K1 == K2 or K2 == K3, more than 2^20 blocks of 3-key TDEA under one key), with a
+            ``WeakCipherWarning`` instead; 64-bit block ciphers always warn once when encrypting.
         out: a writable contiguous buffer of the output's size (may be ``data`` itself) to write
             into instead of allocating; it is returned.  Reusing buffers avoids the page faults
             of fresh memory.  Not with ``padding``.  GPU-resident data: a GPU array of the same
@@ -173,9 +177,9 @@ _CRYPT_ARGS = """
 def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
             padding: str | None = None, sector_size: int | None = None,
             start_sector: int | None = None, constant_time: bool = False,
-            implementation: str | None = None, out=None):
+            implementation: str | None = None, out=None, allow_weak: bool = False):
     return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                  constant_time, implementation, out)
+                  constant_time, implementation, out, allow_weak)
 
 
 encrypt.__doc__ = """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "aes-256-xts") in one call.
@@ -188,9 +192,9 @@ encrypt.__doc__ = """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "
 def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
             padding: str | None = None, sector_size: int | None = None,
             start_sector: int | None = None, constant_time: bool = False,
-            implementation: str | None = None, out=None):
+            implementation: str | None = None, out=None, allow_weak: bool = False):
     return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                  constant_time, implementation, out)
+                  constant_time, implementation, out, allow_weak)
 
 
 decrypt.__doc__ = """Decrypt ``data``: the inverse of :func:`encrypt` with the same arguments.
@@ -226,7 +230,7 @@ class Cipher:
     def __init__(self, name: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
                  padding: str | None = None, sector_size: int | None = None,
                  start_sector: int | None = None, constant_time: bool = False,
-                 implementation: str | None = None):
+                 implementation: str | None = None, allow_weak: bool = False):
         key = buffers.bytes_like(key, "key")
         iv = buffers.bytes_like(iv, "iv", optional=True)
         self.spec = lookup(name)
@@ -237,7 +241,7 @@ class Cipher:
             from .devices import check_spec
 
             check_spec(device)  # DeviceNotFound / InvalidArgument now, not at update()
-        self._args = (key, iv, padding, sector_size, start_sector, impl)
+        self._args = (key, iv, padding, sector_size, start_sector, impl, allow_weak)
         self.device = device
         self._reqs: dict = {}
         self._sessions: dict = {}
@@ -249,9 +253,9 @@ class Cipher:
     def _request(self, encrypt: bool):
         req = self._reqs.get(encrypt)
         if req is None:
-            key, iv, padding, sector_size, start_sector, impl = self._args
+            key, iv, padding, sector_size, start_sector, impl, allow_weak = self._args
             req = self._reqs[encrypt] = make_request(self.spec, key, iv, encrypt, padding,
-                                                     sector_size, start_sector, impl)
+                                                     sector_size, start_sector, impl, allow_weak)
         return req
 
     def _session(self, req, engine):
@@ -434,6 +438,7 @@ class CipherContext:
         if not n:
             return b""
         req = self.req
+        req.admit(self._pos + n)  # the UsePolicy's limit counts the whole context
         skip = self._pos % self.bs
         if skip:
             piece = np.concatenate([np.zeros(skip, dtype=np.uint8), piece])

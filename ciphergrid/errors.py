@@ -55,3 +55,8 @@ class DeviceNotFound(DeviceError):
 
 class InvalidTag(Error):
     """An authentication tag did not verify (AEAD modes; nothing is released)."""
+
+
+class WeakCipherWarning(UserWarning):
+    """Encryption with a cipher that is only fit for old data (64-bit blocks, TDEA), or past the
+    number of blocks one key should encrypt (Sweet32)."""

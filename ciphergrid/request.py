@@ -9,9 +9,11 @@ input's length with PKCS#7 padding.
 
 from __future__ import annotations
 
+import threading
+import warnings
 from dataclasses import dataclass
 
-from .errors import InvalidArgument, InvalidKeySize
+from .errors import InvalidArgument, InvalidKey, InvalidKeySize, WeakCipherWarning
 from .modes import padding as _padding
 
 
@@ -28,6 +30,7 @@ class Request:
     nonce: bytes | None = None       # AEADs (later)
     aad: bytes = b""                 # AEADs (later)
     tag_length: int | None = None    # AEADs (later)
+    allow_weak: bool = False         # encryption the cipher's UsePolicy refuses is allowed (warned)
 
     def __repr__(self) -> str:  # never shows key material
         return f"Request({self.spec.name!r}, {'encrypt' if self.encrypt else 'decrypt'})"
@@ -50,13 +53,63 @@ class Request:
     def check_length(self, n: int) -> None:
         self.mode.check_length(self, n)
 
+    @property
+    def limit_refuses(self) -> bool:
+        """Whether encrypting past the policy's block limit is refused (3-key TDEA, no allow_weak):
+        a stream of unknown length must then be counted as it goes (admit)."""
+        if not self.encrypt or self.allow_weak:
+            return False
+        pol = self.spec.algorithm.encryption_policy(self.key)
+        return pol.block_limit is not None and pol.over_limit_refused
+
+    def admit(self, total_bytes: int) -> None:
+        """Check the cipher's UsePolicy for a call or context that has encrypted ``total_bytes``
+        under this key: past a refusing limit (3-key TDEA: 2^20 blocks) raise, unless
+        ``allow_weak``; past a warning one (Sweet32: 2^32 blocks) warn, once."""
+        if not self.encrypt:
+            return
+        pol = self.spec.algorithm.encryption_policy(self.key)
+        if pol.block_limit is None or total_bytes <= pol.block_limit * self.block_size:
+            return
+        what = (f"{self.spec.name}: more than {pol.block_limit} blocks "
+                f"({pol.block_limit * self.block_size} bytes) encrypted under one key")
+        if pol.over_limit_refused and not self.allow_weak:
+            raise InvalidArgument(f"{what} is refused (NIST SP 800-67 Rev. 2); use a new key, or "
+                                  "allow_weak=True / --allow-weak to override")
+        warn_once(f"{what}: collisions of 64-bit blocks leak plaintext (Sweet32)")
+
     def at(self, first_block: int, chain: bytes | None = None) -> "Request":
         """The request for blocks [first_block, ...) as a message of its own (see Mode.at)."""
         return self.mode.at(self, first_block, chain)
 
 
+_warned: set = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(message: str) -> None:
+    """A WeakCipherWarning, once per message and process (the CLI prints it on stderr)."""
+    with _warned_lock:
+        if message in _warned:
+            return
+        _warned.add(message)
+    warnings.warn(message, WeakCipherWarning, stacklevel=3)
+
+
+def check_policy(spec, key: bytes, allow_weak: bool) -> None:
+    """Encrypting under ``key``: the cipher's UsePolicy (algorithms/base.py) refuses (unless
+    ``allow_weak``) or warns, once per process."""
+    pol = spec.algorithm.encryption_policy(key)
+    if pol.refusal:
+        if not allow_weak:
+            raise InvalidKey(f"{spec.name}: {pol.refusal}; allow_weak=True / --allow-weak overrides")
+        warn_once(f"{spec.name}: {pol.refusal} (allowed by allow_weak)")
+    if pol.warning:
+        warn_once(f"{spec.name}: {pol.warning}")
+
+
 def make_request(spec, key, iv, encrypt: bool, padding=None, sector_size=None, start_sector=None,
-                 impl=None) -> Request:
+                 impl=None, allow_weak: bool = False) -> Request:
     """Validate key, IV and options for ``spec`` (a registry.CipherSpec); raise the matching
     ciphergrid error."""
     mode = spec.mode
@@ -77,4 +130,7 @@ def make_request(spec, key, iv, encrypt: bool, padding=None, sector_size=None, s
     mode.check_key(spec, key, encrypt)
     if impl is not None:
         spec.algorithm.implementation(impl)  # raises for an unknown implementation
-    return Request(spec, key, iv, bool(encrypt), padding, sector_size, start_sector or 0, impl)
+    if encrypt:
+        check_policy(spec, key, allow_weak)
+    return Request(spec, key, iv, bool(encrypt), padding, sector_size, start_sector or 0, impl,
+                   allow_weak=bool(allow_weak))
