@@ -21,9 +21,10 @@ from ciphergrid import registry
 PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ciphergrid.__file__)))
 TIMEOUT = 600
 ALL = registry.names()
-OPENSSL_NAMES = [n for n in ALL if registry.lookup(n).mode.name != "xts"]
+# (names OpenSSL has: `openssl enc` is the reference)
+OPENSSL_NAMES = [n for n in ALL if registry.lookup(n).mode.name != "xts" and registry.lookup(n).openssl_name]
 XTS_NAMES = [n for n in ALL if registry.lookup(n).mode.name == "xts"]
-PAD_NAMES = [n for n in ALL if registry.lookup(n).mode.name in ("ecb", "cbc")]
+PAD_NAMES = [n for n in ALL if registry.lookup(n).mode.name in ("ecb", "cbc") and registry.lookup(n).openssl_name]
 
 
 def cli_env(extra: dict | None = None) -> dict:
