@@ -39,7 +39,7 @@ def run(device: str | None = None, quiet: bool = False) -> int:
                     else:
                         bad += 1
             failed += bad
-            rows.append((d.spec, name, ok, bad))
+            rows.append((d.spec, name, ok, bad, None))
     if not quiet:
         w = max(len(r[0]) for r in rows) if rows else 6
         print(f"{'device'.ljust(w)}  {'cipher':<14} {'passed':>7} {'failed':>7}")
