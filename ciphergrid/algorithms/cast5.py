@@ -402,9 +402,12 @@ class CAST5(BlockCipher):
     #: the schedule's length in 32-bit words: Km1..16, Kr1..16, the round count
     SCHEDULE_WORDS = 33
 
+    #: the modes of ours that OpenSSL 3's legacy provider holds (it has CAST5-ECB, -CBC, -CFB,
+    #: -OFB; no CTR)
+    OPENSSL_MODES = frozenset({"ecb", "cbc"})
+
     def openssl_name(self, spec) -> str | None:
-        # OpenSSL 3's legacy provider has CAST5-ECB, -CBC, -CFB, -OFB: no CTR
-        return spec.name if spec.mode.name in ("ecb", "cbc") else None
+        return spec.name if spec.mode.name in self.OPENSSL_MODES else None
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
         if layout is not None:
