@@ -28,8 +28,9 @@
  *        CAST5_COPIES     copies of the four tables (a power of two, 1..32): 4 KiB each.
  *                         8 (32 KiB, as AES's 32 copies of one 1 KiB table): lanes l, l + 8,
  *                         l + 16, l + 24 share a copy and meet on a bank when their bytes agree
- *                         mod 4 but differ; 16 (64 KiB): pairs of lanes; 32 (128 KiB): none,
- *                         at the cost of residency.  1: one copy of 4 KiB.
+ *                         mod 4 but differ.  1, 2, 4: fewer copies, more conflicts, more
+ *                         work-groups per SM.  16 (64 KiB) and 32 (128 KiB) exceed the 48 KiB of
+ *                         static shared memory a CUDA kernel (or NVIDIA OpenCL) may declare.
  *        CAST5_PRMT       1: bytes are extracted, and halves byte-swapped, with byte permutes
  *                         (one PRMT on NVIDIA); 0: shifts and masks.
  *        CAST5_MAD_INDEX  1: a lookup address is one multiply-add in bytes, b * 4 COPIES + 4 lane
