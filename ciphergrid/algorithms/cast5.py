@@ -304,8 +304,8 @@ S8 = (
     0x04f19130, 0xba6e4ec0, 0x99265164, 0x1ee7230d, 0x50b2ad80, 0xeaee6801, 0x8db2a283, 0xea8bf59e,
 )
 
-#: rounds by key length in bytes (RFC 2144 section 2.5: 12 up to 80 bits, 16 above)
 def rounds_for(key_len: int) -> int:
+    """Rounds for a key of ``key_len`` bytes (RFC 2144 section 2.5: 12 up to 80 bits, 16 above)."""
     return 12 if key_len <= 10 else 16
 
 
@@ -414,9 +414,10 @@ class CAST5(BlockCipher):
             raise ValueError(f"unknown CAST5 key layout {layout!r}")
         self.check_key(key)
         km, kr, rounds = subkeys(bytes(key))
-        out = np.array(km + kr + [rounds], dtype="<u4")
-        km.clear()
-        kr.clear()
+        words = km + kr + [rounds]
+        out = np.array(words, dtype="<u4")
+        for w in (km, kr, words):
+            w.clear()
         return out
 
     def defines(self, key_size: int) -> dict[str, int]:
