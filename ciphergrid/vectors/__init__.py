@@ -279,8 +279,10 @@ def _file_sets(fname: str, fmt: set[str]) -> Iterator[tuple[dict, Callable[[int]
 def _namer(algorithm: str, mode: str) -> Callable[[int], str | None]:
     from .. import registry
 
-    by_len = {spec.key_len: spec.name for spec in registry.specs()
-              if spec.algorithm.name == algorithm and spec.mode.name == mode}
+    # every length a name takes (CAST5: one name for 5- to 16-byte keys)
+    by_len = {n: spec.name for spec in registry.specs()
+              if spec.algorithm.name == algorithm and spec.mode.name == mode
+              for n in spec.key_lens}
     return by_len.get
 
 
