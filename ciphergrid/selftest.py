@@ -7,7 +7,10 @@ from .devices import devices, resolve
 
 
 def run(device: str | None = None, quiet: bool = False) -> int:
+    import warnings
+
     from . import vectors
+    from .errors import WeakCipherWarning
 
     devs = [resolve(device)] if device else devices()
     rows = []
@@ -30,8 +33,10 @@ def run(device: str | None = None, quiet: bool = False) -> int:
                     if not allowed or spec.capability(engine, enc) is None:
                         continue
                     f = api.encrypt if enc else api.decrypt
-                    try:
-                        got = f(src, name, v.key, v.iv, device=d.spec, **kw)
+                    try:  # known answers: the policy's refusals (2-key TDEA) do not apply
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", WeakCipherWarning)
+                            got = f(src, name, v.key, v.iv, device=d.spec, allow_weak=True, **kw)
                     except Exception:
                         got = None
                     if got == exp:
@@ -39,7 +44,7 @@ def run(device: str | None = None, quiet: bool = False) -> int:
                     else:
                         bad += 1
             failed += bad
-            rows.append((d.spec, name, ok, bad, None))
+            rows.append((d.spec, name, ok, bad))
     if not quiet:
         w = max(len(r[0]) for r in rows) if rows else 6
         print(f"{'device'.ljust(w)}  {'cipher':<14} {'passed':>7} {'failed':>7}")
