@@ -203,3 +203,15 @@ def test_reference_kernel_known_answers(kdev):
         k, p, c = bytes.fromhex(k), bytes.fromhex(p), bytes.fromhex(c)
         assert ciphergrid.encrypt(p, "seed-ecb", k, device=kdev, implementation="reference") == c
         assert ciphergrid.decrypt(c, "seed-ecb", k, device=kdev, implementation="reference") == p
+
+
+def test_vector_files_are_loaded():
+    from ciphergrid import vectors
+
+    if vectors.vectors_dir() is None:
+        pytest.skip("cryptography_vectors is not installed")
+    srcs = [v.source for v in vectors.load() if v.cipher.startswith("seed-")]
+    assert sum(s.startswith("cryptography_vectors/ciphers/SEED/rfc-4269.txt") for s in srcs) == 4
+    assert sum(s.startswith("cryptography_vectors/ciphers/SEED/rfc-4196.txt") for s in srcs) == 2
+    assert {v.cipher for v in vectors.load() if v.source.startswith("RFC 4269 (derived)")} == {
+        "seed-ctr", "seed-xts"}

@@ -122,6 +122,13 @@ def key_schedule(key: bytes) -> list[int]:
     return out
 
 
+def _reversed_pairs(ks: list[int]) -> list[int]:
+    """The decryption schedule: the round-key pairs in reverse order (``ks`` is cleared)."""
+    out = [w for i in reversed(range(ROUNDS)) for w in ks[2 * i: 2 * i + 2]]
+    ks[:] = [0] * len(ks)
+    return out
+
+
 def _f(c: int, d: int, k0: int, k1: int) -> tuple[int, int]:
     """The F function (RFC 4269 section 2.1) in the RFC's order of operations."""
     c ^= k0
@@ -136,7 +143,7 @@ def ecb_python(key: bytes, data: bytes, encrypt: bool) -> bytes:
     """SEED ECB of whole blocks in Python (the host's fallback when pyca lacks SEED)."""
     ks = key_schedule(bytes(key))
     if not encrypt:
-        ks = [w for i in reversed(range(ROUNDS)) for w in ks[2 * i: 2 * i + 2]]
+        ks = _reversed_pairs(ks)
     out = bytearray()
     for off in range(0, len(data), 16):
         l0, l1, r0, r1 = (int.from_bytes(data[off + 4 * i: off + 4 * i + 4], "big") for i in range(4))
@@ -183,7 +190,7 @@ class SEED(BlockCipher):
         self.check_key(key)
         ks = key_schedule(bytes(key))
         if decrypt:  # the same Feistel network with the round keys in reverse order
-            ks = [w for i in reversed(range(ROUNDS)) for w in ks[2 * i: 2 * i + 2]]
+            ks = _reversed_pairs(ks)
         out = np.array(ks, dtype="<u4")
         ks[:] = [0] * len(ks)
         return out
