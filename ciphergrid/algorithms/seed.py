@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import modes
 from .base import BlockCipher, Implementation
 
 ROUNDS = 16
@@ -182,7 +183,7 @@ class SEED(BlockCipher):
 
     def openssl_name(self, spec) -> str | None:
         # the legacy provider has seed-ecb, seed-cbc (and CFB, OFB), no CTR and no XTS
-        return spec.name if spec.mode.name in ("ecb", "cbc") else None
+        return spec.name if spec.mode in (modes.ECB, modes.CBC) else None
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
         if layout is not None:
