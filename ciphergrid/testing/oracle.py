@@ -84,7 +84,8 @@ def _pyca_one(spec, key: bytes, iv: bytes | None, data: bytes, encrypt: bool) ->
 # ---- the modes over a block cipher's ECB, written here from the standards -----------------------
 
 def _xor(a: bytes, b: bytes) -> bytes:
-    return bytes(x ^ y for x, y in zip(a, b))
+    n = min(len(a), len(b))  # (as zip: the shorter length; as integers: fast for MiB)
+    return (int.from_bytes(a[:n], "little") ^ int.from_bytes(b[:n], "little")).to_bytes(n, "little")
 
 
 def _ctr(ecb, key, iv, data, bs):
@@ -119,11 +120,16 @@ def _xts_unit(ecb, k1, k2, tweak: bytes, data: bytes, encrypt: bool) -> bytes:
     t = ecb(k2, tweak, True)
     m, r = divmod(len(data), 16)
     full = m if r == 0 else m - 1
-    out = []
-    for j in range(full):
-        blk = data[16 * j: 16 * j + 16]
-        out.append(_xor(ecb(k1, _xor(blk, t), encrypt), t))
-        t = _times_x(t)
+    # the tweaks T * x^j of blocks 0 .. full - 1, then every full block in one ECB call
+    tweaks, v = [], int.from_bytes(t, "little")
+    for _ in range(full):
+        tweaks.append(v.to_bytes(16, "little"))
+        v <<= 1
+        if v >> 128:
+            v ^= (1 << 128) | 0x87
+    t = v.to_bytes(16, "little")
+    masks = b"".join(tweaks)
+    out = [_xor(ecb(k1, _xor(data[: 16 * full], masks), encrypt), masks)] if full else []
     if r:  # ciphertext stealing (IEEE 1619-2018 5.3.2 / 5.4.2)
         last, tail = data[16 * full: 16 * full + 16], data[16 * m:]
         t_next = _times_x(t)
