@@ -16,7 +16,8 @@ import signal
 import sys
 
 from . import __version__, interrupts
-from .errors import DeviceError, DeviceNotFound, Error, InvalidArgument, InvalidPadding, InvalidTag
+from .errors import (DeviceError, DeviceNotFound, Error, InvalidArgument, InvalidPadding, InvalidTag,
+                     WeakCipherWarning)
 
 EXIT_OK = 0
 EXIT_USAGE = 2     # bad arguments, bad key / IV, the input does not suit the cipher
@@ -412,6 +413,9 @@ def main(argv=None) -> int:
     import warnings
 
     warnings.showwarning = _show_warning  # the library's warnings as one line each
+    # the cipher's own warnings (64-bit blocks, TDEA) are messages of this command, said once
+    # (request.warn_once) even where PYTHONWARNINGS silences Python's warnings
+    warnings.simplefilter("always", WeakCipherWarning)
     argv = sys.argv[1:] if argv is None else list(argv)
     ap = build_parser(argv)
     args = ap.parse_args(argv)

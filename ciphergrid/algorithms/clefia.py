@@ -309,11 +309,13 @@ class CLEFIA(BlockCipher):
         # rotated by 16), 8 copies of each in work-group memory (32 KiB: CUDA's static shared
         # memory stops at 48 KiB, so 16 copies did not build on the H100), keys in registers,
         # persistent grid
-        "fast": _fast(),
+        # persistent grid, two blocks per work-item (H100, 2026-11-24: 320.9 GB/s against 311.2
+        # with one: docs/benchmarks.md)
+        "fast": _fast(batch=2),
         # variants timed on GPUs (docs/benchmarks.md)
         "alt-eight-tables": _fast(tables=8, copies=4),      # four tables per F, no rotation (32 KiB)
         "alt-4-copies": _fast(tables=4, copies=4),          # 16 KiB: more work-groups per SM
-        "alt-2-blocks-per-item": _fast(batch=2),
+        "alt-1-block-per-item": _fast(),
         # a straight transcription of RFC 6114: byte S-boxes, M0/M1 products in GF(2^8)
         "reference": Implementation("clefia_ref.cl", grid="per-block"),
     }
