@@ -67,14 +67,18 @@ def _pyca_one(spec, key: bytes, iv: bytes | None, data: bytes, encrypt: bool) ->
     mode_cls = {"ecb": modes.ECB, "cbc": modes.CBC, "ctr": modes.CTR, "xts": modes.XTS}.get(spec.mode.name)
     if mode_cls is None:
         return None
+    from cryptography.exceptions import UnsupportedAlgorithm
+
     try:
         algo = _pyca_algorithm(spec.algorithm.name, key)
         if algo is None:
             return None
         c = Cipher(algo, mode_cls() if spec.mode.name == "ecb" else mode_cls(iv))
-    except (ValueError, TypeError):  # e.g. XTS of a cipher pyca has in ECB only
+        ctx = c.encryptor() if encrypt else c.decryptor()
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        # e.g. XTS of a cipher pyca has in ECB only: Camellia-XTS with a 2x128-bit key passes
+        # the constructor and is refused by encryptor() with UnsupportedAlgorithm
         return None
-    ctx = c.encryptor() if encrypt else c.decryptor()
     return ctx.update(data) + ctx.finalize()
 
 
