@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from .. import modes
 from .base import BlockCipher, Implementation
 
 MASK32 = 0xFFFFFFFF
@@ -208,7 +209,7 @@ class Camellia(BlockCipher):
     def openssl_name(self, spec) -> str | None:
         # OpenSSL's default provider has camellia-{128,192,256}-{ecb,cbc,ctr} (same spelling as
         # ours) but no Camellia-XTS: the OpenSSL engine composes XTS from its ECB
-        return None if spec.mode.name == "xts" else spec.name
+        return None if spec.mode is modes.XTS else spec.name
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
         if layout is not None:
@@ -223,9 +224,10 @@ class Camellia(BlockCipher):
         return {"CAM_ROUNDS": rounds(key_size)}
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
-        from cryptography.hazmat.primitives.ciphers import Cipher, modes
+        from cryptography.hazmat.primitives.ciphers import Cipher
+        from cryptography.hazmat.primitives.ciphers.modes import ECB
 
-        c = Cipher(_pyca_camellia(bytes(key)), modes.ECB())
+        c = Cipher(_pyca_camellia(bytes(key)), ECB())
         ctx = c.encryptor() if encrypt else c.decryptor()
         return ctx.update(bytes(data)) + ctx.finalize()
 
