@@ -53,7 +53,7 @@ def _pyca_algorithm(algorithm: str, key: bytes):
     cls_name = _PYCA_NAMES.get(algorithm)
     if cls_name is None:
         return None
-    for mod in (algorithms, decrepit):
+    for mod in (decrepit, algorithms):  # decrepit first: no deprecation warning
         cls = getattr(mod, cls_name, None) if mod is not None else None
         if cls is not None:
             return cls(key)
@@ -74,9 +74,9 @@ def _pyca_one(spec, key: bytes, iv: bytes | None, data: bytes, encrypt: bool) ->
             return None
         c = Cipher(algo, mode_cls() if spec.mode.name == "ecb" else mode_cls(iv))
         ctx = c.encryptor() if encrypt else c.decryptor()
-    except (ValueError, TypeError):  # e.g. XTS of a cipher pyca has in ECB only
-        return None
-    except UnsupportedAlgorithm:  # e.g. CTR of a 64-bit cipher (CAST5): pyca says so at encryptor()
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        # e.g. XTS of a cipher pyca has in ECB only; CTR of a 64-bit cipher (CAST5) and
+        # Camellia-XTS pass the constructor and are refused at encryptor()
         return None
     return ctx.update(data) + ctx.finalize()
 

@@ -43,7 +43,7 @@ The vector file format (``ciphergrid-vectors 1``), a JSON object:
 ``files``
     sets of files of the ``cryptography_vectors`` package: ``document`` (what they are),
     ``directory`` (relative to the package), ``match`` (a regular expression the whole file name
-    matches), ``format`` (``nist``, ``xts`` or ``mct``: see ``cavp.py``) and ``mode``.
+    matches), ``format`` (``nist``, ``xts``, ``mct`` or ``ntt``: see ``cavp.py``) and ``mode``.
 
 Values: byte strings are hex, either one string or a list of strings joined in order; whitespace
 inside is ignored (the files write 16-byte blocks apart).  Integers (``start_sector``,
@@ -294,10 +294,12 @@ def _from_files(base: str, fname: str) -> Iterator[Vector]:
         return Vector(name, key, iv, pt, ct, encrypt_ok=_encrypt_ok(name, key),
                       sector_size=sector_size, start_sector=start_sector, source=src)
 
-    for s, name_of in _file_sets(fname, {"nist", "xts"}):
+    for s, name_of in _file_sets(fname, {"nist", "xts", "ntt"}):
         for path, rel in cavp.files(base, s["directory"], s["match"]):
             if s["format"] == "nist":
                 yield from cavp.read_nist(path, rel, name_of, block)
+            elif s["format"] == "ntt":
+                yield from cavp.read_ntt(path, rel, name_of, block)
             else:
                 yield from cavp.read_xts(path, rel, name_of, xts)
 

@@ -10,7 +10,10 @@ vector file (``aes.json``).  This module only knows the three record layouts:
   as ``i`` (a 128-bit hex string: the vector's iv) or as ``DataUnitSeqNumber`` (decimal: one data
   unit of sector mode).  Data units that are not whole bytes are skipped;
 * ``mct``: AESAVS Monte Carlo records (KEY, [IV], PLAINTEXT, CIPHERTEXT; the first ``per_file``
-  records of each section).
+  records of each section);
+* ``ntt``: NTT's Camellia known-answer file (t_camelia.txt, shipped as ciphers/Camellia/
+  camellia-{128,192,256}-ecb.txt): lines ``K No.001 : 00 11 ...`` each followed by its pairs
+  ``P No.001 : ...`` / ``C No.001 : ...`` (ECB, one block each).
 
 A record's cipher name is the registered name of (the file's algorithm, the set's mode, the key's
 length); a record whose key length no registered name takes is skipped.
@@ -23,7 +26,7 @@ import re
 from typing import Callable, Iterator
 
 PACKAGE = "cryptography_vectors"
-FORMATS = ("nist", "xts", "mct")
+FORMATS = ("nist", "xts", "mct", "ntt")
 
 
 def package_dir() -> str | None:
@@ -111,6 +114,27 @@ def read_xts(path: str, rel: str, name_of: Callable[[int], str | None], make) ->
             yield make(name, key, None, pt, ct, src, len(pt), int(r["DATAUNITSEQNUMBER"]))
         elif "I" in r:
             yield make(name, key, _h(r["I"]), pt, ct, src, None, None)
+
+
+def read_ntt(path: str, rel: str, name_of: Callable[[int], str | None], make) -> Iterator:
+    """``ntt`` layout: one ``make(cipher, key, None, plaintext, ciphertext, source)`` per P/C pair,
+    under the last K line before it."""
+    key = name = plain = None
+    with open(path, "r", encoding="ascii", errors="replace") as f:
+        for raw in f:
+            tag, sep, value = raw.partition(":")
+            tag = tag.split()
+            if not sep or len(tag) != 2 or tag[0] not in ("K", "P", "C"):
+                continue
+            data = _h(value)
+            if tag[0] == "K":
+                key, plain = data, None
+                name = name_of(len(key))
+            elif tag[0] == "P":
+                plain = data
+            elif name is not None and plain is not None:
+                yield make(name, key, None, plain, data, f"{PACKAGE}/{rel} key {key.hex()} {tag[1]}")
+                plain = None
 
 
 def read_mct(path: str, rel: str, name_of: Callable[[int], str | None], make,

@@ -1,0 +1,235 @@
+"""Camellia-128/192/256 (RFC 3713): host key schedule; the kernels are kernels/camellia.cl ("fast",
+SP tables in work-group memory) and kernels/camellia_ref.cl ("reference", byte S-boxes).
+
+Camellia is an 18-round (128-bit key) or 24-round (192/256-bit key) Feistel network on two 64-bit
+halves, with FL / FL^-1 layers after every six rounds and whitening before and after.  The key
+schedule (RFC 3713 section 2.2) runs here on the host; the kernels receive the subkeys as 32-bit
+*values* (the high half of a 64-bit subkey first), in the order the rounds use them:
+
+    kw1 kw2 | k1 .. k(R) | ke1 .. ke(2F) | kw3 kw4           (R = 18 or 24 rounds, F = 2 or 3)
+
+i.e. 2 words each, 52 words for a 128-bit key and 68 words otherwise.  Decryption is the same
+network with the subkeys used in reverse order (RFC 3713 section 2.3.3): the decryption schedule is
+kw3 kw4 | k(R) .. k1 | ke(2F) .. ke1 | kw1 kw2, so the kernels run one block function for both.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import modes
+from .base import BlockCipher, Implementation
+
+MASK32 = 0xFFFFFFFF
+MASK64 = (1 << 64) - 1
+MASK128 = (1 << 128) - 1
+
+#: SBOX1 of RFC 3713 section 2.4.4 (the RFC gives it as a table); SBOX2..SBOX4 are derived from it
+#: below as the RFC defines them.
+SBOX1 = bytes((
+    112, 130, 44, 236, 179, 39, 192, 229, 228, 133, 87, 53, 234, 12, 174, 65,
+    35, 239, 107, 147, 69, 25, 165, 33, 237, 14, 79, 78, 29, 101, 146, 189,
+    134, 184, 175, 143, 124, 235, 31, 206, 62, 48, 220, 95, 94, 197, 11, 26,
+    166, 225, 57, 202, 213, 71, 93, 61, 217, 1, 90, 214, 81, 86, 108, 77,
+    139, 13, 154, 102, 251, 204, 176, 45, 116, 18, 43, 32, 240, 177, 132, 153,
+    223, 76, 203, 194, 52, 126, 118, 5, 109, 183, 169, 49, 209, 23, 4, 215,
+    20, 88, 58, 97, 222, 27, 17, 28, 50, 15, 156, 22, 83, 24, 242, 34,
+    254, 68, 207, 178, 195, 181, 122, 145, 36, 8, 232, 168, 96, 252, 105, 80,
+    170, 208, 160, 125, 161, 137, 98, 151, 84, 91, 30, 149, 224, 255, 100, 210,
+    16, 196, 0, 72, 163, 247, 117, 219, 138, 3, 230, 218, 9, 63, 221, 148,
+    135, 92, 131, 2, 205, 74, 144, 51, 115, 103, 246, 243, 157, 127, 191, 226,
+    82, 155, 216, 38, 200, 55, 198, 59, 129, 150, 111, 75, 19, 190, 99, 46,
+    233, 121, 167, 140, 159, 110, 188, 142, 41, 245, 249, 182, 47, 253, 180, 89,
+    120, 152, 6, 106, 231, 70, 113, 186, 212, 37, 171, 66, 136, 162, 141, 250,
+    114, 7, 185, 85, 248, 238, 172, 10, 54, 73, 42, 104, 60, 56, 241, 164,
+    64, 40, 211, 123, 187, 201, 67, 193, 21, 227, 173, 244, 119, 199, 128, 158,
+))
+
+
+def _rotl8(x: int, s: int) -> int:
+    return ((x << s) | (x >> (8 - s))) & 0xFF
+
+
+#: RFC 3713 section 2.4.4: SBOX2[x] = SBOX1[x] <<< 1, SBOX3[x] = SBOX1[x] <<< 7, SBOX4[x] = SBOX1[x <<< 1]
+SBOX2 = bytes(_rotl8(SBOX1[x], 1) for x in range(256))
+SBOX3 = bytes(_rotl8(SBOX1[x], 7) for x in range(256))
+SBOX4 = bytes(SBOX1[_rotl8(x, 1)] for x in range(256))
+
+
+def _sigmas() -> tuple[int, ...]:
+    """Sigma1..Sigma6 (RFC 3713 section 2.2): the second to seventeenth hexadecimal digits of the
+    fractional parts of the square roots of the second to seventh primes (derived, not copied)."""
+    out = []
+    for p in (2, 3, 5, 7, 11, 13):
+        # floor(sqrt(p) * 16^17) holds the integer part and 17 hex digits of the fraction
+        frac = math.isqrt(p << (4 * 34)) & ((1 << 68) - 1)
+        out.append(frac & MASK64)  # drop the first fractional digit, keep the next sixteen
+    return tuple(out)
+
+
+SIGMA = _sigmas()
+
+
+def _f(x: int, k: int) -> int:
+    """The F-function (RFC 3713 section 2.4.1) on 64-bit integers."""
+    x ^= k
+    t = [(x >> (56 - 8 * i)) & 0xFF for i in range(8)]
+    t1, t2, t3, t4 = SBOX1[t[0]], SBOX2[t[1]], SBOX3[t[2]], SBOX4[t[3]]
+    t5, t6, t7, t8 = SBOX2[t[4]], SBOX3[t[5]], SBOX4[t[6]], SBOX1[t[7]]
+    y = (t1 ^ t3 ^ t4 ^ t6 ^ t7 ^ t8, t1 ^ t2 ^ t4 ^ t5 ^ t7 ^ t8, t1 ^ t2 ^ t3 ^ t5 ^ t6 ^ t8,
+         t2 ^ t3 ^ t4 ^ t5 ^ t6 ^ t7, t1 ^ t2 ^ t6 ^ t7 ^ t8, t2 ^ t3 ^ t5 ^ t7 ^ t8,
+         t3 ^ t4 ^ t5 ^ t6 ^ t8, t1 ^ t4 ^ t5 ^ t6 ^ t7)
+    out = 0
+    for b in y:
+        out = (out << 8) | b
+    return out
+
+
+def _rotl128(x: int, n: int) -> int:
+    n %= 128
+    return ((x << n) | (x >> (128 - n))) & MASK128
+
+
+#: where each subkey comes from (RFC 3713 section 2.2): (name, source, rotation); each 128-bit
+#: rotated value gives two subkeys (its left and right 64-bit halves), listed as a pair of names
+_SCHEDULE_128 = (
+    (("kw1", "kw2"), "KL", 0), (("k1", "k2"), "KA", 0), (("k3", "k4"), "KL", 15),
+    (("k5", "k6"), "KA", 15), (("ke1", "ke2"), "KA", 30), (("k7", "k8"), "KL", 45),
+    (("k9", None), "KA", 45), ((None, "k10"), "KL", 60), (("k11", "k12"), "KA", 60),
+    (("ke3", "ke4"), "KL", 77), (("k13", "k14"), "KL", 94), (("k15", "k16"), "KA", 94),
+    (("k17", "k18"), "KL", 111), (("kw3", "kw4"), "KA", 111),
+)
+_SCHEDULE_256 = (
+    (("kw1", "kw2"), "KL", 0), (("k1", "k2"), "KB", 0), (("k3", "k4"), "KR", 15),
+    (("k5", "k6"), "KA", 15), (("ke1", "ke2"), "KR", 30), (("k7", "k8"), "KB", 30),
+    (("k9", "k10"), "KL", 45), (("k11", "k12"), "KA", 45), (("ke3", "ke4"), "KL", 60),
+    (("k13", "k14"), "KR", 60), (("k15", "k16"), "KB", 60), (("k17", "k18"), "KL", 77),
+    (("ke5", "ke6"), "KA", 77), (("k19", "k20"), "KR", 94), (("k21", "k22"), "KA", 94),
+    (("k23", "k24"), "KL", 111), (("kw3", "kw4"), "KB", 111),
+)
+
+
+def subkeys(key: bytes) -> dict[str, int]:
+    """RFC 3713 section 2.2: the 64-bit subkeys kw1..kw4, k1..k18/24, ke1..ke4/6 by name."""
+    n = len(key)
+    if n not in (16, 24, 32):
+        raise ValueError(f"Camellia takes a 16-, 24- or 32-byte key, got {n}")
+    kl = int.from_bytes(key[:16], "big")
+    if n == 16:
+        kr = 0
+    elif n == 24:
+        right = int.from_bytes(key[16:24], "big")
+        kr = (right << 64) | (~right & MASK64)
+    else:
+        kr = int.from_bytes(key[16:32], "big")
+    d1, d2 = (kl ^ kr) >> 64, (kl ^ kr) & MASK64
+    d2 ^= _f(d1, SIGMA[0])
+    d1 ^= _f(d2, SIGMA[1])
+    d1 ^= kl >> 64
+    d2 ^= kl & MASK64
+    d2 ^= _f(d1, SIGMA[2])
+    d1 ^= _f(d2, SIGMA[3])
+    ka = (d1 << 64) | d2
+    d1, d2 = (ka ^ kr) >> 64, (ka ^ kr) & MASK64
+    d2 ^= _f(d1, SIGMA[4])
+    d1 ^= _f(d2, SIGMA[5])
+    kb = (d1 << 64) | d2
+    src = {"KL": kl, "KR": kr, "KA": ka, "KB": kb}
+    out: dict[str, int] = {}
+    for (left, right), name, rot in (_SCHEDULE_128 if n == 16 else _SCHEDULE_256):
+        v = _rotl128(src[name], rot)
+        if left:
+            out[left] = v >> 64
+        if right:
+            out[right] = v & MASK64
+    d1 = d2 = ka = kb = kl = kr = v = 0
+    src.clear()
+    return out
+
+
+def rounds(key_size: int) -> int:
+    return 18 if key_size == 16 else 24
+
+
+def schedule_words(key: bytes, decrypt: bool) -> list[int]:
+    """The kernels' schedule (module docstring) as a list of 32-bit values."""
+    sk = subkeys(key)
+    r = rounds(len(key))
+    ks = [sk[f"k{i}"] for i in range(1, r + 1)]
+    kes = [sk[f"ke{i}"] for i in range(1, r // 3 - 1)]  # 2 per FL layer: 4 or 6
+    pre, post = [sk["kw1"], sk["kw2"]], [sk["kw3"], sk["kw4"]]
+    if decrypt:  # RFC 3713 section 2.3.3: the same network with the subkeys in reverse order
+        pre, post, ks, kes = post, pre, ks[::-1], kes[::-1]
+    words = []
+    for k in pre + ks + kes + post:
+        words += [k >> 32, k & MASK32]
+    sk.clear()
+    return words
+
+
+def _pyca_camellia(key: bytes):
+    try:  # (cryptography >= 43 keeps Camellia in "decrepit"; the old place warns)
+        from cryptography.hazmat.decrepit.ciphers.algorithms import Camellia
+    except ImportError:  # pragma: no cover - older cryptography
+        from cryptography.hazmat.primitives.ciphers.algorithms import Camellia
+    return Camellia(key)
+
+
+def _fast(copies: int = 8, *, prmt: int = 1, keys_in_regs: int = 1, batch: int = 1,
+          grid: str = "persistent") -> Implementation:
+    """An implementation of kernels/camellia.cl: its compile-time options (see that file)."""
+    return Implementation("camellia.cl", batch=batch, grid=grid, defines={
+        "CAM_COPIES": copies, "CAM_PRMT": prmt, "CAM_KEYS_IN_REGS": keys_in_regs})
+
+
+class Camellia(BlockCipher):
+    name = "camellia"
+    block_size = 16
+    key_sizes = (16, 24, 32)
+    variants = (("camellia-128", 16, ("ecb", "cbc", "ctr", "xts")),
+                ("camellia-192", 24, ("ecb", "cbc", "ctr")),      # XTS as for AES: 128 and 256
+                ("camellia-256", 32, ("ecb", "cbc", "ctr", "xts")))
+    openssl_provider = "default"
+
+    implementations = {
+        # straight from RFC 3713: byte S-boxes, 64-bit halves, keys read from device memory,
+        # one block per work-item, no tuning
+        "reference": Implementation("camellia_ref.cl", grid="per-block"),
+        # SP tables in work-group memory (8 copies interleaved over the banks), keys in registers,
+        # byte permutes, persistent grid (kernels/camellia.cl)
+        "fast": _fast(8),
+        # variants for the lead to measure on the GPU
+        "fast-1copy": _fast(1),
+        "fast-4copies": _fast(4),
+        "fast-2-blocks-per-item": _fast(8, batch=2),
+    }
+
+    def openssl_name(self, spec) -> str | None:
+        # OpenSSL's default provider has camellia-{128,192,256}-{ecb,cbc,ctr} (same spelling as
+        # ours) but no Camellia-XTS: the OpenSSL engine composes XTS from its ECB
+        return None if spec.mode is modes.XTS else spec.name
+
+    def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
+        if layout is not None:
+            raise ValueError(f"unknown Camellia key layout {layout!r}")
+        self.check_key(key)
+        words = schedule_words(bytes(key), decrypt)
+        out = np.array(words, dtype="<u4")
+        words[:] = [0] * len(words)
+        return out
+
+    def defines(self, key_size: int) -> dict[str, int]:
+        return {"CAM_ROUNDS": rounds(key_size)}
+
+    def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
+        from cryptography.hazmat.primitives.ciphers import Cipher
+        from cryptography.hazmat.primitives.ciphers.modes import ECB
+
+        c = Cipher(_pyca_camellia(bytes(key)), ECB())
+        ctx = c.encryptor() if encrypt else c.decryptor()
+        return ctx.update(bytes(data)) + ctx.finalize()
+
+
+CIPHER = Camellia()
