@@ -62,6 +62,7 @@ def _pyca_algorithm(algorithm: str, key: bytes):
 
 def _pyca_one(spec, key: bytes, iv: bytes | None, data: bytes, encrypt: bool) -> bytes | None:
     """One pyca call (one XTS data unit), or None when pyca lacks the cipher·mode."""
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.ciphers import Cipher, modes
 
     mode_cls = {"ecb": modes.ECB, "cbc": modes.CBC, "ctr": modes.CTR, "xts": modes.XTS}.get(spec.mode.name)
@@ -72,9 +73,9 @@ def _pyca_one(spec, key: bytes, iv: bytes | None, data: bytes, encrypt: bool) ->
         if algo is None:
             return None
         c = Cipher(algo, mode_cls() if spec.mode.name == "ecb" else mode_cls(iv))
-    except (ValueError, TypeError):  # e.g. XTS of a cipher pyca has in ECB only
-        return None
-    ctx = c.encryptor() if encrypt else c.decryptor()
+        ctx = c.encryptor() if encrypt else c.decryptor()
+    except (ValueError, TypeError, UnsupportedAlgorithm):  # e.g. XTS of a cipher pyca has in ECB
+        return None                                        # only; SEED-CTR (OpenSSL lacks it)
     return ctx.update(data) + ctx.finalize()
 
 
