@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import modes as _modes
 from .base import BlockCipher, Implementation, UsePolicy
 
 # ---- FIPS 46-3 tables (1-based bit numbers, bit 1 = the most significant) -------------------------
@@ -165,9 +166,10 @@ class DES(BlockCipher):
     variants = (("des", 8, ("ecb", "cbc", "ctr")),
                 ("des-ede", 16, ("ecb", "cbc", "ctr")),
                 ("des-ede3", 24, ("ecb", "cbc", "ctr")))
-    #: des-ede*-ecb|cbc are in OpenSSL 3's default provider, des-ecb|cbc in its legacy one (loaded on
-    #: demand by engines/openssl/libcrypto.evp_cipher); OpenSSL has no CTR for any of them
-    openssl_provider = "default"
+    #: des-ecb|cbc are in OpenSSL 3's legacy provider (loaded on demand by
+    #: engines/openssl/libcrypto.evp_cipher), des-ede-ecb|cbc and des-ede3-ecb|cbc in its default
+    #: one; OpenSSL has no CTR for any of them
+    openssl_provider = "legacy"
 
     implementations = {
         # FIPS 46-3 as written: the permutations and S-boxes bit by bit, one block per work-item
@@ -178,7 +180,7 @@ class DES(BlockCipher):
     }
 
     def openssl_name(self, spec) -> str | None:
-        return None if spec.mode.name == "ctr" else spec.name
+        return spec.name if spec.mode in (_modes.ECB, _modes.CBC) else None  # no CTR in OpenSSL
 
     def defines(self, key_size: int) -> dict[str, int]:
         return {"DES_PASSES": 1 if key_size == 8 else 3}
