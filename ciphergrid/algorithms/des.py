@@ -147,6 +147,12 @@ def _sp_words(k: int) -> tuple[int, int]:
     return w0, w1
 
 
+def _sp(copies: int, *, keys_in_regs: int = 1, batch: int = 1) -> Implementation:
+    """An implementation of kernels/des.cl (SP tables): its compile-time options (see that file)."""
+    return Implementation("des.cl", key_layout="sp", batch=batch,
+                          defines={"DES_COPIES": copies, "DES_KEYS_IN_REGS": keys_in_regs})
+
+
 def split_key(key: bytes) -> list[bytes]:
     """The DES keys of a key bundle: [K] for DES, [K1, K2, K1] for 2-key TDEA, [K1, K2, K3]."""
     if len(key) == 8:
@@ -174,9 +180,13 @@ class DES(BlockCipher):
     implementations = {
         # FIPS 46-3 as written: the permutations and S-boxes bit by bit, one block per work-item
         "reference": Implementation("des_ref.cl", grid="per-block"),
-        # SP tables in work-group memory, swap-move IP/FP, rotated halves, keys in registers
-        "fast": Implementation("des.cl", key_layout="sp",
-                               defines={"DES_COPIES": 16, "DES_KEYS_IN_REGS": 1}),
+        # the default: SP tables in work-group memory (16 copies, 32 KiB), swap-move IP/FP, rotated
+        # halves, keys in registers, persistent grid (kernels/des.cl; not yet measured on a GPU)
+        "fast": _sp(16),
+        # -- variants of "fast" for the lead's GPU measurements (the same kernel, other knobs) ----
+        "alt-32-copies": _sp(32),                      # no bank conflicts, 64 KiB per work-group
+        "alt-keys-in-local": _sp(16, keys_in_regs=0),  # keys broadcast from work-group memory
+        "alt-2-blocks-per-item": _sp(16, batch=2),
     }
 
     def openssl_name(self, spec) -> str | None:
