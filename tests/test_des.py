@@ -11,8 +11,9 @@ model, the kernels' tables, the use policy, and every kernel implementation agai
 * The weak and semi-weak keys are what FIPS 74 says they are (E_k E_k = id; E_k1 E_k2 = id).
 * ``encryption_policy``: DES warns (Sweet32 limit, warned), 3-key TDEA is limited to 2^20 blocks
   (refused past it), 2-key TDEA and bundles that reduce to DES are refused, weak keys warn.
-* Every implementation other than "fast" (which every generic test runs): "reference" and the
-  "alt-*" variants of des.cl, on every OpenCL/CUDA device, against the oracle (pyca for ECB/CBC,
+* The bitsliced kernel's S-box circuits compute the S-boxes, and des_bs.cl holds the generated text.
+* Every implementation other than "fast" (which every generic test runs): "reference", "ct" and
+  the "alt-*" variants of des.cl, on every OpenCL/CUDA device, against the oracle (pyca for ECB/CBC,
   reference_ecb + the mode for CTR), random keys and IVs, odd lengths, both directions; the TDEA
   keying options and the parity bits on the device.
 """
@@ -191,8 +192,11 @@ def test_expand_layouts(rng):
                 g = [(k >> (42 - 6 * j)) & 63 for j in range(8)]
                 assert sp[2 * i] == (g[0] << 24) | (g[2] << 16) | (g[4] << 8) | g[6]
                 assert sp[2 * i + 1] == (g[1] << 24) | (g[3] << 16) | (g[5] << 8) | g[7]
+            # the "bitsliced" masks: bit i + 1 of each round key as 0 or 0xffffffff
+            bs = DES.expand(key, decrypt, layout="bitsliced").tolist()
+            assert bs == [M32 * ((k >> (47 - i)) & 1) for k in ks for i in range(48)]
     with pytest.raises(ValueError):
-        DES.expand(bytes(8), False, layout="bitsliced")
+        DES.expand(bytes(8), False, layout="t-tables")
     with pytest.raises(ciphergrid.InvalidKeySize):
         DES.expand(bytes(12), False)
 
@@ -222,6 +226,37 @@ def test_kernel_tables_are_the_specs():
     assert _c_array(ref_src, "DESR_E") == list(D.E)
     assert _c_array(ref_src, "DESR_P") == list(D.P)
     assert _c_array(ref_src, "DESR_S") == [x for s in D.S for x in s]
+
+
+def _eval_circuit(gates, outs, x: list[int]) -> list[int]:
+    """The generated C expressions evaluated on 64-bit Python ints (one input pattern per bit)."""
+    env = {f"x{i}": v for i, v in enumerate(x)}
+    mask = (1 << 64) - 1
+    for name, expr in gates:
+        env[name] = eval(expr, {}, dict(env)) & mask
+    return [0 if o == "0" else mask if o == "1" else env[o] & mask for o in outs]
+
+
+def test_bitsliced_circuits_compute_the_s_boxes():
+    # bit b of input plane i = bit i of the 6-bit group b (x0 the most significant): all 64 at once
+    x = [sum(((b >> (5 - i)) & 1) << b for b in range(64)) for i in range(6)]
+    for j in range(8):
+        gates, outs = D._sbox_circuit(j, D.BS_ORDERS[j])
+        got = _eval_circuit(gates, outs, x)
+        for b in range(64):
+            assert sum(((got[o] >> b) & 1) << (3 - o) for o in range(4)) == D.sbox(j, b), (j, b)
+
+
+def test_bitsliced_kernel_holds_the_generated_round():
+    src = resources.files("ciphergrid").joinpath("kernels", "des_bs.cl").read_text()
+    gen = D.bitsliced_round_c()
+    assert gen in src, "des_bs.cl's GENERATED part differs from des.bitsliced_round_c()"
+    # its E and P: the inputs read and the outputs written, once each per S-box
+    for j in range(8):
+        for b in range(6):
+            assert f"const uint x{b} = S({D.E[6 * j + b] - 1}) ^ k[{6 * j + b}];" in gen
+    written = sorted(int(m) for m in re.findall(r"T\((\d+)\) \^=", gen))
+    assert written == list(range(32))
 
 
 def test_weak_and_semi_weak_keys():
@@ -306,7 +341,8 @@ OTHER_IMPLS = [i for i in DES.implementations if i != "fast"]
 def test_implementations_declared():
     assert "fast" in DES.implementations and "reference" in DES.implementations
     assert DES.implementations["reference"].grid == "per-block"
-    assert not any(im.constant_time for im in DES.implementations.values())   # table kernels
+    assert [n for n, im in DES.implementations.items() if im.constant_time] == ["ct"]  # tables elsewhere
+    assert DES.constant_time_implementation() == "ct" and DES.implementations["ct"].batch == 32
     assert DES.defines(8) == {"DES_PASSES": 1} and DES.defines(16) == DES.defines(24) == {"DES_PASSES": 3}
     assert [n for n in NAMES if registry.lookup(n).openssl_name is None] == ["des-ctr", "des-ede-ctr", "des-ede3-ctr"]
 
@@ -315,9 +351,15 @@ def test_implementations_declared():
 @pytest.mark.parametrize("impl", OTHER_IMPLS)
 @pytest.mark.parametrize("kdev", CT_DEVICES)
 def test_implementation_matches_reference(kdev, impl, rng, ref, diff):
-    # the reference kernel on every name; the des.cl variants (knobs that do not depend on the
-    # number of passes, which "fast" covers) on single DES: one program each (PoCL compile time)
-    names = NAMES if impl == "reference" else [n for n in NAMES if n.count("-") == 1]
+    # the reference kernel on every name; "ct" on DES and 3-key TDEA (its passes are its own); the
+    # des.cl variants (knobs that do not depend on the number of passes, which "fast" covers) on
+    # single DES: one program each (PoCL compile time)
+    if impl == "reference":
+        names = NAMES
+    elif impl == "ct":
+        names = [n for n in NAMES if not n.startswith("des-ede-")]
+    else:
+        names = [n for n in NAMES if n.count("-") == 1]
     lengths = (8, 8 * 33, 8 * 2000) if impl == "reference" else (8, 8 * 33, 8 * 4001)
     bad = []
     for name in names:
@@ -333,7 +375,16 @@ def test_implementation_matches_reference(kdev, impl, rng, ref, diff):
 
 
 @needs_device
-@pytest.mark.parametrize("impl", ["fast", "reference"])
+@pytest.mark.parametrize("kdev", CT_DEVICES)
+def test_constant_time_requested(kdev, rng, ref):
+    key, iv = rng.randbytes(24), rng.randbytes(8)
+    pt = rng.data(8 * 100 + 3)
+    got = ciphergrid.encrypt(pt, "des-ede3-ctr", key, iv, device=kdev, constant_time=True)
+    assert got == ref.encrypt(pt, "des-ede3-ctr", key, iv)
+
+
+@needs_device
+@pytest.mark.parametrize("impl", ["fast", "reference", "ct"])
 @pytest.mark.parametrize("kdev", CT_DEVICES)
 def test_keying_options_and_parity_on_device(kdev, impl, rng):
     k1, k2, k3 = rng.randbytes(8), rng.randbytes(8), rng.randbytes(8)
