@@ -124,11 +124,12 @@ DEVICE_FN void des_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
 #pragma unroll
     for (int i = 0; i < DES_NK; i++) dst[i] = src[i];
 }
+#define DES_KEY_LOCALS
 #else
 #define DES_RK_PTR LOCAL_PTR const uint *
-#define DES_KEYS(rk)                                             \
-    LOCAL_VAR uint des_rk[DES_NK];                               \
+#define DES_KEYS(rk) \
     for (uint des_i = LID; des_i < DES_NK; des_i += LSIZE) des_rk[des_i] = (rk)[des_i];
+#define DES_KEY_LOCALS LOCAL_VAR uint des_rk[DES_NK];
 #endif
 
 #define DES_SETUP(rk)                                                        \
@@ -138,11 +139,11 @@ DEVICE_FN void des_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
     LOCAL_PTR const uchar *des_t = (LOCAL_PTR const uchar *)des_sp + 4u * (LID & (DES_COPIES - 1u)); \
     BARRIER();
 
-#define CG_ENC_LOCALS LOCAL_VAR uint des_sp[DES_TSIZE];
+#define CG_ENC_LOCALS LOCAL_VAR uint des_sp[DES_TSIZE]; DES_KEY_LOCALS
 #define CG_ENC_SETUP(rk) DES_SETUP(rk)
 #define CG_ENC_PARAMS , DES_RK_PTR rk, LOCAL_PTR const uchar *t
 #define CG_ENC_ARGS , des_rk, des_t
-#define CG_DEC_LOCALS LOCAL_VAR uint des_sp[DES_TSIZE];
+#define CG_DEC_LOCALS LOCAL_VAR uint des_sp[DES_TSIZE]; DES_KEY_LOCALS
 #define CG_DEC_SETUP(dk) DES_SETUP(dk)
 #define CG_DEC_PARAMS , DES_RK_PTR rk, LOCAL_PTR const uchar *t
 #define CG_DEC_ARGS , des_rk, des_t
