@@ -321,12 +321,13 @@ def test_policy_tdea(rng):
     p = DES.encryption_policy(k1 + k2 + k3)
     assert p.refusal is None and p.block_limit == 1 << 20 and p.over_limit_refused and "TDEA" in p.warning
     p = DES.encryption_policy(k1 + k2)                       # 2-key TDEA
-    assert p.refusal and "2-key" in p.refusal
+    assert p.refusal and "2-key" in p.refusal and p.block_limit == 1 << 20 and p.over_limit_refused
     assert DES.encryption_policy(k1 + k2 + k1).refusal       # keying option 2 spelled with 24 bytes
     flip = bytes(b ^ 1 for b in k1)                          # the same key but for its parity bits
     for key in (k1 + k1, k1 + flip + k3, k1 + k2 + k2, k1 + k2 + bytes(b ^ 1 for b in k2), k1 + k1 + k1):
         p = DES.encryption_policy(key)
         assert p.refusal and "single DES" in p.refusal, key.hex()
+        assert p.block_limit == 1 << 32 and not p.over_limit_refused      # (if allow_weak lifts it)
     p = DES.encryption_policy(D.WEAK_KEYS[0] + k2 + k3)
     assert p.refusal is None and "K1 is a weak DES key" in p.warning
     with pytest.raises(ciphergrid.InvalidKeySize):

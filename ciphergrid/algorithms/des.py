@@ -373,12 +373,14 @@ class DES(BlockCipher):
         if len(keys) == 1:
             return UsePolicy(warning=warning, block_limit=1 << 32)
         k1, k2, k3 = keys
+        keys.clear()
+        # (when allow_weak lifts a refusal, the limit of what the bundle really is still holds)
         if k1 == k2 or k2 == k3:
-            return UsePolicy(warning=warning, refusal=(
+            return UsePolicy(warning=warning, block_limit=1 << 32, refusal=(
                 f"this {_fmt(key)} key has {'K1 == K2' if k1 == k2 else 'K2 == K3'} (ignoring the parity "
                 f"bits): it is single DES with a 56-bit key; encryption refused"))
         if k1 == k3:
-            return UsePolicy(warning=warning, refusal=(
+            return UsePolicy(warning=warning, block_limit=1 << 20, over_limit_refused=True, refusal=(
                 "2-key TDEA (K3 == K1) is disallowed for encryption (SP 800-131A Rev. 2); encryption "
                 "refused"))
         return UsePolicy(warning=warning, block_limit=1 << 20, over_limit_refused=True)
