@@ -74,14 +74,15 @@ def test_ctr(name, size, device, rng, ref, diff):
     _check_both(name, device, rng.key(name), rng.iv(name), rng.data(size), ref, diff)
 
 
-# initial counters near the 2^32, 2^64 and 2^128 boundaries (full-width big-endian carry)
+# initial counters near the 2^32, 2^64 and 2^128 boundaries (full-width big-endian carry); for
+# 8-byte blocks (a 64-bit counter) the same shapes at the block's width: r is the rng, b the block size
 CTR_EDGE_IVS = {
-    "ff*16": lambda r: b"\xff" * 16,                                # wraps to 0 after block 0
-    "00*8+ff*8": lambda r: b"\x00" * 8 + b"\xff" * 8,               # carry into the high half
-    "2^128-3": lambda r: b"\xff" * 15 + b"\xfd",
-    "rand+ff*8": lambda r: r.randbytes(8) + b"\xff" * 8,
-    "rand+ff*7+00": lambda r: r.randbytes(8) + b"\xff" * 7 + b"\x00",  # carry after 256 blocks
-    "rand+fffffff0": lambda r: r.randbytes(12) + b"\xff\xff\xff\xf0",  # 32-bit carry after 16 blocks
+    "ff*16": lambda r, b: b"\xff" * b,                                # wraps to 0 after block 0
+    "00*8+ff*8": lambda r, b: b"\x00" * (b // 2) + b"\xff" * (b // 2),  # carry into the high half
+    "2^128-3": lambda r, b: b"\xff" * (b - 1) + b"\xfd",
+    "rand+ff*8": lambda r, b: r.randbytes(b // 2) + b"\xff" * (b // 2),
+    "rand+ff*7+00": lambda r, b: r.randbytes(b - 8) + b"\xff" * 7 + b"\x00",  # carry after 256 blocks
+    "rand+fffffff0": lambda r, b: r.randbytes(b - 4) + b"\xff\xff\xff\xf0",  # 32-bit carry after 16 blocks
 }
 
 
@@ -89,7 +90,7 @@ CTR_EDGE_IVS = {
 @pytest.mark.parametrize("name", CTR_NAMES)
 def test_ctr_counter_wrap(name, iv_case, device, device_is_fast, rng, ref, diff):
     key = rng.key(name)
-    iv = CTR_EDGE_IVS[iv_case](rng)
+    iv = CTR_EDGE_IVS[iv_case](rng, registry.lookup(name).block_size)
     sizes = [16 * 5 + 7, 4096 + 13, 65536 + 5] + ([MiB + 3] if device_is_fast else [])
     for size in sizes:
         _check_both(name, device, key, iv, rng.data(size), ref, diff)

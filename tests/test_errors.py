@@ -120,6 +120,8 @@ def test_iv_wrong_length(cipher_name):
             _both(ciphergrid.InvalidIVSize, bytes(32), cipher_name, key, iv)
         return
     for n in (0, 1, 8, 12, 15, 17, 32):
+        if n == spec.iv_len:  # (8 bytes: the IV of a 64-bit block cipher)
+            continue
         for msg in _both(ciphergrid.InvalidIVSize, bytes(32), cipher_name, key, bytes(n)):
             assert _mentions(msg, spec.iv_len, 8 * spec.iv_len), (
                 f"{cipher_name}, {n}-byte iv: the message should name {spec.iv_len} bytes: {msg!r}")
@@ -149,9 +151,9 @@ def test_iv_with_sector_size(name):
 def test_block_modes_need_whole_blocks(name, n):
     spec = registry.lookup(name)
     key = bytes(range(1, spec.key_len + 1))
-    iv = bytes(16) if spec.iv_len else None
+    iv = bytes(spec.iv_len) if spec.iv_len else None
     for msg in _both(ciphergrid.InvalidLength, bytes(n), name, key, iv):
-        assert _mentions(msg, 16, 128) or "block" in msg.lower(), msg
+        assert _mentions(msg, spec.block_size, 8 * spec.block_size) or "block" in msg.lower(), msg
 
 
 @pytest.mark.parametrize("name", [n for n in registry.names() if registry.lookup(n).mode.name == "xts"])
@@ -195,7 +197,7 @@ BAD_PADDED_BLOCKS = {
 def test_invalid_padding(name, case, ref):
     spec = registry.lookup(name)
     key = bytes(range(3, 3 + spec.key_len))
-    iv = bytes(range(16)) if spec.iv_len else None
+    iv = bytes(range(spec.iv_len)) if spec.iv_len else None
     for prefix in (b"", bytes(range(48))):
         ct = ref.encrypt(prefix + BAD_PADDED_BLOCKS[case], name, key, iv)
         _both(ciphergrid.InvalidPadding, ct, name, key, iv, directions=("decrypt",), padding="pkcs7")
@@ -286,7 +288,7 @@ def test_device_not_found(spec, cipher_name):
         spec = _absent(spec.split(":")[0] + ":", [97, 98, 99])
     s = registry.lookup(cipher_name)
     key = bytes(range(1, s.key_len + 1))
-    iv = bytes(16) if s.iv_len else None
+    iv = bytes(s.iv_len) if s.iv_len else None
     for msg in _both(ciphergrid.DeviceNotFound, bytes(64), cipher_name, key, iv, device=spec):
         assert spec in msg, f"the message should name the device asked for: {msg!r}"
 

@@ -139,7 +139,7 @@ def test_empty_stream(cipher_name, device, rng, ref):
     if mode in ("ecb", "cbc"):
         cp = ciphergrid.Cipher(name, key, iv, device=device, padding="pkcs7")
         ct = _feed(cp.encryptor(), b"", [])
-        assert ct == ref.encrypt(b"", name, key, iv, padding="pkcs7") and len(ct) == 16
+        assert ct == ref.encrypt(b"", name, key, iv, padding="pkcs7") and len(ct) == registry.lookup(name).block_size
         assert _feed(cp.decryptor(), ct, [7, 9]) == b""
 
 
