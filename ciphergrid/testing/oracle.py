@@ -39,7 +39,7 @@ def pyca_version() -> str:
 
 
 _PYCA_NAMES = {"aes": "AES", "camellia": "Camellia", "sm4": "SM4", "cast5": "CAST5",
-               "seed": "SEED", "des-ede3": "TripleDES", "des-ede": "TripleDES",
+               "seed": "SEED", "des": "TripleDES", "des-ede3": "TripleDES", "des-ede": "TripleDES",
                "blowfish": "Blowfish", "idea": "IDEA"}
 
 

@@ -6,6 +6,8 @@ vector file (``aes.json``).  This module only knows the three record layouts:
 
 * ``nist``: KEY, [IV], PLAINTEXT, CIPHERTEXT (AESAVS KAT/MMT files, the RFC 3686 AES-CTR file,
   and the same layout for other block ciphers), both ``[ENCRYPT]`` and ``[DECRYPT]`` sections;
+  the TDES files (TDESVS) give the key as KEYs (one DES key used three times) or KEY1, KEY2, KEY3,
+  read as the shortest key bundle that means the same (``tdes_key``);
 * ``xts``: the XTSGen layout: Key (key1 || key2), DataUnitLen (bits), PT, CT, and the tweak either
   as ``i`` (a 128-bit hex string: the vector's iv) or as ``DataUnitSeqNumber`` (decimal: one data
   unit of sector mode).  Data units that are not whole bytes are skipped;
@@ -80,12 +82,28 @@ def _source(rel: str, section: str, r: dict) -> str:
     return f"{PACKAGE}/{rel} [{section}] COUNT={r.get('COUNT', '?')}"
 
 
+def tdes_key(r: dict[str, str]) -> bytes | None:
+    """The key of a TDESVS record (KEYs, or KEY1 KEY2 KEY3) as the shortest bundle meaning the
+    same: K for keying option 3 (one DES key three times: single DES), K1 K2 for option 2
+    (K3 == K1: 2-key TDEA), K1 K2 K3 for option 1; None when the record has no such key."""
+    if "KEYS" in r:
+        return _h(r["KEYS"])
+    if not {"KEY1", "KEY2", "KEY3"} <= r.keys():
+        return None
+    k1, k2, k3 = _h(r["KEY1"]), _h(r["KEY2"]), _h(r["KEY3"])
+    if k1 == k2 == k3:
+        return k1
+    return k1 + k2 if k3 == k1 else k1 + k2 + k3
+
+
 def read_nist(path: str, rel: str, name_of: Callable[[int], str | None], make) -> Iterator:
     """``nist`` layout: one ``make(cipher, key, iv, plaintext, ciphertext, source)`` per record."""
     for section, r in records(path):
-        if not {"KEY", "PLAINTEXT", "CIPHERTEXT"} <= r.keys():
+        if not {"PLAINTEXT", "CIPHERTEXT"} <= r.keys():
             continue
-        key = _h(r["KEY"])
+        key = _h(r["KEY"]) if "KEY" in r else tdes_key(r)
+        if key is None:
+            continue
         name = name_of(len(key))
         if name is None:
             continue

@@ -1,0 +1,399 @@
+"""DES (FIPS 46-3) and TDEA (NIST SP 800-67 Rev. 2): host key schedule and use policy; the kernels
+are kernels/des_ref.cl ("reference") and kernels/des.cl ("fast").
+
+One algorithm, "des", with three key sizes: 8 bytes (single DES), 16 bytes (2-key TDEA, K1 K2 and
+K3 = K1) and 24 bytes (3-key TDEA, K1 K2 K3).  TDEA encryption is E_K3(D_K2(E_K1(x))), decryption
+D_K1(E_K2(D_K3(y))) (SP 800-67 section 3.1).  The key's parity bits (the last bit of each byte) are
+ignored, as OpenSSL and pyca/cryptography do.
+
+The host sends the kernels one list of 16 x passes round keys (passes = 1 for DES, 3 for TDEA), in
+the order the rounds use them: a DES decryption is the same network with the round keys reversed
+(FIPS 46-3), so TDEA encryption is K1 forward, K2 reversed, K3 forward, and decryption K3 reversed,
+K2 forward, K1 reversed.  Between two passes the final permutation and the next initial permutation
+cancel; the kernels run 16 x passes rounds with the halves swapped between passes.
+
+Key layouts (``expand``):
+
+* ``None`` (the "reference" kernel): two words per round key, the 48 bits of K_n as FIPS 46-3
+  numbers them: word 0 = bits 1..24, word 1 = bits 25..48 (bit 1 the most significant of each);
+* ``"sp"`` (the "fast" kernel, des.cl): two words per round key, the eight 6-bit groups B_1..B_8
+  of K_n in the low six bits of the bytes: word 0 = B_1 B_3 B_5 B_7 (bytes 3, 2, 1, 0), word 1 =
+  B_2 B_4 B_6 B_8; the groups the rotated half-block words of des.cl present to the key.
+
+The tables below are those of FIPS 46-3 (IP, E, P, the S-boxes in its row/column layout, PC-1,
+PC-2, the left shifts); IP^-1 is computed as the inverse of IP, and the combined S-box/P tables of
+the fast kernel are computed from S and P (``sp_tables``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import modes as _modes
+from .base import BlockCipher, Implementation, UsePolicy
+
+# ---- FIPS 46-3 tables (1-based bit numbers, bit 1 = the most significant) -------------------------
+
+IP = (58, 50, 42, 34, 26, 18, 10, 2, 60, 52, 44, 36, 28, 20, 12, 4,
+      62, 54, 46, 38, 30, 22, 14, 6, 64, 56, 48, 40, 32, 24, 16, 8,
+      57, 49, 41, 33, 25, 17, 9, 1, 59, 51, 43, 35, 27, 19, 11, 3,
+      61, 53, 45, 37, 29, 21, 13, 5, 63, 55, 47, 39, 31, 23, 15, 7)
+#: IP^-1: output bit IP[i] is input bit i + 1
+FP = tuple(1 + IP.index(i) for i in range(1, 65))
+E = (32, 1, 2, 3, 4, 5, 4, 5, 6, 7, 8, 9, 8, 9, 10, 11, 12, 13, 12, 13, 14, 15, 16, 17,
+     16, 17, 18, 19, 20, 21, 20, 21, 22, 23, 24, 25, 24, 25, 26, 27, 28, 29, 28, 29, 30, 31, 32, 1)
+P = (16, 7, 20, 21, 29, 12, 28, 17, 1, 15, 23, 26, 5, 18, 31, 10,
+     2, 8, 24, 14, 32, 27, 3, 9, 19, 13, 30, 6, 22, 11, 4, 25)
+#: S_1 .. S_8, each 4 rows of 16 columns (row = bits 1 and 6 of the group, column = bits 2..5)
+S = (
+    (14, 4, 13, 1, 2, 15, 11, 8, 3, 10, 6, 12, 5, 9, 0, 7,
+     0, 15, 7, 4, 14, 2, 13, 1, 10, 6, 12, 11, 9, 5, 3, 8,
+     4, 1, 14, 8, 13, 6, 2, 11, 15, 12, 9, 7, 3, 10, 5, 0,
+     15, 12, 8, 2, 4, 9, 1, 7, 5, 11, 3, 14, 10, 0, 6, 13),
+    (15, 1, 8, 14, 6, 11, 3, 4, 9, 7, 2, 13, 12, 0, 5, 10,
+     3, 13, 4, 7, 15, 2, 8, 14, 12, 0, 1, 10, 6, 9, 11, 5,
+     0, 14, 7, 11, 10, 4, 13, 1, 5, 8, 12, 6, 9, 3, 2, 15,
+     13, 8, 10, 1, 3, 15, 4, 2, 11, 6, 7, 12, 0, 5, 14, 9),
+    (10, 0, 9, 14, 6, 3, 15, 5, 1, 13, 12, 7, 11, 4, 2, 8,
+     13, 7, 0, 9, 3, 4, 6, 10, 2, 8, 5, 14, 12, 11, 15, 1,
+     13, 6, 4, 9, 8, 15, 3, 0, 11, 1, 2, 12, 5, 10, 14, 7,
+     1, 10, 13, 0, 6, 9, 8, 7, 4, 15, 14, 3, 11, 5, 2, 12),
+    (7, 13, 14, 3, 0, 6, 9, 10, 1, 2, 8, 5, 11, 12, 4, 15,
+     13, 8, 11, 5, 6, 15, 0, 3, 4, 7, 2, 12, 1, 10, 14, 9,
+     10, 6, 9, 0, 12, 11, 7, 13, 15, 1, 3, 14, 5, 2, 8, 4,
+     3, 15, 0, 6, 10, 1, 13, 8, 9, 4, 5, 11, 12, 7, 2, 14),
+    (2, 12, 4, 1, 7, 10, 11, 6, 8, 5, 3, 15, 13, 0, 14, 9,
+     14, 11, 2, 12, 4, 7, 13, 1, 5, 0, 15, 10, 3, 9, 8, 6,
+     4, 2, 1, 11, 10, 13, 7, 8, 15, 9, 12, 5, 6, 3, 0, 14,
+     11, 8, 12, 7, 1, 14, 2, 13, 6, 15, 0, 9, 10, 4, 5, 3),
+    (12, 1, 10, 15, 9, 2, 6, 8, 0, 13, 3, 4, 14, 7, 5, 11,
+     10, 15, 4, 2, 7, 12, 9, 5, 6, 1, 13, 14, 0, 11, 3, 8,
+     9, 14, 15, 5, 2, 8, 12, 3, 7, 0, 4, 10, 1, 13, 11, 6,
+     4, 3, 2, 12, 9, 5, 15, 10, 11, 14, 1, 7, 6, 0, 8, 13),
+    (4, 11, 2, 14, 15, 0, 8, 13, 3, 12, 9, 7, 5, 10, 6, 1,
+     13, 0, 11, 7, 4, 9, 1, 10, 14, 3, 5, 12, 2, 15, 8, 6,
+     1, 4, 11, 13, 12, 3, 7, 14, 10, 15, 6, 8, 0, 5, 9, 2,
+     6, 11, 13, 8, 1, 4, 10, 7, 9, 5, 0, 15, 14, 2, 3, 12),
+    (13, 2, 8, 4, 6, 15, 11, 1, 10, 9, 3, 14, 5, 0, 12, 7,
+     1, 15, 13, 8, 10, 3, 7, 4, 12, 5, 6, 11, 0, 14, 9, 2,
+     7, 11, 4, 1, 9, 12, 14, 2, 0, 6, 10, 13, 15, 3, 5, 8,
+     2, 1, 14, 7, 4, 10, 8, 13, 15, 12, 9, 0, 3, 5, 6, 11),
+)
+PC1 = (57, 49, 41, 33, 25, 17, 9, 1, 58, 50, 42, 34, 26, 18, 10, 2, 59, 51, 43, 35, 27, 19, 11, 3,
+       60, 52, 44, 36, 63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6, 61, 53, 45, 37,
+       29, 21, 13, 5, 28, 20, 12, 4)
+PC2 = (14, 17, 11, 24, 1, 5, 3, 28, 15, 6, 21, 10, 23, 19, 12, 4, 26, 8, 16, 7, 27, 20, 13, 2,
+       41, 52, 31, 37, 47, 55, 30, 40, 51, 45, 33, 48, 44, 49, 39, 56, 34, 53, 46, 42, 50, 36, 29, 32)
+SHIFTS = (1, 1, 2, 2, 2, 2, 2, 2, 1, 2, 2, 2, 2, 2, 2, 1)
+
+#: the weak and semi-weak DES keys (FIPS 74 section 3.6; NIST SP 800-67 Rev. 2 section 3.3.2), with
+#: odd parity; compared with keys ignoring the parity bits
+WEAK_KEYS = tuple(bytes.fromhex(h) for h in (
+    "0101010101010101", "fefefefefefefefe", "e0e0e0e0f1f1f1f1", "1f1f1f1f0e0e0e0e"))
+SEMI_WEAK_KEYS = tuple(bytes.fromhex(h) for h in (
+    "01fe01fe01fe01fe", "fe01fe01fe01fe01", "1fe01fe00ef10ef1", "e01fe01ff10ef10e",
+    "01e001e001f101f1", "e001e001f101f101", "1ffe1ffe0efe0efe", "fe1ffe1ffe0efe0e",
+    "011f011f010e010e", "1f011f010e010e01", "e0fee0fef1fef1fe", "fee0fee0fef1fef1"))
+
+
+def permute(value: int, table, width: int) -> int:
+    """The bits of ``value`` (``width`` bits, bit 1 the most significant) picked by ``table``."""
+    out = 0
+    for t in table:
+        out = (out << 1) | ((value >> (width - t)) & 1)
+    return out
+
+
+def sbox(j: int, x: int) -> int:
+    """S_{j+1} of the 6-bit group x (bit 1 of the group = bit 5 of x)."""
+    row = ((x >> 4) & 2) | (x & 1)
+    return S[j][16 * row + ((x >> 1) & 15)]
+
+
+def strip_parity(key: bytes) -> bytes:
+    return bytes(b & 0xFE for b in key)
+
+
+def round_keys(key8: bytes) -> list[int]:
+    """K_1 .. K_16 (48-bit ints) of one 8-byte DES key (FIPS 46-3, the key schedule)."""
+    cd = permute(int.from_bytes(key8, "big"), PC1, 64)
+    c, d = cd >> 28, cd & 0xFFFFFFF
+    out = []
+    for s in SHIFTS:
+        c = ((c << s) | (c >> (28 - s))) & 0xFFFFFFF
+        d = ((d << s) | (d >> (28 - s))) & 0xFFFFFFF
+        out.append(permute((c << 28) | d, PC2, 56))
+    c = d = cd = 0
+    return out
+
+
+def _rotl32(x: int, n: int) -> int:
+    return ((x << n) | (x >> (32 - n))) & 0xFFFFFFFF
+
+
+def sp_tables() -> list[list[int]]:
+    """The fast kernel's tables: SP_j[x] = P(S_j(x) in bits 4j+1..4j+4), held rotated left by one
+    like the half-block words (des.cl); 8 tables of 64 words, indexed by the 6-bit group."""
+    return [[_rotl32(permute(sbox(j, x) << (28 - 4 * j), P, 32), 1) for x in range(64)]
+            for j in range(8)]
+
+
+# ---- the bitsliced kernel's S-box circuits (kernels/des_bs.cl, generated from S by this code) -----
+
+#: the 16 functions of two inputs, by truth table (f(0,0), f(0,1), f(1,0), f(1,1)) of (x, y)
+_TWO_INPUT = {
+    (0, 0, 1, 1): "{x}", (1, 1, 0, 0): "~{x}", (0, 1, 0, 1): "{y}", (1, 0, 1, 0): "~{y}",
+    (0, 0, 0, 1): "{x} & {y}", (0, 0, 1, 0): "{x} & ~{y}", (0, 1, 0, 0): "{y} & ~{x}",
+    (1, 0, 0, 0): "~({x} | {y})", (0, 1, 1, 0): "{x} ^ {y}", (1, 0, 0, 1): "~({x} ^ {y})",
+    (0, 1, 1, 1): "{x} | {y}", (1, 0, 1, 1): "{x} | ~{y}", (1, 1, 0, 1): "{y} | ~{x}",
+    (1, 1, 1, 0): "~({x} & {y})"}
+
+
+def _sbox_circuit(j: int, order) -> tuple[list[tuple[str, str]], list[str]]:
+    """S_{j+1} as a Boolean circuit on x0..x5 (x0 = bit 1 of the group): each output bit a tree of
+    multiplexers on the inputs in ``order`` (Shannon expansion), equal subfunctions shared, trivial
+    multiplexers simplified.  Returns the gates (name, C expression) and the 4 output names (bit 1
+    of the S-box output first); "0" and "1" stand for constants."""
+    gates: list[tuple[str, str]] = []
+    by_expr: dict[str, str] = {}
+    done: dict = {}
+
+    def gate(expr: str) -> str:
+        if expr not in by_expr:
+            by_expr[expr] = f"t{len(gates)}"
+            gates.append((by_expr[expr], expr))
+        return by_expr[expr]
+
+    def cofactor(tt, n, i, val):
+        out = []
+        for a in range(1 << (n - 1)):
+            hi, lo = a >> (n - 1 - i), a & ((1 << (n - 1 - i)) - 1)
+            out.append(tt[(hi << (n - i)) | (val << (n - 1 - i)) | lo])
+        return tuple(out)
+
+    def build(tt, vs):
+        if not any(tt):
+            return "0"
+        if all(tt):
+            return "1"
+        if (tt, vs) in done:
+            return done[tt, vs]
+        x, rest = f"x{vs[0]}", vs[1:]
+        f0, f1 = cofactor(tt, len(vs), 0, 0), cofactor(tt, len(vs), 0, 1)
+        if len(vs) == 2:  # any function of two inputs: at most one gate
+            y = f"x{vs[1]}"
+            e = _TWO_INPUT[tt].format(x=x, y=y)
+            r = e if e in (x, y) else gate(e)
+        elif f0 == f1:
+            r = build(f0, rest)
+        else:
+            a, b = build(f1, rest), build(f0, rest)
+            if tuple(1 - t for t in f0) == f1:
+                r = x if b == "0" else gate(f"~{x}") if b == "1" else gate(f"{x} ^ {b}")
+            elif b == "0":
+                r = x if a == "1" else gate(f"{x} & {a}")
+            elif a == "0":
+                r = gate(f"~{x}") if b == "1" else gate(f"{b} & ~{x}")
+            elif b == "1":
+                r = gate(f"{a} | ~{x}")
+            elif a == "1":
+                r = gate(f"{b} | {x}")
+            else:
+                r = gate(f"{b} ^ ({x} & ({a} ^ {b}))")  # x ? a : b
+        done[tt, vs] = r
+        return r
+
+    outs = []
+    for o in range(4):
+        tt = []
+        for a in range(64):
+            x = [0] * 6
+            for pos, v in enumerate(order):
+                x[v] = (a >> (5 - pos)) & 1
+            tt.append((sbox(j, sum(x[i] << (5 - i) for i in range(6))) >> (3 - o)) & 1)
+        outs.append(build(tuple(tt), tuple(order)))
+    return gates, outs
+
+
+def _gate_cost(gates) -> int:
+    return sum(e.count("&") + e.count("|") + e.count("^") + e.count("~") for _, e in gates)
+
+
+#: the input orders of the S-box circuits in des_bs.cl: for each S-box the order with the fewest
+#: two-input operations (then gates) of all 720 (``best_circuit_order``; about 2 s each to search)
+BS_ORDERS = ((3, 5, 0, 1, 2, 4), (1, 5, 4, 3, 0, 2), (0, 1, 4, 2, 3, 5), (5, 1, 4, 3, 0, 2),
+             (2, 3, 4, 1, 0, 5), (0, 3, 5, 1, 2, 4), (0, 1, 5, 2, 3, 4), (4, 5, 0, 2, 1, 3))
+
+
+def best_circuit_order(j: int) -> tuple:
+    import itertools
+
+    return min(((_gate_cost(g), len(g), o) for o in itertools.permutations(range(6))
+                for g in (_sbox_circuit(j, o)[0],)))[2]
+
+
+def bitsliced_round_c() -> str:
+    """The C of des_bs.cl's round, between its GENERATED markers: each S-box's multiplexer tree
+    (``_sbox_circuit`` in the order BS_ORDERS gives), fed by E and the key masks, its outputs
+    XORed into the target half at their places after P."""
+    p_inv = {P[q] - 1: q for q in range(32)}          # S-layer output bit -> bit of f(R, K)
+    lines = ["/* BEGIN GENERATED by ciphergrid.algorithms.des.bitsliced_round_c() */",
+             "#define DESBS_ROUND_BODY(T, S, k) \\"]
+    total = 0
+    for j in range(8):
+        gates, outs = _sbox_circuit(j, BS_ORDERS[j])
+        cost = _gate_cost(gates)
+        total += cost
+        body = [f"const uint x{b} = S({E[6 * j + b] - 1}) ^ k[{6 * j + b}];" for b in range(6)]
+        body += [f"const uint {n} = {e};" for n, e in gates]
+        for o, name in enumerate(outs):
+            if name != "0":
+                body.append(f"T({p_inv[4 * j + o]}) ^= {'~0u' if name == '1' else name};")
+        lines.append(f"    {{ /* S{j + 1}: {len(gates)} gates, {cost} two-input operations */ \\")
+        lines += [f"        {b} \\" for b in body]
+        lines.append("    } \\")
+    lines[-1] = "    }"
+    lines.append(f"/* END GENERATED ({total} two-input operations per round) */")
+    return "\n".join(lines) + "\n"
+
+
+def bitsliced_words(k: int) -> list[int]:
+    """A 48-bit round key as the "bitsliced" layout's 48 masks (bit 1 of K_n first)."""
+    return [0xFFFFFFFF if (k >> (47 - i)) & 1 else 0 for i in range(48)]
+
+
+def _sp_words(k: int) -> tuple[int, int]:
+    """A 48-bit round key as the "sp" layout's two words (see the module docstring)."""
+    g = [(k >> (42 - 6 * j)) & 0x3F for j in range(8)]  # B_1 .. B_8
+    w0 = (g[0] << 24) | (g[2] << 16) | (g[4] << 8) | g[6]
+    w1 = (g[1] << 24) | (g[3] << 16) | (g[5] << 8) | g[7]
+    g.clear()
+    return w0, w1
+
+
+def _sp(copies: int, *, keys_in_regs: int = 1, batch: int = 1) -> Implementation:
+    """An implementation of kernels/des.cl (SP tables): its compile-time options (see that file)."""
+    return Implementation("des.cl", key_layout="sp", batch=batch,
+                          defines={"DES_COPIES": copies, "DES_KEYS_IN_REGS": keys_in_regs})
+
+
+def split_key(key: bytes) -> list[bytes]:
+    """The DES keys of a key bundle: [K] for DES, [K1, K2, K1] for 2-key TDEA, [K1, K2, K3]."""
+    if len(key) == 8:
+        return [key]
+    k1, k2 = key[:8], key[8:16]
+    return [k1, k2, key[16:24] if len(key) == 24 else k1]
+
+
+def _fmt(key: bytes) -> str:
+    return {8: "DES", 16: "2-key TDEA", 24: "3-key TDEA"}[len(key)]
+
+
+class DES(BlockCipher):
+    name = "des"
+    block_size = 8
+    key_sizes = (8, 16, 24)
+    variants = (("des", 8, ("ecb", "cbc", "ctr")),
+                ("des-ede", 16, ("ecb", "cbc", "ctr")),
+                ("des-ede3", 24, ("ecb", "cbc", "ctr")))
+    #: des-ecb|cbc are in OpenSSL 3's legacy provider (loaded on demand by
+    #: engines/openssl/libcrypto.evp_cipher), des-ede-ecb|cbc and des-ede3-ecb|cbc in its default
+    #: one; OpenSSL has no CTR for any of them
+    openssl_provider = "legacy"
+
+    implementations = {
+        # FIPS 46-3 as written: the permutations and S-boxes bit by bit, one block per work-item
+        "reference": Implementation("des_ref.cl", grid="per-block"),
+        # the default: SP tables in work-group memory (16 copies, 32 KiB), swap-move IP/FP, rotated
+        # halves, keys in registers, persistent grid (kernels/des.cl; not yet measured on a GPU)
+        "fast": _sp(16),
+        # -- variants of "fast" for the lead's GPU measurements (the same kernel, other knobs) ----
+        "alt-32-copies": _sp(32),                      # no bank conflicts, 64 KiB per work-group
+        "alt-keys-in-local": _sp(16, keys_in_regs=0),  # keys broadcast from work-group memory
+        "alt-2-blocks-per-item": _sp(16, batch=2),
+        # constant time: bitsliced, 32 blocks per work-item, S-boxes as Boolean circuits
+        # (kernels/des_bs.cl)
+        "ct": Implementation("des_bs.cl", batch=32, key_layout="bitsliced", constant_time=True),
+    }
+
+    def openssl_name(self, spec) -> str | None:
+        return spec.name if spec.mode in (_modes.ECB, _modes.CBC) else None  # no CTR in OpenSSL
+
+    def defines(self, key_size: int) -> dict[str, int]:
+        return {"DES_PASSES": 1 if key_size == 8 else 3}
+
+    def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
+        if layout not in (None, "sp", "bitsliced"):
+            raise ValueError(f"unknown DES key layout {layout!r}")
+        self.check_key(key)
+        keys = split_key(bytes(key))
+        passes = []
+        for i, k in enumerate(keys):
+            ks = round_keys(k)
+            # TDEA: E D E (encryption), D E D (decryption); pass i decrypts when i is odd, flipped
+            if (i % 2 == 1) != decrypt:
+                ks.reverse()
+            passes.append(ks)
+        if decrypt:
+            passes.reverse()
+        words = []
+        for ks in passes:
+            for k in ks:
+                if layout == "sp":
+                    words.extend(_sp_words(k))
+                elif layout == "bitsliced":
+                    words.extend(bitsliced_words(k))
+                else:
+                    words.extend((k >> 24, k & 0xFFFFFF))
+            ks.clear()
+        out = np.array(words, dtype="<u4")
+        words.clear()
+        keys.clear()
+        return out
+
+    def encryption_policy(self, key: bytes) -> UsePolicy:
+        """DES and TDEA have 64-bit blocks (Sweet32); NIST withdrew SP 800-67 Rev. 2 on 2024-01-01
+        and SP 800-131A Rev. 2 disallows TDEA encryption after 2023.  Single DES warns (and again
+        past 2^32 blocks); 3-key TDEA warns and refuses past 2^20 blocks under one key bundle
+        (SP 800-67 Rev. 2's limit); 2-key TDEA and bundles that reduce to single DES (K1 == K2 or
+        K2 == K3) are refused; weak and semi-weak DES keys warn."""
+        self.check_key(key)
+        keys = [strip_parity(k) for k in split_key(bytes(key))]
+        notes = [f"{_fmt(key)} has 64-bit blocks (collisions after about 2^32 blocks, the Sweet32 "
+                 f"attack); NIST withdrew TDEA (SP 800-67 Rev. 2) on 2024-01-01 and disallows TDEA "
+                 f"encryption after 2023 (SP 800-131A Rev. 2): use it to read old data, not for new data"]
+        weak = {strip_parity(k) for k in WEAK_KEYS}
+        semi = {strip_parity(k) for k in SEMI_WEAK_KEYS}
+        for i, k in enumerate(keys):
+            what = "weak" if k in weak else "semi-weak" if k in semi else None
+            if what:
+                where = "the key" if len(keys) == 1 else f"K{i + 1}"
+                notes.append(f"{where} is a {what} DES key (FIPS 74, SP 800-67 Rev. 2 section 3.3.2)")
+        warning = "; ".join(notes)
+        if len(keys) == 1:
+            return UsePolicy(warning=warning, block_limit=1 << 32)
+        k1, k2, k3 = keys
+        keys.clear()
+        # (when allow_weak lifts a refusal, the limit of what the bundle really is still holds)
+        if k1 == k2 or k2 == k3:
+            return UsePolicy(warning=warning, block_limit=1 << 32, refusal=(
+                f"this {_fmt(key)} key has {'K1 == K2' if k1 == k2 else 'K2 == K3'} (ignoring the parity "
+                f"bits): it is single DES with a 56-bit key; encryption refused"))
+        if k1 == k3:
+            return UsePolicy(warning=warning, block_limit=1 << 20, over_limit_refused=True, refusal=(
+                "2-key TDEA (K3 == K1) is disallowed for encryption (SP 800-131A Rev. 2); encryption "
+                "refused"))
+        return UsePolicy(warning=warning, block_limit=1 << 20, over_limit_refused=True)
+
+    def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
+        from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+        from cryptography.hazmat.primitives.ciphers import Cipher, modes
+
+        self.check_key(key)
+        k = b"".join(split_key(bytes(key)))
+        c = Cipher(TripleDES(k * 3 if len(k) == 8 else k), modes.ECB())  # (24 bytes: no deprecation)
+        ctx = c.encryptor() if encrypt else c.decryptor()
+        return ctx.update(bytes(data)) + ctx.finalize()
+
+
+CIPHER = DES()

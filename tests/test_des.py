@@ -1,0 +1,403 @@
+"""DES (FIPS 46-3) and TDEA (NIST SP 800-67): the host key schedule and tables, a plain-Python
+model, the kernels' tables, the use policy, and every kernel implementation against the reference.
+
+* The model below is FIPS 46-3 as written (IP, 16 rounds of E / key / S-boxes / P, IP^-1, bit by
+  bit on Python ints), over the host key schedule of ciphers/des.py; it is checked against the
+  published answers (FIPS 81, SP 800-67 Rev. 1, the TDESVS files) and pyca/cryptography, so the
+  schedule that every kernel receives is checked independently of any kernel.
+* A second model, the SP-box formulation of kernels/des.cl (swap-move IP/FP, rotated halves,
+  SP tables), written with Python ints: the design of the fast kernel checked on the host.
+* The tables written in the kernel files are the ones ciphers/des.py holds or computes.
+* The weak and semi-weak keys are what FIPS 74 says they are (E_k E_k = id; E_k1 E_k2 = id).
+* ``encryption_policy``: DES warns (Sweet32 limit, warned), 3-key TDEA is limited to 2^20 blocks
+  (refused past it), 2-key TDEA and bundles that reduce to DES are refused, weak keys warn.
+* The bitsliced kernel's S-box circuits compute the S-boxes, and des_bs.cl holds the generated text.
+* Every implementation other than "fast" (which every generic test runs): "reference", "ct" and
+  the "alt-*" variants of des.cl, on every OpenCL/CUDA device, against the oracle (pyca for ECB/CBC,
+  reference_ecb + the mode for CTR), random keys and IVs, odd lengths, both directions; the TDEA
+  keying options and the parity bits on the device.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+import pytest
+
+import ciphergrid
+from ciphergrid import registry, vectors
+from ciphergrid.algorithms import des as D
+from ciphergrid.vectors import cavp
+
+from test_constant_time import CT_DEVICES, compare_cases
+
+DES = registry.lookup("des-ecb").algorithm
+NAMES = [n for n in registry.names() if registry.lookup(n).algorithm is DES]
+M32 = 0xFFFFFFFF
+needs_device = pytest.mark.skipif(not CT_DEVICES, reason="no OpenCL/CUDA device")
+
+
+# --------------------------------------------------------------------------- the model (FIPS 46-3)
+
+def _f(r: int, k: int) -> int:
+    x = D.permute(r, D.E, 32) ^ k
+    s = 0
+    for j in range(8):
+        b = (x >> (42 - 6 * j)) & 63
+        s = (s << 4) | D.S[j][16 * (((b >> 4) & 2) | (b & 1)) + ((b >> 1) & 15)]
+    return D.permute(s, D.P, 32)
+
+
+def des_block(key8: bytes, block: bytes, encrypt: bool) -> bytes:
+    ks = D.round_keys(key8)
+    if not encrypt:
+        ks = ks[::-1]
+    v = D.permute(int.from_bytes(block, "big"), D.IP, 64)
+    left, right = v >> 32, v & M32
+    for k in ks:
+        left, right = right, left ^ _f(right, k)
+    return D.permute((right << 32) | left, D.FP, 64).to_bytes(8, "big")
+
+
+def model_ecb(key: bytes, data: bytes, encrypt: bool) -> bytes:
+    """DES, or TDEA E_K3 D_K2 E_K1 (decryption D_K1 E_K2 D_K3), one block at a time."""
+    keys = D.split_key(key)
+    out = bytearray()
+    for i in range(0, len(data), 8):
+        b = data[i: i + 8]
+        if len(keys) == 1:
+            b = des_block(keys[0], b, encrypt)
+        elif encrypt:
+            b = des_block(keys[2], des_block(keys[1], des_block(keys[0], b, True), False), True)
+        else:
+            b = des_block(keys[0], des_block(keys[1], des_block(keys[2], b, False), True), False)
+        out += b
+    return bytes(out)
+
+
+def _rotl(x: int, n: int) -> int:
+    return ((x << n) | (x >> (32 - n))) & M32
+
+
+def _swapmove(a: int, b: int, s: int, m: int) -> tuple[int, int]:
+    w = ((a >> s) ^ b) & m
+    return a ^ ((w << s) & M32), b ^ w
+
+
+def sp_model_block(words: list[int], block: bytes, passes: int) -> bytes:
+    """kernels/des.cl's formulation, on the "sp" key layout (expand(..., layout="sp"))."""
+    sp = D.sp_tables()
+    left, right = int.from_bytes(block[:4], "big"), int.from_bytes(block[4:], "big")
+    left, right = _swapmove(left, right, 4, 0x0F0F0F0F)
+    left, right = _swapmove(left, right, 16, 0x0000FFFF)
+    right, left = _swapmove(right, left, 2, 0x33333333)
+    right, left = _swapmove(right, left, 8, 0x00FF00FF)
+    right = _rotl(right, 1)
+    w = (left ^ right) & 0xAAAAAAAA
+    left, right = _rotl(left ^ w, 1), right ^ w
+    halves = [left, right]
+    i = 0
+    for p in range(passes):
+        for n in range(16):
+            r = halves[(n + 1 + p) % 2]
+            a, b = _rotl(r, 28) ^ words[i], r ^ words[i + 1]
+            i += 2
+            halves[(n + p) % 2] ^= (sp[0][(a >> 24) & 63] ^ sp[2][(a >> 16) & 63] ^ sp[4][(a >> 8) & 63]
+                                   ^ sp[6][a & 63] ^ sp[1][(b >> 24) & 63] ^ sp[3][(b >> 16) & 63]
+                                   ^ sp[5][(b >> 8) & 63] ^ sp[7][b & 63])
+    left, right = halves if passes % 2 else halves[::-1]
+    right = _rotl(right, 31)
+    w = (left ^ right) & 0xAAAAAAAA
+    left, right = _rotl(left ^ w, 31), right ^ w
+    left, right = _swapmove(left, right, 8, 0x00FF00FF)
+    left, right = _swapmove(left, right, 2, 0x33333333)
+    right, left = _swapmove(right, left, 16, 0x0000FFFF)
+    right, left = _swapmove(right, left, 4, 0x0F0F0F0F)
+    return right.to_bytes(4, "big") + left.to_bytes(4, "big")
+
+
+def _embedded_vectors():
+    return [v for v in vectors.load() if v.cipher in NAMES and not v.source.startswith("cryptography_vectors/")]
+
+
+def _ecb_of(v):
+    """(key, plaintext, ciphertext) of an ECB or CBC vector as ECB blocks (CBC: unchained here)."""
+    spec = registry.lookup(v.cipher)
+    if spec.mode.name == "ecb":
+        return v.plaintext, v.ciphertext
+    if spec.mode.name == "cbc":
+        prev, pt = v.iv, bytearray()
+        for i in range(0, len(v.plaintext), 8):
+            pt += bytes(a ^ b for a, b in zip(v.plaintext[i: i + 8], prev))
+            prev = v.ciphertext[i: i + 8]
+        return bytes(pt), v.ciphertext
+    return v.iv, v.ciphertext[:8]  # CTR, one block of zeros: the key stream is E(IV)
+
+
+# --------------------------------------------------------------------------- tables and model
+
+def test_tables_of_fips_46_3():
+    assert sorted(D.IP) == list(range(1, 65)) and sorted(D.P) == list(range(1, 33))
+    assert all(D.FP[D.IP[i] - 1] == i + 1 for i in range(64))           # IP^-1 undoes IP
+    assert sorted(set(D.E)) == list(range(1, 33)) and len(D.E) == 48
+    for s in D.S:                                                        # each row a permutation
+        assert all(sorted(s[16 * r: 16 * r + 16]) == list(range(16)) for r in range(4))
+    assert sum(D.SHIFTS) == 28 and len(set(D.PC1)) == 56 and all(b % 8 for b in D.PC1)  # no parity bit
+    assert len(set(D.PC2)) == 48 and max(D.PC2) == 56
+
+
+def test_model_against_published_answers_and_pyca(rng, ref):
+    vs = _embedded_vectors()
+    assert {v.cipher for v in vs} == set(NAMES)
+    for v in vs:
+        pt, ct = _ecb_of(v)
+        assert model_ecb(v.key, pt, True) == ct, v.source
+        assert model_ecb(v.key, ct, False) == pt, v.source
+    # and the official files' records (the SP 800-20 tables among them), a few of each file
+    seen: dict[str, int] = {}
+    for v in vectors.load():
+        f = v.source.split(" [")[0]
+        if v.cipher in NAMES and v.source.startswith("cryptography_vectors/") and seen.get(f, 0) < 4:
+            seen[f] = seen.get(f, 0) + 1
+            pt, ct = _ecb_of(v)
+            assert model_ecb(v.key, pt, True) == ct, v.source
+    for klen in (8, 16, 24):
+        name = {8: "des-ecb", 16: "des-ede-ecb", 24: "des-ede3-ecb"}[klen]
+        key, data = rng.randbytes(klen), rng.randbytes(8 * 5)
+        want = ref.encrypt(data, name, key)
+        assert model_ecb(key, data, True) == want and model_ecb(key, want, False) == data
+        assert DES.reference_ecb(key, data, True) == want and DES.reference_ecb(key, want, False) == data
+
+
+def test_expand_layouts(rng):
+    for klen, passes in ((8, 1), (16, 3), (24, 3)):
+        key = rng.randbytes(klen)
+        keys = D.split_key(key)
+        for decrypt in (False, True):
+            plain = DES.expand(key, decrypt).tolist()
+            sp = DES.expand(key, decrypt, layout="sp").tolist()
+            assert len(plain) == len(sp) == 32 * passes
+            assert DES.expand(key, decrypt).dtype.str == "<u4"
+            ks = [(plain[2 * i] << 24) | plain[2 * i + 1] for i in range(16 * passes)]
+            assert all(w < 1 << 24 for w in plain)
+            # the rounds' order: E D E / D E D, each pass's keys forward or reversed
+            order = [(k, (i % 2 == 1) != decrypt) for i, k in enumerate(keys)]
+            if decrypt:
+                order.reverse()
+            want = [k for kk, rev in order for k in (D.round_keys(kk)[::-1] if rev else D.round_keys(kk))]
+            assert ks == want
+            # the "sp" words are the same key bits, grouped as des.cl reads them
+            for i, k in enumerate(ks):
+                g = [(k >> (42 - 6 * j)) & 63 for j in range(8)]
+                assert sp[2 * i] == (g[0] << 24) | (g[2] << 16) | (g[4] << 8) | g[6]
+                assert sp[2 * i + 1] == (g[1] << 24) | (g[3] << 16) | (g[5] << 8) | g[7]
+            # the "bitsliced" masks: bit i + 1 of each round key as 0 or 0xffffffff
+            bs = DES.expand(key, decrypt, layout="bitsliced").tolist()
+            assert bs == [M32 * ((k >> (47 - i)) & 1) for k in ks for i in range(48)]
+    with pytest.raises(ValueError):
+        DES.expand(bytes(8), False, layout="t-tables")
+    with pytest.raises(ciphergrid.InvalidKeySize):
+        DES.expand(bytes(12), False)
+
+
+def test_fast_kernel_formulation_on_the_host(rng):
+    """The swap-move IP/FP, the rotated halves and the SP tables give DES and TDEA."""
+    for klen, passes in ((8, 1), (16, 3), (24, 3)):
+        for _ in range(8):
+            key, block = rng.randbytes(klen), rng.randbytes(8)
+            ct = model_ecb(key, block, True)
+            assert sp_model_block(DES.expand(key, False, layout="sp").tolist(), block, passes) == ct
+            assert sp_model_block(DES.expand(key, True, layout="sp").tolist(), ct, passes) == block
+
+
+def _c_array(src: str, name: str) -> list[int]:
+    m = re.search(rf"{name}\[\d+\]\s*=\s*\{{(.*?)\}};", src, re.S)
+    assert m, name
+    return [int(t.rstrip("u"), 0) for t in m.group(1).replace("\n", " ").split(",") if t.strip()]
+
+
+def test_kernel_tables_are_the_specs():
+    fast = resources.files("ciphergrid").joinpath("kernels", "des.cl").read_text()
+    assert _c_array(fast, "DES_SP") == [w for t in D.sp_tables() for w in t]
+    ref_src = resources.files("ciphergrid").joinpath("kernels", "des_ref.cl").read_text()
+    assert _c_array(ref_src, "DESR_IP") == list(D.IP)
+    assert _c_array(ref_src, "DESR_FP") == list(D.FP)
+    assert _c_array(ref_src, "DESR_E") == list(D.E)
+    assert _c_array(ref_src, "DESR_P") == list(D.P)
+    assert _c_array(ref_src, "DESR_S") == [x for s in D.S for x in s]
+
+
+def _eval_circuit(gates, outs, x: list[int]) -> list[int]:
+    """The generated C expressions evaluated on 64-bit Python ints (one input pattern per bit)."""
+    env = {f"x{i}": v for i, v in enumerate(x)}
+    mask = (1 << 64) - 1
+    for name, expr in gates:
+        env[name] = eval(expr, {}, dict(env)) & mask
+    return [0 if o == "0" else mask if o == "1" else env[o] & mask for o in outs]
+
+
+def test_bitsliced_circuits_compute_the_s_boxes():
+    # bit b of input plane i = bit i of the 6-bit group b (x0 the most significant): all 64 at once
+    x = [sum(((b >> (5 - i)) & 1) << b for b in range(64)) for i in range(6)]
+    for j in range(8):
+        gates, outs = D._sbox_circuit(j, D.BS_ORDERS[j])
+        got = _eval_circuit(gates, outs, x)
+        for b in range(64):
+            assert sum(((got[o] >> b) & 1) << (3 - o) for o in range(4)) == D.sbox(j, b), (j, b)
+
+
+def test_bitsliced_kernel_holds_the_generated_round():
+    src = resources.files("ciphergrid").joinpath("kernels", "des_bs.cl").read_text()
+    gen = D.bitsliced_round_c()
+    assert gen in src, "des_bs.cl's GENERATED part differs from des.bitsliced_round_c()"
+    # its E and P: the inputs read and the outputs written, once each per S-box
+    for j in range(8):
+        for b in range(6):
+            assert f"const uint x{b} = S({D.E[6 * j + b] - 1}) ^ k[{6 * j + b}];" in gen
+    written = sorted(int(m) for m in re.findall(r"T\((\d+)\) \^=", gen))
+    assert written == list(range(32))
+
+
+def test_weak_and_semi_weak_keys():
+    """FIPS 74: a weak key's encryption is its own inverse (all 16 round keys equal); the
+    semi-weak keys come in pairs whose encryptions are each other's inverse."""
+    x = bytes.fromhex("0123456789abcdef")
+    for k in D.WEAK_KEYS:
+        assert len(set(D.round_keys(k))) == 1
+        assert des_block(k, des_block(k, x, True), True) == x
+    pairs = list(zip(D.SEMI_WEAK_KEYS[::2], D.SEMI_WEAK_KEYS[1::2]))
+    assert len(pairs) == 6
+    for a, b in pairs:
+        assert des_block(b, des_block(a, x, True), True) == x
+        assert des_block(a, des_block(b, x, True), True) == x
+        assert des_block(a, des_block(a, x, True), True) != x
+
+
+# --------------------------------------------------------------------------- vectors
+
+def test_tdes_records_read_as_keying_options():
+    k1, k2, k3 = "0123456789abcdef", "23456789abcdef01", "456789abcdef0123"
+    assert cavp.tdes_key({"KEYS": k1}) == bytes.fromhex(k1)
+    assert cavp.tdes_key({"KEY1": k1, "KEY2": k1, "KEY3": k1}) == bytes.fromhex(k1)
+    assert cavp.tdes_key({"KEY1": k1, "KEY2": k2, "KEY3": k1}) == bytes.fromhex(k1 + k2)
+    assert cavp.tdes_key({"KEY1": k1, "KEY2": k2, "KEY3": k3}) == bytes.fromhex(k1 + k2 + k3)
+    assert cavp.tdes_key({"KEY1": k1}) is None
+
+
+def test_official_tdes_files_are_loaded():
+    if vectors.vectors_dir() is None:
+        pytest.skip("cryptography_vectors is not installed")
+    counts: dict[str, int] = {}
+    files = set()
+    for v in vectors.load():
+        if v.cipher in NAMES and v.source.startswith("cryptography_vectors/"):
+            counts[v.cipher] = counts.get(v.cipher, 0) + 1
+            files.add(v.source.split(" [")[0].rsplit("/", 1)[1])
+    for m in ("ECB", "CBC"):
+        for kind in ("invperm", "permop", "subtab", "varkey", "vartext", "MMT1", "MMT2", "MMT3"):
+            assert f"T{m}{kind}.rsp" in files
+    assert not any(f.startswith("TCBCI") for f in files)   # (CBC-I, interleaved, is not CBC)
+    # both sections of the SP 800-20 tables (KEYs: one key, as DES) and of MMT1 (keying option 3)
+    assert counts["des-ecb"] == counts["des-cbc"] == 2 * (64 + 56 + 32 + 19 + 64) + 20
+    assert counts["des-ede-ecb"] == counts["des-ede3-ecb"] == 20             # MMT2, MMT3
+    assert counts["des-ede-cbc"] == counts["des-ede3-cbc"] == 20
+
+
+# --------------------------------------------------------------------------- the use policy
+
+def test_policy_single_des(rng):
+    p = DES.encryption_policy(bytes.fromhex("133457799bbcdff1"))
+    assert p.refusal is None and p.block_limit == 1 << 32 and not p.over_limit_refused
+    assert "64-bit" in p.warning and "SP 800-131A" in p.warning and "weak" not in p.warning
+    for k in D.WEAK_KEYS + D.SEMI_WEAK_KEYS:
+        for key in (k, bytes(b ^ 1 for b in k)):            # parity bits ignored
+            p = DES.encryption_policy(key)
+            assert p.refusal is None and "weak DES key" in p.warning, key.hex()
+
+
+def test_policy_tdea(rng):
+    k1, k2, k3 = (bytes.fromhex(h) for h in ("0123456789abcdef", "23456789abcdef01", "456789abcdef0123"))
+    p = DES.encryption_policy(k1 + k2 + k3)
+    assert p.refusal is None and p.block_limit == 1 << 20 and p.over_limit_refused and "TDEA" in p.warning
+    p = DES.encryption_policy(k1 + k2)                       # 2-key TDEA
+    assert p.refusal and "2-key" in p.refusal and p.block_limit == 1 << 20 and p.over_limit_refused
+    assert DES.encryption_policy(k1 + k2 + k1).refusal       # keying option 2 spelled with 24 bytes
+    flip = bytes(b ^ 1 for b in k1)                          # the same key but for its parity bits
+    for key in (k1 + k1, k1 + flip + k3, k1 + k2 + k2, k1 + k2 + bytes(b ^ 1 for b in k2), k1 + k1 + k1):
+        p = DES.encryption_policy(key)
+        assert p.refusal and "single DES" in p.refusal, key.hex()
+        assert p.block_limit == 1 << 32 and not p.over_limit_refused      # (if allow_weak lifts it)
+    p = DES.encryption_policy(D.WEAK_KEYS[0] + k2 + k3)
+    assert p.refusal is None and "K1 is a weak DES key" in p.warning
+    with pytest.raises(ciphergrid.InvalidKeySize):
+        DES.encryption_policy(bytes(12))
+
+
+# --------------------------------------------------------------------------- implementations on devices
+
+OTHER_IMPLS = [i for i in DES.implementations if i != "fast"]
+
+
+def test_implementations_declared():
+    assert "fast" in DES.implementations and "reference" in DES.implementations
+    assert DES.implementations["reference"].grid == "per-block"
+    assert [n for n, im in DES.implementations.items() if im.constant_time] == ["ct"]  # tables elsewhere
+    assert DES.constant_time_implementation() == "ct" and DES.implementations["ct"].batch == 32
+    assert DES.defines(8) == {"DES_PASSES": 1} and DES.defines(16) == DES.defines(24) == {"DES_PASSES": 3}
+    assert [n for n in NAMES if registry.lookup(n).openssl_name is None] == ["des-ctr", "des-ede-ctr", "des-ede3-ctr"]
+
+
+@needs_device
+@pytest.mark.parametrize("impl", OTHER_IMPLS)
+@pytest.mark.parametrize("kdev", CT_DEVICES)
+def test_implementation_matches_reference(kdev, impl, rng, ref, diff):
+    # the reference kernel on every name; "ct" on DES and 3-key TDEA (its passes are its own); the
+    # des.cl variants (knobs that do not depend on the number of passes, which "fast" covers) on
+    # single DES: one program each (PoCL compile time)
+    if impl == "reference":
+        names = NAMES
+    elif impl == "ct":
+        names = [n for n in NAMES if not n.startswith("des-ede-")]
+    else:
+        names = [n for n in NAMES if n.count("-") == 1]
+    lengths = (8, 8 * 33, 8 * 2000) if impl == "reference" else (8, 8 * 33, 8 * 4001)
+    bad = []
+    for name in names:
+        ctr = registry.lookup(name).mode.name == "ctr"
+        cases = [(f"{n + 5 * ctr} bytes", rng.data(n + 5 * ctr), rng.key(name), rng.iv(name), {})
+                 for n in lengths]
+        if ctr:
+            cases.append(("counter wraps 2^64", rng.data(8 * 40 + 3), rng.key(name),
+                          ((1 << 64) - 7).to_bytes(8, "big"), {}))
+        bad += [f"{name} {b}" for b in compare_cases(name, cases, ref, diff, device=kdev,
+                                                      implementation=impl)]
+    assert not bad, f"{impl} on {kdev}:\n  " + "\n  ".join(bad)
+
+
+@needs_device
+@pytest.mark.parametrize("kdev", CT_DEVICES)
+def test_constant_time_requested(kdev, rng, ref):
+    key, iv = rng.randbytes(24), rng.randbytes(8)
+    pt = rng.data(8 * 100 + 3)
+    got = ciphergrid.encrypt(pt, "des-ede3-ctr", key, iv, device=kdev, constant_time=True)
+    assert got == ref.encrypt(pt, "des-ede3-ctr", key, iv)
+
+
+@needs_device
+@pytest.mark.parametrize("impl", ["fast", "reference", "ct"])
+@pytest.mark.parametrize("kdev", CT_DEVICES)
+def test_keying_options_and_parity_on_device(kdev, impl, rng):
+    k1, k2, k3 = rng.randbytes(8), rng.randbytes(8), rng.randbytes(8)
+    pt = rng.data(8 * 50)
+
+    def enc(name, key):
+        return ciphergrid.encrypt(pt, name, key, device=kdev, implementation=impl)
+
+    single = enc("des-ecb", k1)
+    assert single == model_ecb(k1, pt, True) == DES.reference_ecb(k1, pt, True)
+    assert enc("des-ede3-ecb", k1 + k1 + k1) == single                  # keying option 3 is DES
+    assert enc("des-ede-ecb", k1 + k2) == enc("des-ede3-ecb", k1 + k2 + k1)
+    assert enc("des-ede3-ecb", k1 + k2 + k3) == model_ecb(k1 + k2 + k3, pt, True)
+    flipped = bytes(b ^ 1 for b in k1 + k2 + k3)                        # parity bits only
+    assert enc("des-ede3-ecb", flipped) == enc("des-ede3-ecb", k1 + k2 + k3)
