@@ -16,6 +16,7 @@ from ciphergrid.algorithms.base import UsePolicy
 from test_cli import cli
 
 NAME = "present-80-ctr"
+pytestmark = pytest.mark.policy
 
 
 @pytest.fixture
@@ -82,3 +83,29 @@ def test_cli_warns_once_on_stderr(tmp_path):
     p = cli("decrypt", *args, "--in", out, "--out", back)
     assert p.returncode == 0 and "64-bit" not in p.stderr.decode()
     assert back.read_bytes() == src.read_bytes()
+
+
+def test_tdea_rules_end_to_end(monkeypatch, tmp_path):
+    """DES's real policy through the API and the CLI: 2-key TDEA refused unless allowed; 3-key
+    TDEA refused past 2^20 blocks in one context; decryption of old 2-key data always works."""
+    monkeypatch.setattr(request, "_warned", set())
+    k1, k2, k3 = bytes(range(8)), bytes(range(8, 16)), bytes(range(16, 24))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ciphergrid.WeakCipherWarning)
+        with pytest.raises(ciphergrid.InvalidKey, match="2-key TDEA"):
+            ciphergrid.encrypt(bytes(16), "des-ede-cbc", k1 + k2, bytes(8))
+        ct = ciphergrid.encrypt(bytes(16), "des-ede-cbc", k1 + k2, bytes(8), allow_weak=True)
+        assert ciphergrid.decrypt(ct, "des-ede-cbc", k1 + k2, bytes(8)) == bytes(16)
+        ctx = ciphergrid.Cipher("des-ede3-ctr", k1 + k2 + k3, bytes(8), device="cpu").encryptor()
+        ctx.update(bytes(4 << 20))
+        ctx.update(bytes(4 << 20))                         # 2^20 blocks of 8 bytes: the limit
+        with pytest.raises(ciphergrid.InvalidArgument, match="more than 1048576 blocks"):
+            ctx.update(b"x")
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.write_bytes(bytes(64))
+    args = ["encrypt", "--cipher", "des-ede-ecb", "--key", (k1 + k2).hex(), "--in", src, "--out", out,
+            "-q", "-d", "native"]
+    p = cli(*args)
+    assert p.returncode == 2 and "2-key TDEA" in p.stderr.decode() and not out.exists()
+    p = cli(*args, "--allow-weak")
+    assert p.returncode == 0 and out.stat().st_size == 64, p.stderr.decode()
