@@ -109,3 +109,15 @@ def test_tdea_rules_end_to_end(monkeypatch, tmp_path):
     assert p.returncode == 2 and "2-key TDEA" in p.stderr.decode() and not out.exists()
     p = cli(*args, "--allow-weak")
     assert p.returncode == 0 and out.stat().st_size == 64, p.stderr.decode()
+
+
+def test_selftest_and_bench_suspend_the_policy(monkeypatch):
+    """weak_use_allowed(): the self-test and the benchmark measure TDEA on random keys."""
+    monkeypatch.setattr(request, "_warned", set())
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with request.weak_use_allowed():
+            ciphergrid.encrypt(bytes(16), "des-ede-cbc", bytes(range(16)), bytes(8))
+    assert not [x for x in w if x.category is ciphergrid.WeakCipherWarning]
+    with pytest.raises(ciphergrid.InvalidKey):
+        ciphergrid.encrypt(bytes(16), "des-ede-cbc", bytes(range(16)), bytes(8))

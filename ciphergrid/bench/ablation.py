@@ -82,8 +82,16 @@ def run(args, ctx: suites.Context) -> dict:
                     ctx.log(f"FAILED ablation {impl} on {dev.spec}: {problem}")
                 else:
                     rec.verification = {"status": "passed", "oracle": oracle.source(spec)}
-                    times = eng.time_kernel(name, size, repeats=repeats, impl=impl,
-                                            sector_size=4096 if "sector_size" in spec.mode.options else None)
+                    try:
+                        times = eng.time_kernel(name, size, repeats=repeats, impl=impl,
+                                                sector_size=4096 if "sector_size" in spec.mode.options else None)
+                    except Exception as e:  # one implementation failing must not end the run
+                        rec.status, rec.error = "failed", f"{type(e).__name__}: {e}"[:300]
+                        ctx.log(f"FAILED ablation {impl} on {dev.spec}: {rec.error}")
+                        rows.append(rec)
+                        ctx.add(rec)
+                        bar.advance(1)
+                        continue
                     clk = eng.sm_clock_mhz()
                     rec.timer, rec.sm_count = "device-events", dev.compute_units
                     if clk:
