@@ -9,7 +9,9 @@ present:
   when its engine can; when it cannot for this request (XTS units that are not whole blocks, on a
   device), or can only serially (CBC encryption: one work-item) while OpenSSL has the cipher,
   OpenSSL runs it instead, and the route says why (``Route.reason``, ``-v``);
-* ``auto``: a parallel request of at least AUTO_GPU_MIN_BYTES goes to a GPU (CUDA first); then
+* ``auto``: a file or pipe of a cipher the CPU has instructions for (AES) goes to OpenSSL on a
+  host of AUTO_FILES_OPENSSL_MIN_CORES cores or more (it keeps up with the filesystem, measured);
+  a parallel request of at least AUTO_GPU_MIN_BYTES goes to a GPU (CUDA first); then
   OpenSSL where it has the cipher·mode; then an OpenCL CPU device; then a GPU of any size.  A
   serial request (CBC encryption) runs on the fastest engine that has it: OpenSSL, else one
   work-item on an OpenCL CPU device, else a GPU;
@@ -19,6 +21,7 @@ present:
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -27,6 +30,11 @@ from .errors import InvalidArgument, UnsupportedCipher
 
 #: below this many bytes a GPU launch costs more than OpenSSL on the host
 AUTO_GPU_MIN_BYTES = 1 << 20
+#: a file or pipe (path "stream") of a cipher the CPU has instructions for (AES-NI, ARMv8 AES)
+#: goes to OpenSSL from this many cores on: the filesystem bounds the stream and OpenSSL keeps up
+#: with it where the GPU's file path does not (H100 host, 16 cores, 4 GiB AES-128-CTR:
+#: OpenSSL 0.96-0.97 of cat, the GPU 0.56-0.70; docs/benchmarks.md section 5)
+AUTO_FILES_OPENSSL_MIN_CORES = 8
 
 #: paths: data on the host (arrays), on the GPU ("resident"), or a file / pipe ("stream")
 PATHS = ("array", "resident", "stream")
@@ -74,9 +82,33 @@ def _openssl():
     return engine_of(resolve("native"))
 
 
+@functools.lru_cache(maxsize=None)
+def _cpu_flags() -> frozenset:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def host_keeps_up_with_files(spec) -> bool:
+    """Whether OpenSSL on this host's cores runs a file of ``spec`` at the filesystem's speed:
+    the CPU has instructions for the cipher (``BlockCipher.cpu_flag``) and enough cores."""
+    import os
+
+    flag = getattr(spec.algorithm, "cpu_flag", None)
+    return (flag is not None and flag in _cpu_flags()
+            and (os.cpu_count() or 1) >= AUTO_FILES_OPENSSL_MIN_CORES)
+
+
 def _auto(req, nbytes: int | None, path: str):
     spec, enc = req.spec, req.encrypt
     dev_cap = spec.capability("device", enc)
+    if path == "stream" and spec.capability("openssl", enc) == "parallel" and host_keeps_up_with_files(spec):
+        return _openssl(), "parallel"
     fits = nbytes is None or req.mode.device_runs(req, nbytes)
     large = nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES
     if dev_cap == "parallel" and fits and (large or path == "resident"):

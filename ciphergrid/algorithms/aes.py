@@ -108,6 +108,7 @@ class AES(BlockCipher):
                 ("aes-192", 24, ("ecb", "cbc", "ctr")),      # no XTS-AES-192 (IEEE 1619)
                 ("aes-256", 32, ("ecb", "cbc", "ctr", "xts")))
     openssl_provider = "default"
+    cpu_flag = "aes"   # AES-NI (x86), the ARMv8 crypto extension ("Features: aes")
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
         if layout == "bitsliced":

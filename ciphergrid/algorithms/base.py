@@ -68,6 +68,8 @@ class BlockCipher:
     implementations: dict[str, Implementation] = {}
     #: the OpenSSL provider holding this cipher ("default", "legacy") or None when OpenSSL lacks it
     openssl_provider: str | None = None
+    #: the /proc/cpuinfo flag of CPU instructions for this cipher that OpenSSL uses ("aes"), if any
+    cpu_flag: str | None = None
 
     def implementation(self, name: str | None = None) -> Implementation:
         """An implementation by name (default: "fast")."""
