@@ -167,7 +167,7 @@ def cmd_crypt(args, encrypt: bool) -> int:
             if not padding:
                 req.check_length(n)
             out_size = req.out_len(n) + len(header)
-        out = Output(args.outfile, size=out_size)
+        out = Output(args.outfile, size=out_size, sync=not args.no_sync)
         try:
             with out:
                 _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning)
@@ -347,6 +347,9 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
                        help="auto, cpu, gpu, native, opencl[:P[:N]], cuda[:N]")
         p.add_argument("--pad", choices=["pkcs7"], help="PKCS#7 padding (ECB/CBC), as openssl without -nopad")
         p.add_argument("--nopad", action="store_true", help="no padding (the default unless --pbkdf2)")
+        p.add_argument("--no-sync", action="store_true",
+                       help="name the output without waiting for it to reach the disk (as cat and "
+                            "openssl enc); a crash can then leave it incomplete under its name")
         p.add_argument("--allow-weak", action="store_true",
                        help="encrypt what the cipher's rules refuse (2-key TDEA, K1 == K2, more "
                             "than 2^20 blocks of 3-key TDEA): old data only")

@@ -119,7 +119,8 @@ class Output:
     """``--out PATH`` or standard output (see the module doc).  Use as a context manager: a clean
     exit commits (names the file), an exception aborts (nothing left behind)."""
 
-    def __init__(self, path: str | None, *, size: int | None = None):
+    def __init__(self, path: str | None, *, size: int | None = None, sync: bool = True):
+        self.sync = sync          # False (--no-sync): named without waiting for the disk
         self.user_path = path if path not in (None, "-") else None
         self.name = self.user_path or "<stdout>"
         self.written = 0          # bytes that reached a write-through output
@@ -244,7 +245,8 @@ class Output:
             return
         fd = self.fd
         try:
-            os.fsync(fd)
+            if self.sync:
+                os.fsync(fd)
             old = self._old
             os.fchmod(fd, stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask())
             if old is not None:
@@ -298,6 +300,8 @@ class Output:
             os.close(dfd)
 
     def _sync_folder(self) -> None:
+        if not self.sync:
+            return
         try:
             dfd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:

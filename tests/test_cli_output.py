@@ -371,3 +371,18 @@ def test_out_dev_stdout(tmp_path, rng):
     p = ok(cli(*CTR, "--in", src, "--out", "/dev/stdout", "-q"))
     assert p.stdout == _ref_ctr(data)
     assert _listing(tmp_path) == ["in"]
+
+
+def test_no_sync_names_the_output_without_fsync(tmp_path, monkeypatch):
+    """--no-sync: the output is named without fsync (the file and its folder); by default both
+    are synced before the name appears."""
+    from ciphergrid import fileio
+
+    calls = []
+    monkeypatch.setattr(fileio.os, "fsync", lambda fd: calls.append(fd))
+    for sync, want in ((False, 0), (True, 2)):
+        calls.clear()
+        out = tmp_path / f"o{sync}"
+        with fileio.Output(str(out), size=3, sync=sync) as o:
+            o.write(b"abc")
+        assert out.read_bytes() == b"abc" and len(calls) == want, (sync, calls)
