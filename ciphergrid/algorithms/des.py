@@ -289,6 +289,9 @@ def _fmt(key: bytes) -> str:
     return {8: "DES", 16: "2-key TDEA", 24: "3-key TDEA"}[len(key)]
 
 
+_BS = Implementation("des_bs.cl", batch=32, key_layout="bitsliced", constant_time=True)
+
+
 class DES(BlockCipher):
     name = "des"
     block_size = 8
@@ -304,16 +307,17 @@ class DES(BlockCipher):
     implementations = {
         # FIPS 46-3 as written: the permutations and S-boxes bit by bit, one block per work-item
         "reference": Implementation("des_ref.cl", grid="per-block"),
-        # the default: SP tables in work-group memory (16 copies, 32 KiB), swap-move IP/FP, rotated
-        # halves, keys in registers, persistent grid (kernels/des.cl; not yet measured on a GPU)
-        "fast": _sp(16),
-        # -- variants of "fast" for the lead's GPU measurements (the same kernel, other knobs) ----
+        # the default, by measurement (H100, 2026-11-24, 256 MiB CTR: DES 287.8 GB/s against the
+        # SP tables' 217.1, 3-key TDEA 100.6 against 84.8; docs/benchmarks.md): bitsliced, 32 blocks
+        # per work-item, S-boxes as Boolean circuits (kernels/des_bs.cl) - constant time as well
+        "fast": _BS,
+        "ct": _BS,
+        # SP tables in work-group memory (16 copies, 32 KiB), swap-move IP/FP, rotated halves, keys
+        # in registers, persistent grid (kernels/des.cl), and its variants
+        "sp-tables": _sp(16),
         "alt-8-copies": _sp(8),                        # 16 KiB (32 copies, 64 KiB, exceed CUDA's 48 KiB)
         "alt-keys-in-local": _sp(16, keys_in_regs=0),  # keys broadcast from work-group memory
         "alt-2-blocks-per-item": _sp(16, batch=2),
-        # constant time: bitsliced, 32 blocks per work-item, S-boxes as Boolean circuits
-        # (kernels/des_bs.cl)
-        "ct": Implementation("des_bs.cl", batch=32, key_layout="bitsliced", constant_time=True),
     }
 
     def openssl_name(self, spec) -> str | None:
