@@ -89,7 +89,7 @@ def _keying(args, spec, encrypt: bool, src) -> _Keying:
         if args.key_file is not None:
             from . import keys
 
-            return _Keying(keys.read_key_file(args.key_file, spec.key_len, spec.name), iv)
+            return _Keying(keys.read_key_file(args.key_file, spec.key_lens, spec.name), iv)
         if args.key is None:
             raise InvalidArgument("no key: give --key-file PATH, --key HEX, or --pbkdf2 --pass SOURCE")
         _warn("--key puts the key on the command line, where other users can read it (ps, "
@@ -260,6 +260,12 @@ def _engines_text(caps: dict) -> str:
     return ", ".join(e + (" (serial)" if caps[e] == "serial" else "") for e in order) or "-"
 
 
+def _key_bits(lens) -> str:
+    """"128 bits", or "40-128 bits" for a name that takes many key sizes (CAST-128)."""
+    lo, hi = 8 * min(lens), 8 * max(lens)
+    return f"{hi} bits" if lo == hi else f"{lo}-{hi} bits"
+
+
 def cmd_list(args) -> int:
     """Every cipher name with its key and IV sizes and the engines that run it, per direction
     (``--json``: one object per name)."""
@@ -268,7 +274,8 @@ def cmd_list(args) -> int:
     rows = []
     for s in specs():
         rows.append({"name": s.name, "algorithm": s.algorithm.name, "mode": s.mode.name,
-                     "key_bytes": s.key_len, "iv_bytes": s.iv_len, "block_bytes": s.block_size,
+                     "key_bytes": s.key_len, "key_bytes_accepted": list(s.key_lens),
+                     "iv_bytes": s.iv_len, "block_bytes": s.block_size,
                      "engines": s.capabilities(),
                      "openssl_provider": s.algorithm.openssl_provider})
     if args.json:
@@ -277,7 +284,7 @@ def cmd_list(args) -> int:
         print(json.dumps(rows, indent=1))
         return EXIT_OK
     head = ("name", "key", "iv", "block", "encrypt on", "decrypt on")
-    table = [(r["name"], f"{8 * r['key_bytes']} bits", f"{r['iv_bytes']} B" if r["iv_bytes"] else "-",
+    table = [(r["name"], _key_bits(r["key_bytes_accepted"]), f"{r['iv_bytes']} B" if r["iv_bytes"] else "-",
               f"{r['block_bytes']} B", _engines_text(r["engines"]["encrypt"]),
               _engines_text(r["engines"]["decrypt"])) for r in rows]
     widths = [max(len(t[i]) for t in table + [head]) for i in range(len(head))]

@@ -45,8 +45,8 @@ def devices() -> list[DeviceInfo]:
     return list(all_devices())
 
 
-#: device nodes of GPUs on Linux: NVIDIA's driver, AMD's compute driver, any DRM render node
-GPU_NODES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dri/renderD*")
+#: device nodes of GPUs on Linux: NVIDIA's driver, AMD's compute driver, any DRM render node, WSL2's GPU
+GPU_NODES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dri/renderD*", "/dev/dxg")
 
 
 @functools.lru_cache(maxsize=None)

@@ -128,13 +128,21 @@ def wipe(buf) -> None:
 _HEX_TEXT = re.compile(rb"\s*([0-9A-Fa-f]*)\s*")
 
 
-def read_key_file(path: str, key_len: int, what: str | None = None) -> bytes:
+def read_key_file(path: str, key_len, what: str | None = None) -> bytes:
     """The key in ``--key-file PATH``: the file's bytes when its size is exactly ``key_len``,
     else hex text (whitespace around it, such as a trailing newline, is ignored; nothing else
-    is).  ``what`` (the cipher's name) is used in messages."""
+    is).  ``what`` (the cipher's name) is used in messages.  ``key_len`` may be a tuple of the
+    lengths a cipher takes (CAST-128: 5..16): then hex text of one of them comes first (a file of
+    10 hex digits is a 5-byte key), else raw bytes of one of them."""
+    lens = (key_len,) if isinstance(key_len, int) else tuple(sorted(key_len))
+    key_len = lens[-1]
     who = what or "the cipher"
-    want = (f"{who} takes a {key_len}-byte key: give {2 * key_len} hex digits or "
-            f"{key_len} raw bytes")
+    if len(lens) == 1:
+        want = (f"{who} takes a {key_len}-byte key: give {2 * key_len} hex digits or "
+                f"{key_len} raw bytes")
+    else:
+        want = (f"{who} takes a {lens[0]}- to {key_len}-byte key: give {2 * lens[0]} to "
+                f"{2 * key_len} hex digits or as many raw bytes")
     limit = 4 * key_len + 4096  # anything longer is not a key file; read no more than this
     buf = bytearray(limit + 1)
     try:
@@ -150,6 +158,14 @@ def read_key_file(path: str, key_len: int, what: str | None = None) -> bytes:
         wipe(buf)
         raise InvalidArgument(f"--key-file {path}: cannot read: {e.strerror or e}") from None
     try:
+        if len(lens) > 1:
+            m = _HEX_TEXT.fullmatch(buf, 0, n)
+            if m is not None and (m.end(1) - m.start(1)) % 2 == 0 and (m.end(1) - m.start(1)) // 2 in lens:
+                with memoryview(buf) as mv:
+                    return binascii.a2b_hex(mv[m.start(1):m.end(1)])
+            if n in lens:
+                return bytes(memoryview(buf)[:n])
+            raise InvalidArgument(f"--key-file {path}: {want}; the file holds {n} bytes")
         if n == key_len:
             return bytes(memoryview(buf)[:n])
         if n > limit:

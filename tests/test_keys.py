@@ -492,3 +492,18 @@ def test_base64_reader_padding_variants():
     for text, want in ((b"QQ==", b"A"), (b"QUI=", b"AB"), (b"QUJD", b"ABC"), (b"QR==", b"A"),
                        (b"Q Q = =\n", b"A"), (b"QQ=\n=", b"A"), (b"", b""), (b" \n\n", b"")):
         assert b64.Base64Reader(io.BytesIO(text).read).read(100) == want
+
+
+def test_key_file_of_a_cipher_with_many_key_sizes(tmp_path):
+    """CAST-128 takes 5..16-byte keys: hex text of one of those lengths first, else raw bytes."""
+    from ciphergrid import keys
+
+    lens = tuple(range(5, 17))
+    p = tmp_path / "k"
+    p.write_text("0102030405\n")
+    assert keys.read_key_file(str(p), lens, "cast5-ecb") == bytes([1, 2, 3, 4, 5])
+    p.write_bytes(bytes(range(1, 11)))
+    assert keys.read_key_file(str(p), lens, "cast5-ecb") == bytes(range(1, 11))
+    p.write_bytes(bytes(3))
+    with pytest.raises(InvalidArgument, match="5- to 16-byte key"):
+        keys.read_key_file(str(p), lens, "cast5-ecb")
