@@ -211,3 +211,4 @@ def test_plan_per_filesystem(tmp_path, monkeypatch):
         assert pieces.plan(e, cbc) == ("pieces", pieces.PIECE_TMPFS, pieces.WORKERS)
         monkeypatch.setattr(os, "cpu_count", lambda: 2)
         assert pieces.plan(e, req) == ("pieces", pieces.PIECE_TMPFS, 2)
+
