@@ -61,8 +61,7 @@ def mapped(th, fall):
             os.ftruncate(fo, size)
         mi = mmap.mmap(fi, size, mmap.MAP_SHARED, mmap.PROT_READ)
         mo = mmap.mmap(fo, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        a = np.frombuffer(mi, np.uint8)
-        b = np.frombuffer(mo, np.uint8)
+        views = [np.frombuffer(mi, np.uint8), np.frombuffer(mo, np.uint8)]
         step = 16 << 20
         nxt = [0]
         lock = threading.Lock()
@@ -76,11 +75,12 @@ def mapped(th, fall):
                 if lo >= size:
                     return
                 n = min(step, size - lo)
+                a, b = views
                 run(req.at(lo // 16, None) if lo else req, a[lo:lo + n], b[lo:lo + n], threads=1)
         ts = [threading.Thread(target=work) for _ in range(th)]
         [t.start() for t in ts]
         [t.join() for t in ts]
-        del a, b
+        views.clear()
         mi.close(), mo.close()
         os.close(fi), os.close(fo)
     return go

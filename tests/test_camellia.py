@@ -313,7 +313,7 @@ def test_reference_kernel_matches_oracle(kdev, rng, diff):
 
 
 # each variant on one key size (rotating), all its modes: every knob compiles and is right
-VARIANTS = [("fast-1copy", 128), ("fast-4copies", 192), ("fast-2-blocks-per-item", 256)]
+VARIANTS = [("fast-1copy", 128), ("fast-4copies", 192), ("fast-2-blocks-per-item", 256), ("fast-mad-index", 192)]
 
 
 def test_every_implementation_is_covered():

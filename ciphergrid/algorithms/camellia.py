@@ -178,10 +178,11 @@ def _pyca_camellia(key: bytes):
 
 
 def _fast(copies: int = 8, *, prmt: int = 1, keys_in_regs: int = 1, batch: int = 1,
-          grid: str = "persistent") -> Implementation:
+          mad_index: int = 0, grid: str = "persistent") -> Implementation:
     """An implementation of kernels/camellia.cl: its compile-time options (see that file)."""
     return Implementation("camellia.cl", batch=batch, grid=grid, defines={
-        "CAM_COPIES": copies, "CAM_PRMT": prmt, "CAM_KEYS_IN_REGS": keys_in_regs})
+        "CAM_COPIES": copies, "CAM_PRMT": prmt, "CAM_KEYS_IN_REGS": keys_in_regs,
+        "CAM_MAD_INDEX": mad_index})
 
 
 class Camellia(BlockCipher):
@@ -204,6 +205,7 @@ class Camellia(BlockCipher):
         "fast-1copy": _fast(1),
         "fast-4copies": _fast(4),
         "fast-2-blocks-per-item": _fast(8, batch=2),
+        "fast-mad-index": _fast(8, mad_index=1),     # lookup addresses as one multiply-add
     }
 
     def openssl_name(self, spec) -> str | None:

@@ -53,6 +53,9 @@
 #ifndef CAM_KEYS_IN_REGS
 #define CAM_KEYS_IN_REGS 1
 #endif
+#ifndef CAM_MAD_INDEX
+#define CAM_MAD_INDEX 0
+#endif
 
 #define CAM_NFL (CAM_ROUNDS / 6 - 1)              /* FL / FL^-1 layers: 2 or 3 */
 #define CAM_NRK (2 * (4 + CAM_ROUNDS + 2 * CAM_NFL)) /* subkey words: 52 or 68 */
@@ -98,7 +101,17 @@ CONST_TABLE uchar CAM_SBOX1[256] = {
 
 /* the tables: SP1110, SP0222, SP3033, SP4404 (tb = 0..3), CAM_COPIES copies each, interleaved */
 #define CAM_TSIZE (4 * 256 * CAM_COPIES)
+/* CAM_MAD_INDEX 1: the lookup address is one multiply-add in bytes, lane + entry * (4 COPIES),
+ * with lane = 4 * copy (as AES_MAD_INDEX in aes.cl: an IMAD on the FMA pipe instead of the IMAD
+ * and a shift-add on the integer ALU); 0: a word index entry * COPIES + copy */
+#if CAM_MAD_INDEX
+#define CAM_LANE_UNIT 4u
+#define CAM_SP(tb, b) (*(LOCAL_PTR const uint *)((LOCAL_PTR const uchar *)t + \
+    (lane + ((tb) * 256u + (uint)(b)) * (4u * CAM_COPIES))))
+#else
+#define CAM_LANE_UNIT 1u
 #define CAM_SP(tb, b) (t[((tb) * 256u + (uint)(b)) * CAM_COPIES + lane])
+#endif
 
 DEVICE_FN uint cam_rotl8(uint x, uint s)
 {
@@ -133,7 +146,7 @@ DEVICE_FN void cam_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
     for (uint cam_k = LID; cam_k < CAM_TSIZE; cam_k += LSIZE)            \
         cam_t[cam_k] = cam_table_entry(cam_k);                           \
     CAM_KEYS(rk)                                                         \
-    const uint cam_lane = LID & (CAM_COPIES - 1u);                       \
+    const uint cam_lane = (LID & (CAM_COPIES - 1u)) * CAM_LANE_UNIT;     \
     BARRIER();
 
 #define CG_ENC_LOCALS LOCAL_VAR uint cam_t[CAM_TSIZE];
