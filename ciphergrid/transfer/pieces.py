@@ -90,7 +90,8 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
     ``crypt`` enciphers one piece in the calling worker thread (a Request from
     ``req.at(first_block, chain)``; ``src_array`` and ``dst_array`` may be the same array: the
     piece is enciphered in place where the mode allows).  ``piece``: bytes per piece (rounded to
-    whole blocks / data units); ``threads``: workers (default: the CPU count)."""
+    whole blocks / data units); ``threads``: workers; either None: :func:`plan`'s measured choice
+    for the ends' filesystem and the host's cores (which may map both files instead)."""
     ends = files.ends(src, dst)
     for fd in (ends.fd_in, ends.fd_out):
         files.widen_pipe(fd)
