@@ -73,6 +73,7 @@ def _crypt_resident(req, gpu, device, out):
     src, wrap = gpu
     n = src.nbytes
     req.check_length(n)
+    req.admit(n)
     r = route(req, device, n, path="resident", resident_device=f"cuda:{src.device.id}")
     if out is not None:
         res = buffers.gpu_array(out)
