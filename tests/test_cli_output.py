@@ -386,3 +386,23 @@ def test_no_sync_names_the_output_without_fsync(tmp_path, monkeypatch):
         with fileio.Output(str(out), size=3, sync=sync) as o:
             o.write(b"abc")
         assert out.read_bytes() == b"abc" and len(calls) == want, (sync, calls)
+
+
+def test_full_ram_disk_with_the_mapped_file_path(tiny_tmpfs, tmp_path, rng, monkeypatch):
+    """The mapped variant of the file path (a RAM disk on many cores) reserves the output first:
+    a full RAM disk is an ENOSPC error before any byte, never a SIGBUS in a worker."""
+    import errno
+
+    from ciphergrid import registry
+    from ciphergrid.engines.openssl import OpenSSLEngine
+    from ciphergrid.request import make_request
+    from ciphergrid.transfer import pieces
+
+    monkeypatch.setattr(pieces, "plan", lambda ends, req, piece=None, threads=None: ("mapped", 0, 4))
+    src = tmp_path / "in"
+    src.write_bytes(rng.data(3 << 20))
+    req = make_request(registry.lookup("aes-128-ctr"), bytes(16), bytes(16), True)
+    with open(src, "rb") as fi, open(tiny_tmpfs / "out", "wb") as fo:
+        with pytest.raises(OSError) as e:
+            OpenSSLEngine().stream(req, fi, fo)
+    assert e.value.errno == errno.ENOSPC
