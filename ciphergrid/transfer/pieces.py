@@ -27,6 +27,7 @@ import threading
 
 import numpy as np
 
+from .. import interrupts
 from ..errors import InvalidArgument
 from . import files
 
@@ -217,9 +218,12 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
     state["running"] = threads
     workers = [threading.Thread(target=work, args=(i,), name=f"ciphergrid-piece-{i}", daemon=True)
                for i in range(threads)]
-    for t in workers:
-        t.start()
     try:
+        # (a signal while a thread starts would leave started workers unwaited for: held until
+        # all have started, then raised here)
+        with interrupts.deferred():
+            for t in workers:
+                t.start()
         while not finished.wait(0.25):
             pass
     except BaseException:
@@ -292,9 +296,10 @@ def _mapped(req, ends, crypt, threads: int, progress) -> int | None:
           for i in range(min(threads, n))]
     state["running"] = len(ts)
     try:
-        for t in ts:
-            t.start()
         try:
+            with interrupts.deferred():  # (as in the piece path)
+                for t in ts:
+                    t.start()
             while not finished.wait(0.25):
                 pass
         except BaseException:
