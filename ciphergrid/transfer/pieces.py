@@ -83,6 +83,59 @@ class _Turns:
             self.cond.notify_all()
 
 
+def _run_workers(n: int, body, stop: threading.Event, name: str, on_stop=None) -> None:
+    """Run ``body(i)`` in ``n`` threads and wait for all of them.  A worker ends by returning or
+    raising _Stop; the first other exception sets ``stop`` (and calls ``on_stop``), the others
+    stop at their next look at it, and the exception is raised here once all have ended.  An
+    exception in the waiting thread (a signal, held while the threads start) stops them the same
+    way and goes on up after they ended (at most 10 s: each finishes the read, cipher call or write
+    it is in).  The waiting is
+    on an Event, not in Thread.join: a signal raised inside join() marks a running thread as
+    stopped (CPython bpo-45274), and it would then not be waited for."""
+    if n <= 0:
+        return
+    lock = threading.Lock()
+    state = {"running": n, "error": None}
+    finished = threading.Event()
+
+    def halt() -> None:
+        stop.set()
+        if on_stop is not None:
+            on_stop()
+
+    def run(i: int) -> None:
+        try:
+            body(i)
+        except _Stop:
+            pass
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            with lock:
+                if state["error"] is None:
+                    state["error"] = e
+            halt()
+        finally:
+            with lock:
+                state["running"] -= 1
+                if state["running"] == 0:
+                    finished.set()
+
+    try:
+        # (a signal while a thread starts would leave started workers unwaited for: held until
+        # all have started, then raised here)
+        with interrupts.deferred():
+            for i in range(n):
+                threading.Thread(target=run, args=(i,), name=f"ciphergrid-{name}-{i}",
+                                 daemon=True).start()
+        while not finished.wait(0.25):
+            pass
+    except BaseException:
+        halt()
+        finished.wait(10.0)
+        raise
+    if state["error"] is not None:
+        raise state["error"]
+
+
 def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | None = None,
            progress=None) -> int:
     """Encipher ``src`` into ``dst`` (binary file objects or descriptors) with
@@ -120,8 +173,18 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
     cond = threading.Condition()
     ciphers, writes = _Turns(stop, cond), _Turns(stop, cond)
     state = {"next": 0, "eof": False, "tail": req.iv if behind else None, "chain": None,
-             "written": 0, "error": None}
+             "written": 0}
     lock = threading.Lock()
+
+    def wrote(m: int) -> None:
+        with lock:
+            state["written"] += m
+            if progress is not None:
+                progress(m)
+
+    def wake() -> None:
+        with cond:
+            cond.notify_all()
 
     def claim(buf: np.ndarray):
         """The next piece: (index, bytes in it, the chaining value it starts with)."""
@@ -164,76 +227,34 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
     def work(i: int) -> None:
         buf = np.empty(bs + piece, np.uint8)          # one block in front: room for the tail read
         out = buf if in_place else np.empty(bs + piece, np.uint8)
-        try:
-            while not stop.is_set():
-                got = claim(buf)
-                if got is None:
-                    return
-                k, m, tail = got
-                lo = k * piece
-                piece_in, piece_out = buf[bs: bs + m], out[bs: bs + m]
-                if serial:
-                    ciphers.wait(k)
-                    crypt(req.at(lo // bs, state["chain"]) if k else req, piece_in, piece_out)
-                    state["chain"] = mode.carry(req, piece_in, piece_out)
-                    ciphers.done(k)
-                else:
-                    crypt(req.at(lo // bs, tail) if k else req, piece_in, piece_out)
-                if stop.is_set():
-                    return
-                if ends.reg_out:
-                    files.write_all(ends.fd_out, memoryview(piece_out), ends.base_out + lo)
-                    with lock:
-                        state["written"] += m
-                        if progress is not None:
-                            progress(m)
-                else:
-                    writes.wait(k)
-                    try:
-                        files.write_all(ends.fd_out, memoryview(piece_out), None)
-                        with lock:
-                            state["written"] += m
-                            if progress is not None:
-                                progress(m)
-                    finally:
-                        writes.done(k)
-        except _Stop:
-            return
-        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
-            with lock:
-                if state["error"] is None:
-                    state["error"] = e
-            stop.set()
-            with cond:
-                cond.notify_all()
-        finally:
-            with lock:
-                state["running"] -= 1
-                if state["running"] == 0:
-                    finished.set()
+        while not stop.is_set():
+            got = claim(buf)
+            if got is None:
+                return
+            k, m, tail = got
+            lo = k * piece
+            piece_in, piece_out = buf[bs: bs + m], out[bs: bs + m]
+            if serial:
+                ciphers.wait(k)
+                crypt(req.at(lo // bs, state["chain"]) if k else req, piece_in, piece_out)
+                state["chain"] = mode.carry(req, piece_in, piece_out)
+                ciphers.done(k)
+            else:
+                crypt(req.at(lo // bs, tail) if k else req, piece_in, piece_out)
+            if stop.is_set():
+                return
+            if ends.reg_out:
+                files.write_all(ends.fd_out, memoryview(piece_out), ends.base_out + lo)
+                wrote(m)
+                continue
+            writes.wait(k)
+            try:
+                files.write_all(ends.fd_out, memoryview(piece_out), None)
+                wrote(m)
+            finally:
+                writes.done(k)
 
-    # The calling thread waits on an Event, not in Thread.join: a signal raised inside join()
-    # marks a running thread as stopped (CPython bpo-45274), and it would then not be waited for.
-    finished = threading.Event()
-    state["running"] = threads
-    workers = [threading.Thread(target=work, args=(i,), name=f"ciphergrid-piece-{i}", daemon=True)
-               for i in range(threads)]
-    try:
-        # (a signal while a thread starts would leave started workers unwaited for: held until
-        # all have started, then raised here)
-        with interrupts.deferred():
-            for t in workers:
-                t.start()
-        while not finished.wait(0.25):
-            pass
-    except BaseException:
-        stop.set()
-        with cond:
-            cond.notify_all()
-        finished.wait(10.0)  # each worker finishes the read, cipher call or write it is in
-        raise
-    if state["error"] is not None:
-        raise state["error"]
+    _run_workers(threads, work, stop, "piece", on_stop=wake)
     if ends.reg_out:
         files.seek_to(dst, ends.fd_out, ends.base_out + state["written"])
     return state["written"]
@@ -258,56 +279,29 @@ def _mapped(req, ends, crypt, threads: int, progress) -> int | None:
     n = -(-size // step)
     stop = threading.Event()
     lock = threading.Lock()
-    state = {"next": 0, "error": None, "running": threads}
-    finished = threading.Event()
-
+    nxt = [0]
     bufs = [inp, out]   # the workers' views; dropped before the mappings close
     del inp, out
 
-    def work() -> None:
+    def work(i: int) -> None:
         src, dst = bufs
-        try:
-            while not stop.is_set():
+        while not stop.is_set():
+            with lock:
+                k = nxt[0]
+                nxt[0] = k + 1
+            if k >= n:
+                return
+            lo = k * step
+            hi = min(size, lo + step)
+            first = lo // bs
+            crypt(req.at(first, req.mode.chain_at(req, src, first)) if lo else req,
+                  src[lo:hi], dst[lo:hi])
+            if progress is not None:
                 with lock:
-                    k = state["next"]
-                    state["next"] = k + 1
-                if k >= n:
-                    return
-                lo = k * step
-                hi = min(size, lo + step)
-                first = lo // bs
-                crypt(req.at(first, req.mode.chain_at(req, src, first)) if lo else req,
-                      src[lo:hi], dst[lo:hi])
-                if progress is not None:
-                    with lock:
-                        progress(hi - lo)
-        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
-            with lock:
-                if state["error"] is None:
-                    state["error"] = e
-            stop.set()
-        finally:
-            with lock:
-                state["running"] -= 1
-                if state["running"] == 0:
-                    finished.set()
+                    progress(hi - lo)
 
-    ts = [threading.Thread(target=work, name=f"ciphergrid-map-{i}", daemon=True)
-          for i in range(min(threads, n))]
-    state["running"] = len(ts)
     try:
-        try:
-            with interrupts.deferred():  # (as in the piece path)
-                for t in ts:
-                    t.start()
-            while not finished.wait(0.25):
-                pass
-        except BaseException:
-            stop.set()
-            finished.wait(10.0)
-            raise
-        if state["error"] is not None:
-            raise state["error"]
+        _run_workers(min(threads, n), work, stop, "map")
     finally:
         bufs.clear()
         files.close_map(in_map)
