@@ -146,6 +146,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def watch_launches(device: str, monkeypatch) -> list:
+    """The names of the kernels launched on ``device`` from now on in this test (a spy on its
+    backend's launch), in order."""
+    from ciphergrid import route
+
+    backend = route.engine(device).backend
+    seen: list[str] = []
+    real = backend.launch
+
+    def spy(program, name, *args, **kw):
+        seen.append(name)
+        return real(program, name, *args, **kw)
+
+    monkeypatch.setattr(backend, "launch", spy)
+    return seen
+
+
 @pytest.fixture(autouse=True)
 def _weak_ciphers_allowed(request, monkeypatch):
     """The generic tests encrypt with random keys of every registered name, 2-key TDEA and

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 import ciphergrid
-from ciphergrid import registry, route as route_mod
+from ciphergrid import registry
 from ciphergrid.algorithms import clefia as host
 from ciphergrid.testing import oracle
 
 import clefia_model as model
-from conftest import device_info
+from conftest import device_info, watch_launches
 
 KERNELS = Path(host.__file__).resolve().parent.parent / "kernels"
 NAMES = [n for n in registry.names() if n.startswith("clefia-")]
@@ -196,16 +196,7 @@ def test_native_refuses(rng):
 @pytest.fixture
 def launches(device, monkeypatch):
     """The names of the kernels launched on ``device`` during the test."""
-    backend = route_mod.engine(device).backend
-    seen: list[str] = []
-    real = backend.launch
-
-    def spy(program, name, *args, **kw):
-        seen.append(name)
-        return real(program, name, *args, **kw)
-
-    monkeypatch.setattr(backend, "launch", spy)
-    return seen
+    return watch_launches(device, monkeypatch)
 
 
 def test_cbc_encryption_runs_on_one_work_item(device, rng, diff, request):

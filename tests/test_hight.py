@@ -29,12 +29,12 @@ import numpy as np
 import pytest
 
 import ciphergrid
-from ciphergrid import registry, route as route_mod, vectors
+from ciphergrid import registry, vectors
 from ciphergrid.algorithms import hight as hight_mod
 from ciphergrid.testing import oracle
 
 import hight_model as model
-from conftest import all_devices
+from conftest import all_devices, watch_launches
 
 HIGHT = registry.lookup("hight-ecb").algorithm
 NAMES = ("hight-ecb", "hight-cbc", "hight-ctr")
@@ -208,15 +208,7 @@ def test_native_refuses():
 @needs_device
 @pytest.mark.parametrize("dev", DEVICES)
 def test_cbc_encryption_runs_on_the_serial_kernel(dev, rng, monkeypatch):
-    backend = route_mod.engine(dev).backend
-    seen: list[str] = []
-    real = backend.launch
-
-    def spy(program, kname, *a, **kw):
-        seen.append(kname)
-        return real(program, kname, *a, **kw)
-
-    monkeypatch.setattr(backend, "launch", spy)
+    seen = watch_launches(dev, monkeypatch)
     key, iv, pt = rng.randbytes(16), rng.randbytes(8), rng.data(8 * 500)
     ct = ciphergrid.encrypt(pt, "hight-cbc", key, iv, device=dev)
     assert ct == oracle.encrypt(pt, "hight-cbc", key, iv)

@@ -24,12 +24,12 @@ import pytest
 
 import ciphergrid
 import misty1_model as model
-from ciphergrid import registry, route as route_mod, vectors
+from ciphergrid import registry, vectors
 from ciphergrid.algorithms import misty1 as alg
 from ciphergrid.algorithms.base import Implementation
 from ciphergrid.testing import oracle
 
-from conftest import device_info
+from conftest import device_info, watch_launches
 
 NAMES = ("misty1-ecb", "misty1-cbc", "misty1-ctr")
 RFC_KEY = bytes.fromhex("00112233445566778899aabbccddeeff")
@@ -217,16 +217,7 @@ def launches(device, monkeypatch):
     """The names of the kernels launched on ``device`` during the test (None for native)."""
     if _native(device):
         return None
-    backend = route_mod.engine(device).backend
-    seen: list[str] = []
-    real = backend.launch
-
-    def spy(program, name, *args, **kw):
-        seen.append(name)
-        return real(program, name, *args, **kw)
-
-    monkeypatch.setattr(backend, "launch", spy)
-    return seen
+    return watch_launches(device, monkeypatch)
 
 
 def test_engines_and_serial_cbc(device, rng, launches):

@@ -30,11 +30,11 @@ import numpy as np
 import pytest
 
 import ciphergrid
-from ciphergrid import registry, route as route_mod, vectors
+from ciphergrid import registry, vectors
 from ciphergrid.algorithms import present as model
 from ciphergrid.testing import oracle
 
-from conftest import all_devices
+from conftest import all_devices, watch_launches
 
 KiB = 1 << 10
 NAMES = [f"present-{bits}-{m}" for bits in (80, 128) for m in ("ecb", "cbc", "ctr")]
@@ -317,15 +317,7 @@ def test_kernels_match_oracle(kdev, impl, diff):
 @pytest.mark.parametrize("kdev", KERNEL_DEVICES)
 def test_cbc_encryption_runs_on_the_serial_kernel(kdev, monkeypatch):
     """OpenSSL lacks PRESENT: CBC encryption runs on the device's one-work-item cg_cbc_enc."""
-    backend = route_mod.engine(kdev).backend
-    seen: list[str] = []
-    real = backend.launch
-
-    def spy(program, name, *args, **kw):
-        seen.append(name)
-        return real(program, name, *args, **kw)
-
-    monkeypatch.setattr(backend, "launch", spy)
+    seen = watch_launches(kdev, monkeypatch)
     key, iv, pt = bytes(range(16)), bytes(range(8)), bytes(range(256)) * 4
     ct = ciphergrid.encrypt(pt, "present-128-cbc", key, iv, device=kdev)
     assert ct == oracle.crypt("present-128-cbc", key, iv, pt, True)

@@ -38,7 +38,7 @@ from ciphergrid import registry, route as route_mod
 from ciphergrid.algorithms.base import BlockCipher, Implementation
 from ciphergrid.testing import oracle
 
-from conftest import device_info, first_difference as diff_of
+from conftest import device_info, first_difference as diff_of, watch_launches
 
 KERNEL_FILE = str(Path(__file__).resolve().with_name("toy_cipher.cl"))
 ROUNDS = 16
@@ -179,16 +179,7 @@ def launches(device, monkeypatch):
     """The names of the kernels launched on ``device`` during the test (None for native)."""
     if is_native(device):
         return None
-    backend = route_mod.engine(device).backend
-    seen: list[str] = []
-    real = backend.launch
-
-    def spy(program, name, *args, **kw):
-        seen.append(name)
-        return real(program, name, *args, **kw)
-
-    monkeypatch.setattr(backend, "launch", spy)
-    return seen
+    return watch_launches(device, monkeypatch)
 
 
 def _ctx(name, device, key, iv, n, **kw) -> str:
