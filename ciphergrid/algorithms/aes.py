@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BlockCipher, Implementation
+from .base import BlockCipher, Implementation, bit_masks
 
 
 def _sbox() -> bytes:
@@ -116,10 +116,10 @@ class AES(BlockCipher):
             # (encryption, or equivalent inverse cipher): word 128 r + 32 w + j = bit j of word 4 r + w;
             # then the schedule itself (for the CTR counter tiles' first and last round keys)
             ek = self.expand(key, decrypt)
-            bits = (ek[:, None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
-            out = np.concatenate([(np.uint32(0) - bits).astype("<u4").reshape(-1), ek.astype("<u4")])
+            masks = bit_masks(ek)
+            out = np.concatenate([masks, ek.astype("<u4")])
             ek.fill(0)
-            bits.fill(0)
+            masks.fill(0)
             return out
         if layout is not None:
             raise ValueError(f"unknown AES key layout {layout!r}")

@@ -40,6 +40,16 @@ class Implementation:
     constant_time: bool = False           # no table indexed by secret data, no secret-dependent branch
 
 
+def bit_masks(words: np.ndarray) -> np.ndarray:
+    """A bitsliced kernel's key layout: one mask word per bit of each 32-bit word of ``words``
+    (0 or 0xffffffff; bit 0 of the first word first), flat little-endian uint32.  Its own
+    temporaries are zeroed; the caller zeroes ``words`` and, when done, the result."""
+    bits = (words.astype(np.uint32)[..., None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
+    masks = (np.uint32(0) - bits).astype("<u4").reshape(-1)
+    bits.fill(0)
+    return masks
+
+
 @dataclass(frozen=True)
 class UsePolicy:
     """What encrypting under one key is allowed (64-bit blocks, TDEA: SP 800-67, SP 800-131A).

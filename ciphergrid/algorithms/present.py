@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BlockCipher, Implementation
+from .base import BlockCipher, Implementation, bit_masks
 
 ROUNDS = 31
 
@@ -185,10 +185,9 @@ class PRESENT(BlockCipher):
             ks = plain.view(np.uint32).reshape(-1, 2)
             # bit j of round key r: j < 32 in the low word (ks[r, 1]), j >= 32 in the high one
             words = np.concatenate([ks[:, 1:2], ks[:, 0:1]], axis=1)           # (lo, hi)
-            bits = (words[:, :, None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
-            masks = (np.uint32(0) - bits).astype("<u4").reshape(-1)
+            masks = bit_masks(words)
             out = np.concatenate([masks, plain])
-            for a in (plain, words, bits, masks):
+            for a in (plain, words, masks):
                 a.fill(0)
             return out
         if layout is not None:
