@@ -22,6 +22,7 @@ present:
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from dataclasses import dataclass
 
@@ -97,8 +98,6 @@ def _cpu_flags() -> frozenset:
 def host_keeps_up_with_files(spec) -> bool:
     """Whether OpenSSL on this host's cores runs a file of ``spec`` at the filesystem's speed:
     the CPU has instructions for the cipher (``BlockCipher.cpu_flag``) and enough cores."""
-    import os
-
     flag = getattr(spec.algorithm, "cpu_flag", None)
     return (flag is not None and flag in _cpu_flags()
             and (os.cpu_count() or 1) >= AUTO_FILES_OPENSSL_MIN_CORES)
