@@ -1,0 +1,211 @@
+"""Known-answer vectors of the AEADs: ``load(name)`` gives :class:`AEADVector` records.
+
+The vectors are data, one file per AEAD family in ``vectors/aead/`` (``aes-gcm.json``), format
+``"ciphergrid-aead-vectors 1"``, a JSON object:
+
+``format``  ``"ciphergrid-aead-vectors 1"``.
+``family``  the AEAD family (``"aes-gcm"``).
+``groups``  one per source document: ``source`` (short name), ``document`` (the full citation),
+    optionally ``note``, and ``vectors``, records with ``id`` (the place in the document),
+    ``cipher`` (a name such as ``"aes-128-gcm"``), ``key``, ``nonce``, ``aad``, ``plaintext``,
+    ``ciphertext``, ``tag``, optionally ``valid`` (default true; false: decryption must fail --
+    the plaintext may then be absent) and ``note``.  A field set on the group is the default of
+    its records.  Hex strings, or lists of hex strings joined in order (whitespace ignored).
+``files``   sets of files of the ``cryptography_vectors`` package: ``document``, ``directory``,
+    ``match`` (a regular expression the file name matches) and ``format``: ``nist-gcm`` (NIST CAVP
+    ``gcmEncryptExtIV*.rsp`` / ``gcmDecrypt*.rsp``) or ``kv`` (``COUNT = ``-separated records of
+    KEY/NONCE or IV/IN or Plaintext/AD or AAD/CT or Ciphertext/TAG/Result, as the package's
+    ChaCha20Poly1305 files), with ``cipher`` naming the cipher of a ``kv`` set.
+
+Unknown fields are an error.  Parsing happens once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from . import VectorFileError, _hex, _no_unknown, vectors_dir
+
+FORMAT = "ciphergrid-aead-vectors 1"
+_TOP = {"format", "family", "groups", "files"}
+_GROUP = {"source", "document", "note", "vectors"}
+_RECORD = {"id", "cipher", "key", "nonce", "aad", "plaintext", "ciphertext", "tag", "valid", "note"}
+_FILES = {"document", "directory", "match", "format", "cipher"}
+
+
+@dataclass(frozen=True)
+class AEADVector:
+    cipher: str
+    key: bytes
+    nonce: bytes
+    aad: bytes
+    plaintext: bytes | None     # None for an invalid vector that gives none
+    ciphertext: bytes
+    tag: bytes
+    valid: bool = True          # False: decryption must fail (InvalidTag)
+    source: str = ""
+
+
+def data_files() -> list[str]:
+    folder = resources.files(__package__).joinpath("aead")
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".json") and p.is_file())
+
+
+@functools.lru_cache(maxsize=None)
+def _read(fname: str) -> dict:
+    text = resources.files(__package__).joinpath("aead", fname).read_text(encoding="utf-8")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise VectorFileError(f"aead/{fname}: not JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise VectorFileError(f"aead/{fname}: \"format\" must be {FORMAT!r}")
+    _no_unknown(doc, _TOP, f"aead/{fname}")
+    return doc
+
+
+def _from_data(fname: str):
+    doc = _read(fname)
+    for gi, group in enumerate(doc.get("groups", [])):
+        where = f"aead/{fname} groups[{gi}]"
+        _no_unknown(group, _GROUP | (_RECORD - {"id", "note"}), where)
+        for need in ("source", "document", "vectors"):
+            if need not in group:
+                raise VectorFileError(f"{where}: no {need!r}")
+        defaults = {k: v for k, v in group.items() if k not in _GROUP}
+        for ri, rec in enumerate(group["vectors"]):
+            r = {**defaults, **rec}
+            w = f"{where} vector {r.get('id', ri)!r}"
+            _no_unknown(rec, _RECORD, w)
+            valid = r.get("valid", True)
+            for need in ("id", "cipher", "key", "nonce", "ciphertext", "tag") + (("plaintext",) if valid else ()):
+                if need not in r:
+                    raise VectorFileError(f"{w}: no {need!r}")
+            pt = _hex(r["plaintext"], f"{w} plaintext") if "plaintext" in r else None
+            ct = _hex(r["ciphertext"], f"{w} ciphertext")
+            if pt is not None and len(pt) != len(ct):
+                raise VectorFileError(f"{w}: plaintext and ciphertext differ in length")
+            yield AEADVector(r["cipher"].strip().lower(), _hex(r["key"], f"{w} key"),
+                             _hex(r["nonce"], f"{w} nonce"), _hex(r.get("aad", ""), f"{w} aad"),
+                             pt, ct, _hex(r["tag"], f"{w} tag"), bool(valid),
+                             f"{group['source']} {r['id']}")
+
+
+def _read_nist_gcm(path: str, rel: str, cipher_of):
+    """NIST CAVP GCM response files: [Keylen/IVlen/PTlen/AADlen/Taglen] sections of records."""
+    rec: dict = {}
+
+    def flush():
+        if "Key" in rec and "Tag" in rec:
+            key = bytes.fromhex(rec["Key"])
+            yield AEADVector(cipher_of(len(key)), key, bytes.fromhex(rec["IV"]),
+                             bytes.fromhex(rec.get("AAD", "")),
+                             None if rec.get("FAIL") else bytes.fromhex(rec.get("PT", "")),
+                             bytes.fromhex(rec.get("CT", "")), bytes.fromhex(rec["Tag"]),
+                             not rec.get("FAIL"), f"{rel} #{rec.get('Count')}")
+
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith(("#", "[")):
+                continue
+            if line == "FAIL":
+                rec["FAIL"] = True
+                continue
+            k, _, v = line.partition("=")
+            k, v = k.strip(), v.strip()
+            if k == "Count":
+                yield from flush()
+                rec = {}
+            rec[k] = v
+    yield from flush()
+
+
+def _kv_bytes(v: str) -> bytes:
+    v = v.strip()
+    if len(v) >= 2 and v[0] == v[-1] == '"':
+        return v[1:-1].encode()
+    return bytes.fromhex(v)
+
+
+def _read_kv(path: str, rel: str, cipher: str):
+    """COUNT-separated KEY=/NONCE=/IN=/AD=/CT=/TAG= records (quoted values are ASCII)."""
+    names = {"key": "key", "nonce": "nonce", "iv": "nonce", "in": "pt", "plaintext": "pt",
+             "ad": "aad", "aad": "aad", "ct": "ct", "ciphertext": "ct", "tag": "tag",
+             "result": "result", "count": "count"}
+    rec: dict = {}
+
+    def flush():
+        if "key" in rec and "tag" in rec:
+            valid = "result" not in rec
+            yield AEADVector(cipher, rec["key"], rec["nonce"], rec.get("aad", b""),
+                             rec.get("pt") if valid else None, rec.get("ct", b""), rec["tag"],
+                             valid, f"{rel} #{rec.get('count', b'').decode() or '?'}")
+
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            k, _, v = line.partition("=")
+            k = names.get(k.strip().lower())
+            if k is None:
+                continue
+            if k == "count":
+                yield from flush()
+                rec = {"count": v.strip().encode()}
+            elif k == "result":
+                rec[k] = v.strip()
+            else:
+                rec[k] = _kv_bytes(v)
+    yield from flush()
+
+
+def _from_files(base: str, fname: str):
+    from .. import aeads
+
+    doc = _read(fname)
+    for i, s in enumerate(doc.get("files", [])):
+        where = f"aead/{fname} files[{i}]"
+        _no_unknown(s, _FILES, where)
+        folder = os.path.join(base, s["directory"])
+        if not os.path.isdir(folder):
+            continue
+        for fn in sorted(os.listdir(folder)):
+            if not re.fullmatch(s["match"], fn):
+                continue
+            path, rel = os.path.join(folder, fn), f"{s['directory']}/{fn}"
+            if s["format"] == "nist-gcm":
+                by_len = {v: k for k, v in aeads.family(doc["family"]).names.items()}
+                yield from _read_nist_gcm(path, rel, by_len.__getitem__)
+            elif s["format"] == "kv":
+                yield from _read_kv(path, rel, s["cipher"])
+            else:
+                raise VectorFileError(f"{where}: format {s['format']!r} is not nist-gcm or kv")
+
+
+@functools.lru_cache(maxsize=None)
+def _all(with_files: bool) -> tuple:
+    out: list = []
+    for fname in data_files():
+        out.extend(_from_data(fname))
+    base = vectors_dir() if with_files else None
+    if base is not None:
+        for fname in data_files():
+            out.extend(_from_files(base, fname))
+    return tuple(out)
+
+
+def load(cipher_name: str | None = None, *, files: bool = True) -> list[AEADVector]:
+    """The AEAD vectors (of one cipher name); ``files=False``: only those written in the data
+    files (not the large sets of the ``cryptography_vectors`` package)."""
+    vs = _all(bool(files))
+    if cipher_name is None:
+        return list(vs)
+    n = cipher_name.strip().lower()
+    return [v for v in vs if v.cipher == n]
