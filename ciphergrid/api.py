@@ -15,6 +15,8 @@ import threading
 
 import numpy as np
 
+from . import aead as _aead
+from . import aeads as _aeads
 from . import buffers
 from .errors import AlreadyFinalized, InvalidArgument
 from .modes import padding as _padding
@@ -31,7 +33,7 @@ def available_ciphers() -> list[str]:
     the ``name`` of :class:`Cipher` (whether a given device runs it is a separate question:
     ``device="auto"`` always finds one).
     """
-    return names()
+    return names() + _aeads.names()
 
 
 def devices():
@@ -123,6 +125,28 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
     return wrap(dst, not padding)
 
 
+def _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length) -> bool:
+    """Whether ``cipher`` names an AEAD; the options of the other kind refused."""
+    if _aeads.is_aead(cipher):
+        if padding is not None or sector_size is not None or start_sector is not None:
+            raise InvalidArgument(f"{cipher}: padding, sector_size and start_sector are not AEAD options")
+        return True
+    if nonce is not None or aad is not None or tag_length is not None:
+        raise InvalidArgument(f"nonce, aad and tag_length are AEAD options; {cipher} is not an AEAD")
+    return False
+
+
+def _nonce(cipher, iv, nonce):
+    """The nonce; GCM also takes it as iv= (its name in NIST SP 800-38D)."""
+    if iv is None:
+        return nonce
+    if nonce is not None:
+        raise InvalidArgument("give nonce= or iv=, not both")
+    if not cipher.strip().lower().endswith("-gcm"):
+        raise InvalidArgument(f"{cipher} takes nonce=, not iv=")
+    return iv
+
+
 _CRYPT_ARGS = """
     Arguments:
         data: the input.  Bytes-like (``bytes``, ``bytearray``, ``memoryview``), a numpy array
@@ -143,6 +167,11 @@ _CRYPT_ARGS = """
             bytes, unit ``i`` taking the tweak LE128(``start_sector`` + i) (disk-sector style).
         constant_time: run the bitsliced, table-free kernel (no secret-dependent memory access).
         implementation: a kernel variant by name (see ``ciphergrid bench ablation``).
+        nonce, aad, tag_length: the AEADs ("aes-256-gcm", "chacha20-poly1305", "ascon-aead128",
+            "aegis-128l"): the nonce (required; GCM also takes it as ``iv``), the associated data
+            (authenticated, not encrypted) and the tag's length.  Encryption returns
+            ciphertext || tag; decryption takes it and returns the plaintext, or raises
+            ``ciphergrid.InvalidTag`` and releases nothing (an ``out=`` buffer is zeroed).
         allow_weak: encrypt what the cipher's policy refuses (2-key TDEA, a TDEA bundle with
             K1 == K2 or K2 == K3, more than 2^20 blocks of 3-key TDEA under one key), with a
             ``WeakCipherWarning`` instead; 64-bit block ciphers always warn once when encrypting.
@@ -166,6 +195,7 @@ _CRYPT_ARGS = """
         ciphergrid.InvalidLength: ECB/CBC data not a whole number of blocks (without padding);
             XTS data unit shorter than 16 bytes or longer than 2^20 blocks.
         ciphergrid.InvalidPadding: (decrypt) the PKCS#7 padding does not check.
+        ciphergrid.InvalidTag: (decrypt, AEADs) the tag does not verify.
         ciphergrid.InvalidArgument: any other bad argument (data type, padding or sector
             options, device spec syntax, ``out``).
         ciphergrid.DeviceNotFound: ``device`` matches no device present.
@@ -178,7 +208,11 @@ _CRYPT_ARGS = """
 def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
             padding: str | None = None, sector_size: int | None = None,
             start_sector: int | None = None, constant_time: bool = False,
-            implementation: str | None = None, out=None, allow_weak: bool = False):
+            implementation: str | None = None, out=None, allow_weak: bool = False,
+            nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None):
+    if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
+        return _aead.crypt(True, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
+                           device, constant_time, implementation, out)
     return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
                   constant_time, implementation, out, allow_weak)
 
@@ -193,7 +227,11 @@ encrypt.__doc__ = """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "
 def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
             padding: str | None = None, sector_size: int | None = None,
             start_sector: int | None = None, constant_time: bool = False,
-            implementation: str | None = None, out=None, allow_weak: bool = False):
+            implementation: str | None = None, out=None, allow_weak: bool = False,
+            nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None):
+    if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
+        return _aead.crypt(False, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
+                           device, constant_time, implementation, out)
     return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
                   constant_time, implementation, out, allow_weak)
 

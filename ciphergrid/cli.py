@@ -118,10 +118,18 @@ def _keying(args, spec, encrypt: bool, src) -> _Keying:
 
 # ------------------------------------------------------------------------------------ encrypt / decrypt
 def cmd_crypt(args, encrypt: bool) -> int:
+    from . import aeads
     from .api import Cipher
     from .fileio import Input, Output, read_exact
     from .registry import lookup
 
+    if aeads.is_aead(args.cipher):
+        return cmd_aead(args, encrypt)
+    for flag, value in (("--nonce", args.nonce), ("--aad", args.aad), ("--aad-file", args.aad_file),
+                        ("--tag-length", args.tag_length)):
+        if value is not None:
+            raise InvalidArgument(f"{flag} is for AEADs (aes-256-gcm, chacha20-poly1305, ...), "
+                                  f"not {args.cipher}")
     spec = lookup(args.cipher)
     tuning = _pipeline_flags(args)
     src = Input(args.infile)
@@ -240,6 +248,146 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
             b64.close()
 
 
+#: an AEAD's decrypted output larger than this is staged in an anonymous temporary file (not in
+#: memory) until its tag verified
+AEAD_STAGE_IN_FILE_BYTES = 64 << 20
+
+
+def _aead_input(src, limit: int):
+    """The whole input as a uint8 array: a regular file mapped, anything else read to its end
+    (refused past ``limit`` bytes, before reading it all where the size is known)."""
+    import mmap
+
+    import numpy as np
+
+    if src.size is not None and src.size > limit:
+        raise InvalidArgument(f"the input holds {src.size} bytes, past the AEAD's limit of {limit} "
+                              "for one message; split it into chunks of their own nonces")
+    if src.regular and src.size:
+        here = os.lseek(src.fd, 0, os.SEEK_CUR)
+        m = mmap.mmap(src.fd, 0, prot=mmap.PROT_READ)
+        return np.frombuffer(m, dtype=np.uint8)[here:here + src.size]
+    parts, got = [], 0
+    while True:
+        b = src.read(READ_CHUNK)
+        if not b:
+            break
+        got += len(b)
+        if got > limit:
+            raise InvalidArgument(f"the input is past the AEAD's limit of {limit} bytes for one "
+                                  "message; split it into chunks of their own nonces")
+        parts.append(b)
+    return np.frombuffer(b"".join(parts), dtype=np.uint8)
+
+
+def _staging(n: int):
+    """A buffer of ``n`` bytes for output held back until its tag verified: memory, or for large
+    outputs an anonymous temporary file (unlinked from the start: nothing survives a crash)."""
+    import mmap
+    import tempfile
+
+    import numpy as np
+
+    if n <= AEAD_STAGE_IN_FILE_BYTES:
+        return np.empty(n, dtype=np.uint8), None
+    f = tempfile.TemporaryFile()
+    os.ftruncate(f.fileno(), n)
+    m = mmap.mmap(f.fileno(), n)
+    return np.frombuffer(m, dtype=np.uint8), (f, m)
+
+
+def cmd_aead(args, encrypt: bool) -> int:
+    """encrypt/decrypt with an AEAD: one message, ciphertext || tag; on decryption nothing is
+    written before the tag verified (a failed tag: exit 3, one line, no output)."""
+    from . import aeads
+    from .aead import _tag_length, crypt
+    from .fileio import Input, Output
+    from .progress import Progress
+
+    spec = aeads.spec(args.cipher)
+    aead = spec.aead
+    for flag, value in (("--pass", args.passphrase), ("--pbkdf2", args.pbkdf2 or None),
+                        ("--iter", args.iter), ("--md", args.md), ("--pad", args.pad),
+                        ("--nopad", args.nopad or None), ("--sector-size", args.sector_size),
+                        ("--start-sector", args.start_sector), ("--base64", args.base64 or None)):
+        if value is not None:
+            raise InvalidArgument(f"{flag} does not apply to {spec.name} (an AEAD: give --key-file "
+                                  "and --nonce)")
+    if args.iv is not None and args.nonce is not None:
+        raise InvalidArgument("give --nonce or --iv, not both")
+    if args.iv is not None and not spec.name.endswith("-gcm"):
+        raise InvalidArgument(f"{spec.name} takes --nonce, not --iv")
+    nonce_hex = args.nonce if args.nonce is not None else args.iv
+    if nonce_hex is None:
+        raise InvalidArgument(f"{spec.name} needs --nonce HEX ({aead.default_nonce_length} bytes, "
+                              "never reused under one key)")
+    nonce = _hex(nonce_hex, "--nonce")
+    if args.aad is not None and args.aad_file is not None:
+        raise InvalidArgument("give --aad or --aad-file, not both")
+    aad = b""
+    if args.aad is not None:
+        aad = _hex(args.aad, "--aad")
+    elif args.aad_file is not None:
+        try:
+            with open(args.aad_file, "rb") as f:
+                aad = f.read()
+        except OSError as e:
+            raise InvalidArgument(f"--aad-file {args.aad_file}: cannot read: {e.strerror}") from None
+    tl = _tag_length(aead, args.tag_length)
+    src = Input(args.infile)
+    try:
+        if args.key_file is not None and args.key is not None:
+            raise InvalidArgument("give one of --key, --key-file")
+        if args.key_file is not None:
+            from . import keys
+
+            key = keys.read_key_file(args.key_file, (spec.key_len,), spec.name)
+        elif args.key is not None:
+            _warn("--key puts the key on the command line, where other users can read it (ps, "
+                  "/proc); prefer --key-file")
+            key = _hex(args.key, "--key")
+        else:
+            raise InvalidArgument("no key: give --key-file PATH or --key HEX")
+        aead.check(spec.name, len(key), len(nonce), tl)
+        n = src.size
+        if n is not None and not encrypt and n < tl:
+            raise InvalidArgument(f"{spec.name}: the input ({n} bytes) is shorter than its tag "
+                                  f"({tl} bytes)")
+        data = _aead_input(src, aead.max_message + (0 if encrypt else tl))
+        n = data.nbytes
+        if not encrypt and n < tl:
+            raise InvalidArgument(f"{spec.name}: the input ({n} bytes) is shorter than its tag "
+                                  f"({tl} bytes)")
+        out_n = n + tl if encrypt else n - tl
+        with Progress(n, quiet=args.quiet, verb="encrypted" if encrypt else "decrypted",
+                      device=args.device) as bar:
+            buf, held = _staging(out_n)
+            try:
+                crypt(encrypt, data, spec.name, key, nonce, aad, tl, args.device,
+                      args.constant_time, None, buf)  # InvalidTag: nothing was written
+                out = Output(args.outfile, size=out_n, sync=not args.no_sync)
+                try:
+                    with out:
+                        step = 64 << 20
+                        for a in range(0, out_n, step):
+                            out.write(memoryview(buf[a:a + step]))
+                except BaseException as e:
+                    if out.kind == "through" and not isinstance(e, BrokenPipeError):
+                        e.ciphergrid_written = (out.written, out.name)
+                    raise
+            finally:
+                if not encrypt:
+                    buf[:] = 0  # the plaintext's staging copy
+                if held is not None:
+                    del buf
+                    held[1].close()
+                    held[0].close()
+            bar.advance(n)
+    finally:
+        src.close()
+    return EXIT_OK
+
+
 def _pipeline_flags(args):
     """--chunk-size / --depth, validated; handed to the pipeline (None: the device's tuning)."""
     from .settings import check_chunk, check_depth, parse_bytes
@@ -346,7 +494,12 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
                             "(Salted__ header, PKCS#7 padding for ECB/CBC)")
         k.add_argument("--iter", type=int, metavar="N", help="PBKDF2 iterations (default 10000; implies --pbkdf2)")
         k.add_argument("--md", metavar="DIGEST", help="passphrase digest (default sha256)")
-        p.add_argument("--iv", help="IV / initial counter / XTS tweak in hex")
+        p.add_argument("--iv", help="IV / initial counter / XTS tweak in hex (GCM: the nonce)")
+        p.add_argument("--nonce", help="AEADs: the nonce in hex (never reuse one under a key)")
+        p.add_argument("--aad", metavar="HEX", help="AEADs: associated data in hex (authenticated, not encrypted)")
+        p.add_argument("--aad-file", metavar="PATH", help="AEADs: associated data from a file")
+        p.add_argument("--tag-length", type=int, metavar="BYTES",
+                       help="AEADs: tag bytes (default 16; GCM 12-16, AEGIS 16 or 32)")
         p.add_argument("--in", dest="infile", metavar="PATH", help="input file or device (default stdin)")
         p.add_argument("--out", dest="outfile", metavar="PATH",
                        help="output (default stdout); a regular file is replaced atomically")

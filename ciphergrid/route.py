@@ -17,6 +17,11 @@ present:
   work-item on an OpenCL CPU device, else a GPU;
 * GPU-resident data runs on its own CUDA device unless told otherwise, or through host copies on
   OpenSSL when the device cannot run the request.
+
+AEADs (``route_aead``) follow the same rules with the batch as the unit: a GPU for batches or
+messages of at least AUTO_GPU_MIN_BYTES, then OpenSSL where it has the AEAD, then an OpenCL CPU
+device, then a GPU; one message of an AEAD that is serial within a message (Ascon, AEGIS) goes to
+a CPU device before a GPU (one work-item of a CPU core is the faster stream).
 """
 
 from __future__ import annotations
@@ -160,3 +165,37 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
                + ": OpenSSL runs it")
         return Route(_openssl(), "array" if path == "resident" else path, ossl, why)
     raise UnsupportedCipher(f"{eng.info.spec} cannot run {what} and OpenSSL lacks it")
+
+
+def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, count: int = 1,
+               *, nonce_len: int | None = None, tag_length: int | None = None,
+               path: str = "array") -> Route:
+    """Where a batch of ``count`` messages (``nbytes`` in all) of AEAD ``spec`` (aeads.AEADSpec)
+    with nonces of ``nonce_len`` bytes and tags of ``tag_length`` runs; ``path`` "array" (host
+    data) or "resident" (GPU arrays)."""
+    device = (device or "auto").strip().lower()
+    dev_cap = spec.capability("device", count=count)
+    ossl = spec.capability("openssl", count=count, nonce_len=nonce_len, tag_length=tag_length)
+    if device != "auto":
+        eng = engine(device)
+        how = ossl if eng.kind == "openssl" else dev_cap
+        if how is None:
+            lacks = spec.capability("openssl") is None
+            raise UnsupportedCipher(f"{eng.info.spec} cannot run {spec.name}" + (
+                "" if eng.kind != "openssl" else ": OpenSSL lacks it" if lacks else
+                f" with {nonce_len}-byte nonces and {tag_length}-byte tags"))
+        if path == "resident" and eng.info.runtime != "cuda":
+            path = "array"
+        return Route(eng, path, how)
+    large = nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES or path == "resident"
+    if dev_cap == "parallel" and large:
+        gpu = first_gpu()
+        if gpu is not None:
+            return Route(engine_of(gpu), path if gpu.runtime == "cuda" else "array", dev_cap)
+    if ossl is not None:
+        return Route(_openssl(), "array", ossl)
+    if dev_cap is not None:
+        for dev in (first_cpu(), first_gpu()):
+            if dev is not None:
+                return Route(engine_of(dev), path if dev.runtime == "cuda" else "array", dev_cap)
+    raise UnsupportedCipher(f"no engine present runs {spec.name}")

@@ -10,6 +10,8 @@ import importlib
 import pkgutil
 import threading
 
+from dataclasses import dataclass
+
 from ..errors import UnsupportedCipher
 
 _BY_NAME: dict = {}
@@ -33,6 +35,62 @@ def _load() -> None:
                 for n in cipher.names:
                     _BY_NAME[n] = cipher
         _loaded = True
+
+
+@dataclass(frozen=True)
+class AEADSpec:
+    """One AEAD cipher name: its declaration and what each engine does with it."""
+
+    name: str          # "aes-128-gcm"
+    aead: object       # the base.AEAD declaration
+
+    @property
+    def key_len(self) -> int:
+        return self.aead.names[self.name]
+
+    def capability(self, engine: str, encrypt: bool = True, count: int = 1,
+                   nonce_len: int | None = None, tag_length: int | None = None) -> str | None:
+        """How ``engine`` ("device", "openssl") runs ``count`` messages: "parallel", "serial"
+        (one message of a serial AEAD on a device: one work-item) or None; with the nonce and
+        tag sizes, whether it runs those."""
+        if engine == "device":
+            if not self.aead.implementations:
+                return None
+            return "parallel" if (self.aead.parallel_message or count > 1) else "serial"
+        if engine == "openssl":
+            if self.name not in self.aead.openssl:
+                return None
+            if nonce_len is not None and not self.aead.openssl_takes(
+                    self.name, nonce_len, tag_length or self.aead.default_tag_length):
+                return None
+            return "parallel"
+        raise ValueError(f"unknown engine {engine!r}")
+
+    def capabilities(self) -> dict:
+        return {d: {e: self.capability(e, d == "encrypt") for e in ("device", "openssl")}
+                for d in ("encrypt", "decrypt")}
+
+
+def spec(name: str) -> AEADSpec:
+    """The AEADSpec of a cipher name (``UnsupportedCipher`` when it names no AEAD)."""
+    return AEADSpec(name.strip().lower(), lookup(name))
+
+
+def specs() -> list[AEADSpec]:
+    return [spec(n) for n in names()]
+
+
+def register(cipher) -> list[str]:
+    """Register an AEAD declaration outside the package (tests); returns its names."""
+    _load()
+    for n in cipher.names:
+        _BY_NAME[n] = cipher
+    return list(cipher.names)
+
+
+def unregister(names_) -> None:
+    for n in names_:
+        _BY_NAME.pop(n, None)
 
 
 def names() -> list[str]:

@@ -130,6 +130,11 @@ class AEAD:
     #: cipher name -> OpenSSL / pyca class name, when OpenSSL has it (the openssl engine)
     openssl: dict = {}
 
+    def openssl_takes(self, name: str, nonce_len: int, tag_length: int) -> bool:
+        """Whether the OpenSSL engine runs ``name`` with these sizes (pyca's AES-GCM takes
+        nonces of 8 to 128 bytes only, for example)."""
+        return name in self.openssl
+
     def key_length(self, name: str) -> int:
         return self.names[name]
 

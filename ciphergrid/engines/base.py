@@ -8,6 +8,9 @@ which one runs.
   keys.
 * ``crypt(req, src, dst)``: one whole message, host arrays in and out.
 * ``stream(req, src, dst, ...)``: a file or pipe to a file or pipe (see the transfer layer).
+* ``seal(batch)`` / ``open(batch, tags)``: the AEADs (``aeads.base.Batch``: one message or a
+  million); ``seal`` returns the tags, ``open`` the mask of messages whose tag verified, the
+  plaintext of the others zeroed.
 * ``kind`` names the engine in the capability table (registry.CipherSpec.capability).
 """
 
@@ -61,4 +64,13 @@ class Engine:
                nbytes: int | None = None) -> int:
         """Read ``src`` (file object or descriptor) to its end, write the result to ``dst``;
         returns the bytes written.  Only for requests whose mode streams (Mode.streams)."""
+        raise NotImplementedError
+
+    def seal(self, batch, impl: str | None = None):
+        """AEAD encryption of every message of ``batch`` into ``batch.dst``; returns the tags."""
+        raise NotImplementedError
+
+    def open(self, batch, tags, impl: str | None = None):
+        """AEAD decryption: every message into ``batch.dst``, its tag checked against ``tags``;
+        returns the boolean mask of the messages that verified (the others' output zeroed)."""
         raise NotImplementedError

@@ -134,6 +134,28 @@ class DeviceEngine(Engine):
             if host_ops:
                 cupy.cuda.get_current_stream().synchronize()
 
+    # -- AEADs (aeads/): each name's driver built once per device and implementation ------------------
+    def aead_driver(self, name: str, impl: str | None = None):
+        from .. import aeads
+
+        key = (name, impl or "fast")
+        drivers = self.__dict__.setdefault("_aead_drivers", {})
+        d = drivers.get(key)
+        if d is None:
+            d = drivers[key] = aeads.lookup(name).driver(self.backend, name, impl)
+        return d
+
+    def seal(self, batch, impl: str | None = None):
+        """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags."""
+        return self.aead_driver(batch.name, impl).run(batch)
+
+    def open(self, batch, tags, impl: str | None = None):
+        """Decrypt every message, compare its tag in constant time; the mask of those that
+        verified (the others' plaintext is zeroed before this returns)."""
+        from ..aeads.base import verify
+
+        return verify(batch, self.aead_driver(batch.name, impl).run(batch), tags)
+
     # -- benchmarking hooks ------------------------------------------------------------------------
     def time_kernel(self, name: str, nbytes: int, *, repeats: int, encrypt: bool = True,
                     impl: str | None = None, sector_size: int | None = None) -> list[float]:

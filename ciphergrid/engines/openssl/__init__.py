@@ -85,3 +85,17 @@ class OpenSSLEngine(Engine):
 
         return pieces.stream(req, src, dst, crypt, piece=chunk_bytes, threads=depth,
                              progress=progress)
+
+    # -- AEADs (aeads/): the ones OpenSSL has ------------------------------------------------------
+    def seal(self, batch, impl: str | None = None):
+        """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags."""
+        from . import aead
+
+        return aead.seal(batch)
+
+    def open(self, batch, tags, impl: str | None = None):
+        """Decrypt and verify every message; the mask of those whose tag verified (the others'
+        plaintext is zeroed)."""
+        from . import aead
+
+        return aead.open_(batch, tags)

@@ -1,0 +1,484 @@
+"""The public API of the AEADs (authenticated encryption with associated data), in the idiom of
+pyca/cryptography.
+
+    ct = ciphergrid.encrypt(data, "aes-256-gcm", key=k, nonce=n, aad=b"hdr")   # ciphertext || tag
+    pt = ciphergrid.decrypt(ct, "aes-256-gcm", key=k, nonce=n, aad=b"hdr")     # or InvalidTag
+    ciphergrid.AESGCM(k).encrypt(nonce, data, associated_data)                  # pyca's classes
+    r = ciphergrid.encrypt_batch("chacha20-poly1305", messages, key=k, nonces=ns)
+    r = ciphergrid.decrypt_batch("chacha20-poly1305", r.messages, key=k, nonces=ns)
+    r.messages[i] is None where r.ok[i] is False: that message's tag failed, its plaintext is withheld
+
+One message is a batch of one: everything goes through ``aeads.base.Batch`` to the engine that
+``route.route_aead`` picks (a GPU for large work, OpenSSL where it has the AEAD, else an OpenCL
+CPU device).  No plaintext is returned before its tag verified: a failed message's output is
+zeroed (``out=`` included) and ``InvalidTag`` raised (one-shot) or ``None`` given (batches).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import aeads, buffers
+from .aeads.base import Batch
+from .errors import InvalidArgument, InvalidLength, InvalidTag
+
+I64 = np.int64
+
+
+def _implementation(aead, constant_time: bool, implementation: str | None) -> str | None:
+    if constant_time:
+        ct = aead.constant_time_implementation()
+        if implementation not in (None, ct):
+            raise InvalidArgument(f"constant_time=True selects the {ct!r} implementation")
+        return ct
+    if implementation is not None:
+        aead.implementation(implementation)  # raises for an unknown one
+    return implementation
+
+
+def _tag_length(aead, tag_length) -> int:
+    if tag_length is None:
+        return aead.default_tag_length
+    if isinstance(tag_length, bool) or not isinstance(tag_length, (int, np.integer)):
+        raise InvalidArgument(f"tag_length must be an int, not {type(tag_length).__name__}")
+    return int(tag_length)
+
+
+def _check_limits(spec, lengths: np.ndarray, aad_lengths: np.ndarray) -> None:
+    aead = spec.aead
+    if lengths.size and int(lengths.max()) > aead.max_message:
+        raise InvalidLength(f"{spec.name}: a message of {int(lengths.max())} bytes is past the "
+                            f"AEAD's limit of {aead.max_message} bytes per (key, nonce); split it "
+                            "into chunks of their own nonces (a chunked format)")
+    if aad_lengths.size and int(aad_lengths.max()) > aead.max_aad:
+        raise InvalidLength(f"{spec.name}: associated data of {int(aad_lengths.max())} bytes is "
+                            f"past the limit of {aead.max_aad} bytes")
+
+
+def _key_table(spec, key, keys, m: int):
+    """(key table (k, key_len) uint8, key index (m,) int32)."""
+    if (key is None) == (keys is None):
+        raise InvalidArgument("give key= (one key for every message) or keys= (one per message)")
+    if key is not None:
+        kb = buffers.bytes_like(key, "key")
+        table, index = [kb], np.zeros(m, dtype=np.int32)
+    else:
+        if isinstance(keys, np.ndarray) and keys.ndim == 2:
+            keys = [bytes(r) for r in keys]
+        keys = list(keys)
+        if len(keys) != m:
+            raise InvalidArgument(f"keys= has {len(keys)} keys for {m} messages")
+        seen: dict = {}
+        index = np.empty(m, dtype=np.int32)
+        for i, k in enumerate(keys):
+            index[i] = seen.setdefault(buffers.bytes_like(k, "key"), len(seen))
+        table = list(seen)
+    klen = spec.key_len
+    for k in table:
+        spec.aead.check(spec.name, len(k), spec.aead.default_nonce_length,
+                        spec.aead.default_tag_length)
+    arr = np.frombuffer(b"".join(table), dtype=np.uint8).reshape(len(table), klen).copy()
+    return arr, index
+
+
+def _nonce_table(spec, nonces, m: int, tag_length: int, key_len: int) -> np.ndarray:
+    if nonces is None:
+        raise InvalidArgument(f"{spec.name} needs a nonce for every message (nonces=)")
+    if isinstance(nonces, np.ndarray) and nonces.ndim == 2:
+        arr = np.ascontiguousarray(nonces, dtype=np.uint8)
+    else:
+        if isinstance(nonces, (bytes, bytearray, memoryview)) or isinstance(nonces, np.ndarray):
+            raise InvalidArgument("nonces= is a list of nonces, or an (m, nonce length) array")
+        nonces = [buffers.bytes_like(n, "nonce") for n in nonces]
+        if len(nonces) != m:
+            raise InvalidArgument(f"nonces= has {len(nonces)} nonces for {m} messages")
+        lens = {len(n) for n in nonces}
+        if len(lens) > 1:
+            raise InvalidArgument("every nonce of one batch has the same length")
+        nl = lens.pop() if lens else spec.aead.default_nonce_length
+        arr = np.frombuffer(b"".join(nonces), dtype=np.uint8).reshape(m, nl).copy()
+    if arr.shape[0] != m:
+        raise InvalidArgument(f"nonces= has {arr.shape[0]} nonces for {m} messages")
+    spec.aead.check(spec.name, key_len, arr.shape[1], tag_length)
+    return arr
+
+
+def _refuse_repeats(spec, index: np.ndarray, nonces: np.ndarray) -> None:
+    """Encryption: a (key, nonce) pair used twice in one batch is refused (it breaks the AEAD)."""
+    m = nonces.shape[0]
+    if m < 2:
+        return
+    rows = np.concatenate([index.astype("<i4").view(np.uint8).reshape(m, 4), nonces], axis=1)
+    view = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).reshape(m)
+    if np.unique(view).size != m:
+        raise InvalidArgument(f"{spec.name}: a (key, nonce) pair repeats within the batch; every "
+                              "message under one key needs its own nonce")
+
+
+def _aad_table(aad, m: int):
+    """(concatenated AAD uint8, offsets (m + 1,)) from None, one bytes-like for all, or a list."""
+    off = np.zeros(m + 1, dtype=I64)
+    if aad is None:
+        return np.zeros(0, dtype=np.uint8), off
+    if isinstance(aad, (bytes, bytearray, memoryview)):
+        a = buffers.bytes_like(aad, "aad")
+        if not a:
+            return np.zeros(0, dtype=np.uint8), off
+        off[1:] = np.arange(1, m + 1, dtype=I64) * len(a)
+        return np.frombuffer(a * m, dtype=np.uint8), off
+    aad = [buffers.bytes_like(a, "aad") for a in aad]
+    if len(aad) != m:
+        raise InvalidArgument(f"aad= has {len(aad)} entries for {m} messages")
+    off[1:] = np.cumsum([len(a) for a in aad])
+    return np.frombuffer(b"".join(aad), dtype=np.uint8), off
+
+
+def _run(spec, batch: Batch, tags_in, device: str, impl: str | None, resident: str | None = None):
+    """Route and run; returns the tags (encryption) or the verified mask (decryption)."""
+    from .route import route_aead
+
+    r = route_aead(spec, device, int(batch.src.nbytes), batch.count,
+                   nonce_len=int(batch.nonces.shape[1]), tag_length=batch.tag_length)
+    try:
+        if batch.encrypt:
+            return r.engine.seal(batch, impl)
+        return r.engine.open(batch, tags_in, impl)
+    finally:
+        batch.wipe()
+
+
+# --------------------------------------------------------------------------- one message
+
+def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device, constant_time,
+          implementation, out):
+    """ciphergrid.encrypt/decrypt of an AEAD name (api.py hands them here)."""
+    spec = aeads.spec(cipher)
+    aead = spec.aead
+    key = buffers.bytes_like(key, "key")
+    if nonce is None:
+        raise InvalidArgument(f"{spec.name} needs a nonce (nonce=): "
+                              f"{aead.default_nonce_length} bytes, new for every message under one key")
+    nonce = buffers.bytes_like(nonce, "nonce")
+    aad = buffers.bytes_like(aad if aad is not None else b"", "aad")
+    tl = _tag_length(aead, tag_length)
+    aead.check(spec.name, len(key), len(nonce), tl)
+    impl = _implementation(aead, constant_time, implementation)
+    gpu = buffers.gpu_array(data)
+    if gpu is not None:
+        return _crypt_gpu(encrypt, gpu, spec, key, nonce, aad, tl, device, impl, out)
+    arr, wrap = buffers.host_array(data)
+    n = arr.nbytes
+    if not encrypt and n < tl:
+        raise InvalidTag(f"{spec.name}: the input ({n} bytes) is shorter than its tag ({tl} bytes)")
+    text = n if encrypt else n - tl
+    _check_limits(spec, np.array([text]), np.array([len(aad)]))
+    out_n = n + tl if encrypt else n - tl
+    if out is not None:
+        dst = buffers.out_array(out, out_n)
+        buffers.check_no_overlap(arr, dst)
+    else:
+        dst = np.empty(out_n, dtype=np.uint8)
+    batch = Batch(spec.name, encrypt, tl, np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
+                  np.zeros(1, dtype=np.int32), np.frombuffer(nonce, dtype=np.uint8).reshape(1, -1),
+                  np.frombuffer(aad, dtype=np.uint8), np.array([0, len(aad)], dtype=I64),
+                  arr[:text], np.array([0, text], dtype=I64), dst[:text])
+    if encrypt:
+        dst[text:] = _run(spec, batch, None, device, impl)[0]
+        return out if out is not None else wrap(dst, False)
+    ok = _run(spec, batch, arr[text:].reshape(1, tl), device, impl)
+    if not ok[0]:
+        dst[:] = 0
+        raise InvalidTag(f"{spec.name}: the tag does not verify (wrong key, nonce or associated "
+                         "data, or the data was altered): no plaintext is released")
+    return out if out is not None else wrap(dst, False)
+
+
+def _crypt_gpu(encrypt, gpu, spec, key, nonce, aad, tl, device, impl, out):
+    """GPU-resident data: through host copies for now (the AEAD drivers take host batches)."""
+    import cupy
+
+    src, wrap = gpu
+    host = cupy.asnumpy(src)
+    res = crypt(encrypt, host, spec.name, key, nonce, aad, tl, device, False, impl, None)
+    if out is not None:
+        o = buffers.gpu_array(out)
+        if o is None or o[0].nbytes != res.nbytes:
+            raise InvalidArgument("out must be a GPU array of the output's size")
+        o[0].set(res)
+        return out
+    return wrap(cupy.asarray(res))
+
+
+# --------------------------------------------------------------------------- batches
+
+class BatchResult:
+    """What ``encrypt_batch``/``decrypt_batch`` give back.
+
+    Attributes:
+        ok: numpy bool array, one per message: its tag verified (always True for encryption).
+        data: the output texts, one uint8 buffer in the input's layout (``offsets``); a failed
+            message's bytes are zero.
+        tags: (m, tag_length) uint8 array of the tags (encryption).
+        offsets: (m + 1,) int64: message i is ``data[offsets[i]:offsets[i + 1]]``.
+        messages: a list, one per message: ``bytes`` (ciphertext || tag when encrypting, the
+            plaintext when decrypting), or ``None`` for a message whose tag failed.
+        failed: the indices of the messages whose tag failed.
+    """
+
+    def __init__(self, encrypt: bool, data, offsets, tags, ok):
+        self.encrypt = encrypt
+        self.data, self.offsets, self.tags, self.ok = data, offsets, tags, ok
+
+    @property
+    def failed(self) -> list[int]:
+        return [int(i) for i in np.flatnonzero(~self.ok)]
+
+    @property
+    def messages(self) -> list:
+        out = []
+        for i in range(len(self.ok)):
+            a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+            if not self.ok[i]:
+                out.append(None)
+            elif self.encrypt:
+                out.append(self.data[a:b].tobytes() + self.tags[i].tobytes())
+            else:
+                out.append(self.data[a:b].tobytes())
+        return out
+
+    def __len__(self) -> int:
+        return len(self.ok)
+
+    def __iter__(self):
+        return iter(self.messages)
+
+    def __getitem__(self, i):
+        return self.messages[i]
+
+    def __repr__(self) -> str:
+        return (f"BatchResult({len(self)} messages, {'encrypted' if self.encrypt else 'decrypted'}"
+                f", {len(self.failed)} failed)")
+
+
+def _texts(spec, messages, offsets, encrypt: bool, tags, tl: int):
+    """(src uint8, offsets, received tags or None) from a list of messages (decryption: each
+    ending with its tag) or one buffer + offsets (decryption: tags= separately)."""
+    if offsets is not None:
+        src = buffers.as_u8(messages)
+        off = np.asarray(offsets, dtype=I64)
+        if off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != src.nbytes or (np.diff(off) < 0).any():
+            raise InvalidArgument("offsets must rise from 0 to the buffer's size (m + 1 entries)")
+        m = off.size - 1
+        got = None
+        if not encrypt:
+            if tags is None:
+                raise InvalidArgument("decrypt_batch with offsets= needs tags= (one per message)")
+            got = np.asarray(buffers.as_u8(tags) if not isinstance(tags, np.ndarray) else tags,
+                             dtype=np.uint8).reshape(m, tl)
+        elif tags is not None:
+            raise InvalidArgument("tags= is for decrypt_batch")
+        return src, off, got
+    if tags is not None:
+        raise InvalidArgument("tags= goes with offsets=; in a list each message ends with its tag")
+    if isinstance(messages, (bytes, bytearray, memoryview, np.ndarray)):
+        raise InvalidArgument("messages is a list of messages, or one buffer with offsets=")
+    msgs = [buffers.as_u8(x) for x in messages]
+    m = len(msgs)
+    got = None
+    if not encrypt:
+        short = [i for i, x in enumerate(msgs) if x.nbytes < tl]
+        if short:
+            raise InvalidArgument(f"message {short[0]} is shorter than its tag ({tl} bytes)")
+        got = np.empty((m, tl), dtype=np.uint8)
+        for i, x in enumerate(msgs):
+            got[i] = x[x.nbytes - tl:]
+        msgs = [x[:x.nbytes - tl] for x in msgs]
+    off = np.zeros(m + 1, dtype=I64)
+    off[1:] = np.cumsum([x.nbytes for x in msgs])
+    src = np.concatenate(msgs) if m else np.zeros(0, dtype=np.uint8)
+    return src, off, got
+
+
+def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tags, tag_length,
+           device, constant_time, implementation) -> BatchResult:
+    spec = aeads.spec(cipher)
+    aead = spec.aead
+    tl = _tag_length(aead, tag_length)
+    impl = _implementation(aead, constant_time, implementation)
+    src, off, got = _texts(spec, messages, offsets, encrypt, tags, tl)
+    m = off.size - 1
+    table, index = _key_table(spec, key, keys, m)
+    non = _nonce_table(spec, nonces, m, tl, table.shape[1])
+    aad_arr, aad_off = _aad_table(aad, m)
+    _check_limits(spec, np.diff(off), np.diff(aad_off))
+    if encrypt:
+        _refuse_repeats(spec, index, non)
+    dst = np.empty_like(src)
+    batch = Batch(spec.name, encrypt, tl, table, index, non, aad_arr, aad_off, src, off, dst)
+    if m == 0:
+        batch.wipe()
+        return BatchResult(encrypt, dst, off, np.zeros((0, tl), np.uint8), np.ones(0, bool))
+    res = _run(spec, batch, got, device, impl)
+    if encrypt:
+        return BatchResult(True, dst, off, res, np.ones(m, dtype=bool))
+    return BatchResult(False, dst, off, None, np.asarray(res, dtype=bool))
+
+
+_BATCH_DOC = """
+    Arguments:
+        cipher: an AEAD name ("aes-128-gcm", "chacha20-poly1305", "ascon-aead128", "aegis-128l").
+        messages: a list of bytes-like messages (decryption: each ciphertext || tag), or one
+            buffer (bytes-like, numpy) holding them all back to back with ``offsets``.
+        key: one key for every message, or ``keys``: one per message (a list, or an (m, key
+            length) array).
+        nonces: one per message: a list of bytes-like of one length, or an (m, nonce length) array.
+        aad: the associated data: None, one bytes-like for every message, or a list.
+        offsets: with one buffer: m + 1 rising offsets, message i = buffer[offsets[i]:offsets[i+1]]
+            (zero-copy for large batches).
+        tags: (decrypt_batch with offsets) the tags, an (m, tag_length) array or their bytes.
+        tag_length: bytes of each tag (the AEAD's default when None).
+        device, constant_time, implementation: as for :func:`ciphergrid.encrypt`.
+
+    Returns:
+        a :class:`BatchResult` (``messages``, ``ok``, ``failed``, ``data``, ``tags``, ``offsets``).
+"""
+
+
+def encrypt_batch(cipher: str, messages, *, nonces, key=None, keys=None, aad=None, offsets=None,
+                  tag_length: int | None = None, device: str = "auto", constant_time: bool = False,
+                  implementation: str | None = None) -> BatchResult:
+    return _batch(True, cipher, messages, key, keys, nonces, aad, offsets, None, tag_length,
+                  device, constant_time, implementation)
+
+
+encrypt_batch.__doc__ = """Encrypt many independent messages of one AEAD in one device launch set.
+
+    A (key, nonce) pair that repeats within the batch is refused (InvalidArgument).
+""" + _BATCH_DOC
+
+
+def decrypt_batch(cipher: str, messages, *, nonces, key=None, keys=None, aad=None, offsets=None,
+                  tags=None, tag_length: int | None = None, device: str = "auto",
+                  constant_time: bool = False, implementation: str | None = None) -> BatchResult:
+    return _batch(False, cipher, messages, key, keys, nonces, aad, offsets, tags, tag_length,
+                  device, constant_time, implementation)
+
+
+decrypt_batch.__doc__ = """Decrypt and verify many messages of one AEAD in one device launch set.
+
+    A message whose tag fails is withheld (``None`` in ``messages``, zeros in ``data``,
+    ``ok[i]`` False); the others are returned.  Nothing is raised for a failed tag.
+""" + _BATCH_DOC
+
+
+# --------------------------------------------------------------------------- pyca-style classes
+
+class _AEADClass:
+    """Keyed AEAD object in pyca/cryptography's shape: ``encrypt(nonce, data, associated_data)``
+    returns ciphertext || tag, ``decrypt(nonce, data, associated_data)`` the plaintext or raises
+    ``ciphergrid.InvalidTag``.  ``device``, ``constant_time``, ``implementation``: as for
+    :func:`ciphergrid.encrypt`.  The key is kept, never shown; ``close()`` (or ``with``) zeroes
+    this object's copy."""
+
+    _names: dict = {}       # key length -> cipher name
+    _key_bits: tuple = ()
+
+    def __init__(self, key, *, device: str = "auto", tag_length: int | None = None,
+                 constant_time: bool = False, implementation: str | None = None):
+        key = buffers.bytes_like(key, "key")
+        name = self._names.get(len(key))
+        if name is None:
+            from .errors import InvalidKeySize
+
+            raise InvalidKeySize(f"{type(self).__name__} takes a key of "
+                                 f"{' or '.join(str(8 * k) for k in self._names)} bits, got {len(key)} bytes")
+        self._spec = aeads.spec(name)
+        self._key = bytearray(key)
+        self._tl = _tag_length(self._spec.aead, tag_length)
+        self._impl = _implementation(self._spec.aead, constant_time, implementation)
+        if device != "auto":
+            from .devices import check_spec
+
+            check_spec(device)
+        self.device = device
+
+    @classmethod
+    def generate_key(cls, bit_length: int | None = None) -> bytes:
+        bits = bit_length or (8 * max(cls._names))
+        if bits % 8 or bits // 8 not in cls._names:
+            raise InvalidArgument(f"bit_length must be one of {sorted(8 * k for k in cls._names)}")
+        return os.urandom(bits // 8)
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._spec.name!r}, device={self.device!r})"
+
+    def encrypt(self, nonce, data, associated_data=None) -> bytes:
+        return bytes(crypt(True, data, self._spec.name, bytes(self._key), nonce,
+                           associated_data, self._tl, self.device, False, self._impl, None))
+
+    def decrypt(self, nonce, data, associated_data=None) -> bytes:
+        return bytes(crypt(False, data, self._spec.name, bytes(self._key), nonce,
+                           associated_data, self._tl, self.device, False, self._impl, None))
+
+    def encrypt_batch(self, nonces, messages, associated_data=None, *, offsets=None) -> BatchResult:
+        return encrypt_batch(self._spec.name, messages, key=bytes(self._key), nonces=nonces,
+                             aad=associated_data, offsets=offsets, tag_length=self._tl,
+                             device=self.device, implementation=self._impl)
+
+    def decrypt_batch(self, nonces, messages, associated_data=None, *, offsets=None,
+                      tags=None) -> BatchResult:
+        return decrypt_batch(self._spec.name, messages, key=bytes(self._key), nonces=nonces,
+                             aad=associated_data, offsets=offsets, tags=tags,
+                             tag_length=self._tl, device=self.device, implementation=self._impl)
+
+    def close(self) -> None:
+        for i in range(len(self._key)):
+            self._key[i] = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+class AESGCM(_AEADClass):
+    """AES-GCM (NIST SP 800-38D) with a 128-, 192- or 256-bit key; nonces of 12 bytes
+    (recommended) or any other length; ``tag_length`` 12 to 16 (default 16)."""
+
+    _names = {16: "aes-128-gcm", 24: "aes-192-gcm", 32: "aes-256-gcm"}
+
+
+class ChaCha20Poly1305(_AEADClass):
+    """ChaCha20-Poly1305 (RFC 8439): a 256-bit key, 12-byte nonces, 16-byte tags."""
+
+    _names = {32: "chacha20-poly1305"}
+
+
+class AsconAEAD128(_AEADClass):
+    """Ascon-AEAD128 (NIST SP 800-232): a 128-bit key, 16-byte nonces, 16-byte tags."""
+
+    _names = {16: "ascon-aead128"}
+
+
+class AEGIS128L(_AEADClass):
+    """AEGIS-128L (the CFRG AEGIS specification): a 128-bit key, 16-byte nonces, tags of 16 or
+    32 bytes (``tag_length``; 16 by default)."""
+
+    _names = {16: "aegis-128l"}
+
+
+__all__ = ["AESGCM", "ChaCha20Poly1305", "AsconAEAD128", "AEGIS128L", "BatchResult",
+           "encrypt_batch", "decrypt_batch"]
