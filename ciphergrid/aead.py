@@ -106,9 +106,12 @@ def _nonce_table(spec, nonces, m: int, tag_length: int, key_len: int) -> np.ndar
 
 
 def _refuse_repeats(spec, index: np.ndarray, nonces: np.ndarray) -> None:
-    """Encryption: a (key, nonce) pair used twice in one batch is refused (it breaks the AEAD)."""
+    """Encryption: a (key, nonce) pair used twice in one batch is refused (it breaks the AEAD);
+    not inside ``request.weak_use_allowed()`` (the known answers of selftest repeat pairs)."""
+    from .request import _suspended
+
     m = nonces.shape[0]
-    if m < 2:
+    if m < 2 or _suspended["depth"]:
         return
     rows = np.concatenate([index.astype("<i4").view(np.uint8).reshape(m, 4), nonces], axis=1)
     view = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).reshape(m)

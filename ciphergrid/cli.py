@@ -414,6 +414,19 @@ def _key_bits(lens) -> str:
     return f"{hi} bits" if lo == hi else f"{lo}-{hi} bits"
 
 
+def _sizes(lens) -> list:
+    """A tuple of sizes as a list, a range as [first, last]."""
+    if isinstance(lens, range):
+        return [lens.start, lens.stop - 1]
+    return list(lens)
+
+
+def _bytes_text(sizes: list, default: int) -> str:
+    if len(sizes) == 2 and sizes[1] - sizes[0] > 1:
+        return f"{default} B ({sizes[0]}-{sizes[1]})"
+    return " or ".join(f"{n}" for n in sizes) + " B" if len(sizes) > 1 else f"{sizes[0]} B"
+
+
 def cmd_list(args) -> int:
     """Every cipher name with its key and IV sizes and the engines that run it, per direction
     (``--json``: one object per name)."""
@@ -426,10 +439,21 @@ def cmd_list(args) -> int:
                      "iv_bytes": s.iv_len, "block_bytes": s.block_size,
                      "engines": s.capabilities(),
                      "openssl_provider": s.algorithm.openssl_provider})
+    from . import aeads
+
+    arows = []
+    for a in aeads.specs():
+        d = a.aead
+        arows.append({"name": a.name, "aead": d.family, "key_bytes": a.key_len,
+                      "nonce_bytes": _sizes(d.nonce_lengths), "default_nonce_bytes": d.default_nonce_length,
+                      "tag_bytes": _sizes(d.tag_lengths), "default_tag_bytes": d.default_tag_length,
+                      "max_message_bytes": d.max_message, "parallel_within_message": d.parallel_message,
+                      "engines": a.capabilities(),
+                      "constant_time": [n for n, k in d.implementations.items() if k.constant_time]})
     if args.json:
         import json
 
-        print(json.dumps(rows, indent=1))
+        print(json.dumps(rows + arows, indent=1))
         return EXIT_OK
     head = ("name", "key", "iv", "block", "encrypt on", "decrypt on")
     table = [(r["name"], _key_bits(r["key_bytes_accepted"]), f"{r['iv_bytes']} B" if r["iv_bytes"] else "-",
@@ -438,6 +462,16 @@ def cmd_list(args) -> int:
     widths = [max(len(t[i]) for t in table + [head]) for i in range(len(head))]
     for t in [head] + table:
         print("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
+    if arows:
+        head = ("AEAD", "key", "nonce", "tag", "encrypt on", "decrypt on")
+        table = [(r["name"], f"{8 * r['key_bytes']} bits", _bytes_text(r["nonce_bytes"], r["default_nonce_bytes"]),
+                  _bytes_text(r["tag_bytes"], r["default_tag_bytes"]),
+                  _engines_text(r["engines"]["encrypt"]), _engines_text(r["engines"]["decrypt"]))
+                 for r in arows]
+        widths = [max(len(t[i]) for t in table + [head]) for i in range(len(head))]
+        print()
+        for t in [head] + table:
+            print("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
     print("device: our kernels on OpenCL / CUDA devices; openssl: OpenSSL on every core; "
           "serial: one block after the other")
     return EXIT_OK

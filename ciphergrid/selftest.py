@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from . import api, registry
+import numpy as np
+
+from . import aeads, api, registry
 from .devices import devices, resolve
 
 
@@ -42,6 +44,9 @@ def run(device: str | None = None, quiet: bool = False) -> int:
                         bad += 1
             failed += bad
             rows.append((d.spec, name, ok, bad))
+        for row in _aead_rows(d, engine):
+            failed += row[3] or 0
+            rows.append(row)
     if not quiet:
         w = max(len(r[0]) for r in rows) if rows else 6
         print(f"{'device'.ljust(w)}  {'cipher':<14} {'passed':>7} {'failed':>7}")
@@ -55,3 +60,42 @@ def run(device: str | None = None, quiet: bool = False) -> int:
         print(f"{total} passed, {failed} failed")
     missing = [r for r in rows if r[2] == 0 and r[3] == 0]  # (None: not run)
     return 1 if failed or missing else 0
+
+
+def _aead_rows(d, engine: str):
+    """The AEADs' vectors written in the data files (vectors/aead/), as one batch per cipher name,
+    nonce length and tag length and direction; invalid vectors must fail to decrypt."""
+    from .aead import decrypt_batch, encrypt_batch
+    from .request import weak_use_allowed
+    from .vectors import aeads as aead_vectors
+
+    for spec in aeads.specs():
+        if spec.capability(engine) is None:
+            yield (d.spec, spec.name, None, None)
+            continue
+        groups: dict = {}
+        for v in aead_vectors.load(spec.name, files=False):
+            groups.setdefault((len(v.nonce), len(v.tag)), []).append(v)
+        ok = bad = 0
+        for (nl, tl), vs in groups.items():
+            if (tl not in spec.aead.tag_lengths or nl not in spec.aead.nonce_lengths
+                    or spec.capability(engine, nonce_len=nl, tag_length=tl) is None):
+                continue
+            kw = dict(keys=[v.key for v in vs], aad=[v.aad for v in vs], tag_length=tl, device=d.spec)
+            good = [v for v in vs if v.valid]
+            try:
+                if good:
+                    with weak_use_allowed():  # known answers repeat (key, nonce) pairs
+                        enc = encrypt_batch(spec.name, [v.plaintext for v in good], keys=[v.key for v in good],
+                                            nonces=[v.nonce for v in good],
+                                            aad=[v.aad for v in good], tag_length=tl, device=d.spec)
+                    for v, got in zip(good, enc.messages):
+                        ok, bad = (ok + 1, bad) if got == v.ciphertext + v.tag else (ok, bad + 1)
+                dec = decrypt_batch(spec.name, [v.ciphertext + v.tag for v in vs],
+                                    nonces=np.array([list(v.nonce) for v in vs], dtype=np.uint8), **kw)
+                for v, got in zip(vs, dec.messages):
+                    right = got == v.plaintext if v.valid else got is None
+                    ok, bad = (ok + 1, bad) if right else (ok, bad + 1)
+            except Exception:
+                bad += len(vs)
+        yield (d.spec, spec.name, ok, bad)

@@ -1,0 +1,287 @@
+"""The AEADs through the public API, the batches and the command line, on every device present,
+for every AEAD name (``ciphergrid.aeads.names()``): against the reference (pyca/cryptography for
+AES-GCM and ChaCha20-Poly1305; the plain-Python models of tests/ for Ascon and AEGIS), every bit
+flip fails, nothing is released before a tag verifies.  Each AEAD's own file (test_gcm.py, ...)
+checks its vectors and kernels in depth; this one checks the shape every AEAD shares."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ciphergrid
+from ciphergrid import aeads
+from ciphergrid.errors import InvalidArgument, InvalidIVSize, InvalidKeySize, InvalidTag, UnsupportedCipher
+
+NAMES = aeads.names()
+#: the plain-Python references of the AEADs pyca lacks: name -> (module in tests/, seal function)
+MODELS = {"ascon-aead128": ("ascon_model", "encrypt"), "aegis-128l": ("aegis_model", "encrypt")}
+
+
+def reference_seal(name: str, key: bytes, nonce: bytes, aad: bytes, pt: bytes, tag_length: int) -> bytes:
+    """ciphertext || tag from the reference of ``name``."""
+    if name.endswith("-gcm"):
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+        e = Cipher(algorithms.AES(key), modes.GCM(nonce)).encryptor()
+        e.authenticate_additional_data(aad)
+        ct = e.update(pt) + e.finalize()
+        return ct + e.tag[:tag_length]
+    if name == "chacha20-poly1305":
+        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+        return ChaCha20Poly1305(key).encrypt(nonce, pt, aad)
+    mod, fn = MODELS[name]
+    sys.path.insert(0, os.path.dirname(__file__))
+    try:
+        m = importlib.import_module(mod)
+    finally:
+        sys.path.pop(0)
+    return getattr(m, fn)(key, nonce, aad, pt, tag_length) if tag_length != 16 else getattr(m, fn)(key, nonce, aad, pt)
+
+
+def _runs(name: str, device: str) -> bool:
+    spec = aeads.spec(name)
+    return spec.capability("openssl" if device == "native" else "device") is not None
+
+
+def _sizes(name):
+    a = aeads.lookup(name)
+    return a.names[name], a.default_nonce_length, a.default_tag_length
+
+
+@pytest.fixture(params=NAMES or [pytest.param(None, marks=pytest.mark.skip(reason="no AEAD registered"))])
+def aead_name(request):
+    return request.param
+
+
+def _check_device(name, device):
+    if not _runs(name, device):
+        pytest.skip(f"{device} does not run {name}")
+
+
+# --------------------------------------------------------------------------- one message
+
+LENGTHS = (0, 1, 15, 16, 17, 63, 255, 1000, 4099)
+
+
+def test_one_message_matches_reference(aead_name, device, rng):
+    _check_device(aead_name, device)
+    kl, nl, tl = _sizes(aead_name)
+    for n in LENGTHS:
+        key, nonce = rng.data(kl), rng.data(nl)
+        aad, pt = rng.data(n % 37), rng.data(n)
+        ct = ciphergrid.encrypt(pt, aead_name, key, nonce=nonce, aad=aad, device=device)
+        assert ct == reference_seal(aead_name, key, nonce, aad, pt, tl), n
+        assert ciphergrid.decrypt(ct, aead_name, key, nonce=nonce, aad=aad, device=device) == pt
+
+
+def test_every_tamper_fails_and_releases_nothing(aead_name, device, rng):
+    _check_device(aead_name, device)
+    kl, nl, tl = _sizes(aead_name)
+    key, nonce, aad, pt = rng.data(kl), rng.data(nl), rng.data(9), rng.data(77)
+    ct = ciphergrid.encrypt(pt, aead_name, key, nonce=nonce, aad=aad, device=device)
+
+    def fails(data=ct, n=nonce, a=aad, k=key, **kw):
+        out = np.full(len(data) - kw.get("tag_length", tl), 0xAA, dtype=np.uint8)
+        with pytest.raises(InvalidTag):
+            ciphergrid.decrypt(data, aead_name, k, nonce=n, aad=a, device=device, out=out, **kw)
+        assert not out.any(), "the out= buffer must be zeroed on a failed tag"
+
+    flip = lambda b, i: b[:i] + bytes([b[i] ^ (1 << (i % 8))]) + b[i + 1:]  # noqa: E731
+    for i in (0, 40, len(pt) - 1):            # ciphertext
+        fails(data=flip(ct, i))
+    for i in (len(pt), len(ct) - 1):          # tag
+        fails(data=flip(ct, i))
+    fails(n=flip(nonce, 0))
+    fails(a=flip(aad, 3))
+    fails(a=aad + b"\0")
+    fails(k=flip(key, 5))
+    with pytest.raises(InvalidTag):           # a truncated tag
+        ciphergrid.decrypt(ct[:-1], aead_name, key, nonce=nonce, aad=aad, device=device)
+    with pytest.raises(InvalidTag):           # shorter than a tag
+        ciphergrid.decrypt(ct[:tl - 1], aead_name, key, nonce=nonce, device=device)
+
+
+def test_numpy_in_numpy_out_and_out_buffer(aead_name, device, rng):
+    _check_device(aead_name, device)
+    kl, nl, tl = _sizes(aead_name)
+    key, nonce, pt = rng.data(kl), rng.data(nl), rng.data(1003)
+    arr = np.frombuffer(pt, dtype=np.uint8)
+    out = np.empty(len(pt) + tl, dtype=np.uint8)
+    got = ciphergrid.encrypt(arr, aead_name, key, nonce=nonce, device=device, out=out)
+    assert got is out and out.tobytes() == reference_seal(aead_name, key, nonce, b"", pt, tl)
+    back = ciphergrid.decrypt(out, aead_name, key, nonce=nonce, device=device)
+    assert isinstance(back, np.ndarray) and back.tobytes() == pt
+
+
+def test_arguments_are_checked(aead_name):
+    kl, nl, tl = _sizes(aead_name)
+    key, nonce = bytes(kl), bytes(nl)
+    with pytest.raises(InvalidArgument, match="nonce"):
+        ciphergrid.encrypt(b"x", aead_name, key)
+    with pytest.raises(InvalidKeySize):
+        ciphergrid.encrypt(b"x", aead_name, key + b"\0", nonce=nonce)
+    bad_nonce = bytes(max(aeads.lookup(aead_name).nonce_lengths) + 1)
+    with pytest.raises(InvalidIVSize):
+        ciphergrid.encrypt(b"x", aead_name, key, nonce=bad_nonce)
+    with pytest.raises(InvalidArgument, match="tag"):
+        ciphergrid.encrypt(b"x", aead_name, key, nonce=nonce, tag_length=11)
+    with pytest.raises(InvalidArgument):
+        ciphergrid.encrypt(b"x", aead_name, key, nonce=nonce, padding="pkcs7")
+    with pytest.raises(InvalidArgument, match="AEAD"):
+        ciphergrid.encrypt(b"x" * 16, "aes-128-ecb", bytes(16), nonce=bytes(12))
+    with pytest.raises(TypeError):
+        ciphergrid.encrypt(b"x", aead_name, key.hex(), nonce=nonce)
+
+
+def test_message_limit_refused(aead_name, monkeypatch):
+    kl, nl, tl = _sizes(aead_name)
+    monkeypatch.setattr(aeads.lookup(aead_name), "max_message", 100)
+    with pytest.raises(ciphergrid.InvalidLength, match="chunk"):
+        ciphergrid.encrypt(bytes(101), aead_name, bytes(kl), nonce=bytes(nl))
+
+
+# --------------------------------------------------------------------------- batches
+
+def test_batch_mixed_lengths_keys_and_a_failure(aead_name, device, rng):
+    _check_device(aead_name, device)
+    kl, nl, tl = _sizes(aead_name)
+    lens = [0, 1, 16, 17, 300, 5, 64, 1025]
+    keys = [rng.data(kl) for _ in lens]
+    nonces = [rng.data(nl) for _ in lens]
+    aads = [rng.data(i % 5) for i in range(len(lens))]
+    msgs = [rng.data(n) for n in lens]
+    r = ciphergrid.encrypt_batch(aead_name, msgs, keys=keys, nonces=nonces, aad=aads, device=device)
+    assert r.ok.all() and len(r) == len(lens)
+    want = [reference_seal(aead_name, k, n, a, m, tl) for k, n, a, m in zip(keys, nonces, aads, msgs)]
+    assert r.messages == want
+    cts = list(r.messages)
+    cts[3] = cts[3][:-1] + bytes([cts[3][-1] ^ 0x80])      # tag of message 3
+    back = ciphergrid.decrypt_batch(aead_name, cts, keys=keys, nonces=nonces, aad=aads, device=device)
+    assert back.failed == [3]
+    assert back.messages[3] is None and back.messages[:3] == msgs[:3] and back.messages[4:] == msgs[4:]
+    assert not back.data[back.offsets[3]:back.offsets[4]].any()
+
+
+def test_batch_one_buffer_with_offsets(aead_name, device, rng):
+    _check_device(aead_name, device)
+    kl, nl, tl = _sizes(aead_name)
+    key = rng.data(kl)
+    lens = np.array([16, 0, 33, 256, 7])
+    off = np.concatenate([[0], np.cumsum(lens)])
+    buf = np.frombuffer(rng.data(int(off[-1])), dtype=np.uint8)
+    nonces = np.frombuffer(rng.data(nl * len(lens)), dtype=np.uint8).reshape(len(lens), nl)
+    r = ciphergrid.encrypt_batch(aead_name, buf, offsets=off, key=key, nonces=nonces, aad=b"hdr",
+                                 device=device)
+    for i in range(len(lens)):
+        m = buf[off[i]:off[i + 1]].tobytes()
+        assert r.data[off[i]:off[i + 1]].tobytes() + r.tags[i].tobytes() == \
+            reference_seal(aead_name, key, nonces[i].tobytes(), b"hdr", m, tl)
+    back = ciphergrid.decrypt_batch(aead_name, r.data, offsets=off, tags=r.tags, key=key,
+                                    nonces=nonces, aad=b"hdr", device=device)
+    assert back.ok.all() and back.data.tobytes() == buf.tobytes()
+
+
+def test_batch_refuses_a_repeated_key_nonce_pair(aead_name):
+    kl, nl, tl = _sizes(aead_name)
+    with pytest.raises(InvalidArgument, match="repeats"):
+        ciphergrid.encrypt_batch(aead_name, [b"a", b"b"], key=bytes(kl), nonces=[bytes(nl)] * 2)
+    # the same nonce under two different keys is fine
+    ciphergrid.encrypt_batch(aead_name, [b"a", b"b"], keys=[bytes(kl), b"\1" * kl],
+                             nonces=[bytes(nl)] * 2)
+
+
+# --------------------------------------------------------------------------- pyca-style classes
+
+CLASSES = {"aes-128-gcm": ciphergrid.AESGCM, "aes-192-gcm": ciphergrid.AESGCM,
+           "aes-256-gcm": ciphergrid.AESGCM, "chacha20-poly1305": ciphergrid.ChaCha20Poly1305,
+           "ascon-aead128": ciphergrid.AsconAEAD128, "aegis-128l": ciphergrid.AEGIS128L}
+
+
+def test_pyca_style_class(aead_name, rng):
+    cls = CLASSES[aead_name]
+    kl, nl, tl = _sizes(aead_name)
+    key = cls.generate_key(8 * kl)
+    assert len(key) == kl
+    a = cls(key)
+    assert aead_name in repr(a) and key.hex() not in repr(a)
+    nonce, pt = rng.data(nl), rng.data(123)
+    ct = a.encrypt(nonce, pt, b"ad")
+    assert ct == reference_seal(aead_name, key, nonce, b"ad", pt, tl)
+    assert a.decrypt(nonce, ct, b"ad") == pt
+    with pytest.raises(InvalidTag):
+        a.decrypt(nonce, ct, None)
+    with a:
+        pass
+    assert not any(a._key)  # zeroed by close()
+
+
+def test_pyca_classes_match_pyca(rng):
+    from cryptography.hazmat.primitives.ciphers import aead as pyca
+
+    for ours, theirs, kl in ((ciphergrid.AESGCM, pyca.AESGCM, 16), (ciphergrid.AESGCM, pyca.AESGCM, 32),
+                             (ciphergrid.ChaCha20Poly1305, pyca.ChaCha20Poly1305, 32)):
+        name = ours._names[kl]
+        if name not in NAMES:
+            continue
+        key, nonce, pt = rng.data(kl), rng.data(12), rng.data(200)
+        assert ours(key).encrypt(nonce, pt, b"x") == theirs(key).encrypt(nonce, pt, b"x")
+
+
+def test_openssl_engine_refuses_what_openssl_lacks():
+    for name in NAMES:
+        if aeads.spec(name).capability("openssl") is None:
+            kl, nl, tl = _sizes(name)
+            with pytest.raises(UnsupportedCipher, match="OpenSSL lacks"):
+                ciphergrid.encrypt(b"x", name, bytes(kl), nonce=bytes(nl), device="native")
+
+
+# --------------------------------------------------------------------------- command line
+
+def _cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "ciphergrid", *args], input=stdin,
+                          capture_output=True)
+
+
+def test_cli_roundtrip_and_failed_tag_leaves_nothing(aead_name, tmp_path, rng):
+    kl, nl, tl = _sizes(aead_name)
+    key, nonce, pt = rng.data(kl), rng.data(nl), rng.data(5000)
+    (tmp_path / "k").write_text(key.hex())
+    (tmp_path / "p").write_bytes(pt)
+    common = ["--cipher", aead_name, "--key-file", str(tmp_path / "k"), "--nonce", nonce.hex(),
+              "--aad", "a1b2", "-q"]
+    r = _cli("encrypt", *common, "--in", str(tmp_path / "p"), "--out", str(tmp_path / "c"))
+    assert r.returncode == 0, r.stderr
+    ct = (tmp_path / "c").read_bytes()
+    assert ct == reference_seal(aead_name, key, nonce, bytes.fromhex("a1b2"), pt, tl)
+    r = _cli("decrypt", *common, "--in", str(tmp_path / "c"))       # to stdout
+    assert r.returncode == 0 and r.stdout == pt
+    bad = ct[:100] + bytes([ct[100] ^ 1]) + ct[101:]
+    (tmp_path / "bad").write_bytes(bad)
+    r = _cli("decrypt", *common, "--in", str(tmp_path / "bad"), "--out", str(tmp_path / "o"))
+    assert r.returncode == 3 and b"tag" in r.stderr and r.stderr.count(b"\n") == 1
+    assert set(os.listdir(tmp_path)) == {"k", "p", "c", "bad"}  # no output, no temporary file
+    r = _cli("decrypt", *common, stdin=bad)                           # stdout: nothing at all
+    assert r.returncode == 3 and r.stdout == b""
+
+
+def test_cli_refusals(tmp_path):
+    name = NAMES[0] if NAMES else pytest.skip("no AEAD registered")
+    kl, nl, tl = _sizes(name)
+    (tmp_path / "k").write_text(bytes(kl).hex())
+    base = ["--cipher", name, "--key-file", str(tmp_path / "k")]
+    r = _cli("encrypt", *base, stdin=b"x")
+    assert r.returncode == 2 and b"--nonce" in r.stderr
+    r = _cli("encrypt", *base, "--nonce", "00" * nl, "--pad", "pkcs7", stdin=b"x")
+    assert r.returncode == 2 and b"--pad" in r.stderr
+    r = _cli("encrypt", "--cipher", "aes-128-ctr", "--key-file", str(tmp_path / "k"),
+             "--iv", "00" * 16, "--aad", "00", stdin=b"x")
+    assert r.returncode == 2 and b"--aad" in r.stderr
+    r = _cli("decrypt", *base, "--nonce", "00" * nl, stdin=b"x" * (tl - 1))
+    assert r.returncode == 2 and b"shorter than its tag" in r.stderr
