@@ -65,6 +65,7 @@ class Record:
     size: int                         # bytes per operation
     threads: int | None = None        # OpenSSL rows: threads used
     implementation: str | None = None  # kernel implementation (ablation rows; None = default)
+    messages: int | None = None       # AEAD rows: messages per operation (size = all of them)
     # outcome
     status: str = "ok"                # one of STATUSES
     error: str | None = None
@@ -238,7 +239,7 @@ _REC_TYPES: dict[str, tuple] = {
     "cipher": (str,), "algorithm": _OPT_STR, "key_bits": _OPT_INT, "mode": _OPT_STR,
     "direction": (str,), "device": (str,), "device_name": (str,), "device_kind": (str,),
     "runtime": (str,), "kind": (str,), "size": (int,), "threads": _OPT_INT, "status": (str,),
-    "error": _OPT_STR, "implementation": _OPT_STR, "verification": (dict,), "repeats": _OPT_INT, "warmup": _OPT_INT,
+    "error": _OPT_STR, "implementation": _OPT_STR, "messages": _OPT_INT, "verification": (dict,), "repeats": _OPT_INT, "warmup": _OPT_INT,
     "timer": _OPT_STR, "times_s": (list,), "median_s": _OPT_NUM, "min_s": _OPT_NUM,
     "max_s": _OPT_NUM, "throughput_bps": _OPT_NUM, "throughput_min_bps": _OPT_NUM,
     "throughput_max_bps": _OPT_NUM, "gbps": _OPT_NUM, "sm_count": _OPT_INT,

@@ -22,6 +22,7 @@ MODULES = [
     "ciphergrid.bench.pipeline",      # "pipeline" (to come)
     "ciphergrid.bench.ablation",      # "ablation" (to come)
     "ciphergrid.bench.files",         # "files"
+    "ciphergrid.bench.aead",          # "aead"
 ]
 DEFAULT = "ciphers"
 
