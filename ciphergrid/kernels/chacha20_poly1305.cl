@@ -266,9 +266,9 @@ KERNEL void chacha_poly(GLOBAL_RO const uchar *text, GLOBAL_RO const uchar *aad,
     chacha_load5(pw, rw);
     chacha_times5(rw, sw);
     chacha_poly_block(text, aad, toff, aoff, tlen, alen, na, nt, j, h);
-    for (ulong t = 1; t < cnt; t++) {
+    for (ulong b = j + w; b < n; b += w) {
         chacha_mul(h, rw, sw);
-        chacha_poly_block(text, aad, toff, aoff, tlen, alen, na, nt, j + t * w, x);
+        chacha_poly_block(text, aad, toff, aoff, tlen, alen, na, nt, b, x);
         h[0] += x[0]; h[1] += x[1]; h[2] += x[2]; h[3] += x[3]; h[4] += x[4];
     }
     /* times r^e, e = n - (last block index) = n - j - (cnt - 1) w, 1 <= e <= w */
