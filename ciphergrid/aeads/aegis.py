@@ -1,0 +1,162 @@
+"""AEGIS-128L (draft-irtf-cfrg-aegis-aead-18): a 16-byte key, a 16-byte nonce, 128- or 256-bit
+tags (two finalizations, not one tag truncated), 32-byte blocks, a 1024-bit state of 8 AES blocks.
+
+AEGIS is serial within a message, so the device kernel runs one message per work-item and gets
+its speed from batches (kernels/aegis128l.cl: the design, the knobs and why it is not
+constant-time).  OpenSSL has no AEGIS: there is no ``openssl`` engine entry.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends.base import defines_prefix, program_source
+from ..errors import DeviceError
+from .base import AEAD, DeviceAEAD, Job, Kernel
+
+#: bytes past the end of the text and AAD buffers that the kernel's word loads may read
+_PAD = 8
+
+
+def _padded(host: np.ndarray) -> np.ndarray:
+    """``host`` as uint8 followed by zero bytes up to a multiple of 4, at least _PAD of them."""
+    n = host.nbytes
+    out = np.zeros((n + _PAD + 3) // 4 * 4, dtype=np.uint8)
+    out[:n] = host.reshape(-1).view(np.uint8)
+    return out
+
+
+class AegisJob(Job):
+    def __init__(self, drv: "AegisDriver", batch):
+        self.d = drv
+        self.batch = batch
+        b = drv.backend
+        m = batch.count
+        self.m = m
+        self.tag_words = batch.tag_length // 4
+        self._queue = None
+        self._bufs = []
+        if m == 0:
+            return
+        keys = np.ascontiguousarray(batch.keys, dtype=np.uint8).copy()
+        host = {
+            "keys": keys,
+            "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32),
+            "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8),
+            "aad": _padded(np.ascontiguousarray(batch.aad, dtype=np.uint8)),
+            "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64),
+            "src": _padded(np.ascontiguousarray(batch.src, dtype=np.uint8)),
+            "off": np.ascontiguousarray(batch.off, dtype=np.int64),
+        }
+        self.buf = {}
+        for name, arr in host.items():
+            buf = b.alloc(max(arr.nbytes, 16))
+            self._bufs.append(buf)
+            self.buf[name] = buf
+            if arr.nbytes:
+                b.upload(buf, arr)
+        self.buf["dst"] = b.alloc(host["src"].nbytes)
+        self.buf["tags"] = b.alloc(m * batch.tag_length)
+        self._bufs += [self.buf["dst"], self.buf["tags"]]
+        b.finish()             # the uploads are done: the host copies may go, any queue may run
+        keys.fill(0)
+        self._host = host      # (kept until finish: an OpenCL upload may read pageable memory late)
+
+    def enqueue(self, queue=None) -> None:
+        if self.m == 0:
+            return
+        b = self.d.backend
+        bf = self.buf
+        self._queue = queue
+        b.launch(self.d.prg, "aegis128l_batch", self.m,
+                 [bf["keys"], bf["key_index"], bf["nonces"], bf["aad"], bf["aad_off"], bf["src"],
+                  bf["dst"], bf["off"], bf["tags"], np.uint32(self.m),
+                  np.uint32(0 if self.batch.encrypt else 1), np.uint32(self.tag_words)], queue)
+
+    def finish(self) -> np.ndarray:
+        tags = np.zeros((self.m, self.batch.tag_length), dtype=np.uint8)
+        if self.m == 0:
+            return tags
+        b = self.d.backend
+        q = self._queue
+        n = self.batch.src.nbytes
+        try:
+            if n:
+                out = np.empty(n, dtype=np.uint8)
+                b.download(out, self.buf["dst"], q)
+            b.download(tags.reshape(-1), self.buf["tags"], q)
+            b.finish(q)
+            if n:
+                self.batch.dst.reshape(-1)[:] = out
+        finally:
+            self.close()
+        return tags
+
+    def close(self) -> None:
+        """Zero the key table on the device (and release every buffer)."""
+        b = self.d.backend
+        if self._bufs:
+            try:
+                b.zero(self.buf["keys"], self._queue)
+            except Exception:
+                pass
+        self._bufs = []
+        self.buf = {}
+        self._host = {}
+
+
+class AegisDriver(DeviceAEAD):
+    """The AEGIS-128L kernel on one device; options are the kernel's knobs: ``group`` (messages
+    per work-group, capped by the device), ``tile_blocks``, ``copies``, ``table_local`` (None: in
+    work-group memory on GPUs, the constant table on CPU devices)."""
+
+    KERNEL_FILE = "aegis128l.cl"
+
+    def __init__(self, backend, aead, name, group: int = 64, tile_blocks: int = 4, copies: int = 32,
+                 table_local: bool | None = None, **options):
+        super().__init__(backend, aead, name, group=group, tile_blocks=tile_blocks, copies=copies,
+                         table_local=table_local, **options)
+        if table_local is None:
+            table_local = backend.info.kind != "cpu"
+        group = min(int(group), int(backend.local_size))
+        copies = min(int(copies), group)
+        if copies & (copies - 1):
+            raise DeviceError("aegis: copies must be a power of two")
+        defines = {"AEGIS_GROUP": group, "AEGIS_TILE_BLOCKS": int(tile_blocks),
+                   "AEGIS_COPIES": copies, "AEGIS_TABLE_LOCAL": int(bool(table_local)),
+                   "CG_LOCAL_SIZE": group}
+        key = ("aead", "aegis-128l", tuple(sorted(defines.items())))
+        prg = backend.cached_program(key)
+        if prg is None:
+            prg = backend.build(defines_prefix(defines) + program_source(None, self.KERNEL_FILE),
+                                key=key, local_size=group)
+        if backend.group_size(prg) != group:
+            raise DeviceError(f"aegis-128l needs work-groups of {group} work-items; "
+                              f"{backend.info} gives {backend.group_size(prg)}")
+        self.group = group
+        self.prg = prg
+
+    def prepare(self, batch) -> Job:
+        if batch.nonces.shape[1:] != (16,) and batch.count:
+            raise DeviceError("aegis-128l: nonces of 16 bytes")
+        if batch.tag_length not in (16, 32):
+            raise DeviceError("aegis-128l: tags of 16 or 32 bytes")
+        return AegisJob(self, batch)
+
+
+class AEGIS128L(AEAD):
+    family = "aegis-128l"
+    names = {"aegis-128l": 16}
+    nonce_lengths = (16,)
+    default_nonce_length = 16
+    tag_lengths = (16, 32)
+    default_tag_length = 16
+    # the draft: P_MAX = A_MAX = 2^61 bytes, lengths MUST be less
+    max_message = (1 << 61) - 1
+    max_aad = (1 << 61) - 1
+    parallel_message = False
+    implementations = {"fast": Kernel(AegisDriver, constant_time=False)}
+    openssl: dict = {}
+
+
+CIPHER = AEGIS128L()
