@@ -1,5 +1,7 @@
-"""The AEADs OpenSSL has (AES-GCM, ChaCha20-Poly1305), through pyca/cryptography (which is
-OpenSSL): one message after the other, the messages of a batch spread over the host's cores.
+"""The AEADs OpenSSL has (AES-GCM, ChaCha20-Poly1305): the messages of a batch spread over the
+host's cores, each thread running its share in the C helper loop (``libcrypto.c_loop``: one EVP
+context per thread, no Python per message, the GIL released); without a C compiler, one message
+after the other through pyca/cryptography (which is OpenSSL too).
 
 ``seal`` writes each message's ciphertext into ``batch.dst`` and returns the tags; ``open_``
 checks each message's tag inside OpenSSL and zeroes the plaintext of every message that fails,
@@ -17,6 +19,9 @@ from .threads import run_all
 #: below this many messages (or bytes) a batch runs on the calling thread
 _THREADED_MIN_MESSAGES = 64
 _THREADED_MIN_BYTES = 4 << 20
+_CORES = os.cpu_count() or 1
+#: one message below this many bytes goes through pyca's one-shot call, not the C loop
+_C_LOOP_MIN_BYTES = 1 << 20
 
 
 def _algorithm(name: str, key: bytes):
@@ -47,6 +52,20 @@ def _one(name: str, kind: str, encrypt: bool, key: bytes, nonce: bytes, aad: byt
             return False
         dst[:] = np.frombuffer(out, dtype=np.uint8)
         return True
+    if tag_length == 16 and 8 <= len(nonce) <= 128:  # pyca's one-shot AESGCM: one call
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        a = AESGCM(key)
+        if encrypt:
+            out = a.encrypt(nonce, src.tobytes(), aad)
+            dst[:] = np.frombuffer(out, dtype=np.uint8, count=src.nbytes)
+            return out[src.nbytes:]
+        try:
+            out = a.decrypt(nonce, src.tobytes() + tag_in, aad)
+        except InvalidTag:
+            return False
+        dst[:] = np.frombuffer(out, dtype=np.uint8)
+        return True
     # AES-GCM through the streaming interface: any nonce length, truncated tags
     if encrypt:
         ctx = Cipher(_algorithm(name, key), modes.GCM(nonce)).encryptor()
@@ -61,6 +80,15 @@ def _one(name: str, kind: str, encrypt: bool, key: bytes, nonce: bytes, aad: byt
         return False
     dst[:] = np.frombuffer(out, dtype=np.uint8)
     return ctx.tag[:tag_length] if encrypt else True
+
+
+class _Never:
+    @staticmethod
+    def is_set() -> bool:
+        return False
+
+
+_NEVER = _Never()
 
 
 def _run(batch, tags_in):
@@ -83,14 +111,75 @@ def _run(batch, tags_in):
                                   None if tags_in is None else tags_in[i].tobytes())
         return job
 
-    threads = os.cpu_count() or 1
+    threads = _CORES
     small = m < _THREADED_MIN_MESSAGES and batch.src.nbytes < _THREADED_MIN_BYTES
-    step = m if (small or threads == 1 or m == 1) else -(-m // threads)
+    if small or threads == 1 or m == 1:
+        part(0, m)(_NEVER)
+        return results
+    step = -(-m // threads)
     run_all([part(lo, min(m, lo + step)) for lo in range(0, m, max(1, step))] or [lambda c: None])
     return results
 
 
+#: EVP names of the AEADs
+EVP_NAMES = {"aes-128-gcm": "AES-128-GCM", "aes-192-gcm": "AES-192-GCM", "aes-256-gcm": "AES-256-GCM",
+             "chacha20-poly1305": "ChaCha20-Poly1305"}
+
+
+def _c_run(batch, tags: np.ndarray, ok: np.ndarray) -> bool:
+    """The batch through the C loop on every core; False when there is no C loop."""
+    from .libcrypto import LIB, c_loop, fail, fn_addr, evp_cipher
+
+    m = batch.count
+    if m == 1 and int(batch.off[-1]) < _C_LOOP_MIN_BYTES:
+        return False  # one small message: pyca's one call costs less than setting up the loop
+    loop = c_loop()
+    if loop is None or LIB is None:
+        return False
+    cipher = evp_cipher(EVP_NAMES[batch.name])
+    enc = 1 if batch.encrypt else 0
+    arrays = dict(keys=np.ascontiguousarray(batch.keys), kidx=np.ascontiguousarray(batch.key_index, dtype=np.int32),
+                  nonces=np.ascontiguousarray(batch.nonces), aad=np.ascontiguousarray(batch.aad),
+                  aad_off=np.ascontiguousarray(batch.aad_off, dtype=np.int64),
+                  off=np.ascontiguousarray(batch.off, dtype=np.int64))
+    ptr = {k: v.ctypes.data for k, v in arrays.items()}
+    fns = [fn_addr(f) for f in (LIB.EVP_CipherInit_ex, LIB.EVP_CipherUpdate, LIB.EVP_CipherFinal_ex,
+                                LIB.EVP_CIPHER_CTX_ctrl, LIB.ERR_clear_error)]
+    threads = _CORES
+    total = int(batch.off[-1])
+    if m < _THREADED_MIN_MESSAGES and total < _THREADED_MIN_BYTES or m == 1:
+        threads = 1
+    # cut [0, m) into ranges of about equal bytes (+ a per-message cost)
+    weight = np.cumsum(np.diff(batch.off) + 256)
+    cuts = [0] + [int(np.searchsorted(weight, weight[-1] * k / threads)) for k in range(1, threads)] + [m]
+    ranges = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+    def part(lo, hi):
+        def job(cancel):
+            ctx = LIB.EVP_CIPHER_CTX_new()
+            if not ctx:
+                fail("EVP_CIPHER_CTX_new")
+            try:
+                if LIB.EVP_CipherInit_ex(ctx, cipher, None, None, None, enc) != 1:
+                    fail("EVP_CipherInit_ex")
+                r = loop.cg_aead_batch(*fns, ctx, enc, ptr["keys"], batch.keys.shape[1], ptr["kidx"],
+                                       ptr["nonces"], batch.nonces.shape[1], ptr["aad"], ptr["aad_off"],
+                                       batch.src.ctypes.data, batch.dst.ctypes.data, ptr["off"],
+                                       tags.ctypes.data, batch.tag_length, ok.ctypes.data, lo, hi)
+                if r < 0:
+                    fail(f"{batch.name} message {-r - 1}")
+            finally:
+                LIB.EVP_CIPHER_CTX_free(ctx)
+        return job
+
+    run_all([part(a, b) for a, b in ranges] or [lambda c: None])
+    return True
+
+
 def seal(batch) -> np.ndarray:
+    tags = np.empty((batch.count, batch.tag_length), dtype=np.uint8)
+    if batch.name in EVP_NAMES and _c_run(batch, tags, np.empty(0, dtype=np.uint8)):
+        return tags
     res = _run(batch, None)
     tags = np.empty((batch.count, batch.tag_length), dtype=np.uint8)
     for i, t in enumerate(res):
@@ -99,6 +188,10 @@ def seal(batch) -> np.ndarray:
 
 
 def open_(batch, tags_in: np.ndarray) -> np.ndarray:
+    ok8 = np.zeros(batch.count, dtype=np.uint8)
+    tags = np.ascontiguousarray(tags_in, dtype=np.uint8).copy()
+    if batch.name in EVP_NAMES and _c_run(batch, tags, ok8):
+        return ok8.astype(bool)
     ok = np.array(_run(batch, tags_in), dtype=bool)
     for i in np.flatnonzero(~ok):
         batch.dst[batch.off[i]:batch.off[i + 1]] = 0

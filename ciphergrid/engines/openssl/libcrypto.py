@@ -79,6 +79,10 @@ def _declare(lib) -> None:
     lib.EVP_CipherUpdate.argtypes = (vp, vp, _c_int_p, vp, i)
     lib.EVP_CipherFinal_ex.restype = i
     lib.EVP_CipherFinal_ex.argtypes = (vp, vp, _c_int_p)
+    lib.EVP_CIPHER_CTX_ctrl.restype = i
+    lib.EVP_CIPHER_CTX_ctrl.argtypes = (vp, i, i, vp)
+    lib.ERR_clear_error.restype = None
+    lib.ERR_clear_error.argtypes = ()
     lib.ERR_get_error.restype = ctypes.c_ulong
     lib.ERR_get_error.argtypes = ()
     lib.ERR_error_string_n.restype = None
@@ -239,6 +243,65 @@ long long cg_xts_units(cg_init_t init, cg_upd_t upd, void *ctx, const unsigned c
 }
 """
 
+_LOOP_SRC += r"""
+typedef int (*cg_fin_t)(void *, unsigned char *, int *);
+typedef int (*cg_ctrl_t)(void *, int, int, void *);
+typedef void (*cg_clear_t)(void);
+
+#define CG_SET_IVLEN 0x9
+#define CG_GET_TAG 0x10
+#define CG_SET_TAG 0x11
+#define CG_STEP (1 << 30)
+
+/* AEAD messages [lo, hi) of a batch (ciphergrid/aeads/base.py: texts at off[], AAD at aad_off[],
+   key kidx[i] of keys, nonce i of nonces); ctx holds the cipher already.  Encryption writes the
+   tags; decryption checks them inside OpenSSL: ok[i] = 1 when it verified, else 0 and the
+   message's plaintext zeroed.  Returns hi - lo, or -(i+1) when OpenSSL failed on message i. */
+long long cg_aead_batch(cg_init_t init, cg_upd_t upd, cg_fin_t fin, cg_ctrl_t ctrl, cg_clear_t clr,
+                        void *ctx, int enc, const unsigned char *keys, int klen, const int *kidx,
+                        const unsigned char *nonces, int nlen, const unsigned char *aad,
+                        const long long *aad_off, const unsigned char *src, unsigned char *dst,
+                        const long long *off, unsigned char *tags, int tlen, unsigned char *ok,
+                        long long lo, long long hi)
+{
+    long long i, pos, n, a;
+    int outl, m, r;
+    unsigned char fin_buf[32];
+    for (i = lo; i < hi; i++) {
+        if (ctrl(ctx, CG_SET_IVLEN, nlen, 0) != 1)
+            return -(i + 1);
+        if (init(ctx, 0, 0, keys + (long long)kidx[i] * klen, nonces + i * nlen, enc) != 1)
+            return -(i + 1);
+        if (!enc && ctrl(ctx, CG_SET_TAG, tlen, tags + i * tlen) != 1)
+            return -(i + 1);
+        for (a = aad_off[i]; a < aad_off[i + 1]; a += m) {
+            m = (aad_off[i + 1] - a > CG_STEP) ? CG_STEP : (int)(aad_off[i + 1] - a);
+            if (upd(ctx, 0, &outl, aad + a, m) != 1)
+                return -(i + 1);
+        }
+        n = off[i + 1];
+        for (pos = off[i]; pos < n; pos += m) {
+            m = (n - pos > CG_STEP) ? CG_STEP : (int)(n - pos);
+            if (upd(ctx, dst + pos, &outl, src + pos, m) != 1 || outl != m)
+                return -(i + 1);
+        }
+        r = fin(ctx, fin_buf, &outl);
+        if (enc) {
+            if (r != 1 || ctrl(ctx, CG_GET_TAG, tlen, tags + i * tlen) != 1)
+                return -(i + 1);
+        } else {
+            ok[i] = (unsigned char)(r == 1);
+            if (r != 1) {
+                clr();
+                for (pos = off[i]; pos < n; pos++)
+                    dst[pos] = 0;
+            }
+        }
+    }
+    return hi - lo;
+}
+"""
+
 _LOOP = None          # the loaded helper (ctypes CDLL), or False when it cannot be had
 _LOOP_LOCK = threading.Lock()
 
@@ -284,6 +347,9 @@ def _build_loop():
     lib.cg_spin.argtypes = (vp, vp, vp, i, ll)
     lib.cg_xts_units.restype = ll
     lib.cg_xts_units.argtypes = (vp, vp, vp, vp, vp, vp, ll, i)
+    lib.cg_aead_batch.restype = ll
+    lib.cg_aead_batch.argtypes = (vp, vp, vp, vp, vp, vp, i, vp, i, vp, vp, i, vp, vp, vp, vp, vp,
+                                  vp, i, vp, ll, ll)
     return lib
 
 
