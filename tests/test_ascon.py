@@ -106,8 +106,10 @@ def test_model_sbox_is_the_bitsliced_formula():
 
 # ----------------------------------------------------------------------------- the driver
 
-def test_kat_through_driver(device):
-    drv = _driver(device)
+@pytest.mark.parametrize("stage", [None, True, False])
+def test_kat_through_driver(device, stage):
+    """The default kernel of the device (staged on GPUs, direct on CPUs) and both explicitly."""
+    drv = _driver(device, stage=stage) if stage is not None else _driver(device)
     vs = _vectors()
     args = ([v.key for v in vs], [v.nonce for v in vs], [v.aad for v in vs])
     cts, tags = _run(drv, True, *args, [v.plaintext for v in vs])
@@ -140,12 +142,14 @@ def test_random_one_key_long_aad(device, rng):
     _check_both_ways(_driver(device), *_random_batch(rng, lengths, aad_lengths, one_key=True))
 
 
-@pytest.mark.parametrize("wg,tile", [(4, 16), (8, 48), (32, 256)])
-def test_other_knobs(device, rng, wg, tile):
+@pytest.mark.parametrize("wg,tile,stage", [(4, 16, True), (8, 48, True), (32, 256, True),
+                                           (16, 128, False)])
+def test_other_knobs(device, rng, wg, tile, stage):
     """Other work-group sizes and tiles: a tile of one block, messages of many steps, a group
-    whose messages need different numbers of steps."""
-    lengths = [0, 1, 15, 16, 17, 47, 48, 49, 95, 96, 97, 5, 250]
-    _check_both_ways(_driver(device, wg=wg, tile=tile), *_random_batch(rng, lengths))
+    whose messages need different numbers of steps; the unstaged kernel."""
+    lengths = [0, 1, 15, 16, 17, 47, 48, 49, 95, 96, 97, 5, 250, 2, 3, 33, 64, 31, 260]
+    _check_both_ways(_driver(device, wg=wg, tile=tile, stage=stage),
+                     *_random_batch(rng, lengths))
 
 
 def test_single_message_and_empty_batch(device, rng):
