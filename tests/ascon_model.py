@@ -96,7 +96,14 @@ def _finish(s: list[int], k0: int, k1: int) -> bytes:
     return _bytes(s[3] ^ k0) + _bytes(s[4] ^ k1)
 
 
-def encrypt(key: bytes, nonce: bytes, aad: bytes, plaintext: bytes) -> tuple[bytes, bytes]:
+def encrypt(key: bytes, nonce: bytes, aad: bytes, plaintext: bytes, tag_length: int = 16) -> bytes:
+    """ciphertext || tag of Ascon-AEAD128 (the shape tests/test_aead.py's reference_seal takes;
+    a tag_length below 16 truncates the tag)."""
+    ct, tag = encrypt_parts(key, nonce, aad, plaintext)
+    return ct + tag[:tag_length]
+
+
+def encrypt_parts(key: bytes, nonce: bytes, aad: bytes, plaintext: bytes) -> tuple[bytes, bytes]:
     """(ciphertext, tag) of Ascon-AEAD128."""
     s, k0, k1 = _start(key, nonce, aad)
     out = bytearray()
@@ -146,7 +153,7 @@ def tag_of(key: bytes, nonce: bytes, aad: bytes, text: bytes, encrypt_: bool) ->
     """The tag computed over ``text`` (plaintext when encrypting, ciphertext when decrypting),
     as a driver returns it."""
     if encrypt_:
-        return encrypt(key, nonce, aad, text)[1]
+        return encrypt_parts(key, nonce, aad, text)[1]
     s, k0, k1 = _start(key, nonce, aad)
     full = len(text) // RATE
     for i in range(full):
