@@ -23,6 +23,7 @@ NAMES = aeads.names()
 #: (module, key, nonce, aad, plaintext, tag length) -> ciphertext || tag)
 MODELS = {
     "aegis-128l": ("aegis_model", lambda m, k, n, a, p, tl: b"".join(m.encrypt(k, n, p, a, tl))),
+    "ascon-aead128": ("ascon_model", lambda m, k, n, a, p, tl: m.encrypt(k, n, a, p, tl)),
 }
 
 
