@@ -359,29 +359,35 @@ def cmd_aead(args, encrypt: bool) -> int:
             raise InvalidArgument(f"{spec.name}: the input ({n} bytes) is shorter than its tag "
                                   f"({tl} bytes)")
         out_n = n + tl if encrypt else n - tl
+        if args.verbose:
+            from .route import route_aead
+
+            r = route_aead(spec, args.device, out_n, nonce_len=len(nonce), tag_length=tl)
+            print(f"ciphergrid: {spec.name} {'encrypt' if encrypt else 'decrypt'} on {r.device}"
+                  + (" (chosen by auto)" if args.device == "auto" else ""), file=sys.stderr)
         with Progress(n, quiet=args.quiet, verb="encrypted" if encrypt else "decrypted",
                       device=args.device) as bar:
             buf, held = _staging(out_n)
+            # the output is opened first (its errors come before the work; a FIFO's reader sees
+            # its end even when the tag fails) but written only once the tag verified
+            out = Output(args.outfile, size=out_n, sync=not args.no_sync)
             try:
-                crypt(encrypt, data, spec.name, key, nonce, aad, tl, args.device,
-                      args.constant_time, None, buf)  # InvalidTag: nothing was written
-                out = Output(args.outfile, size=out_n, sync=not args.no_sync)
-                try:
-                    with out:
-                        step = 64 << 20
-                        for a in range(0, out_n, step):
-                            out.write(memoryview(buf[a:a + step]))
-                except BaseException as e:
-                    if out.kind == "through" and not isinstance(e, BrokenPipeError):
-                        e.ciphergrid_written = (out.written, out.name)
-                    raise
+                with out:
+                    crypt(encrypt, data, spec.name, key, nonce, aad, tl, args.device,
+                          args.constant_time, None, buf)  # InvalidTag: nothing was written
+                    step = 64 << 20
+                    for a in range(0, out_n, step):
+                        out.write(memoryview(buf[a:a + step]))
+            except BaseException as e:
+                if out.kind == "through" and not isinstance(e, (BrokenPipeError, InvalidTag)):
+                    e.ciphergrid_written = (out.written, out.name)
+                raise
             finally:
-                if not encrypt:
-                    buf[:] = 0  # the plaintext's staging copy
-                if held is not None:
-                    del buf
-                    held[1].close()
-                    held[0].close()
+                if held is None:
+                    if not encrypt:
+                        buf[:] = 0  # the plaintext's staging copy in memory
+                else:  # an unlinked file: its pages are dropped, never written back, once closed
+                    held[0].close()  # (the mapping goes when its last view does)
             bar.advance(n)
     finally:
         src.close()
