@@ -112,7 +112,7 @@ class AegisDriver(DeviceAEAD):
 
     KERNEL_FILE = "aegis128l.cl"
 
-    def __init__(self, backend, aead, name, group: int = 64, tile_blocks: int = 4, copies: int = 32,
+    def __init__(self, backend, aead, name, group: int = 128, tile_blocks: int = 2, copies: int = 16,
                  table_local: bool | None = None, **options):
         super().__init__(backend, aead, name, group=group, tile_blocks=tile_blocks, copies=copies,
                          table_local=table_local, **options)
