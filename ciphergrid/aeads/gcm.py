@@ -104,9 +104,11 @@ class GCMJob(Job):
         self.queue = None
         if batch.name != drv.name:
             raise InvalidArgument(f"a batch of {batch.name} given to the {drv.name} driver")
-        drv.aead.check(drv.name, int(batch.keys.shape[1]) if batch.keys.ndim == 2 else 0,
-                       int(batch.nonces.shape[1]) if m else drv.aead.default_nonce_length,
-                       batch.tag_length)
+        if m:
+            drv.aead.check(drv.name, int(batch.keys.shape[1]), int(batch.nonces.shape[1]),
+                           batch.tag_length)
+        elif batch.tag_length not in drv.aead.tag_lengths:
+            drv.aead.check(drv.name, drv.key_len, drv.aead.default_nonce_length, batch.tag_length)
         self.bufs = {}
         self.secret = []
         if m == 0:
