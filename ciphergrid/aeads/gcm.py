@@ -172,6 +172,11 @@ class GCMJob(Job):
                 self.bufs[name] = b.alloc(max(n, 16))
             self.secret = [self.bufs[n] for n in ("ktab", "hk", "j0", "ej0", "tile_sum")]
             b.finish(q)
+        except BaseException:
+            if "ktab" in self.bufs and not self.secret:
+                self.secret = [self.bufs["ktab"]]
+            self.close()
+            raise
         finally:
             ktab.fill(0)
         self._host = host   # (the uploads are complete; kept for symmetry with re-runs)
