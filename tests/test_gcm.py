@@ -385,3 +385,23 @@ def test_large_batches(gpu_device, impl, size):
     outs, tags = run(drv, name, True, 16, keys, nonces, aads, pts)
     for i in range(0, m, max(1, m // 64)):
         assert (outs[i], tags[i]) == reference(keys[i], nonces[i], aads[i], pts[i])
+
+
+# --------------------------------------------------------------------------- the source
+
+def test_kernel_source_is_portable_and_prefixed():
+    import re
+    from importlib import resources
+
+    src = resources.files("ciphergrid").joinpath("kernels", "gcm.cl").read_text()
+    code = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
+    for word in ("__kernel", "__global", "__local", "__constant", "__shared__", "__device__",
+                 "get_global_id", "get_local_id", "get_group_id", "barrier(", "printf", "rotate(",
+                 "#include", "atomic", "mul_hi("):
+        assert word not in code, f"gcm.cl uses {word!r}: only the spellings of portable.h"
+    names = re.findall(r"^(?:KERNEL\s+void|DEVICE_FN\s+\w+|CONST_TABLE\s+\w+)\s+(\w+)", code, flags=re.M)
+    names += re.findall(r"^#define\s+(\w+)", code, flags=re.M)
+    names += re.findall(r"LOCAL_VAR\s+\w+\s+(\w+)", code)
+    assert len(names) > 20
+    for n in names:
+        assert n.lower().startswith("gcm"), n
