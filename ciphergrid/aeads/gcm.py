@@ -27,6 +27,7 @@ U64 = np.uint64
 LOCAL_SIZE = 256          # work-items per work-group (GCM_LS); smaller where the device allows less
 MIN_W = 8                 # the fast GHASH kernel's smallest tile width (GCM_MIN_W)
 MAX_RLOG = 8              # runs of up to 2^8 blocks per lane
+_PAD = 32                 # bytes past the end of the buffers gcm_load reads (whole aligned words)
 #: cost of one general (bit-serial) multiply in table multiplies, per implementation
 _GEN_COST = {False: 4.0, True: 2.5}
 
@@ -163,10 +164,12 @@ class GCMJob(Job):
         }
         try:
             for name, arr in host.items():
-                buf = self.bufs[name] = b.alloc(max(arr.nbytes, 16))
+                # texts, AAD and nonces: padded for the kernels' whole-word loads (gcm_load)
+                pad = _PAD if name in ("src", "aad", "nonces") else 0
+                buf = self.bufs[name] = b.alloc(max(arr.nbytes + pad, 16))
                 if arr.nbytes:
                     b.upload(buf, arr, q)
-            for name, n in (("dst", host["src"].nbytes), ("hk", self.nkeys * self.hs * 16),
+            for name, n in (("dst", host["src"].nbytes + _PAD), ("hk", self.nkeys * self.hs * 16),
                             ("j0", m * 16), ("ej0", m * 16), ("tile_sum", self.ntiles * 16),
                             ("tags", m * 16)):
                 self.bufs[name] = b.alloc(max(n, 16))

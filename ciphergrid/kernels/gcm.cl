@@ -138,23 +138,31 @@ DEVICE_FN uint gcm_find(GLOBAL_RO const ulong *off, uint lo, uint m, ulong g)
     return lo;
 }
 
-/* a block of n <= 16 bytes at byte offset o of p as an element (zero-padded) */
+/* a block of n bytes (16 or fewer: zero-padded) at byte offset o of p as an element: one 16-byte
+ * load when aligned, else the 4 or 5 aligned words that cover it, funnel-shifted.  The host pads
+ * every buffer read here by 32 bytes, so the words past the end exist (their bytes are masked). */
 DEVICE_FN uint4 gcm_load(GLOBAL_RO const uchar *p, ulong o, ulong n)
 {
     if (n >= 16 && (o & 15) == 0) {
         const uint4 v = *(GLOBAL_RO const uint4 *)(p + o);
         return MAKE_UINT4(BSWAP32(v.x), BSWAP32(v.y), BSWAP32(v.z), BSWAP32(v.w));
     }
-    if (n >= 16 && (o & 3) == 0) {
-        GLOBAL_RO const uint *q = (GLOBAL_RO const uint *)(p + o);
-        return MAKE_UINT4(BSWAP32(q[0]), BSWAP32(q[1]), BSWAP32(q[2]), BSWAP32(q[3]));
+    GLOBAL_RO const uint *q = (GLOBAL_RO const uint *)(p + (o & ~(ulong)3));
+    const uint sh = 8u * (uint)(o & 3);
+    uint w[5], v[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) w[k] = q[k];
+    w[4] = sh ? q[4] : 0u;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        uint x = sh ? (w[k] >> sh) | (w[k + 1] << (32u - sh)) : w[k];
+        if (n < 16) {
+            const ulong keep = n > 4u * (ulong)k ? n - 4u * (ulong)k : 0;  /* bytes of word k */
+            if (keep < 4) x &= (1u << (8u * (uint)keep)) - 1u;
+        }
+        v[k] = BSWAP32(x);
     }
-    uint w[4] = {0u, 0u, 0u, 0u};
-    for (uint i = 0; i < 16; i++) {
-        const uint b = i < n ? (uint)p[o + i] : 0u;
-        w[i >> 2] |= b << (24 - 8 * (i & 3));
-    }
-    return MAKE_UINT4(w[0], w[1], w[2], w[3]);
+    return MAKE_UINT4(v[0], v[1], v[2], v[3]);
 }
 
 /* ---- per key: H = E(K, 0^128) and H^(2^j), j < np2 ------------------------------------------- */
