@@ -212,7 +212,7 @@ class GCMJob(Job):
         groups = _ceil_div(self.ntiles, tpg)
         ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
                  B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
-                 B["tile_sum"], U32(m), U64(self.ntiles)]
+                 B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
         ctr_items = items("gcm_ctr", _ceil_div(self.total_cb, per))
         gh_items = min(groups * ls, max(ls, b.resident_items(prg, "gcm_ghash") // ls * ls))
         if self.batch.encrypt:

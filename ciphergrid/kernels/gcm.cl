@@ -1,7 +1,7 @@
 /* gcm.cl - AES-GCM (NIST SP 800-38D) over a batch of messages: CTR key stream with inc32 and
  * GHASH, both parallel inside each message and across the batch.  Compiled after portable.h and an
- * AES block-function file: aes.cl (implementation "fast": T-tables, and 4-bit tables of H-multiples
- * for GHASH) or aes_bs.cl (implementation "ct", GCM_CT = 1: bitsliced AES, and a GHASH multiply
+ * AES block-function file: aes.cl (implementation "fast": T-tables, and 8-bit (one key in the batch)
+ * or 4-bit tables of H-multiples for GHASH) or aes_bs.cl (implementation "ct", GCM_CT = 1: bitsliced AES, and a GHASH multiply
  * whose only tables are indexed by the loop counter, never by data).
  *
  * GF(2^128) elements are held as 4 big-endian 32-bit words (x, y, z, w) of the 16 block bytes: the
@@ -122,6 +122,28 @@ DEVICE_FN uint4 gcm_mul_tab(uint4 a, LOCAL_PTR const uint4 *tab)
         for (int s = 0; s < 32; s += 4) {
             if (q != 3 || s != 0) z = gcm_mulx4(z);
             z = gcm_xor(z, tab[(t >> s) & 15u]);
+        }
+    }
+    return z;
+}
+
+/* a * M with the 256 byte products of M and the 256 reduction words in work-group memory (fast,
+ * batches of one key): bytes from x^120 down; z * x^8 brings back the 8 coefficients x^120..x^127
+ * (the low byte r of w) as red[r] = sum over the bits of r of R >> i */
+DEVICE_FN uint4 gcm_mul_tab8(uint4 a, LOCAL_PTR const uint4 *tab, LOCAL_PTR const uint *red)
+{
+    uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
+    uint aw[4];
+    aw[0] = a.x; aw[1] = a.y; aw[2] = a.z; aw[3] = a.w;
+#pragma unroll
+    for (int q = 3; q >= 0; q--) {
+        const uint t = aw[q];
+#pragma unroll
+        for (int s = 0; s < 32; s += 8) {
+            if (q != 3 || s != 0)
+                z = MAKE_UINT4((z.x >> 8) ^ red[z.w & 255u], (z.y >> 8) | (z.x << 24),
+                               (z.z >> 8) | (z.y << 24), (z.w >> 8) | (z.z << 24));
+            z = gcm_xor(z, tab[(t >> s) & 255u]);
         }
     }
     return z;
@@ -372,11 +394,27 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
                       GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
                       GLOBAL_RO const ulong *tile_off, GLOBAL_RO const int *key_index,
                       GLOBAL_RO const uint4 *hk, uint hs, uint np2, uint wlog, uint rlog,
-                      GLOBAL uint4 *tile_sum, uint m, ulong ntiles)
+                      GLOBAL uint4 *tile_sum, uint m, ulong ntiles, uint one_key)
 {
     LOCAL_VAR uint4 gcm_red[GCM_LS];
 #if !GCM_CT
     LOCAL_VAR uint4 gcm_tab[(GCM_LS / GCM_MIN_W) * 16];
+    /* one key in the batch: 8-bit tables of M, built once per work-group from its 4-bit table
+     * (p_b M = p_hi M + x^4 p_lo M) */
+    LOCAL_VAR uint4 gcm_tab8[256];
+    LOCAL_VAR uint gcm_red8[256];
+    if (one_key) {
+        const uint wn = 1u << wlog;
+        GLOBAL_RO const uint4 *t4 = hk + np2 + wn;
+        for (uint e = LID; e < 256; e += LSIZE) {
+            gcm_tab8[e] = gcm_xor(t4[e >> 4], gcm_mulx4(t4[e & 15u]));
+            uint r = 0;
+            for (uint i = 0; i < 8; i++)
+                if ((e >> (7 - i)) & 1u) r ^= 0xe1000000u >> i;
+            gcm_red8[e] = r;
+        }
+        BARRIER();
+    }
 #endif
     const uint w = 1u << wlog;
     const uint run = 1u << rlog;
@@ -396,8 +434,10 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
         }
         GLOBAL_RO const uint4 *h = hk + (ulong)key * hs;
 #if !GCM_CT
-        for (uint e = l; e < 16; e += w) gcm_tab[slot * 16 + e] = h[np2 + w + e];
-        BARRIER();
+        if (!one_key) {
+            for (uint e = l; e < 16; e += w) gcm_tab[slot * 16 + e] = h[np2 + w + e];
+            BARRIER();
+        }
         LOCAL_PTR const uint4 *tab = gcm_tab + slot * 16;
 #else
         GLOBAL_RO const uint4 *xm = h + np2 + w;
@@ -417,7 +457,7 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
 #if GCM_CT
                     y = gcm_mul_xtab(y, xm);
 #else
-                    y = gcm_mul_tab(y, tab);
+                    y = one_key ? gcm_mul_tab8(y, gcm_tab8, gcm_red8) : gcm_mul_tab(y, tab);
 #endif
                 }
             }
