@@ -1,8 +1,8 @@
 """AES-GCM (NIST SP 800-38D): AES-128/192/256 in Galois/Counter Mode.
 
 The declaration (``AESGCM``) and the device driver (``GCMDriver``) of kernels/gcm.cl, compiled
-after the AES block functions: kernels/aes.cl ("fast": T-tables, GHASH with 4-bit tables of
-H-multiples in work-group memory) or kernels/aes_bs.cl ("ct", constant time: bitsliced AES and a
+after the AES block functions: kernels/aes.cl ("fast": T-tables, GHASH with 8-bit (batches of one
+key) or 4-bit tables of H-multiples in work-group memory) or kernels/aes_bs.cl ("ct", constant time: bitsliced AES and a
 GHASH multiply without any table indexed by data).
 
 A batch runs in six launches, whatever its number of messages (kernels/gcm.cl explains them):
