@@ -104,6 +104,10 @@ def test_declaration():
     assert c.max_message == 2**36 - 32 and c.max_aad == 2**61 - 1 and c.parallel_message
     assert not c.implementations["fast"].constant_time
     assert c.implementations["ct"].constant_time and c.constant_time_implementation() == "ct"
+    # the OpenSSL engine (pyca) takes nonces of 8 to 128 bytes only
+    assert c.openssl_takes("aes-128-gcm", 12, 16) and c.openssl_takes("aes-256-gcm", 8, 12)
+    assert c.openssl_takes("aes-192-gcm", 128, 13)
+    assert not c.openssl_takes("aes-128-gcm", 7, 16) and not c.openssl_takes("aes-128-gcm", 129, 16)
 
 
 def test_declaration_refuses():

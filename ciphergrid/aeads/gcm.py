@@ -284,5 +284,10 @@ class AESGCM(AEAD):
     }
     openssl = {n: "AESGCM" for n in names}
 
+    def openssl_takes(self, name: str, nonce_len: int, tag_length: int) -> bool:
+        """pyca's AES-GCM (AESGCM, and modes.GCM for truncated tags) takes nonces of 8 to 128
+        bytes only; every tag length of ``tag_lengths``."""
+        return name in self.openssl and 8 <= nonce_len <= 128 and tag_length in self.tag_lengths
+
 
 CIPHER = AESGCM()
