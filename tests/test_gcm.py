@@ -84,6 +84,11 @@ def check_vectors(drv, name, vs):
             assert g != v.tag, f"{v.source}: an invalid vector's tag was computed"
 
 
+def gcm_vectors(files: bool = False):
+    """The AES-GCM vectors (load() without a name gives every AEAD family's)."""
+    return [v for v in aead_vectors.load(files=files) if v.cipher in NAMES]
+
+
 def groups(vs):
     by = defaultdict(list)
     for v in vs:
@@ -131,7 +136,7 @@ def test_model_matches_pyca():
 
 
 def test_data_file_vectors_are_complete():
-    vs = aead_vectors.load(files=False)
+    vs = gcm_vectors()
     mv = [v for v in vs if v.source.startswith("McGrew-Viega GCM Test Case")]
     assert len(mv) == 18
     assert {v.cipher for v in mv} == set(NAMES)
@@ -143,7 +148,7 @@ def test_data_file_vectors_are_complete():
 
 def test_data_file_vectors_match_the_reference():
     """Catches a transcription slip independently of the kernels."""
-    for v in aead_vectors.load(files=False):
+    for v in gcm_vectors():
         if v.valid:
             assert reference(v.key, v.nonce, v.aad, v.plaintext, len(v.tag)) == (v.ciphertext, v.tag), v.source
         else:
@@ -165,12 +170,12 @@ def test_choose_tiles():
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_data_file_vectors(device, impl):
-    for (name, _n, _t), vs in sorted(groups(aead_vectors.load(files=False)).items()):
+    for (name, _n, _t), vs in sorted(groups(gcm_vectors()).items()):
         check_vectors(driver(device, name, impl), name, vs)
 
 
 def _cavp(sample: int | None):
-    vs = [v for v in aead_vectors.load(files=True) if v.source.startswith("ciphers/AES/GCM/")]
+    vs = [v for v in gcm_vectors(files=True) if v.source.startswith("ciphers/AES/GCM/")]
     if not vs:
         pytest.skip("cryptography_vectors is not installed")
     assert len(vs) > 40_000
