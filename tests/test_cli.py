@@ -258,7 +258,7 @@ ERROR_CASES = {
     "cbc-decrypt-partial-block": (["decrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16], 33),
     "bad-padding": (["decrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16, "--pad", "pkcs7"], "badpad"),
     "unknown-pad": (["encrypt", "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16, "--pad", "zero"], 32),
-    "unknown-cipher": (["encrypt", "--cipher", "aes-128-gcm", "--key", K16, "--iv", IV16], 32),
+    "unknown-cipher": (["encrypt", "--cipher", "aes-128-ocb", "--key", K16, "--iv", IV16], 32),
     "xts-short": (["encrypt", "--cipher", "aes-128-xts", "--key", K16 + IV16, "--iv", IV16], 15),
     "xts-equal-keys": (["encrypt", "--cipher", "aes-128-xts", "--key", K16 + K16, "--iv", IV16], 64),
     "xts-iv-and-sectors": (["encrypt", "--cipher", "aes-128-xts", "--key", K16 + IV16, "--iv", IV16,

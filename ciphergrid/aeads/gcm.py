@@ -1,0 +1,293 @@
+"""AES-GCM (NIST SP 800-38D): AES-128/192/256 in Galois/Counter Mode.
+
+The declaration (``AESGCM``) and the device driver (``GCMDriver``) of kernels/gcm.cl, compiled
+after the AES block functions: kernels/aes.cl ("fast": T-tables, GHASH with 8-bit (batches of one
+key) or 4-bit tables of H-multiples in work-group memory) or kernels/aes_bs.cl ("ct", constant time: bitsliced AES and a
+GHASH multiply without any table indexed by data).
+
+A batch runs in six launches, whatever its number of messages (kernels/gcm.cl explains them):
+``gcm_hkey`` (per key: H = E(K, 0), H^(2^j)), ``gcm_hpow`` (per key: H^1..H^W and the multiply
+table of H^W), ``gcm_j0`` (per message: J0), ``gcm_ctr`` (the key stream over every message,
+E(K, J0) included), ``gcm_ghash`` (tiles of W x R blocks of every message, in parallel) and
+``gcm_tag`` (per message: the XOR of its tiles plus E(K, J0)).  The host only sums lengths
+(numpy) and picks W and R for the batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..algorithms.aes import CIPHER as AES_CIPHER
+from ..backends.base import defines_prefix, program_source
+from ..errors import DeviceError, InvalidArgument
+from .base import AEAD, DeviceAEAD, Job, Kernel
+
+U32 = np.uint32
+U64 = np.uint64
+LOCAL_SIZE = 256          # work-items per work-group (GCM_LS); smaller where the device allows less
+MIN_W = 8                 # the fast GHASH kernel's smallest tile width (GCM_MIN_W)
+MAX_RLOG = 8              # runs of up to 2^8 blocks per lane
+_PAD = 32                 # bytes past the end of the buffers gcm_load reads (whole aligned words)
+#: cost of one general (bit-serial) multiply in table multiplies, per implementation
+_GEN_COST = {False: 4.0, True: 2.5}
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+def _bitlen(n: int) -> int:
+    return int(n).bit_length()
+
+
+def choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int) -> tuple[int, int]:
+    """(log2 W, log2 R) for GHASH tiles of W lanes x R blocks over messages of nb stream blocks:
+    the least estimated time, work / min(lanes, target) (target: work-items the device runs at
+    once).  Work per tile: W lanes x (R table multiplies + one general multiply), plus the tile's
+    own power and reduction."""
+    g = _GEN_COST[ct]
+    best = None
+    wmin = 0 if ct else _bitlen(MIN_W) - 1
+    wmax = _bitlen(ls) - 1
+    total = float(nb.sum())
+    for tlog in range(wmin, wmax + MAX_RLOG + 1):
+        tiles_m = (nb + ((1 << tlog) - 1)) >> tlog
+        tiles = float(tiles_m.sum())
+        ubits = _bitlen(int(tiles_m.max()) - 1)
+        for wlog in range(max(wmin, tlog - MAX_RLOG), min(wmax, tlog) + 1):
+            rlog = tlog - wlog
+            w, r = 1 << wlog, 1 << rlog
+            lanes = tiles * w
+            work = lanes * (r + g) + tiles * (g * ubits / 2 + wlog + 1)
+            t = work / min(lanes, float(target), max(total, 1.0))
+            if best is None or t < best[0] - 1e-9:
+                best = (t, wlog, rlog)
+    return best[1], best[2]
+
+
+class GCMDriver(DeviceAEAD):
+    """kernels/gcm.cl for one key size and implementation on one device."""
+
+    def __init__(self, backend, aead, name, ct: bool = False):
+        super().__init__(backend, aead, name, ct=ct)
+        self.ct = bool(ct)
+        self.key_len = aead.names[name]
+        im = AES_CIPHER.implementation("ct" if self.ct else "fast")
+        self.layout = im.key_layout
+        self.ls = min(LOCAL_SIZE, backend.local_size)
+        if self.ls & (self.ls - 1) or self.ls < MIN_W:
+            raise DeviceError(f"{name}: work-groups of {self.ls} work-items (need a power of two "
+                              f">= {MIN_W})")
+        defines = {**AES_CIPHER.defines(self.key_len), **im.defines, "CG_BATCH": im.batch,
+                   "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W}
+        key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls)
+        prg = backend.cached_program(key)
+        if prg is None:
+            src = defines_prefix(defines) + program_source(im.file, "gcm.cl")
+            prg = backend.build(src, key=key, local_size=self.ls)
+        if backend.group_size(prg) != self.ls:
+            raise DeviceError(f"{name}: the kernels need work-groups of {self.ls} work-items; "
+                              f"{backend.info} allows {backend.group_size(prg)}")
+        self.prg = prg
+        self.tb = 128 if self.ct else 16
+
+    def prepare(self, batch) -> "GCMJob":
+        return GCMJob(self, batch)
+
+
+class GCMJob(Job):
+    def __init__(self, drv: GCMDriver, batch):
+        self.d = drv
+        self.batch = batch
+        b = drv.backend
+        self.b = b
+        self.m = m = batch.count
+        self.queue = None
+        if batch.name != drv.name:
+            raise InvalidArgument(f"a batch of {batch.name} given to the {drv.name} driver")
+        if m:
+            drv.aead.check(drv.name, int(batch.keys.shape[1]), int(batch.nonces.shape[1]),
+                           batch.tag_length)
+        elif batch.tag_length not in drv.aead.tag_lengths:
+            drv.aead.check(drv.name, drv.key_len, drv.aead.default_nonce_length, batch.tag_length)
+        self.bufs = {}
+        self.secret = []
+        if m == 0:
+            return
+        tlen = np.diff(batch.off).astype(np.int64)
+        alen = np.diff(batch.aad_off).astype(np.int64)
+        if (tlen < 0).any() or (alen < 0).any():
+            raise InvalidArgument("message offsets must not decrease")
+        if int(tlen.max()) > drv.aead.max_message:
+            raise InvalidArgument(f"{drv.name} encrypts at most {drv.aead.max_message} bytes "
+                                  f"per message")
+        if int(alen.max()) > drv.aead.max_aad:
+            raise InvalidArgument(f"{drv.name} takes at most {drv.aead.max_aad} bytes of AAD")
+        nc = (tlen + 15) // 16
+        nb = (alen + 15) // 16 + nc + 1
+        cb_off = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(nc + 1, out=cb_off[1:])
+        self.total_cb = int(cb_off[-1])
+        ls = drv.ls
+        target = b.resident_items(drv.prg, "gcm_ghash")
+        self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
+        tlog = self.wlog + self.rlog
+        tiles_m = (nb + ((1 << tlog) - 1)) >> tlog
+        tile_off = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(tiles_m, out=tile_off[1:])
+        self.ntiles = int(tile_off[-1])
+        max_tiles = int(tiles_m.max())
+        self.np2 = max(self.wlog + 1, tlog + _bitlen(max_tiles - 1))
+        self.hs = self.np2 + (1 << self.wlog) + drv.tb
+        self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
+        self.nkeys = int(batch.keys.shape[0])
+        self.nlen = int(batch.nonces.shape[1])
+
+        # round keys of the distinct keys, on the host (AES.expand), zeroed once uploaded
+        words = [AES_CIPHER.expand(bytes(k), False, layout=drv.layout) for k in batch.keys]
+        self.ks = int(words[0].size)
+        ktab = np.concatenate(words).astype("<u4")
+        for w in words:
+            w.fill(0)
+
+        q = b.default_queue
+        host = {
+            "ktab": ktab.view(np.uint8),
+            "src": np.ascontiguousarray(batch.src, dtype=np.uint8),
+            "aad": np.ascontiguousarray(batch.aad, dtype=np.uint8),
+            "off": np.ascontiguousarray(batch.off, dtype=np.int64).view(np.uint8),
+            "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64).view(np.uint8),
+            "cb_off": cb_off.view(np.uint8),
+            "tile_off": tile_off.view(np.uint8),
+            "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32).view(np.uint8),
+            "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8).reshape(-1),
+        }
+        try:
+            for name, arr in host.items():
+                # texts, AAD and nonces: padded for the kernels' whole-word loads (gcm_load)
+                pad = _PAD if name in ("src", "aad", "nonces") else 0
+                buf = self.bufs[name] = b.alloc(max(arr.nbytes + pad, 16))
+                if arr.nbytes:
+                    b.upload(buf, arr, q)
+            for name, n in (("dst", host["src"].nbytes + _PAD), ("hk", self.nkeys * self.hs * 16),
+                            ("j0", m * 16), ("ej0", m * 16), ("tile_sum", self.ntiles * 16),
+                            ("tags", m * 16)):
+                self.bufs[name] = b.alloc(max(n, 16))
+            self.secret = [self.bufs[n] for n in ("ktab", "hk", "j0", "ej0", "tile_sum")]
+            b.finish(q)
+        except BaseException:
+            if "ktab" in self.bufs and not self.secret:
+                self.secret = [self.bufs["ktab"]]
+            self.close()
+            raise
+        finally:
+            ktab.fill(0)
+        self._host = host   # (the uploads are complete; kept for symmetry with re-runs)
+        self._host.pop("ktab")
+
+    def enqueue(self, queue=None) -> None:
+        if self.m == 0:
+            return
+        d, b, B = self.d, self.b, self.bufs
+        prg, ls, m = d.prg, d.ls, self.m
+        self.queue = queue
+        w = 1 << self.wlog
+
+        def items(name, n):
+            return max(1, min(int(n), b.resident_items(prg, name)))
+
+        b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
+                 [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2), U32(self.nkeys)],
+                 queue)
+        b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + d.tb)),
+                 [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys)], queue)
+        b.launch(prg, "gcm_j0", items("gcm_j0", m),
+                 [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
+                  U32(m)], queue)
+        per = 32 if d.ct else 1
+        ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["key_index"], B["ktab"], U32(self.ks),
+               B["j0"], B["ej0"], U32(m), U64(self.total_cb)]
+        ghash_txt = B["dst"] if self.batch.encrypt else B["src"]
+        tpg = ls // w
+        groups = _ceil_div(self.ntiles, tpg)
+        ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
+                 B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
+                 B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
+        ctr_items = items("gcm_ctr", _ceil_div(self.total_cb, per))
+        gh_items = min(groups * ls, max(ls, b.resident_items(prg, "gcm_ghash") // ls * ls))
+        if self.batch.encrypt:
+            b.launch(prg, "gcm_ctr", ctr_items, ctr, queue)
+            b.launch(prg, "gcm_ghash", gh_items, ghash, queue)
+        else:
+            b.launch(prg, "gcm_ghash", gh_items, ghash, queue)
+            b.launch(prg, "gcm_ctr", ctr_items, ctr, queue)
+        mpg = ls >> self.plog
+        tag_items = min(_ceil_div(m, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
+        b.launch(prg, "gcm_tag", tag_items,
+                 [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], U32(m), U32(self.plog)],
+                 queue)
+
+    def finish(self) -> np.ndarray:
+        t = self.batch.tag_length
+        if self.m == 0:
+            return np.zeros((0, t), dtype=np.uint8)
+        b, q = self.b, self.queue
+        tags = np.empty(self.m * 16, dtype=np.uint8)
+        try:
+            n = self.batch.src.nbytes
+            if n:
+                if self.batch.dst.flags.c_contiguous:
+                    b.download(self.batch.dst.reshape(-1).view(np.uint8), self.bufs["dst"], q)
+                else:
+                    out = np.empty(n, dtype=np.uint8)
+                    b.download(out, self.bufs["dst"], q)
+                    b.finish(q)
+                    self.batch.dst[...] = out.reshape(self.batch.dst.shape)
+            b.download(tags, self.bufs["tags"], q)
+            b.finish(q)
+        finally:
+            self.close()
+        return tags.reshape(self.m, 16)[:, :t].copy()
+
+    def close(self) -> None:
+        """Zero the key material on the device (round keys, H powers, J0, E(K, J0), partial
+        GHASH sums) and drop every buffer."""
+        b, q = self.b, self.queue
+        for buf in self.secret:
+            try:
+                b.zero(buf, q, wait=False)
+            except Exception:
+                pass
+        if self.secret:
+            try:
+                b.finish(q)
+            except Exception:
+                pass
+        self.secret = []
+        self.bufs = {}
+
+
+class AESGCM(AEAD):
+    family = "aes-gcm"
+    names = {"aes-128-gcm": 16, "aes-192-gcm": 24, "aes-256-gcm": 32}
+    #: SP 800-38D takes any IV of 1 to 2^61 - 1 bytes; the kernels take up to 2^24 - 1
+    nonce_lengths = range(1, 1 << 24)
+    default_nonce_length = 12
+    tag_lengths = range(12, 17)
+    default_tag_length = 16
+    max_message = (1 << 36) - 32          # 2^32 - 2 blocks (SP 800-38D 5.2.1.1)
+    max_aad = (1 << 61) - 1               # len(A) <= 2^64 - 1 bits
+    parallel_message = True
+    implementations = {
+        "fast": Kernel(GCMDriver),
+        "ct": Kernel(GCMDriver, constant_time=True, options={"ct": True}),
+    }
+    openssl = {n: "AESGCM" for n in names}
+
+    def openssl_takes(self, name: str, nonce_len: int, tag_length: int) -> bool:
+        """pyca's AES-GCM (AESGCM, and modes.GCM for truncated tags) takes nonces of 8 to 128
+        bytes only; every tag length of ``tag_lengths``."""
+        return name in self.openssl and 8 <= nonce_len <= 128 and tag_length in self.tag_lengths
+
+
+CIPHER = AESGCM()

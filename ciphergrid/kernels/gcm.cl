@@ -1,0 +1,510 @@
+/* gcm.cl - AES-GCM (NIST SP 800-38D) over a batch of messages: CTR key stream with inc32 and
+ * GHASH, both parallel inside each message and across the batch.  Compiled after portable.h and an
+ * AES block-function file: aes.cl (implementation "fast": T-tables, and 8-bit (one key in the batch)
+ * or 4-bit tables of H-multiples for GHASH) or aes_bs.cl (implementation "ct", GCM_CT = 1: bitsliced AES, and a GHASH multiply
+ * whose only tables are indexed by the loop counter, never by data).
+ *
+ * GF(2^128) elements are held as 4 big-endian 32-bit words (x, y, z, w) of the 16 block bytes: the
+ * coefficient of x^i is bit 31 - (i mod 32) of word i / 32 (SP 800-38D's bit order, bit 0 = the
+ * most significant bit of byte 0).  Multiplying by x is a right shift of the 128 bits; the bit
+ * x^127 that falls off comes back as R = 11100001 || 0^120 (0xe1000000 in word x).
+ *
+ * A message's GHASH input (its "stream") is the AAD zero-padded to 16 bytes, the ciphertext
+ * zero-padded, and the length block [len(A)]64 || [len(C)]64: nb blocks X_1..X_nb, and
+ * GHASH = sum X_j H^(nb + 1 - j).  The stream is cut into tiles of W x R blocks aligned on the
+ * stream's END (the first tile of a message starts before block 0 and reads zeros there, which
+ * Horner's rule ignores): tile u (counted from the end) holds the blocks with nb - j in
+ * [W R u, W R (u + 1)).  Inside a tile, lane l of its W lanes takes blocks l, l + W, ..., l + (R-1) W
+ * (coalesced loads) and folds them by Horner with M = H^W; its sum times H^(W - l) puts every block
+ * at its power within the tile; the W lanes are XOR-reduced in work-group memory, and the tile's sum
+ * times H^(W R u) (square-and-multiply from the per-key table H^(2^j)) is written out.  gcm_tag
+ * XOR-reduces the tiles of each message (P lanes per message) and adds E(K, J0).
+ *
+ * Key material per key ("hk", uint4 entries, stride HS = np2 + W + GCM_TB, all made on the device
+ * by gcm_hkey and gcm_hpow from the AES round keys): [0, np2) H^(2^j); [np2, np2 + W) H^(i+1);
+ * then GCM_TB entries: fast: the 16 products p_n M (n a nibble, its bit 3 = x^0 .. bit 0 = x^3),
+ * ct: the 128 products x^i M.
+ *
+ * Knobs (defines): GCM_LS work-group size (a power of two, the launches use exactly it),
+ * GCM_MIN_W the smallest tile width the fast kernel's work-group table slots allow.  W and R are
+ * chosen per batch by the host (aeads/gcm.py), as is P.
+ */
+#ifndef GCM_LS
+#define GCM_LS 256
+#endif
+#ifndef GCM_CT
+#define GCM_CT 0
+#endif
+#ifndef GCM_MIN_W
+#define GCM_MIN_W 8
+#endif
+#if GCM_CT
+#define GCM_TB 128
+#else
+#define GCM_TB 16
+#endif
+
+DEVICE_FN uint4 gcm_xor(uint4 a, uint4 b)
+{
+    return MAKE_UINT4(a.x ^ b.x, a.y ^ b.y, a.z ^ b.z, a.w ^ b.w);
+}
+
+DEVICE_FN uint4 gcm_and(uint4 a, uint m)
+{
+    return MAKE_UINT4(a.x & m, a.y & m, a.z & m, a.w & m);
+}
+
+/* v * x */
+DEVICE_FN uint4 gcm_mulx(uint4 v)
+{
+    const uint r = (uint)0 - (v.w & 1u);
+    return MAKE_UINT4((v.x >> 1) ^ (r & 0xe1000000u), (v.y >> 1) | (v.x << 31),
+                      (v.z >> 1) | (v.y << 31), (v.w >> 1) | (v.z << 31));
+}
+
+/* a * b, bit-serial (SP 800-38D Algorithm 1) with masks: no table, no data-dependent branch */
+DEVICE_FN uint4 gcm_mul_ct(uint4 a, uint4 b)
+{
+    uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u), v = b;
+    uint aw[4];
+    aw[0] = a.x; aw[1] = a.y; aw[2] = a.z; aw[3] = a.w;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        uint t = aw[q];
+        for (int i = 0; i < 32; i++) {
+            const uint m = (uint)((int)t >> 31);
+            t <<= 1;
+            z = gcm_xor(z, gcm_and(v, m));
+            v = gcm_mulx(v);
+        }
+    }
+    return z;
+}
+
+/* a * M with the 128 products x^i M (ct): indexed by the loop counter only */
+DEVICE_FN uint4 gcm_mul_xtab(uint4 a, GLOBAL_RO const uint4 *RESTRICT xm)
+{
+    uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
+    uint aw[4];
+    aw[0] = a.x; aw[1] = a.y; aw[2] = a.z; aw[3] = a.w;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        uint t = aw[q];
+        for (int i = 0; i < 32; i++) {
+            const uint m = (uint)((int)t >> 31);
+            t <<= 1;
+            z = gcm_xor(z, gcm_and(xm[32 * q + i], m));
+        }
+    }
+    return z;
+}
+
+/* z * x^4: the four coefficients x^124..x^127 (low nibble of w) come back times R */
+DEVICE_FN uint4 gcm_mulx4(uint4 z)
+{
+    const uint r = z.w;
+    const uint red = (((uint)0 - ((r >> 3) & 1u)) & 0xe1000000u) ^ (((uint)0 - ((r >> 2) & 1u)) & 0x70800000u) ^
+                     (((uint)0 - ((r >> 1) & 1u)) & 0x38400000u) ^ (((uint)0 - (r & 1u)) & 0x1c200000u);
+    return MAKE_UINT4((z.x >> 4) ^ red, (z.y >> 4) | (z.x << 28), (z.z >> 4) | (z.y << 28),
+                      (z.w >> 4) | (z.z << 28));
+}
+
+/* a * M with the 16 nibble products of M in work-group memory (fast): nibbles from x^124 down */
+DEVICE_FN uint4 gcm_mul_tab(uint4 a, LOCAL_PTR const uint4 *tab)
+{
+    uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
+    uint aw[4];
+    aw[0] = a.x; aw[1] = a.y; aw[2] = a.z; aw[3] = a.w;
+#pragma unroll
+    for (int q = 3; q >= 0; q--) {
+        const uint t = aw[q];
+#pragma unroll
+        for (int s = 0; s < 32; s += 4) {
+            if (q != 3 || s != 0) z = gcm_mulx4(z);
+            z = gcm_xor(z, tab[(t >> s) & 15u]);
+        }
+    }
+    return z;
+}
+
+/* a * M with the 256 byte products of M and the 256 reduction words in work-group memory (fast,
+ * batches of one key): bytes from x^120 down; z * x^8 brings back the 8 coefficients x^120..x^127
+ * (the low byte r of w) as red[r] = sum over the bits of r of R >> i */
+DEVICE_FN uint4 gcm_mul_tab8(uint4 a, LOCAL_PTR const uint4 *tab, LOCAL_PTR const uint *red)
+{
+    uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
+    uint aw[4];
+    aw[0] = a.x; aw[1] = a.y; aw[2] = a.z; aw[3] = a.w;
+#pragma unroll
+    for (int q = 3; q >= 0; q--) {
+        const uint t = aw[q];
+#pragma unroll
+        for (int s = 0; s < 32; s += 8) {
+            if (q != 3 || s != 0)
+                z = MAKE_UINT4((z.x >> 8) ^ red[z.w & 255u], (z.y >> 8) | (z.x << 24),
+                               (z.z >> 8) | (z.y << 24), (z.w >> 8) | (z.z << 24));
+            z = gcm_xor(z, tab[(t >> s) & 255u]);
+        }
+    }
+    return z;
+}
+
+/* the message of item g: the i with off[i] <= g < off[i + 1], searched in [lo, m) */
+DEVICE_FN uint gcm_find(GLOBAL_RO const ulong *off, uint lo, uint m, ulong g)
+{
+    uint hi = m;
+    while (hi - lo > 1) {
+        const uint mid = lo + ((hi - lo) >> 1);
+        if (off[mid] <= g) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+/* a block of n bytes (16 or fewer: zero-padded) at byte offset o of p as an element: one 16-byte
+ * load when aligned, else the 4 or 5 aligned words that cover it, funnel-shifted.  The host pads
+ * every buffer read here by 32 bytes, so the words past the end exist (their bytes are masked). */
+DEVICE_FN uint4 gcm_load(GLOBAL_RO const uchar *p, ulong o, ulong n)
+{
+    if (n >= 16 && (o & 15) == 0) {
+        const uint4 v = *(GLOBAL_RO const uint4 *)(p + o);
+        return MAKE_UINT4(BSWAP32(v.x), BSWAP32(v.y), BSWAP32(v.z), BSWAP32(v.w));
+    }
+    GLOBAL_RO const uint *q = (GLOBAL_RO const uint *)(p + (o & ~(ulong)3));
+    const uint sh = 8u * (uint)(o & 3);
+    uint w[5], v[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) w[k] = q[k];
+    w[4] = sh ? q[4] : 0u;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        uint x = sh ? (w[k] >> sh) | (w[k + 1] << (32u - sh)) : w[k];
+        if (n < 16) {
+            const ulong keep = n > 4u * (ulong)k ? n - 4u * (ulong)k : 0;  /* bytes of word k */
+            if (keep < 4) x &= (1u << (8u * (uint)keep)) - 1u;
+        }
+        v[k] = BSWAP32(x);
+    }
+    return MAKE_UINT4(v[0], v[1], v[2], v[3]);
+}
+
+/* ---- per key: H = E(K, 0^128) and H^(2^j), j < np2 ------------------------------------------- */
+
+#if GCM_CT
+#define GCM_USE_KEY(ktab, ks, k) cg_bsk = (GLOBAL_RO const uint4 *)((ktab) + (ulong)(k) * (ks));
+#else
+#define GCM_USE_KEY(ktab, ks, k) aes_load_keys(cg_rk, (ktab) + (ulong)(k) * (ks));
+#endif
+
+KERNEL void gcm_hkey(GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL uint4 *hk, uint hs,
+                     uint np2, uint nkeys)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ktab)
+    for (ulong k = GID; k < nkeys; k += GSIZE) {
+        uint s[CG_BATCH * 4];
+        for (int i = 0; i < CG_BATCH * 4; i++) s[i] = 0u;
+        GCM_USE_KEY(ktab, ks, k)
+        cg_encrypt_batch(s CG_ENC_ARGS);
+        uint4 h = MAKE_UINT4(BSWAP32(s[0]), BSWAP32(s[1]), BSWAP32(s[2]), BSWAP32(s[3]));
+        GLOBAL uint4 *o = hk + k * hs;
+        for (uint j = 0; j < np2; j++) {
+            o[j] = h;
+            h = gcm_mul_ct(h, h);
+        }
+    }
+}
+
+/* per (key, e): e < W: H^(e+1); then the GCM_TB multiplication table entries of M = H^W */
+KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys)
+{
+    const uint w = 1u << wlog;
+    const uint per = w + GCM_TB;
+    for (ulong g = GID; g < (ulong)nkeys * per; g += GSIZE) {
+        const ulong k = g / per;
+        const uint e = (uint)(g - k * per);
+        GLOBAL uint4 *o = hk + k * hs;
+        uint4 r;
+        if (e < w) {
+            const uint n = e + 1;
+            r = MAKE_UINT4(0x80000000u, 0u, 0u, 0u);   /* 1 */
+            for (uint j = 0; j <= wlog; j++)
+                if ((n >> j) & 1u) r = gcm_mul_ct(r, o[j]);
+        } else {
+            const uint i = e - w;
+#if GCM_CT
+            uint xw[4] = {0u, 0u, 0u, 0u};
+            xw[i >> 5] = 0x80000000u >> (i & 31);
+            r = gcm_mul_ct(MAKE_UINT4(xw[0], xw[1], xw[2], xw[3]), o[wlog]);
+#else
+            r = gcm_mul_ct(MAKE_UINT4(i << 28, 0u, 0u, 0u), o[wlog]);
+#endif
+        }
+        o[np2 + e] = r;
+    }
+}
+
+/* ---- per message: the pre-counter block J0 (big-endian words) ------------------------------- */
+
+KERNEL void gcm_j0(GLOBAL_RO const uchar *nonces, uint nlen, GLOBAL_RO const int *key_index,
+                   GLOBAL_RO const uint4 *hk, uint hs, GLOBAL uint4 *j0, uint m)
+{
+    for (ulong i = GID; i < m; i += GSIZE) {
+        const ulong o = i * nlen;
+        if (nlen == 12) {
+            const uint4 v = gcm_load(nonces, o, 12);
+            j0[i] = MAKE_UINT4(v.x, v.y, v.z, 1u);
+        } else {
+            const uint4 h = hk[(ulong)key_index[i] * hs];
+            uint4 y = MAKE_UINT4(0u, 0u, 0u, 0u);
+            for (uint b = 0; b < nlen; b += 16) {
+                y = gcm_xor(y, gcm_load(nonces, o + b, nlen - b < 16 ? nlen - b : 16));
+                y = gcm_mul_ct(y, h);
+            }
+            const ulong bits = (ulong)nlen * 8;
+            y = gcm_xor(y, MAKE_UINT4(0u, 0u, (uint)(bits >> 32), (uint)bits));
+            j0[i] = gcm_mul_ct(y, h);
+        }
+    }
+}
+
+/* ---- the key stream: counter block i of message m is J0 with its low word + i (inc32); block 0
+ *      (J0 itself) gives E(K, J0) for the tag, blocks 1.. the text.  cb_off: counter blocks of the
+ *      messages (ceil(len / 16) + 1 each), prefix sums. ----------------------------------------- */
+
+DEVICE_FN void gcm_ctr_out(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
+                           GLOBAL uint4 *ej0, uint msg, ulong i, const uint *s)
+{
+    if (i == 0) {
+        ej0[msg] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
+        return;
+    }
+    const ulong o = off[msg] + 16 * (i - 1);
+    const ulong len = off[msg + 1] - o;
+    if (len >= 16 && (o & 15) == 0) {
+        const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
+        *(GLOBAL uint4 *)(out + o) = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+    } else {
+        const uint n = len < 16 ? (uint)len : 16u;
+        for (uint b = 0; b < n; b++)
+            out[o + b] = (uchar)(in[o + b] ^ (uchar)(s[b >> 2] >> (8 * (b & 3))));
+    }
+}
+
+DEVICE_FN void gcm_counter(GLOBAL_RO const uint4 *j0, uint msg, ulong i, uint *c)
+{
+    const uint4 j = j0[msg];
+    c[0] = BSWAP32(j.x); c[1] = BSWAP32(j.y); c[2] = BSWAP32(j.z); c[3] = BSWAP32(j.w + (uint)i);
+}
+
+#if !GCM_CT
+KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
+                    GLOBAL_RO const ulong *cb_off, GLOBAL_RO const int *key_index,
+                    GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL_RO const uint4 *j0,
+                    GLOBAL uint4 *ej0, uint m, ulong total)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ktab)
+    int cur = -1;
+    uint msg = 0;
+    for (ulong g = GID; g < total; g += GSIZE) {
+        msg = gcm_find(cb_off, msg, m, g);
+        const ulong i = g - cb_off[msg];
+        const int k = key_index[msg];
+        if (k != cur) {
+            GCM_USE_KEY(ktab, ks, k)
+            cur = k;
+        }
+        uint s[4];
+        gcm_counter(j0, msg, i, s);
+        cg_encrypt_batch(s CG_ENC_ARGS);
+        gcm_ctr_out(in, out, off, ej0, msg, i, s);
+    }
+}
+#else
+/* 32 counter blocks per work-item (g, g + GSIZE, ...), bitsliced under one key at a time: a pass
+ * per distinct key among them (one pass when the batch has one key).  The passes depend on which
+ * messages share a key, never on key values. */
+KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
+                    GLOBAL_RO const ulong *cb_off, GLOBAL_RO const int *key_index,
+                    GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL_RO const uint4 *j0,
+                    GLOBAL uint4 *ej0, uint m, ulong total)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ktab)
+    for (ulong base = GID; base < total; base += GSIZE * 32) {
+        uint pending = 0;
+        for (int k = 0; k < 32; k++)
+            if (base + (ulong)k * GSIZE < total) pending |= 1u << k;
+        uint lo = 0;
+        while (pending) {
+            int first = 0;
+            while (!((pending >> first) & 1u)) first++;
+            const ulong gf = base + (ulong)first * GSIZE;
+            const uint mf = gcm_find(cb_off, lo, m, gf);
+            const int kq = key_index[mf];
+            uint s[128];
+            uint msg = mf;
+            for (int k = 0; k < 32; k++) {
+                const ulong g = base + (ulong)k * GSIZE;
+                if (k >= first && g < total) {
+                    msg = gcm_find(cb_off, msg, m, g);
+                    gcm_counter(j0, msg, g - cb_off[msg], s + 4 * k);
+                } else {
+                    s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
+                }
+            }
+            GCM_USE_KEY(ktab, ks, kq)
+            cg_encrypt_batch(s CG_ENC_ARGS);
+            msg = mf;
+            for (int k = 0; k < 32; k++) {
+                const ulong g = base + (ulong)k * GSIZE;
+                if ((pending >> k) & 1u) {
+                    msg = gcm_find(cb_off, msg, m, g);
+                    if (key_index[msg] == kq) {
+                        gcm_ctr_out(in, out, off, ej0, msg, g - cb_off[msg], s + 4 * k);
+                        pending &= ~(1u << k);
+                    }
+                }
+            }
+            lo = mf;
+        }
+    }
+}
+#endif
+
+/* ---- GHASH: tiles of W x R stream blocks (see the top of the file) --------------------------- */
+
+/* stream block j (0-based) of a message: AAD blocks, text blocks, the length block */
+DEVICE_FN uint4 gcm_stream(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt, ulong ao,
+                           ulong alen, ulong na, ulong to, ulong tlen, ulong nc, ulong j)
+{
+    if (j < na) {
+        const ulong b = 16 * j;
+        return gcm_load(aad, ao + b, alen - b);
+    }
+    if (j < na + nc) {
+        const ulong b = 16 * (j - na);
+        return gcm_load(txt, to + b, tlen - b);
+    }
+    const ulong ab = alen * 8, tb = tlen * 8;
+    return MAKE_UINT4((uint)(ab >> 32), (uint)ab, (uint)(tb >> 32), (uint)tb);
+}
+
+KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
+                      GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
+                      GLOBAL_RO const ulong *tile_off, GLOBAL_RO const int *key_index,
+                      GLOBAL_RO const uint4 *hk, uint hs, uint np2, uint wlog, uint rlog,
+                      GLOBAL uint4 *tile_sum, uint m, ulong ntiles, uint one_key)
+{
+    LOCAL_VAR uint4 gcm_red[GCM_LS];
+#if !GCM_CT
+    LOCAL_VAR uint4 gcm_tab[(GCM_LS / GCM_MIN_W) * 16];
+    /* one key in the batch: 8-bit tables of M, built once per work-group from its 4-bit table
+     * (p_b M = p_hi M + x^4 p_lo M) */
+    LOCAL_VAR uint4 gcm_tab8[256];
+    LOCAL_VAR uint gcm_red8[256];
+    if (one_key) {
+        const uint wn = 1u << wlog;
+        GLOBAL_RO const uint4 *t4 = hk + np2 + wn;
+        for (uint e = LID; e < 256; e += LSIZE) {
+            gcm_tab8[e] = gcm_xor(t4[e >> 4], gcm_mulx4(t4[e & 15u]));
+            uint r = 0;
+            for (uint i = 0; i < 8; i++)
+                if ((e >> (7 - i)) & 1u) r ^= 0xe1000000u >> i;
+            gcm_red8[e] = r;
+        }
+        BARRIER();
+    }
+#endif
+    const uint w = 1u << wlog;
+    const uint run = 1u << rlog;
+    const uint tpg = GCM_LS / w;                 /* tiles per work-group */
+    const uint l = LID & (w - 1);
+    const uint slot = LID >> wlog;
+    uint msg = 0;
+    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+        const ulong t = t0 + slot;
+        const int live = t < ntiles;
+        ulong u = 0;
+        int key = 0;
+        if (live) {
+            msg = gcm_find(tile_off, msg, m, t);
+            u = tile_off[msg + 1] - 1 - t;
+            key = key_index[msg];
+        }
+        GLOBAL_RO const uint4 *h = hk + (ulong)key * hs;
+#if !GCM_CT
+        if (!one_key) {
+            for (uint e = l; e < 16; e += w) gcm_tab[slot * 16 + e] = h[np2 + w + e];
+            BARRIER();
+        }
+        LOCAL_PTR const uint4 *tab = gcm_tab + slot * 16;
+#else
+        GLOBAL_RO const uint4 *xm = h + np2 + w;
+#endif
+        uint4 v = MAKE_UINT4(0u, 0u, 0u, 0u);
+        if (live) {
+            const ulong ao = aad_off[msg], alen = aad_off[msg + 1] - ao;
+            const ulong to = off[msg], tlen = off[msg + 1] - to;
+            const ulong na = (alen + 15) / 16, nc = (tlen + 15) / 16, nb = na + nc + 1;
+            /* block 0 of the tile is stream block nb - W R (u + 1): negative in the first tile */
+            const long start = (long)nb - (long)(((ulong)w << rlog) * (u + 1));
+            uint4 y = MAKE_UINT4(0u, 0u, 0u, 0u);
+            for (uint k = 0; k < run; k++) {
+                const long j = start + (long)l + (long)k * (long)w;
+                if (j >= 0) y = gcm_xor(y, gcm_stream(aad, txt, ao, alen, na, to, tlen, nc, (ulong)j));
+                if (k + 1 < run) {
+#if GCM_CT
+                    y = gcm_mul_xtab(y, xm);
+#else
+                    y = one_key ? gcm_mul_tab8(y, gcm_tab8, gcm_red8) : gcm_mul_tab(y, tab);
+#endif
+                }
+            }
+            v = gcm_mul_ct(y, h[np2 + (w - 1 - l)]);       /* times H^(W - l) */
+        }
+        gcm_red[LID] = v;
+        BARRIER();
+        for (uint s = w >> 1; s > 0; s >>= 1) {
+            if (l < s) gcm_red[LID] = gcm_xor(gcm_red[LID], gcm_red[LID + s]);
+            BARRIER();
+        }
+        if (live && l == 0) {
+            uint4 r = gcm_red[LID];
+            /* times H^(W R u) = product of H^(2^(j + wlog + rlog)) over the bits j of u */
+            for (uint j = 0; (u >> j) != 0; j++)
+                if ((u >> j) & 1u) r = gcm_mul_ct(r, h[j + wlog + rlog]);
+            tile_sum[t] = r;
+        }
+        BARRIER();
+    }
+}
+
+/* ---- tags: XOR of a message's tile sums (P = 2^plog lanes per message) plus E(K, J0) -------- */
+
+KERNEL void gcm_tag(GLOBAL_RO const uint4 *tile_sum, GLOBAL_RO const ulong *tile_off,
+                    GLOBAL_RO const uint4 *ej0, GLOBAL uint4 *tags, uint m, uint plog)
+{
+    LOCAL_VAR uint4 gcm_acc[GCM_LS];
+    const uint p = 1u << plog;
+    const uint mpg = GCM_LS / p;
+    const uint l = LID & (p - 1);
+    for (ulong m0 = GROUP_ID * mpg; m0 < m; m0 += NGROUPS * mpg) {
+        const ulong i = m0 + (LID >> plog);
+        uint4 a = MAKE_UINT4(0u, 0u, 0u, 0u);
+        if (i < m)
+            for (ulong t = tile_off[i] + l; t < tile_off[i + 1]; t += p) a = gcm_xor(a, tile_sum[t]);
+        gcm_acc[LID] = a;
+        BARRIER();
+        for (uint s = p >> 1; s > 0; s >>= 1) {
+            if (l < s) gcm_acc[LID] = gcm_xor(gcm_acc[LID], gcm_acc[LID + s]);
+            BARRIER();
+        }
+        if (i < m && l == 0) {
+            const uint4 g = gcm_acc[LID], e = ej0[i];
+            tags[i] = MAKE_UINT4(BSWAP32(g.x) ^ e.x, BSWAP32(g.y) ^ e.y, BSWAP32(g.z) ^ e.z,
+                                 BSWAP32(g.w) ^ e.w);
+        }
+        BARRIER();
+    }
+}
