@@ -26,6 +26,7 @@ U32 = np.uint32
 U64 = np.uint64
 LOCAL_SIZE = 256          # work-items per work-group (GCM_LS); smaller where the device allows less
 MIN_W = 8                 # the fast GHASH kernel's smallest tile width (GCM_MIN_W)
+_HINT_SHIFT = 8            # gcm.cl GCM_HINT_SHIFT: counter blocks per entry of the message index
 MAX_RLOG = 8              # runs of up to 2^8 blocks per lane
 _PAD = 32                 # bytes past the end of the buffers gcm_load reads (whole aligned words)
 #: cost of one general (bit-serial) multiply in table multiplies, per implementation
@@ -128,6 +129,11 @@ class GCMJob(Job):
         cb_off = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(nc + 1, out=cb_off[1:])
         self.total_cb = int(cb_off[-1])
+        # the counter kernel's coarse index (gcm.cl gcm_find_hinted): the message holding every
+        # 2^8-th counter block
+        starts = np.arange((self.total_cb >> _HINT_SHIFT) + 2, dtype=np.int64) << _HINT_SHIFT
+        cb_hint = np.clip(np.searchsorted(cb_off, starts, side="right") - 1, 0, max(m - 1, 0))
+        cb_hint = cb_hint.astype(np.uint32)
         ls = drv.ls
         target = b.resident_items(drv.prg, "gcm_ghash")
         self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
@@ -158,6 +164,7 @@ class GCMJob(Job):
             "off": np.ascontiguousarray(batch.off, dtype=np.int64).view(np.uint8),
             "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64).view(np.uint8),
             "cb_off": cb_off.view(np.uint8),
+            "cb_hint": cb_hint.view(np.uint8),
             "tile_off": tile_off.view(np.uint8),
             "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32).view(np.uint8),
             "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8).reshape(-1),
@@ -205,7 +212,8 @@ class GCMJob(Job):
                  [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
                   U32(m)], queue)
         per = 32 if d.ct else 1
-        ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["key_index"], B["ktab"], U32(self.ks),
+        ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["key_index"], B["ktab"],
+               U32(self.ks),
                B["j0"], B["ej0"], U32(m), U64(self.total_cb)]
         ghash_txt = B["dst"] if self.batch.encrypt else B["src"]
         tpg = ls // w

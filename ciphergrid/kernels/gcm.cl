@@ -160,6 +160,20 @@ DEVICE_FN uint gcm_find(GLOBAL_RO const ulong *off, uint lo, uint m, ulong g)
     return lo;
 }
 
+/* gcm_find with a coarse index: hint[c] is the message holding counter block c << GCM_HINT_SHIFT
+ * (the host's np.searchsorted), so block g lies in message hint[c] .. hint[c + 1]: a few steps
+ * instead of log2(m) dependent loads per block in a batch of many messages */
+#define GCM_HINT_SHIFT 8
+DEVICE_FN uint gcm_find_hinted(GLOBAL_RO const ulong *off, GLOBAL_RO const uint *hint, uint lo,
+                               uint m, ulong g)
+{
+    const ulong c = g >> GCM_HINT_SHIFT;
+    uint a = hint[c], z = hint[c + 1] + 1u;
+    if (a < lo) a = lo;
+    if (z > m) z = m;
+    return gcm_find(off, a, z, g);
+}
+
 /* a block of n bytes (16 or fewer: zero-padded) at byte offset o of p as an element: one 16-byte
  * load when aligned, else the 4 or 5 aligned words that cover it, funnel-shifted.  The host pads
  * every buffer read here by 32 bytes, so the words past the end exist (their bytes are masked). */
@@ -298,7 +312,8 @@ DEVICE_FN void gcm_counter(GLOBAL_RO const uint4 *j0, uint msg, ulong i, uint *c
 
 #if !GCM_CT
 KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
-                    GLOBAL_RO const ulong *cb_off, GLOBAL_RO const int *key_index,
+                    GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
+                    GLOBAL_RO const int *key_index,
                     GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL_RO const uint4 *j0,
                     GLOBAL uint4 *ej0, uint m, ulong total)
 {
@@ -307,7 +322,7 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
     int cur = -1;
     uint msg = 0;
     for (ulong g = GID; g < total; g += GSIZE) {
-        msg = gcm_find(cb_off, msg, m, g);
+        msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
         const ulong i = g - cb_off[msg];
         const int k = key_index[msg];
         if (k != cur) {
@@ -325,7 +340,8 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
  * per distinct key among them (one pass when the batch has one key).  The passes depend on which
  * messages share a key, never on key values. */
 KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
-                    GLOBAL_RO const ulong *cb_off, GLOBAL_RO const int *key_index,
+                    GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
+                    GLOBAL_RO const int *key_index,
                     GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL_RO const uint4 *j0,
                     GLOBAL uint4 *ej0, uint m, ulong total)
 {
@@ -340,14 +356,14 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
             int first = 0;
             while (!((pending >> first) & 1u)) first++;
             const ulong gf = base + (ulong)first * GSIZE;
-            const uint mf = gcm_find(cb_off, lo, m, gf);
+            const uint mf = gcm_find_hinted(cb_off, cb_hint, lo, m, gf);
             const int kq = key_index[mf];
             uint s[128];
             uint msg = mf;
             for (int k = 0; k < 32; k++) {
                 const ulong g = base + (ulong)k * GSIZE;
                 if (k >= first && g < total) {
-                    msg = gcm_find(cb_off, msg, m, g);
+                    msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
                     gcm_counter(j0, msg, g - cb_off[msg], s + 4 * k);
                 } else {
                     s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
@@ -359,7 +375,7 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
             for (int k = 0; k < 32; k++) {
                 const ulong g = base + (ulong)k * GSIZE;
                 if ((pending >> k) & 1u) {
-                    msg = gcm_find(cb_off, msg, m, g);
+                    msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
                     if (key_index[msg] == kq) {
                         gcm_ctr_out(in, out, off, ej0, msg, g - cb_off[msg], s + 4 * k);
                         pending &= ~(1u << k);
