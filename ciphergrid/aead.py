@@ -305,7 +305,7 @@ def _texts(spec, messages, offsets, encrypt: bool, tags, tl: int):
 
 
 def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tags, tag_length,
-           device, constant_time, implementation) -> BatchResult:
+           device, constant_time, implementation, out=None) -> BatchResult:
     spec = aeads.spec(cipher)
     aead = spec.aead
     tl = _tag_length(aead, tag_length)
@@ -318,7 +318,11 @@ def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tag
     _check_limits(spec, np.diff(off), np.diff(aad_off))
     if encrypt:
         _refuse_repeats(spec, index, non)
-    dst = np.empty_like(src)
+    if out is not None:  # the caller's buffer (reused: no page faults of fresh memory)
+        dst = buffers.out_array(out, src.nbytes)
+        buffers.check_no_overlap(src, dst)
+    else:
+        dst = np.empty_like(src)
     batch = Batch(spec.name, encrypt, tl, table, index, non, aad_arr, aad_off, src, off, dst)
     if m == 0:
         batch.wipe()
@@ -343,6 +347,8 @@ _BATCH_DOC = """
         tags: (decrypt_batch with offsets) the tags, an (m, tag_length) array or their bytes.
         tag_length: bytes of each tag (the AEAD's default when None).
         device, constant_time, implementation: as for :func:`ciphergrid.encrypt`.
+        out: a writable buffer of the texts' total size (without tags) for ``data`` in the
+            layout of ``offsets``; reusing one avoids the page faults of fresh memory.
 
     Returns:
         a :class:`BatchResult` (``messages``, ``ok``, ``failed``, ``data``, ``tags``, ``offsets``).
@@ -351,9 +357,9 @@ _BATCH_DOC = """
 
 def encrypt_batch(cipher: str, messages, *, nonces, key=None, keys=None, aad=None, offsets=None,
                   tag_length: int | None = None, device: str = "auto", constant_time: bool = False,
-                  implementation: str | None = None) -> BatchResult:
+                  implementation: str | None = None, out=None) -> BatchResult:
     return _batch(True, cipher, messages, key, keys, nonces, aad, offsets, None, tag_length,
-                  device, constant_time, implementation)
+                  device, constant_time, implementation, out)
 
 
 encrypt_batch.__doc__ = """Encrypt many independent messages of one AEAD in one device launch set.
@@ -364,9 +370,10 @@ encrypt_batch.__doc__ = """Encrypt many independent messages of one AEAD in one 
 
 def decrypt_batch(cipher: str, messages, *, nonces, key=None, keys=None, aad=None, offsets=None,
                   tags=None, tag_length: int | None = None, device: str = "auto",
-                  constant_time: bool = False, implementation: str | None = None) -> BatchResult:
+                  constant_time: bool = False, implementation: str | None = None,
+                  out=None) -> BatchResult:
     return _batch(False, cipher, messages, key, keys, nonces, aad, offsets, tags, tag_length,
-                  device, constant_time, implementation)
+                  device, constant_time, implementation, out)
 
 
 decrypt_batch.__doc__ = """Decrypt and verify many messages of one AEAD in one device launch set.

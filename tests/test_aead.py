@@ -187,9 +187,16 @@ def test_batch_one_buffer_with_offsets(aead_name, device, rng):
         m = buf[off[i]:off[i + 1]].tobytes()
         assert r.data[off[i]:off[i + 1]].tobytes() + r.tags[i].tobytes() == \
             reference_seal(aead_name, key, nonces[i].tobytes(), b"hdr", m, tl)
+    out = np.full(buf.nbytes, 0xAA, dtype=np.uint8)
     back = ciphergrid.decrypt_batch(aead_name, r.data, offsets=off, tags=r.tags, key=key,
-                                    nonces=nonces, aad=b"hdr", device=device)
-    assert back.ok.all() and back.data.tobytes() == buf.tobytes()
+                                    nonces=nonces, aad=b"hdr", device=device, out=out)
+    assert back.ok.all() and out.tobytes() == buf.tobytes()   # into the caller's buffer
+    bad_tags = r.tags.copy()
+    bad_tags[2, 0] ^= 1
+    back = ciphergrid.decrypt_batch(aead_name, r.data, offsets=off, tags=bad_tags, key=key,
+                                    nonces=nonces, aad=b"hdr", device=device, out=out)
+    assert back.failed == [2] and not out[off[2]:off[3]].any()
+    assert out[off[3]:].tobytes() == buf[off[3]:].tobytes()
 
 
 def test_batch_refuses_a_repeated_key_nonce_pair(aead_name):
