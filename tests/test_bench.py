@@ -407,3 +407,26 @@ def test_files_suite_verifies_and_times_every_path(tmp_path, capsys):
             assert r.verification["status"] == "passed"
     assert "x cat" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # its work folder is gone
+
+
+def test_aead_suite_verifies_then_times_kernels_and_api(tmp_path, capsys):
+    """`bench aead` on an OpenCL CPU device, tiny shapes: a kernel row (verified by the known
+    answers and pyca first) and an API row per shape, OpenSSL's rows where it has the AEAD."""
+    from ciphergrid.devices import first_cpu
+
+    cpu = first_cpu()
+    if cpu is None:
+        pytest.skip("no OpenCL CPU device")
+    argv = ["aead", "--aead-cipher", "chacha20-poly1305", "--aead-shapes", "1x4Ki,8x256",
+            "--repeats", "1", "--device", cpu.spec]
+    path = tmp_path / "r.json"
+    assert bench.main(parse(argv + ["--json", str(path)]), host=HOST) == 0
+    res = records.load(path)
+    got = sorted((r.kind, r.messages, r.size) for r in res.records)
+    assert got == [("e2e", 1, 4096), ("e2e", 8, 2048), ("kernel", 1, 4096), ("kernel", 8, 2048),
+                   ("openssl-allcores", 1, 4096), ("openssl-allcores", 8, 2048)]
+    for r in res.records:
+        assert r.status == "ok" and r.median_s > 0, r.error
+        if r.kind == "kernel":
+            assert r.verification["status"] == "passed"
+    assert "Mmsg/s" in capsys.readouterr().out

@@ -1,7 +1,8 @@
 """``ciphergrid bench aead``: the AEADs, the same methodology as the block ciphers.
 
 Shapes (``--aead-shapes``, COUNTxSIZE): one large message (``1x1Gi``: parallel within the message
-for GCM and ChaCha20-Poly1305), batches of sealed-file chunks (``16384x16Ki`` = 256 MiB), and many
+for GCM and ChaCha20-Poly1305), batches of sealed-file chunks (``65536x16Ki`` = 1 GiB: enough
+messages to fill a GPU with the serial AEADs, one message per work-item), and many
 small records (``1Mix4Ki``, ``1Mix256``).  For every AEAD name and shape:
 
 * on every OpenCL/CUDA device, ``kind="kernel"``: the batch uploaded once, the kernels alone timed
@@ -25,7 +26,7 @@ from ..settings import parse_bytes
 from . import suites
 from .records import Record
 
-DEFAULT_SHAPES = "1x1Gi,16384x16Ki,1Mix4Ki,1Mix256"
+DEFAULT_SHAPES = "1x1Gi,65536x16Ki,1Mix4Ki,1Mix256"
 QUICK_SHAPES = "1x1Mi,64x16Ki,256x256"
 
 
