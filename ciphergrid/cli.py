@@ -420,17 +420,17 @@ def _key_bits(lens) -> str:
     return f"{hi} bits" if lo == hi else f"{lo}-{hi} bits"
 
 
-def _sizes(lens) -> list:
-    """A tuple of sizes as a list, a range as [first, last]."""
+def _sizes(lens) -> dict:
+    """A tuple of sizes as {"any_of": [...]}, a range as {"from": first, "to": last}."""
     if isinstance(lens, range):
-        return [lens.start, lens.stop - 1]
-    return list(lens)
+        return {"from": lens.start, "to": lens.stop - 1}
+    return {"any_of": list(lens)}
 
 
-def _bytes_text(sizes: list, default: int) -> str:
-    if len(sizes) == 2 and sizes[1] - sizes[0] > 1:
-        return f"{default} B ({sizes[0]}-{sizes[1]})"
-    return " or ".join(f"{n}" for n in sizes) + " B" if len(sizes) > 1 else f"{sizes[0]} B"
+def _bytes_text(sizes: dict, default: int) -> str:
+    if "from" in sizes:
+        return f"{default} B ({sizes['from']}-{sizes['to']})"
+    return " or ".join(str(n) for n in sizes["any_of"]) + " B"
 
 
 def cmd_list(args) -> int:
@@ -479,7 +479,8 @@ def cmd_list(args) -> int:
         for t in [head] + table:
             print("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
     print("device: our kernels on OpenCL / CUDA devices; openssl: OpenSSL on every core; "
-          "serial: one block after the other")
+          "serial: one block after the other" + ("; for an AEAD, one message on one work-item "
+                                                 "(batches of them run in parallel)" if arows else ""))
     return EXIT_OK
 
 
