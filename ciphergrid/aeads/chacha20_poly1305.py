@@ -26,6 +26,18 @@ def _prefix(counts: np.ndarray) -> np.ndarray:
     return out
 
 
+#: items per entry of the coarse message indexes (chacha_find_hinted): ChaCha20 blocks, Poly1305 items
+_BLK_HINT_SHIFT = 6
+_POLY_HINT_SHIFT = 2
+
+
+def _hint(pre: np.ndarray, shift: int) -> np.ndarray:
+    """The message holding every (1 << shift)-th item of the prefix sums ``pre`` (m + 1 entries)."""
+    m = pre.shape[0] - 1
+    starts = np.arange((int(pre[-1]) >> shift) + 2, dtype=np.uint64) << np.uint64(shift)
+    return np.clip(np.searchsorted(pre, starts, side="right") - 1, 0, max(m - 1, 0)).astype(U32)
+
+
 def _bit_length(x: np.ndarray) -> np.ndarray:
     """Bit length of each (positive, < 2^53) value of an integer array."""
     x = np.asarray(x, dtype=np.uint64)
@@ -85,7 +97,9 @@ class ChaChaJob(Job):
         self.off = upk(batch.off.astype(np.uint64))
         self.aad_off = upk(batch.aad_off.astype(np.uint64))
         self.blk_buf = upk(self.blk_off)
+        self.blk_hint = upk(_hint(self.blk_off, _BLK_HINT_SHIFT))
         self.poly_buf = upk(self.poly_off)
+        self.poly_hint = upk(_hint(self.poly_off, _POLY_HINT_SHIFT))
         self.pow_buf = upk(self.pow_off)
         self.level_bufs = [upk(lv) for lv in self.levels]
         key_words = np.ascontiguousarray(batch.keys, dtype=np.uint8).view("<u4").astype(U32)
@@ -111,14 +125,16 @@ class ChaChaJob(Job):
         encrypt = self.batch.encrypt
         nblk = int(self.blk_off[-1])
         b.launch(prg, "chacha_xor", nblk,
-                 [self.src, self.dst, self.off, self.blk_buf, self.keys, self.key_index,
+                 [self.src, self.dst, self.off, self.blk_buf, self.blk_hint, U32(_BLK_HINT_SHIFT),
+                  self.keys, self.key_index,
                   self.nonces, self.polykey, m, U64(nblk)], queue)
         b.launch(prg, "chacha_powers", self.m,
                  [self.polykey, self.poly_buf, self.pow_buf, self.powers, m], queue)
         # Poly1305 over the ciphertext: the output when encrypting, the input when decrypting
         text = self.dst if encrypt else self.src
         b.launch(prg, "chacha_poly", self.n_items,
-                 [text, self.aad, self.off, self.aad_off, self.poly_buf, self.pow_buf,
+                 [text, self.aad, self.off, self.aad_off, self.poly_buf, self.poly_hint,
+                  U32(_POLY_HINT_SHIFT), self.pow_buf,
                   self.powers, self.sums[0], m, U64(self.n_items)], queue)
         in_off = self.poly_buf
         for k, lv in enumerate(self.levels):
