@@ -213,6 +213,17 @@ class DeviceAEAD:
         return job.finish()
 
 
+def coarse_index(prefix: np.ndarray, shift: int) -> np.ndarray:
+    """For kernels that find the message of item g among many (g in [prefix[i], prefix[i + 1])):
+    the message holding every (1 << shift)-th item, uint32, (total >> shift) + 2 entries; item g
+    then lies in messages index[g >> shift] .. index[(g >> shift) + 1], a short search instead
+    of one over all messages (GCM's counter kernel, ChaCha20-Poly1305's kernels)."""
+    m = prefix.shape[0] - 1
+    starts = np.arange((int(prefix[-1]) >> shift) + 2, dtype=np.int64) << shift
+    found = np.searchsorted(np.asarray(prefix, dtype=np.int64), starts, side="right") - 1
+    return np.clip(found, 0, max(m - 1, 0)).astype(np.uint32)
+
+
 def verify(batch: Batch, computed: np.ndarray, received: np.ndarray) -> np.ndarray:
     """Compare each message's computed tag with the received one in constant time; zero the
     output text of every message that fails.  Returns the boolean mask of messages that verified."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends.base import defines_prefix, program_source
-from .base import AEAD, DeviceAEAD, Job, Kernel
+from .base import AEAD, DeviceAEAD, Job, Kernel, coarse_index
 
 U32 = np.uint32
 U64 = np.uint64
@@ -29,13 +29,6 @@ def _prefix(counts: np.ndarray) -> np.ndarray:
 #: items per entry of the coarse message indexes (chacha_find_hinted): ChaCha20 blocks, Poly1305 items
 _BLK_HINT_SHIFT = 6
 _POLY_HINT_SHIFT = 2
-
-
-def _hint(pre: np.ndarray, shift: int) -> np.ndarray:
-    """The message holding every (1 << shift)-th item of the prefix sums ``pre`` (m + 1 entries)."""
-    m = pre.shape[0] - 1
-    starts = np.arange((int(pre[-1]) >> shift) + 2, dtype=np.uint64) << np.uint64(shift)
-    return np.clip(np.searchsorted(pre, starts, side="right") - 1, 0, max(m - 1, 0)).astype(U32)
 
 
 def _bit_length(x: np.ndarray) -> np.ndarray:
@@ -97,9 +90,9 @@ class ChaChaJob(Job):
         self.off = upk(batch.off.astype(np.uint64))
         self.aad_off = upk(batch.aad_off.astype(np.uint64))
         self.blk_buf = upk(self.blk_off)
-        self.blk_hint = upk(_hint(self.blk_off, _BLK_HINT_SHIFT))
+        self.blk_hint = upk(coarse_index(self.blk_off, _BLK_HINT_SHIFT))
         self.poly_buf = upk(self.poly_off)
-        self.poly_hint = upk(_hint(self.poly_off, _POLY_HINT_SHIFT))
+        self.poly_hint = upk(coarse_index(self.poly_off, _POLY_HINT_SHIFT))
         self.pow_buf = upk(self.pow_off)
         self.level_bufs = [upk(lv) for lv in self.levels]
         key_words = np.ascontiguousarray(batch.keys, dtype=np.uint8).view("<u4").astype(U32)

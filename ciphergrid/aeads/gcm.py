@@ -20,7 +20,7 @@ import numpy as np
 from ..algorithms.aes import CIPHER as AES_CIPHER
 from ..backends.base import defines_prefix, program_source
 from ..errors import DeviceError, InvalidArgument
-from .base import AEAD, DeviceAEAD, Job, Kernel
+from .base import AEAD, DeviceAEAD, Job, Kernel, coarse_index
 
 U32 = np.uint32
 U64 = np.uint64
@@ -131,9 +131,7 @@ class GCMJob(Job):
         self.total_cb = int(cb_off[-1])
         # the counter kernel's coarse index (gcm.cl gcm_find_hinted): the message holding every
         # 2^8-th counter block
-        starts = np.arange((self.total_cb >> _HINT_SHIFT) + 2, dtype=np.int64) << _HINT_SHIFT
-        cb_hint = np.clip(np.searchsorted(cb_off, starts, side="right") - 1, 0, max(m - 1, 0))
-        cb_hint = cb_hint.astype(np.uint32)
+        cb_hint = coarse_index(cb_off, _HINT_SHIFT)
         ls = drv.ls
         target = b.resident_items(drv.prg, "gcm_ghash")
         self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
