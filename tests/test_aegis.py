@@ -268,10 +268,11 @@ def test_local_table_kernel_unoptimized(device):
         pytest.skip("GPUs run this variant in the other tests")
     import pyopencl as cl
 
-    from ciphergrid.backends.base import Program, defines_prefix, program_source
+    from ciphergrid.aeads.aegis import source
+    from ciphergrid.backends.base import Program
 
     defines = {"AEGIS_GROUP": 8, "AEGIS_TILE_BLOCKS": 2, "AEGIS_COPIES": 4, "AEGIS_TABLE_LOCAL": 1}
-    native = cl.Program(be.ctx, defines_prefix(defines) + program_source(None, "aegis128l.cl")).build(
+    native = cl.Program(be.ctx, source(defines)).build(
         options=["-cl-std=CL1.2", "-cl-opt-disable"])
     drv = _driver(device, group=8, tile_blocks=2, copies=4, table_local=False)
     real = drv.prg

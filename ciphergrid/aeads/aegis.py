@@ -105,12 +105,17 @@ class AegisJob(Job):
         self._host = {}
 
 
+def source(defines: dict) -> str:
+    """The kernel source: aes.cl first, for its T-table AES_T0 (AES_ROUNDS: aes.cl needs one; its
+    own functions go unused), then aegis128l.cl."""
+    return defines_prefix({"AES_ROUNDS": 10, **defines}) + program_source("aes.cl", "aegis128l.cl")
+
+
 class AegisDriver(DeviceAEAD):
     """The AEGIS-128L kernel on one device; options are the kernel's knobs: ``group`` (messages
     per work-group, capped by the device), ``tile_blocks``, ``copies``, ``table_local`` (None: in
     work-group memory on GPUs, the constant table on CPU devices)."""
 
-    KERNEL_FILE = "aegis128l.cl"
 
     def __init__(self, backend, aead, name, group: int = 128, tile_blocks: int = 2, copies: int = 16,
                  table_local: bool | None = None, **options):
@@ -128,8 +133,7 @@ class AegisDriver(DeviceAEAD):
         key = ("aead", "aegis-128l", tuple(sorted(defines.items())))
         prg = backend.cached_program(key)
         if prg is None:
-            prg = backend.build(defines_prefix(defines) + program_source(None, self.KERNEL_FILE),
-                                key=key, local_size=group)
+            prg = backend.build(source(defines), key=key, local_size=group)
         if backend.group_size(prg) != group:
             raise DeviceError(f"aegis-128l needs work-groups of {group} work-items; "
                               f"{backend.info} gives {backend.group_size(prg)}")

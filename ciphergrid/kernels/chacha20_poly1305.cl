@@ -32,10 +32,10 @@
 
 #define CHACHA_M26 0x3ffffffu
 
-DEVICE_FN uint chacha_find(GLOBAL_RO const ulong *pre, uint m, ulong g)
+/* the i in [lo, hi) with pre[i] <= g < pre[i + 1] (pre[lo] <= g < pre[hi]; every message has at
+ * least one item) */
+DEVICE_FN uint chacha_search(GLOBAL_RO const ulong *pre, uint lo, uint hi, ulong g)
 {
-    /* the i with pre[i] <= g < pre[i + 1] (pre[0] = 0, pre[m] > g; each message has >= 1 item) */
-    uint lo = 0, hi = m;
     while (hi - lo > 1) {
         uint mid = (lo + hi) >> 1;
         if (pre[mid] <= g)
@@ -46,6 +46,11 @@ DEVICE_FN uint chacha_find(GLOBAL_RO const ulong *pre, uint m, ulong g)
     return lo;
 }
 
+DEVICE_FN uint chacha_find(GLOBAL_RO const ulong *pre, uint m, ulong g)
+{
+    return chacha_search(pre, 0, m, g);
+}
+
 /* chacha_find with a coarse index: hint[c] is the message holding item c << shift (the host's
  * np.searchsorted), so item g lies in messages hint[c] .. hint[c + 1]: a few steps instead of
  * log2(m) dependent loads per item in a batch of many messages */
@@ -53,17 +58,8 @@ DEVICE_FN uint chacha_find_hinted(GLOBAL_RO const ulong *pre, GLOBAL_RO const ui
                                   uint shift, uint m, ulong g)
 {
     const ulong c = g >> shift;
-    uint lo = hint[c], hi = hint[c + 1] + 1u;
-    if (hi > m)
-        hi = m;
-    while (hi - lo > 1) {
-        uint mid = (lo + hi) >> 1;
-        if (pre[mid] <= g)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
+    const uint hi = hint[c + 1] + 1u;
+    return chacha_search(pre, hint[c], hi < m ? hi : m, g);
 }
 
 /* ------------------------------------------------------------------------------ ChaCha20 */

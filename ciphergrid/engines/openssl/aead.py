@@ -32,40 +32,33 @@ def _algorithm(name: str, key: bytes):
     raise ValueError(name)
 
 
+def _one_shot(a, encrypt: bool, nonce: bytes, aad: bytes, src, dst, tag_in: bytes | None):
+    """One message through a pyca one-shot AEAD object ``a`` (AESGCM, ChaCha20Poly1305)."""
+    from cryptography.exceptions import InvalidTag
+
+    if encrypt:
+        out = a.encrypt(nonce, src.tobytes(), aad)
+        dst[:] = np.frombuffer(out, dtype=np.uint8, count=src.nbytes)
+        return out[src.nbytes:]
+    try:
+        out = a.decrypt(nonce, src.tobytes() + tag_in, aad)
+    except InvalidTag:
+        return False
+    dst[:] = np.frombuffer(out, dtype=np.uint8)
+    return True
+
+
 def _one(name: str, kind: str, encrypt: bool, key: bytes, nonce: bytes, aad: bytes, src, dst,
          tag_length: int, tag_in: bytes | None):
     """One message; returns its tag (seal) or whether it verified (open)."""
     from cryptography.exceptions import InvalidTag
     from cryptography.hazmat.primitives.ciphers import Cipher, modes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
     if kind == "ChaCha20Poly1305":
-        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
-
-        a = ChaCha20Poly1305(key)
-        if encrypt:
-            out = a.encrypt(nonce, src.tobytes(), aad)
-            dst[:] = np.frombuffer(out, dtype=np.uint8, count=src.nbytes)
-            return out[src.nbytes:]
-        try:
-            out = a.decrypt(nonce, src.tobytes() + tag_in, aad)
-        except InvalidTag:
-            return False
-        dst[:] = np.frombuffer(out, dtype=np.uint8)
-        return True
+        return _one_shot(ChaCha20Poly1305(key), encrypt, nonce, aad, src, dst, tag_in)
     if tag_length == 16 and 8 <= len(nonce) <= 128:  # pyca's one-shot AESGCM: one call
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        a = AESGCM(key)
-        if encrypt:
-            out = a.encrypt(nonce, src.tobytes(), aad)
-            dst[:] = np.frombuffer(out, dtype=np.uint8, count=src.nbytes)
-            return out[src.nbytes:]
-        try:
-            out = a.decrypt(nonce, src.tobytes() + tag_in, aad)
-        except InvalidTag:
-            return False
-        dst[:] = np.frombuffer(out, dtype=np.uint8)
-        return True
+        return _one_shot(AESGCM(key), encrypt, nonce, aad, src, dst, tag_in)
     # AES-GCM through the streaming interface: any nonce length, truncated tags
     if encrypt:
         ctx = Cipher(_algorithm(name, key), modes.GCM(nonce)).encryptor()
