@@ -412,11 +412,11 @@ def test_files_suite_verifies_and_times_every_path(tmp_path, capsys):
 def test_aead_suite_verifies_then_times_kernels_and_api(tmp_path, capsys):
     """`bench aead` on an OpenCL CPU device, tiny shapes: a kernel row (verified by the known
     answers and pyca first) and an API row per shape, OpenSSL's rows where it has the AEAD."""
-    from ciphergrid.devices import first_cpu
+    from conftest import all_devices
 
-    cpu = first_cpu()
+    cpu = next((d for d in all_devices() if d.runtime == "opencl" and d.kind == "cpu"), None)
     if cpu is None:
-        pytest.skip("no OpenCL CPU device")
+        pytest.skip("no OpenCL CPU device (or none selected by CIPHERGRID_TEST_DEVICES)")
     argv = ["aead", "--aead-cipher", "chacha20-poly1305", "--aead-shapes", "1x4Ki,8x256",
             "--repeats", "1", "--device", cpu.spec]
     path = tmp_path / "r.json"
