@@ -74,60 +74,6 @@ def _compiles(plat, dev) -> bool:
     return ok
 
 
-#: the child that builds a program first on a CPU device (see _survives_build): exit 0 when the
-#: compiler returned (built, or a build error the parent will report), else it died
-_CHILD = r"""
-import sys
-from ciphergrid.backends.opencl import cl, platforms
-p, d, opts = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
-src = sys.stdin.read()
-dev = platforms()[p].get_devices()[d]
-try:
-    cl().Program(cl().Context([dev]), src).build(options=opts)
-except Exception:
-    pass
-"""
-
-
-def _survives_build(info: DeviceInfo, source: str, opts: list) -> None:
-    """Build ``source`` first in a child process on a CPU device, once per (device, compiler,
-    source): some PoCL versions abort the whole process on an assertion inside their compiler
-    (seen on an H100 host's PoCL with the AES-GCM kernels), which no exception can catch; a
-    crash then becomes a DeviceError here instead of killing the caller.  The child's build
-    fills PoCL's kernel cache, so the parent's build that follows costs little.  Verified
-    builds are remembered on disk (a marker file per hash)."""
-    import hashlib
-    import subprocess
-    import sys
-
-    from ..settings import cache_dir
-
-    h = hashlib.sha256("\0".join([info.platform, info.name, info.extra.get("driver", ""),
-                                   info.extra.get("opencl", ""), " ".join(opts), source]).encode())
-    folder = os.path.join(cache_dir(), "opencl-builds")
-    marker = os.path.join(folder, h.hexdigest()[:32])
-    if os.path.exists(marker):
-        return
-    _, p, d = info.spec.split(":")
-    try:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in sys.path if x))
-        res = subprocess.run([sys.executable, "-c", _CHILD, p, d, *opts], input=source.encode(),
-                             capture_output=True, timeout=900, env=env)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise DeviceError(f"the OpenCL compiler of {info} did not finish a build: {e}") from None
-    if res.returncode != 0:
-        last = (res.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1][:300]
-        raise DeviceError(f"the OpenCL compiler of {info} crashed building this kernel "
-                          f"(exit {res.returncode}: {last}); run it on another device "
-                          "(--device native, a GPU)")
-    try:
-        os.makedirs(folder, exist_ok=True)
-        with open(marker, "w"):
-            pass
-    except OSError:
-        pass
-
-
 def _kind(dev) -> str:
     t = dev.type
     c = cl()
@@ -188,8 +134,6 @@ class OpenCLBackend(Backend):
                     opts.append("-cl-nv-verbose")
                     if max_registers:
                         opts.append(f"-cl-nv-maxrregcount={int(max_registers)}")
-                if self.info.kind == "cpu":
-                    _survives_build(self.info, source, opts)
                 try:
                     built = c.Program(self.ctx, source).build(options=opts)
                 except c.Error as e:

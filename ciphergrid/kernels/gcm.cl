@@ -429,31 +429,33 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
                 if ((e >> (7 - i)) & 1u) r ^= 0xe1000000u >> i;
             gcm_red8[e] = r;
         }
-        BARRIER();
     }
+    BARRIER();   /* unconditional: barriers under a condition trip some PoCL versions */
 #endif
     const uint w = 1u << wlog;
     const uint run = 1u << rlog;
     const uint tpg = GCM_LS / w;                 /* tiles per work-group */
     const uint l = LID & (w - 1);
     const uint slot = LID >> wlog;
-    uint msg = 0;
+    /* no value is carried from one step of this loop to the next but its counter: PoCL (the
+     * version on an H100 host) aborts building a loop with barriers whose other loop-carried
+     * values it must save and restore ("Cannot add context restore for a PHI node") */
     for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
         const ulong t = t0 + slot;
         const int live = t < ntiles;
         ulong u = 0;
         int key = 0;
+        uint msg = 0;
         if (live) {
-            msg = gcm_find(tile_off, msg, m, t);
+            msg = gcm_find(tile_off, 0, m, t);
             u = tile_off[msg + 1] - 1 - t;
             key = key_index[msg];
         }
         GLOBAL_RO const uint4 *h = hk + (ulong)key * hs;
 #if !GCM_CT
-        if (!one_key) {
+        if (!one_key)
             for (uint e = l; e < 16; e += w) gcm_tab[slot * 16 + e] = h[np2 + w + e];
-            BARRIER();
-        }
+        BARRIER();
         LOCAL_PTR const uint4 *tab = gcm_tab + slot * 16;
 #else
         GLOBAL_RO const uint4 *xm = h + np2 + w;
