@@ -34,7 +34,7 @@ def add_arguments(p) -> None:
     p.add_argument("--aead-cipher", action="append", metavar="NAME",
                    help="AEAD names (default: all); repeatable, comma-separated")
     p.add_argument("--aead-shapes", metavar="LIST",
-                   help=f"COUNTxSIZE,... (default {DEFAULT_SHAPES}; --quick {QUICK_SHAPES})")
+                   help=f"COUNTxSIZE,... (default {DEFAULT_SHAPES}; --quick or no GPU: {QUICK_SHAPES})")
     p.add_argument("--aead-impls", nargs="*", help="device implementations (default: fast)")
     p.add_argument("--aead-no-e2e", action="store_true", help="kernels only")
 
@@ -99,11 +99,13 @@ def run(args, ctx: suites.Context) -> dict:
     from . import sysinfo
 
     wanted = sum((c.split(",") for c in (args.aead_cipher or [])), []) or aeads.names()
-    shapes = _shapes(args.aead_shapes or (QUICK_SHAPES if args.quick else DEFAULT_SHAPES))
     devs = [d for d in ctx.api.devices() if d.runtime in ("opencl", "cuda")]
     if args.device:
         keep = set(sum((d.split(",") for d in args.device), []))
         devs = [d for d in devs if d.spec in keep or d.kind in keep]
+    # the GiB shapes are for GPUs: without one, the default is the quick set (minutes, not hours)
+    quick = args.quick or not any(d.kind == "gpu" for d in devs)
+    shapes = _shapes(args.aead_shapes or (QUICK_SHAPES if quick else DEFAULT_SHAPES))
     repeats = args.repeats or (3 if args.quick else 10)
     impls = args.aead_impls or ["fast"]
     rng = np.random.default_rng()
