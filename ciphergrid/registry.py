@@ -112,6 +112,17 @@ def unregister(names) -> None:
         _SPECS.pop(n, None)
 
 
+def declarations(package):
+    """The ``CIPHER`` of every module of ``package`` but ``base`` (imported): how the block
+    ciphers of ``algorithms/`` and the AEADs of ``aeads/`` are found."""
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name == "base":
+            continue
+        mod = importlib.import_module(f"{package.__name__}.{info.name}")
+        if hasattr(mod, "CIPHER"):
+            yield mod.CIPHER
+
+
 def _load() -> None:
     """Import every algorithm module once (each defines CIPHER)."""
     global _loaded
@@ -122,12 +133,8 @@ def _load() -> None:
             return
         from . import algorithms
 
-        for info in pkgutil.iter_modules(algorithms.__path__):
-            if info.name == "base":
-                continue
-            mod = importlib.import_module(f"{algorithms.__name__}.{info.name}")
-            if hasattr(mod, "CIPHER"):
-                register(mod.CIPHER)
+        for cipher in declarations(algorithms):
+            register(cipher)
         _loaded = True
 
 

@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 
 from ciphergrid import aeads
-from ciphergrid.bench.aead import _shapes, make_batch
+from ciphergrid.bench.aead import _shapes, make_batch, time_job
 from ciphergrid.engines.device import sm_clock_mhz
 from ciphergrid.route import engine
 
@@ -41,15 +41,7 @@ def main():
         try:
             drv = aeads.lookup(a.name).implementation("fast").driver(b, aeads.lookup(a.name), a.name, **kw)
             job = drv.prepare(batch)
-            job.enqueue()
-            b.finish()
-            ts = []
-            for _ in range(a.repeats):
-                s = b.marker()
-                job.enqueue()
-                e = b.marker()
-                b.finish()
-                ts.append(b.elapsed(s, e))
+            ts = time_job(b, job, a.repeats)
             tags = job.finish()
             out = (batch.dst.copy(), tags.copy())
             same = "" if ref is None else ("same" if np.array_equal(out[0], ref[0]) and np.array_equal(out[1], ref[1]) else "DIFFERENT OUTPUT")

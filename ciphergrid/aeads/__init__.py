@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import threading
 
 from dataclasses import dataclass
@@ -26,14 +24,12 @@ def _load() -> None:
     with _lock:
         if _loaded:
             return
-        for info in pkgutil.iter_modules(__path__):
-            if info.name == "base":
-                continue
-            mod = importlib.import_module(f"{__name__}.{info.name}")
-            cipher = getattr(mod, "CIPHER", None)
-            if cipher is not None:
-                for n in cipher.names:
-                    _BY_NAME[n] = cipher
+        from .. import aeads
+        from ..registry import declarations
+
+        for cipher in declarations(aeads):
+            for n in cipher.names:
+                _BY_NAME[n] = cipher
         _loaded = True
 
 

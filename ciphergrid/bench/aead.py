@@ -142,6 +142,21 @@ def run(args, ctx: suites.Context) -> dict:
             "options": {"aeads": wanted, "shapes": [f"{c}x{s}" for c, s in shapes], "implementations": impls}}
 
 
+def time_job(b, job, repeats: int) -> list[float]:
+    """Device seconds of ``repeats`` runs of a prepared AEAD job (``Job.enqueue``) on backend
+    ``b``, events around each, after one warm-up run."""
+    job.enqueue()
+    b.finish()
+    times = []
+    for _ in range(repeats):
+        start = b.marker()
+        job.enqueue()
+        end = b.marker()
+        b.finish()
+        times.append(b.elapsed(start, end))
+    return times
+
+
 def _time_kernel(rec, eng, batch, impl, repeats, problem, ctx) -> Record:
     if problem:
         rec.status, rec.error = "failed", problem
@@ -152,15 +167,7 @@ def _time_kernel(rec, eng, batch, impl, repeats, problem, ctx) -> Record:
         drv = eng.aead_driver(batch.name, impl)
         b = eng.backend
         job = drv.prepare(batch)
-        job.enqueue()
-        b.finish()
-        times = []
-        for _ in range(repeats):
-            start = b.marker()
-            job.enqueue()
-            end = b.marker()
-            b.finish()
-            times.append(b.elapsed(start, end))
+        times = time_job(b, job, repeats)
         tags = job.finish()
         bad = _reference_check(batch.name, batch, tags)
         if bad:

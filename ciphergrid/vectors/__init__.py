@@ -181,23 +181,33 @@ def _int(value, where: str) -> int:
         raise VectorFileError(f"{where}: expected an integer") from None
 
 
-def _records(fname: str, section: str, fields: set) -> Iterator[tuple[dict, str, str]]:
-    """(record merged over its group's defaults, source, where) of each record of a section."""
-    for gi, group in enumerate(_read(fname).get(section, [])):
-        where = f"{fname} {section}[{gi}]"
-        _no_unknown(group, _GROUP_FIELDS | (fields - {"id", "note"}), where)
+def group_records(groups: list, where: str, fields: set,
+                  required: tuple) -> Iterator[tuple[dict, str, str]]:
+    """(record merged over its group's defaults, source, where) of each record of a list of
+    groups (``source``, ``document``, ``note``, ``vectors`` + defaults of the record ``fields``);
+    every record must end up with the ``required`` fields.  Shared by the block ciphers' and the
+    AEADs' (vectors/aeads.py) files."""
+    for gi, group in enumerate(groups):
+        gwhere = f"{where}[{gi}]"
+        _no_unknown(group, _GROUP_FIELDS | (fields - {"id", "note"}), gwhere)
         for need in ("source", "document", "vectors"):
             if need not in group:
-                raise VectorFileError(f"{where}: no {need!r}")
+                raise VectorFileError(f"{gwhere}: no {need!r}")
         defaults = {k: v for k, v in group.items() if k not in _GROUP_FIELDS}
         for ri, rec in enumerate(group["vectors"]):
-            rwhere = f"{where} vector {rec.get('id', ri)!r}"
+            rwhere = f"{gwhere} vector {rec.get('id', ri)!r}"
             _no_unknown(rec, fields, rwhere)
             merged = {**defaults, **rec}
-            for need in ("id", "cipher", "key", "plaintext", "ciphertext"):
+            for need in required:
                 if need not in merged:
                     raise VectorFileError(f"{rwhere}: no {need!r}")
             yield merged, f"{group['source']} {merged['id']}", rwhere
+
+
+def _records(fname: str, section: str, fields: set) -> Iterator[tuple[dict, str, str]]:
+    """group_records of a section of a block-cipher vector file."""
+    yield from group_records(_read(fname).get(section, []), f"{fname} {section}", fields,
+                             ("id", "cipher", "key", "plaintext", "ciphertext"))
 
 
 def _encrypt_ok(cipher: str, key: bytes) -> bool:

@@ -29,11 +29,10 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from . import VectorFileError, _hex, _no_unknown, vectors_dir
+from . import VectorFileError, _hex, _no_unknown, group_records, vectors_dir
 
 FORMAT = "ciphergrid-aead-vectors 1"
 _TOP = {"format", "family", "groups", "files"}
-_GROUP = {"source", "document", "note", "vectors"}
 _RECORD = {"id", "cipher", "key", "nonce", "aad", "plaintext", "ciphertext", "tag", "valid", "note"}
 _FILES = {"document", "directory", "match", "format", "cipher"}
 
@@ -70,30 +69,19 @@ def _read(fname: str) -> dict:
 
 
 def _from_data(fname: str):
-    doc = _read(fname)
-    for gi, group in enumerate(doc.get("groups", [])):
-        where = f"aead/{fname} groups[{gi}]"
-        _no_unknown(group, _GROUP | (_RECORD - {"id", "note"}), where)
-        for need in ("source", "document", "vectors"):
-            if need not in group:
-                raise VectorFileError(f"{where}: no {need!r}")
-        defaults = {k: v for k, v in group.items() if k not in _GROUP}
-        for ri, rec in enumerate(group["vectors"]):
-            r = {**defaults, **rec}
-            w = f"{where} vector {r.get('id', ri)!r}"
-            _no_unknown(rec, _RECORD, w)
-            valid = r.get("valid", True)
-            for need in ("id", "cipher", "key", "nonce", "ciphertext", "tag") + (("plaintext",) if valid else ()):
-                if need not in r:
-                    raise VectorFileError(f"{w}: no {need!r}")
-            pt = _hex(r["plaintext"], f"{w} plaintext") if "plaintext" in r else None
-            ct = _hex(r["ciphertext"], f"{w} ciphertext")
-            if pt is not None and len(pt) != len(ct):
-                raise VectorFileError(f"{w}: plaintext and ciphertext differ in length")
-            yield AEADVector(r["cipher"].strip().lower(), _hex(r["key"], f"{w} key"),
-                             _hex(r["nonce"], f"{w} nonce"), _hex(r.get("aad", ""), f"{w} aad"),
-                             pt, ct, _hex(r["tag"], f"{w} tag"), bool(valid),
-                             f"{group['source']} {r['id']}")
+    records = group_records(_read(fname).get("groups", []), f"aead/{fname} groups", _RECORD,
+                            ("id", "cipher", "key", "nonce", "ciphertext", "tag"))
+    for r, source, w in records:
+        valid = r.get("valid", True)
+        if valid and "plaintext" not in r:
+            raise VectorFileError(f"{w}: no 'plaintext'")
+        pt = _hex(r["plaintext"], f"{w} plaintext") if "plaintext" in r else None
+        ct = _hex(r["ciphertext"], f"{w} ciphertext")
+        if pt is not None and len(pt) != len(ct):
+            raise VectorFileError(f"{w}: plaintext and ciphertext differ in length")
+        yield AEADVector(r["cipher"].strip().lower(), _hex(r["key"], f"{w} key"),
+                         _hex(r["nonce"], f"{w} nonce"), _hex(r.get("aad", ""), f"{w} aad"),
+                         pt, ct, _hex(r["tag"], f"{w} tag"), bool(valid), source)
 
 
 def _read_nist_gcm(path: str, rel: str, cipher_of):
