@@ -11,6 +11,7 @@ otherwise); every other bad argument is a :class:`ciphergrid.Error` (see ``ciphe
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -68,8 +69,9 @@ def _request(cipher: str, key, iv, encrypt: bool, padding, sector_size, start_se
                         _impl(spec, constant_time, implementation), allow_weak)
 
 
-def _crypt_resident(req, gpu, device, out):
-    """The GPU-resident path: same type out, in place when ``out`` is the input."""
+def _crypt_resident(req, gpu, device, out, wait=True):
+    """The GPU-resident path: same type out, in place when ``out`` is the input.  ``wait=False``
+    (CuPy arrays in and out): queued on CuPy's current stream like CuPy's own operations."""
     import cupy
 
     src, wrap = gpu
@@ -85,12 +87,20 @@ def _crypt_resident(req, gpu, device, out):
     else:
         dst = cupy.empty_like(src)
     if r.path == "resident":
-        r.engine.crypt_resident(req, src, dst)
+        r.engine.crypt_resident(req, src, dst, wait)
     else:  # an engine on the host (the device cannot run this request): through host copies
         host = cupy.asnumpy(src)
         r.engine.crypt(req, host, host)
         dst.set(host)
     return out if out is not None else wrap(dst)
+
+
+def _cupy_only(data, out) -> bool:
+    """Whether the caller's GPU data are CuPy arrays (in, and out when given): their users read
+    them in CuPy's stream order, so a call can return as soon as its work is queued there."""
+    cupy = sys.modules.get("cupy")
+    return (cupy is not None and type(data) is cupy.ndarray
+            and (out is None or type(out) is cupy.ndarray))
 
 
 def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector,
@@ -101,7 +111,7 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
     if gpu is not None:
         if padding:
             raise InvalidArgument("padding is not supported for GPU-resident data")
-        return _crypt_resident(req, gpu, device, out)
+        return _crypt_resident(req, gpu, device, out, wait=not _cupy_only(data, out))
     arr, wrap = buffers.host_array(data)
     if out is not None and padding:
         raise InvalidArgument("out= cannot be used with padding (the length changes)")
@@ -153,7 +163,11 @@ _CRYPT_ARGS = """
             of any shape and dtype (its raw bytes in C order; a non-contiguous array is copied
             first), a host DLPack tensor, or GPU-resident data (a CuPy array, a PyTorch CUDA
             tensor, anything with a CUDA ``__dlpack__`` or ``__cuda_array_interface__``), which
-            is processed on its GPU without host copies.
+            is processed on its GPU without host copies, on CuPy's current stream.  With CuPy
+            arrays (in, and ``out``) the call returns once its work is queued there, as CuPy's
+            own operations do: CuPy reads the result in order (synchronize the stream before
+            handing the array to another library or stream); with other GPU arrays the work is
+            finished when the call returns.
         cipher: a name of :func:`available_ciphers`, e.g. ``"aes-256-xts"``.
         key: bytes-like, of the cipher's key length (XTS: key1 || key2, the halves different
             on encryption).

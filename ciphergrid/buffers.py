@@ -5,6 +5,8 @@ result back in the caller's form."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .errors import InvalidArgument
@@ -72,6 +74,10 @@ def host_array(data):
     raise InvalidArgument(f"data must be bytes, bytearray, memoryview or a numpy array, not {type(data).__name__}")
 
 
+def _same(out):
+    return out
+
+
 def gpu_array(data):
     """(CuPy uint8 view, wrap-back function) for a GPU-resident array, or None for host data.
 
@@ -80,6 +86,11 @@ def gpu_array(data):
     """
     if isinstance(data, (np.ndarray, bytes, bytearray, memoryview)):
         return None
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and type(data) is cupy.ndarray and data.ndim == 1 and data.dtype == np.uint8:
+        if not data.flags.c_contiguous:
+            raise InvalidArgument("GPU-resident data must be contiguous")
+        return data, _same  # (the common case, on every one-shot call: no new views)
     cai = hasattr(data, "__cuda_array_interface__")
     dl = hasattr(data, "__dlpack__") and hasattr(data, "__dlpack_device__")
     if not cai and not (dl and data.__dlpack_device__()[0] in (2, 3, 13)):  # CUDA, CUDA host, managed

@@ -52,8 +52,12 @@ class KeyedProgram:
     upload queue is ordered after them anyway); elsewhere the upload is waited for.  The host
     copies are zeroed at once; ``close()`` zeroes the device copies."""
 
-    def __init__(self, backend, req, queue=None):
+    #: whether launches return events (a caller that waits for the queue as a whole needs none)
+    record = True
+
+    def __init__(self, backend, req, queue=None, *, record: bool = True):
         self.b = backend
+        self.record = record
         self.req = req
         spec = req.spec
         self.bs = spec.block_size
@@ -115,15 +119,17 @@ class KeyedProgram:
         return req.mode.enqueue(self, req, in_buf, out_buf, first_block, nblocks, queue,
                                 chain=chain, layout=layout, scratch=scratch, wait_for=wait_for)
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         """Wipe the round keys (and the chaining value) on the device: every buffer zeroed on
-        the upload queue, which is then waited for once."""
+        the upload queue, which is then waited for once.  ``wait=False`` (a CUDA stream that
+        every later use of the memory is ordered on: CuPy's pool gives a freed block back only
+        to its stream): the zeroing is queued behind the launches and not waited for."""
         for buf in self._bufs:
             try:
                 self.b.zero(buf, self._queue, wait=False)
             except Exception:
                 pass
-        if self._bufs:
+        if self._bufs and wait:
             try:
                 self.b.finish(self._queue)
             except Exception:

@@ -8,6 +8,7 @@ a toy cipher).  Every registered name is run by the test suite.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import threading
@@ -29,7 +30,7 @@ class CipherSpec:
     mode: _modes.Mode     # modes.ECB, CBC, CTR, XTS
     key_sizes: tuple = () # every size ONE key may have under this name (CAST-128: 5..16); () = key_size
 
-    @property
+    @functools.cached_property
     def key_lens(self) -> tuple:
         """Every length the caller's key may have (XTS: two keys of one size each)."""
         return tuple(self.mode.key_count * k for k in (self.key_sizes or (self.key_size,)))

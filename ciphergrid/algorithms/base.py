@@ -63,6 +63,9 @@ class UsePolicy:
     over_limit_refused: bool = False    # past block_limit: refused (3-key TDEA) or warned (Sweet32)
 
 
+_NO_POLICY = UsePolicy()
+
+
 class BlockCipher:
     """Base class: subclasses set the class attributes and implement :meth:`expand`."""
 
@@ -104,7 +107,7 @@ class BlockCipher:
                 warning=f"{self.name} has 64-bit blocks: use it to read old data, not for new data "
                         f"(collisions after about 2^32 blocks, the Sweet32 attack)",
                 block_limit=1 << 32)
-        return UsePolicy()
+        return _NO_POLICY
 
     def check_key(self, key: bytes) -> None:
         if len(key) not in self.key_sizes:

@@ -152,8 +152,11 @@ class Backend:
         """Copy ``host.nbytes`` bytes of ``buf`` from byte ``offset`` into ``host``; returns an event."""
         raise NotImplementedError
 
-    def launch(self, program, name: str, items: int, args: list, queue=None, *, wait_for=None):
-        """Run kernel ``name`` over ``items`` work-items (rounded up to the work-group size)."""
+    def launch(self, program, name: str, items: int, args: list, queue=None, *, wait_for=None,
+               record: bool = True):
+        """Run kernel ``name`` over ``items`` work-items (rounded up to the work-group size);
+        returns an event.  ``record=False``: the caller needs no event (a backend may then return
+        None)."""
         raise NotImplementedError
 
     def resident_items(self, program, name: str) -> int:

@@ -169,7 +169,7 @@ class CudaBackend(Backend):
             cp().cuda.runtime.memcpyAsync(host.ctypes.data, buf.data.ptr + offset, host.nbytes, 2, s.ptr)
             return _Event(s)
 
-    def launch(self, program, name, items, args, queue=None, *, wait_for=None):
+    def launch(self, program, name, items, args, queue=None, *, wait_for=None, record=True):
         s = queue or self._default
         k = program.kernel(name)
         local = self.group_size(program)
@@ -180,7 +180,7 @@ class CudaBackend(Backend):
                 k((grid,), (local,), tuple(args), stream=s)
             except Exception as e:
                 raise DeviceError(f"kernel {name} failed on {self.info}: {e}") from None
-            return _Event(s)
+            return _Event(s) if record else None
 
     def marker(self, queue=None):
         with self.dev:

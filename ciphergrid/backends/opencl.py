@@ -186,7 +186,7 @@ class OpenCLBackend(Backend):
         return cl().enqueue_copy(queue or self._default, host, buf, src_offset=offset,
                                  is_blocking=False, wait_for=wait_for)
 
-    def launch(self, program, name, items, args, queue=None, *, wait_for=None):
+    def launch(self, program, name, items, args, queue=None, *, wait_for=None, record=True):
         c = cl()
         k = program.kernel(name)
         local = self.group_size(program)

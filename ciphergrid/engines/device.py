@@ -80,11 +80,14 @@ class DeviceEngine(Engine):
                                  settings=self.settings)
 
     # -- GPU-resident data (CUDA backend): no host copies of the bulk data ---------------------------
-    def crypt_resident(self, req, src, dst) -> None:
+    def crypt_resident(self, req, src, dst, wait: bool = True) -> None:
         """``src`` through the mode into ``dst``: contiguous CuPy uint8 arrays on this device of
         the same size (``dst`` may be ``src``).  Only the < 32-byte tails of CTR and XTS stealing
-        pass through small temporary buffers.  Everything runs on the backend's stream, ordered
-        after the work already on the device and finished before this returns."""
+        pass through small temporary buffers.  Everything runs on CuPy's current stream of the
+        device, as CuPy's own operations do (so it is ordered after the array's producer: importing
+        a foreign array, CUDA array interface or DLPack, made that stream wait for the producer's).
+        ``wait``: finished before this returns; else queued on that stream like a CuPy operation
+        (the round keys' zeroing too), and ordered before whatever is queued there next."""
         import cupy
 
         b = self.backend
@@ -93,46 +96,38 @@ class DeviceEngine(Engine):
         n = src.nbytes
         if n == 0:
             return
-        bs = req.block_size
         with b.dev:
-            # ordered after the producer: importing the array (CUDA array interface, DLPack) made
-            # CuPy's current stream wait for the producer's; our stream waits for that one
-            ready = cupy.cuda.Event(disable_timing=True)
-            ready.record(cupy.cuda.get_current_stream())
-            b.default_queue.wait_event(ready)
+            s = cupy.cuda.get_current_stream()
             if src.data.ptr % 16 or (dst.data.ptr == src.data.ptr and req.mode.reads_behind(req)):
                 src = src.copy()  # unaligned view, or in-place CBC decryption (block i reads i-1)
-                cupy.cuda.get_current_stream().synchronize()  # (made on cupy's stream, not ours)
             out = dst if dst.data.ptr % 16 == 0 else cupy.empty_like(dst)
             layout = req.mode.layout(req, n)
             tail = None
             if layout is not None and layout.tail_start < n:
                 tail = cupy.asnumpy(src[layout.tail_start:]).tobytes()
-            host_ops = tail is not None or out is not dst  # cupy copies on the current stream
-            with KeyedProgram(b, req) as kp:  # (closing zeroes the keys and waits for the stream)
+            kp = KeyedProgram(b, req, queue=s, record=False)
+            try:
                 if layout is not None:
                     if layout.kernel_blocks:
-                        kp.enqueue(src, out, layout.kernel_blocks, 0, layout=layout)
+                        kp.enqueue(src, out, layout.kernel_blocks, 0, s, layout=layout)
                 else:
+                    bs = req.block_size
                     full = n // bs
                     if full:
-                        kp.enqueue(src, out, full, 0, chain=req.mode.chain_at(req, None, 0))
+                        kp.enqueue(src, out, full, 0, s, chain=req.mode.chain_at(req, None, 0))
                     if n % bs:  # CTR: the last partial block through a one-block buffer
                         t_in = cupy.zeros(16, dtype=cupy.uint8)
                         t_in[: n - full * bs] = src[full * bs:]
                         t_out = cupy.empty(16, dtype=cupy.uint8)
-                        cupy.cuda.get_current_stream().synchronize()
-                        kp.enqueue(t_in, t_out, 1, full)
-                        b.finish()
+                        kp.enqueue(t_in, t_out, 1, full, s)
                         out[full * bs:] = t_out[: n - full * bs]
-                        host_ops = True
-            if tail is not None:
-                s = layout.tail_start
-                out[s:] = cupy.asarray(np.frombuffer(req.mode.tail(req, layout, tail), dtype=np.uint8))
-            if out is not dst:
-                dst[...] = out
-            if host_ops:
-                cupy.cuda.get_current_stream().synchronize()
+                if tail is not None:
+                    out[layout.tail_start:] = cupy.asarray(
+                        np.frombuffer(req.mode.tail(req, layout, tail), dtype=np.uint8))
+                if out is not dst:
+                    dst[...] = out
+            finally:
+                kp.close(wait)  # zeroes the keys on the stream (and waits for it)
 
     # -- AEADs (aeads/): each name's driver built once per device and implementation ------------------
     def aead_driver(self, name: str, impl: str | None = None):

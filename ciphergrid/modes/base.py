@@ -129,7 +129,7 @@ class Mode:
         args = [in_buf, out_buf, kp.rk[0], *self.kernel_args(req, first_block, chain), U64(nblocks)]
         name = self.kernel(req.encrypt)
         return kp.b.launch(kp.prg, name, self.items(kp, name, nblocks), args, queue,
-                           wait_for=wait_for)
+                           wait_for=wait_for, record=kp.record)
 
     def kernel_args(self, req, first_block: int, chain: bytes | None) -> list:
         """The arguments between the key and the block count."""

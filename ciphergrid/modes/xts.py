@@ -213,7 +213,8 @@ class XTSMode(Mode):
         args = [in_buf, out_buf, kp.rk[0], scratch, U64(first_block), U64(first_seg), U64(nblocks),
                 U64(bpu), U64(layout.spu), U32(log2)]
         name = self.kernel(req.encrypt)
-        return b.launch(kp.prg, name, self.items(kp, name, nblocks), args, queue, wait_for=wait_for)
+        return b.launch(kp.prg, name, self.items(kp, name, nblocks), args, queue, wait_for=wait_for,
+                        record=kp.record)
 
 
 XTS = XTSMode()
