@@ -296,3 +296,51 @@ def test_cli_refusals(tmp_path):
     assert r.returncode == 2 and b"--aad" in r.stderr
     r = _cli("decrypt", *base, "--nonce", "00" * nl, stdin=b"x" * (tl - 1))
     assert r.returncode == 2 and b"shorter than its tag" in r.stderr
+
+
+# --------------------------------------------------------------------------- pieces on several queues
+
+def test_pieces_cut_at_message_boundaries():
+    from ciphergrid.transfer.batches import cuts
+
+    off = np.array([0, 10, 10, 25, 100, 101, 130])
+    assert cuts(off, 20) == [0, 3, 4, 6]    # the first messages at or after 20 (25), 40.. (100)
+    assert cuts(off, 1000) == [0, 6]
+    assert cuts(np.array([0]), 8) == [0, 0]
+    assert cuts(np.array([0, 500]), 8) == [0, 1]          # one long message: one piece
+
+
+def test_batch_in_pieces_on_several_queues(aead_name, device, rng):
+    """transfer/batches.py: a batch cut into pieces of whole messages, run on several queues of
+    the device in threads, gives the texts and tags of the whole batch in one job; a tampered
+    tag fails its message only."""
+    from ciphergrid.aeads.base import make_batch, verify
+    from ciphergrid.route import engine
+    from ciphergrid.transfer import batches
+
+    if device == "native":
+        pytest.skip("the OpenSSL engine has no device queues")
+    _check_device(aead_name, device)
+    kl, nl, tl = _sizes(aead_name)
+    eng = engine(device)
+    lens = [0, 1, 700, 17, 300, 2048, 5, 64, 1025, 16, 333]
+    keys = [rng.data(kl) for _ in range(2)] * 6
+    texts = [rng.data(n) for n in lens]
+    nonces = [rng.data(nl) for _ in lens]
+    aads = [rng.data(i % 7) for i in range(len(lens))]
+    one = make_batch(aead_name, True, tl, keys[:len(lens)], nonces, aads, texts)
+    want = eng.aead_driver(aead_name).run(one)
+    cls = aeads.lookup(aead_name)
+    cut = make_batch(aead_name, True, tl, keys[:len(lens)], nonces, aads, texts)
+    got = batches.run(eng.backend, lambda v: cls.driver(v, aead_name), cut, piece_bytes=500, depth=3)
+    assert len(batches.cuts(cut.off, 500)) > 4
+    assert got.tobytes() == want.tobytes() and cut.dst.tobytes() == one.dst.tobytes()
+    back = make_batch(aead_name, False, tl, keys[:len(lens)], nonces, aads,
+                      [one.dst[one.off[i]:one.off[i + 1]].tobytes() for i in range(len(lens))])
+    bad = want.copy()
+    bad[4, 0] ^= 1
+    ok = verify(back, batches.run(eng.backend, lambda v: cls.driver(v, aead_name), back,
+                                  piece_bytes=500, depth=3), bad)
+    assert ok.tolist() == [i != 4 for i in range(len(lens))]
+    assert b"".join(back.dst[back.off[i]:back.off[i + 1]].tobytes() for i in range(len(lens)) if i != 4) \
+        == b"".join(t for i, t in enumerate(texts) if i != 4)

@@ -7,6 +7,7 @@ returning events.  Everything above it (modes, pipeline, bench) is written again
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import threading
@@ -141,6 +142,14 @@ class Backend:
     @property
     def default_queue(self):
         raise NotImplementedError
+
+    def with_queue(self, queue):
+        """This device with ``queue`` as its default queue: the same context, programs and
+        caches, so that code written against the default queue (an AEAD driver) runs on another
+        queue, in another thread, beside it (transfer/batches.py)."""
+        view = copy.copy(self)
+        view._default = queue
+        return view
 
     def upload(self, buf, host: np.ndarray, queue=None, *, offset: int = 0, wait_for=None,
                record: bool = True):

@@ -140,16 +140,28 @@ class DeviceEngine(Engine):
             d = drivers[key] = aeads.lookup(name).driver(self.backend, name, impl)
         return d
 
+    def _run_batch(self, batch, impl):
+        """The tags of ``batch`` (texts into ``batch.dst``): a large batch of host data on a GPU
+        in pieces of whole messages, overlapped on several queues (transfer/batches.py); else one
+        job of the cached driver."""
+        from .. import aeads
+        from ..transfer import batches
+
+        if self.info.kind != "gpu" or batch.count < 2 or int(batch.off[-1]) < 2 * batches.PIECE_BYTES:
+            return self.aead_driver(batch.name, impl).run(batch)
+        cls = aeads.lookup(batch.name)
+        return batches.run(self.backend, lambda view: cls.driver(view, batch.name, impl), batch)
+
     def seal(self, batch, impl: str | None = None):
         """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags."""
-        return self.aead_driver(batch.name, impl).run(batch)
+        return self._run_batch(batch, impl)
 
     def open(self, batch, tags, impl: str | None = None):
         """Decrypt every message, compare its tag in constant time; the mask of those that
         verified (the others' plaintext is zeroed before this returns)."""
         from ..aeads.base import verify
 
-        return verify(batch, self.aead_driver(batch.name, impl).run(batch), tags)
+        return verify(batch, self._run_batch(batch, impl), tags)
 
     # -- benchmarking hooks ------------------------------------------------------------------------
     def time_kernel(self, name: str, nbytes: int, *, repeats: int, encrypt: bool = True,
