@@ -153,6 +153,17 @@ def test_other_knobs(device, rng, wg, tile, stage):
                      *_random_batch(rng, lengths))
 
 
+@pytest.mark.parametrize("ahead", [1, 2, 3, 5])
+def test_direct_prefetch(device, rng, ahead):
+    """The direct kernel's prefetch distances: messages at 16-byte offsets (the vector path)
+    with fewer, as many and more full blocks than the distance, and messages at every other
+    offset (the word path) between them."""
+    lengths = [16, 32, 48, 0, 80, 96, 160, 16 * 9, 64, 1, 16, 32, 15, 48, 17, 80, 33, 16 * 7,
+               2, 96, 3, 16 * 11, 4, 64, 5, 16 * 6, 6, 16, 7, 113, 8, 200, 9, 16 * 5]
+    _check_both_ways(_driver(device, wg=8, stage=False, ahead=ahead),
+                     *_random_batch(rng, lengths))
+
+
 def test_single_message_and_empty_batch(device, rng):
     drv = _driver(device)
     _check_both_ways(drv, *_random_batch(rng, [1000], [7]))

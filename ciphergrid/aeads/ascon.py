@@ -29,20 +29,24 @@ class AsconDriver(DeviceAEAD):
     GPUs; False: each work-item loads its own message, which CPUs' caches serve better -- PoCL on
     2 cores: 425 MB/s against 113 MB/s staged for 16 KiB messages; None: True on GPUs only)."""
 
-    def __init__(self, backend, aead, name, wg: int = 64, tile: int = 128, stage=None):
+    def __init__(self, backend, aead, name, wg: int = 64, tile: int = 128, stage=None,
+                 ahead: int = 2):
         if stage is None:
             stage = getattr(backend.info, "kind", "gpu") != "cpu"
-        super().__init__(backend, aead, name, wg=wg, tile=tile, stage=stage)
+        super().__init__(backend, aead, name, wg=wg, tile=tile, stage=stage, ahead=ahead)
         if tile % 16 or tile <= 0:
             raise InvalidArgument(f"ascon tile must be a positive multiple of 16, got {tile}")
+        if not 1 <= int(ahead) <= 8:
+            raise InvalidArgument(f"ascon ahead must be 1..8 blocks, got {ahead}")
         self.wg = int(wg)
         self.tile = int(tile)
         self.stage = bool(stage)
-        key = ("aead", "ascon-aead128", self.wg, self.tile, self.stage)
+        self.ahead = int(ahead)
+        key = ("aead", "ascon-aead128", self.wg, self.tile, self.stage, self.ahead)
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix({"ASCON_WG": self.wg, "ASCON_TILE": self.tile,
-                                  "ASCON_STAGE": int(self.stage)})
+                                  "ASCON_STAGE": int(self.stage), "ASCON_AHEAD": self.ahead})
             prg = backend.build(src + program_source(None, "ascon.cl"), key=key,
                                 local_size=self.wg)
         self.prg = prg

@@ -46,6 +46,12 @@
 #ifndef ASCON_STAGE
 #define ASCON_STAGE 1
 #endif
+#ifndef ASCON_AHEAD
+#define ASCON_AHEAD 2
+#endif
+#if ASCON_AHEAD < 1
+#error ASCON_AHEAD must be at least 1
+#endif
 #if ASCON_TILE % 16 != 0
 #error ASCON_TILE must be a multiple of 16
 #endif
@@ -318,16 +324,47 @@ KERNEL void ascon_aead128(GLOBAL_RO const uint *src, GLOBAL uint *dst,
     }
 #else
     /* direct: each work-item reads and writes its own message (no work-group memory, no
-     * barrier; loads 16 KiB apart across a warp for a batch of 16 KiB messages) */
-    {
-        const ulong full = len / 16;
-        GLOBAL_RO const uint *ps = src + (o >> 2);
-        GLOBAL uint *pd = dst + (o >> 2);
-        uint nxt = ps[0], pend = 0;
+     * barrier).  The loads of a block are issued ASCON_AHEAD blocks before it is absorbed, so
+     * they fly while the permutation runs; a message at a 16-byte offset (every message of a
+     * batch of 16-byte multiples) is read and written in 16-byte vectors, any other in words */
+    const ulong full = len / 16;
+    GLOBAL_RO const uint *ps = src + (o >> 2);
+    GLOBAL uint *pd = dst + (o >> 2);
+    uint pend = 0;              /* the low sh bits of the last block's first word (unaligned) */
+    if (full && (o & 15) == 0) {
+        GLOBAL_RO const uint4 *ps4 = (GLOBAL_RO const uint4 *)src + (o >> 4);
+        GLOBAL uint4 *pd4 = (GLOBAL uint4 *)dst + (o >> 4);
+        const ulong lastb = full - 1;
+        uint4 q[ASCON_AHEAD];
+#pragma unroll
+        for (uint k = 0; k < ASCON_AHEAD; k++)
+            q[k] = ps4[k < lastb ? k : lastb];
         for (ulong b = 0; b < full; b++) {
-            const uint w0 = nxt, w1 = ps[4 * b + 1], w2 = ps[4 * b + 2], w3 = ps[4 * b + 3];
-            const uint w4 = ps[4 * b + 4];
+            const uint4 v = q[0];
+#pragma unroll
+            for (uint k = 0; k + 1 < ASCON_AHEAD; k++)
+                q[k] = q[k + 1];
+            /* (the last blocks reload the message's last full block: never past its end) */
+            q[ASCON_AHEAD - 1] = ps4[b + ASCON_AHEAD < lastb ? b + ASCON_AHEAD : lastb];
+            const ulong m0 = (ulong)v.x | ((ulong)v.y << 32);
+            const ulong m1 = (ulong)v.z | ((ulong)v.w << 32);
+            ulong c0, c1;
+            ASCON_BLOCK(m0, m1, c0, c1);
+            pd4[b] = MAKE_UINT4((uint)c0, (uint)(c0 >> 32), (uint)c1, (uint)(c1 >> 32));
+            ASCON_P8();
+        }
+    } else if (full) {
+        /* words: block b is words 4b..4b+4 of ps, funnel-shifted by sh; the next block's four
+         * new words are loaded before this block is absorbed */
+        const ulong lastb = full - 1;
+        uint nxt = ps[0], n1 = ps[1], n2 = ps[2], n3 = ps[3], n4 = ps[4];
+        for (ulong b = 0; b < full; b++) {
+            const uint w0 = nxt, w1 = n1, w2 = n2, w3 = n3, w4 = n4;
             nxt = w4;
+            {
+                const ulong bn = b + 1 < lastb ? b + 1 : lastb;
+                n1 = ps[4 * bn + 1]; n2 = ps[4 * bn + 2]; n3 = ps[4 * bn + 3]; n4 = ps[4 * bn + 4];
+            }
             ulong m0, m1, c0, c1;
             ASCON_GATHER(w0, w1, w2, w3, w4, sh, m0, m1);
             ASCON_BLOCK(m0, m1, c0, c1);
@@ -347,6 +384,8 @@ KERNEL void ascon_aead128(GLOBAL_RO const uint *src, GLOBAL uint *dst,
             pend = (uint)(v >> 32);     /* the low sh bits of word 4(b+1): this block's tail */
             ASCON_P8();
         }
+    }
+    {
         const uint l = (uint)(len - 16 * full);
         const uint nw = (sh / 8 + l + 3) / 4;   /* words holding the last block's bytes */
         GLOBAL_RO const uint *pl = ps + 4 * full;
