@@ -47,10 +47,10 @@
 #define ASCON_STAGE 1
 #endif
 #ifndef ASCON_AHEAD
-#define ASCON_AHEAD 2
+#define ASCON_AHEAD 1
 #endif
-#if ASCON_AHEAD < 1
-#error ASCON_AHEAD must be at least 1
+#if ASCON_AHEAD != 1 && ASCON_AHEAD != 2 && ASCON_AHEAD != 4
+#error ASCON_AHEAD must be 1, 2 or 4
 #endif
 #if ASCON_TILE % 16 != 0
 #error ASCON_TILE must be a multiple of 16
@@ -335,23 +335,45 @@ KERNEL void ascon_aead128(GLOBAL_RO const uint *src, GLOBAL uint *dst,
         GLOBAL_RO const uint4 *ps4 = (GLOBAL_RO const uint4 *)src + (o >> 4);
         GLOBAL uint4 *pd4 = (GLOBAL uint4 *)dst + (o >> 4);
         const ulong lastb = full - 1;
-        uint4 q[ASCON_AHEAD];
+        /* steps of A = ASCON_AHEAD blocks: the step's A vectors were loaded together (one
+         * thread's A * 16 consecutive bytes: whole 32-byte sectors from A = 2), the next step's
+         * are loaded into the same registers once the last of them is absorbed, and the A
+         * output vectors are stored together (whole sectors again) */
+        uint4 q[ASCON_AHEAD], c[ASCON_AHEAD];
 #pragma unroll
         for (uint k = 0; k < ASCON_AHEAD; k++)
             q[k] = ps4[k < lastb ? k : lastb];
-        for (ulong b = 0; b < full; b++) {
-            const uint4 v = q[0];
+        ulong b = 0;
+        for (; b + ASCON_AHEAD <= full; b += ASCON_AHEAD) {
 #pragma unroll
-            for (uint k = 0; k + 1 < ASCON_AHEAD; k++)
-                q[k] = q[k + 1];
-            /* (the last blocks reload the message's last full block: never past its end) */
-            q[ASCON_AHEAD - 1] = ps4[b + ASCON_AHEAD < lastb ? b + ASCON_AHEAD : lastb];
-            const ulong m0 = (ulong)v.x | ((ulong)v.y << 32);
-            const ulong m1 = (ulong)v.z | ((ulong)v.w << 32);
-            ulong c0, c1;
-            ASCON_BLOCK(m0, m1, c0, c1);
-            pd4[b] = MAKE_UINT4((uint)c0, (uint)(c0 >> 32), (uint)c1, (uint)(c1 >> 32));
-            ASCON_P8();
+            for (uint k = 0; k < ASCON_AHEAD; k++) {
+                const ulong m0 = (ulong)q[k].x | ((ulong)q[k].y << 32);
+                const ulong m1 = (ulong)q[k].z | ((ulong)q[k].w << 32);
+                ulong c0, c1;
+                ASCON_BLOCK(m0, m1, c0, c1);
+                c[k] = MAKE_UINT4((uint)c0, (uint)(c0 >> 32), (uint)c1, (uint)(c1 >> 32));
+                if (k == ASCON_AHEAD - 1) {
+#pragma unroll
+                    for (uint j = 0; j < ASCON_AHEAD; j++) {
+                        const ulong bn = b + ASCON_AHEAD + j;
+                        q[j] = ps4[bn < lastb ? bn : lastb];   /* never past the message */
+                        pd4[b + j] = c[j];
+                    }
+                }
+                ASCON_P8();
+            }
+        }
+        /* the last full - b < A blocks, already loaded */
+#pragma unroll
+        for (uint k = 0; k + 1 < ASCON_AHEAD; k++) {
+            if (b + k < full) {
+                const ulong m0 = (ulong)q[k].x | ((ulong)q[k].y << 32);
+                const ulong m1 = (ulong)q[k].z | ((ulong)q[k].w << 32);
+                ulong c0, c1;
+                ASCON_BLOCK(m0, m1, c0, c1);
+                pd4[b + k] = MAKE_UINT4((uint)c0, (uint)(c0 >> 32), (uint)c1, (uint)(c1 >> 32));
+                ASCON_P8();
+            }
         }
     } else if (full) {
         /* words: block b is words 4b..4b+4 of ps, funnel-shifted by sh; the next block's four
