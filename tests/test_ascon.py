@@ -109,7 +109,7 @@ def test_model_sbox_is_the_bitsliced_formula():
 
 @pytest.mark.parametrize("stage", [None, True, False])
 def test_kat_through_driver(device, stage):
-    """The default kernel of the device (staged on GPUs, direct on CPUs) and both explicitly."""
+    """The default kernel of the device (direct) and both variants explicitly."""
     drv = _driver(device, stage=stage) if stage is not None else _driver(device)
     vs = _vectors()
     args = ([v.key for v in vs], [v.nonce for v in vs], [v.aad for v in vs])
