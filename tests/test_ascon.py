@@ -109,7 +109,7 @@ def test_model_sbox_is_the_bitsliced_formula():
 
 @pytest.mark.parametrize("stage", [None, True, False])
 def test_kat_through_driver(device, stage):
-    """The default kernel of the device (staged on GPUs, direct on CPUs) and both explicitly."""
+    """The default kernel of the device (direct) and both variants explicitly."""
     drv = _driver(device, stage=stage) if stage is not None else _driver(device)
     vs = _vectors()
     args = ([v.key for v in vs], [v.nonce for v in vs], [v.aad for v in vs])
@@ -150,6 +150,17 @@ def test_other_knobs(device, rng, wg, tile, stage):
     whose messages need different numbers of steps; the unstaged kernel."""
     lengths = [0, 1, 15, 16, 17, 47, 48, 49, 95, 96, 97, 5, 250, 2, 3, 33, 64, 31, 260]
     _check_both_ways(_driver(device, wg=wg, tile=tile, stage=stage),
+                     *_random_batch(rng, lengths))
+
+
+@pytest.mark.parametrize("ahead", [1, 2, 4])
+def test_direct_prefetch(device, rng, ahead):
+    """The direct kernel's prefetch distances: messages at 16-byte offsets (the vector path)
+    with fewer, as many and more full blocks than the distance, and messages at every other
+    offset (the word path) between them."""
+    lengths = [16, 32, 48, 0, 80, 96, 160, 16 * 9, 64, 1, 16, 32, 15, 48, 17, 80, 33, 16 * 7,
+               2, 96, 3, 16 * 11, 4, 64, 5, 16 * 6, 6, 16, 7, 113, 8, 200, 9, 16 * 5]
+    _check_both_ways(_driver(device, wg=8, stage=False, ahead=ahead),
                      *_random_batch(rng, lengths))
 
 
