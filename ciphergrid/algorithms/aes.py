@@ -9,6 +9,7 @@ first and last, so decryption runs with the same table structure as encryption.
 from __future__ import annotations
 
 import struct
+import threading
 
 import numpy as np
 
@@ -114,6 +115,63 @@ def expand_key_bytes(key: bytes) -> bytearray:
     return out
 
 
+class _OpenSSLSchedule:
+    """libcrypto's AES_set_encrypt_key / AES_set_decrypt_key (the same two schedules as ours:
+    FIPS 197 and its equivalent inverse cipher), a few microseconds where Python takes 10-30: the
+    key schedule is on the path of every one-shot device call.  Its words are laid out per
+    platform (x86-64: the key's bytes as they are; the portable C code: big-endian words), so
+    the first use compares both with ours for a known key and keeps the layout that matches in
+    both directions, or none (then ours runs)."""
+
+    def __init__(self):
+        self.fns = None      # (encrypt, decrypt) ctypes functions, once checked
+        self.swap = False
+        self.checked = False
+        self.lock = threading.Lock()
+
+    def _raw(self, fns, key: bytes, decrypt: bool) -> np.ndarray | None:
+        ks = np.zeros(61, dtype=np.uint32)  # AES_KEY: rd_key[60], rounds
+        try:
+            if fns[decrypt](key, 8 * len(key), ks.ctypes.data) != 0:
+                return None
+            out = ks[: 4 * (len(key) // 4 + 7)]
+            return out.byteswap() if self.swap else out.copy()
+        finally:
+            ks.fill(0)
+
+    def _check(self, aes) -> None:
+        try:
+            import ctypes
+
+            from ..engines.openssl.libcrypto import LIB
+            fns = []
+            for name in ("AES_set_encrypt_key", "AES_set_decrypt_key"):
+                fn = getattr(LIB, name)
+                fn.restype, fn.argtypes = ctypes.c_int, (ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p)
+                fns.append(fn)
+        except Exception:  # no libcrypto, or one built without the low-level AES calls
+            return
+        key = bytes(range(32))
+        for swap in (False, True):
+            self.swap = swap
+            if all(self._raw(fns, key[:n], d) is not None
+                   and self._raw(fns, key[:n], d).tobytes() == aes._expand_py(key[:n], d).tobytes()
+                   for n in (16, 24, 32) for d in (False, True)):
+                self.fns = fns
+                return
+
+    def __call__(self, aes, key: bytes, decrypt: bool) -> np.ndarray | None:
+        if not self.checked:
+            with self.lock:
+                if not self.checked:
+                    self._check(aes)
+                    self.checked = True
+        return None if self.fns is None else self._raw(self.fns, key, decrypt)
+
+
+_OPENSSL_SCHEDULE = _OpenSSLSchedule()
+
+
 #: GF(2^8) products by InvMixColumns' coefficients, as tables (the decryption schedule's cost)
 _M9, _M11, _M13, _M14 = (bytes(gmul(x, c) for x in range(256)) for c in (9, 11, 13, 14))
 
@@ -160,6 +218,11 @@ class AES(BlockCipher):
         if layout is not None:
             raise ValueError(f"unknown AES key layout {layout!r}")
         self.check_key(key)
+        out = _OPENSSL_SCHEDULE(self, bytes(key), decrypt)
+        return out if out is not None else self._expand_py(key, decrypt)
+
+    def _expand_py(self, key: bytes, decrypt: bool) -> np.ndarray:
+        """The schedules in Python (and the reference the OpenSSL ones are checked against)."""
         if not decrypt:  # (the words' bytes in memory order: the little-endian view of big-endian words)
             w = expand_key_words(bytes(key))
             out = np.array(w, dtype=">u4").view("<u4")

@@ -53,10 +53,14 @@ def piece(batch, a: int, b: int):
         src=batch.src[o0:o1], off=batch.off[a:b + 1] - o0, dst=batch.dst[o0:o1])
 
 
-def run(backend, make_driver, batch, *, piece_bytes: int = PIECE_BYTES, depth: int = DEPTH) -> np.ndarray:
+def run(backend, make_driver, batch, *, piece_bytes: int | None = None,
+        depth: int | None = None) -> np.ndarray:
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
-    ``depth`` queues of ``backend``.  ``make_driver(view)``: the AEAD's driver on a view of the
-    backend whose default queue is one of those queues (aeads.base.DeviceAEAD)."""
+    ``depth`` queues of ``backend`` (None: PIECE_BYTES, DEPTH).  ``make_driver(view)``: the
+    AEAD's driver on a view of the backend whose default queue is one of those queues
+    (aeads.base.DeviceAEAD)."""
+    piece_bytes = piece_bytes or PIECE_BYTES
+    depth = depth or DEPTH
     bounds = cuts(batch.off, piece_bytes)
     n = len(bounds) - 1
     if n <= 1 or depth <= 1:
