@@ -65,6 +65,9 @@ class Program:
         self._lock = threading.Lock()
 
     def kernel(self, name: str):
+        k = self._kernels.get(name)  # (fetched already: no lock on the launch path)
+        if k is not None:
+            return k
         with self._lock:
             k = self._kernels.get(name)
             if k is None:
