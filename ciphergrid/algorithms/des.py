@@ -1,5 +1,6 @@
 """DES (FIPS 46-3) and TDEA (NIST SP 800-67 Rev. 2): host key schedule and use policy; the kernels
-are kernels/des_ref.cl ("reference") and kernels/des.cl ("fast").
+are kernels/des_ref.cl ("reference"), kernels/des.cl ("sp-tables"), kernels/des_bs.cl ("fast",
+"ct") and kernels/des_lut.cl ("lop3" and its variants).
 
 One algorithm, "des", with three key sizes: 8 bytes (single DES), 16 bytes (2-key TDEA, K1 K2 and
 K3 = K1) and 24 bytes (3-key TDEA, K1 K2 K3).  TDEA encryption is E_K3(D_K2(E_K1(x))), decryption
@@ -19,6 +20,9 @@ Key layouts (``expand``):
 * ``"sp"`` (the "fast" kernel, des.cl): two words per round key, the eight 6-bit groups B_1..B_8
   of K_n in the low six bits of the bytes: word 0 = B_1 B_3 B_5 B_7 (bytes 3, 2, 1, 0), word 1 =
   B_2 B_4 B_6 B_8; the groups the rotated half-block words of des.cl present to the key.
+* ``"bitsliced"`` (des_bs.cl): 48 masks per round, 0 or 0xffffffff, bit i + 1 of K_n;
+* ``"lop3"`` (des_lut.cl): masks that keep the bitsliced halves XORed with key bits
+  (``lop3_words``): 800 words per pass + 32.
 
 The tables below are those of FIPS 46-3 (IP, E, P, the S-boxes in its row/column layout, PC-1,
 PC-2, the left shifts); IP^-1 is computed as the inverse of IP, and the combined S-box/P tables of
