@@ -259,6 +259,86 @@ def test_bitsliced_kernel_holds_the_generated_round():
     assert written == list(range(32))
 
 
+def test_lop3_circuits_compute_the_s_boxes():
+    # the published gate lists (des.LOP3_SBOXES) on all 64 inputs at once, bit b = input b
+    x = [sum(((b >> (5 - i)) & 1) << b for b in range(64)) for i in range(6)]
+    mask = (1 << 64) - 1
+    for j in range(8):
+        v = {f"a{i + 1}": x[i] for i in range(6)}
+        for o, a, b, c, imm in D.lop3_gates(j):
+            assert o not in v
+            v[o] = D.lop3_eval(imm, v[a], v[b], v[c], mask)
+        for b in range(64):
+            assert sum(((v[f"x{o + 1}"] >> b) & 1) << (3 - o) for o in range(4)) == D.sbox(j, b), (j, b)
+    assert [len(D.lop3_gates(j)) for j in range(8)] == [23, 22, 24, 17, 23, 22, 23, 23]
+    # the C spelling of each of the 256 three-input functions is that function
+    for imm, (_, e) in D._three_input_exprs().items():
+        assert eval(e.format(a="0xF0", b="0xCC", c="0xAA").replace("0u", "0")) & 0xFF == imm
+
+
+def test_lop3_kernel_holds_the_generated_round():
+    src = resources.files("ciphergrid").joinpath("kernels", "des_lut.cl").read_text()
+    gen = D.lop3_round_c()
+    assert gen in src, "des_lut.cl's GENERATED part differs from des.lop3_round_c()"
+    # its E: each S-box input is the stored source bit, with a mask for the 16 repeated ones
+    for j in range(8):
+        for b in range(6):
+            e = 6 * j + b
+            q = D.E[e] - 1
+            want = (f"const uint a{b + 1} = S({q}) ^ K({32 + D.LOP3_SECOND.index(e)});"
+                    if e in D.LOP3_SECOND else f"const uint a{b + 1} = S({q});")
+            assert want in gen
+    assert sorted(D.E[e] for e in D.LOP3_SECOND) == [b for b in range(1, 33) if D.E.count(b) == 2]
+    assert all(D.E[D.LOP3_PRIMARY[q]] == q + 1 for q in range(32))
+    # its P: every target bit updated once, with its own mask word
+    written = sorted(int(m) for m in re.findall(r"T\((\d+)\) = T\(\1\) \^ x\d \^ K\(\1\);", gen))
+    assert written == list(range(32))
+
+
+def lop3_model(key: bytes, block: bytes, decrypt: bool) -> bytes:
+    """des_lut.cl's formulation on one block: halves held XORed with key masks (layout "lop3"),
+    the S-boxes as the LOP3 circuits, the masks changed by the three-input XOR of each update."""
+    w = [x & 1 for x in DES.expand(key, decrypt, layout="lop3").tolist()]
+    n = 16 * (1 if len(key) == 8 else 3)
+    assert len(w) == 800 * (n // 16) + 32
+    v = D.permute(int.from_bytes(block, "big"), D.IP, 64)
+    h = [[(v >> (63 - q)) & 1 for q in range(32)], [(v >> (31 - q)) & 1 for q in range(32)]]
+    p = 0
+    for r in range(n):
+        t = ((r % 16) + r // 16) % 2                    # pass r // 16, round r % 16: target half
+        if r % 16 == 0:
+            h[1 - t] = [h[1 - t][q] ^ w[p + q] for q in range(32)]
+            p += 32
+        src, kr = h[1 - t], w[p:p + 48]
+        p += 48
+        f = [0] * 32
+        for j in range(8):
+            g = {}
+            for b in range(6):
+                e = 6 * j + b
+                g[f"a{b + 1}"] = src[D.E[e] - 1] ^ (kr[32 + D.LOP3_SECOND.index(e)] if e in D.LOP3_SECOND else 0)
+            for o, a, b, c, imm in D.lop3_gates(j):
+                g[o] = D.lop3_eval(imm, g[a], g[b], g[c])
+            for o in range(4):
+                f[D.P.index(4 * j + o + 1)] = g[f"x{o + 1}"]
+        h[t] = [h[t][q] ^ f[q] ^ kr[q] for q in range(32)]
+    h[0] = [h[0][q] ^ w[p + q] for q in range(32)]
+    assert p + 32 == len(w)
+    pre = int("".join(map(str, h[1] + h[0])), 2)
+    return D.permute(pre, D.FP, 64).to_bytes(8, "big")
+
+
+def test_lop3_kernel_formulation_on_the_host(rng):
+    """Keys folded into the halves (layout "lop3") and the LOP3 circuits give DES and TDEA."""
+    for klen in (8, 16, 24):
+        for decrypt in (False, True):
+            for _ in range(3):
+                key, block = rng.randbytes(klen), rng.randbytes(8)
+                assert lop3_model(key, block, decrypt) == model_ecb(key, block, not decrypt)
+    layout = DES.expand(rng.randbytes(24), False, layout="lop3")
+    assert layout.dtype == "<u4" and set(layout.tolist()) <= {0, M32}
+
+
 def test_weak_and_semi_weak_keys():
     """FIPS 74: a weak key's encryption is its own inverse (all 16 round keys equal); the
     semi-weak keys come in pairs whose encryptions are each other's inverse."""
@@ -337,12 +417,15 @@ def test_policy_tdea(rng):
 # --------------------------------------------------------------------------- implementations on devices
 
 OTHER_IMPLS = [i for i in DES.implementations if i not in ("fast", "ct")]  # ("ct" is "fast")
+LOP3_IMPLS = [i for i in DES.implementations if i.startswith("lop3")]
 
 
 def test_implementations_declared():
     assert "fast" in DES.implementations and "reference" in DES.implementations
     assert DES.implementations["reference"].grid == "per-block"
-    assert [n for n, im in DES.implementations.items() if im.constant_time] == ["fast", "ct"]  # bitsliced
+    assert [n for n, im in DES.implementations.items() if im.constant_time] == [
+        "fast", "ct", *LOP3_IMPLS]  # bitsliced
+    assert all(DES.implementations[n].file == "des_lut.cl" for n in LOP3_IMPLS)
     assert DES.implementations["fast"] is DES.implementations["ct"]
     assert DES.constant_time_implementation() == "ct" and DES.implementations["ct"].batch == 32
     assert DES.defines(8) == {"DES_PASSES": 1} and DES.defines(16) == DES.defines(24) == {"DES_PASSES": 3}
@@ -356,7 +439,7 @@ def test_implementation_matches_reference(kdev, impl, rng, ref, diff):
     # the reference kernel on every name; "ct" on DES and 3-key TDEA (its passes are its own); the
     # des.cl variants (knobs that do not depend on the number of passes, which "fast" covers) on
     # single DES: one program each (PoCL compile time)
-    if impl in ("reference", "sp-tables"):
+    if impl in ("reference", "sp-tables", "lop3"):
         names = NAMES
     else:
         names = [n for n in NAMES if n.count("-") == 1]
@@ -384,7 +467,7 @@ def test_constant_time_requested(kdev, rng, ref):
 
 
 @needs_device
-@pytest.mark.parametrize("impl", ["fast", "reference", "ct"])
+@pytest.mark.parametrize("impl", ["fast", "reference", "ct", "lop3"])
 @pytest.mark.parametrize("kdev", CT_DEVICES)
 def test_keying_options_and_parity_on_device(kdev, impl, rng):
     k1, k2, k3 = rng.randbytes(8), rng.randbytes(8), rng.randbytes(8)

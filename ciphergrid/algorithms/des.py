@@ -1,5 +1,6 @@
 """DES (FIPS 46-3) and TDEA (NIST SP 800-67 Rev. 2): host key schedule and use policy; the kernels
-are kernels/des_ref.cl ("reference") and kernels/des.cl ("fast").
+are kernels/des_ref.cl ("reference"), kernels/des.cl ("sp-tables"), kernels/des_bs.cl ("fast",
+"ct") and kernels/des_lut.cl ("lop3" and its variants).
 
 One algorithm, "des", with three key sizes: 8 bytes (single DES), 16 bytes (2-key TDEA, K1 K2 and
 K3 = K1) and 24 bytes (3-key TDEA, K1 K2 K3).  TDEA encryption is E_K3(D_K2(E_K1(x))), decryption
@@ -19,6 +20,9 @@ Key layouts (``expand``):
 * ``"sp"`` (the "fast" kernel, des.cl): two words per round key, the eight 6-bit groups B_1..B_8
   of K_n in the low six bits of the bytes: word 0 = B_1 B_3 B_5 B_7 (bytes 3, 2, 1, 0), word 1 =
   B_2 B_4 B_6 B_8; the groups the rotated half-block words of des.cl present to the key.
+* ``"bitsliced"`` (des_bs.cl): 48 masks per round, 0 or 0xffffffff, bit i + 1 of K_n;
+* ``"lop3"`` (des_lut.cl): masks that keep the bitsliced halves XORed with key bits
+  (``lop3_words``): 800 words per pass + 32.
 
 The tables below are those of FIPS 46-3 (IP, E, P, the S-boxes in its row/column layout, PC-1,
 PC-2, the left shifts); IP^-1 is computed as the inverse of IP, and the combined S-box/P tables of
@@ -257,6 +261,193 @@ def bitsliced_round_c() -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- the LOP3 kernel's S-box circuits (kernels/des_lut.cl) -------------------------------------
+
+#: S_1 .. S_8 as circuits of three-input gates (any Boolean function of three inputs: one LOP3 on
+#: NVIDIA GPUs), taken as published facts: the gate lists of Sovyn Y. (2024), "Bitslice DES S-boxes
+#: with NVIDIA LOP3.LUT and x86-64 AVX-512 VPTERNLOG", as distributed with John the Ripper (23 22
+#: 24 17 23 22 23 23 gates, 177 in all).  Each gate is "out in1 in2 in3 imm": out = the function
+#: with truth table imm of (in1, in2, in3), bit (in1 << 2 | in2 << 1 | in3) of imm (LOP3's and
+#: VPTERNLOG's convention); a1..a6 are the six input bits of the group (a1 = bit 1, the most
+#: significant), x1..x4 the output bits (x1 = bit 1).  tests/test_des.py evaluates them against S.
+LOP3_SBOXES = (
+    """t0 a3 a2 a1 29; t1 a6 a5 t0 96; t2 a6 a5 a1 35; t3 a4 a3 t2 2e; t4 a5 a2 t1 9c;
+    t5 a4 t0 t4 61; x1 t1 t3 t5 d1; t6 a5 a1 t0 94; t7 a4 t0 t1 6b; t8 a1 t5 t7 d8; t9 a6 a4 a3 89;
+    t10 t0 t1 t9 e9; x2 t6 t8 t10 c6; t11 a6 a2 t7 88; t12 a6 a4 x1 01; t13 a3 a1 t12 b6;
+    t14 a3 t0 t1 7c; t15 a5 t5 t14 79; x4 t11 t13 t15 c6; t16 a4 a1 t2 cd; t17 t8 t12 t16 da;
+    t18 a6 t4 t15 81; x3 t14 t17 t18 e3""",
+    """t0 a5 a4 a1 69; t1 a6 a3 a2 c1; t2 a6 a5 a1 c7; t3 a4 a3 t2 28; t4 a6 a2 t3 94;
+    x2 t0 t1 t4 d2; t5 a5 a1 t1 19; t6 a5 a2 t0 98; t7 a4 a2 t3 21; t8 a6 a3 t7 09; x1 t5 t6 t8 c9;
+    t9 a6 a1 x1 74; t10 a4 t4 t9 68; t11 a6 a5 x1 4d; t12 a2 x2 t11 69; x4 t9 t10 t12 c5;
+    t13 a5 x1 t10 09; t14 t12 x4 t13 69; t15 t1 t2 x2 b7; t16 a2 t3 t9 e2; t17 t4 t10 t15 92;
+    x3 t14 t16 t17 f2""",
+    """t0 a5 a3 a1 37; t1 a6 a2 t0 96; t2 a6 a5 a4 63; t3 a4 a1 t2 68; t4 a2 a1 t2 80;
+    x4 t1 t3 t4 c9; t5 a4 t0 t1 62; t6 a4 a3 a2 29; t7 a1 t2 t6 69; t8 a3 a1 x4 ae; t9 a4 a2 t8 19;
+    x1 t5 t7 t9 c9; t10 a6 a5 a2 06; t11 a4 t7 t10 6c; t12 a4 a3 t11 a9; t13 t6 x1 t11 83;
+    t14 a5 x4 t13 26; x2 a3 t12 t14 39; t15 a3 x1 t10 a7; t16 t13 t14 t15 56; t17 a1 t9 x2 0d;
+    t18 a5 x4 x2 4e; t19 a2 x1 t18 96; x3 t16 t17 t19 b8""",
+    """t0 a5 a4 a1 c9; t1 a3 a2 t0 64; t2 a5 a4 a3 db; t3 a1 t1 t2 6d; t4 a5 a4 a1 93;
+    t5 a3 a2 t4 46; t6 a1 t2 t5 49; t7 a1 t3 t5 2c; t8 a5 t6 t7 16; t9 a3 a2 t8 6a;
+    t10 t2 t3 t6 e4; t11 a4 a2 t10 d8; t12 t3 t9 t11 96; x1 a6 t6 t12 c6; x2 a6 t6 t12 9c;
+    x3 a6 t3 t9 c6; x4 a6 t3 t9 63""",
+    """t0 a6 a4 a3 46; t1 a5 a1 t0 e9; t2 a6 a2 t1 69; t3 a6 a3 a1 97; t4 a5 a2 t3 27;
+    x2 a4 t2 t4 c9; t5 a6 a2 t3 8c; t6 a5 a2 t0 53; t7 a4 a1 t6 94; t8 a3 a1 x2 25; t9 a6 t1 t8 6e;
+    x3 t5 t7 t9 c6; t10 a4 t0 t1 29; t11 a4 a2 a1 76; t12 a4 t3 t11 b6; t13 a5 a2 a1 1f;
+    t14 a6 x2 t13 6a; x1 t10 t12 t14 c6; t15 a5 a2 x2 b9; t16 a3 x1 t15 e6; t17 t0 t1 t2 6b;
+    t18 t8 t12 t17 24; x4 x3 t16 t18 b4""",
+    """t0 a6 a5 a1 36; t1 a4 a3 t0 6c; t2 a2 a1 t0 1e; t3 a6 a4 t2 69; t4 a6 a1 t3 3a;
+    t5 t0 t2 t4 d2; x4 t1 t3 t5 c6; t6 a5 t1 t4 96; t7 a4 t3 t5 ba; t8 a6 a4 t6 09; t9 t0 x4 t8 9a;
+    x3 t6 t7 t9 b4; t10 a6 a5 t3 4a; t11 a2 t1 t10 9a; t12 a2 t3 t4 24; t13 a5 t1 t12 a9;
+    x1 t7 t11 t13 e1; t14 a6 a5 x4 51; t15 a2 x3 t14 69; t16 t3 t4 x3 6b; t17 t2 t10 t16 96;
+    x2 x1 t15 t17 3a""",
+    """t0 a5 a4 a2 59; t1 a6 a5 a4 49; t2 a3 a1 t1 96; t3 a2 a1 t2 b8; t4 a6 a3 t3 9c;
+    x4 t0 t2 t4 36; t5 a1 t0 t4 65; t6 a5 a2 a1 74; t7 a6 t0 t1 49; t8 a6 t2 t5 c2; t9 a6 t7 t8 61;
+    x1 t5 t6 t9 47; t10 a5 t0 t2 69; t11 a4 a1 t7 ab; t12 a4 t1 t3 65; t13 a5 a1 t5 25;
+    t14 a6 t12 t13 c6; x3 t10 t11 t14 74; t15 x4 t5 t11 96; t16 a4 a2 t12 b9; t17 a6 a4 t16 8a;
+    t18 a1 t1 t4 0e; x2 t15 t17 t18 4b""",
+    """t0 a5 a4 a3 56; t1 a5 a2 t0 1b; t2 a6 a4 t1 96; t3 a6 t0 t2 06; t4 a2 t0 t3 a4;
+    t5 a5 a4 t4 a6; x2 a1 t2 t5 6c; t6 a4 t5 x2 c5; t7 a1 t0 t6 69; t8 a2 a1 t3 17; t9 a5 t6 t8 c9;
+    t10 a4 a2 t9 a6; x4 a6 t7 t10 36; t11 t4 t5 x2 76; t12 a3 a2 t7 9a; t13 a3 t3 t8 24;
+    t14 t6 t10 t13 6e; x1 t11 t12 t14 d1; t15 a4 t1 x1 91; t16 a3 t7 t15 69; t17 t3 t11 t13 ba;
+    t18 t10 x1 t17 5b; x3 t11 t16 t18 47""",
+)
+
+
+def lop3_gates(j: int) -> list[tuple[str, str, str, str, int]]:
+    """The gates of S_{j+1} (``LOP3_SBOXES``) as (out, in1, in2, in3, imm)."""
+    out = []
+    for g in LOP3_SBOXES[j].split(";"):
+        o, a, b, c, imm = g.split()
+        out.append((o, a, b, c, int(imm, 16)))
+    return out
+
+
+def lop3_eval(imm: int, a: int, b: int, c: int, mask: int = 1) -> int:
+    """The gate with truth table ``imm`` on words a, b, c (bitwise, ``mask`` the word's bits)."""
+    r = 0
+    for i in range(8):
+        if (imm >> i) & 1:
+            r |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+    return r & mask
+
+
+def _three_input_exprs() -> dict[int, tuple[int, str]]:
+    """For each of the 256 functions of three inputs (truth table as in LOP3: a = 0xf0, b = 0xcc,
+    c = 0xaa) a C expression in {a} {b} {c} with the fewest &, |, ^, ~ (cost, text).  ptxas makes
+    one LOP3 of any of them; other compilers get short code."""
+    best = {0xF0: (0, "{a}"), 0xCC: (0, "{b}"), 0xAA: (0, "{c}"), 0x00: (0, "0u"), 0xFF: (0, "~0u")}
+    changed = True
+    while changed:
+        changed = False
+        items = list(best.items())
+
+        def offer(tt, cost, text):
+            nonlocal changed
+            if tt not in best or cost < best[tt][0]:
+                best[tt] = (cost, text)
+                changed = True
+        for t, (c, e) in items:
+            offer(~t & 0xFF, c + 1, f"~{e}" if c == 0 else f"~({e})")
+        for t1, (c1, e1) in items:
+            for t2, (c2, e2) in items:
+                if c1 + c2 + 1 > 6:
+                    continue
+                p1 = e1 if c1 == 0 or e1.startswith("~") and c1 == 1 else f"({e1})"
+                p2 = e2 if c2 == 0 or e2.startswith("~") and c2 == 1 else f"({e2})"
+                offer(t1 & t2, c1 + c2 + 1, f"{p1} & {p2}")
+                offer(t1 | t2, c1 + c2 + 1, f"{p1} | {p2}")
+                offer(t1 ^ t2, c1 + c2 + 1, f"{p1} ^ {p2}")
+    return best
+
+
+#: E position (0..47) of the S-box input that holds bit q + 1 of the source half as the LOP3
+#: kernel stores it (its first place in E); the other place of the 16 bits E repeats is "second"
+LOP3_PRIMARY = tuple(E.index(q + 1) for q in range(32))
+#: the 16 E positions that repeat a bit (in E order): the LOP3 kernel computes them
+LOP3_SECOND = tuple(e for e in range(48) if LOP3_PRIMARY[E[e] - 1] != e)
+
+
+def lop3_round_c() -> str:
+    """The C of des_lut.cl's round, between its GENERATED markers: the S-box inputs (the stored
+    source half, keyed already, or for the 16 repeated bits that word XOR a mask), the 177 gates of
+    LOP3_SBOXES, and the target half's update T = T ^ f ^ mask (one three-input XOR each)."""
+    exprs = _three_input_exprs()
+    p_inv = {P[q] - 1: q for q in range(32)}          # S-layer output bit -> bit of f(R, K)
+    lines = ["/* BEGIN GENERATED by ciphergrid.algorithms.des.lop3_round_c() */",
+             "#define DESLUT_ROUND_BODY(T, S, K, LOP3) \\"]
+    total = 0
+    for j in range(8):
+        gates = lop3_gates(j)
+        total += len(gates)
+        body = []
+        for b in range(6):
+            e = 6 * j + b
+            q = E[e] - 1
+            if e in LOP3_SECOND:
+                body.append(f"const uint a{b + 1} = S({q}) ^ K({32 + LOP3_SECOND.index(e)});")
+            else:
+                body.append(f"const uint a{b + 1} = S({q});")
+        for o, a, b, c, imm in gates:
+            body.append(f"const uint {o} = LOP3({a}, {b}, {c}, 0x{imm:02x}, "
+                        f"{exprs[imm][1].format(a=a, b=b, c=c)});")
+        for o in range(4):
+            q = p_inv[4 * j + o]
+            body.append(f"T({q}) = T({q}) ^ x{o + 1} ^ K({q});")
+        lines.append(f"    {{ /* S{j + 1}: {len(gates)} gates */ \\")
+        lines += [f"        {b} \\" for b in body]
+        lines.append("    } \\")
+    lines[-1] = "    }"
+    lines.append(f"/* END GENERATED ({total} gates, 16 key XORs and 32 three-input XORs per round) */")
+    return "\n".join(lines) + "\n"
+
+
+def lop3_words(keys: list[int]) -> list[int]:
+    """The "lop3" key layout (kernels/des_lut.cl) of the round keys ``keys`` in the order the
+    rounds use them (16 per pass): 0 / 0xffffffff masks.
+
+    The kernel keeps each half XORed with a mask M (bit q: the key bit at q's first place in E,
+    LOP3_PRIMARY, of the next round that reads the half; 0 when none does), so the S-box inputs are
+    the stored words and a round needs no key XOR but for the 16 repeated bits.  Per pass: 32 words
+    that re-key the half its first round reads (M_old ^ M_new: in pass 0 half 1 is plain; at a
+    pass boundary the same half is read by two rounds in a row), then 16 rounds of 48 words: 32 for
+    the target half (pass p, round m: half (m + p) mod 2), M_old ^ M_new (the update is
+    T ^ f ^ that, one three-input XOR), then 16 for the repeated inputs, K[second] ^ K[first].
+    After the passes, 32 words that clear half 0's mask (the last round writes half 1, leaving its
+    mask 0).  800 x passes + 32 words."""
+    n = len(keys)
+    bits = [[(k >> (47 - e)) & 1 for e in range(48)] for k in keys]
+    target = [((r % 16) + r // 16) % 2 for r in range(n)]
+
+    def first(r):                                   # M for a half next read by round r
+        return [bits[r][LOP3_PRIMARY[q]] for q in range(32)]
+
+    def next_read(h, r):                            # the first round > r that reads half h
+        return next((s for s in range(r + 1, n) if target[s] != h), None)
+
+    m = [[0] * 32, [0] * 32]
+    out = []
+    for r in range(n):
+        h = target[r]
+        if r % 16 == 0:                             # a pass starts: key the half it reads first
+            new = first(r)
+            out += [a ^ b for a, b in zip(m[1 - h], new)]
+            m[1 - h] = new
+        assert m[1 - h] == first(r)
+        s = next_read(h, r)
+        new = first(s) if s is not None else [0] * 32
+        out += [a ^ b for a, b in zip(m[h], new)]
+        out += [bits[r][e] ^ bits[r][LOP3_PRIMARY[E[e] - 1]] for e in LOP3_SECOND]
+        m[h] = new
+    assert target[-1] == 1 and not any(m[1])
+    out += m[0]
+    words = [0xFFFFFFFF if b else 0 for b in out]
+    out.clear()
+    for b in bits:
+        b.clear()
+    m.clear()
+    return words
+
+
 def bitsliced_words(k: int) -> list[int]:
     """A 48-bit round key as the "bitsliced" layout's 48 masks (bit 1 of K_n first)."""
     return [0xFFFFFFFF if (k >> (47 - i)) & 1 else 0 for i in range(48)]
@@ -292,6 +483,12 @@ def _fmt(key: bytes) -> str:
 _BS = Implementation("des_bs.cl", batch=32, key_layout="bitsliced", constant_time=True)
 
 
+def _lop3(max_registers: int | None = None, **defines) -> Implementation:
+    """An implementation of kernels/des_lut.cl (LOP3 S-box circuits, keys folded into the state)."""
+    return Implementation("des_lut.cl", batch=32, key_layout="lop3", constant_time=True,
+                          max_registers=max_registers, defines=defines)
+
+
 class DES(BlockCipher):
     name = "des"
     block_size = 8
@@ -312,6 +509,13 @@ class DES(BlockCipher):
         # per work-item, S-boxes as Boolean circuits (kernels/des_bs.cl) - constant time as well
         "fast": _BS,
         "ct": _BS,
+        # des_lut.cl: published three-input-gate S-box circuits (177 gates a round against ~540),
+        # keys folded into the state (16 key XORs a round against 48); bitsliced, constant time
+        "lop3": _lop3(),
+        "lop3-c": _lop3(DES_LUT_ASM=0),                    # gates as C on CUDA too (no inline PTX)
+        "lop3-vec-keys": _lop3(DES_LUT_VEC_KEYS=1),       # a round's 48 masks as 12 vector loads
+        "lop3-regs128": _lop3(128),                       # 16 warps per SM (255: 8)
+        "lop3-regs168": _lop3(168),                       # 12 warps per SM
         # SP tables in work-group memory (16 copies, 32 KiB), swap-move IP/FP, rotated halves, keys
         # in registers, persistent grid (kernels/des.cl), and its variants
         "sp-tables": _sp(16),
@@ -327,7 +531,7 @@ class DES(BlockCipher):
         return {"DES_PASSES": 1 if key_size == 8 else 3}
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
-        if layout not in (None, "sp", "bitsliced"):
+        if layout not in (None, "sp", "bitsliced", "lop3"):
             raise ValueError(f"unknown DES key layout {layout!r}")
         self.check_key(key)
         keys = split_key(bytes(key))
@@ -341,6 +545,11 @@ class DES(BlockCipher):
         if decrypt:
             passes.reverse()
         words = []
+        if layout == "lop3":
+            words = lop3_words([k for ks in passes for k in ks])
+            for ks in passes:
+                ks.clear()
+            passes.clear()
         for ks in passes:
             for k in ks:
                 if layout == "sp":
