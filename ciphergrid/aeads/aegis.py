@@ -71,7 +71,8 @@ class AegisJob(Job):
         b.launch(self.d.prg, "aegis128l_batch", self.m,
                  [bf["keys"], bf["key_index"], bf["nonces"], bf["aad"], bf["aad_off"], bf["src"],
                   bf["dst"], bf["off"], bf["tags"], np.uint32(self.m),
-                  np.uint32(0 if self.batch.encrypt else 1), np.uint32(self.tag_words)], queue)
+                  np.uint32(0 if self.batch.encrypt else 1), np.uint32(self.tag_words),
+                  np.uint32(self.d.stride)], queue)
 
     def finish(self) -> np.ndarray:
         tags = np.zeros((self.m, self.batch.tag_length), dtype=np.uint8)
@@ -111,25 +112,56 @@ def source(defines: dict) -> str:
     return defines_prefix({"AES_ROUNDS": 10, **defines}) + program_source("aes.cl", "aegis128l.cl")
 
 
+#: CUDA's limit on static work-group (shared) memory per work-group
+_LOCAL_LIMIT = 48 * 1024
+
+
+def local_bytes(group: int, stage: int, tile_blocks: int, copies: int, tables: int,
+                table_local: bool) -> int:
+    """Work-group memory of the kernel with these knobs (bytes)."""
+    n = 4 * 256 * copies * tables if table_local else 0
+    if stage:
+        n += group * 4 * (8 * tile_blocks + 1) + 16 * group
+    return n
+
+
 class AegisDriver(DeviceAEAD):
-    """The AEGIS-128L kernel on one device; options are the kernel's knobs: ``group`` (messages
-    per work-group, capped by the device), ``tile_blocks``, ``copies``, ``table_local`` (None: in
+    """The AEGIS-128L kernel on one device; options are the kernel's knobs (integers):
+    ``group`` (messages per work-group, capped by the device); ``stage`` (1: the work-group
+    stages tiles of ``tile_blocks`` blocks per message through work-group memory; 0: each
+    work-item loads and stores its own message, 16 bytes at a time, one block ahead);
+    ``copies`` and ``tables`` (the T-table in work-group memory: ``copies`` per-bank copies of
+    T0, or with ``tables=2`` of T0 and T1 = T0 rotated, one rotation per column instead of three);
+    ``mulhi`` (NVIDIA: the top byte by a high multiply on the FMA pipe); ``min_blocks`` (CUDA:
+    launch bounds for that many work-groups per SM, 0: none); ``table_local`` (None: in
     work-group memory on GPUs, the constant table on CPU devices)."""
 
-
-    def __init__(self, backend, aead, name, group: int = 128, tile_blocks: int = 2, copies: int = 16,
+    def __init__(self, backend, aead, name, group: int = 128, stage: int = 0, tile_blocks: int = 2,
+                 copies: int = 32, tables: int = 1, mulhi: int = 1, min_blocks: int = 0,
                  table_local: bool | None = None, **options):
-        super().__init__(backend, aead, name, group=group, tile_blocks=tile_blocks, copies=copies,
+        super().__init__(backend, aead, name, group=group, stage=stage, tile_blocks=tile_blocks,
+                         copies=copies, tables=tables, mulhi=mulhi, min_blocks=min_blocks,
                          table_local=table_local, **options)
         if table_local is None:
             table_local = backend.info.kind != "cpu"
+        table_local = bool(table_local)
         group = min(int(group), int(backend.local_size))
         copies = min(int(copies), group)
-        if copies & (copies - 1):
+        if copies < 1 or copies & (copies - 1):
             raise DeviceError("aegis: copies must be a power of two")
-        defines = {"AEGIS_GROUP": group, "AEGIS_TILE_BLOCKS": int(tile_blocks),
-                   "AEGIS_COPIES": copies, "AEGIS_TABLE_LOCAL": int(bool(table_local)),
-                   "CG_LOCAL_SIZE": group}
+        if int(tables) not in (1, 2):
+            raise DeviceError("aegis: tables must be 1 or 2")
+        if not table_local:
+            copies, tables = 1, 1
+        stage = int(bool(stage))
+        need = local_bytes(group, stage, int(tile_blocks), copies, int(tables), table_local)
+        if need > _LOCAL_LIMIT:
+            raise DeviceError(f"aegis: {need} bytes of work-group memory (at most {_LOCAL_LIMIT})")
+        defines = {"AEGIS_GROUP": group, "AEGIS_STAGE": stage, "AEGIS_TILE_BLOCKS": int(tile_blocks),
+                   "AEGIS_COPIES": copies, "AEGIS_TABLES": int(tables), "AEGIS_MULHI": int(bool(mulhi)),
+                   "AEGIS_TABLE_LOCAL": int(table_local), "CG_LOCAL_SIZE": group}
+        if int(min_blocks) > 0:
+            defines["CG_MIN_BLOCKS"] = int(min_blocks)
         key = ("aead", "aegis-128l", tuple(sorted(defines.items())))
         prg = backend.cached_program(key)
         if prg is None:
@@ -138,6 +170,9 @@ class AegisDriver(DeviceAEAD):
             raise DeviceError(f"aegis-128l needs work-groups of {group} work-items; "
                               f"{backend.info} gives {backend.group_size(prg)}")
         self.group = group
+        #: the table's bytes per entry, a kernel argument (not a define) so that the compiler
+        #: makes a lookup address one multiply-add
+        self.stride = 4 * copies * int(tables)
         self.prg = prg
 
     def prepare(self, batch) -> Job:
