@@ -202,7 +202,7 @@ def test_device_against_aeg(device, aeg, rng):
             assert (ct, tags[i].tobytes()) == _aeg_encrypt(aeg, keys[i], nonces[i], texts[i], aads[i], tl)
 
 
-@pytest.mark.parametrize("stage", [0, 1])
+@pytest.mark.parametrize("stage", [0, 1, 2])
 def test_device_small_groups_and_tiles(device, stage, rng):
     """Other knobs (work-groups of 8, one-block tiles, staged or not) give the same bytes."""
     drv = _driver(device, group=8, tile_blocks=1, stage=stage)
@@ -213,8 +213,9 @@ def test_device_small_groups_and_tiles(device, stage, rng):
         assert (ct, tags[i].tobytes()) == model.encrypt(keys[i], nonces[i], texts[i], aads[i])
 
 
-@pytest.mark.parametrize("knobs", [{}, {"stage": 1}, {"tables": 2, "copies": 16}, {"mulhi": 0, "group": 32}],
-                         ids=["defaults", "staged", "two-tables", "shift-group32"])
+@pytest.mark.parametrize("knobs", [{}, {"stage": 1}, {"stage": 2, "tile_blocks": 4},
+                                   {"tables": 2, "copies": 16}, {"mulhi": 0, "group": 32}],
+                         ids=["defaults", "staged", "pipelined", "two-tables", "shift-group32"])
 def test_device_aligned_and_mixed(device, knobs, rng):
     """Messages and AAD at 16-byte aligned offsets (the direct kernel's 16-byte loads and stores,
     one block ahead), beside messages at odd offsets and partial last blocks, both directions."""
@@ -284,6 +285,8 @@ def test_device_tamper(device, tag_length, rng):
     {"AEGIS_STAGE": 0, "AEGIS_COPIES": 4, "AEGIS_TABLES": 2},
     {"AEGIS_STAGE": 1, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1, "AEGIS_TILE_BLOCKS": 2},
     {"AEGIS_STAGE": 1, "AEGIS_COPIES": 2, "AEGIS_TABLES": 2, "AEGIS_TILE_BLOCKS": 1},
+    {"AEGIS_STAGE": 2, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1, "AEGIS_TILE_BLOCKS": 2},
+    {"AEGIS_STAGE": 2, "AEGIS_COPIES": 8, "AEGIS_TABLES": 2, "AEGIS_TILE_BLOCKS": 1},
     {"AEGIS_STAGE": 0, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1, "AEGIS_MAD": 0},
 ], ids=lambda k: ",".join(f"{n[6:].lower()}={v}" for n, v in k.items()))
 def test_local_table_kernel_unoptimized(device, knobs):

@@ -276,6 +276,40 @@ DEVICE_FN void aegis_stage_load(LOCAL_PTR uint *tile, LOCAL_PTR const ulong *sta
     }
 }
 
+/* The same copy in two halves, for software pipelining (AEGIS_STAGE 2): fetch the work-item's
+ * AEGIS_TILE_WORDS words of the tile into registers (the loads fly while the tile before is
+ * computed), put them into the tile later. */
+DEVICE_FN void aegis_stage_fetch(uint *v, LOCAL_PTR const ulong *start, LOCAL_PTR const ulong *len,
+                                 GLOBAL_RO const uchar *buf, ulong pos)
+{
+    GLOBAL_RO const uint *w32 = (GLOBAL_RO const uint *)buf;
+#pragma unroll
+    for (uint j = 0; j < AEGIS_TILE_WORDS; j++) {
+        const uint k = LID + j * AEGIS_GROUP;
+        const uint r = k / AEGIS_TILE_WORDS, w = k % AEGIS_TILE_WORDS;
+        const ulong p = pos + 4u * w, n = len[r];
+        uint x = 0u;
+        if (p < n) {
+            const ulong g = start[r] + p;
+            const ulong a = g >> 2;
+            const uint sh = 8u * (uint)(g & 3u);
+            x = w32[a];
+            if (sh) x = (x >> sh) | (w32[a + 1] << (32u - sh));
+            if (n - p < 4u) x &= (1u << (8u * (uint)(n - p))) - 1u;
+        }
+        v[j] = x;
+    }
+}
+
+DEVICE_FN void aegis_stage_put(LOCAL_PTR uint *tile, const uint *v)
+{
+#pragma unroll
+    for (uint j = 0; j < AEGIS_TILE_WORDS; j++) {
+        const uint k = LID + j * AEGIS_GROUP;
+        tile[(k / AEGIS_TILE_WORDS) * AEGIS_ROW + k % AEGIS_TILE_WORDS] = v[j];
+    }
+}
+
 /* Store the first min(TILE, len[r] - pos) bytes of every row r to buf at start[r] + pos:
  * aligned words where the word lies inside the message's bytes of this tile, single bytes
  * elsewhere (the rest of such a word belongs to a neighbouring message or tile). */
@@ -474,7 +508,44 @@ KERNEL void aegis128l_batch(GLOBAL_RO const uint *RESTRICT keys, GLOBAL_RO const
     }
     const uint mode = decrypt ? AEGIS_DEC : AEGIS_ENC;
 
-#if AEGIS_STAGE
+#if AEGIS_STAGE == 2
+    /* software-pipelined staging: tile t + 1's loads are issued before tile t is computed */
+    uint pre[AEGIS_TILE_WORDS];
+    aegis_start[LID] = start;
+    aegis_len[LID] = ad_len;
+    BARRIER();
+    ulong tiles = aegis_group_tiles(aegis_len);
+    if (tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, aad, 0);
+    for (ulong t = 0; t < tiles; t++) {
+        const ulong pos = t * AEGIS_TILE_BYTES;
+        aegis_stage_put(aegis_tilebuf, pre);
+        BARRIER();
+        if (t + 1 < tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, aad, pos + AEGIS_TILE_BYTES);
+        if (pos < ad_len) aegis_tile(S, row, ad_len - pos, AEGIS_ABSORB, tab, stride);
+        BARRIER();
+    }
+    if (active) {
+        start = off[i];
+        msg_len = off[i + 1] - start;
+    }
+    BARRIER();   /* every work-item has read aegis_len for the AAD's tile count */
+    aegis_start[LID] = start;
+    aegis_len[LID] = msg_len;
+    BARRIER();
+    tiles = aegis_group_tiles(aegis_len);
+    if (tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, src, 0);
+    for (ulong t = 0; t < tiles; t++) {
+        const ulong pos = t * AEGIS_TILE_BYTES;
+        aegis_stage_put(aegis_tilebuf, pre);
+        BARRIER();
+        if (t + 1 < tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, src, pos + AEGIS_TILE_BYTES);
+        if (pos < msg_len) aegis_tile(S, row, msg_len - pos, mode, tab, stride);
+        BARRIER();
+        aegis_stage_store(aegis_tilebuf, aegis_start, aegis_len, dst, pos);
+        BARRIER();
+    }
+    if (!active) return;
+#elif AEGIS_STAGE
     /* associated data: Absorb */
     aegis_start[LID] = start;
     aegis_len[LID] = ad_len;
