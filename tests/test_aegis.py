@@ -214,8 +214,8 @@ def test_device_small_groups_and_tiles(device, stage, rng):
 
 
 @pytest.mark.parametrize("knobs", [{}, {"stage": 1}, {"stage": 2, "tile_blocks": 4},
-                                   {"tables": 2, "copies": 16}, {"mulhi": 0, "group": 32}],
-                         ids=["defaults", "staged", "pipelined", "two-tables", "shift-group32"])
+                                   {"tables": 2, "copies": 16}, {"mulhi": 0, "group": 32, "unroll": 2}],
+                         ids=["defaults", "staged", "pipelined", "two-tables", "shift-group32-unroll2"])
 def test_device_aligned_and_mixed(device, knobs, rng):
     """Messages and AAD at 16-byte aligned offsets (the direct kernel's 16-byte loads and stores,
     one block ahead), beside messages at odd offsets and partial last blocks, both directions."""
@@ -287,7 +287,7 @@ def test_device_tamper(device, tag_length, rng):
     {"AEGIS_STAGE": 1, "AEGIS_COPIES": 2, "AEGIS_TABLES": 2, "AEGIS_TILE_BLOCKS": 1},
     {"AEGIS_STAGE": 2, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1, "AEGIS_TILE_BLOCKS": 2},
     {"AEGIS_STAGE": 2, "AEGIS_COPIES": 8, "AEGIS_TABLES": 2, "AEGIS_TILE_BLOCKS": 1},
-    {"AEGIS_STAGE": 0, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1, "AEGIS_MAD": 0},
+    {"AEGIS_STAGE": 0, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1, "AEGIS_MAD": 0, "AEGIS_UNROLL": 2},
 ], ids=lambda k: ",".join(f"{n[6:].lower()}={v}" for n, v in k.items()))
 def test_local_table_kernel_unoptimized(device, knobs):
     """The GPUs' variants (table in work-group memory: direct or staged, one or two tables) on an

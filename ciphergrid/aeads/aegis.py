@@ -133,15 +133,17 @@ class AegisDriver(DeviceAEAD):
     with the next tile's loads issued before the tile is computed);
     ``copies`` and ``tables`` (the T-table in work-group memory: ``copies`` per-bank copies of
     T0, or with ``tables=2`` of T0 and T1 = T0 rotated, one rotation per column instead of three);
-    ``mulhi`` (NVIDIA: the top byte by a high multiply on the FMA pipe); ``min_blocks`` (CUDA:
+    ``mulhi`` (NVIDIA: the top byte by a high multiply on the FMA pipe); ``unroll`` (stage 0:
+    blocks per iteration of the block loop; 2 saves the register moves that carry the state
+    around the loop, for more registers); ``min_blocks`` (CUDA:
     launch bounds for that many work-groups per SM, 0: none); ``table_local`` (None: in
     work-group memory on GPUs, the constant table on CPU devices)."""
 
     def __init__(self, backend, aead, name, group: int = 128, stage: int = 0, tile_blocks: int = 2,
-                 copies: int = 32, tables: int = 1, mulhi: int = 1, min_blocks: int = 0,
-                 table_local: bool | None = None, **options):
+                 copies: int = 32, tables: int = 1, mulhi: int = 1, unroll: int = 1,
+                 min_blocks: int = 0, table_local: bool | None = None, **options):
         super().__init__(backend, aead, name, group=group, stage=stage, tile_blocks=tile_blocks,
-                         copies=copies, tables=tables, mulhi=mulhi, min_blocks=min_blocks,
+                         copies=copies, tables=tables, mulhi=mulhi, unroll=unroll, min_blocks=min_blocks,
                          table_local=table_local, **options)
         if table_local is None:
             table_local = backend.info.kind != "cpu"
@@ -166,6 +168,7 @@ class AegisDriver(DeviceAEAD):
             raise DeviceError(f"aegis: {need} bytes of work-group memory (at most {_LOCAL_LIMIT})")
         defines = {"AEGIS_GROUP": group, "AEGIS_STAGE": stage, "AEGIS_TILE_BLOCKS": int(tile_blocks),
                    "AEGIS_COPIES": copies, "AEGIS_TABLES": int(tables), "AEGIS_MULHI": int(bool(mulhi)),
+                   "AEGIS_UNROLL": max(1, int(unroll)),
                    "AEGIS_TABLE_LOCAL": int(table_local), "CG_LOCAL_SIZE": group}
         if int(min_blocks) > 0:
             defines["CG_MIN_BLOCKS"] = int(min_blocks)

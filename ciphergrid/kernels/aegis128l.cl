@@ -55,6 +55,9 @@
 #ifndef AEGIS_MULHI
 #define AEGIS_MULHI 1
 #endif
+#ifndef AEGIS_UNROLL
+#define AEGIS_UNROLL 1
+#endif
 #ifndef AEGIS_MAD
 #define AEGIS_MAD 1
 #endif
@@ -424,6 +427,9 @@ DEVICE_FN void aegis_run(uint *S, GLOBAL_RO const uchar *src, GLOBAL uchar *dst,
     const int vec = (g0 & 15u) == 0;
     uint nx[8];
     if (vec && full) aegis_load16(nx, src + g0);
+#if AEGIS_UNROLL > 1 && (defined(__CUDACC__) || defined(cl_nv_pragma_unroll))
+#pragma unroll AEGIS_UNROLL
+#endif
     for (ulong b = 0; b < full; b++) {
         const ulong g = g0 + 32u * b;
         uint x[8];
@@ -583,7 +589,9 @@ KERNEL void aegis128l_batch(GLOBAL_RO const uint *RESTRICT keys, GLOBAL_RO const
     aegis_run(S, aad, dst, start, ad_len, AEGIS_ABSORB, tab, stride);
     start = off[i];
     msg_len = off[i + 1] - start;
-    aegis_run(S, src, dst, start, msg_len, mode, tab, stride);
+    /* one inlined copy per direction: the mode is a constant in each loop */
+    if (mode == AEGIS_DEC) aegis_run(S, src, dst, start, msg_len, AEGIS_DEC, tab, stride);
+    else aegis_run(S, src, dst, start, msg_len, AEGIS_ENC, tab, stride);
 #endif
 
     /* Finalize */
