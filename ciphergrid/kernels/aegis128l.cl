@@ -313,6 +313,41 @@ DEVICE_FN void aegis_stage_put(LOCAL_PTR uint *tile, const uint *v)
     }
 }
 
+/* Tiles that every message of the work-group fills and that start word-aligned (all tiles below
+ * aegis_group_fast()) take the lean copies: one word load or store per word, no checks. */
+DEVICE_FN void aegis_fetch_fast(uint *v, LOCAL_PTR const ulong *start, GLOBAL_RO const uchar *buf, ulong pos)
+{
+#pragma unroll
+    for (uint j = 0; j < AEGIS_TILE_WORDS; j++) {
+        const uint k = LID + j * AEGIS_GROUP;
+        const uint r = k / AEGIS_TILE_WORDS, w = k % AEGIS_TILE_WORDS;
+        v[j] = *(GLOBAL_RO const uint *)(buf + (start[r] + pos + 4u * w));
+    }
+}
+
+DEVICE_FN void aegis_store_fast(LOCAL_PTR const uint *tile, LOCAL_PTR const ulong *start, GLOBAL uchar *buf,
+                                ulong pos)
+{
+#pragma unroll
+    for (uint j = 0; j < AEGIS_TILE_WORDS; j++) {
+        const uint k = LID + j * AEGIS_GROUP;
+        const uint r = k / AEGIS_TILE_WORDS, w = k % AEGIS_TILE_WORDS;
+        *(GLOBAL uint *)(buf + (start[r] + pos + 4u * w)) = tile[r * AEGIS_ROW + w];
+    }
+}
+
+/* the number of leading tiles that every message of the work-group fills, all of them starting
+ * word-aligned (0 if one does not) */
+DEVICE_FN ulong aegis_group_fast(LOCAL_PTR const ulong *start, LOCAL_PTR const ulong *len)
+{
+    ulong least = ~(ulong)0;
+    for (uint r = 0; r < AEGIS_GROUP; r++) {
+        const ulong f = (start[r] & 3u) ? 0 : len[r] / AEGIS_TILE_BYTES;
+        least = f < least ? f : least;
+    }
+    return least;
+}
+
 /* Store the first min(TILE, len[r] - pos) bytes of every row r to buf at start[r] + pos:
  * aligned words where the word lies inside the message's bytes of this tile, single bytes
  * elsewhere (the rest of such a word belongs to a neighbouring message or tile). */
@@ -515,18 +550,22 @@ KERNEL void aegis128l_batch(GLOBAL_RO const uint *RESTRICT keys, GLOBAL_RO const
     const uint mode = decrypt ? AEGIS_DEC : AEGIS_ENC;
 
 #if AEGIS_STAGE == 2
-    /* software-pipelined staging: tile t + 1's loads are issued before tile t is computed */
+    /* software-pipelined staging: tile t + 1's loads are issued before tile t is computed; the
+     * tiles below `fast` take the lean copies */
     uint pre[AEGIS_TILE_WORDS];
     aegis_start[LID] = start;
     aegis_len[LID] = ad_len;
     BARRIER();
     ulong tiles = aegis_group_tiles(aegis_len);
-    if (tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, aad, 0);
+    ulong fast = aegis_group_fast(aegis_start, aegis_len);
+    if (fast) aegis_fetch_fast(pre, aegis_start, aad, 0);
+    else if (tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, aad, 0);
     for (ulong t = 0; t < tiles; t++) {
         const ulong pos = t * AEGIS_TILE_BYTES;
         aegis_stage_put(aegis_tilebuf, pre);
         BARRIER();
-        if (t + 1 < tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, aad, pos + AEGIS_TILE_BYTES);
+        if (t + 1 < fast) aegis_fetch_fast(pre, aegis_start, aad, pos + AEGIS_TILE_BYTES);
+        else if (t + 1 < tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, aad, pos + AEGIS_TILE_BYTES);
         if (pos < ad_len) aegis_tile(S, row, ad_len - pos, AEGIS_ABSORB, tab, stride);
         BARRIER();
     }
@@ -534,20 +573,24 @@ KERNEL void aegis128l_batch(GLOBAL_RO const uint *RESTRICT keys, GLOBAL_RO const
         start = off[i];
         msg_len = off[i + 1] - start;
     }
-    BARRIER();   /* every work-item has read aegis_len for the AAD's tile count */
+    BARRIER();   /* every work-item has read aegis_start and aegis_len for the AAD */
     aegis_start[LID] = start;
     aegis_len[LID] = msg_len;
     BARRIER();
     tiles = aegis_group_tiles(aegis_len);
-    if (tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, src, 0);
+    fast = aegis_group_fast(aegis_start, aegis_len);
+    if (fast) aegis_fetch_fast(pre, aegis_start, src, 0);
+    else if (tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, src, 0);
     for (ulong t = 0; t < tiles; t++) {
         const ulong pos = t * AEGIS_TILE_BYTES;
         aegis_stage_put(aegis_tilebuf, pre);
         BARRIER();
-        if (t + 1 < tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, src, pos + AEGIS_TILE_BYTES);
+        if (t + 1 < fast) aegis_fetch_fast(pre, aegis_start, src, pos + AEGIS_TILE_BYTES);
+        else if (t + 1 < tiles) aegis_stage_fetch(pre, aegis_start, aegis_len, src, pos + AEGIS_TILE_BYTES);
         if (pos < msg_len) aegis_tile(S, row, msg_len - pos, mode, tab, stride);
         BARRIER();
-        aegis_stage_store(aegis_tilebuf, aegis_start, aegis_len, dst, pos);
+        if (t < fast) aegis_store_fast(aegis_tilebuf, aegis_start, dst, pos);
+        else aegis_stage_store(aegis_tilebuf, aegis_start, aegis_len, dst, pos);
         BARRIER();
     }
     if (!active) return;
