@@ -315,7 +315,13 @@ def test_local_table_kernel_unoptimized(device, knobs):
     try:
         rng = random.Random(5)
         keys, nonces, aads, texts = _random_batch(rng, 12)
-        for tl in (16, 32):
+        batches = [(keys, nonces, aads, texts)]
+        # equal, aligned lengths: every tile is full in every message (the staged kernels' lean
+        # copies), then one message shorter than the others of its work-group
+        for lens in ([160] * 10, [96] + [160] * 9):
+            batches.append(([rng.randbytes(16) for _ in lens], [rng.randbytes(16) for _ in lens],
+                            [rng.randbytes(64) for _ in lens], [rng.randbytes(n) for n in lens]))
+        for (keys, nonces, aads, texts), tl in [(b, tl) for b in batches for tl in (16, 32)]:
             e = make_batch(NAME, True, tl, keys, nonces, aads, texts)
             tags = drv.run(e)
             for i, ct in enumerate(_texts(e)):
