@@ -2,31 +2,53 @@
  *
  * One message per work-item: AEGIS is serial within a message (each 32-byte block updates the
  * whole 1024-bit state), so the parallelism is the batch.  The state (8 AES blocks = 32 words)
- * lives in registers; AESRound is a T-table round (one 1 KiB table T0, the other three are its
- * byte rotations) read from work-group memory, AEGIS_COPIES copies interleaved by bank as in
- * aes.cl (lane l reads copy l % AEGIS_COPIES).  Blocks are 4 little-endian words (word c = column
- * c, byte r = row r).
+ * lives in registers; AESRound is a T-table round read from work-group memory: T0 alone (the
+ * other three are its byte rotations) or T0 and T1 (AEGIS_TABLES 2: one rotation per column
+ * instead of three), AEGIS_COPIES copies interleaved by bank as in aes.cl (lane l reads copy
+ * l % AEGIS_COPIES).  Blocks are 4 little-endian words (word c = column c, byte r = row r).
  *
- * Memory access.  Consecutive work-items hold consecutive messages, which lie far apart in the
- * concatenated text (16 KiB apart for a batch of 16 KiB messages): a work-item reading its own
- * message would make every load of a warp touch a different line.  Instead the work-group stages
- * the text through work-group memory: for tile t it copies bytes [t*TILE, (t+1)*TILE) of each of
- * its AEGIS_GROUP messages into a tile (one row per message, rows padded by one word against bank
- * conflicts), with consecutive work-items reading consecutive words of one message (128-byte
- * coalesced runs for TILE = 128); each work-item then runs its blocks out of its row and, for the
- * message phase, writes the output back into the row, and the work-group stores the rows the same
- * coalesced way: aligned words inside a message, bytes at its two ends (messages start at any byte
- * offset; neighbouring messages of other work-groups own the other bytes of a shared word).  The
- * AAD is staged the same way.  A work-group runs as many tiles as its longest message needs:
- * batches of equal (or sorted) lengths waste nothing.
+ * Instructions per lookup (NVIDIA): one byte extraction (a mask, a byte permute, or for the top
+ * byte a high multiply on the FMA pipe), one IMAD for the address (b * stride + this lane's
+ * copy: the stride is a kernel argument, not a constant, so no compiler turns it into a shift
+ * and an add, and on CUDA the load is PTX on a 32-bit shared address, so none splits the
+ * address into window base + lane + offset), one LDS.  An Update (8 AES rounds, 128 lookups) of
+ * the direct kernel's block loop is about 607 instructions (NVRTC 12.9, sm_90): 290 on the
+ * integer ALU (byte extraction 96, rotations 96, XORs 88), 183 IMAD, 128 LDS.
+ *
+ * Memory access (AEGIS_STAGE).
+ *  0 (direct): each work-item reads and writes its own message: messages that start 16-byte
+ *    aligned (the usual batch: the buffers are) load a block as two 16-byte loads, issued one
+ *    block ahead (the loads of block b + 1 fly while block b is computed: the latency is hidden
+ *    by the work-item's own work, no barrier, no tile memory), and store it as two 16-byte
+ *    stores; other messages and the last partial block take word loads (masked past the end)
+ *    and byte stores.  A warp's load touches 32 lines (one per message), but each 32-byte
+ *    sector is read whole by its work-item, two loads back to back.
+ *  1 (staged): the work-group stages tiles through work-group memory: tile t is bytes
+ *    [t*TILE, (t+1)*TILE) of each of its AEGIS_GROUP messages, one row per message (rows padded
+ *    by one word against bank conflicts), consecutive work-items reading consecutive words of
+ *    one message; each work-item runs its blocks from its row and writes the output into it,
+ *    and the work-group stores the rows the same coalesced way (aligned words inside a message,
+ *    bytes at its two ends: neighbouring messages own the other bytes of a shared word).
+ *  2 (pipelined staging): as 1, with tile t + 1's loads issued into registers before tile t is
+ *    computed and put into the tile after; tiles that every message of the work-group fills
+ *    word-aligned take lean copies (one load or store per word, no checks).
+ * A staged work-group runs as many tiles as its longest message needs: batches of equal (or
+ * sorted) lengths waste nothing.
  *
  * Knobs (defines): AEGIS_GROUP work-items (= messages) per work-group, the launch's local size
- * (the driver sets both); AEGIS_TILE_BLOCKS 32-byte blocks per message per tile (4: 128 bytes);
- * AEGIS_COPIES copies of the table (32: no bank conflicts between the lanes of a warp; 16: 2-way;
- * 1: one copy); AEGIS_TABLE_LOCAL 1: the table in work-group memory (GPUs), 0: read from the
- * constant table (CPU devices, where both are cached memory; PoCL 3.0's optimizer also
- * miscomputes the work-group-memory variant, see docs/ciphers/aegis-128l.md).  Work-group memory: 1 KiB * AEGIS_COPIES + AEGIS_GROUP * (32 * AEGIS_TILE_BLOCKS
- * + 4 + 16) bytes (41 KiB with the defaults, under CUDA's 48 KiB of static shared memory).
+ * (the driver sets both); AEGIS_STAGE (above); AEGIS_TILE_BLOCKS 32-byte blocks per message per
+ * tile (stages 1, 2); AEGIS_COPIES copies of the table (32: no bank conflicts between the lanes
+ * of a warp; 16: 2-way; 1: one copy); AEGIS_TABLES 1 or 2; AEGIS_MULHI 1: the top byte by
+ * mul.hi (NVIDIA); AEGIS_MAD 1: the stride argument (0: the constant, which compilers turn into
+ * a shift and adds); AEGIS_UNROLL blocks per iteration of the direct block loop (NVIDIA);
+ * AEGIS_TABLE_LOCAL 1: the table in work-group memory (GPUs), 0: read from the constant table
+ * (CPU devices, where both are cached memory; PoCL 3.0's optimizer also miscomputes the
+ * work-group-memory variant and the pipelined staging, see docs/ciphers/aegis-128l.md).
+ * Work-group memory: 1 KiB * AEGIS_COPIES * AEGIS_TABLES, + AEGIS_GROUP * (32 *
+ * AEGIS_TILE_BLOCKS + 4 + 16) bytes when staged; at most 48 KiB (CUDA's static shared memory).
+ *
+ * Kernel argument `stride`: the table's bytes per entry, 4 * AEGIS_COPIES * AEGIS_TABLES (the
+ * driver passes it).
  *
  * Buffers: the text and AAD buffers must extend at least 8 bytes past their last byte (the
  * unaligned word loads read up to one word beyond a message; the bytes read there are masked).
@@ -489,7 +511,22 @@ DEVICE_FN void aegis_run(uint *S, GLOBAL_RO const uchar *src, GLOBAL uchar *dst,
     if (left) {
         const ulong g = g0 + (full << 5);
         uint x[8];
-        aegis_load_words(x, src, g, left);
+        if (vec && left >= 16u) {   /* e.g. 16 bytes of AAD: one 16-byte load, not four words */
+            GLOBAL_RO const uint *w32 = (GLOBAL_RO const uint *)(src + g);
+            const uint4 v0 = *(GLOBAL_RO const uint4 *)(src + g);
+            x[0] = v0.x; x[1] = v0.y; x[2] = v0.z; x[3] = v0.w;
+#pragma unroll
+            for (uint w = 4; w < 8u; w++) {
+                uint v = 0u;
+                if (4u * w < left) {
+                    v = w32[w];
+                    if (left - 4u * w < 4u) v &= (1u << (8u * (left - 4u * w))) - 1u;
+                }
+                x[w] = v;
+            }
+        } else {
+            aegis_load_words(x, src, g, left);
+        }
         aegis_block(S, x, left, mode, tab, stride);
         if (mode != AEGIS_ABSORB) aegis_store_bytes(dst, g, x, left);
     }
