@@ -237,6 +237,44 @@ def test_device_aligned_and_mixed(device, knobs, rng):
         assert _texts(d) == texts
 
 
+def test_byte_misaligned():
+    """The default driver sends a batch to the staged kernel on GPUs when a text starts at an
+    offset that is not a multiple of 4 (the last offset, the end, does not count)."""
+    from ciphergrid.aeads.aegis import byte_misaligned
+
+    assert not byte_misaligned(np.array([0, 16, 32, 48], dtype=np.int64))
+    assert not byte_misaligned(np.array([0, 4, 12, 13], dtype=np.int64))
+    assert byte_misaligned(np.array([0, 16, 17, 48], dtype=np.int64))
+    assert not byte_misaligned(np.array([0], dtype=np.int64))
+
+
+def test_device_misaligned_batches_take_their_program(device, rng):
+    """A batch with a text at an odd offset runs the driver's misaligned_prg (on GPUs the
+    pipelined staging; here the staged kernel stands in for it), an aligned one its prg."""
+    drv = _driver(device, group=16, stage=0, tile_blocks=2)
+    staged = drv._program(1)
+    used = []
+    real_launch = drv.backend.launch
+
+    def launch(prg, *args, **kw):
+        used.append(prg)
+        return real_launch(prg, *args, **kw)
+
+    drv.misaligned_prg, drv.backend.launch = staged, launch
+    try:
+        for lens, want in (([32, 64, 96], drv.prg), ([32, 5, 96, 7], staged)):
+            keys, nonces = [rng.randbytes(16) for _ in lens], [rng.randbytes(16) for _ in lens]
+            aads, texts = [rng.randbytes(16) for _ in lens], [rng.randbytes(n) for n in lens]
+            e = make_batch(NAME, True, 16, keys, nonces, aads, texts)
+            tags = drv.run(e)
+            assert used[-1] is want
+            for i, ct in enumerate(_texts(e)):
+                assert (ct, tags[i].tobytes()) == model.encrypt(keys[i], nonces[i], texts[i], aads[i])
+    finally:
+        drv.misaligned_prg = None
+        del drv.backend.launch
+
+
 def test_device_job_rerunnable_and_in_place(device, rng):
     drv = _driver(device)
     keys, nonces, aads, texts = _random_batch(rng, 9)
