@@ -202,14 +202,77 @@ def test_device_against_aeg(device, aeg, rng):
             assert (ct, tags[i].tobytes()) == _aeg_encrypt(aeg, keys[i], nonces[i], texts[i], aads[i], tl)
 
 
-def test_device_small_groups_and_tiles(device, rng):
-    """Other knobs (work-groups of 8, one-block tiles) give the same bytes."""
-    drv = _driver(device, group=8, tile_blocks=1)
+@pytest.mark.parametrize("stage", [0, 1, 2])
+def test_device_small_groups_and_tiles(device, stage, rng):
+    """Other knobs (work-groups of 8, one-block tiles, staged or not) give the same bytes."""
+    drv = _driver(device, group=8, tile_blocks=1, stage=stage)
     keys, nonces, aads, texts = _random_batch(rng, 21)
     e = make_batch(NAME, True, 16, keys, nonces, aads, texts)
     tags = drv.run(e)
     for i, ct in enumerate(_texts(e)):
         assert (ct, tags[i].tobytes()) == model.encrypt(keys[i], nonces[i], texts[i], aads[i])
+
+
+@pytest.mark.parametrize("knobs", [{}, {"stage": 1}, {"stage": 2, "tile_blocks": 4},
+                                   {"tables": 2, "copies": 16}, {"mulhi": 0, "group": 32, "unroll": 2}],
+                         ids=["defaults", "staged", "pipelined", "two-tables", "shift-group32-unroll2"])
+def test_device_aligned_and_mixed(device, knobs, rng):
+    """Messages and AAD at 16-byte aligned offsets (the direct kernel's 16-byte loads and stores,
+    one block ahead), beside messages at odd offsets and partial last blocks, both directions."""
+    drv = _driver(device, **knobs)
+    lens = [64, 96, 0, 32, 320, 48, 16, 1024, 31, 33, 160, 15, 64, 17, 256, 47, 32, 5, 128, 4096]
+    m = len(lens)
+    keys = [rng.randbytes(16) for _ in range(m)]
+    nonces = [rng.randbytes(16) for _ in range(m)]
+    aads = [rng.randbytes(rng.choice([0, 16, 32, 48, 13, 96])) for _ in range(m)]
+    texts = [rng.randbytes(n) for n in lens]
+    for tl in (16, 32):
+        e = make_batch(NAME, True, tl, keys, nonces, aads, texts)
+        tags = drv.run(e)
+        cts = _texts(e)
+        for i in range(m):
+            assert (cts[i], tags[i].tobytes()) == model.encrypt(keys[i], nonces[i], texts[i], aads[i], tl), i
+        d = make_batch(NAME, False, tl, keys, nonces, aads, cts)
+        assert np.array_equal(drv.run(d), tags)
+        assert _texts(d) == texts
+
+
+def test_byte_misaligned():
+    """The default driver sends a batch to the staged kernel on GPUs when a text starts at an
+    offset that is not a multiple of 4 (the last offset, the end, does not count)."""
+    from ciphergrid.aeads.aegis import byte_misaligned
+
+    assert not byte_misaligned(np.array([0, 16, 32, 48], dtype=np.int64))
+    assert not byte_misaligned(np.array([0, 4, 12, 13], dtype=np.int64))
+    assert byte_misaligned(np.array([0, 16, 17, 48], dtype=np.int64))
+    assert not byte_misaligned(np.array([0], dtype=np.int64))
+
+
+def test_device_misaligned_batches_take_their_program(device, rng):
+    """A batch with a text at an odd offset runs the driver's misaligned_prg (on GPUs the
+    pipelined staging; here the staged kernel stands in for it), an aligned one its prg."""
+    drv = _driver(device, group=16, stage=0, tile_blocks=2)
+    staged = drv._program(1)
+    used = []
+    real_launch = drv.backend.launch
+
+    def launch(prg, *args, **kw):
+        used.append(prg)
+        return real_launch(prg, *args, **kw)
+
+    drv.misaligned_prg, drv.backend.launch = staged, launch
+    try:
+        for lens, want in (([32, 64, 96], drv.prg), ([32, 5, 96, 7], staged)):
+            keys, nonces = [rng.randbytes(16) for _ in lens], [rng.randbytes(16) for _ in lens]
+            aads, texts = [rng.randbytes(16) for _ in lens], [rng.randbytes(n) for n in lens]
+            e = make_batch(NAME, True, 16, keys, nonces, aads, texts)
+            tags = drv.run(e)
+            assert used[-1] is want
+            for i, ct in enumerate(_texts(e)):
+                assert (ct, tags[i].tobytes()) == model.encrypt(keys[i], nonces[i], texts[i], aads[i])
+    finally:
+        drv.misaligned_prg = None
+        del drv.backend.launch
 
 
 def test_device_job_rerunnable_and_in_place(device, rng):
@@ -255,10 +318,19 @@ def test_device_tamper(device, tag_length, rng):
     assert all(t == bytes(len(t)) for t in _texts(d)[1:])
 
 
-def test_local_table_kernel_unoptimized(device):
-    """The GPUs' variant (table in work-group memory) on an OpenCL CPU device, built without
-    optimization: PoCL 3.0's optimizer miscomputes it (docs/ciphers/aegis-128l.md), so this is the
-    only check of that variant's logic without a GPU."""
+@pytest.mark.parametrize("knobs", [
+    {"AEGIS_STAGE": 0, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1},
+    {"AEGIS_STAGE": 0, "AEGIS_COPIES": 4, "AEGIS_TABLES": 2},
+    {"AEGIS_STAGE": 1, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1, "AEGIS_TILE_BLOCKS": 2},
+    {"AEGIS_STAGE": 1, "AEGIS_COPIES": 2, "AEGIS_TABLES": 2, "AEGIS_TILE_BLOCKS": 1},
+    {"AEGIS_STAGE": 2, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1, "AEGIS_TILE_BLOCKS": 2},
+    {"AEGIS_STAGE": 2, "AEGIS_COPIES": 8, "AEGIS_TABLES": 2, "AEGIS_TILE_BLOCKS": 1},
+    {"AEGIS_STAGE": 0, "AEGIS_COPIES": 4, "AEGIS_TABLES": 1, "AEGIS_MAD": 0, "AEGIS_UNROLL": 2},
+], ids=lambda k: ",".join(f"{n[6:].lower()}={v}" for n, v in k.items()))
+def test_local_table_kernel_unoptimized(device, knobs):
+    """The GPUs' variants (table in work-group memory: direct or staged, one or two tables) on an
+    OpenCL CPU device, built without optimization: PoCL 3.0's optimizer miscomputes them
+    (docs/ciphers/aegis-128l.md), so this is the only check of their logic without a GPU."""
     if not device.startswith("opencl"):
         pytest.skip("an OpenCL device builds the unoptimized program")
     from ciphergrid.devices import backend, resolve
@@ -271,22 +343,32 @@ def test_local_table_kernel_unoptimized(device):
     from ciphergrid.aeads.aegis import source
     from ciphergrid.backends.base import Program
 
-    defines = {"AEGIS_GROUP": 8, "AEGIS_TILE_BLOCKS": 2, "AEGIS_COPIES": 4, "AEGIS_TABLE_LOCAL": 1}
+    defines = {"AEGIS_GROUP": 8, "AEGIS_TABLE_LOCAL": 1, **knobs}
     native = cl.Program(be.ctx, source(defines)).build(
         options=["-cl-std=CL1.2", "-cl-opt-disable"])
     drv = _driver(device, group=8, tile_blocks=2, copies=4, table_local=False)
-    real = drv.prg
+    real, real_stride = drv.prg, drv.stride
     drv.prg = Program(native, lambda p, name: cl.Kernel(p, name), 8)
+    drv.stride = 4 * knobs["AEGIS_COPIES"] * knobs["AEGIS_TABLES"]
     try:
         rng = random.Random(5)
         keys, nonces, aads, texts = _random_batch(rng, 12)
-        for tl in (16, 32):
+        batches = [(keys, nonces, aads, texts)]
+        # equal, aligned lengths: every tile is full in every message (the staged kernels' lean
+        # copies), then one message shorter than the others of its work-group
+        for lens in ([160] * 10, [96] + [160] * 9):
+            batches.append(([rng.randbytes(16) for _ in lens], [rng.randbytes(16) for _ in lens],
+                            [rng.randbytes(64) for _ in lens], [rng.randbytes(n) for n in lens]))
+        for (keys, nonces, aads, texts), tl in [(b, tl) for b in batches for tl in (16, 32)]:
             e = make_batch(NAME, True, tl, keys, nonces, aads, texts)
             tags = drv.run(e)
             for i, ct in enumerate(_texts(e)):
                 assert (ct, tags[i].tobytes()) == model.encrypt(keys[i], nonces[i], texts[i], aads[i], tl)
+            d = make_batch(NAME, False, tl, keys, nonces, aads, _texts(e))
+            assert np.array_equal(drv.run(d), tags)
+            assert _texts(d) == texts
     finally:
-        drv.prg = real
+        drv.prg, drv.stride = real, real_stride
 
 
 def test_gpu_large_batch(gpu_device, rng):

@@ -27,9 +27,10 @@ def _padded(host: np.ndarray) -> np.ndarray:
 
 
 class AegisJob(Job):
-    def __init__(self, drv: "AegisDriver", batch):
+    def __init__(self, drv: "AegisDriver", batch, prg=None):
         self.d = drv
         self.batch = batch
+        self.prg = prg
         b = drv.backend
         m = batch.count
         self.m = m
@@ -68,10 +69,11 @@ class AegisJob(Job):
         b = self.d.backend
         bf = self.buf
         self._queue = queue
-        b.launch(self.d.prg, "aegis128l_batch", self.m,
+        b.launch(self.prg or self.d.prg, "aegis128l_batch", self.m,
                  [bf["keys"], bf["key_index"], bf["nonces"], bf["aad"], bf["aad_off"], bf["src"],
                   bf["dst"], bf["off"], bf["tags"], np.uint32(self.m),
-                  np.uint32(0 if self.batch.encrypt else 1), np.uint32(self.tag_words)], queue)
+                  np.uint32(0 if self.batch.encrypt else 1), np.uint32(self.tag_words),
+                  np.uint32(self.d.stride)], queue)
 
     def finish(self) -> np.ndarray:
         tags = np.zeros((self.m, self.batch.tag_length), dtype=np.uint8)
@@ -111,41 +113,120 @@ def source(defines: dict) -> str:
     return defines_prefix({"AES_ROUNDS": 10, **defines}) + program_source("aes.cl", "aegis128l.cl")
 
 
+def byte_misaligned(off) -> bool:
+    """Whether a text starts at an offset that is not a multiple of 4 (the direct kernel would
+    store its blocks byte by byte)."""
+    return bool(np.any(np.asarray(off, dtype=np.int64)[:-1] & 3))
+
+
+#: CUDA's limit on static work-group (shared) memory per work-group
+_LOCAL_LIMIT = 48 * 1024
+
+
+def local_bytes(group: int, stage: int, tile_blocks: int, copies: int, tables: int,
+                table_local: bool) -> int:
+    """Work-group memory of the kernel with these knobs (bytes)."""
+    n = 4 * 256 * copies * tables if table_local else 0
+    if stage:
+        n += group * 4 * (8 * tile_blocks + 1) + 16 * group
+    return n
+
+
 class AegisDriver(DeviceAEAD):
-    """The AEGIS-128L kernel on one device; options are the kernel's knobs: ``group`` (messages
-    per work-group, capped by the device), ``tile_blocks``, ``copies``, ``table_local`` (None: in
+    """The AEGIS-128L kernel on one device; options are the kernel's knobs (integers):
+    ``group`` (messages per work-group, capped by the device); ``stage`` (0: each work-item
+    loads and stores its own message, 16 bytes at a time, one block ahead; None (the default):
+    0, and on GPUs 2 for a batch with a text at an offset that is not a multiple of 4; 1: the work-group
+    stages tiles of ``tile_blocks`` blocks per message through work-group memory; 2: the same
+    with the next tile's loads issued before the tile is computed);
+    ``copies`` and ``tables`` (the T-table in work-group memory: ``copies`` per-bank copies of
+    T0, or with ``tables=2`` of T0 and T1 = T0 rotated, one rotation per column instead of three);
+    ``mulhi`` (NVIDIA: the top byte by a high multiply on the FMA pipe); ``unroll`` (stage 0:
+    blocks per iteration of the block loop; 2 saves the register moves that carry the state
+    around the loop, for more registers); ``min_blocks`` (CUDA:
+    launch bounds for that many work-groups per SM, 0: none); ``table_local`` (None: in
     work-group memory on GPUs, the constant table on CPU devices)."""
 
-
-    def __init__(self, backend, aead, name, group: int = 128, tile_blocks: int = 2, copies: int = 16,
-                 table_local: bool | None = None, **options):
-        super().__init__(backend, aead, name, group=group, tile_blocks=tile_blocks, copies=copies,
+    def __init__(self, backend, aead, name, group: int = 128, stage: int | None = None, tile_blocks: int = 1,
+                 copies: int = 32, tables: int = 1, mulhi: int = 1, unroll: int = 1,
+                 min_blocks: int = 0, table_local: bool | None = None, **options):
+        super().__init__(backend, aead, name, group=group, stage=stage, tile_blocks=tile_blocks,
+                         copies=copies, tables=tables, mulhi=mulhi, unroll=unroll, min_blocks=min_blocks,
                          table_local=table_local, **options)
         if table_local is None:
             table_local = backend.info.kind != "cpu"
+        table_local = bool(table_local)
         group = min(int(group), int(backend.local_size))
         copies = min(int(copies), group)
-        if copies & (copies - 1):
+        if copies < 1 or copies & (copies - 1):
             raise DeviceError("aegis: copies must be a power of two")
-        defines = {"AEGIS_GROUP": group, "AEGIS_TILE_BLOCKS": int(tile_blocks),
-                   "AEGIS_COPIES": copies, "AEGIS_TABLE_LOCAL": int(bool(table_local)),
-                   "CG_LOCAL_SIZE": group}
+        if int(tables) not in (1, 2):
+            raise DeviceError("aegis: tables must be 1 or 2")
+        if not table_local:
+            copies, tables = 1, 1
+        cpu = backend.info.kind == "cpu"
+        #: stage None: the direct kernel, and on GPUs the pipelined staging for batches with a
+        #: text at an offset that is not a multiple of 4 (byte stores would cost the direct one)
+        self.auto = stage is None
+        stage = 0 if stage is None else int(stage)
+        if stage not in (0, 1, 2):
+            raise DeviceError("aegis: stage must be 0, 1 or 2")
+        self.group = group
+        #: the table's bytes per entry, a kernel argument (not a define) so that the compiler
+        #: makes a lookup address one multiply-add
+        self.stride = 4 * copies * int(tables)
+        self._defines = {"AEGIS_GROUP": group, "AEGIS_TILE_BLOCKS": int(tile_blocks),
+                         "AEGIS_COPIES": copies, "AEGIS_TABLES": int(tables),
+                         "AEGIS_MULHI": int(bool(mulhi)), "AEGIS_UNROLL": max(1, int(unroll)),
+                         "AEGIS_TABLE_LOCAL": int(table_local), "CG_LOCAL_SIZE": group}
+        if int(min_blocks) > 0:
+            self._defines["CG_MIN_BLOCKS"] = int(min_blocks)
+        self._cpu = cpu
+        self._programs: dict = {}
+        self.prg = self._program(stage)
+        #: the program for batches with a text at an offset that is not a multiple of 4 (None:
+        #: self.prg); built now, so that a first such batch does not wait for it
+        self.misaligned_prg = None
+        if self.auto and not cpu:
+            try:
+                self.misaligned_prg = self._program(2)
+            except DeviceError:       # its tile does not fit beside the table: the direct one
+                self.misaligned_prg = None
+
+    def _program(self, stage: int):
+        """The program of one memory-access kernel (built once)."""
+        if stage == 2 and self._cpu:
+            # PoCL 3.0's optimizer miscomputes the pipelined staging (docs/ciphers/aegis-128l.md);
+            # a CPU has no load latency for it to hide
+            stage = 1
+        if stage in self._programs:
+            return self._programs[stage]
+        d = self._defines
+        need = local_bytes(self.group, stage, d["AEGIS_TILE_BLOCKS"], d["AEGIS_COPIES"],
+                           d["AEGIS_TABLES"], bool(d["AEGIS_TABLE_LOCAL"]))
+        if need > _LOCAL_LIMIT:
+            raise DeviceError(f"aegis: {need} bytes of work-group memory (at most {_LOCAL_LIMIT})")
+        defines = {**d, "AEGIS_STAGE": stage}
         key = ("aead", "aegis-128l", tuple(sorted(defines.items())))
+        backend = self.backend
         prg = backend.cached_program(key)
         if prg is None:
-            prg = backend.build(source(defines), key=key, local_size=group)
-        if backend.group_size(prg) != group:
-            raise DeviceError(f"aegis-128l needs work-groups of {group} work-items; "
+            prg = backend.build(source(defines), key=key, local_size=self.group)
+        if backend.group_size(prg) != self.group:
+            raise DeviceError(f"aegis-128l needs work-groups of {self.group} work-items; "
                               f"{backend.info} gives {backend.group_size(prg)}")
-        self.group = group
-        self.prg = prg
+        self._programs[stage] = prg
+        return prg
 
     def prepare(self, batch) -> Job:
         if batch.nonces.shape[1:] != (16,) and batch.count:
             raise DeviceError("aegis-128l: nonces of 16 bytes")
         if batch.tag_length not in (16, 32):
             raise DeviceError("aegis-128l: tags of 16 or 32 bytes")
-        return AegisJob(self, batch)
+        prg = None
+        if self.misaligned_prg is not None and batch.count and byte_misaligned(batch.off):
+            prg = self.misaligned_prg
+        return AegisJob(self, batch, prg)
 
 
 class AEGIS128L(AEAD):
