@@ -213,7 +213,7 @@ def test_device_small_groups_and_tiles(device, stage, rng):
         assert (ct, tags[i].tobytes()) == model.encrypt(keys[i], nonces[i], texts[i], aads[i])
 
 
-@pytest.mark.parametrize("knobs", [{}, {"stage": 1}, {"stage": 2, "tile_blocks": 4},
+@pytest.mark.parametrize("knobs", [{}, {"stage": 1}, {"stage": 2, "tile_blocks": 4, "group": 32},
                                    {"tables": 2, "copies": 16}, {"mulhi": 0, "group": 32, "unroll": 2}],
                          ids=["defaults", "staged", "pipelined", "two-tables", "shift-group32-unroll2"])
 def test_device_aligned_and_mixed(device, knobs, rng):

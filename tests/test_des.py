@@ -424,7 +424,8 @@ def test_implementations_declared():
     assert "fast" in DES.implementations and "reference" in DES.implementations
     assert DES.implementations["reference"].grid == "per-block"
     assert [n for n, im in DES.implementations.items() if im.constant_time] == [
-        "fast", "ct", *LOP3_IMPLS]  # bitsliced
+        "fast", "ct", "bitsliced-v1", *LOP3_IMPLS]  # bitsliced
+    assert DES.implementations["fast"] is DES.implementations["lop3-vec-keys"]
     assert all(DES.implementations[n].file == "des_lut.cl" for n in LOP3_IMPLS)
     assert DES.implementations["fast"] is DES.implementations["ct"]
     assert DES.constant_time_implementation() == "ct" and DES.implementations["ct"].batch == 32
@@ -439,7 +440,7 @@ def test_implementation_matches_reference(kdev, impl, rng, ref, diff):
     # the reference kernel on every name; "ct" on DES and 3-key TDEA (its passes are its own); the
     # des.cl variants (knobs that do not depend on the number of passes, which "fast" covers) on
     # single DES: one program each (PoCL compile time)
-    if impl in ("reference", "sp-tables", "lop3"):
+    if impl in ("reference", "sp-tables", "lop3", "bitsliced-v1"):
         names = NAMES
     else:
         names = [n for n in NAMES if n.count("-") == 1]

@@ -18,12 +18,10 @@ from .base import AEAD, DeviceAEAD, Job, Kernel
 _PAD = 8
 
 
-def _padded(host: np.ndarray) -> np.ndarray:
-    """``host`` as uint8 followed by zero bytes up to a multiple of 4, at least _PAD of them."""
-    n = host.nbytes
-    out = np.zeros((n + _PAD + 3) // 4 * 4, dtype=np.uint8)
-    out[:n] = host.reshape(-1).view(np.uint8)
-    return out
+def _padded_size(n: int) -> int:
+    """Bytes of a device buffer for ``n`` bytes of text or AAD: up to a multiple of 4, at least
+    _PAD more (zeroed before the upload)."""
+    return (n + _PAD + 3) // 4 * 4
 
 
 class AegisJob(Job):
@@ -44,19 +42,25 @@ class AegisJob(Job):
             "keys": keys,
             "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32),
             "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8),
-            "aad": _padded(np.ascontiguousarray(batch.aad, dtype=np.uint8)),
+            "aad": np.ascontiguousarray(batch.aad, dtype=np.uint8).reshape(-1),
             "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64),
-            "src": _padded(np.ascontiguousarray(batch.src, dtype=np.uint8)),
+            "src": np.ascontiguousarray(batch.src, dtype=np.uint8).reshape(-1),
             "off": np.ascontiguousarray(batch.off, dtype=np.int64),
         }
         self.buf = {}
         for name, arr in host.items():
-            buf = b.alloc(max(arr.nbytes, 16))
+            # the texts straight from the caller's buffers (page-locked by transfer/batches.py
+            # for large batches), into device buffers with the zeroed slack the word loads read
+            padded = name in ("src", "aad")
+            size = _padded_size(arr.nbytes) if padded else arr.nbytes
+            buf = b.alloc(max(size, 16))
             self._bufs.append(buf)
             self.buf[name] = buf
+            if padded:
+                b.zero(buf, wait=False)
             if arr.nbytes:
                 b.upload(buf, arr)
-        self.buf["dst"] = b.alloc(host["src"].nbytes)
+        self.buf["dst"] = b.alloc(_padded_size(host["src"].nbytes))
         self.buf["tags"] = b.alloc(m * batch.tag_length)
         self._bufs += [self.buf["dst"], self.buf["tags"]]
         b.finish()             # the uploads are done: the host copies may go, any queue may run
@@ -83,13 +87,10 @@ class AegisJob(Job):
         q = self._queue
         n = self.batch.src.nbytes
         try:
-            if n:
-                out = np.empty(n, dtype=np.uint8)
-                b.download(out, self.buf["dst"], q)
+            if n:  # straight into the caller's buffer (the uploads finished in the constructor)
+                b.download(self.batch.dst.reshape(-1).view(np.uint8)[:n], self.buf["dst"], q)
             b.download(tags.reshape(-1), self.buf["tags"], q)
             b.finish(q)
-            if n:
-                self.batch.dst.reshape(-1)[:] = out
         finally:
             self.close()
         return tags

@@ -489,6 +489,9 @@ def _lop3(max_registers: int | None = None, **defines) -> Implementation:
                           max_registers=max_registers, defines=defines)
 
 
+_LOP3_VEC = _lop3(DES_LUT_VEC_KEYS=1)
+
+
 class DES(BlockCipher):
     name = "des"
     block_size = 8
@@ -504,18 +507,23 @@ class DES(BlockCipher):
     implementations = {
         # FIPS 46-3 as written: the permutations and S-boxes bit by bit, one block per work-item
         "reference": Implementation("des_ref.cl", grid="per-block"),
-        # the default, by measurement (H100, 2026-11-24, 256 MiB CTR: DES 287.8 GB/s against the
-        # SP tables' 217.1, 3-key TDEA 100.6 against 84.8; docs/benchmarks.md): bitsliced, 32 blocks
-        # per work-item, S-boxes as Boolean circuits (kernels/des_bs.cl) - constant time as well
-        "fast": _BS,
-        "ct": _BS,
+        # the default, by measurement (H100, 2026-11-25, 256 MiB CTR, GB/s per SM per GHz: DES
+        # 2.208-2.224, 3-key TDEA 1.003, against the first bitsliced kernel's 1.157 and 0.385;
+        # docs/benchmarks.md): des_lut.cl with a round's key masks as vector loads, bitsliced,
+        # constant time
+        "fast": _LOP3_VEC,
+        "ct": _LOP3_VEC,
+        # the first bitsliced kernel (kernels/des_bs.cl): S-boxes as AND/OR/XOR circuits
+        "bitsliced-v1": _BS,
         # des_lut.cl: published three-input-gate S-box circuits (177 gates a round against ~540),
         # keys folded into the state (16 key XORs a round against 48); bitsliced, constant time
         "lop3": _lop3(),
         "lop3-c": _lop3(DES_LUT_ASM=0),                    # gates as C on CUDA too (no inline PTX)
-        "lop3-vec-keys": _lop3(DES_LUT_VEC_KEYS=1),       # a round's 48 masks as 12 vector loads
+        "lop3-vec-keys": _LOP3_VEC,                       # a round's 48 masks as 12 vector loads
         "lop3-regs128": _lop3(128),                       # 16 warps per SM (255: 8)
         "lop3-regs168": _lop3(168),                       # 12 warps per SM
+        "lop3-vec-keys-regs168": _lop3(168, DES_LUT_VEC_KEYS=1),
+        "lop3-vec-keys-regs128": _lop3(128, DES_LUT_VEC_KEYS=1),
         # SP tables in work-group memory (16 copies, 32 KiB), swap-move IP/FP, rotated halves, keys
         # in registers, persistent grid (kernels/des.cl), and its variants
         "sp-tables": _sp(16),
