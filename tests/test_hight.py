@@ -130,9 +130,12 @@ def test_host_schedule_matches_model(rng):
             lanes = HIGHT.expand(key, decrypt, layout="lanes2")
             assert lanes.dtype == np.dtype("<u4") and lanes.size == 136
             assert lanes.tolist() == [b * 0x01000100 for b in want[8:] + want[:8]]
+            masks = HIGHT.expand(key, decrypt, layout="bitsliced")
+            assert masks.dtype == np.dtype("<u4") and masks.size == 136 * 8
+            assert masks.tolist() == [0xFFFFFFFF if (b >> i) & 1 else 0 for b in want for i in range(8)]
     assert list(hight_mod.DELTA) == model.deltas()
     with pytest.raises(ValueError):
-        HIGHT.expand(bytes(16), False, layout="bitsliced")
+        HIGHT.expand(bytes(16), False, layout="bogus")
     with pytest.raises(ciphergrid.InvalidKeySize):
         HIGHT.expand(bytes(24), False)
 
@@ -180,7 +183,7 @@ def test_declaration():
 def test_kernel_files_have_no_tables():
     from importlib import resources
 
-    for f in ("hight.cl", "hight_ref.cl", "hight_mul.cl"):
+    for f in ("hight.cl", "hight_ref.cl", "hight_mul.cl", "hight_bs.cl"):
         src = resources.files("ciphergrid").joinpath("kernels", f).read_text()
         assert "CONST_TABLE" not in src and "__constant" not in src, f
 
@@ -240,8 +243,9 @@ def _impls() -> dict:
 IMPLS = _impls()
 # lengths around the four-block groups; ECB and CTR also beyond one persistent grid on PoCL
 # (2048 work-items x 4 blocks), CBC less far (the oracle's CBC is one Python block at a time)
-BLOCKS = {"hight-ecb": [1, 3, 4, 5, 9, 37, 9001], "hight-cbc": [1, 3, 5, 37, 1001]}
-CTR_LENGTHS = [1, 7, 8, 9, 31, 33, 8 * 37 + 5, 8 * 9001 + 3]
+# and the bitsliced kernel's 32-block batches
+BLOCKS = {"hight-ecb": [1, 3, 4, 5, 9, 32, 37, 65, 9001], "hight-cbc": [1, 3, 5, 37, 1001]}
+CTR_LENGTHS = [1, 7, 8, 9, 31, 33, 8 * 31 + 1, 8 * 37 + 5, 8 * 9001 + 3]
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """HIGHT (TTAS.KO-12.0040/R1; ISO/IEC 18033-3): 64-bit blocks, 128-bit keys, 32 rounds of 8-bit
 additions, rotations and XORs.  Host key schedule and model; the kernels are kernels/hight_ref.cl
-("reference") and kernels/hight.cl ("fast" = "ct"), kernels/hight_mul.cl ("mul" and its variants: the rotations by multiplication).
+("reference") and kernels/hight.cl ("fast" = "ct"), kernels/hight_mul.cl ("mul" and its variants: the rotations by multiplication),
+kernels/hight_bs.cl ("bs": bitsliced).
 
 Byte order.  The specification numbers the key bytes MK0..MK15 and the block bytes P0..P7 (C0..C7)
 and prints each value most significant byte first (MK15 ... MK0, P7 ... P0).  Our byte strings hold
@@ -21,7 +22,9 @@ nothing in the layouts:
   of a word (the fast kernel works on four blocks at once, one per byte lane);
 * ``"lanes2"`` (kernels/hight_mul.cl): 136 words SK0..SK127 then WK0..WK7 (the round keys in
   round order, four to a 128-bit load), each byte b as b * 0x01000100 (the kernel's two lanes,
-  bits 8..15 and 24..31, its guard bytes zero).
+  bits 8..15 and 24..31, its guard bytes zero);
+* ``"bitsliced"`` (kernels/hight_bs.cl): WK0..WK7, SK0..SK127, each byte as 8 masks (0 or
+  0xffffffff, bit 0 first): 1088 words.
 
 HIGHT has no tables: every kernel is constant-time (no secret-dependent index or branch).
 """
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BlockCipher, Implementation
+from .base import BlockCipher, Implementation, bit_masks
 
 ROUNDS = 32
 
@@ -184,6 +187,8 @@ class HIGHT(BlockCipher):
         "mul": _mul(2),
         "mul-1": _mul(1),
         "mul-4": _mul(4),
+        # bitsliced (kernels/hight_bs.cl): 32 blocks per work-item, ripple-carry adders on planes
+        "bs": Implementation("hight_bs.cl", batch=32, key_layout="bitsliced", constant_time=True),
         # no tables, no secret-dependent branch: "fast" is constant-time as it is
         "ct": _FAST,
     }
@@ -195,6 +200,10 @@ class HIGHT(BlockCipher):
             out = np.frombuffer(bytes(ks), dtype="<u4").copy()
         elif layout == "replicated":
             out = (np.frombuffer(bytes(ks), dtype=np.uint8).astype("<u4") * np.uint32(0x01010101)).astype("<u4")
+        elif layout == "bitsliced":
+            b = np.frombuffer(bytes(ks), dtype=np.uint8).astype("<u4")
+            out = np.ascontiguousarray(bit_masks(b).reshape(-1, 32)[:, :8]).reshape(-1)
+            b.fill(0)
         elif layout == "lanes2":
             b = np.frombuffer(bytes(ks[8:] + ks[:8]), dtype=np.uint8).astype("<u4")
             out = (b * np.uint32(0x01000100)).astype("<u4")
