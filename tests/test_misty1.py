@@ -235,9 +235,9 @@ def test_names_and_capabilities():
         assert spec.capabilities() == {"encrypt": {"device": serial, "openssl": None},
                                        "decrypt": {"device": "parallel", "openssl": None}}
     assert "misty1-xts" not in registry.names()
-    assert set(alg.CIPHER.implementations) == {"reference", "fast", "fast-c16", "bs"}
+    assert set(alg.CIPHER.implementations) == {"reference", "fast", "fast-c16", "bs", "bs-128"}
     # only the bitsliced kernel is constant-time; it is not registered as "ct" (yet)
-    assert [n for n, im in alg.CIPHER.implementations.items() if im.constant_time] == ["bs"]
+    assert [n for n, im in alg.CIPHER.implementations.items() if im.constant_time] == ["bs", "bs-128"]
     with pytest.raises(ciphergrid.InvalidArgument):
         alg.CIPHER.constant_time_implementation()
     assert alg.CIPHER.encryption_policy(bytes(16)).block_limit == 1 << 32   # 64-bit blocks: Sweet32

@@ -189,6 +189,9 @@ class HIGHT(BlockCipher):
         "mul-4": _mul(4),
         # bitsliced (kernels/hight_bs.cl): 32 blocks per work-item, ripple-carry adders on planes
         "bs": Implementation("hight_bs.cl", batch=32, key_layout="bitsliced", constant_time=True),
+        # the same in work-groups of 128 (finer register allocation: more resident warps)
+        "bs-128": Implementation("hight_bs.cl", batch=32, key_layout="bitsliced", constant_time=True,
+                                 local_size=128),
         # no tables, no secret-dependent branch: "fast" is constant-time as it is
         "ct": _FAST,
     }

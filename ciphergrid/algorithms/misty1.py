@@ -324,6 +324,10 @@ class MISTY1(BlockCipher):
         # bitsliced (kernels/misty1_bs.cl): 32 blocks per work-item, S7/S9 as Boolean circuits,
         # no table: constant-time
         "bs": Implementation("misty1_bs.cl", batch=32, key_layout="bitsliced", constant_time=True),
+        # the same in work-groups of 128: at ~150 registers, 3 groups (12 warps) per SM instead of
+        # one group of 256 (8 warps)
+        "bs-128": Implementation("misty1_bs.cl", batch=32, key_layout="bitsliced", constant_time=True,
+                                 local_size=128),
     }
 
     def defines(self, key_size: int) -> dict[str, int]:
