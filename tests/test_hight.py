@@ -127,9 +127,15 @@ def test_host_schedule_matches_model(rng):
             rep = HIGHT.expand(key, decrypt, layout="replicated")
             assert rep.dtype == np.dtype("<u4") and rep.size == 136
             assert rep.tolist() == [b * 0x01010101 for b in want]
+            lanes = HIGHT.expand(key, decrypt, layout="lanes2")
+            assert lanes.dtype == np.dtype("<u4") and lanes.size == 136
+            assert lanes.tolist() == [b * 0x01000100 for b in want[8:] + want[:8]]
+            masks = HIGHT.expand(key, decrypt, layout="bitsliced")
+            assert masks.dtype == np.dtype("<u4") and masks.size == 136 * 8
+            assert masks.tolist() == [0xFFFFFFFF if (b >> i) & 1 else 0 for b in want for i in range(8)]
     assert list(hight_mod.DELTA) == model.deltas()
     with pytest.raises(ValueError):
-        HIGHT.expand(bytes(16), False, layout="bitsliced")
+        HIGHT.expand(bytes(16), False, layout="bogus")
     with pytest.raises(ciphergrid.InvalidKeySize):
         HIGHT.expand(bytes(24), False)
 
@@ -177,7 +183,7 @@ def test_declaration():
 def test_kernel_files_have_no_tables():
     from importlib import resources
 
-    for f in ("hight.cl", "hight_ref.cl"):
+    for f in ("hight.cl", "hight_ref.cl", "hight_mul.cl", "hight_bs.cl"):
         src = resources.files("ciphergrid").joinpath("kernels", f).read_text()
         assert "CONST_TABLE" not in src and "__constant" not in src, f
 
@@ -223,19 +229,23 @@ def test_cbc_encryption_runs_on_the_serial_kernel(dev, rng, monkeypatch):
 def _impls() -> dict:
     """The declared implementations ("ct" is "fast": it runs in test_constant_time_option), plus
     "fast" with the transposes written with BYTE_PERM (what NVIDIA devices compile; elsewhere
-    BYTE_PERM is portable.h's loop), two groups of four blocks and the keys in work-group memory."""
+    BYTE_PERM is portable.h's loop), two groups of four blocks and the keys in work-group memory,
+    and "mul" with its spread written with BYTE_PERM (as NVIDIA compiles it), three pairs of blocks."""
     out = {n: im for n, im in HIGHT.implementations.items() if n != "ct"}
     fast = HIGHT.implementation("fast")
     out["test-fast-prmt-2x4-local"] = replace(fast, batch=8, defines={
         **fast.defines, "HIGHT_PRMT": 1, "HIGHT_GROUPS": 2, "HIGHT_KEYS_LOCAL": 1})
+    mul = HIGHT.implementation("mul")
+    out["test-mul-prmt-3"] = replace(mul, batch=6, defines={**mul.defines, "HIGHT_PRMT": 1, "HIGHT_GROUPS": 3})
     return out
 
 
 IMPLS = _impls()
 # lengths around the four-block groups; ECB and CTR also beyond one persistent grid on PoCL
 # (2048 work-items x 4 blocks), CBC less far (the oracle's CBC is one Python block at a time)
-BLOCKS = {"hight-ecb": [1, 3, 4, 5, 9, 37, 9001], "hight-cbc": [1, 3, 5, 37, 1001]}
-CTR_LENGTHS = [1, 7, 8, 9, 31, 33, 8 * 37 + 5, 8 * 9001 + 3]
+# and the bitsliced kernel's 32-block batches
+BLOCKS = {"hight-ecb": [1, 3, 4, 5, 9, 32, 37, 65, 9001], "hight-cbc": [1, 3, 5, 37, 1001]}
+CTR_LENGTHS = [1, 7, 8, 9, 31, 33, 8 * 31 + 1, 8 * 37 + 5, 8 * 9001 + 3]
 
 
 @pytest.fixture

@@ -10,6 +10,9 @@
 * The "reference" kernel (one block per work-item) against the oracle on random keys, IVs and odd
   lengths, on every OpenCL/CUDA device present (the generic tests run "fast"), and the fast
   kernel's compile-time knobs (copies, keys in device memory, split tables, two blocks per step).
+* The bitsliced kernel ("bs", kernels/misty1_bs.cl): its generated S-box circuits equal the tables
+  (every input) and the generator's text; the kernel and the other declared variants against the
+  oracle around its 32-block batches, both directions, CTR counters across 2^64 and 2^32.
 * OpenSSL lacks MISTY1: the native engine refuses it, and CBC encryption runs on the device's
   one-work-item kernel ``cg_cbc_enc`` (seen by watching the kernel launches).
 """
@@ -113,6 +116,29 @@ def test_sboxes():
         assert tuple(int(v.rstrip("u"), 16) for v in re.findall(r"0x[0-9a-f]+u?", body)) == table, name
 
 
+def test_bitsliced_sbox_circuits():
+    """misty1_bs.cl's S7/S9 circuits: every input gives the table's output (the circuits evaluated
+    on all inputs at once, one bit per input), each gate has at most three inputs, and the kernel
+    file holds the generator's text."""
+    for name, table, n in (("S9", model.S9, 9), ("S7", model.S7, 7)):
+        gates, outs = alg.sbox_circuit(name)
+        full = (1 << (1 << n)) - 1
+        env = {"x": [sum(1 << v for v in range(1 << n) if v >> i & 1) for i in range(n)]}
+
+        def ev(expr):
+            return eval(expr.replace("0u", "0"), {}, env) & full  # noqa: B023 - evaluated at once
+
+        for g, e in gates:
+            assert len(set(re.findall(r"x\[\d\]|t\d+", e))) <= 3, (name, g, e)
+            env[g] = ev(e)
+        ys = [ev(e) for e in outs]
+        got = tuple(sum(((ys[b] >> v) & 1) << b for b in range(n)) for v in range(1 << n))
+        assert got == table, name
+    text = (Path(alg.__file__).resolve().parent.parent / "kernels" / "misty1_bs.cl").read_text()
+    assert alg.bitsliced_sboxes_c() in text, "misty1_bs.cl's GENERATED part differs from the generator"
+    assert "CONST_TABLE" not in text and "LOCAL_VAR" not in text
+
+
 def test_fused_fi_equals_rfc_fi(rng):
     """The fast kernel's FI (three lookups on A/B/S9) is the RFC's, for every input, random keys."""
     for ki in [0, 0xFFFF] + [rng.getrandbits(16) for _ in range(6)]:
@@ -147,8 +173,12 @@ def test_key_layouts(rng):
             d1 ^= d0 & kl1
             d0 ^= d1 | kl2
             assert (d0 << 16) | d1 == model.FL(ek, x, k)
+        # "bitsliced": each "rounds" word as 16 masks, bit 0 first
+        masks = alg.CIPHER.expand(key, False, layout="bitsliced")
+        assert masks.dtype == np.dtype("<u4") and masks.size == 76 * 16
+        assert masks.tolist() == [0xFFFFFFFF if (w >> j) & 1 else 0 for w in rounds for j in range(16)]
     with pytest.raises(ValueError):
-        alg.CIPHER.expand(bytes(16), False, layout="bitsliced")
+        alg.CIPHER.expand(bytes(16), False, layout="bogus")
     with pytest.raises(ciphergrid.InvalidKeySize):
         alg.CIPHER.expand(bytes(24), False)
 
@@ -205,8 +235,9 @@ def test_names_and_capabilities():
         assert spec.capabilities() == {"encrypt": {"device": serial, "openssl": None},
                                        "decrypt": {"device": "parallel", "openssl": None}}
     assert "misty1-xts" not in registry.names()
-    assert set(alg.CIPHER.implementations) == {"reference", "fast"}
-    assert not any(im.constant_time for im in alg.CIPHER.implementations.values())
+    assert set(alg.CIPHER.implementations) == {"reference", "fast", "fast-c16", "bs", "bs-128"}
+    # only the bitsliced kernel is constant-time; it is not registered as "ct" (yet)
+    assert [n for n, im in alg.CIPHER.implementations.items() if im.constant_time] == ["bs", "bs-128"]
     with pytest.raises(ciphergrid.InvalidArgument):
         alg.CIPHER.constant_time_implementation()
     assert alg.CIPHER.encryption_policy(bytes(16)).block_limit == 1 << 32   # 64-bit blocks: Sweet32
@@ -316,3 +347,28 @@ def test_split_into_many_launches(name, device, rng, monkeypatch, launches):
     assert ciphergrid.encrypt(pt, name, key, iv, device=device) == want
     assert ciphergrid.decrypt(want, name, key, iv, device=device) == pt
     assert len(launches) >= 2 * 6, launches
+
+
+# the declared variants of "fast" and the bitsliced kernel (32 blocks per work-item)
+VARIANTS = [n for n in alg.CIPHER.implementations if n not in ("reference", "fast")]
+
+
+@pytest.mark.parametrize("impl", VARIANTS)
+def test_declared_variants(impl, device, rng):
+    """Every declared variant against the oracle: lengths around the bitsliced kernel's 32-block
+    batch and over several work-items, both directions, CTR counters across 2^64 and from the low
+    32-bit word into the high one, and the known answers."""
+    if _native(device):
+        pytest.skip("OpenSSL lacks MISTY1")
+    for name in NAMES:
+        ctr = name.endswith("ctr")
+        for nblocks in (1, 31, 32, 33, 64, 95, 1000):
+            key, iv = rng.randbytes(16), (None if name.endswith("ecb") else rng.randbytes(8))
+            _check(name, device, impl, key, iv, rng.data(8 * nblocks + (5 if ctr else 0)))
+        for v in vectors.load(name):
+            assert ciphergrid.encrypt(v.plaintext, name, v.key, v.iv, device=device,
+                                      implementation=impl) == v.ciphertext, v.source
+            assert ciphergrid.decrypt(v.ciphertext, name, v.key, v.iv, device=device,
+                                      implementation=impl) == v.plaintext, v.source
+    for iv in (b"\xff" * 7 + b"\xf0", bytes(4) + b"\xff" * 3 + b"\xf8"):
+        _check("misty1-ctr", device, impl, rng.randbytes(16), iv, rng.data(8 * 70 + 3))

@@ -1,6 +1,7 @@
 """HIGHT (TTAS.KO-12.0040/R1; ISO/IEC 18033-3): 64-bit blocks, 128-bit keys, 32 rounds of 8-bit
 additions, rotations and XORs.  Host key schedule and model; the kernels are kernels/hight_ref.cl
-("reference") and kernels/hight.cl ("fast" = "ct").
+("reference") and kernels/hight.cl ("fast" = "ct"), kernels/hight_mul.cl ("mul" and its variants: the rotations by multiplication),
+kernels/hight_bs.cl ("bs": bitsliced).
 
 Byte order.  The specification numbers the key bytes MK0..MK15 and the block bytes P0..P7 (C0..C7)
 and prints each value most significant byte first (MK15 ... MK0, P7 ... P0).  Our byte strings hold
@@ -18,7 +19,12 @@ nothing in the layouts:
 * plain (``layout=None``, kernels/hight_ref.cl): the 136 bytes WK0..WK7, SK0..SK127 as 34
   little-endian words;
 * ``"replicated"`` (kernels/hight.cl): 136 words, each of those bytes copied into all four bytes
-  of a word (the fast kernel works on four blocks at once, one per byte lane).
+  of a word (the fast kernel works on four blocks at once, one per byte lane);
+* ``"lanes2"`` (kernels/hight_mul.cl): 136 words SK0..SK127 then WK0..WK7 (the round keys in
+  round order, four to a 128-bit load), each byte b as b * 0x01000100 (the kernel's two lanes,
+  bits 8..15 and 24..31, its guard bytes zero);
+* ``"bitsliced"`` (kernels/hight_bs.cl): WK0..WK7, SK0..SK127, each byte as 8 masks (0 or
+  0xffffffff, bit 0 first): 1088 words.
 
 HIGHT has no tables: every kernel is constant-time (no secret-dependent index or branch).
 """
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BlockCipher, Implementation
+from .base import BlockCipher, Implementation, bit_masks
 
 ROUNDS = 32
 
@@ -155,6 +161,14 @@ def _fast(groups: int = 1, keys_local: int = 0, grid: str = "persistent") -> Imp
 _FAST = _fast(keys_local=1)
 
 
+def _mul(groups: int = 2) -> Implementation:
+    """kernels/hight_mul.cl: two blocks per 32-bit word (byte lanes 1 and 3), F0/F1's rotations as
+    multiplications (the FMA pipe's IMAD beside the integer pipe), ``groups`` pairs per work-item;
+    subkeys in work-group memory, one 128-bit load per round."""
+    return Implementation("hight_mul.cl", batch=2 * groups, key_layout="lanes2", constant_time=True,
+                          defines={"HIGHT_GROUPS": groups})
+
+
 class HIGHT(BlockCipher):
     name = "hight"
     block_size = 8
@@ -169,6 +183,15 @@ class HIGHT(BlockCipher):
         # variants of "fast" for tuning on a GPU
         "fast-2x4": _fast(groups=2, keys_local=1),
         "fast-global-keys": _fast(),
+        # two blocks per word, rotations by multiplication: 2 pairs (4 blocks), 1 pair, 4 pairs
+        "mul": _mul(2),
+        "mul-1": _mul(1),
+        "mul-4": _mul(4),
+        # bitsliced (kernels/hight_bs.cl): 32 blocks per work-item, ripple-carry adders on planes
+        "bs": Implementation("hight_bs.cl", batch=32, key_layout="bitsliced", constant_time=True),
+        # the same in work-groups of 128 (finer register allocation: more resident warps)
+        "bs-128": Implementation("hight_bs.cl", batch=32, key_layout="bitsliced", constant_time=True,
+                                 local_size=128),
         # no tables, no secret-dependent branch: "fast" is constant-time as it is
         "ct": _FAST,
     }
@@ -180,6 +203,14 @@ class HIGHT(BlockCipher):
             out = np.frombuffer(bytes(ks), dtype="<u4").copy()
         elif layout == "replicated":
             out = (np.frombuffer(bytes(ks), dtype=np.uint8).astype("<u4") * np.uint32(0x01010101)).astype("<u4")
+        elif layout == "bitsliced":
+            b = np.frombuffer(bytes(ks), dtype=np.uint8).astype("<u4")
+            out = np.ascontiguousarray(bit_masks(b).reshape(-1, 32)[:, :8]).reshape(-1)
+            b.fill(0)
+        elif layout == "lanes2":
+            b = np.frombuffer(bytes(ks[8:] + ks[:8]), dtype=np.uint8).astype("<u4")
+            out = (b * np.uint32(0x01000100)).astype("<u4")
+            b.fill(0)
         else:
             ks[:] = bytes(len(ks))
             raise ValueError(f"unknown HIGHT key layout {layout!r}")

@@ -2,7 +2,8 @@
 
 The key schedule runs here, on the host; the kernels are kernels/misty1.cl ("reference": the RFC's
 FO/FI/FL on the S-boxes in constant memory, the RFC's expanded key EK[0..31]; "fast": fused FI
-tables in work-group memory, the round keys rearranged per round in registers).
+tables in work-group memory, the round keys rearranged per round in registers) and
+kernels/misty1_bs.cl ("bs": bitsliced, S7/S9 as Boolean circuits generated here, constant-time).
 
 Byte order.  MISTY1 is specified on big-endian 32-bit halves (D0 = bytes 0..3, D1 = bytes 4..7,
 C = D1 || D0) made of 16-bit big-endian quarters; the kernels receive little-endian words (the
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BlockCipher, Implementation
+from .base import BlockCipher, Implementation, bit_masks
 
 # RFC 2994 section 2.3 ("Data Randomizing Part"), S7TABLE and S9TABLE.  Both are permutations
 # with differential uniformity 2 (tests/test_misty1.py checks both properties and the table
@@ -206,6 +207,97 @@ def _ecb_np(rk: list[int], data: bytes, encrypt: bool) -> bytes:
     return np.stack([o0, o1], axis=1).astype(">u4").tobytes()
 
 
+# ---- the bitsliced kernel's S-box circuits (kernels/misty1_bs.cl, generated from S7/S9 here) -----
+
+#: variable preference of the circuit generator for S9 and S7 (ties of the split variable go to the
+#: earlier one; the best of 1,500 random orders each: 66 and 58 gates)
+BS_ORDERS = {"S9": (1, 5, 0, 3, 6, 7, 8, 4, 2), "S7": (5, 3, 1, 2, 6, 4, 0)}
+
+
+def _anf(table, n: int, bit: int) -> frozenset:
+    """Output bit ``bit`` of an n-bit S-box in algebraic normal form: the set of its monomials, each
+    a mask of input bits (0: the constant 1); the binary Moebius transform of its truth table."""
+    a = [(table[x] >> bit) & 1 for x in range(1 << n)]
+    for i in range(n):
+        for x in range(1 << n):
+            if x >> i & 1:
+                a[x] ^= a[x ^ (1 << i)]
+    return frozenset(m for m in range(1 << n) if a[m])
+
+
+def sbox_circuit(name: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """S9 or S7 as a circuit on x[0..n-1] (x[i] = input bit i, the least significant first): every
+    output's ANF split recursively as h ^ (x_v & g) on the input that occurs in the most nonlinear
+    monomials (ties: BS_ORDERS), equal subfunctions shared across outputs, linear parts as XOR
+    chains, constants as complements.  Each gate is a function of at most three inputs (one LOP3).
+    Returns the gates (name, C expression) and the n output expressions (bit 0 first)."""
+    table, n = (S9, 9) if name == "S9" else (S7, 7)
+    rank = {v: r for r, v in enumerate(BS_ORDERS[name])}
+    memo: dict = {}
+    gates: list[tuple[str, str]] = []
+
+    def emit(expr: str) -> str:
+        gates.append((f"t{len(gates)}", expr))
+        return gates[-1][0]
+
+    def build(poly: frozenset) -> tuple[str | None, bool]:
+        """(gate or input, complemented) whose value is ``poly``; (None, c) for the constant c."""
+        neg = 0 in poly
+        p = frozenset(m for m in poly if m)
+        if not p:
+            return None, neg
+        if p in memo:
+            nm, ng = memo[p]
+            return nm, ng ^ neg
+        if all(m & (m - 1) == 0 for m in p):                 # linear: an XOR chain
+            # from the largest linear part already built (each prefix of a chain is kept)
+            done = max((q for q in memo if len(q) > 1 and q < p and all(m & (m - 1) == 0 for m in q)),
+                       key=lambda q: (len(q), sorted(q)), default=frozenset())
+            rest = sorted((m for m in p - done), key=lambda m: rank[m.bit_length() - 1])
+            if done:
+                cur = memo[done][0]
+            else:
+                done, rest = frozenset(rest[:1]), rest[1:]
+                cur = f"x[{min(done).bit_length() - 1}]"
+            for i in range(0, len(rest), 2):
+                done = done | frozenset(rest[i: i + 2])
+                cur = emit(" ^ ".join([cur] + [f"x[{m.bit_length() - 1}]" for m in rest[i: i + 2]]))
+                memo[done] = (cur, False)
+            return cur, neg
+        count = [sum(1 for m in p if m & (m - 1) and m >> i & 1) for i in range(n)]
+        v = max(range(n), key=lambda i: (count[i], -rank[i]))
+        gn, gneg = build(frozenset(m & ~(1 << v) for m in p if m >> v & 1))
+        hn, hneg = build(frozenset(m for m in p if not m >> v & 1))
+        term = f"x[{v}]" if gn is None else f"x[{v}] & {'~' if gneg else ''}{gn}"
+        if hn is None:
+            r = (term if gn is None else emit(term), hneg)
+        else:
+            r = (emit(f"{hn} ^ {term}" if gn is None else f"{hn} ^ ({term})"), hneg)
+        memo[p] = r
+        return r[0], r[1] ^ neg
+
+    outs = []
+    for b in range(n):
+        nm, neg = build(_anf(table, n, b))
+        outs.append(("~0u" if neg else "0u") if nm is None else ("~" if neg else "") + nm)
+    return gates, outs
+
+
+def bitsliced_sboxes_c() -> str:
+    """The C of misty1_bs.cl's S-boxes, between its GENERATED markers."""
+    lines = ["/* BEGIN GENERATED by ciphergrid.algorithms.misty1.bitsliced_sboxes_c() */"]
+    for name in ("S9", "S7"):
+        gates, outs = sbox_circuit(name)
+        lines.append(f"/* {name}: {len(gates)} gates of at most three inputs */")
+        lines.append(f"DEVICE_FN void misty1_bs_{name.lower()}(const uint *x, uint *y)")
+        lines.append("{")
+        lines += [f"    const uint {g} = {e};" for g, e in gates]
+        lines += [f"    y[{b}] = {o};" for b, o in enumerate(outs)]
+        lines.append("}")
+    lines.append("/* END GENERATED */")
+    return "\n".join(lines) + "\n"
+
+
 def _impl(fast: bool, *, batch: int = 1, grid: str = "persistent", copies: int = 8,
           keys_in_regs: int = 1) -> Implementation:
     """An implementation of kernels/misty1.cl: its compile-time options (see that file)."""
@@ -227,20 +319,33 @@ class MISTY1(BlockCipher):
         "reference": _impl(False),
         # fused FI tables in work-group memory (8 copies), keys in registers, persistent grid
         "fast": _impl(True),
+        # the same with 16 copies (40 KiB): two lanes per pair of banks instead of four per four
+        "fast-c16": _impl(True, copies=16),
+        # bitsliced (kernels/misty1_bs.cl): 32 blocks per work-item, S7/S9 as Boolean circuits,
+        # no table: constant-time
+        "bs": Implementation("misty1_bs.cl", batch=32, key_layout="bitsliced", constant_time=True),
+        # the same in work-groups of 128: at ~150 registers, 3 groups (12 warps) per SM instead of
+        # one group of 256 (8 warps)
+        "bs-128": Implementation("misty1_bs.cl", batch=32, key_layout="bitsliced", constant_time=True,
+                                 local_size=128),
     }
 
     def defines(self, key_size: int) -> dict[str, int]:
         return {"MISTY1_ROUNDS": ROUNDS}
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
-        if layout not in (None, "rounds"):
+        if layout not in (None, "rounds", "bitsliced"):
             raise ValueError(f"unknown MISTY1 key layout {layout!r}")
         self.check_key(key)
         ek = expanded_key(bytes(key))
-        vals = round_keys(ek) if layout == "rounds" else ek
+        vals = round_keys(ek) if layout in ("rounds", "bitsliced") else ek
         out = np.array(vals, dtype="<u4")
         for lst in (ek, vals):
             lst[:] = [0] * len(lst)
+        if layout == "bitsliced":   # 16 masks per word (its 16 bits, bit 0 first)
+            words = out
+            out = np.ascontiguousarray(bit_masks(words).reshape(-1, 32)[:, :16]).reshape(-1)
+            words.fill(0)
         return out
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
