@@ -249,8 +249,9 @@ def test_byte_misaligned():
 
 
 def test_device_misaligned_batches_take_their_program(device, rng):
-    """A batch with a text at an odd offset runs the driver's misaligned_prg (on GPUs the
-    pipelined staging; here the staged kernel stands in for it), an aligned one its prg."""
+    """A batch with a text at an odd offset, or of long texts, runs the driver's staged_prg
+    (on GPUs the pipelined staging; here the staged kernel stands in for it), an aligned batch of
+    short texts its prg."""
     drv = _driver(device, group=16, stage=0, tile_blocks=2)
     staged = drv._program(1)
     used = []
@@ -260,9 +261,10 @@ def test_device_misaligned_batches_take_their_program(device, rng):
         used.append(prg)
         return real_launch(prg, *args, **kw)
 
-    drv.misaligned_prg, drv.backend.launch = staged, launch
+    drv.staged_prg, drv.backend.launch = staged, launch
     try:
-        for lens, want in (([32, 64, 96], drv.prg), ([32, 5, 96, 7], staged)):
+        for lens, want in (([32, 64, 96], drv.prg), ([32, 5, 96, 7], staged),
+                           ([1024, 2048, 1024], staged)):   # long texts: the staged program too
             keys, nonces = [rng.randbytes(16) for _ in lens], [rng.randbytes(16) for _ in lens]
             aads, texts = [rng.randbytes(16) for _ in lens], [rng.randbytes(n) for n in lens]
             e = make_batch(NAME, True, 16, keys, nonces, aads, texts)
@@ -271,7 +273,7 @@ def test_device_misaligned_batches_take_their_program(device, rng):
             for i, ct in enumerate(_texts(e)):
                 assert (ct, tags[i].tobytes()) == model.encrypt(keys[i], nonces[i], texts[i], aads[i])
     finally:
-        drv.misaligned_prg = None
+        drv.staged_prg = None
         del drv.backend.launch
 
 

@@ -133,11 +133,19 @@ def local_bytes(group: int, stage: int, tile_blocks: int, copies: int, tables: i
     return n
 
 
+#: GPUs, stage None: batches of texts this long on average take the pipelined staging (its
+#: coalesced copies win over the direct kernel's per-message accesses for longer texts; H100,
+#: 2026-11-25, GB/s/SM/GHz, direct vs pipelined: 65536 x 16 KiB 2.67-2.74 vs 3.06-3.08,
+#: 262144 x 4 KiB 2.74 vs 2.97, 1 M x 256 B 1.37 vs 1.08)
+STAGE2_MIN_MEAN = 1024
+
+
 class AegisDriver(DeviceAEAD):
     """The AEGIS-128L kernel on one device; options are the kernel's knobs (integers):
     ``group`` (messages per work-group, capped by the device); ``stage`` (0: each work-item
     loads and stores its own message, 16 bytes at a time, one block ahead; None (the default):
-    0, and on GPUs 2 for a batch with a text at an offset that is not a multiple of 4; 1: the work-group
+    0, and on GPUs 2 for a batch with a text at an offset that is not a multiple of 4 or with
+    texts of STAGE2_MIN_MEAN bytes or more on average; 1: the work-group
     stages tiles of ``tile_blocks`` blocks per message through work-group memory; 2: the same
     with the next tile's loads issued before the tile is computed);
     ``copies`` and ``tables`` (the T-table in work-group memory: ``copies`` per-bank copies of
@@ -185,14 +193,15 @@ class AegisDriver(DeviceAEAD):
         self._cpu = cpu
         self._programs: dict = {}
         self.prg = self._program(stage)
-        #: the program for batches with a text at an offset that is not a multiple of 4 (None:
-        #: self.prg); built now, so that a first such batch does not wait for it
-        self.misaligned_prg = None
+        #: the pipelined staging for batches with a text at an offset that is not a multiple of
+        #: 4 or of long texts (None: self.prg for every batch); built now, so that a first such
+        #: batch does not wait for it
+        self.staged_prg = None
         if self.auto and not cpu:
             try:
-                self.misaligned_prg = self._program(2)
+                self.staged_prg = self._program(2)
             except DeviceError:       # its tile does not fit beside the table: the direct one
-                self.misaligned_prg = None
+                self.staged_prg = None
 
     def _program(self, stage: int):
         """The program of one memory-access kernel (built once)."""
@@ -225,8 +234,9 @@ class AegisDriver(DeviceAEAD):
         if batch.tag_length not in (16, 32):
             raise DeviceError("aegis-128l: tags of 16 or 32 bytes")
         prg = None
-        if self.misaligned_prg is not None and batch.count and byte_misaligned(batch.off):
-            prg = self.misaligned_prg
+        if self.staged_prg is not None and batch.count and (
+                byte_misaligned(batch.off) or int(batch.off[-1]) >= STAGE2_MIN_MEAN * batch.count):
+            prg = self.staged_prg
         return AegisJob(self, batch, prg)
 
 
