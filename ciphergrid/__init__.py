@@ -22,18 +22,11 @@ _icd.prepare()  # before anything (ours or the caller's) makes the first OpenCL 
 from .errors import (AlreadyFinalized, DeviceError, DeviceNotFound, Error, InvalidArgument,
                      InvalidIVSize, InvalidKey, InvalidKeySize, InvalidLength, InvalidPadding,
                      InvalidTag, UnsupportedCipher, WeakCipherWarning)
+from .api import Cipher, CipherContext, available_ciphers, decrypt, devices, encrypt
+from .aead import (AEGIS128L, AESGCM, AsconAEAD128, BatchResult, ChaCha20Poly1305, decrypt_batch,
+                   encrypt_batch)
 
 __version__ = "0.1.0"
-
-#: the public names of the API's modules, imported on first use (PEP 562): the command line
-#: sets itself up before numpy is imported (cli.py), and a script that needs only the errors
-#: pays for nothing else
-_LAZY = {
-    **dict.fromkeys(("encrypt", "decrypt", "Cipher", "CipherContext", "devices",
-                     "available_ciphers"), "api"),
-    **dict.fromkeys(("encrypt_batch", "decrypt_batch", "BatchResult", "AESGCM", "ChaCha20Poly1305",
-                     "AsconAEAD128", "AEGIS128L"), "aead"),
-}
 
 __all__ = [
     "encrypt", "decrypt", "Cipher", "CipherContext", "devices", "available_ciphers",
@@ -43,23 +36,3 @@ __all__ = [
     "InvalidPadding", "InvalidArgument", "AlreadyFinalized", "DeviceError", "DeviceNotFound",
     "InvalidTag", "WeakCipherWarning",
 ]
-
-
-def __getattr__(name: str):
-    import importlib
-
-    mod = _LAZY.get(name)
-    if mod is None:  # a submodule (ciphergrid.registry, ...) not imported yet
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))

@@ -15,12 +15,7 @@ import os
 import signal
 import sys
 
-# The command line does no linear algebra: numpy's OpenBLAS would start a thread per core when
-# numpy is imported (user time on every core, at every start).  Set before numpy is imported
-# (ciphergrid/__init__.py imports the API lazily for this); the caller's setting wins.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-from . import __version__, interrupts  # noqa: E402
+from . import __version__, interrupts
 from .errors import (DeviceError, DeviceNotFound, Error, InvalidArgument, InvalidPadding, InvalidTag,
                      WeakCipherWarning)
 
