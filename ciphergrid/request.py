@@ -148,6 +148,8 @@ def make_request(spec, key, iv, encrypt: bool, padding=None, sector_size=None, s
     mode.check_key(spec, key, encrypt)
     if impl is not None:
         spec.algorithm.implementation(impl)  # raises for an unknown implementation
+    elif not mode.parallel(encrypt):
+        impl = spec.algorithm.serial_implementation
     if encrypt:
         check_policy(spec, key, allow_weak)
     return Request(spec, key, iv, bool(encrypt), padding, sector_size, start_sector or 0, impl,

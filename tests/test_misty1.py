@@ -235,11 +235,15 @@ def test_names_and_capabilities():
         assert spec.capabilities() == {"encrypt": {"device": serial, "openssl": None},
                                        "decrypt": {"device": "parallel", "openssl": None}}
     assert "misty1-xts" not in registry.names()
-    assert set(alg.CIPHER.implementations) == {"reference", "fast", "fast-c16", "bs", "bs-128"}
-    # only the bitsliced kernel is constant-time; it is not registered as "ct" (yet)
-    assert [n for n, im in alg.CIPHER.implementations.items() if im.constant_time] == ["bs", "bs-128"]
-    with pytest.raises(ciphergrid.InvalidArgument):
-        alg.CIPHER.constant_time_implementation()
+    assert set(alg.CIPHER.implementations) == {"reference", "fast", "ct", "tables", "fast-c16", "bs",
+                                               "bs-128"}
+    # the bitsliced kernel is the default and the constant-time one; the table kernels are not
+    assert [n for n, im in alg.CIPHER.implementations.items() if im.constant_time] == [
+        "fast", "ct", "bs", "bs-128"]
+    assert alg.CIPHER.constant_time_implementation() == "ct"
+    assert alg.CIPHER.implementations["fast"] is alg.CIPHER.implementations["bs"]
+    # CBC encryption (serial, one work-item) takes the tables: one block per step, not 32
+    assert registry.lookup("misty1-cbc").algorithm.serial_implementation == "tables"
     assert alg.CIPHER.encryption_policy(bytes(16)).block_limit == 1 << 32   # 64-bit blocks: Sweet32
 
 

@@ -131,3 +131,16 @@ def test_cipher_sets_keys_up_once(device, monkeypatch):
     assert sorted(made) == [(False, made[0][1]), (True, made[0][1])]
     c.close()
     assert len(closed) == 2
+
+
+def test_serial_runs_take_the_serial_implementation():
+    """CBC encryption (serial: one work-item) of a cipher whose "fast" kernel does many blocks
+    per step takes the cipher's serial_implementation; decryption, other modes and an explicit
+    implementation (constant_time=True included) keep theirs."""
+    spec = registry.lookup("misty1-cbc")
+    key, iv = bytes(16), bytes(8)
+    assert make_request(spec, key, iv, True).impl == spec.algorithm.serial_implementation == "tables"
+    assert make_request(spec, key, iv, False).impl is None
+    assert make_request(registry.lookup("misty1-ctr"), key, iv, True).impl is None
+    assert make_request(spec, key, iv, True, impl="ct").impl == "ct"
+    assert make_request(registry.lookup("aes-128-cbc"), bytes(16), bytes(16), True).impl is None

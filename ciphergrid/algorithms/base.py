@@ -79,6 +79,10 @@ class BlockCipher:
     variants: tuple = ()
     #: kernel implementations by name; "fast" is the default
     implementations: dict[str, Implementation] = {}
+    #: the implementation a serial run (CBC encryption: one work-item, one block after the other)
+    #: takes by default, where "fast" processes many blocks per step (a bitsliced kernel would do
+    #: 32 blocks of work for each block); None: "fast"
+    serial_implementation: str | None = None
     #: the OpenSSL provider holding this cipher ("default", "legacy") or None when OpenSSL lacks it
     openssl_provider: str | None = None
     #: the /proc/cpuinfo flag of CPU instructions for this cipher that OpenSSL uses ("aes"), if any

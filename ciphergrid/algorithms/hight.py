@@ -169,6 +169,9 @@ def _mul(groups: int = 2) -> Implementation:
                           defines={"HIGHT_GROUPS": groups})
 
 
+_BS = Implementation("hight_bs.cl", batch=32, key_layout="bitsliced", constant_time=True)
+
+
 class HIGHT(BlockCipher):
     name = "hight"
     block_size = 8
@@ -178,8 +181,12 @@ class HIGHT(BlockCipher):
     implementations = {
         # the specification, byte by byte, one block per work-item
         "reference": Implementation("hight_ref.cl", grid="per-block", constant_time=True),
+        # the default by measurement (H100, 2026-11-25, 256 MiB CTR, GB/s per SM per GHz: 1.982,
+        # against 0.877 for the SIMD-within-a-register kernel, 1.480 for mul-4; docs/benchmarks.md):
+        # bitsliced (kernels/hight_bs.cl), 32 blocks per work-item, ripple-carry adders on planes
+        "fast": _BS,
         # SIMD within a register: 4 blocks per work-item, byte-lane adds with carry masking
-        "fast": _FAST,
+        "swar": _FAST,
         # variants of "fast" for tuning on a GPU
         "fast-2x4": _fast(groups=2, keys_local=1),
         "fast-global-keys": _fast(),
@@ -187,14 +194,15 @@ class HIGHT(BlockCipher):
         "mul": _mul(2),
         "mul-1": _mul(1),
         "mul-4": _mul(4),
-        # bitsliced (kernels/hight_bs.cl): 32 blocks per work-item, ripple-carry adders on planes
-        "bs": Implementation("hight_bs.cl", batch=32, key_layout="bitsliced", constant_time=True),
+        "bs": _BS,
         # the same in work-groups of 128 (finer register allocation: more resident warps)
         "bs-128": Implementation("hight_bs.cl", batch=32, key_layout="bitsliced", constant_time=True,
                                  local_size=128),
         # no tables, no secret-dependent branch: "fast" is constant-time as it is
-        "ct": _FAST,
+        "ct": _BS,
     }
+    #: CBC encryption (one work-item): one pair of blocks per step, not 32 blocks
+    serial_implementation = "mul-1"
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
         self.check_key(key)

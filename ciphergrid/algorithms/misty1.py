@@ -307,6 +307,9 @@ def _impl(fast: bool, *, batch: int = 1, grid: str = "persistent", copies: int =
         "MISTY1_FAST": 1, "MISTY1_COPIES": copies, "MISTY1_KEYS_IN_REGS": keys_in_regs})
 
 
+_BS = Implementation("misty1_bs.cl", batch=32, key_layout="bitsliced", constant_time=True)
+
+
 class MISTY1(BlockCipher):
     name = "misty1"
     block_size = 8
@@ -317,18 +320,23 @@ class MISTY1(BlockCipher):
     implementations = {
         # the RFC's FO/FI/FL, S7/S9 in constant memory, EK from device memory, one block per item
         "reference": _impl(False),
+        # the default by measurement (H100, 2026-11-25, 256 MiB CTR, GB/s per SM per GHz: 1.525,
+        # against 0.896 for the tables, 0.976 with 16 copies; docs/benchmarks.md): bitsliced
+        # (kernels/misty1_bs.cl), 32 blocks per work-item, S7/S9 as Boolean circuits, no table
+        "fast": _BS,
+        "ct": _BS,
         # fused FI tables in work-group memory (8 copies), keys in registers, persistent grid
-        "fast": _impl(True),
+        "tables": _impl(True),
         # the same with 16 copies (40 KiB): two lanes per pair of banks instead of four per four
         "fast-c16": _impl(True, copies=16),
-        # bitsliced (kernels/misty1_bs.cl): 32 blocks per work-item, S7/S9 as Boolean circuits,
-        # no table: constant-time
-        "bs": Implementation("misty1_bs.cl", batch=32, key_layout="bitsliced", constant_time=True),
+        "bs": _BS,
         # the same in work-groups of 128: at ~150 registers, 3 groups (12 warps) per SM instead of
         # one group of 256 (8 warps)
         "bs-128": Implementation("misty1_bs.cl", batch=32, key_layout="bitsliced", constant_time=True,
                                  local_size=128),
     }
+    #: CBC encryption (one work-item): the tables, one block per step, not 32 blocks
+    serial_implementation = "tables"
 
     def defines(self, key_size: int) -> dict[str, int]:
         return {"MISTY1_ROUNDS": ROUNDS}

@@ -213,6 +213,8 @@ class PRESENT(BlockCipher):
         "bs-key-bits": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
                                       defines={"PRESENT_BS_KEY_MASKS": 0}, constant_time=True),
     }
+    #: CBC encryption (one work-item): one block per step, not 32 blocks
+    serial_implementation = "reference"
 
     def defines(self, key_size: int) -> dict[str, int]:
         return {"PRESENT_ROUNDS": ROUNDS}
