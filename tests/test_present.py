@@ -38,9 +38,9 @@ from conftest import all_devices, watch_launches
 
 KiB = 1 << 10
 NAMES = [f"present-{bits}-{m}" for bits in (80, 128) for m in ("ecb", "cbc", "ctr")]
-IMPLS = ["reference", "fast", "ct", "bs-key-bits"]
-# a knob variant of the bitsliced kernel runs on PRESENT-80 only (one more compilation on PoCL)
-ONE_SIZE = {"bs-key-bits": "present-80-"}
+IMPLS = ["reference", "fast", "ct", "bs-key-bits", "bs-tmask", "bs-lop3", "bs-lop3x"]
+# knob variants of the bitsliced kernel run on PRESENT-80 only (one more compilation on PoCL)
+ONE_SIZE = {"bs-key-bits": "present-80-", "bs-tmask": "present-80-", "bs-lop3": "present-80-"}
 CIPHER = registry.lookup("present-80-ecb").algorithm
 KERNEL_DEVICES = [pytest.param(d.spec, id=d.spec, marks=[pytest.mark.gpu] if d.kind == "gpu" else [])
                   for d in all_devices() if d.runtime in ("opencl", "cuda")]
@@ -247,8 +247,58 @@ def test_key_layouts():
             assert bs.dtype == np.dtype("<u4") and bs.size == 2048 + 64
             want = [0xFFFFFFFF if (k >> i) & 1 else 0 for k in order for i in range(64)]
             assert bs[:2048].tolist() == want and bs[2048:].tolist() == plain.tolist()
+            bst = CIPHER.expand(key, decrypt, layout="bitsliced-t")
+            assert bst.tolist() == bs.tolist() + [0x0F0F0F0F, 0x33333333, 0x55555555, 0]
+            for lop in ("bitsliced-lop3", "bitsliced-lop3x"):
+                if decrypt:   # the LUT-circuit kernels decrypt as "fast" does
+                    assert CIPHER.expand(key, True, layout=lop).tolist() == bst.tolist()
     with pytest.raises(ValueError):
         CIPHER.expand(bytes(10), False, layout="nonsense")
+
+
+def test_lop3_circuit():
+    """The 3-input-gate circuit of present_bs.cl (PRESENT_BS_LOP3) is S(x ^ m) ^ (e, 0, 0, 0)."""
+    assert len(model.LOP3_GATES) == 11 and all(0 <= t < 256 for *_, t in model.LOP3_GATES)
+    for x in range(16):
+        for m in range(16):
+            for e in (0, 1):
+                assert model.lop3_sbox(x, m, e) == PAPER_SBOX[x ^ m] ^ e
+
+
+def lop3_kernel_model(words: list[int], absorb: bool, block: bytes) -> bytes:
+    """What present_bs.cl's LUT-circuit encryption does with the key layout ``words`` (0/-1 masks),
+    written on one block with the state as 64 bits: the masks before round 1, 31 rounds of
+    lop3_sbox (S-boxes 0..3 take no input masks when ``absorb``) and pLayer, the masks after."""
+    bit = [w & 1 for w in words]
+    state = bits_of(int.from_bytes(block, "big"), 64)
+    state = [b ^ bit[i] if i < 16 or not absorb else b for i, b in enumerate(state)]
+    for r in range(31):
+        base = 64 + 64 * r
+        out = [0] * 64
+        for n in range(16):
+            x = number_of(state[4 * n: 4 * n + 4])
+            m = 0 if absorb and n < 4 else number_of(bit[base + 4 * n: base + 4 * n + 4])
+            e = bit[base + n] if absorb else 0
+            y = model.lop3_sbox(x, m, e)
+            for j in range(4):
+                out[p_position(4 * n + j)] = y >> j & 1
+        state = out
+    post = 64 + 64 * 31
+    state = [b ^ bit[post + i] if (i >= 16 or not absorb) else b for i, b in enumerate(state)]
+    return number_of(state).to_bytes(8, "big")
+
+
+def test_lop3_key_layouts():
+    r = random.Random(11)
+    for n in (10, 16):
+        for _ in range(3):
+            key, pt = r.randbytes(n), r.randbytes(8)
+            for lop, absorb in (("bitsliced-lop3", False), ("bitsliced-lop3x", True)):
+                words = CIPHER.expand(key, False, layout=lop)
+                assert words.dtype == np.dtype("<u4") and words.size == 64 + 31 * 64 + 64 + 4
+                assert set(words[:-4].tolist()) <= {0, 0xFFFFFFFF}
+                assert words[-4:].tolist() == [0x0F0F0F0F, 0x33333333, 0x55555555, 0]
+                assert lop3_kernel_model(words.tolist(), absorb, pt) == encrypt_block(key, pt)
 
 
 def test_bitsliced_kernel_has_no_table():
