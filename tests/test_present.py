@@ -14,8 +14,11 @@ modes).
   big-endian, byte 0 = k79..k72).
 * The host model (algorithms/present.py: byte-wise SP tables, numpy for long inputs) against the
   reference on random keys and blocks, both directions.
-* Key layouts: the plain schedule (K_1..K_32, reversed for decryption) and the bitsliced masks.
-* Every implementation ("reference", "fast" = "ct", "bs-key-bits") on every OpenCL/CUDA device:
+* Key layouts: the plain schedule (K_1..K_32, reversed for decryption) and the bitsliced masks;
+  the LUT-circuit kernel's circuit of S on all inputs, and its layouts through a bit-level model of
+  that kernel against the reference.
+* Every implementation (IMPLS: "reference", "fast" = "ct", the bitsliced variants) on every
+  OpenCL/CUDA device:
   the vectors, and the oracle on random keys, IVs and odd lengths (partial 32-block batches of the
   bitsliced kernel), CTR counters that wrap 2^64, both directions; CBC encryption runs on the
   device's one-work-item kernel (kernel launches watched once); the native engine refuses PRESENT.
@@ -38,9 +41,11 @@ from conftest import all_devices, watch_launches
 
 KiB = 1 << 10
 NAMES = [f"present-{bits}-{m}" for bits in (80, 128) for m in ("ecb", "cbc", "ctr")]
-IMPLS = ["reference", "fast", "ct", "bs-key-bits", "bs-tmask", "bs-lop3", "bs-lop3x"]
+IMPLS = ["reference", "fast", "ct", "bs-key-bits", "bs-tmask", "bs-lop3", "bs-lop3x", "bs-lop3x-r128",
+         "bs-lop3x-r168"]
 # knob variants of the bitsliced kernel run on PRESENT-80 only (one more compilation on PoCL)
-ONE_SIZE = {"bs-key-bits": "present-80-", "bs-tmask": "present-80-", "bs-lop3": "present-80-"}
+ONE_SIZE = {"bs-key-bits": "present-80-", "bs-tmask": "present-80-", "bs-lop3": "present-80-",
+            "bs-lop3x-r128": "present-80-", "bs-lop3x-r168": "present-80-"}
 CIPHER = registry.lookup("present-80-ecb").algorithm
 KERNEL_DEVICES = [pytest.param(d.spec, id=d.spec, marks=[pytest.mark.gpu] if d.kind == "gpu" else [])
                   for d in all_devices() if d.runtime in ("opencl", "cuda")]

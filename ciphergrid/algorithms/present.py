@@ -286,6 +286,15 @@ class PRESENT(BlockCipher):
         "bs-lop3x": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3x",
                                    defines={"PRESENT_BS_LOP3": 2, "PRESENT_BS_TMASKS": 1},
                                    constant_time=True),
+        # "bs-lop3x" in fewer registers, more warps per SM (CUDA: 240+ registers leave 8 warps):
+        # 128 (16 warps of 256; ptxas spills only around the mode kernel's loads and stores, not
+        # in the rounds) and 168 with work-groups of 128 (12 warps; 84 B spilled)
+        "bs-lop3x-r128": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3x",
+                                        defines={"PRESENT_BS_LOP3": 2, "PRESENT_BS_TMASKS": 1},
+                                        max_registers=128, constant_time=True),
+        "bs-lop3x-r168": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3x",
+                                        defines={"PRESENT_BS_LOP3": 2, "PRESENT_BS_TMASKS": 1},
+                                        max_registers=168, local_size=128, constant_time=True),
     }
 
     def defines(self, key_size: int) -> dict[str, int]:
