@@ -255,16 +255,25 @@ DEVICE_FN void cg_encrypt_batch(uint *s CG_ENC_PARAMS)
 }
 #else
 /* ---- LUT circuits (PRESENT_BS_LOP3).  On NVIDIA GPUs any Boolean function of three words is one
- * instruction (LOP3); the compilers turn each "gate" below - an expression of three words at most -
- * into one.  S costs 7 such gates (the least: a SAT search found none of 6, tests/test_present.py
- * holds the circuit and checks it on all inputs), the 14-gate circuit of present_bs_sbox 8 to 9.
- * The key is added with the gates instead of apart:
- *   1 ("bitsliced-lop3"): the four key words of an S-box are XORed into its inputs (4 gates), then
- *     the 7-gate circuit: 11 per S-box; the masks of round r are K_r's bits 4n..4n+3 for S-box n.
- * The host (PRESENT.expand) writes the masks so that the state words are the true state after every
- * round.  Layout (uint words): 64 masks added before round 1 (0 for circuit 1), 31 x 64 S-box masks
- * (round r, S-box n: words 64 + 64 (r - 1) + 4n .. +3), 64 masks added after round 31 (K_32), the
- * transpose masks (uint4 PRESENT_BS_CONSTS); decryption uses the layout of "bitsliced-t". */
+ * instruction (LOP3); each gate below is one (PRESENT_BS_G).  The 14-gate circuit of
+ * present_bs_sbox plus the key XORs compile to 12 per S-box.  algorithms/present.py holds the
+ * circuits (LOP3_GATES, LOP3O_GATES: found for this file with a SAT solver; tests/test_present.py
+ * checks them on all inputs) and writes the masks (lop3_masks) so that the state words hold the
+ * true state, or for the bits a circuit keys early the state XOR the next round key:
+ *   1 ("bitsliced-lop3"): the four input masks of S-box n (K_r's bits 4n..4n+3) are XORed into its
+ *     inputs (4 gates), then a 7-gate circuit of S (none of 6 gates exists): 11 per S-box, 176 per
+ *     round; K_32 after the rounds.
+ *   2 ("bitsliced-lop3x"): the same, but the gate of y0 (g0 ^ g8) also XORs the next round key's
+ *     bit n (pLayer moves y0 of S-box n to bit n): S-boxes 0..3 take keyed inputs and need no
+ *     XOR gates: 4 x 7 + 12 x 11 = 160 per round.  K_1's bits 0..15 before round 1.
+ *   3 ("bitsliced-lop3o"): a 9-gate circuit of S whose four output gates are XORs of two words,
+ *     so each also XORs the next round key's bit (the mask of output j of S-box n is K_(r+1)'s bit
+ *     P(4n + j), complemented for the XNOR outputs): no input XOR at all, 9 per S-box, 144 per
+ *     round (the SAT search finds no such circuit of 8 gates, nor of 7 with two outputs of two
+ *     inputs).  K_1 before round 1, nothing after round 31.
+ * Layout (uint words): 64 masks added before round 1, 31 x 64 S-box masks (round r: from word
+ * 64 + 64 (r - 1)), 64 masks added after round 31, the transpose masks (uint4 PRESENT_BS_CONSTS);
+ * decryption uses the layout of "bitsliced-t". */
 /* PRESENT_BS_PTX (default 1): on NVIDIA compilers each gate is spelled as inline PTX lop3 (NVVM
  * re-associates the expressions and the LOP3 count grows back: 12 per S-box instead of 11); other
  * compilers evaluate the C expression.  PRESENT_BS_G(a, b, c, T, expr): bit (A + 2 B + 4 C) of T,
@@ -283,11 +292,13 @@ DEVICE_FN void cg_encrypt_batch(uint *s CG_ENC_PARAMS)
 PRESENT_BS_DEF_LOP3(0x2d) PRESENT_BS_DEF_LOP3(0xac) PRESENT_BS_DEF_LOP3(0xc6)
 PRESENT_BS_DEF_LOP3(0x63) PRESENT_BS_DEF_LOP3(0x69) PRESENT_BS_DEF_LOP3(0x5a)
 PRESENT_BS_DEF_LOP3(0x87) PRESENT_BS_DEF_LOP3(0x96)
+PRESENT_BS_DEF_LOP3(0xe8) PRESENT_BS_DEF_LOP3(0x93) PRESENT_BS_DEF_LOP3(0x94)
 #define PRESENT_BS_G(a, b, c, T, expr) present_bs_lop3_##T((a), (b), (c))
 #else
 #define PRESENT_BS_G(a, b, c, T, expr) (expr)
 #endif
 
+#if PRESENT_BS_LOP3 == 1 || PRESENT_BS_LOP3 == 2
 /* y = S(x ^ m) ^ (e, 0, 0, 0): algorithms/present.py LOP3_GATES, y0's gate also adding e */
 DEVICE_FN void present_bs_lop3_sbox(const uint *x, const uint4 m, const uint e, uint *y)
 {
@@ -302,11 +313,31 @@ DEVICE_FN void present_bs_lop3_sbox(const uint *x, const uint4 m, const uint e, 
     y[0] = g9; y[1] = g7; y[2] = g10; y[3] = g6;
 }
 
-/* masks added to the state: words 4q + 4n .. 4q + 4n + 3 to state bits 4n .. 4n + 3, n0 <= n < 16 */
-DEVICE_FN void present_bs_lop3_add(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, const int q, const int n0)
+#elif PRESENT_BS_LOP3 == 3
+/* y = S(x) ^ e ^ (1, 0, 1, 1): algorithms/present.py LOP3O_GATES */
+DEVICE_FN void present_bs_lop3o_sbox(const uint *x, const uint4 e, uint *y)
+{
+    const uint x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+    const uint h0 = PRESENT_BS_G(x1, x2, x3, 0x2d, x3 ^ (~x1 | x2));
+    const uint h1 = PRESENT_BS_G(x0, x1, h0, 0x96, x0 ^ x1 ^ h0);
+    const uint h2 = PRESENT_BS_G(x1, x2, x3, 0xe8, (x1 & x2) ^ (x3 & (x1 ^ x2)));
+    const uint h3 = PRESENT_BS_G(x0, h0, h2, 0x93, ~h0 ^ (h2 & x0));
+    const uint h4 = PRESENT_BS_G(h0, h1, h3, 0x94, (~h0 & h1) ^ (h3 & (~h0 | h1)));
+    y[0] = PRESENT_BS_G(x2, h1, e.x, 0x96, x2 ^ h1 ^ e.x);
+    y[1] = PRESENT_BS_G(h2, h3, e.y, 0x96, h2 ^ h3 ^ e.y);
+    y[2] = PRESENT_BS_G(x2, h4, e.z, 0x96, x2 ^ h4 ^ e.z);
+    y[3] = PRESENT_BS_G(x0, h3, e.w, 0x96, x0 ^ h3 ^ e.w);
+}
+#else
+#error "PRESENT_BS_LOP3 must be 0, 1, 2 or 3"
+#endif
+
+/* masks added to the state: words 4q + 4n .. 4q + 4n + 3 to state bits 4n .. 4n + 3, n0 <= n < n1 */
+DEVICE_FN void present_bs_lop3_add(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, const int q,
+                                   const int n0, const int n1)
 {
 #pragma unroll
-    for (int n = n0; n < 16; n++) {
+    for (int n = n0; n < n1; n++) {
         const uint4 m = bsk[q + n];
         s[PRESENT_BS_AT(4 * n)] ^= m.x;
         s[PRESENT_BS_AT(4 * n + 1)] ^= m.y;
@@ -318,7 +349,8 @@ DEVICE_FN void present_bs_lop3_add(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk,
 /* round r (0-based): sBoxLayer with the key in the circuit, pLayer as renaming.  Masks of the round
  * (uint4 16 + 16 r ..): PRESENT_BS_LOP3 1: S-box n's input masks at + n; 2: + n >> 2 holds the
  * output masks e of S-boxes n & ~3 .. (n & ~3) + 3, + n (n >= 4) the input masks of S-box n (the
- * inputs of S-boxes 0..3, state bits 0..15, come keyed from the output gates of y0: bit n = P(4n)). */
+ * inputs of S-boxes 0..3, state bits 0..15, come keyed from the output gates of y0: bit n = P(4n));
+ * 3: + n the four output masks of S-box n. */
 DEVICE_FN void present_bs_lop3_round(uint *s, GLOBAL_RO const uint4 *RESTRICT bsk, const int r)
 {
     uint t[64];
@@ -331,16 +363,15 @@ DEVICE_FN void present_bs_lop3_round(uint *s, GLOBAL_RO const uint4 *RESTRICT bs
 #pragma unroll
     for (int n = 0; n < 16; n++) {
         uint x[4], y[4];
-#if PRESENT_BS_LOP3 == 1
-        const uint4 m = rm[n];
-        const uint en = 0;
-#else
-        const uint4 m = n < 4 ? MAKE_UINT4(0, 0, 0, 0) : rm[n];
-        const uint en = e[n];
-#endif
 #pragma unroll
         for (int b = 0; b < 4; b++) x[b] = s[PRESENT_BS_AT(4 * n + b)];
-        present_bs_lop3_sbox(x, m, en, y);
+#if PRESENT_BS_LOP3 == 1
+        present_bs_lop3_sbox(x, rm[n], 0, y);
+#elif PRESENT_BS_LOP3 == 2
+        present_bs_lop3_sbox(x, n < 4 ? MAKE_UINT4(0, 0, 0, 0) : rm[n], e[n], y);
+#else
+        present_bs_lop3o_sbox(x, rm[n], y);
+#endif
 #pragma unroll
         for (int b = 0; b < 4; b++) t[PRESENT_BS_AT(PRESENT_BS_P(4 * n + b))] = y[b];
     }
@@ -356,19 +387,17 @@ DEVICE_FN void cg_encrypt_batch(uint *s CG_ENC_PARAMS)
         if (r == 0) {
             present_bs_transpose(s, PRESENT_BS_TM);     /* blocks -> bitsliced */
 #if PRESENT_BS_LOP3 == 2
-            for (int n = 0; n < 4; n++) {               /* K_1's bits 0..15 */
-                const uint4 m = bsk[n];
-                s[PRESENT_BS_AT(4 * n)] ^= m.x;
-                s[PRESENT_BS_AT(4 * n + 1)] ^= m.y;
-                s[PRESENT_BS_AT(4 * n + 2)] ^= m.z;
-                s[PRESENT_BS_AT(4 * n + 3)] ^= m.w;
-            }
+            present_bs_lop3_add(s, bsk, 0, 0, 4);       /* K_1's bits 0..15 */
+#elif PRESENT_BS_LOP3 == 3
+            present_bs_lop3_add(s, bsk, 0, 0, 16);      /* K_1 */
 #endif
         } else if (r <= PRESENT_ROUNDS) {
             present_bs_lop3_round(s, bsk, r - 1);
         } else {
-            /* K_32 (2: its bits 16..63; the output gates of the last round added the others) */
-            present_bs_lop3_add(s, bsk, 16 + 16 * PRESENT_ROUNDS, PRESENT_BS_LOP3 == 2 ? 4 : 0);
+            /* K_32 (2: its bits 16..63, 3: none; the output gates of round 31 added the others) */
+#if PRESENT_BS_LOP3 != 3
+            present_bs_lop3_add(s, bsk, 16 + 16 * PRESENT_ROUNDS, PRESENT_BS_LOP3 == 2 ? 4 : 0, 16);
+#endif
             present_bs_transpose(s, PRESENT_BS_TM);     /* bitsliced -> blocks */
         }
     }
