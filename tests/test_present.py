@@ -42,10 +42,11 @@ from conftest import all_devices, watch_launches
 KiB = 1 << 10
 NAMES = [f"present-{bits}-{m}" for bits in (80, 128) for m in ("ecb", "cbc", "ctr")]
 IMPLS = ["reference", "fast", "ct", "bs-key-bits", "bs-tmask", "bs-lop3", "bs-lop3x", "bs-lop3x-r128",
-         "bs-lop3x-r168", "bs-lop3o", "bs-lop3o-r128"]
+         "bs-lop3x-r168", "bs-lop3o", "bs-lop3o-r128", "bs-lop3o-r168"]
 # knob variants of the bitsliced kernel run on PRESENT-80 only (one more compilation on PoCL)
 ONE_SIZE = {"bs-key-bits": "present-80-", "bs-tmask": "present-80-", "bs-lop3": "present-80-",
-            "bs-lop3x-r128": "present-80-", "bs-lop3x-r168": "present-80-", "bs-lop3o-r128": "present-80-"}
+            "bs-lop3x-r128": "present-80-", "bs-lop3x-r168": "present-80-", "bs-lop3o-r128": "present-80-",
+            "bs-lop3o-r168": "present-80-"}
 CIPHER = registry.lookup("present-80-ecb").algorithm
 KERNEL_DEVICES = [pytest.param(d.spec, id=d.spec, marks=[pytest.mark.gpu] if d.kind == "gpu" else [])
                   for d in all_devices() if d.runtime in ("opencl", "cuda")]

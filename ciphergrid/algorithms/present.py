@@ -323,13 +323,17 @@ class PRESENT(BlockCipher):
                                         defines={"PRESENT_BS_LOP3": 2, "PRESENT_BS_TMASKS": 1},
                                         max_registers=168, local_size=128, constant_time=True),
         # the 9-gate circuit whose output gates add the next round key: 144 LOP3 per round, no
-        # key XOR (key layout "bitsliced-lop3o"); and in 128 registers (16 warps per SM)
+        # key XOR (key layout "bitsliced-lop3o"); and in 128 registers (16 warps per SM), or in 168
+        # with work-groups of 128 (12 warps)
         "bs-lop3o": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
                                    defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
                                    constant_time=True),
         "bs-lop3o-r128": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
                                         defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
                                         max_registers=128, constant_time=True),
+        "bs-lop3o-r168": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
+                                        defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
+                                        max_registers=168, local_size=128, constant_time=True),
     }
 
     def defines(self, key_size: int) -> dict[str, int]:
