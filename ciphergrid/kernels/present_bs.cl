@@ -1,5 +1,6 @@
 /* present_bs.cl - constant-time (bitsliced, table-free) PRESENT-80/128 for the generic mode kernels
- * (modes.cl): implementations "fast" and "ct" of algorithms/present.py.
+ * (modes.cl): implementations "fast" and "ct" of algorithms/present.py, and its "bs-*" variants
+ * (knobs PRESENT_BS_KEY_MASKS, PRESENT_BS_TMASKS, PRESENT_BS_LOP3, PRESENT_BS_PTX below).
  *
  * No table, no secret-dependent memory access, no secret-dependent branch: every array index is a
  * compile-time constant (the loops over state words are fully unrolled), round keys are read at
