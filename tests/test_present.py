@@ -14,8 +14,11 @@ modes).
   big-endian, byte 0 = k79..k72).
 * The host model (algorithms/present.py: byte-wise SP tables, numpy for long inputs) against the
   reference on random keys and blocks, both directions.
-* Key layouts: the plain schedule (K_1..K_32, reversed for decryption) and the bitsliced masks.
-* Every implementation ("reference", "fast" = "ct", "bs-key-bits") on every OpenCL/CUDA device:
+* Key layouts: the plain schedule (K_1..K_32, reversed for decryption) and the bitsliced masks;
+  the LUT-circuit kernel's circuit of S on all inputs, and its layouts through a bit-level model of
+  that kernel against the reference.
+* Every implementation (IMPLS: "reference", "fast" = "ct", the bitsliced variants) on every
+  OpenCL/CUDA device:
   the vectors, and the oracle on random keys, IVs and odd lengths (partial 32-block batches of the
   bitsliced kernel), CTR counters that wrap 2^64, both directions; CBC encryption runs on the
   device's one-work-item kernel (kernel launches watched once); the native engine refuses PRESENT.
@@ -38,9 +41,12 @@ from conftest import all_devices, watch_launches
 
 KiB = 1 << 10
 NAMES = [f"present-{bits}-{m}" for bits in (80, 128) for m in ("ecb", "cbc", "ctr")]
-IMPLS = ["reference", "fast", "ct", "bs-key-bits"]
-# a knob variant of the bitsliced kernel runs on PRESENT-80 only (one more compilation on PoCL)
-ONE_SIZE = {"bs-key-bits": "present-80-"}
+IMPLS = ["reference", "fast", "ct", "bs-key-bits", "bs-tmask", "bs-lop3", "bs-lop3x", "bs-lop3x-r128",
+         "bs-lop3x-r168", "bs-lop3o", "bs-lop3o-r128", "bs-lop3o-r168"]
+# knob variants of the bitsliced kernel run on PRESENT-80 only (one more compilation on PoCL)
+ONE_SIZE = {"bs-key-bits": "present-80-", "bs-tmask": "present-80-", "bs-lop3": "present-80-",
+            "bs-lop3x-r128": "present-80-", "bs-lop3x-r168": "present-80-", "bs-lop3o-r128": "present-80-",
+            "bs-lop3o-r168": "present-80-"}
 CIPHER = registry.lookup("present-80-ecb").algorithm
 KERNEL_DEVICES = [pytest.param(d.spec, id=d.spec, marks=[pytest.mark.gpu] if d.kind == "gpu" else [])
                   for d in all_devices() if d.runtime in ("opencl", "cuda")]
@@ -247,8 +253,72 @@ def test_key_layouts():
             assert bs.dtype == np.dtype("<u4") and bs.size == 2048 + 64
             want = [0xFFFFFFFF if (k >> i) & 1 else 0 for k in order for i in range(64)]
             assert bs[:2048].tolist() == want and bs[2048:].tolist() == plain.tolist()
+            bst = CIPHER.expand(key, decrypt, layout="bitsliced-t")
+            assert bst.tolist() == bs.tolist() + [0x0F0F0F0F, 0x33333333, 0x55555555, 0]
+            for lop in ("bitsliced-lop3", "bitsliced-lop3x", "bitsliced-lop3o"):
+                if decrypt:   # the LUT-circuit kernels decrypt as "fast" does
+                    assert CIPHER.expand(key, True, layout=lop).tolist() == bst.tolist()
     with pytest.raises(ValueError):
         CIPHER.expand(bytes(10), False, layout="nonsense")
+
+
+def test_lop3_circuits():
+    """The 3-input-gate circuits of present_bs.cl (PRESENT_BS_LOP3): S(x ^ m) ^ (e, 0, 0, 0) in
+    11 gates, S(x) ^ e ^ LOP3O_FLIP in 9, the output gates of the latter XORs with the mask."""
+    assert len(model.LOP3_GATES) == 11 and all(0 <= t < 256 for *_, t in model.LOP3_GATES)
+    for x in range(16):
+        for m in range(16):
+            for e in (0, 1):
+                assert model.lop3_sbox(x, m, e) == PAPER_SBOX[x ^ m] ^ e
+    assert len(model.LOP3O_GATES) == 9
+    for j, o in enumerate(model.LOP3O_OUTS):
+        a, b, c, t = model.LOP3O_GATES[o - 8]
+        assert t == 0x96 and c == 4 + j and a < 13 and b < 13   # x ^ y ^ e_j, x, y not outputs
+    for x in range(16):
+        for e in range(16):
+            assert model.lop3o_sbox(x, e) == PAPER_SBOX[x] ^ e ^ model.LOP3O_FLIP
+
+
+def lop3_kernel_model(words: list[int], absorb, block: bytes) -> bytes:
+    """What present_bs.cl's LUT-circuit encryption does with the key layout ``words`` (0/-1 masks),
+    written on one block with the state as 64 bits: the masks before round 1 (absorb=True: bits
+    0..15 only), 31 rounds of the circuit (lop3_sbox, whose S-boxes 0..3 take no input masks when
+    ``absorb``; lop3o_sbox when absorb == "all") and pLayer, the masks after (True: bits 16..63;
+    "all": none)."""
+    bit = [w & 1 for w in words]
+    state = bits_of(int.from_bytes(block, "big"), 64)
+    state = [b ^ bit[i] if i < 16 or absorb is not True else b for i, b in enumerate(state)]
+    for r in range(31):
+        base = 64 + 64 * r
+        out = [0] * 64
+        for n in range(16):
+            x = number_of(state[4 * n: 4 * n + 4])
+            if absorb == "all":
+                y = model.lop3o_sbox(x, number_of(bit[base + 4 * n: base + 4 * n + 4]))
+            else:
+                m = 0 if absorb and n < 4 else number_of(bit[base + 4 * n: base + 4 * n + 4])
+                y = model.lop3_sbox(x, m, bit[base + n] if absorb else 0)
+            for j in range(4):
+                out[p_position(4 * n + j)] = y >> j & 1
+        state = out
+    if absorb != "all":
+        post = 64 + 64 * 31
+        state = [b ^ bit[post + i] if (i >= 16 or not absorb) else b for i, b in enumerate(state)]
+    return number_of(state).to_bytes(8, "big")
+
+
+def test_lop3_key_layouts():
+    r = random.Random(11)
+    for n in (10, 16):
+        for _ in range(3):
+            key, pt = r.randbytes(n), r.randbytes(8)
+            for lop, absorb in (("bitsliced-lop3", False), ("bitsliced-lop3x", True),
+                                ("bitsliced-lop3o", "all")):
+                words = CIPHER.expand(key, False, layout=lop)
+                assert words.dtype == np.dtype("<u4") and words.size == 64 + 31 * 64 + 64 + 4
+                assert set(words[:-4].tolist()) <= {0, 0xFFFFFFFF}
+                assert words[-4:].tolist() == [0x0F0F0F0F, 0x33333333, 0x55555555, 0]
+                assert lop3_kernel_model(words.tolist(), absorb, pt) == encrypt_block(key, pt)
 
 
 def test_bitsliced_kernel_has_no_table():

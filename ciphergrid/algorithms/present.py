@@ -13,7 +13,10 @@ Round keys (``expand``, plain layout): K_1 .. K_32 of the paper, each as two wor
 low 32 bits of the 64-bit number), 64 words; the decryption schedule is the same keys in the order
 decryption uses them (K_32 first).  The "bitsliced" layout (present_bs.cl) is 2,048 mask words
 (word 64 r + j = 0xffffffff where bit j of the r-th round key of the schedule is set, else 0), then
-the 64 words of the plain layout.
+the 64 words of the plain layout.  "bitsliced-t" is that followed by the three masks of the
+transposes and a zero word (kernels that keep the masks in registers); "bitsliced-lop3" (encryption)
+holds the masks of the LUT-circuit kernel (present_bs.cl, PRESENT_BS_LOP3; ``lop3_masks``), its
+decryption schedule is "bitsliced-t".
 """
 
 from __future__ import annotations
@@ -73,6 +76,76 @@ def _perm_inv(x: int) -> int:
     t = _UNP
     return (t[0][x & 255] ^ t[1][x >> 8 & 255] ^ t[2][x >> 16 & 255] ^ t[3][x >> 24 & 255]
             ^ t[4][x >> 32 & 255] ^ t[5][x >> 40 & 255] ^ t[6][x >> 48 & 255] ^ t[7][x >> 56])
+
+
+#: S as a circuit of 3-input gates (present_bs.cl PRESENT_BS_LOP3; one LOP3 each on NVIDIA GPUs).
+#: Nodes 0..3 are the input bits x0..x3 (x0 the least significant), 4..7 the S-box's input masks
+#: m0..m3, 8 its output mask e, then the gates in order; gate (a, b, c, lut) is bit (A + 2 B + 4 C)
+#: of lut.  The first four add the masks (the round key), the next seven are S - a 7-gate circuit
+#: found for this file with a SAT solver (none of 6 gates exists) - whose gate of y0 (A ^ C) also
+#: adds e: the circuit computes S(x ^ m) ^ (e, 0, 0, 0).  LOP3_OUTS: the gates of y0..y3.
+LOP3_GATES = ((0, 4, 0, 0x66), (1, 5, 1, 0x66), (2, 6, 2, 0x66), (3, 7, 3, 0x66),
+              (10, 11, 12, 0x2D), (10, 11, 13, 0xAC), (9, 13, 14, 0xC6), (9, 13, 14, 0x63),
+              (10, 11, 13, 0x69), (9, 8, 17, 0x96), (15, 16, 17, 0x87))
+LOP3_OUTS = (18, 16, 19, 15)
+#: S as 9 gates whose four output gates are XORs of two words and the output's mask (present_bs.cl
+#: PRESENT_BS_LOP3 = 3): nodes 0..3 are x0..x3, 4..7 the output masks e0..e3, then the gates; the
+#: circuit computes S(x) ^ e ^ LOP3O_FLIP (found with a SAT solver: none of 8 gates has four such
+#: outputs).  The first five gates are S's non-linear part, the last four (0x96, XOR) the outputs.
+LOP3O_GATES = ((1, 2, 3, 0x2D), (0, 1, 8, 0x96), (1, 2, 3, 0xE8), (0, 8, 10, 0x93), (8, 9, 11, 0x94),
+               (2, 9, 4, 0x96), (10, 11, 5, 0x96), (2, 12, 6, 0x96), (0, 11, 7, 0x96))
+LOP3O_OUTS = (13, 14, 15, 16)
+LOP3O_FLIP = 0b1101
+#: the three masks of the 32x32 bit-matrix transposes, then a zero word ("bitsliced-t", "-lop3*")
+TRANSPOSE_MASKS = (0x0F0F0F0F, 0x33333333, 0x55555555, 0)
+
+
+def _run_gates(gates, outs, v: list[int]) -> int:
+    for a, b, c, lut in gates:
+        v.append(lut >> (v[a] | v[b] << 1 | v[c] << 2) & 1)
+    return sum(v[o] << j for j, o in enumerate(outs))
+
+
+def lop3_sbox(x: int, m: int, e: int = 0) -> int:
+    """The circuit LOP3_GATES on a nibble x, input mask bits m, output mask bit e."""
+    return _run_gates(LOP3_GATES, LOP3_OUTS,
+                      [x >> i & 1 for i in range(4)] + [m >> i & 1 for i in range(4)] + [e & 1])
+
+
+def lop3o_sbox(x: int, e: int) -> int:
+    """The circuit LOP3O_GATES on a nibble x with the output mask bits e."""
+    return _run_gates(LOP3O_GATES, LOP3O_OUTS,
+                      [x >> i & 1 for i in range(4)] + [e >> i & 1 for i in range(4)])
+
+
+def lop3_masks(rk: list[int], absorb) -> list[int]:
+    """The mask bits (64 before round 1, 31 x 64 for the rounds, 64 after round 31) of the
+    LUT-circuit kernel for the encryption keys K_1..K_32 (present_bs.cl PRESENT_BS_LOP3).
+    absorb=False ("bitsliced-lop3"): round r's word 4n + i is K_r's bit 4n + i, the input mask of
+    S-box n; K_32 after the rounds.  absorb=True ("bitsliced-lop3x"): the gate of output y0 of S-box
+    n adds the next key's bit n (pLayer moves y0 of S-box n to bit n), so state bits 0..15 reach
+    the next round keyed: before round 1, K_1's bits 0..15; round r's words 0..15 are K_(r+1)'s
+    bits 0..15 (the e of S-boxes 0..15), words 16..63 K_r's bits 16..63 (the input masks of S-boxes
+    4..15; those of S-boxes 0..3 are unused); after the rounds, K_32's bits 16..63.
+    absorb="all" ("bitsliced-lop3o", the circuit LOP3O_GATES): K_1 before round 1; round r's word
+    4n + j, the mask of output j of S-box n, is K_(r+1)'s bit P(4n + j) (XOR LOP3O_FLIP's bit j);
+    nothing after the rounds."""
+    def bits(k, lo=0, hi=64):
+        return [k >> i & 1 if lo <= i < hi else 0 for i in range(64)]
+    if absorb == "all":
+        out = bits(rk[0])
+        for r in range(ROUNDS):
+            out += [rk[r + 1] >> player_position(i) & 1 ^ LOP3O_FLIP >> (i & 3) & 1 for i in range(64)]
+        return out + [0] * 64
+    if not absorb:
+        out = [0] * 64
+        for r in range(ROUNDS):
+            out += bits(rk[r])
+        return out + bits(rk[ROUNDS])
+    out = bits(rk[0], 0, 16)
+    for r in range(ROUNDS):
+        out += bits(rk[r + 1], 0, 16)[:16] + bits(rk[r], 16)[16:]
+    return out + bits(rk[ROUNDS], 16)
 
 
 def round_keys(key: bytes) -> list[int]:
@@ -180,6 +253,21 @@ class PRESENT(BlockCipher):
     openssl_provider = None   # OpenSSL (and pyca) lack PRESENT
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
+        lop3 = {"bitsliced-lop3": False, "bitsliced-lop3x": True, "bitsliced-lop3o": "all"}
+        if layout == "bitsliced-t" or (layout in lop3 and decrypt):
+            bs = self.expand(key, decrypt, layout="bitsliced")
+            out = np.concatenate([bs, np.array(TRANSPOSE_MASKS, dtype="<u4")])
+            bs.fill(0)
+            return out
+        if layout in lop3:
+            self.check_key(key)
+            rk = round_keys(bytes(key))
+            bits = np.array(lop3_masks(rk, lop3[layout]), dtype=np.uint32)
+            rk.clear()
+            out = np.concatenate([(np.uint32(0) - bits).astype("<u4"),
+                                  np.array(TRANSPOSE_MASKS, dtype="<u4")])
+            bits.fill(0)
+            return out
         if layout == "bitsliced":
             plain = self.expand(key, decrypt)
             ks = plain.view(np.uint32).reshape(-1, 2)
@@ -212,6 +300,40 @@ class PRESENT(BlockCipher):
         # 256 B of key reads per schedule instead of 8 KiB, two more operations per key bit)
         "bs-key-bits": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
                                       defines={"PRESENT_BS_KEY_MASKS": 0}, constant_time=True),
+        # "fast" with the transpose masks in registers: 3 LOP3 fewer per swap of bits, ~12 per block
+        "bs-tmask": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-t",
+                                   defines={"PRESENT_BS_TMASKS": 1}, constant_time=True),
+        # encryption with the 11-gate LUT circuit (key at the inputs + the 7-gate S) and the
+        # transpose masks in registers
+        "bs-lop3": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3",
+                                  defines={"PRESENT_BS_LOP3": 1, "PRESENT_BS_TMASKS": 1},
+                                  constant_time=True),
+        # the same, the output gate of y0 also adding the next round key's bit: S-boxes 0..3 get
+        # keyed inputs, 160 gates per round instead of 176
+        "bs-lop3x": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3x",
+                                   defines={"PRESENT_BS_LOP3": 2, "PRESENT_BS_TMASKS": 1},
+                                   constant_time=True),
+        # "bs-lop3x" in fewer registers, more warps per SM (CUDA: 240+ registers leave 8 warps):
+        # 128 (16 warps of 256; ptxas spills only around the mode kernel's loads and stores, not
+        # in the rounds) and 168 with work-groups of 128 (12 warps; 84 B spilled)
+        "bs-lop3x-r128": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3x",
+                                        defines={"PRESENT_BS_LOP3": 2, "PRESENT_BS_TMASKS": 1},
+                                        max_registers=128, constant_time=True),
+        "bs-lop3x-r168": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3x",
+                                        defines={"PRESENT_BS_LOP3": 2, "PRESENT_BS_TMASKS": 1},
+                                        max_registers=168, local_size=128, constant_time=True),
+        # the 9-gate circuit whose output gates add the next round key: 144 LOP3 per round, no
+        # key XOR (key layout "bitsliced-lop3o"); and in 128 registers (16 warps per SM), or in 168
+        # with work-groups of 128 (12 warps)
+        "bs-lop3o": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
+                                   defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
+                                   constant_time=True),
+        "bs-lop3o-r128": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
+                                        defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
+                                        max_registers=128, constant_time=True),
+        "bs-lop3o-r168": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
+                                        defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
+                                        max_registers=168, local_size=128, constant_time=True),
     }
     #: CBC encryption (one work-item): one block per step, not 32 blocks
     serial_implementation = "reference"
