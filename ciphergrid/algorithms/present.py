@@ -1,6 +1,7 @@
 """PRESENT-80 and PRESENT-128 (A. Bogdanov et al., "PRESENT: An Ultra-Lightweight Block Cipher",
 CHES 2007, LNCS 4727, pp. 450-466; ISO/IEC 29192-2): host key schedule and a host model; the
-kernels are kernels/present.cl ("reference") and kernels/present_bs.cl ("fast" = "ct", bitsliced).
+kernels are kernels/present.cl ("reference") and kernels/present_bs.cl ("fast" = "ct" =
+"bs-lop3o-r128", and the other bitsliced variants).
 
 Byte order.  The paper writes the 64-bit state and the 80- or 128-bit key as numbers, most
 significant bit first (b63 ... b0, k79 ... k0).  ciphergrid's blocks and keys are byte strings:
@@ -244,6 +245,11 @@ def ecb(key: bytes, data: bytes, encrypt: bool) -> bytes:
         rk.clear()
 
 
+_LOP3O_R128 = Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
+                             defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
+                             max_registers=128, constant_time=True)
+
+
 class PRESENT(BlockCipher):
     name = "present"
     block_size = 8
@@ -291,11 +297,15 @@ class PRESENT(BlockCipher):
     implementations = {
         # one block per work-item, the S-box as a 16-entry table, pLayer bit by bit
         "reference": Implementation("present.cl", grid="per-block"),
-        # bitsliced, 32 blocks per work-item, no table: constant time (present_bs.cl)
-        "fast": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
-                               constant_time=True),
-        "ct": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
-                             constant_time=True),
+        # the default by measurement (H100, 2026-11-25, 256 MiB CTR, GB/s per SM per GHz:
+        # PRESENT-80 1.739, against 1.453 for the first bitsliced kernel; docs/benchmarks.md):
+        # bitsliced, 32 blocks per work-item, the 9-gate LUT circuit adding the round keys, in 128
+        # registers (below); constant time, no table
+        "fast": _LOP3O_R128,
+        "ct": _LOP3O_R128,
+        # the first bitsliced kernel: 14-gate S-box circuit, key XORs, transpose masks as constants
+        "bitsliced-v1": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
+                                       constant_time=True),
         # the same, round-key masks made from the plain keys in the kernel (PRESENT_BS_KEY_MASKS=0:
         # 256 B of key reads per schedule instead of 8 KiB, two more operations per key bit)
         "bs-key-bits": Implementation("present_bs.cl", batch=32, key_layout="bitsliced",
@@ -328,9 +338,7 @@ class PRESENT(BlockCipher):
         "bs-lop3o": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
                                    defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
                                    constant_time=True),
-        "bs-lop3o-r128": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
-                                        defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
-                                        max_registers=128, constant_time=True),
+        "bs-lop3o-r128": _LOP3O_R128,
         "bs-lop3o-r168": Implementation("present_bs.cl", batch=32, key_layout="bitsliced-lop3o",
                                         defines={"PRESENT_BS_LOP3": 3, "PRESENT_BS_TMASKS": 1},
                                         max_registers=168, local_size=128, constant_time=True),
