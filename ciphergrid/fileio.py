@@ -26,11 +26,68 @@ import errno
 import os
 import secrets
 import stat
+import threading
 
 from . import interrupts
 from .errors import InvalidArgument
 
 _PROC_FD = "/proc/self/fd"
+
+#: a file system whose pages are allocated (and zero-filled) when first written: tmpfs, shmem
+TMPFS_MAGIC = 0x01021994
+#: the smallest input whose output is reserved ahead (:meth:`Output.reserve`)
+RESERVE_MIN = 32 << 20
+#: bytes reserved per ``fallocate`` call: the call holds the file's inode lock, which the stream's
+#: writes wait for (16 MiB: ~4 ms on the 2-core machine)
+RESERVE_SLICE = 16 << 20
+
+
+def fs_magic(fd: int) -> int | None:
+    """``f_type`` of the file system holding ``fd`` (fstatfs; None where it cannot be read)."""
+    try:
+        import ctypes
+        import struct
+
+        buf = ctypes.create_string_buffer(256)
+        if ctypes.CDLL(None, use_errno=True).fstatfs(fd, buf) != 0:
+            return None
+        return struct.unpack_from("l", buf)[0]  # struct statfs begins with its f_type (a long)
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+class Reservation:
+    """Bytes [start, start + size) of a regular file allocated by a background thread
+    (``posix_fallocate`` in slices, front first), while the process does other things.
+
+    On a RAM disk (tmpfs) most of the cost of writing a new file is allocating its pages, and the
+    file's writes, this allocation included, go one at a time under its inode lock: a plain copy
+    (``cat``) pays it inside its one thread.  Allocated while the command starts up (imports,
+    keys, the engine), it is paid on the otherwise idle core before the first byte is
+    enciphered (measured, 1 GiB on the 2-core machine: a new file written in 0.35 s; allocated in
+    0.26 s, then written in 0.09 s).  A failure (a full disk, a file size limit, no support) ends
+    the reservation quietly: the writes meet the same condition and report it.  :meth:`stop`
+    returns once the thread is out of its last call (the descriptor may then be closed)."""
+
+    def __init__(self, fd: int, start: int, size: int):
+        self.fd, self.start, self.size = fd, start, size
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="ciphergrid-reserve", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        off, end = self.start, self.start + self.size
+        while off < end and not self._stop.is_set():
+            n = min(RESERVE_SLICE, end - off)
+            try:
+                os.posix_fallocate(self.fd, off, n)
+            except OSError:
+                return
+            off += n
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def _umask() -> int:
@@ -128,6 +185,7 @@ class Output:
         self._old = None          # stat of the file being replaced
         self._cut = None          # stdout as a regular file: where to cut back on failure
         self._closed = False
+        self._reserved = None     # a Reservation, and the file's size before it
         if self.user_path is None:
             self.kind = "through"
             self.fd = 1
@@ -211,6 +269,69 @@ class Output:
             self._tmp_name = name
             return fd
 
+    @staticmethod
+    def opens_quietly(path: str | None) -> bool:
+        """Whether ``Output(path)`` does nothing another process could see until it is written:
+        standard output (only looked at), or a path that names a regular file or nothing yet (an
+        anonymous temporary file is opened); not a FIFO or a device (opening one may block or
+        act), nor what the constructor refuses."""
+        if path in (None, "-"):
+            return True
+        target = os.path.realpath(path)
+        if target.startswith(("/proc/", "/dev/fd/")):
+            return False
+        try:
+            return stat.S_ISREG(os.stat(target).st_mode)
+        except FileNotFoundError:
+            return os.path.isdir(os.path.dirname(target) or ".")
+        except OSError:
+            return False
+
+    def discard(self) -> None:
+        """Give the output up unwritten: a file to be replaced is dropped; one written through
+        (stdout) is left as it was."""
+        if self.kind == "through" and self.written == 0:
+            self.commit()
+        else:
+            self.abort()
+
+    # -- reserving ----------------------------------------------------------------------------
+    def reserve(self, nbytes: int | None) -> bool:
+        """Start allocating the ``nbytes`` the output will (about) take from where it will be
+        written, in the background (:class:`Reservation`), where that measured faster: a regular
+        file written at offsets on a RAM disk, at least RESERVE_MIN bytes.  The output's size is
+        still what is written: :meth:`commit` cuts off what the run reserved and did not write."""
+        if nbytes is None or nbytes < RESERVE_MIN or self._reserved is not None or self._closed:
+            return False
+        try:
+            st = os.fstat(self.fd)
+            if (not stat.S_ISREG(st.st_mode) or self._append(self.fd)
+                    or fs_magic(self.fd) != TMPFS_MAGIC):
+                return False
+            here = os.lseek(self.fd, 0, os.SEEK_CUR)
+        except OSError:
+            return False
+        self._reserved = (Reservation(self.fd, here, nbytes), st.st_size)
+        return True
+
+    def wait_reserved(self) -> None:
+        """Until the reservation's thread has ended (others use the file's descriptor next)."""
+        if self._reserved is not None:
+            self._reserved[0]._thread.join()
+
+    def _end_reservation(self, keep: bool) -> None:
+        """Stop the reservation; ``keep``: cut the file after what was written (never below its
+        size before the reservation), else (a failure) leave the size to :meth:`abort`."""
+        if self._reserved is None:
+            return
+        res, before = self._reserved
+        self._reserved = None
+        res.stop()
+        if keep:
+            end = max(before, os.lseek(self.fd, 0, os.SEEK_CUR))
+            if os.fstat(self.fd).st_size > end:
+                os.ftruncate(self.fd, end)
+
     # -- writing ------------------------------------------------------------------------------
     def write(self, data) -> None:
         """Write all of ``data`` (short writes are continued; errors raise OSError)."""
@@ -239,12 +360,18 @@ class Output:
         if self._closed:
             return
         if self.kind == "through":
+            try:
+                self._end_reservation(keep=True)
+            except OSError as e:
+                self.abort()
+                _reraise(e, self.name, "cannot write")
             self._closed = True
             if self._owns_fd:
                 os.close(self.fd)
             return
         fd = self.fd
         try:
+            self._end_reservation(keep=True)
             if self.sync:
                 os.fsync(fd)
             old = self._old
@@ -318,6 +445,10 @@ class Output:
         if self._closed:
             return
         self._closed = True
+        try:
+            self._end_reservation(keep=False)  # (its thread out of the descriptor before close)
+        except OSError:
+            pass
         if self.kind == "through":
             if self._cut is not None:  # (the pipeline may have sized it ahead: compare sizes)
                 try:
