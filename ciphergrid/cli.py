@@ -682,12 +682,10 @@ def main(argv=None) -> int:
 def console() -> None:
     """The ``ciphergrid`` program: :func:`main`, then exit.  After a signal or a closed output
     pipe the process ends at once (``os._exit``) once our cleanup is done: worker threads still
-    parked in a runtime must not meet the interpreter's shutdown.
+    parked in a runtime must not meet the interpreter's shutdown."""
+    from .settings import one_blas_thread
 
-    No command multiplies matrices: numpy's OpenBLAS starts one thread (unless told otherwise
-    here, before numpy's import), not one per core that spins for a while after the import
-    (measured: 70 ms of a core's time on 2 cores, taken from the processes of a pipe)."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    one_blas_thread()  # (before numpy's import)
     code = main()
     if code >= EXIT_SIGNAL:
         for f in (sys.stderr, sys.stdout):
