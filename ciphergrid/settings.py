@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 
 from .errors import InvalidArgument
@@ -86,6 +85,8 @@ def cache_dir() -> str:
         os.makedirs(base, mode=0o700, exist_ok=True)
         return base
     except OSError:
+        import tempfile
+
         return tempfile.mkdtemp(prefix="ciphergrid-")
 
 
