@@ -248,6 +248,8 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
 
                 out.wait_reserved()
                 prefault = prefault_output(out.fd, n, new=True)  # on a RAM disk: faulted in
+            else:
+                out.stop_reserving()  # (what the start-up left unreserved, the writes allocate)
             try:
                 if prefault is not None:
                     prefault.wait()
@@ -262,6 +264,7 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
                 if prefault is not None:
                     prefault.close()
             return
+        out.stop_reserving()
         ctx = cipher.encryptor() if encrypt else cipher.decryptor()
         while True:
             chunk = reader(READ_CHUNK)

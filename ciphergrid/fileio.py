@@ -319,6 +319,13 @@ class Output:
         if self._reserved is not None:
             self._reserved[0]._thread.join()
 
+    def stop_reserving(self) -> None:
+        """End the reservation where it got to, before the writing starts: the writes allocate
+        the rest themselves.  (Both take the file's inode lock, so a reservation going on beside
+        the writes gains nothing, and a write waiting behind an allocation spins on its core.)"""
+        if self._reserved is not None:
+            self._reserved[0].stop()
+
     def _end_reservation(self, keep: bool) -> None:
         """Stop the reservation; ``keep``: cut the file after what was written (never below its
         size before the reservation), else (a failure) leave the size to :meth:`abort`."""
