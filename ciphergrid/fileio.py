@@ -56,9 +56,28 @@ def fs_magic(fd: int) -> int | None:
         return None
 
 
+#: fallocate(2)'s mode: allocate without changing the file's size (what a reader or a killed
+#: process leaves stays what was written)
+FALLOC_FL_KEEP_SIZE = 1
+
+
+def _fallocate():
+    """libc's ``fallocate(fd, mode, offset, len)`` (Linux), or None."""
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    fn.restype = ctypes.c_int
+    return fn
+
+
 class Reservation:
     """Bytes [start, start + size) of a regular file allocated by a background thread
-    (``posix_fallocate`` in slices, front first), while the process does other things.
+    (``fallocate`` with FALLOC_FL_KEEP_SIZE in slices, front first: the file's size does not
+    change), while the process does other things.
 
     On a RAM disk (tmpfs) most of the cost of writing a new file is allocating its pages, and the
     file's writes, this allocation included, go one at a time under its inode lock: a plain copy
@@ -69,8 +88,9 @@ class Reservation:
     the reservation quietly: the writes meet the same condition and report it.  :meth:`stop`
     returns once the thread is out of its last call (the descriptor may then be closed)."""
 
-    def __init__(self, fd: int, start: int, size: int):
+    def __init__(self, fd: int, start: int, size: int, fallocate):
         self.fd, self.start, self.size = fd, start, size
+        self._fallocate = fallocate
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._work, name="ciphergrid-reserve", daemon=True)
         self._thread.start()
@@ -79,10 +99,8 @@ class Reservation:
         off, end = self.start, self.start + self.size
         while off < end and not self._stop.is_set():
             n = min(RESERVE_SLICE, end - off)
-            try:
-                os.posix_fallocate(self.fd, off, n)
-            except OSError:
-                return
+            if self._fallocate(self.fd, FALLOC_FL_KEEP_SIZE, off, n) != 0:
+                return  # (EINTR included: the rest is allocated by the writes)
             off += n
 
     def stop(self) -> None:
@@ -185,7 +203,7 @@ class Output:
         self._old = None          # stat of the file being replaced
         self._cut = None          # stdout as a regular file: where to cut back on failure
         self._closed = False
-        self._reserved = None     # a Reservation, and the file's size before it
+        self._reserved = None     # a Reservation while one is under way
         if self.user_path is None:
             self.kind = "through"
             self.fd = 1
@@ -300,7 +318,8 @@ class Output:
         """Start allocating the ``nbytes`` the output will (about) take from where it will be
         written, in the background (:class:`Reservation`), where that measured faster: a regular
         file written at offsets on a RAM disk, at least RESERVE_MIN bytes.  The output's size is
-        still what is written: :meth:`commit` cuts off what the run reserved and did not write."""
+        still what is written (the reservation keeps the size; what it allocated past the end is
+        given back when the output is committed or given up)."""
         if nbytes is None or nbytes < RESERVE_MIN or self._reserved is not None or self._closed:
             return False
         try:
@@ -311,33 +330,35 @@ class Output:
             here = os.lseek(self.fd, 0, os.SEEK_CUR)
         except OSError:
             return False
-        self._reserved = (Reservation(self.fd, here, nbytes), st.st_size)
+        fallocate = _fallocate()
+        if fallocate is None:
+            return False
+        self._reserved = Reservation(self.fd, here, nbytes, fallocate)
         return True
 
     def wait_reserved(self) -> None:
         """Until the reservation's thread has ended (others use the file's descriptor next)."""
         if self._reserved is not None:
-            self._reserved[0]._thread.join()
+            self._reserved._thread.join()
 
     def stop_reserving(self) -> None:
         """End the reservation where it got to, before the writing starts: the writes allocate
         the rest themselves.  (Both take the file's inode lock, so a reservation going on beside
         the writes gains nothing, and a write waiting behind an allocation spins on its core.)"""
         if self._reserved is not None:
-            self._reserved[0].stop()
+            self._reserved.stop()
 
-    def _end_reservation(self, keep: bool) -> None:
-        """Stop the reservation; ``keep``: cut the file after what was written (never below its
-        size before the reservation), else (a failure) leave the size to :meth:`abort`."""
+    def _end_reservation(self) -> None:
+        """Stop the reservation and give back what it allocated past the file's end (a
+        truncation to the size the file has)."""
         if self._reserved is None:
             return
-        res, before = self._reserved
+        res = self._reserved
         self._reserved = None
         res.stop()
-        if keep:
-            end = max(before, os.lseek(self.fd, 0, os.SEEK_CUR))
-            if os.fstat(self.fd).st_size > end:
-                os.ftruncate(self.fd, end)
+        size = os.fstat(self.fd).st_size
+        if res.start + res.size > size:
+            os.ftruncate(self.fd, size)
 
     # -- writing ------------------------------------------------------------------------------
     def write(self, data) -> None:
@@ -368,7 +389,7 @@ class Output:
             return
         if self.kind == "through":
             try:
-                self._end_reservation(keep=True)
+                self._end_reservation()
             except OSError as e:
                 self.abort()
                 _reraise(e, self.name, "cannot write")
@@ -378,7 +399,7 @@ class Output:
             return
         fd = self.fd
         try:
-            self._end_reservation(keep=True)
+            self._end_reservation()
             if self.sync:
                 os.fsync(fd)
             old = self._old
@@ -453,7 +474,7 @@ class Output:
             return
         self._closed = True
         try:
-            self._end_reservation(keep=False)  # (its thread out of the descriptor before close)
+            self._end_reservation()  # (its thread out of the descriptor before close)
         except OSError:
             pass
         if self.kind == "through":

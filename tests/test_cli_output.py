@@ -436,8 +436,9 @@ def ram_dir(tmp_path):
 
 
 def test_reserved_output_is_cut_to_what_was_written(ram_dir, monkeypatch):
-    """Reserved (in slices, by its thread) further than written: a replaced file and a file
-    written through end where the writing ended; an aborted one leaves nothing."""
+    """Reserved (in slices, by its thread) further than written: the size is never the
+    reservation's, what was allocated past the end is given back at the commit; an aborted
+    output leaves nothing."""
     from ciphergrid import fileio
 
     monkeypatch.setattr(fileio, "RESERVE_MIN", 0)
@@ -445,10 +446,12 @@ def test_reserved_output_is_cut_to_what_was_written(ram_dir, monkeypatch):
     out = ram_dir / "new"
     with fileio.Output(str(out), sync=False) as o:
         assert o.reserve(4 << 20)
-        o.wait_reserved()  # (all of it: then the file is 4 MiB until the commit)
-        assert os.fstat(o.fd).st_size == 4 << 20
+        o.wait_reserved()  # (all of it: 4 MiB allocated, none of it in the size)
+        st = os.fstat(o.fd)
+        assert st.st_size == 0 and st.st_blocks * 512 >= 4 << 20
         o.write(b"a" * 100_001)
     assert out.read_bytes() == b"a" * 100_001
+    assert out.stat().st_blocks * 512 < 1 << 20
     o = fileio.Output(str(ram_dir / "dropped"), sync=False)
     assert o.reserve(4 << 20)
     o.write(b"b" * 1000)
