@@ -15,6 +15,9 @@ shape and dtype (flat uint8 with padding), a GPU array the same kind of GPU arra
 are bytes-like (TypeError otherwise); the other errors derive from ciphergrid.Error.
 """
 
+import sys as _sys
+import types as _types
+
 from .backends import icd as _icd
 
 _icd.prepare()  # before anything (ours or the caller's) makes the first OpenCL call
@@ -22,9 +25,6 @@ _icd.prepare()  # before anything (ours or the caller's) makes the first OpenCL 
 from .errors import (AlreadyFinalized, DeviceError, DeviceNotFound, Error, InvalidArgument,
                      InvalidIVSize, InvalidKey, InvalidKeySize, InvalidLength, InvalidPadding,
                      InvalidTag, UnsupportedCipher, WeakCipherWarning)
-from .api import Cipher, CipherContext, available_ciphers, decrypt, devices, encrypt
-from .aead import (AEGIS128L, AESGCM, AsconAEAD128, BatchResult, ChaCha20Poly1305, decrypt_batch,
-                   encrypt_batch)
 
 __version__ = "0.1.0"
 
@@ -36,3 +36,48 @@ __all__ = [
     "InvalidPadding", "InvalidArgument", "AlreadyFinalized", "DeviceError", "DeviceNotFound",
     "InvalidTag", "WeakCipherWarning",
 ]
+
+# The public names of api and aead are imported on first use (PEP 562), not with the package: the
+# command line imports only what its command runs (no AEAD modules for a block cipher, numpy
+# after the output is open), and ``import ciphergrid`` costs no numpy import.
+_LAZY = {name: "api" for name in ("encrypt", "decrypt", "Cipher", "CipherContext", "devices",
+                                  "available_ciphers")}
+_LAZY.update({name: "aead" for name in ("encrypt_batch", "decrypt_batch", "BatchResult", "AESGCM",
+                                        "ChaCha20Poly1305", "AsconAEAD128", "AEGIS128L")})
+
+
+def __getattr__(name: str):
+    import importlib
+
+    module = _LAZY.get(name)
+    if module is None:  # a submodule not imported yet (ciphergrid.registry, ...), as before
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+    found = importlib.import_module(f"{__name__}.{module}")
+    for key, where in _LAZY.items():
+        if where == module:
+            object.__setattr__(_sys.modules[__name__], key, getattr(found, key))
+    return globals()[name]
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(_types.ModuleType):
+    """The package's module type: the submodule ``ciphergrid.devices`` is never bound on the
+    package, where that name is the function ``devices`` (the import system binds a submodule on
+    its package when it is first imported; the eager package rebound the function after that)."""
+
+    def __setattr__(self, name, value):
+        if name in _LAZY and isinstance(value, _types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package

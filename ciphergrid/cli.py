@@ -118,12 +118,38 @@ def _keying(args, spec, encrypt: bool, src) -> _Keying:
 
 # ------------------------------------------------------------------------------------ encrypt / decrypt
 def cmd_crypt(args, encrypt: bool) -> int:
+    from .fileio import Input, Output
+
+    # The input, and an output whose opening nothing outside sees (stdout; a file to be replaced:
+    # an anonymous temporary file), are opened first, before the imports and the key: a large
+    # output on a RAM disk is then allocated on another core while the command starts up
+    # (Output.reserve).  Any failure before the run gives it up unwritten.
+    src = Input(args.infile)
+    out = None
+    try:
+        if Output.opens_quietly(args.outfile):
+            out = Output(args.outfile, sync=not args.no_sync)
+            if not args.base64:
+                out.reserve(src.size)
+        return _crypt(args, encrypt, src, out)
+    except BaseException:
+        if out is not None:
+            out.discard()
+        raise
+    finally:
+        src.close()
+
+
+def _crypt(args, encrypt: bool, src, out) -> int:
+    """cmd_crypt with its input open (and its output, where already opened)."""
     from . import aeads
     from .api import Cipher
-    from .fileio import Input, Output, read_exact
-    from .registry import lookup
+    from .fileio import Output, read_exact
+    from .registry import known, lookup
 
-    if aeads.is_aead(args.cipher):
+    if not known(args.cipher) and aeads.is_aead(args.cipher):  # (a block cipher: no AEAD import)
+        if out is not None:
+            out.discard()
         return cmd_aead(args, encrypt)
     for flag, value in (("--nonce", args.nonce), ("--aad", args.aad), ("--aad-file", args.aad_file),
                         ("--tag-length", args.tag_length)):
@@ -132,7 +158,6 @@ def cmd_crypt(args, encrypt: bool) -> int:
                                   f"not {args.cipher}")
     spec = lookup(args.cipher)
     tuning = _pipeline_flags(args)
-    src = Input(args.infile)
     cipher = None
     try:
         kg = _keying(args, spec, encrypt, src)
@@ -175,7 +200,8 @@ def cmd_crypt(args, encrypt: bool) -> int:
             if not padding:
                 req.check_length(n)
             out_size = req.out_len(n) + len(header)
-        out = Output(args.outfile, size=out_size, sync=not args.no_sync)
+        if out is None:
+            out = Output(args.outfile, size=out_size, sync=not args.no_sync)
         try:
             with out:
                 _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning)
@@ -189,7 +215,6 @@ def cmd_crypt(args, encrypt: bool) -> int:
     finally:
         if cipher is not None:
             cipher.close()  # the keys it set up on a device are wiped
-        src.close()
     return EXIT_OK
 
 
@@ -221,7 +246,10 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
             if r.engine.kind == "device" and out.kind == "replace":
                 from .transfer.files import prefault_output
 
-                prefault = prefault_output(out.fd, n)  # a new output on a RAM disk: faulted in
+                out.wait_reserved()
+                prefault = prefault_output(out.fd, n, new=True)  # on a RAM disk: faulted in
+            else:
+                out.stop_reserving()  # (what the start-up left unreserved, the writes allocate)
             try:
                 if prefault is not None:
                     prefault.wait()
@@ -236,6 +264,7 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
                 if prefault is not None:
                     prefault.close()
             return
+        out.stop_reserving()
         ctx = cipher.encryptor() if encrypt else cipher.decryptor()
         while True:
             chunk = reader(READ_CHUNK)
@@ -657,6 +686,9 @@ def console() -> None:
     """The ``ciphergrid`` program: :func:`main`, then exit.  After a signal or a closed output
     pipe the process ends at once (``os._exit``) once our cleanup is done: worker threads still
     parked in a runtime must not meet the interpreter's shutdown."""
+    from .settings import one_blas_thread
+
+    one_blas_thread()  # (before numpy's import)
     code = main()
     if code >= EXIT_SIGNAL:
         for f in (sys.stderr, sys.stdout):

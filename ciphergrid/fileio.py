@@ -26,11 +26,86 @@ import errno
 import os
 import secrets
 import stat
+import threading
 
 from . import interrupts
 from .errors import InvalidArgument
 
 _PROC_FD = "/proc/self/fd"
+
+#: a file system whose pages are allocated (and zero-filled) when first written: tmpfs, shmem
+TMPFS_MAGIC = 0x01021994
+#: the smallest input whose output is reserved ahead (:meth:`Output.reserve`)
+RESERVE_MIN = 32 << 20
+#: bytes reserved per ``fallocate`` call: the call holds the file's inode lock, which the stream's
+#: writes wait for (16 MiB: ~4 ms on the 2-core machine)
+RESERVE_SLICE = 16 << 20
+
+
+def fs_magic(fd: int) -> int | None:
+    """``f_type`` of the file system holding ``fd`` (fstatfs; None where it cannot be read)."""
+    try:
+        import ctypes
+        import struct
+
+        buf = ctypes.create_string_buffer(256)
+        if ctypes.CDLL(None, use_errno=True).fstatfs(fd, buf) != 0:
+            return None
+        return struct.unpack_from("l", buf)[0]  # struct statfs begins with its f_type (a long)
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+#: fallocate(2)'s mode: allocate without changing the file's size (what a reader or a killed
+#: process leaves stays what was written)
+FALLOC_FL_KEEP_SIZE = 1
+
+
+def _fallocate():
+    """libc's ``fallocate(fd, mode, offset, len)`` (Linux), or None."""
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+class Reservation:
+    """Bytes [start, start + size) of a regular file allocated by a background thread
+    (``fallocate`` with FALLOC_FL_KEEP_SIZE in slices, front first: the file's size does not
+    change), while the process does other things.
+
+    On a RAM disk (tmpfs) most of the cost of writing a new file is allocating its pages, and the
+    file's writes, this allocation included, go one at a time under its inode lock: a plain copy
+    (``cat``) pays it inside its one thread.  Allocated while the command starts up (imports,
+    keys, the engine), it is paid on the otherwise idle core before the first byte is
+    enciphered (measured, 1 GiB on the 2-core machine: a new file written in 0.35 s; allocated in
+    0.26 s, then written in 0.09 s).  A failure (a full disk, a file size limit, no support) ends
+    the reservation quietly: the writes meet the same condition and report it.  :meth:`stop`
+    returns once the thread is out of its last call (the descriptor may then be closed)."""
+
+    def __init__(self, fd: int, start: int, size: int, fallocate):
+        self.fd, self.start, self.size = fd, start, size
+        self._fallocate = fallocate
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="ciphergrid-reserve", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        off, end = self.start, self.start + self.size
+        while off < end and not self._stop.is_set():
+            n = min(RESERVE_SLICE, end - off)
+            if self._fallocate(self.fd, FALLOC_FL_KEEP_SIZE, off, n) != 0:
+                return  # (EINTR included: the rest is allocated by the writes)
+            off += n
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def _umask() -> int:
@@ -128,6 +203,7 @@ class Output:
         self._old = None          # stat of the file being replaced
         self._cut = None          # stdout as a regular file: where to cut back on failure
         self._closed = False
+        self._reserved = None     # a Reservation while one is under way
         if self.user_path is None:
             self.kind = "through"
             self.fd = 1
@@ -211,6 +287,79 @@ class Output:
             self._tmp_name = name
             return fd
 
+    @staticmethod
+    def opens_quietly(path: str | None) -> bool:
+        """Whether ``Output(path)`` does nothing another process could see until it is written:
+        standard output (only looked at), or a path that names a regular file or nothing yet (an
+        anonymous temporary file is opened); not a FIFO or a device (opening one may block or
+        act), nor what the constructor refuses."""
+        if path in (None, "-"):
+            return True
+        target = os.path.realpath(path)
+        if target.startswith(("/proc/", "/dev/fd/")):
+            return False
+        try:
+            return stat.S_ISREG(os.stat(target).st_mode)
+        except FileNotFoundError:
+            return os.path.isdir(os.path.dirname(target) or ".")
+        except OSError:
+            return False
+
+    def discard(self) -> None:
+        """Give the output up unwritten: a file to be replaced is dropped; one written through
+        (stdout) is left as it was."""
+        if self.kind == "through" and self.written == 0:
+            self.commit()
+        else:
+            self.abort()
+
+    # -- reserving ----------------------------------------------------------------------------
+    def reserve(self, nbytes: int | None) -> bool:
+        """Start allocating the ``nbytes`` the output will (about) take from where it will be
+        written, in the background (:class:`Reservation`), where that measured faster: a regular
+        file written at offsets on a RAM disk, at least RESERVE_MIN bytes.  The output's size is
+        still what is written (the reservation keeps the size; what it allocated past the end is
+        given back when the output is committed or given up)."""
+        if nbytes is None or nbytes < RESERVE_MIN or self._reserved is not None or self._closed:
+            return False
+        try:
+            st = os.fstat(self.fd)
+            if (not stat.S_ISREG(st.st_mode) or self._append(self.fd)
+                    or fs_magic(self.fd) != TMPFS_MAGIC):
+                return False
+            here = os.lseek(self.fd, 0, os.SEEK_CUR)
+        except OSError:
+            return False
+        fallocate = _fallocate()
+        if fallocate is None:
+            return False
+        self._reserved = Reservation(self.fd, here, nbytes, fallocate)
+        return True
+
+    def wait_reserved(self) -> None:
+        """Until the reservation's thread has ended (others use the file's descriptor next)."""
+        if self._reserved is not None:
+            self._reserved._thread.join()
+
+    def stop_reserving(self) -> None:
+        """End the reservation where it got to, before the writing starts: the writes allocate
+        the rest themselves.  (Both take the file's inode lock, so a reservation going on beside
+        the writes gains nothing, and a write waiting behind an allocation spins on its core.)"""
+        if self._reserved is not None:
+            self._reserved.stop()
+
+    def _end_reservation(self) -> None:
+        """Stop the reservation and give back what it allocated past the file's end (a
+        truncation to the size the file has)."""
+        if self._reserved is None:
+            return
+        res = self._reserved
+        self._reserved = None
+        res.stop()
+        size = os.fstat(self.fd).st_size
+        if res.start + res.size > size:
+            os.ftruncate(self.fd, size)
+
     # -- writing ------------------------------------------------------------------------------
     def write(self, data) -> None:
         """Write all of ``data`` (short writes are continued; errors raise OSError)."""
@@ -239,12 +388,18 @@ class Output:
         if self._closed:
             return
         if self.kind == "through":
+            try:
+                self._end_reservation()
+            except OSError as e:
+                self.abort()
+                _reraise(e, self.name, "cannot write")
             self._closed = True
             if self._owns_fd:
                 os.close(self.fd)
             return
         fd = self.fd
         try:
+            self._end_reservation()
             if self.sync:
                 os.fsync(fd)
             old = self._old
@@ -318,6 +473,10 @@ class Output:
         if self._closed:
             return
         self._closed = True
+        try:
+            self._end_reservation()  # (its thread out of the descriptor before close)
+        except OSError:
+            pass
         if self.kind == "through":
             if self._cut is not None:  # (the pipeline may have sized it ahead: compare sizes)
                 try:

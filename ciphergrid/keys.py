@@ -38,16 +38,16 @@ Compatibility notes (checked against OpenSSL 3.0):
 from __future__ import annotations
 
 import binascii
-import functools
 import getpass
 import os
 import re
 import sys
 import warnings
 
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (cryptography is imported where a passphrase is derived: not for key files)
+    from cryptography.hazmat.primitives import hashes
 
 from .errors import InvalidArgument
 
@@ -66,24 +66,33 @@ DEFAULT_MD = "sha256"  # openssl enc default digest since 1.1.0, for both deriva
 
 PASS_LINE_MAX = 1023  # openssl: BIO_gets(buf, APP_PASS_LEN = 1024) -> at most 1023 bytes a line
 
+def _hash(cls: str, *args):
+    """A callable that returns cryptography's ``hashes.<cls>(*args)`` (imported when called)."""
+    def make():
+        from cryptography.hazmat.primitives import hashes
+
+        return getattr(hashes, cls)(*args)
+    return make
+
+
 # The -md names: canonical (openssl's spelling, lower case) -> a callable that returns the
-# cryptography HashAlgorithm (a class, or a partial where the class takes a digest size).
+# cryptography HashAlgorithm.
 DIGESTS = {
-    "md5": hashes.MD5,
-    "sha1": hashes.SHA1,
-    "sha224": hashes.SHA224,
-    "sha256": hashes.SHA256,
-    "sha384": hashes.SHA384,
-    "sha512": hashes.SHA512,
-    "sha512-224": hashes.SHA512_224,
-    "sha512-256": hashes.SHA512_256,
-    "sha3-224": hashes.SHA3_224,
-    "sha3-256": hashes.SHA3_256,
-    "sha3-384": hashes.SHA3_384,
-    "sha3-512": hashes.SHA3_512,
-    "blake2b512": functools.partial(hashes.BLAKE2b, 64),
-    "blake2s256": functools.partial(hashes.BLAKE2s, 32),
-    "sm3": hashes.SM3,
+    "md5": _hash("MD5"),
+    "sha1": _hash("SHA1"),
+    "sha224": _hash("SHA224"),
+    "sha256": _hash("SHA256"),
+    "sha384": _hash("SHA384"),
+    "sha512": _hash("SHA512"),
+    "sha512-224": _hash("SHA512_224"),
+    "sha512-256": _hash("SHA512_256"),
+    "sha3-224": _hash("SHA3_224"),
+    "sha3-256": _hash("SHA3_256"),
+    "sha3-384": _hash("SHA3_384"),
+    "sha3-512": _hash("SHA3_512"),
+    "blake2b512": _hash("BLAKE2b", 64),
+    "blake2s256": _hash("BLAKE2s", 32),
+    "sm3": _hash("SM3"),
 }
 
 # Other spellings OpenSSL 3 accepts for the same digests (looked up after lower-casing).
@@ -108,6 +117,9 @@ def digest(name: str) -> hashes.HashAlgorithm:
     shown = name if isinstance(name, str) and len(name) <= 40 else "(the name given)"
     if make is None:
         raise InvalidArgument(f"--md {shown}: unknown digest; use one of {', '.join(DIGESTS)}")
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import hashes
+
     algo = make()
     try:
         hashes.Hash(algo)  # an OpenSSL built without it (SM3, FIPS mode) fails here, not later
@@ -340,6 +352,9 @@ def derive(passphrase: bytes, salt: bytes | None, key_len: int, iv_len: int, *, 
             raise InvalidArgument("--pbkdf2 needs a salt (openssl enc -nosalt is legacy only)")
     elif len(salt) != SALT_LEN:
         raise InvalidArgument(f"the salt must be {SALT_LEN} bytes (got {len(salt)})")
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
+
     need = key_len + iv_len
     out = bytearray(need)
     try:

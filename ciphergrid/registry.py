@@ -82,6 +82,7 @@ def _ecb_of(spec: CipherSpec) -> CipherSpec:
 _SPECS: dict[str, CipherSpec] = {}
 _loaded = False
 _lock = threading.Lock()
+_modules_seen: set[str] = set()  # algorithms/ modules registered
 
 
 def register(algorithm) -> list[str]:
@@ -134,9 +135,45 @@ def _load() -> None:
             return
         from . import algorithms
 
-        for cipher in declarations(algorithms):
-            register(cipher)
+        for info in pkgutil.iter_modules(algorithms.__path__):
+            _load_module(info.name)
         _loaded = True
+
+
+def _load_module(name: str) -> None:
+    """Register the CIPHER of ``algorithms/<name>.py`` (once; no such module: nothing)."""
+    if name in _modules_seen or name == "base":
+        return
+    _modules_seen.add(name)
+    try:
+        mod = importlib.import_module(f"{__package__}.algorithms.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.algorithms.{name}":
+            raise
+        return
+    if hasattr(mod, "CIPHER"):
+        register(mod.CIPHER)
+
+
+def _load_for(key: str) -> None:
+    """The module a name most likely comes from (``aes-128-ctr``: ``algorithms/aes.py``) first;
+    every module only where that one does not define the name.  A command that enciphers with one
+    cipher does not import (and build the tables of) the others: 30-40 ms of its start-up."""
+    if not known(key):
+        _load()
+
+
+def known(name: str) -> bool:
+    """Whether ``name`` is registered, having imported at most the module it most likely comes
+    from (a cheap test before the AEADs are looked at: False may still be a name of another
+    module, which ``lookup`` finds)."""
+    key = name.strip().lower()
+    if not _loaded and key not in _SPECS:
+        head = key.split("-", 1)[0]
+        if head.isidentifier():
+            with _lock:
+                _load_module(head)
+    return key in _SPECS
 
 
 def names() -> list[str]:
@@ -151,8 +188,8 @@ def specs() -> list[CipherSpec]:
 
 
 def lookup(name: str) -> CipherSpec:
-    _load()
     key = name.strip().lower()
+    _load_for(key)
     try:
         return _SPECS[key]
     except KeyError:

@@ -3,7 +3,7 @@
 (Still read where they act, for now: the device switches ``CIPHERGRID_NO_<RUNTIME>``,
 ``CIPHERGRID_NO_ICD_FIXUP``, ``CIPHERGRID_NATIVE_BACKEND`` and ``CIPHERGRID_NATIVE_LOOP``; and the
 OpenCL backend sets ``OCL_ICD_VENDORS`` and ``POCL_AFFINITY`` for the C libraries, which read
-nothing else.)
+nothing else; the command line sets ``OPENBLAS_NUM_THREADS``: :func:`one_blas_thread`.)
 
 * :func:`cache_dir`: where ciphergrid keeps its per-machine files: ``CIPHERGRID_CACHE_DIR``, else
   ``$XDG_CACHE_HOME/ciphergrid``, else ``~/.cache/ciphergrid`` (the compiled OpenSSL loop helper,
@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 
 from .errors import InvalidArgument
@@ -86,6 +85,8 @@ def cache_dir() -> str:
         os.makedirs(base, mode=0o700, exist_ok=True)
         return base
     except OSError:
+        import tempfile
+
         return tempfile.mkdtemp(prefix="ciphergrid-")
 
 
@@ -208,6 +209,14 @@ def openssl_c_loop() -> tuple[bool, str | None]:
     ``CC``); ``CIPHERGRID_NATIVE_LOOP=ctypes`` turns the helper off."""
     return (os.environ.get("CIPHERGRID_NATIVE_LOOP", "").strip().lower() != "ctypes",
             os.environ.get("CC"))
+
+
+def one_blas_thread() -> None:
+    """The command line's numpy starts one OpenBLAS thread, not one per core (unless the user set
+    ``OPENBLAS_NUM_THREADS``): no command multiplies matrices, and OpenBLAS's threads spin for a
+    while after numpy's import (measured on 2 cores: 70 ms of a core, taken from the other
+    processes of a pipe).  For the process of the CLI only, before numpy is imported."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def icd_fixup() -> bool:

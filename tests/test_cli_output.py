@@ -406,3 +406,132 @@ def test_full_ram_disk_with_the_mapped_file_path(tiny_tmpfs, tmp_path, rng, monk
         with pytest.raises(OSError) as e:
             OpenSSLEngine().stream(req, fi, fo)
     assert e.value.errno == errno.ENOSPC
+
+
+# --------------------------------------------------------------------------- the RAM-disk reservation
+# (fileio.Output.reserve: a new output on a tmpfs is allocated by a background thread while the
+# command starts up; the output's size must still be exactly what was written)
+
+@pytest.fixture
+def ram_dir(tmp_path):
+    """A fresh folder on a tmpfs (/dev/shm; else skipped), removed after the test."""
+    import shutil
+    import tempfile
+
+    from ciphergrid import fileio
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    d = tempfile.mkdtemp(prefix="cg-test-", dir="/dev/shm")
+    try:
+        fd = os.open(d, os.O_RDONLY)
+        try:
+            if fileio.fs_magic(fd) != fileio.TMPFS_MAGIC:
+                pytest.skip("/dev/shm is not a tmpfs")
+        finally:
+            os.close(fd)
+        yield __import__("pathlib").Path(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_reserved_output_is_cut_to_what_was_written(ram_dir, monkeypatch):
+    """Reserved (in slices, by its thread) further than written: the size is never the
+    reservation's, what was allocated past the end is given back at the commit; an aborted
+    output leaves nothing."""
+    from ciphergrid import fileio
+
+    monkeypatch.setattr(fileio, "RESERVE_MIN", 0)
+    monkeypatch.setattr(fileio, "RESERVE_SLICE", 64 << 10)
+    out = ram_dir / "new"
+    with fileio.Output(str(out), sync=False) as o:
+        assert o.reserve(4 << 20)
+        o.wait_reserved()  # (all of it: 4 MiB allocated, none of it in the size)
+        st = os.fstat(o.fd)
+        assert st.st_size == 0 and st.st_blocks * 512 >= 4 << 20
+        o.write(b"a" * 100_001)
+    assert out.read_bytes() == b"a" * 100_001
+    assert out.stat().st_blocks * 512 < 1 << 20
+    o = fileio.Output(str(ram_dir / "dropped"), sync=False)
+    assert o.reserve(4 << 20)
+    o.write(b"b" * 1000)
+    o.abort()
+    assert _listing(ram_dir) == ["new"]
+
+
+def test_reserved_ram_disk_outputs_cli(ram_dir, tmp_path, rng):
+    """Through the command line with an input large enough to be reserved: a padded decryption
+    (output shorter than the input) is exact, to a file and to stdout (``> file``: written
+    through); stdout on a larger existing file (``1<>``) keeps the file's size and the bytes
+    after ours."""
+    data = rng.data((40 << 20) + 5)
+    src = tmp_path / "in"
+    src.write_bytes(data)
+    cbc = ["--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16, "--pad", "pkcs7", "-q"]
+    ok(cli("encrypt", *cbc, "--in", src, "--out", ram_dir / "ct"))
+    assert (ram_dir / "ct").stat().st_size == len(data) + 11
+    ok(cli("decrypt", *cbc, "--in", ram_dir / "ct", "--out", ram_dir / "pt"))
+    assert (ram_dir / "pt").read_bytes() == data
+    (ram_dir / "pt").unlink()
+    with open(ram_dir / "pt", "wb") as f:
+        p = subprocess.run([sys.executable, "-m", "ciphergrid", "decrypt", *cbc, "--in",
+                            str(ram_dir / "ct")], stdout=f, stderr=subprocess.PIPE, timeout=600,
+                           env=cli_env())
+    assert p.returncode == 0, p.stderr.decode()
+    assert (ram_dir / "pt").read_bytes() == data
+    (ram_dir / "pt").unlink()
+    big = ram_dir / "big"
+    tail = rng.data(1 << 20)
+    with open(big, "wb") as f:
+        f.truncate(50 << 20)
+        f.seek(50 << 20)
+        f.write(tail)
+    with open(big, "r+b") as f:
+        p = subprocess.run([sys.executable, "-m", "ciphergrid", *CTR, "--in", str(src), "-q"],
+                           stdout=f, stderr=subprocess.PIPE, timeout=600, env=cli_env())
+    assert p.returncode == 0, p.stderr.decode()
+    with open(big, "rb") as f:
+        assert f.read(len(data)) == _ref_ctr(data)
+        f.seek(50 << 20)
+        assert f.read() == tail
+
+
+def test_full_ram_disk_with_a_reserved_output(tiny_tmpfs, tmp_path):
+    """An input large enough to be reserved, a 1 MiB tmpfs: the reservation stops quietly at the
+    full disk, the writes fail there (exit 4, one line); nothing left, stdout cut back."""
+    src = tmp_path / "in"
+    with open(src, "wb") as f:
+        f.truncate(40 << 20)
+    p = cli(*CTR, "--in", src, "--out", tiny_tmpfs / "out", "-d", "native", "-q")
+    _assert_error(p, "full disk", 4)
+    assert _listing(tiny_tmpfs) == []
+    with open(tiny_tmpfs / "out", "wb") as f:
+        p = subprocess.run([sys.executable, "-m", "ciphergrid", *CTR, "--in", str(src), "-q"],
+                           stdout=f, stderr=subprocess.PIPE, timeout=600, env=cli_env())
+    assert p.returncode == 4 and "No space left" in p.stderr.decode(), p.stderr.decode()
+    assert (tiny_tmpfs / "out").stat().st_size == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: signal.Signals(s).name)
+def test_signal_mid_file_on_a_ram_disk(sig, ram_dir, tmp_path):
+    """A signal while the output on a RAM disk is being reserved and written: no file left."""
+    src = tmp_path / "in"
+    with open(src, "wb") as f:
+        f.truncate(1 << 30)
+    out = ram_dir / "out"
+    proc = _start([*CTR, "--in", src, "--out", out, "-d", "native", "-q", "-v"])
+    try:
+        _wait_started(proc)
+        time.sleep(0.1)
+        proc.send_signal(sig)
+        rc = proc.wait(120)
+        err = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if rc == 0:  # (finished before the signal: then complete)
+        assert out.stat().st_size == 1 << 30
+        out.unlink()
+    else:
+        assert rc == 128 + sig, f"exit {rc}: {err}"
+    assert _listing(ram_dir) == [], err

@@ -3,8 +3,9 @@
 For each size (``--files-sizes``, default 256 MiB and 1 GiB, bounded by the free space) and each
 folder (``--dir``, default the temporary folder, plus ``/dev/shm`` when it is another filesystem),
 one input of random bytes is written and read once (warm page cache), then these commands run,
-each ``--repeats`` times (default 3), wall clock of the whole command, the output deleted between
-runs and no fsync on either side:
+each ``--repeats`` times (default 3) and interleaved (each repeat runs every command once: a slow
+spell of a shared machine falls on all of them), wall clock of the whole command, the output
+deleted between runs and no fsync on either side:
 
 * ``cat in > out`` (the ceiling: one thread, the filesystem's read and write), ``cp in out``,
   ``openssl enc -aes-128-ctr`` (one core);
@@ -153,6 +154,7 @@ def _one(ctx, folder, fs, size, repeats, engines, openssl) -> list[Record]:
         cases.append((CIPHER, "auto", "redirect", f"{cg} < {q['src']} > {q['out']}", True))
         cases.append(("cat", "-", "pipe", f"cat {q['src']} | cat | cat > {q['out']}", False))
         cases.append((CIPHER, "auto", "pipe", f"cat {q['src']} | {cg} | cat > {q['out']}", True))
+        recs = []
         for name, eng, path, cmd, check in cases:
             rec = Record(cipher=name, algorithm="aes" if check else None, key_bits=128 if check else None,
                          mode="ctr" if check else None, direction="encrypt", device=eng,
@@ -170,17 +172,35 @@ def _one(ctx, folder, fs, size, repeats, engines, openssl) -> list[Record]:
                         rec.verification = {"status": "passed", "oracle": "openssl enc"}
                     else:
                         rec.verification = {"status": "not-run", "detail": "no openssl command"}
-                rec.set_times(_time(cmd, out, repeats))
             except (RuntimeError, OSError) as e:
-                rec.status, rec.error = "failed", str(e)
-                if check:
-                    rec.verification = {"status": "failed", "detail": str(e)}
-                ctx.log(f"FAILED bench files {name} {eng} {path}: {e}")
+                _failed(ctx, rec, check, e)
+            recs.append((rec, cmd, check))
+        # interleaved: each repeat runs every case once, so that a slow spell of a shared machine
+        # falls on all of them and not on one case's repeats
+        times = {id(rec): [] for rec, _, _ in recs}
+        for _ in range(repeats):
+            for rec, cmd, check in recs:
+                if rec.status == "failed":
+                    continue
+                try:
+                    times[id(rec)] += _time(cmd, out, 1)
+                except (RuntimeError, OSError) as e:
+                    _failed(ctx, rec, check, e)
+        for rec, _, _ in recs:
+            if rec.status != "failed":
+                rec.set_times(times[id(rec)])
             rows.append(rec)
             ctx.add(rec)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return rows
+
+
+def _failed(ctx, rec, check: bool, e: Exception) -> None:
+    rec.status, rec.error = "failed", str(e)
+    if check:
+        rec.verification = {"status": "failed", "detail": str(e)}
+    ctx.log(f"FAILED bench files {rec.cipher} {rec.device} {rec.note.split(';')[0]}: {e}")
 
 
 def _print_table(rows) -> None:

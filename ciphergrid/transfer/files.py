@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import settings as _settings
+from ..fileio import TMPFS_MAGIC, fs_magic
 from .pinning import PAGE
 
 
@@ -168,25 +169,9 @@ def close_map(m) -> None:
 
 
 # ------------------------------------------------------------------------------------ RAM disks
-#: a file system whose new pages are zero-filled when first mapped (tmpfs, shmem)
-TMPFS_MAGIC = 0x01021994
 #: bytes each prefault thread takes at a time (outputs smaller than settings.PREFAULT_MIN, or
 #: ``CIPHERGRID_PREFAULT``, are not faulted in ahead: see prefault_output)
 PREFAULT_SLICE = 64 << 20
-
-
-def fs_magic(fd: int) -> int | None:
-    """``f_type`` of the file system holding ``fd`` (fstatfs; None where it cannot be read)."""
-    try:
-        import ctypes
-        import struct
-
-        buf = ctypes.create_string_buffer(256)
-        if ctypes.CDLL(None, use_errno=True).fstatfs(fd, buf) != 0:
-            return None
-        return struct.unpack_from("l", buf)[0]  # struct statfs begins with its f_type (a long)
-    except (OSError, AttributeError, ValueError):
-        return None
 
 
 class Prefault:
@@ -236,7 +221,8 @@ class Prefault:
 
 
 def prefault_output(f, size: int | None, threads: int | None = None, *,
-                    settings: _settings.TransferSettings | None = None) -> Prefault | None:
+                    settings: _settings.TransferSettings | None = None,
+                    new: bool = False) -> Prefault | None:
     """Start faulting in the pages of the output file ``f`` (a new, empty regular file) that a
     stream of ``size`` bytes will write, in background threads; None where that does not pay.
 
@@ -247,8 +233,9 @@ def prefault_output(f, size: int | None, threads: int | None = None, *,
     Threads only read the pages: bytes written meanwhile are safe.  ``settings.prefault_min``
     (``CIPHERGRID_PREFAULT``): the smallest output that gets it (PREFAULT_MIN), ``0`` turns it
     off, as does ``stream_mmap`` ``0`` (the stream then does not map the output).  ``settings``
-    None: the environment's.  Not for a stream that has started: faulting in pages while it
-    writes slows both.
+    None: the environment's.  ``new``: the caller made the file for this run (it may have sized it
+    already: ``fileio.Output.reserve``).  Not for a stream that has started: faulting in pages
+    while it writes slows both.
     """
     opts = settings or _settings.transfer()
     least = opts.prefault_min
@@ -258,7 +245,7 @@ def prefault_output(f, size: int | None, threads: int | None = None, *,
     try:
         fd = f if isinstance(f, int) else f.fileno()
         # the outputs Pipeline.stream maps, when new and on a tmpfs
-        if (not _writes_at_offsets(fd) or os.fstat(fd).st_size != 0
+        if (not _writes_at_offsets(fd) or (os.fstat(fd).st_size != 0 and not new)
                 or fs_magic(fd) != TMPFS_MAGIC):
             return None
         base = os.lseek(fd, 0, os.SEEK_CUR)

@@ -19,7 +19,6 @@ Environment: ``CIPHERGRID_NATIVE_BACKEND=cryptography`` forces the pyca fallback
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 import threading
@@ -38,13 +37,20 @@ _c_int_p = ctypes.POINTER(ctypes.c_int)
 def _load_libcrypto():
     if settings.openssl_through_pyca():
         return None
-    names = []
-    found = ctypes.util.find_library("crypto")
-    if found:
-        names.append(found)
-    names += ["libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so", "libcrypto.3.dylib",
-              "libcrypto.dylib"]
-    for libname in names:
+    def names():
+        if sys.platform.startswith("linux"):
+            # the sonames first: find_library runs `ldconfig -p` in a child process (4-5 ms of
+            # every command's start-up)
+            yield from ("libcrypto.so.3", "libcrypto.so.1.1")
+        import ctypes.util
+
+        found = ctypes.util.find_library("crypto")
+        if found:
+            yield found
+        yield from ("libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so", "libcrypto.3.dylib",
+                    "libcrypto.dylib")
+
+    for libname in names():
         try:
             lib = ctypes.CDLL(libname)
         except OSError:

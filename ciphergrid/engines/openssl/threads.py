@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (imported when a run first needs the pool: a one-job run, such as a piece of
+    # the file path, never does)
+    from concurrent.futures import ThreadPoolExecutor
 
 #: smallest amount of work (bytes) given to one thread; smaller inputs run in the calling thread
 MIN_CHUNK = 1 << 20
@@ -25,6 +29,8 @@ _POOL_LOCK = threading.Lock()
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
+    from concurrent.futures import ThreadPoolExecutor
+
     global _POOL, _POOL_SIZE
     with _POOL_LOCK:
         if _POOL is None or _POOL_SIZE < workers:
@@ -58,6 +64,8 @@ def run_all(jobs) -> None:
     if len(jobs) == 1:
         jobs[0](cancel)
         return
+    from concurrent.futures import wait
+
     pool = _pool(len(jobs) - 1)
     futures = [pool.submit(j, cancel) for j in jobs[1:]]
     first_exc = None
