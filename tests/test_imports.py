@@ -27,3 +27,18 @@ def test_transfer_layer_reads_no_environment():
         if f.endswith(".py"):
             text = open(os.path.join(base, f), encoding="utf-8").read()
             assert "os.environ" not in text and "getenv" not in text, f
+
+
+def test_lazy_package_names():
+    """``import ciphergrid`` imports no numpy; its public names and submodules load on first use;
+    ``ciphergrid.devices`` stays the function after the submodule of that name is imported."""
+    code = ("import sys, ciphergrid\n"
+            "assert 'numpy' not in sys.modules\n"
+            "assert ciphergrid.registry.lookup('aes-128-ctr').name == 'aes-128-ctr'\n"
+            "import ciphergrid.devices, ciphergrid.route\n"
+            "assert callable(ciphergrid.devices) and ciphergrid.devices()\n"
+            "assert ciphergrid.encrypt(b'x' * 16, 'aes-128-ecb', bytes(16), device='native')\n"
+            "try:\n    ciphergrid.no_such_name\nexcept AttributeError:\n    pass\n"
+            "else:\n    raise SystemExit('no AttributeError')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
