@@ -52,11 +52,9 @@ class KeyedProgram:
     upload queue is ordered after them anyway); elsewhere the upload is waited for.  The host
     copies are zeroed at once; ``close()`` zeroes the device copies."""
 
-    #: whether launches return events (a caller that waits for the queue as a whole needs none)
-    record = True
-
     def __init__(self, backend, req, queue=None, *, record: bool = True):
         self.b = backend
+        #: whether launches return events (a caller that waits for the queue as a whole needs none)
         self.record = record
         self.req = req
         spec = req.spec

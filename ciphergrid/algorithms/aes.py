@@ -154,8 +154,8 @@ class _OpenSSLSchedule:
         key = bytes(range(32))
         for swap in (False, True):
             self.swap = swap
-            if all(self._raw(fns, key[:n], d) is not None
-                   and self._raw(fns, key[:n], d).tobytes() == aes._expand_py(key[:n], d).tobytes()
+            if all((got := self._raw(fns, key[:n], d)) is not None
+                   and got.tobytes() == aes._expand_py(key[:n], d).tobytes()
                    for n in (16, 24, 32) for d in (False, True)):
                 self.fns = fns
                 return

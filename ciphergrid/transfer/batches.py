@@ -19,6 +19,7 @@ import threading
 
 import numpy as np
 
+from ..engines.openssl.threads import check_cancel, run_all
 from .pinning import pinned
 
 #: text per piece (whole messages); a few pieces in flight at once on ``DEPTH`` queues
@@ -66,44 +67,23 @@ def run(backend, make_driver, batch, *, piece_bytes: int | None = None,
     if n <= 1 or depth <= 1:
         return make_driver(backend).run(batch)
     tags = np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
-    errors: list[BaseException] = []
     lock = threading.Lock()
-    state = {"next": 0}
-    done = threading.Event()
-    alive = [min(depth, n)]
+    taken = [0]   # pieces handed out so far
 
-    def worker(drv) -> None:
-        try:
+    def job(drv):
+        def work(cancel) -> None:
             while True:
+                check_cancel(cancel)  # (an interrupt: the others stop after their piece)
                 with lock:
-                    k = state["next"]
-                    if k >= n or errors:
+                    k = taken[0]
+                    if k >= n:
                         return
-                    state["next"] = k + 1
+                    taken[0] = k + 1
                 a, b = bounds[k], bounds[k + 1]
                 tags[a:b] = drv.run(piece(batch, a, b))
-        except BaseException as e:  # noqa: BLE001 - raised in the calling thread
-            with lock:
-                errors.append(e)
-        finally:
-            with lock:
-                alive[0] -= 1
-                if alive[0] == 0:
-                    done.set()
+        return work
 
-    drivers = [make_driver(backend.with_queue(backend.queue())) for _ in range(alive[0])]
+    drivers = [make_driver(backend.with_queue(backend.queue())) for _ in range(min(depth, n))]
     with pinned(backend, batch.src), pinned(backend, batch.dst):
-        threads = [threading.Thread(target=worker, args=(d,), name=f"cg-aead-{i}", daemon=True)
-                   for i, d in enumerate(drivers)]
-        for t in threads:
-            t.start()
-        try:
-            done.wait()  # (an Event, not Thread.join: a signal inside join() loses the thread's state)
-        except BaseException:
-            with lock:
-                errors.append(KeyboardInterrupt())  # the workers stop after their piece
-            done.wait()
-            raise
-    if errors:
-        raise errors[0]
+        run_all([job(d) for d in drivers])  # (waits for every piece in flight, even interrupted)
     return tags

@@ -1,5 +1,6 @@
 """The OpenSSL engine's threads: one pool for the process, runs of jobs that share a cancel event,
-and the cut of a message into parts for them.
+and the cut of a message into parts for them (run_all also runs the AEAD pieces of
+transfer/batches.py, one job per device queue).
 
 A job is a callable ``job(cancel)`` that looks at ``cancel`` (a threading.Event) between steps of
 at most :data:`STEP` bytes (:func:`check_cancel`); :func:`run_all` returns only when no job of its
