@@ -761,3 +761,26 @@ def test_prefault_reads_only_and_sizes_the_file(monkeypatch):
         with open(os.path.join(d, "off"), "w+b") as f:
             assert files.prefault_output(f, size) is None
             assert os.fstat(f.fileno()).st_size == 0
+
+
+@pytest.mark.parametrize("name", ["hight-ctr", "misty1-cbc", "present-80-ctr"])
+def test_bench_pipeline_checks_windows_where_openssl_lacks_the_cipher(name, rng):
+    """Without OpenSSL's cipher the pipeline's gate runs the Python model on windows (first, chunk
+    seams, middle, last), each from its own block's state; a wrong byte in one is found."""
+    from ciphergrid import registry
+    from ciphergrid.bench.pipeline import _check
+    from ciphergrid.request import make_request
+    from ciphergrid.testing import oracle
+
+    spec = registry.lookup(name)
+    key, iv = rng.key(name), rng.randbytes(spec.iv_len)
+    data = np.frombuffer(rng.data(200 * KiB), np.uint8)
+    good = np.frombuffer(oracle.crypt(spec, key, iv, data.tobytes(), False), np.uint8).copy()
+    req = make_request(spec, key, iv, False, None, None, None)
+    ref = np.empty_like(good)
+    bad, what = _check(spec, req, key, iv, data, good, False, None, 64 * KiB, ref)
+    assert bad is None and "windows" in what and "reference_ecb" in what
+    for at in (0, 64 * KiB + 3, 100 * KiB + 5, data.nbytes - 1):  # first, a seam, middle, last
+        wrong = good.copy()
+        wrong[at] ^= 1
+        assert _check(spec, req, key, iv, data, wrong, False, None, 64 * KiB, ref)[0] == at
