@@ -138,12 +138,12 @@ def _aad_table(aad, m: int):
     return np.frombuffer(b"".join(aad), dtype=np.uint8), off
 
 
-def _run(spec, batch: Batch, tags_in, device: str, impl: str | None, resident: str | None = None):
+def _run(spec, batch: Batch, tags_in, device: str, impl: str | None, path: str = "array"):
     """Route and run; returns the tags (encryption) or the verified mask (decryption)."""
     from .route import route_aead
 
     r = route_aead(spec, device, int(batch.src.nbytes), batch.count,
-                   nonce_len=int(batch.nonces.shape[1]), tag_length=batch.tag_length)
+                   nonce_len=int(batch.nonces.shape[1]), tag_length=batch.tag_length, path=path)
     try:
         if batch.encrypt:
             return r.engine.seal(batch, impl)
@@ -170,48 +170,84 @@ def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device,
     impl = _implementation(aead, constant_time, implementation)
     gpu = buffers.gpu_array(data)
     if gpu is not None:
-        return _crypt_gpu(encrypt, gpu, spec, key, nonce, aad, tl, device, impl, out)
-    arr, wrap = buffers.host_array(data)
+        arr, wrap = gpu
+    else:
+        arr, wrap = buffers.host_array(data)
     n = arr.nbytes
     if not encrypt and n < tl:
         raise InvalidTag(f"{spec.name}: the input ({n} bytes) is shorter than its tag ({tl} bytes)")
     text = n if encrypt else n - tl
     _check_limits(spec, np.array([text]), np.array([len(aad)]))
     out_n = n + tl if encrypt else n - tl
+    if gpu is not None:
+        return _crypt_gpu(encrypt, arr, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl, out)
     if out is not None:
         dst = buffers.out_array(out, out_n)
         buffers.check_no_overlap(arr, dst)
     else:
         dst = np.empty(out_n, dtype=np.uint8)
+    _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, "array")
+    return out if out is not None else wrap(dst, False)
+
+
+def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path) -> None:
+    """One message ``arr`` (its text, then its tag when decrypting) into ``dst`` (the text, then
+    the tag when encrypting): host arrays, or GPU arrays on a CUDA device (``path`` "resident").
+    A tag that fails zeroes ``dst`` and raises InvalidTag."""
     batch = Batch(spec.name, encrypt, tl, np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
                   np.zeros(1, dtype=np.int32), np.frombuffer(nonce, dtype=np.uint8).reshape(1, -1),
                   np.frombuffer(aad, dtype=np.uint8), np.array([0, len(aad)], dtype=I64),
                   arr[:text], np.array([0, text], dtype=I64), dst[:text])
     if encrypt:
-        dst[text:] = _run(spec, batch, None, device, impl)[0]
-        return out if out is not None else wrap(dst, False)
-    ok = _run(spec, batch, arr[text:].reshape(1, tl), device, impl)
+        tag = _run(spec, batch, None, device, impl, path)[0]
+        if path == "resident":
+            dst[text:].set(tag)
+        else:
+            dst[text:] = tag
+        return
+    tag = arr[text:]
+    tag = (tag.get() if path == "resident" else tag).reshape(1, tl)
+    ok = _run(spec, batch, tag, device, impl, path)
     if not ok[0]:
         dst[:] = 0
         raise InvalidTag(f"{spec.name}: the tag does not verify (wrong key, nonce or associated "
                          "data, or the data was altered): no plaintext is released")
-    return out if out is not None else wrap(dst, False)
 
 
-def _crypt_gpu(encrypt, gpu, spec, key, nonce, aad, tl, device, impl, out):
-    """GPU-resident data: through host copies for now (the AEAD drivers take host batches)."""
+def _crypt_gpu(encrypt, src, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl, out):
+    """GPU-resident data (CuPy arrays, CUDA DLPack tensors): on the data's CUDA device unless
+    told otherwise, the texts copied device to device into the drivers' padded buffers and back
+    (only key, nonce, AAD and tag cross the bus); through host copies where the engine routed to
+    is not a CUDA device.  The call returns once done: a decryption's tag is compared first (a
+    failure zeroes the output and raises InvalidTag)."""
     import cupy
 
-    src, wrap = gpu
-    host = cupy.asnumpy(src)
-    res = crypt(encrypt, host, spec.name, key, nonce, aad, tl, device, False, impl, None)
+    from .route import route_aead
+
+    want = (device or "auto").strip().lower()
+    dev = f"cuda:{src.device.id}" if want in ("auto", "gpu", "cuda") else want
+    r = route_aead(spec, dev, text, 1, nonce_len=len(nonce), tag_length=tl, path="resident")
     if out is not None:
         o = buffers.gpu_array(out)
-        if o is None or o[0].nbytes != res.nbytes:
-            raise InvalidArgument("out must be a GPU array of the output's size")
-        o[0].set(res)
-        return out
-    return wrap(cupy.asarray(res))
+        if o is None or o[0].nbytes != out_n:
+            raise InvalidArgument(f"out must be a GPU array of the output's size ({out_n} bytes)")
+        dst = o[0]
+    else:
+        with src.device:
+            dst = cupy.empty(out_n, dtype=cupy.uint8)
+    if r.path == "resident":
+        cupy.cuda.get_current_stream().synchronize()  # the caller's work on its arrays is done
+        _one(spec, encrypt, key, nonce, aad, tl, src, text, dst, r.device, impl, "resident")
+    else:
+        host = np.empty(out_n, dtype=np.uint8)
+        try:
+            _one(spec, encrypt, key, nonce, aad, tl, cupy.asnumpy(src), text, host, r.device,
+                 impl, "array")
+            dst.set(host)
+        except InvalidTag:
+            dst.fill(0)
+            raise
+    return out if out is not None else wrap(dst, False)
 
 
 # --------------------------------------------------------------------------- batches

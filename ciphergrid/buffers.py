@@ -74,7 +74,7 @@ def host_array(data):
     raise InvalidArgument(f"data must be bytes, bytearray, memoryview or a numpy array, not {type(data).__name__}")
 
 
-def _same(out):
+def _same(out, same_length: bool = True):
     return out
 
 
@@ -103,8 +103,9 @@ def gpu_array(data):
     flat = arr.reshape(-1).view(cupy.uint8)
     shape, dtype = arr.shape, arr.dtype
 
-    def wrap(out_u8):
-        res = out_u8.view(dtype).reshape(shape)
+    def wrap(out_u8, same_length: bool = True):
+        # an output of another length (an AEAD's) stays flat uint8, in the caller's framework
+        res = out_u8.view(dtype).reshape(shape) if same_length else out_u8
         if isinstance(data, cupy.ndarray):
             return res
         if type(data).__module__.split(".")[0] == "torch":

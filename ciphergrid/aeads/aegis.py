@@ -12,7 +12,7 @@ import numpy as np
 
 from ..backends.base import defines_prefix, program_source
 from ..errors import DeviceError
-from .base import AEAD, DeviceAEAD, Job, Kernel
+from .base import AEAD, DeviceAEAD, Job, Kernel, texts
 
 #: bytes past the end of the text and AAD buffers that the kernel's word loads may read
 _PAD = 8
@@ -44,7 +44,7 @@ class AegisJob(Job):
             "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8),
             "aad": np.ascontiguousarray(batch.aad, dtype=np.uint8).reshape(-1),
             "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64),
-            "src": np.ascontiguousarray(batch.src, dtype=np.uint8).reshape(-1),
+            "src": texts(batch.src).reshape(-1),
             "off": np.ascontiguousarray(batch.off, dtype=np.int64),
         }
         self.buf = {}

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..backends.base import defines_prefix, program_source
 from ..errors import DeviceError, InvalidArgument
-from .base import AEAD, DeviceAEAD, Job, Kernel
+from .base import AEAD, DeviceAEAD, Job, Kernel, texts
 
 U32 = np.uint32
 U64 = np.uint64
@@ -90,7 +90,7 @@ class AsconJob(Job):
         hold = []            # host arrays the asynchronous uploads still read
 
         def put(arr, extra: int = 0):
-            arr = np.ascontiguousarray(arr)
+            arr = texts(arr, arr.dtype)
             buf = b.alloc(arr.nbytes + extra)
             self._bufs.append(buf)
             if arr.nbytes:

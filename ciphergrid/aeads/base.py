@@ -224,6 +224,15 @@ def coarse_index(prefix: np.ndarray, shift: int) -> np.ndarray:
     return np.clip(found, 0, max(m - 1, 0)).astype(np.uint32)
 
 
+def texts(a, dtype=np.uint8):
+    """A batch's texts (or any of its arrays) C-contiguous as ``dtype``: host data as a numpy
+    array; GPU-resident texts (a CUDA batch's ``src``/``dst`` may be CuPy arrays, contiguous
+    uint8 by construction) as they are, for the backend's device-to-device copies."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__cuda_array_interface__"):
+        return np.ascontiguousarray(a, dtype=dtype)
+    return a
+
+
 def verify(batch: Batch, computed: np.ndarray, received: np.ndarray) -> np.ndarray:
     """Compare each message's computed tag with the received one in constant time; zero the
     output text of every message that fails.  Returns the boolean mask of messages that verified."""

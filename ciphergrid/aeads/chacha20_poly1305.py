@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends.base import defines_prefix, program_source
-from .base import AEAD, DeviceAEAD, Job, Kernel, coarse_index
+from .base import AEAD, DeviceAEAD, Job, Kernel, coarse_index, texts
 
 U32 = np.uint32
 U64 = np.uint64
@@ -70,7 +70,7 @@ class ChaChaJob(Job):
         self.levels.append(np.arange(m + 1, dtype=np.uint64))
 
         def up(arr):
-            arr = np.ascontiguousarray(arr)
+            arr = texts(arr, arr.dtype)
             buf = b.alloc(arr.nbytes)
             if arr.nbytes:
                 b.upload(buf, arr.view(np.uint8).reshape(-1))

@@ -20,7 +20,7 @@ import numpy as np
 from ..algorithms.aes import CIPHER as AES_CIPHER
 from ..backends.base import defines_prefix, program_source
 from ..errors import DeviceError, InvalidArgument
-from .base import AEAD, DeviceAEAD, Job, Kernel, coarse_index
+from .base import AEAD, DeviceAEAD, Job, Kernel, coarse_index, texts
 
 U32 = np.uint32
 U64 = np.uint64
@@ -157,7 +157,7 @@ class GCMJob(Job):
         q = b.default_queue
         host = {
             "ktab": ktab.view(np.uint8),
-            "src": np.ascontiguousarray(batch.src, dtype=np.uint8),
+            "src": texts(batch.src),
             "aad": np.ascontiguousarray(batch.aad, dtype=np.uint8),
             "off": np.ascontiguousarray(batch.off, dtype=np.int64).view(np.uint8),
             "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64).view(np.uint8),

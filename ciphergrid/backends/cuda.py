@@ -52,6 +52,15 @@ def enumerate_devices() -> list[DeviceInfo]:
     return out
 
 
+def _source(arr, host_kind: int) -> tuple[int, int]:
+    """(address, cudaMemcpyKind) of the other side of an upload/download: a host numpy array
+    (``host_kind``: host to device 1, device to host 2), or a device array (CuPy: device to
+    device 3; GPU-resident data, e.g. an AEAD's texts, copied into a padded buffer)."""
+    if isinstance(arr, np.ndarray):
+        return arr.ctypes.data, host_kind
+    return arr.data.ptr, 3
+
+
 class _Event:
     """A CUDA event recorded on a stream (what launch/upload/download return)."""
 
@@ -157,16 +166,18 @@ class CudaBackend(Backend):
 
     def upload(self, buf, host, queue=None, *, offset=0, wait_for=None, record=True):
         s = queue or self._default
+        ptr, kind = _source(host, 1)
         with self.dev:
             self._prepare(s, wait_for)
-            cp().cuda.runtime.memcpyAsync(buf.data.ptr + offset, host.ctypes.data, host.nbytes, 1, s.ptr)
+            cp().cuda.runtime.memcpyAsync(buf.data.ptr + offset, ptr, host.nbytes, kind, s.ptr)
             return _Event(s) if record else None
 
     def download(self, host, buf, queue=None, *, offset=0, wait_for=None):
         s = queue or self._default
+        ptr, kind = _source(host, 2)
         with self.dev:
             self._prepare(s, wait_for)
-            cp().cuda.runtime.memcpyAsync(host.ctypes.data, buf.data.ptr + offset, host.nbytes, 2, s.ptr)
+            cp().cuda.runtime.memcpyAsync(ptr, buf.data.ptr + offset, host.nbytes, kind, s.ptr)
             return _Event(s)
 
     def launch(self, program, name, items, args, queue=None, *, wait_for=None, record=True):
