@@ -14,9 +14,6 @@ from __future__ import annotations
 import sys
 import threading
 
-import numpy as np
-
-from . import aead as _aead
 from . import aeads as _aeads
 from . import buffers
 from .errors import AlreadyFinalized, InvalidArgument
@@ -24,6 +21,9 @@ from .modes import padding as _padding
 from .registry import lookup, names
 from .request import make_request
 from .route import route
+from ._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 
 def available_ciphers() -> list[str]:
@@ -225,6 +225,8 @@ def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
             implementation: str | None = None, out=None, allow_weak: bool = False,
             nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None):
     if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
+        from . import aead as _aead
+
         return _aead.crypt(True, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
                            device, constant_time, implementation, out)
     return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
@@ -244,6 +246,8 @@ def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
             implementation: str | None = None, out=None, allow_weak: bool = False,
             nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None):
     if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
+        from . import aead as _aead
+
         return _aead.crypt(False, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
                            device, constant_time, implementation, out)
     return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,

@@ -5,11 +5,13 @@ result back in the caller's form."""
 
 from __future__ import annotations
 
+import ctypes
 import sys
 
-import numpy as np
-
 from .errors import InvalidArgument
+from ._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 _BYTES_LIKE = "bytes-like (bytes, bytearray, memoryview)"
 
@@ -25,6 +27,33 @@ def bytes_like(value, name: str, *, optional: bool = False) -> bytes | None:
         except TypeError:
             pass
     raise TypeError(f"{name} must be {_BYTES_LIKE}, not {type(value).__name__}")
+
+
+class _PyBuffer(ctypes.Structure):
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+def address(buf) -> int:
+    """The address of the first byte of a numpy array or of any contiguous object with the buffer
+    protocol (a memoryview of a bytearray or of a read-only mapping): what the host engines hand
+    to libcrypto.  The caller keeps ``buf`` alive while the address is used."""
+    ct = getattr(buf, "ctypes", None)
+    if ct is not None:
+        return ct.data
+    view = _PyBuffer()
+    get = ctypes.pythonapi.PyObject_GetBuffer
+    get.argtypes = (ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int)
+    if get(buf, ctypes.byref(view), 0x8) != 0:  # PyBUF_ND|... minimal: PyBUF_SIMPLE (0) + C order
+        raise InvalidArgument(f"not a contiguous buffer: {type(buf).__name__}")
+    try:
+        return int(view.buf or 0)
+    finally:
+        rel = ctypes.pythonapi.PyBuffer_Release
+        rel.argtypes = (ctypes.POINTER(_PyBuffer),)
+        rel(ctypes.byref(view))
 
 
 def as_u8(data) -> np.ndarray:

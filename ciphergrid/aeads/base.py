@@ -23,9 +23,10 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..errors import InvalidArgument, InvalidKeySize
+from .._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 I64 = np.int64
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import struct
 import threading
 
-import numpy as np
-
 from .base import BlockCipher, Implementation, bit_masks
+from .._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 
 def _sbox() -> bytes:

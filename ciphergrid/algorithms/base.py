@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..errors import InvalidArgument, InvalidKeySize
+from .._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
+from .._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 
 @dataclass

@@ -14,13 +14,23 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from ..errors import InvalidArgument, InvalidIVSize, InvalidLength
 from . import padding as _padding
+from .._lazy import numpy_for
 
-U64 = np.uint64
-U32 = np.uint32
+np = numpy_for(__name__)
+
+
+def U64(x):
+    """A kernel's 64-bit unsigned argument (numpy at first use: see _lazy)."""
+    return np.uint64(x)
+
+
+def U32(x):
+    """A kernel's 32-bit unsigned argument."""
+    return np.uint32(x)
+
+
 MASK64 = (1 << 64) - 1
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import InvalidArgument, InvalidIVSize, InvalidKey, InvalidLength
 from . import gf128
 from .base import U32, U64, MASK64, Mode, replace
+from .._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 #: IEEE 1619-2018 and NIST SP 800-38E: at most 2^20 blocks in one data unit
 MAX_UNIT_BLOCKS = 1 << 20

@@ -16,11 +16,12 @@ import stat
 import threading
 from dataclasses import dataclass
 
-import numpy as np
-
 from .. import settings as _settings
 from ..fileio import TMPFS_MAGIC, fs_magic
 from .pinning import PAGE
+from .._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 
 # ------------------------------------------------------------------------------------ stream ends
@@ -101,11 +102,12 @@ def write_all(fd: int, view: memoryview, off: int | None) -> None:
         done += k
 
 
-def map_output(fd: int, base: int, size: int, how: str):
+def map_output(fd: int, base: int, size: int, how: str, *, array: bool = True):
     """Reserve bytes [base, base + size) of the output ``fd`` (``posix_fallocate``: a full disk
     fails here, with ENOSPC, and not later as a SIGBUS on a store into the mapping) and map them
     read-write (``how`` "populate": MAP_POPULATE).  Returns (the mapping, a uint8 array of those
-    bytes), or (None, None) where the file cannot be mapped; a full disk raises."""
+    bytes, or a memoryview with ``array=False``), or (None, None) where the file cannot be mapped;
+    a full disk raises."""
     try:
         end = base + size
         if os.fstat(fd).st_size < end:
@@ -113,7 +115,7 @@ def map_output(fd: int, base: int, size: int, how: str):
         start = base - base % mmap.ALLOCATIONGRANULARITY
         flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if how == "populate" else 0)
         out_map = _map_rw(fd, end - start, flags, start)
-        return out_map, np.frombuffer(out_map, np.uint8)[base - start: base - start + size]
+        return out_map, _view(out_map, base - start, size, array)
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
             raise
@@ -122,15 +124,20 @@ def map_output(fd: int, base: int, size: int, how: str):
         return None, None
 
 
-def map_input(fd: int, base: int, size: int):
+def map_input(fd: int, base: int, size: int, *, array: bool = True):
     """A read-only shared mapping of bytes [base, base + size) of the input ``fd``: (the mapping,
-    a read-only uint8 array of those bytes), or (None, None) where it cannot be mapped."""
+    a read-only uint8 array of those bytes, or a memoryview with ``array=False``), or (None, None)
+    where it cannot be mapped."""
     try:
         start = base - base % mmap.ALLOCATIONGRANULARITY
         in_map = mmap.mmap(fd, base + size - start, mmap.MAP_SHARED, mmap.PROT_READ, offset=start)
     except (OSError, ValueError, OverflowError):
         return None, None
-    return in_map, np.frombuffer(in_map, np.uint8)[base - start: base - start + size]
+    return in_map, _view(in_map, base - start, size, array)
+
+
+def _view(m, lo: int, size: int, array: bool):
+    return np.frombuffer(m, np.uint8)[lo: lo + size] if array else memoryview(m)[lo: lo + size]
 
 
 def _writes_at_offsets(fd: int) -> bool:

@@ -27,11 +27,12 @@ from __future__ import annotations
 import os
 import threading
 
-import numpy as np
-
 from .. import interrupts
 from ..errors import InvalidArgument
 from . import files
+from .._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 #: bytes per piece: small enough for a few pieces per worker to stay in the last-level cache
 #: between the read, the cipher and the write (measured: docs/benchmarks.md, files): 1 MiB on a
@@ -189,7 +190,7 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
         with cond:
             cond.notify_all()
 
-    def claim(buf: np.ndarray):
+    def claim(buf: memoryview):
         """The next piece: (index, bytes in it, the chaining value it starts with)."""
         if ends.reg_in:
             with lock:
@@ -228,8 +229,10 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
             return k, m, tail
 
     def work(i: int) -> None:
-        buf = np.empty(bs + piece, np.uint8)          # one block in front: room for the tail read
-        out = buf if in_place else np.empty(bs + piece, np.uint8)
+        # byte buffers (no numpy on the command line's OpenSSL path: see _lazy), one block in
+        # front: room for the tail read
+        buf = memoryview(bytearray(bs + piece))
+        out = buf if in_place else memoryview(bytearray(bs + piece))
         while not stop.is_set():
             got = claim(buf)
             if got is None:
@@ -269,10 +272,10 @@ def _mapped(req, ends, crypt, threads: int, progress) -> int | None:
     worker enciphering ranges of MAPPED_STEP from one mapping into the other; None where either
     cannot be mapped (the caller takes the piece path)."""
     size = ends.size
-    out_map, out = files.map_output(ends.fd_out, ends.base_out, size, "")
+    out_map, out = files.map_output(ends.fd_out, ends.base_out, size, "", array=False)
     if out is None:
         return None
-    in_map, inp = files.map_input(ends.fd_in, ends.base_in, size)
+    in_map, inp = files.map_input(ends.fd_in, ends.base_in, size, array=False)
     if inp is None:
         del out
         files.close_map(out_map)

@@ -19,10 +19,11 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
-import numpy as np
-
 from .. import settings as _settings
 from .staging import transfer_mode
+from .._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 

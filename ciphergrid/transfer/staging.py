@@ -8,9 +8,10 @@ from __future__ import annotations
 import queue
 import threading
 
-import numpy as np
-
 from ..errors import InvalidArgument
+from .._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 TRANSFERS = ("auto", "direct", "staged")
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
 from .threads import run_all
+from ..._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 #: below this many messages (or bytes) a batch runs on the calling thread
 _THREADED_MIN_MESSAGES = 64

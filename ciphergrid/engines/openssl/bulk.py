@@ -17,12 +17,13 @@ import ctypes
 import os
 import sys
 
-import numpy as np
-
 from ... import buffers, registry
 from ...errors import InvalidArgument
 from . import contexts, xts
 from .threads import run_all, split
+from ..._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 __all__ = ["crypt", "run"]
 
@@ -70,11 +71,13 @@ def crypt(name: str, key: bytes, iv: bytes | None, data, encrypt: bool, *,
     return bytes(result) if isinstance(result, bytearray) else result
 
 
-def run(req, src: np.ndarray, dst: np.ndarray, threads: int) -> None:
-    """A validated request over ``src`` into ``dst`` (flat uint8 arrays of the same size, checked
-    for the mode's lengths; ``dst`` may be ``src``) on ``threads`` threads."""
+def run(req, src, dst, threads: int) -> None:
+    """A validated request over ``src`` into ``dst`` (flat uint8 arrays or byte memoryviews of
+    the same size, checked for the mode's lengths; ``dst`` may be ``src``) on ``threads``
+    threads."""
     if req.sector_size is not None or req.mode.key_count == 2:  # XTS
-        xts.run(req, src, dst, threads)
+        a = buffers.as_u8(src)
+        xts.run(req, a, a if dst is src else buffers.as_u8(dst), threads)
     else:
         _block_modes(req, src, dst, threads)
 
@@ -85,7 +88,7 @@ def _block_modes(req, src, dst, threads) -> None:
     bs = req.block_size
     if not req.mode.parallel(req.encrypt):
         threads = 1  # CBC encryption is serial
-    parts = split(src.size, bs, threads)
+    parts = split(src.nbytes, bs, threads)
     # each part's request (CBC decryption reads the block before it: now, before an in-place run)
     reqs = [req.at(off // bs, req.mode.chain_at(req, src, off // bs)) for off, _ in parts]
     ctxs = []

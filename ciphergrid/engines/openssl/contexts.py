@@ -14,12 +14,14 @@ from __future__ import annotations
 import ctypes
 import time
 
-import numpy as np
-
 from ... import registry
+from ...buffers import address
 from ...errors import DeviceError, InvalidKey, InvalidLength, UnsupportedCipher
 from .libcrypto import LIB, RAW, c_loop, evp_cipher, fail, fn_addr
 from .threads import STEP, check_cancel
+from ..._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 __all__ = ["Ctx", "EvpCtx", "PycaCtx", "has_evp", "pyca_mode"]
 
@@ -67,12 +69,13 @@ class EvpCtx:
         if LIB.EVP_CipherInit_ex(self.ptr, None, None, None, ctypes.addressof(self.ivbuf), -1) != 1:
             fail("EVP_CipherInit_ex (IV)")
 
-    def process(self, src: np.ndarray, dst: np.ndarray, off: int, n: int, cancel=None) -> None:
+    def process(self, src, dst, off: int, n: int, cancel=None) -> None:
         """EVP_CipherUpdate over src[off:off+n] -> dst[off:off+n] in steps of STEP bytes, looking
         at ``cancel`` (a threading.Event) between steps."""
         update, ctx, poutl, outl = LIB.EVP_CipherUpdate, self.ptr, self.poutl, self.outl
-        s = src.ctypes.data + off
-        d = dst.ctypes.data + off
+        s = address(src) + off
+        d = s - off if dst is src else address(dst)
+        d += off
         done = 0
         while done < n:
             check_cancel(cancel)
@@ -214,7 +217,7 @@ class PycaCtx:
             res = self.ctx.update(memoryview(src[off + done: off + done + m]))
             if len(res) != m:
                 raise DeviceError(f"cryptography update returned {len(res)} bytes for {m}")
-            dst[off + done: off + done + m] = np.frombuffer(res, dtype=np.uint8)
+            memoryview(dst)[off + done: off + done + m] = res
             done += m
 
     def final(self) -> None:

@@ -8,13 +8,14 @@ import os
 import threading
 import time
 
-import numpy as np
-
 from ... import registry
 from ...errors import InvalidArgument, UnsupportedCipher
 from . import contexts
 from .libcrypto import BACKEND_NAME, MAX_UPDATE
 from .threads import run_all
+from ..._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 __all__ = ["speed"]
 

@@ -7,12 +7,13 @@ size OpenSSL's XTS lacks).
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import InvalidLength
 from . import contexts
 from .libcrypto import LIB, MAX_UPDATE, c_loop
 from .threads import STEP, check_cancel, run_all, split
+from ..._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 #: data processed per batch when XTS is composed from ECB (bounds the temporary mask memory)
 ECB_BATCH = 4 << 20
@@ -89,7 +90,6 @@ def sectors(evp_name, key, src, dst, encrypt, threads, unit, start_sector) -> No
 
 # --- XTS composed from ECB, for registered XTS names OpenSSL has no EVP cipher for ------------
 
-_U64 = np.uint64
 
 
 def _ecb(evp_name: str, key: bytes, src: np.ndarray, dst: np.ndarray, encrypt: bool) -> None:
@@ -112,8 +112,8 @@ def _encrypted_tweaks(ecb: str, k2: bytes, raw: np.ndarray) -> np.ndarray:
 def _mul_alpha64(lo: np.ndarray, hi: np.ndarray):
     """(lo, hi) * alpha^64 in GF(2^128) mod x^128 + x^7 + x^2 + x + 1 (IEEE 1619 order)."""
     o = hi
-    r_lo = o ^ (o << _U64(1)) ^ (o << _U64(2)) ^ (o << _U64(7))
-    r_hi = (o >> _U64(63)) ^ (o >> _U64(62)) ^ (o >> _U64(57))
+    r_lo = o ^ (o << np.uint64(1)) ^ (o << np.uint64(2)) ^ (o << np.uint64(7))
+    r_hi = (o >> np.uint64(63)) ^ (o >> np.uint64(62)) ^ (o >> np.uint64(57))
     return r_lo, lo ^ r_hi
 
 
@@ -132,20 +132,20 @@ def masks(t0: np.ndarray, nblocks: int) -> np.ndarray:
         m[:, g0, 0] = lo
         m[:, g0, 1] = hi
         if cnt > 1:
-            j = np.arange(1, cnt, dtype=_U64)[None, :]
-            rj = _U64(64) - j
+            j = np.arange(1, cnt, dtype=np.uint64)[None, :]
+            rj = np.uint64(64) - j
             L, H = lo[:, None], hi[:, None]
             o = H >> rj
             nlo = L << j
             nlo ^= o
-            nlo ^= o << _U64(1)
-            nlo ^= o << _U64(2)
-            nlo ^= o << _U64(7)
+            nlo ^= o << np.uint64(1)
+            nlo ^= o << np.uint64(2)
+            nlo ^= o << np.uint64(7)
             nhi = H << j
             nhi |= L >> rj
-            nhi ^= o >> _U64(63)
-            nhi ^= o >> _U64(62)
-            nhi ^= o >> _U64(57)
+            nhi ^= o >> np.uint64(63)
+            nhi ^= o >> np.uint64(62)
+            nhi ^= o >> np.uint64(57)
             m[:, g0 + 1: g0 + cnt, 0] = nlo
             m[:, g0 + 1: g0 + cnt, 1] = nhi
         if g0 + 64 < nblocks:
