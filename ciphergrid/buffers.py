@@ -36,24 +36,36 @@ class _PyBuffer(ctypes.Structure):
                 ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
 
 
+def _buffer_api():
+    get, rel = ctypes.pythonapi.PyObject_GetBuffer, ctypes.pythonapi.PyBuffer_Release
+    get.argtypes = (ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int)
+    get.restype = ctypes.c_int
+    rel.argtypes = (ctypes.POINTER(_PyBuffer),)
+    rel.restype = None
+    return get, rel
+
+
+_PYBUF_ND = 0x8  # shape, no strides: the exporter must be C-contiguous (or refuses)
+_get_buffer, _release_buffer = _buffer_api()
+
+
 def address(buf) -> int:
-    """The address of the first byte of a numpy array or of any contiguous object with the buffer
-    protocol (a memoryview of a bytearray or of a read-only mapping): what the host engines hand
-    to libcrypto.  The caller keeps ``buf`` alive while the address is used."""
+    """The address of the first byte of a numpy array or of any C-contiguous object with the
+    buffer protocol (a memoryview of a bytearray or of a read-only mapping): what the host engines
+    hand to libcrypto.  The caller keeps ``buf`` alive while the address is used."""
     ct = getattr(buf, "ctypes", None)
     if ct is not None:
         return ct.data
     view = _PyBuffer()
-    get = ctypes.pythonapi.PyObject_GetBuffer
-    get.argtypes = (ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int)
-    if get(buf, ctypes.byref(view), 0x8) != 0:  # PyBUF_ND|... minimal: PyBUF_SIMPLE (0) + C order
-        raise InvalidArgument(f"not a contiguous buffer: {type(buf).__name__}")
+    try:
+        if _get_buffer(buf, ctypes.byref(view), _PYBUF_ND) != 0:
+            raise TypeError
+    except (TypeError, BufferError):
+        raise InvalidArgument(f"not a contiguous buffer: {type(buf).__name__}") from None
     try:
         return int(view.buf or 0)
     finally:
-        rel = ctypes.pythonapi.PyBuffer_Release
-        rel.argtypes = (ctypes.POINTER(_PyBuffer),)
-        rel(ctypes.byref(view))
+        _release_buffer(ctypes.byref(view))
 
 
 def as_u8(data) -> np.ndarray:

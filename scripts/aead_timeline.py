@@ -1,0 +1,86 @@
+"""Where the time of an AEAD batch host -> host goes in pieces (transfer/batches.py): every piece's
+host timestamps (start, prepared = uploads done, enqueued, finished = downloads done) per thread,
+and per phase the sum over pieces and the share of the wall time.
+Usage: python3 scripts/aead_timeline.py NAME [--shape 65536x16Ki] [--device cuda:0] [--repeats 3]"""
+import argparse
+import threading
+import time
+
+import numpy as np
+
+import ciphergrid
+from ciphergrid.bench.aead import _shapes, make_batch
+from ciphergrid.request import weak_use_allowed
+from ciphergrid.transfer import batches
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("name")
+    ap.add_argument("--shape", default="65536x16Ki")
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args()
+    ((count, size),) = _shapes(a.shape)
+    batch = make_batch(a.name, count, size, np.random.default_rng(1))
+    key = batch.keys[0].tobytes()
+    out = np.zeros(batch.src.nbytes, dtype=np.uint8)
+    n = int(batch.off[-1])
+    log = []
+    lock = threading.Lock()
+    real_run = batches.run
+
+    def traced(backend, make_driver, b, **kw):
+        def make(view):
+            drv = make_driver(view)
+
+            def run(piece):
+                t0 = time.perf_counter()
+                job = drv.prepare(piece)
+                t1 = time.perf_counter()
+                job.enqueue()
+                t2 = time.perf_counter()
+                tags = job.finish()
+                t3 = time.perf_counter()
+                with lock:
+                    log.append((threading.get_ident(), t0, t1, t2, t3))
+                return tags
+            drv.run = run
+            return drv
+        return real_run(backend, make, b, **kw)
+
+    batches.run = traced
+
+    def call():
+        with weak_use_allowed():
+            return ciphergrid.encrypt_batch(a.name, batch.src, offsets=batch.off, key=key,
+                                            nonces=batch.nonces, device=a.device, out=out)
+
+    call()
+    for _ in range(a.repeats):
+        log.clear()
+        t = time.perf_counter()
+        call()
+        wall = time.perf_counter() - t
+        if not log:
+            print(f"{a.name} {a.shape}: {n / wall / 1e9:.2f} GB/s in one job (not in pieces: "
+                  "a GPU and a batch of 2+ pieces take transfer/batches.py)")
+            return
+        first = min(e[1] for e in log)
+        prep = sum(e[2] - e[1] for e in log)
+        enq = sum(e[3] - e[2] for e in log)
+        fin = sum(e[4] - e[3] for e in log)
+        busy = prep + enq + fin
+        threads = sorted({e[0] for e in log})
+        print(f"{a.name} {a.shape}: {n / wall / 1e9:.2f} GB/s, wall {wall * 1e3:.1f} ms, {len(log)} pieces "
+              f"on {len(threads)} threads; sums: prepare+upload {prep * 1e3:.1f} ms, enqueue "
+              f"{enq * 1e3:.1f}, kernels+download {fin * 1e3:.1f} (threads busy {busy / wall / len(threads):.2f}); "
+              f"first piece starts {(first - t) * 1e3:.1f} ms in")
+    for tid in threads:
+        row = [e for e in log if e[0] == tid]
+        print("  thread " + " | ".join(f"{(e[1] - first) * 1e3:.1f}:{(e[2] - e[1]) * 1e3:.1f}/"
+                                        f"{(e[3] - e[2]) * 1e3:.2f}/{(e[4] - e[3]) * 1e3:.1f}" for e in row))
+
+
+if __name__ == "__main__":
+    main()
