@@ -69,9 +69,21 @@ def choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int) -> tuple[int, i
 class GCMDriver(DeviceAEAD):
     """kernels/gcm.cl for one key size and implementation on one device."""
 
-    def __init__(self, backend, aead, name, ct: bool = False):
-        super().__init__(backend, aead, name, ct=ct)
+    def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
+                 ctr: int = 0):
+        """Knobs (integers, scripts/aead_knobs.py): ``gh`` the GHASH kernel for batches of one key
+        (0: gcm_ghash; 1: gcm_ghash_pos, fast: 8-bit + 4-bit positional tables, ct: 4-bit
+        positional tables of M^1..M^(grp-1) indexed by the stream; 2: fast only, 4-bit positional
+        tables), ``grp`` (ct, gh=1) the group size 2..6, ``ctr`` (ct) 1: gcm_ctr_one, the
+        counter pass for batches of one key.  Batches of several keys always run gcm_ghash and
+        gcm_ctr."""
+        super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr)
         self.ct = bool(ct)
+        gh, grp, ctr = int(gh), int(grp), int(ctr)
+        if gh not in ((0, 1) if self.ct else (0, 1, 2)) or not 2 <= grp <= 6 or ctr not in (0, 1) \
+                or (ctr and not self.ct):
+            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} out of range")
+        self.gh, self.grp, self.ctr = gh, grp, ctr
         self.key_len = aead.names[name]
         im = AES_CIPHER.implementation("ct" if self.ct else "fast")
         self.layout = im.key_layout
@@ -80,8 +92,9 @@ class GCMDriver(DeviceAEAD):
             raise DeviceError(f"{name}: work-groups of {self.ls} work-items (need a power of two "
                               f">= {MIN_W})")
         defines = {**AES_CIPHER.defines(self.key_len), **im.defines, "CG_BATCH": im.batch,
-                   "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W}
-        key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls)
+                   "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W,
+                   "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr}
+        key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr)
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix(defines) + program_source(im.file, "gcm.cl")
@@ -91,6 +104,10 @@ class GCMDriver(DeviceAEAD):
                               f"{backend.info} allows {backend.group_size(prg)}")
         self.prg = prg
         self.tb = 128 if self.ct else 16
+        # entries of the positional tables in the key material (gcm.cl GCM_TBP) and the
+        # work-group memory copy (GCM_PTAB)
+        self.ptab = (grp - 1) * 512 if self.ct else (2304 if gh == 1 else 512)
+        self.tbp = self.ptab + (128 if self.ct else 0)
 
     def prepare(self, batch) -> "GCMJob":
         return GCMJob(self, batch)
@@ -141,10 +158,16 @@ class GCMJob(Job):
         np.cumsum(tiles_m, out=tile_off[1:])
         self.ntiles = int(tile_off[-1])
         max_tiles = int(tiles_m.max())
-        self.np2 = max(self.wlog + 1, tlog + _bitlen(max_tiles - 1))
-        self.hs = self.np2 + (1 << self.wlog) + drv.tb
-        self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
         self.nkeys = int(batch.keys.shape[0])
+        # positional GHASH tables, and the ct counter pass of one key: batches of one key only
+        self.pos = bool(drv.gh) and self.nkeys == 1
+        self.ctr_one = bool(drv.ctr) and self.nkeys == 1
+        self.np2 = max(self.wlog + 1, tlog + _bitlen(max_tiles - 1))
+        if self.pos and drv.ct:
+            self.np2 = max(self.np2, _bitlen(drv.grp << self.wlog))     # M^G = H^(G W)
+        self.tb = drv.tbp if self.pos else drv.tb
+        self.hs = self.np2 + (1 << self.wlog) + self.tb
+        self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
         self.nlen = int(batch.nonces.shape[1])
 
         # round keys of the distinct keys, on the host (AES.expand), zeroed once uploaded
@@ -204,29 +227,44 @@ class GCMJob(Job):
         b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
                  [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2), U32(self.nkeys)],
                  queue)
-        b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + d.tb)),
-                 [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys)], queue)
+        b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
+                 [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
+                  U32(self.pos)], queue)
         b.launch(prg, "gcm_j0", items("gcm_j0", m),
                  [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
                   U32(m)], queue)
         per = 32 if d.ct else 1
-        ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["key_index"], B["ktab"],
-               U32(self.ks),
-               B["j0"], B["ej0"], U32(m), U64(self.total_cb)]
+        if self.ctr_one:
+            ctr_name = "gcm_ctr_one"
+            ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["ktab"], B["j0"],
+                   B["ej0"], U32(m), U64(self.total_cb)]
+            ctr_items = min(_ceil_div(self.total_cb, 32 * ls) * ls,
+                            max(ls, b.resident_items(prg, ctr_name) // ls * ls))
+        else:
+            ctr_name = "gcm_ctr"
+            ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["key_index"],
+                   B["ktab"], U32(self.ks), B["j0"], B["ej0"], U32(m), U64(self.total_cb)]
+            ctr_items = items("gcm_ctr", _ceil_div(self.total_cb, per))
         ghash_txt = B["dst"] if self.batch.encrypt else B["src"]
         tpg = ls // w
         groups = _ceil_div(self.ntiles, tpg)
-        ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
-                 B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
-                 B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
-        ctr_items = items("gcm_ctr", _ceil_div(self.total_cb, per))
-        gh_items = min(groups * ls, max(ls, b.resident_items(prg, "gcm_ghash") // ls * ls))
-        if self.batch.encrypt:
-            b.launch(prg, "gcm_ctr", ctr_items, ctr, queue)
-            b.launch(prg, "gcm_ghash", gh_items, ghash, queue)
+        if self.pos:
+            gh_name = "gcm_ghash_pos"
+            ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["hk"],
+                     U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], U32(m),
+                     U64(self.ntiles)]
         else:
-            b.launch(prg, "gcm_ghash", gh_items, ghash, queue)
-            b.launch(prg, "gcm_ctr", ctr_items, ctr, queue)
+            gh_name = "gcm_ghash"
+            ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
+                     B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
+                     B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
+        gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
+        if self.batch.encrypt:
+            b.launch(prg, ctr_name, ctr_items, ctr, queue)
+            b.launch(prg, gh_name, gh_items, ghash, queue)
+        else:
+            b.launch(prg, gh_name, gh_items, ghash, queue)
+            b.launch(prg, ctr_name, ctr_items, ctr, queue)
         mpg = ls >> self.plog
         tag_items = min(_ceil_div(m, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
         b.launch(prg, "gcm_tag", tag_items,
