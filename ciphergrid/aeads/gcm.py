@@ -74,14 +74,16 @@ class GCMDriver(DeviceAEAD):
         """Knobs (integers, scripts/aead_knobs.py): ``gh`` the GHASH kernel for batches of one key
         (0: gcm_ghash; 1: gcm_ghash_pos, fast: 8-bit + 4-bit positional tables, ct: 4-bit
         positional tables of M^1..M^(grp-1) indexed by the stream; 2: fast only, 4-bit positional
-        tables), ``grp`` (ct, gh=1) the group size 2..6, ``ctr`` (ct) 1: gcm_ctr_one, the
-        counter pass for batches of one key.  Batches of several keys always run gcm_ghash and
+        tables), ``grp`` (ct, gh=1) the group size 2..6, ``ctr`` 1: gcm_ctr_one, the counter
+        pass for batches of one key (fast: round keys loaded once, a message's offsets and J0
+        kept in registers; ct: 32 blocks unrolled, loads grouped); 2 (ct): the same with the
+        counters bitsliced directly (gcm.cl gcm_bs_ctr).  Batches of several keys always run gcm_ghash and
         gcm_ctr."""
         super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr)
         self.ct = bool(ct)
         gh, grp, ctr = int(gh), int(grp), int(ctr)
-        if gh not in ((0, 1) if self.ct else (0, 1, 2)) or not 2 <= grp <= 6 or ctr not in (0, 1) \
-                or (ctr and not self.ct):
+        if gh not in ((0, 1) if self.ct else (0, 1, 2)) or not 2 <= grp <= 6 \
+                or ctr not in ((0, 1, 2) if self.ct else (0, 1)):
             raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} out of range")
         self.gh, self.grp, self.ctr = gh, grp, ctr
         self.key_len = aead.names[name]
@@ -238,7 +240,8 @@ class GCMJob(Job):
             ctr_name = "gcm_ctr_one"
             ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["ktab"], B["j0"],
                    B["ej0"], U32(m), U64(self.total_cb)]
-            ctr_items = min(_ceil_div(self.total_cb, 32 * ls) * ls,
+            per_item = 32 if d.ct else 16          # gcm.cl: 32 bitsliced blocks; GCM_CTR_T
+            ctr_items = min(_ceil_div(self.total_cb, per_item * ls) * ls,
                             max(ls, b.resident_items(prg, ctr_name) // ls * ls))
         else:
             ctr_name = "gcm_ctr"

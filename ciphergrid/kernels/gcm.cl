@@ -175,6 +175,7 @@ DEVICE_FN uint4 gcm_mul_tab8(uint4 a, LOCAL_PTR const uint4 *tab, LOCAL_PTR cons
     return z;
 }
 
+#if GCM_GH
 /* ---- positional tables ------------------------------------------------------------------------
  * X M = XOR over the byte positions b of X of T_b[byte_b(X)], T_b[v] = (v at position b) M, already
  * reduced: no shifts, no reduction between lookups.  4-bit tables: T_(b,h)[v] for the high (h = 0) and
@@ -251,6 +252,7 @@ DEVICE_FN uint4 gcm_nib_elem(uint i)
     const uint h = (i >> 7) & 1u, v = (i >> 3) & 15u, b = (i >> 8) * 8u + (i & 7u);
     return gcm_byte_elem(b, h ? v : v << 4);
 }
+#endif
 
 /* the message of item g: the i with off[i] <= g < off[i + 1], searched in [lo, m) */
 DEVICE_FN uint gcm_find(GLOBAL_RO const ulong *off, uint lo, uint m, ulong g)
@@ -331,6 +333,7 @@ KERNEL void gcm_hkey(GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL uint4 
     }
 }
 
+#if GCM_GH && GCM_CT
 /* H^n from the H^(2^j) table o (n < 2^np2) */
 DEVICE_FN uint4 gcm_hpow_n(GLOBAL const uint4 *o, uint n)
 {
@@ -339,7 +342,9 @@ DEVICE_FN uint4 gcm_hpow_n(GLOBAL const uint4 *o, uint n)
         if ((n >> j) & 1u) r = gcm_mul_ct(r, o[j]);
     return r;
 }
+#endif
 
+#if GCM_GH
 /* entry i of the positional tables (pos = 1; see above), M = H^W:
  *   fast: GCM_TBP entries, the tables of M;
  *   ct: 128 products x^i M^GCM_GRP, then for t < GCM_GRP - 1 the 512 entries of M^(t + 1). */
@@ -360,6 +365,7 @@ DEVICE_FN uint4 gcm_pos_entry(GLOBAL const uint4 *o, uint wlog, uint i)
     return gcm_mul_ct(gcm_nib_elem(i), o[wlog]);
 #endif
 }
+#endif
 
 /* per (key, e): e < W: H^(e+1); then the GCM_TB multiplication table entries of M = H^W, or with
  * pos the GCM_TBP entries of the positional tables */
@@ -377,8 +383,10 @@ KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys,
             r = MAKE_UINT4(0x80000000u, 0u, 0u, 0u);   /* 1 */
             for (uint j = 0; j <= wlog; j++)
                 if ((n >> j) & 1u) r = gcm_mul_ct(r, o[j]);
+#if GCM_GH
         } else if (pos) {
             r = gcm_pos_entry(o, wlog, e - w);
+#endif
         } else {
             const uint i = e - w;
 #if GCM_CT
@@ -525,11 +533,53 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
 #endif
 
 #if GCM_CT && GCM_CTR
+/* ctr = 2: AES of the 32 counter blocks s (block k in s[4k..4k+3]) under bitsliced key bsk, less
+ * the last round key (returned in kx, for the caller to add with the data).  same = 1 (the 32 blocks
+ * are counters of one message: words 0..2 equal, c): bitsliced directly, words 0..2 as masks of
+ * the bits of c ^ round key 0 (the same in every block) and word 3 by one 32x32 transpose; else
+ * the full transpose and AddRoundKey of cg_encrypt_batch.  Whether the 32 blocks share a message
+ * depends on the message lengths only; key words enter through XORs alone. */
+DEVICE_FN void gcm_bs_ctr(uint *s, const uint *c, int same, uint *kx, GLOBAL_RO const uint4 *RESTRICT bsk)
+{
+#pragma unroll 1
+    for (int r = 0; r <= AES_ROUNDS; r++) {
+        if (r == 0) {
+            if (same) {
+                const uint4 k0 = bsk[32 * (AES_ROUNDS + 1)];     /* plain round key 0 */
+                const uint z[3] = {c[0] ^ k0.x, c[1] ^ k0.y, c[2] ^ k0.z};
+#pragma unroll
+                for (int w = 0; w < 3; w++) {
+#pragma unroll
+                    for (int j = 0; j < 32; j++) s[w + 4 * j] = (uint)((int)(z[w] << (31 - j)) >> 31);
+                }
+#pragma unroll
+                for (int k = 0; k < 32; k++) s[3 + 4 * k] ^= k0.w;
+                aes_bs_transpose32(s, 3, 4);
+            } else {
+                aes_bs_transpose(s);
+                aes_bs_add_key(s, bsk, 0);
+            }
+        } else {
+            aes_bs_sub_bytes(s);
+            if (r < AES_ROUNDS) {
+                aes_bs_linear(s, bsk, r, 0, 1, 1);
+            } else {
+                aes_bs_linear(s, bsk, r, 0, 0, 0);   /* ShiftRows alone: register renaming */
+                aes_bs_transpose(s);
+            }
+        }
+    }
+    const uint4 kl = bsk[32 * (AES_ROUNDS + 1) + AES_ROUNDS];
+    kx[0] = kl.x; kx[1] = kl.y; kx[2] = kl.z; kx[3] = kl.w;
+}
+
 /* The counter pass of a batch of ONE key (ct): a work-group takes 32 x LSIZE consecutive counter
  * blocks of the concatenated messages, its work-item LID the blocks LID + k LSIZE (k < 32:
  * coalesced), bitsliced in one pass.  Every loop over the 32 blocks is unrolled, so the block array
  * stays in registers; each block's message is found from the previous one's with the coarse index
- * (no search for a batch of one message); the data of 8 blocks is loaded before any is stored. */
+ * (no search for a batch of one message); the data of 8 blocks is loaded before any is stored.
+ * GCM_CTR 2: the AES of gcm_bs_ctr (counters bitsliced directly, the last round key added with
+ * the data). */
 KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
                         GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                         GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
@@ -553,7 +603,18 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
                 s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
             }
         }
+        uint kx[4] = {0u, 0u, 0u, 0u};
+#if GCM_CTR == 2
+        {
+            const ulong gl = g0 + 31 * (ulong)LSIZE;
+            const uint ml = gcm_find_hinted(cb_off, cb_hint, msg0, m, gl < total ? gl : total - 1);
+            const uint4 jm = j0[msg0];
+            const uint c[3] = {BSWAP32(jm.x), BSWAP32(jm.y), BSWAP32(jm.z)};
+            gcm_bs_ctr(s, c, ml == msg0, kx, cg_bsk);
+        }
+#else
         cg_encrypt_batch(s CG_ENC_ARGS);
+#endif
         msg = msg0;
 #pragma unroll
         for (int k0 = 0; k0 < 32; k0 += 8) {
@@ -586,11 +647,56 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
             for (int k = 0; k < 8; k++) {
                 const ulong g = g0 + (ulong)(k0 + k) * LSIZE;
                 const uint *sk = s + 4 * (k0 + k);
-                if (full[k])
-                    *(GLOBAL uint4 *)(out + o[k]) = MAKE_UINT4(d[k].x ^ sk[0], d[k].y ^ sk[1],
-                                                               d[k].z ^ sk[2], d[k].w ^ sk[3]);
-                else if (g < total)
-                    gcm_ctr_out(in, out, off, ej0, mk[k], o[k], sk);
+                if (full[k]) {
+                    *(GLOBAL uint4 *)(out + o[k]) = MAKE_UINT4(d[k].x ^ sk[0] ^ kx[0], d[k].y ^ sk[1] ^ kx[1],
+                                                               d[k].z ^ sk[2] ^ kx[2], d[k].w ^ sk[3] ^ kx[3]);
+                } else if (g < total) {
+                    const uint ks[4] = {sk[0] ^ kx[0], sk[1] ^ kx[1], sk[2] ^ kx[2], sk[3] ^ kx[3]};
+                    gcm_ctr_out(in, out, off, ej0, mk[k], o[k], ks);
+                }
+            }
+        }
+    }
+}
+#endif
+
+#if !GCM_CT && GCM_CTR
+/* The counter pass of a batch of ONE key (fast, knob ctr = 1): round keys loaded once; a
+ * work-group takes LSIZE x GCM_CTR_T consecutive counter blocks, its work-item LID the blocks
+ * LID + k LSIZE (coalesced), and keeps the current message's offsets and J0 in registers, searching
+ * (with the coarse index) only when a block lies past them: one search per message and work-item
+ * instead of one search and five loads per block. */
+#define GCM_CTR_T 16
+KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
+                        GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
+                        GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                        GLOBAL uint4 *ej0, uint m, ulong total)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ktab)
+    uint msg = 0;
+    ulong cb0 = 0, cb1 = 0, ob = 0, oe = 0;
+    uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
+    const ulong tile = (ulong)GCM_CTR_T * LSIZE;
+    for (ulong t0 = GROUP_ID * tile; t0 < total; t0 += NGROUPS * tile) {
+        for (uint k = 0; k < GCM_CTR_T; k++) {
+            const ulong g = t0 + LID + (ulong)k * LSIZE;
+            if (g >= total) break;
+            if (g >= cb1) {
+                msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
+                cb0 = cb_off[msg]; cb1 = cb_off[msg + 1]; ob = off[msg]; oe = off[msg + 1];
+                jm = j0[msg];
+            }
+            const ulong i = g - cb0;
+            uint s[4];
+            s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w + (uint)i);
+            cg_encrypt_batch(s CG_ENC_ARGS);
+            const ulong o = ob + 16 * (i - 1);
+            if (i > 0 && oe - o >= 16 && (o & 15) == 0) {
+                const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
+                *(GLOBAL uint4 *)(out + o) = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+            } else {
+                gcm_ctr_out(in, out, off, ej0, msg, i, s);
             }
         }
     }
@@ -763,7 +869,7 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
             const uint ng = (run + pad) / GCM_GRP;
             for (uint gi = 0; gi < ng; gi++) {
                 uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
-#pragma unroll
+#pragma unroll 1
                 for (int jj = 0; jj < GCM_GRP; jj++) {
                     const long k = (long)(gi * GCM_GRP + jj) - (long)pad;
                     const long j = start + (long)l + k * (long)w;
