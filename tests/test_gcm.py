@@ -338,9 +338,7 @@ def check_knob_variant(device, variant, monkeypatch):
     r = random.Random(variant)
     for tiles in ((0, 2), (3, 0), (3, 3), (4, 2), None):
         if tiles is not None:
-            if not ct and tiles[0] < 3:
-                continue
-            monkeypatch.setattr(gcm, "choose_tiles", lambda nb, ls, c, target, t=tiles: t)
+            monkeypatch.setattr(gcm, "choose_tiles", lambda nb, ls, c, target, t=tiles, **kw: t)
         else:
             monkeypatch.undo()
             monkeypatch.setattr(drv.backend, "launch", spy)
@@ -349,7 +347,8 @@ def check_knob_variant(device, variant, monkeypatch):
         m = len(lens)
         # several keys: gcm_ghash and gcm_ctr, the default kernels (tested above); checked for
         # the fast variants only (a cold PoCL build of another bitsliced kernel costs seconds)
-        for one_key in (True,) if ct else (True, False):
+        # (and gcm_ghash's fast tiles are at least GCM_MIN_W = 8 lanes wide)
+        for one_key in (True,) if ct or (tiles and tiles[0] < 3) else (True, False):
             keys = [r.randbytes(16)] * m if one_key else [r.randbytes(16) for _ in range(m)]
             nonces = [r.randbytes(12) for _ in range(m)]
             aads = [r.randbytes(r.choice((0, 3, 16, tb + 5))) for _ in range(m)]
@@ -365,14 +364,18 @@ def check_knob_variant(device, variant, monkeypatch):
             outs, tags = run(drv, name, False, 16, keys, nonces, aads, [w[0] for w in want])
             assert outs == pts and tags == [w[1] for w in want]
     # messages longer than a work-group's 32 x LSIZE counter blocks (gcm_ctr_one's blocks of one
-    # message, bitsliced directly with ctr=2), one key
+    # message, bitsliced directly with ctr=2), one key; tiles of the device's choice, then tiles
+    # of 8 blocks: more than _MAX_NF lane factors (the tile powers by square-and-multiply)
     key = r.randbytes(16)
     lens = (300_011, 5, 140_000)
     nonces = [r.randbytes(12) for _ in lens]
     pts = [r.randbytes(n) for n in lens]
     want = [reference(key, n, b"ad", p) for n, p in zip(nonces, pts)]
-    outs, tags = run(drv, name, True, 16, [key] * 3, nonces, [b"ad"] * 3, pts)
-    assert list(zip(outs, tags)) == want
+    for tiles in (None, (3, 0)):
+        if tiles:
+            monkeypatch.setattr(gcm, "choose_tiles", lambda nb, ls, c, target, t=tiles, **kw: t)
+        outs, tags = run(drv, name, True, 16, [key] * 3, nonces, [b"ad"] * 3, pts)
+        assert list(zip(outs, tags)) == want, tiles
 
 
 def test_knobs_refused(device):

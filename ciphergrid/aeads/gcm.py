@@ -29,8 +29,11 @@ MIN_W = 8                 # the fast GHASH kernel's smallest tile width (GCM_MIN
 _HINT_SHIFT = 8            # gcm.cl GCM_HINT_SHIFT: counter blocks per entry of the message index
 MAX_RLOG = 8              # runs of up to 2^8 blocks per lane
 _PAD = 32                 # bytes past the end of the buffers gcm_load reads (whole aligned words)
+_MAX_NF = 8192            # the most lane factors (gcm.cl gcm_hpow, knob gh) per batch
 #: cost of one general (bit-serial) multiply in table multiplies, per implementation
 _GEN_COST = {False: 4.0, True: 2.5}
+#: the same for gcm_ghash_pos (knob gh)
+_POS_GEN_COST = {False: 7.0, True: 5.0}
 
 
 def _ceil_div(a, b):
@@ -41,14 +44,17 @@ def _bitlen(n: int) -> int:
     return int(n).bit_length()
 
 
-def choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int) -> tuple[int, int]:
+def choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int, gen: float | None = None,
+                 wmin: int | None = None) -> tuple[int, int]:
     """(log2 W, log2 R) for GHASH tiles of W lanes x R blocks over messages of nb stream blocks:
     the least estimated time, work / min(lanes, target) (target: work-items the device runs at
     once).  Work per tile: W lanes x (R table multiplies + one general multiply), plus the tile's
-    own power and reduction."""
-    g = _GEN_COST[ct]
+    own power and reduction.  gen: the price of a general multiply in table multiplies
+    (default _GEN_COST); wmin: log2 of the least W (default 0 for ct, log2 MIN_W for fast)."""
+    g = _GEN_COST[ct] if gen is None else gen
     best = None
-    wmin = 0 if ct else _bitlen(MIN_W) - 1
+    if wmin is None:
+        wmin = 0 if ct else _bitlen(MIN_W) - 1
     wmax = _bitlen(ls) - 1
     total = float(nb.sum())
     for tlog in range(wmin, wmax + MAX_RLOG + 1):
@@ -152,22 +158,34 @@ class GCMJob(Job):
         # 2^8-th counter block
         cb_hint = coarse_index(cb_off, _HINT_SHIFT)
         ls = drv.ls
-        target = b.resident_items(drv.prg, "gcm_ghash")
-        self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
+        self.nkeys = int(batch.keys.shape[0])
+        # positional GHASH tables, and the counter pass of one key: batches of one key only
+        self.pos = bool(drv.gh) and self.nkeys == 1
+        self.ctr_one = bool(drv.ctr) and self.nkeys == 1
+        if self.pos:
+            # gcm_ghash_pos: any W; a general multiply costs ~20 clocks (SM) against ~3 (fast)
+            # or ~4 (ct) per table step
+            target = b.resident_items(drv.prg, "gcm_ghash_pos")
+            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target, gen=_POS_GEN_COST[drv.ct],
+                                                wmin=0)
+        else:
+            target = b.resident_items(drv.prg, "gcm_ghash")
+            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
         tlog = self.wlog + self.rlog
         tiles_m = (nb + ((1 << tlog) - 1)) >> tlog
         tile_off = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(tiles_m, out=tile_off[1:])
         self.ntiles = int(tile_off[-1])
         max_tiles = int(tiles_m.max())
-        self.nkeys = int(batch.keys.shape[0])
-        # positional GHASH tables, and the ct counter pass of one key: batches of one key only
-        self.pos = bool(drv.gh) and self.nkeys == 1
-        self.ctr_one = bool(drv.ctr) and self.nkeys == 1
         self.np2 = max(self.wlog + 1, tlog + _bitlen(max_tiles - 1))
         if self.pos and drv.ct:
             self.np2 = max(self.np2, _bitlen(drv.grp << self.wlog))     # M^G = H^(G W)
-        self.tb = drv.tbp if self.pos else drv.tb
+        # lane factors H^(W - l + W R u) (gcm.cl gcm_hpow): one multiply per lane and tile instead
+        # of a square-and-multiply per tile, where there are few
+        self.nf = (max_tiles << self.wlog) if self.pos and (max_tiles << self.wlog) <= _MAX_NF else 0
+        if self.nf:
+            self.np2 = max(self.np2, _bitlen((1 << self.wlog) + ((max_tiles - 1) << tlog)))
+        self.tb = drv.tbp + self.nf if self.pos else drv.tb
         self.hs = self.np2 + (1 << self.wlog) + self.tb
         self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
         self.nlen = int(batch.nonces.shape[1])
@@ -231,7 +249,7 @@ class GCMJob(Job):
                  queue)
         b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
                  [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
-                  U32(self.pos)], queue)
+                  U32(self.pos), U32(self.rlog), U32(self.nf)], queue)
         b.launch(prg, "gcm_j0", items("gcm_j0", m),
                  [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
                   U32(m)], queue)
@@ -255,7 +273,7 @@ class GCMJob(Job):
             gh_name = "gcm_ghash_pos"
             ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["hk"],
                      U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], U32(m),
-                     U64(self.ntiles)]
+                     U64(self.ntiles), U32(self.nf)]
         else:
             gh_name = "gcm_ghash"
             ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],

@@ -333,7 +333,7 @@ KERNEL void gcm_hkey(GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL uint4 
     }
 }
 
-#if GCM_GH && GCM_CT
+#if GCM_GH
 /* H^n from the H^(2^j) table o (n < 2^np2) */
 DEVICE_FN uint4 gcm_hpow_n(GLOBAL const uint4 *o, uint n)
 {
@@ -368,11 +368,13 @@ DEVICE_FN uint4 gcm_pos_entry(GLOBAL const uint4 *o, uint wlog, uint i)
 #endif
 
 /* per (key, e): e < W: H^(e+1); then the GCM_TB multiplication table entries of M = H^W, or with
- * pos the GCM_TBP entries of the positional tables */
-KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys, uint pos)
+ * pos the GCM_TBP entries of the positional tables and nf lane factors: entry u W + l is
+ * H^(W - l + W R u), lane l's factor in tile u (counted from the end of its message) */
+KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys, uint pos,
+                     uint rlog, uint nf)
 {
     const uint w = 1u << wlog;
-    const uint per = w + (pos ? GCM_TBP : GCM_TB);
+    const uint per = w + (pos ? GCM_TBP + nf : GCM_TB);
     for (ulong g = GID; g < (ulong)nkeys * per; g += GSIZE) {
         const ulong k = g / per;
         const uint e = (uint)(g - k * per);
@@ -384,6 +386,9 @@ KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys,
             for (uint j = 0; j <= wlog; j++)
                 if ((n >> j) & 1u) r = gcm_mul_ct(r, o[j]);
 #if GCM_GH
+        } else if (pos && e - w >= GCM_TBP) {
+            const uint f = e - w - GCM_TBP, u = f >> wlog, l = f & (w - 1);
+            r = gcm_hpow_n(o, (w - l) + (u << (wlog + rlog)));
         } else if (pos) {
             r = gcm_pos_entry(o, wlog, e - w);
 #endif
@@ -828,7 +833,8 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
 KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
                           GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
                           GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
-                          uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles)
+                          uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles,
+                          uint nf)
 {
     LOCAL_VAR uint4 gcm_pred[GCM_LS];
     LOCAL_VAR uint4 gcm_ptab[GCM_PTAB];
@@ -881,17 +887,23 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
                             z = gcm_xor(z, x);
                     }
                 }
-                if (gi > 0) y = gcm_mul_xtab(y, xm);
+                /* y is still 0 (no block of the lane before this group: public) -> no multiply */
+                const long kp = (long)(gi * GCM_GRP) - (long)pad - 1;
+                if (kp >= 0 && start + (long)l + kp * (long)w >= 0) y = gcm_mul_xtab(y, xm);
                 y = gcm_xor(y, z);
             }
 #else
             for (uint k = 0; k < run; k++) {
                 const long j = start + (long)l + (long)k * (long)w;
-                if (j >= 0) y = gcm_xor(y, gcm_stream(aad, txt, ao, alen, na, to, tlen, nc, (ulong)j));
-                if (k + 1 < run) y = gcm_mul_pos(y, gcm_ptab, sa, sb, q);
+                /* j < 0: no block yet, y = 0 */
+                if (j >= 0) {
+                    y = gcm_xor(y, gcm_stream(aad, txt, ao, alen, na, to, tlen, nc, (ulong)j));
+                    if (k + 1 < run) y = gcm_mul_pos(y, gcm_ptab, sa, sb, q);
+                }
             }
 #endif
-            v = gcm_mul_ct(y, hk[np2 + (w - 1 - l)]);       /* times H^(W - l) */
+            /* times H^(W - l), or with the lane factors H^(W - l + W R u) */
+            v = gcm_mul_ct(y, nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
         }
         gcm_pred[LID] = v;
         BARRIER();
@@ -901,8 +913,9 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
         }
         if (live && l == 0) {
             uint4 r = gcm_pred[LID];
-            for (uint j = 0; (u >> j) != 0; j++)
-                if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
+            if (!nf)
+                for (uint j = 0; (u >> j) != 0; j++)
+                    if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
             tile_sum[t] = r;
         }
         BARRIER();
