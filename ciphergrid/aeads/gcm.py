@@ -76,33 +76,38 @@ class GCMDriver(DeviceAEAD):
     """kernels/gcm.cl for one key size and implementation on one device."""
 
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
-                 ctr: int = 0):
+                 ctr: int = 0, fuse: int = 0, ls: int = 0):
         """Knobs (integers, scripts/aead_knobs.py): ``gh`` the GHASH kernel for batches of one key
         (0: gcm_ghash; 1: gcm_ghash_pos, fast: 8-bit + 4-bit positional tables, ct: 4-bit
         positional tables of M^1..M^(grp-1) indexed by the stream; 2: fast only, 4-bit positional
         tables), ``grp`` (ct, gh=1) the group size 2..6, ``ctr`` 1: gcm_ctr_one, the counter
         pass for batches of one key (fast: round keys loaded once, a message's offsets and J0
         kept in registers; ct: 32 blocks unrolled, loads grouped); 2 (ct): the same with the
-        counters bitsliced directly (gcm.cl gcm_bs_ctr).  Batches of several keys always run gcm_ghash and
+        counters bitsliced directly (gcm.cl gcm_bs_ctr); ``fuse`` (fast, gh=2) 1: gcm_fused, the
+        counter pass and GHASH in one kernel for batches of one key; ``ls`` the work-group size
+        (0: LOCAL_SIZE; a power of two >= MIN_W).  Batches of several keys always run gcm_ghash and
         gcm_ctr."""
-        super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr)
+        super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls)
         self.ct = bool(ct)
-        gh, grp, ctr = int(gh), int(grp), int(ctr)
+        gh, grp, ctr, fuse = int(gh), int(grp), int(ctr), int(fuse)
         if gh not in ((0, 1) if self.ct else (0, 1, 2)) or not 2 <= grp <= 6 \
-                or ctr not in ((0, 1, 2) if self.ct else (0, 1)):
-            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} out of range")
-        self.gh, self.grp, self.ctr = gh, grp, ctr
+                or ctr not in ((0, 1, 2) if self.ct else (0, 1)) or fuse not in (0, 1) \
+                or (fuse and (self.ct or gh != 2)):
+            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} out of "
+                                  f"range (fuse=1 needs the fast implementation and gh=2)")
+        self.gh, self.grp, self.ctr, self.fuse = gh, grp, ctr, fuse
         self.key_len = aead.names[name]
         im = AES_CIPHER.implementation("ct" if self.ct else "fast")
         self.layout = im.key_layout
-        self.ls = min(LOCAL_SIZE, backend.local_size)
+        self.ls = min(int(ls) or LOCAL_SIZE, backend.local_size)
         if self.ls & (self.ls - 1) or self.ls < MIN_W:
             raise DeviceError(f"{name}: work-groups of {self.ls} work-items (need a power of two "
                               f">= {MIN_W})")
         defines = {**AES_CIPHER.defines(self.key_len), **im.defines, "CG_BATCH": im.batch,
                    "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W,
-                   "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr}
-        key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr)
+                   "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr, "GCM_FUSE": fuse}
+        key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr,
+               fuse)
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix(defines) + program_source(im.file, "gcm.cl")
@@ -162,7 +167,12 @@ class GCMJob(Job):
         # positional GHASH tables, and the counter pass of one key: batches of one key only
         self.pos = bool(drv.gh) and self.nkeys == 1
         self.ctr_one = bool(drv.ctr) and self.nkeys == 1
-        if self.pos:
+        self.fused = bool(drv.fuse) and self.pos
+        if self.fused:
+            # a step of gcm_fused is an AES block and a table step: ~11 clocks against ~20
+            target = b.resident_items(drv.prg, "gcm_fused")
+            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target, gen=2.0, wmin=0)
+        elif self.pos:
             # gcm_ghash_pos: any W; a general multiply costs ~20 clocks (SM) against ~3 (fast)
             # or ~4 (ct) per table step
             target = b.resident_items(drv.prg, "gcm_ghash_pos")
@@ -280,7 +290,14 @@ class GCMJob(Job):
                      B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
                      B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
         gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
-        if self.batch.encrypt:
+        if self.fused:
+            items_f = min(groups * ls, max(ls, b.resident_items(prg, "gcm_fused") // ls * ls))
+            b.launch(prg, "gcm_fused", items_f,
+                     [B["aad"], B["src"], B["dst"], B["aad_off"], B["off"], B["tile_off"], B["hk"],
+                      U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], U32(m),
+                      U64(self.ntiles), U32(self.nf), B["ktab"], B["j0"], B["ej0"],
+                      U32(self.batch.encrypt)], queue)
+        elif self.batch.encrypt:
             b.launch(prg, ctr_name, ctr_items, ctr, queue)
             b.launch(prg, gh_name, gh_items, ghash, queue)
         else:

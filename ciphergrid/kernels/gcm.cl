@@ -58,6 +58,11 @@
 #ifndef GCM_CTR
 #define GCM_CTR 0
 #endif
+/* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
+ * GHASH in one kernel for batches of one key */
+#ifndef GCM_FUSE
+#define GCM_FUSE 0
+#endif
 #define GCM_PT8 (!GCM_CT && GCM_GH == 1)
 #if GCM_CT
 #define GCM_PTAB ((GCM_GRP - 1) * 512)
@@ -913,6 +918,111 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
         }
         if (live && l == 0) {
             uint4 r = gcm_pred[LID];
+            if (!nf)
+                for (uint j = 0; (u >> j) != 0; j++)
+                    if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
+            tile_sum[t] = r;
+        }
+        BARRIER();
+    }
+}
+#endif
+
+#if !GCM_CT && GCM_GH && GCM_FUSE
+/* The counter pass and GHASH in one kernel (fast, gh = 2, batches of ONE key): the tiles and lanes
+ * of gcm_ghash_pos, where each lane also makes the key stream of the text blocks it hashes
+ * (counter block i = stream block - na + 1), writes the output text and hashes the ciphertext
+ * (its output when encrypting, its input when decrypting) without reading it back from memory.
+ * The last tile of each message (u = 0) also gives E(K, J0), from its lane 0.  Work-group memory:
+ * the AES T-table copies (aes.cl, 32 KiB), the 4-bit positional tables (8 KiB), the reduction
+ * (GCM_LS x 16 bytes). */
+KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLOBAL uchar *out,
+                      GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
+                      GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
+                      uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles, uint nf,
+                      GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                      GLOBAL uint4 *ej0, uint encrypt)
+{
+    CG_ENC_LOCALS
+    LOCAL_VAR uint4 gcm_fred[GCM_LS];
+    LOCAL_VAR uint4 gcm_ftab[GCM_PTAB];
+    const uint w = 1u << wlog;
+    const uint run = 1u << rlog;
+    {
+        GLOBAL_RO const uint4 *src = hk + np2 + w;
+        for (uint e = LID; e < GCM_PTAB; e += LSIZE) gcm_ftab[e] = src[e];
+    }
+    CG_ENC_SETUP(ktab)          /* tables, round keys of key 0, barrier */
+    const uint l8 = LID & 7u;
+    const uint sa = gcm_sel(l8, 0u), sb = gcm_sel(l8, 1u);
+    uint q[8];
+#pragma unroll
+    for (uint j = 0; j < 8; j++) q[j] = j ^ l8;
+    const uint tpg = GCM_LS / w;
+    const uint l = LID & (w - 1);
+    const uint slot = LID >> wlog;
+    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+        const ulong t = t0 + slot;
+        const int live = t < ntiles;
+        ulong u = 0;
+        uint msg = 0;
+        if (live) {
+            msg = gcm_find(tile_off, 0, m, t);
+            u = tile_off[msg + 1] - 1 - t;
+        }
+        uint4 v = MAKE_UINT4(0u, 0u, 0u, 0u);
+        if (live) {
+            const ulong ao = aad_off[msg], alen = aad_off[msg + 1] - ao;
+            const ulong to = off[msg], tlen = off[msg + 1] - to;
+            const ulong na = (alen + 15) / 16, nc = (tlen + 15) / 16, nb = na + nc + 1;
+            const long start = (long)nb - (long)(((ulong)w << rlog) * (u + 1));
+            const uint4 jm = j0[msg];
+            uint4 y = MAKE_UINT4(0u, 0u, 0u, 0u);
+            for (uint k = 0; k < run; k++) {
+                const long j = start + (long)l + (long)k * (long)w;
+                if (j >= 0) {
+                    uint4 x;
+                    if ((ulong)j >= na && (ulong)j < na + nc) {
+                        const ulong i = (ulong)j - na + 1;          /* counter block */
+                        uint s[4];
+                        s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z);
+                        s[3] = BSWAP32(jm.w + (uint)i);
+                        cg_encrypt_batch(s CG_ENC_ARGS);
+                        const ulong o = to + 16 * (i - 1);
+                        const ulong n = tlen - 16 * (i - 1);
+                        if (n >= 16 && (o & 15) == 0) {
+                            const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
+                            const uint4 c = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+                            *(GLOBAL uint4 *)(out + o) = c;
+                            const uint4 h = encrypt ? c : d;
+                            x = MAKE_UINT4(BSWAP32(h.x), BSWAP32(h.y), BSWAP32(h.z), BSWAP32(h.w));
+                        } else {
+                            gcm_ctr_out(in, out, off, ej0, msg, i, s);
+                            x = gcm_load(encrypt ? (GLOBAL_RO const uchar *)out : in, o, n);
+                        }
+                    } else {
+                        x = gcm_stream(aad, in, ao, alen, na, to, tlen, nc, (ulong)j);
+                    }
+                    y = gcm_xor(y, x);
+                    if (k + 1 < run) y = gcm_mul_pos(y, gcm_ftab, sa, sb, q);
+                }
+            }
+            if (u == 0 && l == 0) {     /* E(K, J0) */
+                uint s[4];
+                s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w);
+                cg_encrypt_batch(s CG_ENC_ARGS);
+                ej0[msg] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
+            }
+            v = gcm_mul_ct(y, nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
+        }
+        gcm_fred[LID] = v;
+        BARRIER();
+        for (uint s = w >> 1; s > 0; s >>= 1) {
+            if (l < s) gcm_fred[LID] = gcm_xor(gcm_fred[LID], gcm_fred[LID + s]);
+            BARRIER();
+        }
+        if (live && l == 0) {
+            uint4 r = gcm_fred[LID];
             if (!nf)
                 for (uint j = 0; (u >> j) != 0; j++)
                     if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
