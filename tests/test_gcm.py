@@ -297,8 +297,11 @@ KNOBS = {
     "gh1": ((("gh", 1),), "gcm_ghash_pos", "gcm_ctr"),
     "gh2": ((("gh", 2),), "gcm_ghash_pos", "gcm_ctr"),
     "gh2-fuse1": ((("gh", 2), ("fuse", 1)), "gcm_fused", "gcm_fused"),
+    "gh2-fuse1-roll1": ((("gh", 2), ("fuse", 1), ("roll", 1)), "gcm_fused", "gcm_fused"),
     "ct-gh1-grp6-ctr2": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
     "ct-gh1-grp3-ctr1": ((("ct", 1), ("gh", 1), ("grp", 3), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "ct-gh1-grp5-ctr2-roll1": ((("ct", 1), ("gh", 1), ("grp", 5), ("ctr", 2), ("roll", 1)), "gcm_ghash_pos",
+                               "gcm_ctr_one"),
 }
 
 
@@ -383,7 +386,7 @@ def test_knobs_refused(device):
     if device == "native":
         pytest.skip("native is the OpenSSL engine, not a device backend")
     for knobs in ((("gh", 3),), (("ct", 1), ("gh", 2)), (("ctr", 2),), (("ct", 1), ("grp", 7)),
-                  (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1))):
+                  (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),)):
         with pytest.raises(InvalidArgument):
             _knob_driver(device, "aes-128-gcm", knobs)
 

@@ -76,7 +76,7 @@ class GCMDriver(DeviceAEAD):
     """kernels/gcm.cl for one key size and implementation on one device."""
 
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
-                 ctr: int = 0, fuse: int = 0, ls: int = 0):
+                 ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0):
         """Knobs (integers, scripts/aead_knobs.py): ``gh`` the GHASH kernel for batches of one key
         (0: gcm_ghash; 1: gcm_ghash_pos, fast: 8-bit + 4-bit positional tables, ct: 4-bit
         positional tables of M^1..M^(grp-1) indexed by the stream; 2: fast only, 4-bit positional
@@ -85,14 +85,16 @@ class GCMDriver(DeviceAEAD):
         kept in registers; ct: 32 blocks unrolled, loads grouped); 2 (ct): the same with the
         counters bitsliced directly (gcm.cl gcm_bs_ctr); ``fuse`` (fast, gh=2) 1: gcm_fused, the
         counter pass and GHASH in one kernel for batches of one key; ``ls`` the work-group size
-        (0: LOCAL_SIZE; a power of two >= MIN_W).  Batches of several keys always run gcm_ghash and
+        (0: LOCAL_SIZE; a power of two >= MIN_W); ``roll`` 1: the 4-bit positional multiply
+        (gh=2, ct gh=1, fuse) rolled over the bytes of each word (fewer registers).  Batches of several keys always run gcm_ghash and
         gcm_ctr."""
-        super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls)
+        super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls,
+                         roll=roll)
         self.ct = bool(ct)
-        gh, grp, ctr, fuse = int(gh), int(grp), int(ctr), int(fuse)
+        gh, grp, ctr, fuse, roll = int(gh), int(grp), int(ctr), int(fuse), int(roll)
         if gh not in ((0, 1) if self.ct else (0, 1, 2)) or not 2 <= grp <= 6 \
                 or ctr not in ((0, 1, 2) if self.ct else (0, 1)) or fuse not in (0, 1) \
-                or (fuse and (self.ct or gh != 2)):
+                or (fuse and (self.ct or gh != 2)) or roll not in (0, 1):
             raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} out of "
                                   f"range (fuse=1 needs the fast implementation and gh=2)")
         self.gh, self.grp, self.ctr, self.fuse = gh, grp, ctr, fuse
@@ -105,9 +107,10 @@ class GCMDriver(DeviceAEAD):
                               f">= {MIN_W})")
         defines = {**AES_CIPHER.defines(self.key_len), **im.defines, "CG_BATCH": im.batch,
                    "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W,
-                   "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr, "GCM_FUSE": fuse}
+                   "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr, "GCM_FUSE": fuse,
+                   "GCM_POS_ROLL": roll}
         key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr,
-               fuse)
+               fuse, roll)
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix(defines) + program_source(im.file, "gcm.cl")

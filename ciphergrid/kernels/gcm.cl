@@ -58,6 +58,12 @@
 #ifndef GCM_CTR
 #define GCM_CTR 0
 #endif
+/* GCM_POS_ROLL (knob "roll"): 1: the 4-bit positional multiply loops over the 4 bytes of each
+ * word instead of being unrolled (fewer registers: gcm_fused 128 instead of 140, ct
+ * gcm_ghash_pos 64 instead of 72, 128 at grp = 4; sm_90) */
+#ifndef GCM_POS_ROLL
+#define GCM_POS_ROLL 0
+#endif
 /* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
  * GHASH in one kernel for batches of one key */
 #ifndef GCM_FUSE
@@ -231,6 +237,19 @@ DEVICE_FN uint4 gcm_mul_pos(uint4 a, LOCAL_PTR const uint4 *tab, uint sa, uint s
         const uint v = (aw[s >> 2] >> (24 - 8 * (s & 3))) & 255u;
         z = gcm_xor(z, tab[2048 + ((v >> 4) << 3) + q[s & 7]]);
         z = gcm_xor(z, tab[2048 + 128 + ((v & 15u) << 3) + q[s & 7]]);
+    }
+#elif GCM_POS_ROLL
+#pragma unroll
+    for (int wd = 0; wd < 4; wd++) {
+        const uint a = aw[wd];
+        const uint base = (uint)(wd >> 1) * 256u;
+#pragma unroll 1
+        for (uint b = 0; b < 4; b++) {
+            const uint v = (a >> (24u - 8u * b)) & 255u;
+            const uint g = (((uint)(wd & 1) * 4u + b) ^ q[0]);
+            z = gcm_xor(z, tab[base + ((v >> 4) << 3) + g]);
+            z = gcm_xor(z, tab[base + 128 + ((v & 15u) << 3) + g]);
+        }
     }
 #else
 #pragma unroll
