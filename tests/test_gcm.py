@@ -164,6 +164,12 @@ def test_choose_tiles():
     assert (1 << (w + r)) <= 64 and w >= 3
     w, r = gcm.choose_tiles(nb, 256, True, 270_000)
     assert (1 << (w + r)) <= 64
+    # gcm_ghash_pos (knob gh): any width; 16 KiB messages (1026 stream blocks) get narrow tiles
+    # of 128 blocks (9 per message) rather than tiles of 8 lanes
+    nb = np.full(65536, 1026, dtype=np.int64)
+    for ct in (False, True):
+        w, r = gcm.choose_tiles(nb, 256, ct, 101_376, gen=gcm._POS_GEN_COST[ct], wmin=0)
+        assert (w, r) == (0, 7)
 
 
 # --------------------------------------------------------------------------- vectors
