@@ -1,14 +1,25 @@
 """Where an AEAD's device time goes: every launch of one Job.enqueue timed with device events,
 summed per kernel name (median of repeats).  Usage:
-  python3 scripts/aead_profile.py --device cuda:0 --shape 1x1Gi aes-128-gcm [--impl ct]"""
+  python3 scripts/aead_profile.py --device cuda:0 --shape 1x1Gi aes-128-gcm [--impl ct] [--opt 'k=v,k=v']
+(--opt: the driver's knobs, as scripts/aead_knobs.py takes them, e.g. 'gh=1' or 'ct=1,gh=1,ctr=2')"""
 import argparse
 import statistics
 from collections import defaultdict
 
 import numpy as np
 
+from ciphergrid import aeads
 from ciphergrid.bench.aead import _shapes, make_batch
 from ciphergrid.route import engine
+
+
+def parse(opt: str) -> dict:
+    """'k=v,k=v' -> {k: int(v)} (as scripts/aead_knobs.py)"""
+    out = {}
+    for kv in filter(None, opt.split(",")):
+        k, v = kv.split("=")
+        out[k] = None if v == "None" else int(v)
+    return out
 
 
 def main():
@@ -18,12 +29,19 @@ def main():
     ap.add_argument("--shape", default="1x1Gi")
     ap.add_argument("--impl", default=None)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--opt", default="", help="driver knobs k=v,k=v (scripts/aead_knobs.py)")
     a = ap.parse_args()
     eng = engine(a.device)
     b = eng.backend
     ((count, size),) = _shapes(a.shape)
     batch = make_batch(a.name, count, size, np.random.default_rng(1))
-    job = eng.aead_driver(a.name, a.impl).prepare(batch)
+    if a.opt:
+        aead = aeads.lookup(a.name)
+        k = aead.implementation(a.impl)
+        drv = k.driver(b, aead, a.name, **{**k.options, **parse(a.opt)})
+    else:
+        drv = eng.aead_driver(a.name, a.impl)
+    job = drv.prepare(batch)
     job.enqueue()
     b.finish()
     launch = b.launch
@@ -48,7 +66,7 @@ def main():
         b.launch = launch
     job.finish()
     total = sum(statistics.median(v) for v in spans.values())
-    print(f"{a.name} {a.shape} impl={a.impl or 'fast'}: {count * size / total / 1e9:.1f} GB/s over the launches")
+    print(f"{a.name} {a.shape} impl={a.impl or 'fast'} {a.opt}: {count * size / total / 1e9:.1f} GB/s over the launches")
     for name, v in sorted(spans.items(), key=lambda kv: -statistics.median(kv[1])):
         t = statistics.median(v)
         print(f"  {name:<24} {t * 1e3:9.3f} ms  {100 * t / total:5.1f} %")

@@ -164,6 +164,12 @@ def test_choose_tiles():
     assert (1 << (w + r)) <= 64 and w >= 3
     w, r = gcm.choose_tiles(nb, 256, True, 270_000)
     assert (1 << (w + r)) <= 64
+    # gcm_ghash_pos (knob gh): any width; 16 KiB messages (1026 stream blocks) get narrow tiles
+    # of 128 blocks (9 per message) rather than tiles of 8 lanes
+    nb = np.full(65536, 1026, dtype=np.int64)
+    for ct in (False, True):
+        w, r = gcm.choose_tiles(nb, 256, ct, 101_376, gen=gcm._POS_GEN_COST[ct], wmin=0)
+        assert (w, r) == (0, 7)
 
 
 # --------------------------------------------------------------------------- vectors
@@ -279,6 +285,116 @@ def test_tile_edges(device, impl, tiles, one_key, monkeypatch):
     pts = [r.randbytes(n) for n in lens]
     outs, tags = run(drv, name, True, 16, keys, nonces, aads, pts)
     assert list(zip(outs, tags)) == [reference(*a) for a in zip(keys, nonces, aads, pts)]
+
+
+# --------------------------------------------------------------------------- knob variants
+
+@functools.lru_cache(maxsize=None)
+def _knob_driver(spec: str, name: str, knobs: tuple):
+    from ciphergrid.devices import backend, resolve
+
+    return gcm.GCMDriver(backend(resolve(spec)), gcm.CIPHER, name, **dict(knobs))
+
+
+#: the variants of scripts/aead_knobs.py: positional GHASH tables (gh), ct groups (grp), the ct
+#: counter pass of one key (ctr); each with the kernels a batch of one key must launch
+KNOBS = {
+    "gh1-ctr1": ((("gh", 1), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh1": ((("gh", 1),), "gcm_ghash_pos", "gcm_ctr"),
+    "gh2": ((("gh", 2),), "gcm_ghash_pos", "gcm_ctr"),
+    "gh2-fuse1": ((("gh", 2), ("fuse", 1)), "gcm_fused", "gcm_fused"),
+    "gh2-fuse1-roll1": ((("gh", 2), ("fuse", 1), ("roll", 1)), "gcm_fused", "gcm_fused"),
+    "ct-gh1-grp6-ctr2": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "ct-gh1-grp3-ctr1": ((("ct", 1), ("gh", 1), ("grp", 3), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "ct-gh1-grp5-ctr2-roll1": ((("ct", 1), ("gh", 1), ("grp", 5), ("ctr", 2), ("roll", 1)), "gcm_ghash_pos",
+                               "gcm_ctr_one"),
+}
+
+
+#: the variants run on every device (the expected winners); the others on GPUs only (a cold PoCL
+#: build of each costs 4 to 12 s, and this file's share of the suite stays under 60 s cold)
+KNOBS_EVERYWHERE = ("gh1-ctr1", "ct-gh1-grp6-ctr2")
+
+
+@pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
+def test_knob_variants(device, variant, monkeypatch):
+    check_knob_variant(device, variant, monkeypatch)
+
+
+@pytest.mark.parametrize("variant", sorted(set(KNOBS) - set(KNOBS_EVERYWHERE)))
+def test_knob_variants_gpu(gpu_device, variant, monkeypatch):
+    check_knob_variant(gpu_device, variant, monkeypatch)
+
+
+def check_knob_variant(device, variant, monkeypatch):
+    """Each variant against pyca: batches of one key (the new kernels, with tiles forced small
+    so that messages span many tiles, runs longer and shorter than a group, first tiles that
+    start before the stream) and of several keys (gcm_ghash and gcm_ctr), both directions;
+    messages longer than a work-group's counter blocks."""
+    if device == "native":
+        pytest.skip("native is the OpenSSL engine, not a device backend")
+    knobs, gh_kernel, ctr_kernel = KNOBS[variant]
+    ct = dict(knobs).get("ct", 0)
+    name = "aes-128-gcm"
+    drv = _knob_driver(device, name, knobs)
+    seen: list = []
+    real = drv.backend.launch
+
+    def spy(program, kname, *a, **kw):
+        seen.append(kname)
+        return real(program, kname, *a, **kw)
+
+    monkeypatch.setattr(drv.backend, "launch", spy)
+    r = random.Random(variant)
+    for tiles in ((0, 2), (3, 0), (3, 3), (4, 2), None):
+        if tiles is not None:
+            monkeypatch.setattr(gcm, "choose_tiles", lambda nb, ls, c, target, t=tiles, **kw: t)
+        else:
+            monkeypatch.undo()
+            monkeypatch.setattr(drv.backend, "launch", spy)
+        tb = 16 << ((tiles or (3, 3))[0] + (tiles or (3, 3))[1])
+        lens = sorted({max(0, tb * j + d) for j in (1, 2) for d in (-17, -1, 0, 1)} | {0, 1, 15, 16, 17})
+        m = len(lens)
+        # several keys: gcm_ghash and gcm_ctr, the default kernels (tested above); checked for
+        # the fast variants only (a cold PoCL build of another bitsliced kernel costs seconds)
+        # (and gcm_ghash's fast tiles are at least GCM_MIN_W = 8 lanes wide)
+        for one_key in (True,) if ct or (tiles and tiles[0] < 3) else (True, False):
+            keys = [r.randbytes(16)] * m if one_key else [r.randbytes(16) for _ in range(m)]
+            nonces = [r.randbytes(12) for _ in range(m)]
+            aads = [r.randbytes(r.choice((0, 3, 16, tb + 5))) for _ in range(m)]
+            pts = [r.randbytes(n) for n in lens]
+            want = [reference(*a) for a in zip(keys, nonces, aads, pts)]
+            seen.clear()
+            outs, tags = run(drv, name, True, 16, keys, nonces, aads, pts)
+            assert list(zip(outs, tags)) == want, (tiles, one_key)
+            if one_key:
+                assert gh_kernel in seen and ctr_kernel in seen
+            else:
+                assert "gcm_ghash" in seen and "gcm_ctr" in seen
+            outs, tags = run(drv, name, False, 16, keys, nonces, aads, [w[0] for w in want])
+            assert outs == pts and tags == [w[1] for w in want]
+    # messages longer than a work-group's 32 x LSIZE counter blocks (gcm_ctr_one's blocks of one
+    # message, bitsliced directly with ctr=2), one key; tiles of the device's choice, then tiles
+    # of 8 blocks: more than _MAX_NF lane factors (the tile powers by square-and-multiply)
+    key = r.randbytes(16)
+    lens = (300_011, 5, 140_000)
+    nonces = [r.randbytes(12) for _ in lens]
+    pts = [r.randbytes(n) for n in lens]
+    want = [reference(key, n, b"ad", p) for n, p in zip(nonces, pts)]
+    for tiles in (None, (3, 0)):
+        if tiles:
+            monkeypatch.setattr(gcm, "choose_tiles", lambda nb, ls, c, target, t=tiles, **kw: t)
+        outs, tags = run(drv, name, True, 16, [key] * 3, nonces, [b"ad"] * 3, pts)
+        assert list(zip(outs, tags)) == want, tiles
+
+
+def test_knobs_refused(device):
+    if device == "native":
+        pytest.skip("native is the OpenSSL engine, not a device backend")
+    for knobs in ((("gh", 3),), (("ct", 1), ("gh", 2)), (("ctr", 2),), (("ct", 1), ("grp", 7)),
+                  (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),)):
+        with pytest.raises(InvalidArgument):
+            _knob_driver(device, "aes-128-gcm", knobs)
 
 
 # --------------------------------------------------------------------------- tamper, jobs, launches

@@ -29,8 +29,11 @@ MIN_W = 8                 # the fast GHASH kernel's smallest tile width (GCM_MIN
 _HINT_SHIFT = 8            # gcm.cl GCM_HINT_SHIFT: counter blocks per entry of the message index
 MAX_RLOG = 8              # runs of up to 2^8 blocks per lane
 _PAD = 32                 # bytes past the end of the buffers gcm_load reads (whole aligned words)
+_MAX_NF = 8192            # the most lane factors (gcm.cl gcm_hpow, knob gh) per batch
 #: cost of one general (bit-serial) multiply in table multiplies, per implementation
 _GEN_COST = {False: 4.0, True: 2.5}
+#: the same for gcm_ghash_pos (knob gh)
+_POS_GEN_COST = {False: 7.0, True: 5.0}
 
 
 def _ceil_div(a, b):
@@ -41,14 +44,17 @@ def _bitlen(n: int) -> int:
     return int(n).bit_length()
 
 
-def choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int) -> tuple[int, int]:
+def choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int, gen: float | None = None,
+                 wmin: int | None = None) -> tuple[int, int]:
     """(log2 W, log2 R) for GHASH tiles of W lanes x R blocks over messages of nb stream blocks:
     the least estimated time, work / min(lanes, target) (target: work-items the device runs at
     once).  Work per tile: W lanes x (R table multiplies + one general multiply), plus the tile's
-    own power and reduction."""
-    g = _GEN_COST[ct]
+    own power and reduction.  gen: the price of a general multiply in table multiplies
+    (default _GEN_COST); wmin: log2 of the least W (default 0 for ct, log2 MIN_W for fast)."""
+    g = _GEN_COST[ct] if gen is None else gen
     best = None
-    wmin = 0 if ct else _bitlen(MIN_W) - 1
+    if wmin is None:
+        wmin = 0 if ct else _bitlen(MIN_W) - 1
     wmax = _bitlen(ls) - 1
     total = float(nb.sum())
     for tlog in range(wmin, wmax + MAX_RLOG + 1):
@@ -69,19 +75,42 @@ def choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int) -> tuple[int, i
 class GCMDriver(DeviceAEAD):
     """kernels/gcm.cl for one key size and implementation on one device."""
 
-    def __init__(self, backend, aead, name, ct: bool = False):
-        super().__init__(backend, aead, name, ct=ct)
+    def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
+                 ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0):
+        """Knobs (integers, scripts/aead_knobs.py): ``gh`` the GHASH kernel for batches of one key
+        (0: gcm_ghash; 1: gcm_ghash_pos, fast: 8-bit + 4-bit positional tables, ct: 4-bit
+        positional tables of M^1..M^(grp-1) indexed by the stream; 2: fast only, 4-bit positional
+        tables), ``grp`` (ct, gh=1) the group size 2..6, ``ctr`` 1: gcm_ctr_one, the counter
+        pass for batches of one key (fast: round keys loaded once, a message's offsets and J0
+        kept in registers; ct: 32 blocks unrolled, loads grouped); 2 (ct): the same with the
+        counters bitsliced directly (gcm.cl gcm_bs_ctr); ``fuse`` (fast, gh=2) 1: gcm_fused, the
+        counter pass and GHASH in one kernel for batches of one key; ``ls`` the work-group size
+        (0: LOCAL_SIZE; a power of two >= MIN_W); ``roll`` 1: the 4-bit positional multiply
+        (gh=2, ct gh=1, fuse) rolled over the bytes of each word (fewer registers).  Batches of several keys always run gcm_ghash and
+        gcm_ctr."""
+        super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls,
+                         roll=roll)
         self.ct = bool(ct)
+        gh, grp, ctr, fuse, roll = int(gh), int(grp), int(ctr), int(fuse), int(roll)
+        if gh not in ((0, 1) if self.ct else (0, 1, 2)) or not 2 <= grp <= 6 \
+                or ctr not in ((0, 1, 2) if self.ct else (0, 1)) or fuse not in (0, 1) \
+                or (fuse and (self.ct or gh != 2)) or roll not in (0, 1):
+            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} out of "
+                                  f"range (fuse=1 needs the fast implementation and gh=2)")
+        self.gh, self.grp, self.ctr, self.fuse = gh, grp, ctr, fuse
         self.key_len = aead.names[name]
         im = AES_CIPHER.implementation("ct" if self.ct else "fast")
         self.layout = im.key_layout
-        self.ls = min(LOCAL_SIZE, backend.local_size)
+        self.ls = min(int(ls) or LOCAL_SIZE, backend.local_size)
         if self.ls & (self.ls - 1) or self.ls < MIN_W:
             raise DeviceError(f"{name}: work-groups of {self.ls} work-items (need a power of two "
                               f">= {MIN_W})")
         defines = {**AES_CIPHER.defines(self.key_len), **im.defines, "CG_BATCH": im.batch,
-                   "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W}
-        key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls)
+                   "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W,
+                   "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr, "GCM_FUSE": fuse,
+                   "GCM_POS_ROLL": roll}
+        key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr,
+               fuse, roll)
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix(defines) + program_source(im.file, "gcm.cl")
@@ -91,6 +120,10 @@ class GCMDriver(DeviceAEAD):
                               f"{backend.info} allows {backend.group_size(prg)}")
         self.prg = prg
         self.tb = 128 if self.ct else 16
+        # entries of the positional tables in the key material (gcm.cl GCM_TBP) and the
+        # work-group memory copy (GCM_PTAB)
+        self.ptab = (grp - 1) * 512 if self.ct else (2304 if gh == 1 else 512)
+        self.tbp = self.ptab + (128 if self.ct else 0)
 
     def prepare(self, batch) -> "GCMJob":
         return GCMJob(self, batch)
@@ -133,8 +166,24 @@ class GCMJob(Job):
         # 2^8-th counter block
         cb_hint = coarse_index(cb_off, _HINT_SHIFT)
         ls = drv.ls
-        target = b.resident_items(drv.prg, "gcm_ghash")
-        self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
+        self.nkeys = int(batch.keys.shape[0])
+        # positional GHASH tables, and the counter pass of one key: batches of one key only
+        self.pos = bool(drv.gh) and self.nkeys == 1
+        self.ctr_one = bool(drv.ctr) and self.nkeys == 1
+        self.fused = bool(drv.fuse) and self.pos
+        if self.fused:
+            # a step of gcm_fused is an AES block and a table step: ~11 clocks against ~20
+            target = b.resident_items(drv.prg, "gcm_fused")
+            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target, gen=2.0, wmin=0)
+        elif self.pos:
+            # gcm_ghash_pos: any W; a general multiply costs ~20 clocks (SM) against ~3 (fast)
+            # or ~4 (ct) per table step
+            target = b.resident_items(drv.prg, "gcm_ghash_pos")
+            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target, gen=_POS_GEN_COST[drv.ct],
+                                                wmin=0)
+        else:
+            target = b.resident_items(drv.prg, "gcm_ghash")
+            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
         tlog = self.wlog + self.rlog
         tiles_m = (nb + ((1 << tlog) - 1)) >> tlog
         tile_off = np.zeros(m + 1, dtype=np.int64)
@@ -142,9 +191,16 @@ class GCMJob(Job):
         self.ntiles = int(tile_off[-1])
         max_tiles = int(tiles_m.max())
         self.np2 = max(self.wlog + 1, tlog + _bitlen(max_tiles - 1))
-        self.hs = self.np2 + (1 << self.wlog) + drv.tb
+        if self.pos and drv.ct:
+            self.np2 = max(self.np2, _bitlen(drv.grp << self.wlog))     # M^G = H^(G W)
+        # lane factors H^(W - l + W R u) (gcm.cl gcm_hpow): one multiply per lane and tile instead
+        # of a square-and-multiply per tile, where there are few
+        self.nf = (max_tiles << self.wlog) if self.pos and (max_tiles << self.wlog) <= _MAX_NF else 0
+        if self.nf:
+            self.np2 = max(self.np2, _bitlen((1 << self.wlog) + ((max_tiles - 1) << tlog)))
+        self.tb = drv.tbp + self.nf if self.pos else drv.tb
+        self.hs = self.np2 + (1 << self.wlog) + self.tb
         self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
-        self.nkeys = int(batch.keys.shape[0])
         self.nlen = int(batch.nonces.shape[1])
 
         # round keys of the distinct keys, on the host (AES.expand), zeroed once uploaded
@@ -204,29 +260,52 @@ class GCMJob(Job):
         b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
                  [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2), U32(self.nkeys)],
                  queue)
-        b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + d.tb)),
-                 [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys)], queue)
+        b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
+                 [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
+                  U32(self.pos), U32(self.rlog), U32(self.nf)], queue)
         b.launch(prg, "gcm_j0", items("gcm_j0", m),
                  [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
                   U32(m)], queue)
         per = 32 if d.ct else 1
-        ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["key_index"], B["ktab"],
-               U32(self.ks),
-               B["j0"], B["ej0"], U32(m), U64(self.total_cb)]
+        if self.ctr_one:
+            ctr_name = "gcm_ctr_one"
+            ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["ktab"], B["j0"],
+                   B["ej0"], U32(m), U64(self.total_cb)]
+            per_item = 32 if d.ct else 16          # gcm.cl: 32 bitsliced blocks; GCM_CTR_T
+            ctr_items = min(_ceil_div(self.total_cb, per_item * ls) * ls,
+                            max(ls, b.resident_items(prg, ctr_name) // ls * ls))
+        else:
+            ctr_name = "gcm_ctr"
+            ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["key_index"],
+                   B["ktab"], U32(self.ks), B["j0"], B["ej0"], U32(m), U64(self.total_cb)]
+            ctr_items = items("gcm_ctr", _ceil_div(self.total_cb, per))
         ghash_txt = B["dst"] if self.batch.encrypt else B["src"]
         tpg = ls // w
         groups = _ceil_div(self.ntiles, tpg)
-        ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
-                 B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
-                 B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
-        ctr_items = items("gcm_ctr", _ceil_div(self.total_cb, per))
-        gh_items = min(groups * ls, max(ls, b.resident_items(prg, "gcm_ghash") // ls * ls))
-        if self.batch.encrypt:
-            b.launch(prg, "gcm_ctr", ctr_items, ctr, queue)
-            b.launch(prg, "gcm_ghash", gh_items, ghash, queue)
+        if self.pos:
+            gh_name = "gcm_ghash_pos"
+            ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["hk"],
+                     U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], U32(m),
+                     U64(self.ntiles), U32(self.nf)]
         else:
-            b.launch(prg, "gcm_ghash", gh_items, ghash, queue)
-            b.launch(prg, "gcm_ctr", ctr_items, ctr, queue)
+            gh_name = "gcm_ghash"
+            ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
+                     B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
+                     B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
+        gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
+        if self.fused:
+            items_f = min(groups * ls, max(ls, b.resident_items(prg, "gcm_fused") // ls * ls))
+            b.launch(prg, "gcm_fused", items_f,
+                     [B["aad"], B["src"], B["dst"], B["aad_off"], B["off"], B["tile_off"], B["hk"],
+                      U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], U32(m),
+                      U64(self.ntiles), U32(self.nf), B["ktab"], B["j0"], B["ej0"],
+                      U32(self.batch.encrypt)], queue)
+        elif self.batch.encrypt:
+            b.launch(prg, ctr_name, ctr_items, ctr, queue)
+            b.launch(prg, gh_name, gh_items, ghash, queue)
+        else:
+            b.launch(prg, gh_name, gh_items, ghash, queue)
+            b.launch(prg, ctr_name, ctr_items, ctr, queue)
         mpg = ls >> self.plog
         tag_items = min(_ceil_div(m, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
         b.launch(prg, "gcm_tag", tag_items,

@@ -43,6 +43,43 @@
 #else
 #define GCM_TB 16
 #endif
+/* GCM_GH (the driver's knob "gh"): 0 the kernel gcm_ghash only; 1 also gcm_ghash_pos, positional
+ * tables (see "positional tables" below) for batches of one key: fast: 8-bit tables for block
+ * bytes 0..7 and 4-bit tables for bytes 8..15 (36 KiB); ct: 4-bit tables of M^1..M^(GCM_GRP-1)
+ * indexed by the (public) stream blocks; 2 (fast only): 4-bit tables for all 16 bytes (8 KiB).
+ * GCM_GRP (knob "grp", ct only): blocks per group, 2..6.  GCM_CTR (knob "ctr", ct only): 1 also
+ * compiles gcm_ctr_one, the counter pass for batches of one key. */
+#ifndef GCM_GH
+#define GCM_GH 0
+#endif
+#ifndef GCM_GRP
+#define GCM_GRP 6
+#endif
+#ifndef GCM_CTR
+#define GCM_CTR 0
+#endif
+/* GCM_POS_ROLL (knob "roll"): 1: the 4-bit positional multiply loops over the 4 bytes of each
+ * word instead of being unrolled (fewer registers: gcm_fused 128 instead of 140, ct
+ * gcm_ghash_pos 64 instead of 72, 128 at grp = 4; sm_90) */
+#ifndef GCM_POS_ROLL
+#define GCM_POS_ROLL 0
+#endif
+/* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
+ * GHASH in one kernel for batches of one key */
+#ifndef GCM_FUSE
+#define GCM_FUSE 0
+#endif
+#define GCM_PT8 (!GCM_CT && GCM_GH == 1)
+#if GCM_CT
+#define GCM_PTAB ((GCM_GRP - 1) * 512)
+#define GCM_TBP (128 + GCM_PTAB)
+#elif GCM_GH == 1
+#define GCM_PTAB 2304
+#define GCM_TBP GCM_PTAB
+#else
+#define GCM_PTAB 512
+#define GCM_TBP GCM_PTAB
+#endif
 
 DEVICE_FN uint4 gcm_xor(uint4 a, uint4 b)
 {
@@ -149,6 +186,98 @@ DEVICE_FN uint4 gcm_mul_tab8(uint4 a, LOCAL_PTR const uint4 *tab, LOCAL_PTR cons
     return z;
 }
 
+#if GCM_GH
+/* ---- positional tables ------------------------------------------------------------------------
+ * X M = XOR over the byte positions b of X of T_b[byte_b(X)], T_b[v] = (v at position b) M, already
+ * reduced: no shifts, no reduction between lookups.  4-bit tables: T_(b,h)[v] for the high (h = 0) and
+ * low (h = 1) nibble of byte b, 16 entries of 16 bytes; 8-bit tables (GCM_PT8, bytes 0..7): 256.
+ * Layout, in uint4 entries (8 consecutive entries = 128 bytes = the 32 banks of work-group memory,
+ * so entry e sits in bank group e mod 8):
+ *   8-bit:  T_b[v] at v * 8 + b                                  (b < 8: 2048 entries, 32 KiB)
+ *   4-bit:  T_(b,h)[v] at ((b >> 3) * 2 + h) * 128 + v * 8 + (b & 7)   (512 entries, 8 KiB; with
+ *           GCM_PT8 only bytes 8..15, at 2048 + h * 128 + v * 8 + (b & 7): 256 entries)
+ * so every table of byte b lies in bank group b & 7.  Lane l8 = LID & 7 of each quarter warp (the
+ * 8 lanes a 16-byte load serves at once) looks up byte b = s ^ l8 at step s: the 8 lanes read 8
+ * different bank groups at every step whatever the data, one pass per quarter warp.  For that the
+ * lane first permutes its operand's bytes (gcm_swz: byte s of the result = byte s ^ l8, 4 byte
+ * permutes), so that step s extracts the fixed byte s, and adds q[s & 7] = (s & 7) ^ l8 to the
+ * table index. */
+
+/* byte selector for gcm_swz: output word 0 (other = 0) or 1 (other = 1) of a word pair */
+DEVICE_FN uint gcm_sel(uint l8, uint other)
+{
+    uint s = 0;
+    for (uint k = 0; k < 4; k++)
+        s |= ((k ^ (l8 & 3u)) + (((((l8 >> 2) & 1u) ^ other)) << 2)) << (4u * k);
+    return s;
+}
+
+/* block byte s of the result = block byte s ^ l8 of a (l8 < 8: words 0/1 and 2/3 stay pairs) */
+DEVICE_FN uint4 gcm_swz(uint4 a, uint sa, uint sb)
+{
+    return MAKE_UINT4(BYTE_PERM(a.x, a.y, sa), BYTE_PERM(a.x, a.y, sb), BYTE_PERM(a.z, a.w, sa),
+                      BYTE_PERM(a.z, a.w, sb));
+}
+
+/* a * M from M's positional tables at tab (layout above); q[j] = j ^ (LID & 7) */
+DEVICE_FN uint4 gcm_mul_pos(uint4 a, LOCAL_PTR const uint4 *tab, uint sa, uint sb, const uint *q)
+{
+    const uint4 sw = gcm_swz(a, sa, sb);
+    uint aw[4];
+    aw[0] = sw.x; aw[1] = sw.y; aw[2] = sw.z; aw[3] = sw.w;
+    uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
+#if GCM_PT8
+#pragma unroll
+    for (int s = 0; s < 8; s++) {
+        const uint v = (aw[s >> 2] >> (24 - 8 * (s & 3))) & 255u;
+        z = gcm_xor(z, tab[(v << 3) + q[s]]);
+    }
+#pragma unroll
+    for (int s = 8; s < 16; s++) {
+        const uint v = (aw[s >> 2] >> (24 - 8 * (s & 3))) & 255u;
+        z = gcm_xor(z, tab[2048 + ((v >> 4) << 3) + q[s & 7]]);
+        z = gcm_xor(z, tab[2048 + 128 + ((v & 15u) << 3) + q[s & 7]]);
+    }
+#elif GCM_POS_ROLL
+#pragma unroll
+    for (int wd = 0; wd < 4; wd++) {
+        const uint a = aw[wd];
+        const uint base = (uint)(wd >> 1) * 256u;
+#pragma unroll 1
+        for (uint b = 0; b < 4; b++) {
+            const uint v = (a >> (24u - 8u * b)) & 255u;
+            const uint g = (((uint)(wd & 1) * 4u + b) ^ q[0]);
+            z = gcm_xor(z, tab[base + ((v >> 4) << 3) + g]);
+            z = gcm_xor(z, tab[base + 128 + ((v & 15u) << 3) + g]);
+        }
+    }
+#else
+#pragma unroll
+    for (int s = 0; s < 16; s++) {
+        const uint v = (aw[s >> 2] >> (24 - 8 * (s & 3))) & 255u;
+        z = gcm_xor(z, tab[(s >> 3) * 256 + ((v >> 4) << 3) + q[s & 7]]);
+        z = gcm_xor(z, tab[(s >> 3) * 256 + 128 + ((v & 15u) << 3) + q[s & 7]]);
+    }
+#endif
+    return z;
+}
+
+/* the element with byte b (0..15) = val, the others 0 */
+DEVICE_FN uint4 gcm_byte_elem(uint b, uint val)
+{
+    uint w[4] = {0u, 0u, 0u, 0u};
+    w[b >> 2] = val << (8u * (3u - (b & 3u)));
+    return MAKE_UINT4(w[0], w[1], w[2], w[3]);
+}
+
+/* entry i of a 4-bit positional table set (512 entries): the element it multiplies */
+DEVICE_FN uint4 gcm_nib_elem(uint i)
+{
+    const uint h = (i >> 7) & 1u, v = (i >> 3) & 15u, b = (i >> 8) * 8u + (i & 7u);
+    return gcm_byte_elem(b, h ? v : v << 4);
+}
+#endif
+
 /* the message of item g: the i with off[i] <= g < off[i + 1], searched in [lo, m) */
 DEVICE_FN uint gcm_find(GLOBAL_RO const ulong *off, uint lo, uint m, ulong g)
 {
@@ -228,11 +357,48 @@ KERNEL void gcm_hkey(GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL uint4 
     }
 }
 
-/* per (key, e): e < W: H^(e+1); then the GCM_TB multiplication table entries of M = H^W */
-KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys)
+#if GCM_GH
+/* H^n from the H^(2^j) table o (n < 2^np2) */
+DEVICE_FN uint4 gcm_hpow_n(GLOBAL const uint4 *o, uint n)
+{
+    uint4 r = MAKE_UINT4(0x80000000u, 0u, 0u, 0u);   /* 1 */
+    for (uint j = 0; (n >> j) != 0; j++)
+        if ((n >> j) & 1u) r = gcm_mul_ct(r, o[j]);
+    return r;
+}
+#endif
+
+#if GCM_GH
+/* entry i of the positional tables (pos = 1; see above), M = H^W:
+ *   fast: GCM_TBP entries, the tables of M;
+ *   ct: 128 products x^i M^GCM_GRP, then for t < GCM_GRP - 1 the 512 entries of M^(t + 1). */
+DEVICE_FN uint4 gcm_pos_entry(GLOBAL const uint4 *o, uint wlog, uint i)
+{
+#if GCM_CT
+    if (i < 128) {
+        uint xw[4] = {0u, 0u, 0u, 0u};
+        xw[i >> 5] = 0x80000000u >> (i & 31);
+        return gcm_mul_ct(MAKE_UINT4(xw[0], xw[1], xw[2], xw[3]), gcm_hpow_n(o, (uint)GCM_GRP << wlog));
+    }
+    const uint t = (i - 128) >> 9;
+    return gcm_mul_ct(gcm_nib_elem((i - 128) & 511u), gcm_hpow_n(o, (t + 1) << wlog));
+#elif GCM_PT8
+    const uint4 e = i < 2048 ? gcm_byte_elem(i & 7u, i >> 3) : gcm_nib_elem(i - 2048 + 256);
+    return gcm_mul_ct(e, o[wlog]);
+#else
+    return gcm_mul_ct(gcm_nib_elem(i), o[wlog]);
+#endif
+}
+#endif
+
+/* per (key, e): e < W: H^(e+1); then the GCM_TB multiplication table entries of M = H^W, or with
+ * pos the GCM_TBP entries of the positional tables and nf lane factors: entry u W + l is
+ * H^(W - l + W R u), lane l's factor in tile u (counted from the end of its message) */
+KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys, uint pos,
+                     uint rlog, uint nf)
 {
     const uint w = 1u << wlog;
-    const uint per = w + GCM_TB;
+    const uint per = w + (pos ? GCM_TBP + nf : GCM_TB);
     for (ulong g = GID; g < (ulong)nkeys * per; g += GSIZE) {
         const ulong k = g / per;
         const uint e = (uint)(g - k * per);
@@ -243,6 +409,13 @@ KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys)
             r = MAKE_UINT4(0x80000000u, 0u, 0u, 0u);   /* 1 */
             for (uint j = 0; j <= wlog; j++)
                 if ((n >> j) & 1u) r = gcm_mul_ct(r, o[j]);
+#if GCM_GH
+        } else if (pos && e - w >= GCM_TBP) {
+            const uint f = e - w - GCM_TBP, u = f >> wlog, l = f & (w - 1);
+            r = gcm_hpow_n(o, (w - l) + (u << (wlog + rlog)));
+        } else if (pos) {
+            r = gcm_pos_entry(o, wlog, e - w);
+#endif
         } else {
             const uint i = e - w;
 #if GCM_CT
@@ -388,6 +561,177 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
 }
 #endif
 
+#if GCM_CT && GCM_CTR
+/* ctr = 2: AES of the 32 counter blocks s (block k in s[4k..4k+3]) under bitsliced key bsk, less
+ * the last round key (returned in kx, for the caller to add with the data).  same = 1 (the 32 blocks
+ * are counters of one message: words 0..2 equal, c): bitsliced directly, words 0..2 as masks of
+ * the bits of c ^ round key 0 (the same in every block) and word 3 by one 32x32 transpose; else
+ * the full transpose and AddRoundKey of cg_encrypt_batch.  Whether the 32 blocks share a message
+ * depends on the message lengths only; key words enter through XORs alone. */
+DEVICE_FN void gcm_bs_ctr(uint *s, const uint *c, int same, uint *kx, GLOBAL_RO const uint4 *RESTRICT bsk)
+{
+#pragma unroll 1
+    for (int r = 0; r <= AES_ROUNDS; r++) {
+        if (r == 0) {
+            if (same) {
+                const uint4 k0 = bsk[32 * (AES_ROUNDS + 1)];     /* plain round key 0 */
+                const uint z[3] = {c[0] ^ k0.x, c[1] ^ k0.y, c[2] ^ k0.z};
+#pragma unroll
+                for (int w = 0; w < 3; w++) {
+#pragma unroll
+                    for (int j = 0; j < 32; j++) s[w + 4 * j] = (uint)((int)(z[w] << (31 - j)) >> 31);
+                }
+#pragma unroll
+                for (int k = 0; k < 32; k++) s[3 + 4 * k] ^= k0.w;
+                aes_bs_transpose32(s, 3, 4);
+            } else {
+                aes_bs_transpose(s);
+                aes_bs_add_key(s, bsk, 0);
+            }
+        } else {
+            aes_bs_sub_bytes(s);
+            if (r < AES_ROUNDS) {
+                aes_bs_linear(s, bsk, r, 0, 1, 1);
+            } else {
+                aes_bs_linear(s, bsk, r, 0, 0, 0);   /* ShiftRows alone: register renaming */
+                aes_bs_transpose(s);
+            }
+        }
+    }
+    const uint4 kl = bsk[32 * (AES_ROUNDS + 1) + AES_ROUNDS];
+    kx[0] = kl.x; kx[1] = kl.y; kx[2] = kl.z; kx[3] = kl.w;
+}
+
+/* The counter pass of a batch of ONE key (ct): a work-group takes 32 x LSIZE consecutive counter
+ * blocks of the concatenated messages, its work-item LID the blocks LID + k LSIZE (k < 32:
+ * coalesced), bitsliced in one pass.  Every loop over the 32 blocks is unrolled, so the block array
+ * stays in registers; each block's message is found from the previous one's with the coarse index
+ * (no search for a batch of one message); the data of 8 blocks is loaded before any is stored.
+ * GCM_CTR 2: the AES of gcm_bs_ctr (counters bitsliced directly, the last round key added with
+ * the data). */
+KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
+                        GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
+                        GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                        GLOBAL uint4 *ej0, uint m, ulong total)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ktab)
+    const ulong tile = 32 * (ulong)LSIZE;
+    for (ulong t0 = GROUP_ID * tile; t0 < total; t0 += NGROUPS * tile) {
+        const ulong g0 = t0 + LID;
+        uint s[128];
+        const uint msg0 = gcm_find_hinted(cb_off, cb_hint, 0, m, g0 < total ? g0 : total - 1);
+        uint msg = msg0;
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            const ulong g = g0 + (ulong)k * LSIZE;
+            if (g < total) {
+                msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
+                gcm_counter(j0, msg, g - cb_off[msg], s + 4 * k);
+            } else {
+                s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
+            }
+        }
+        uint kx[4] = {0u, 0u, 0u, 0u};
+#if GCM_CTR == 2
+        {
+            const ulong gl = g0 + 31 * (ulong)LSIZE;
+            const uint ml = gcm_find_hinted(cb_off, cb_hint, msg0, m, gl < total ? gl : total - 1);
+            const uint4 jm = j0[msg0];
+            const uint c[3] = {BSWAP32(jm.x), BSWAP32(jm.y), BSWAP32(jm.z)};
+            gcm_bs_ctr(s, c, ml == msg0, kx, cg_bsk);
+        }
+#else
+        cg_encrypt_batch(s CG_ENC_ARGS);
+#endif
+        msg = msg0;
+#pragma unroll
+        for (int k0 = 0; k0 < 32; k0 += 8) {
+            uint4 d[8];
+            ulong o[8];
+            uint mk[8], full[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const ulong g = g0 + (ulong)(k0 + k) * LSIZE;
+                full[k] = 0u;
+                mk[k] = msg;
+                o[k] = 0;
+                d[k] = MAKE_UINT4(0u, 0u, 0u, 0u);
+                if (g < total) {
+                    msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
+                    mk[k] = msg;
+                    const ulong i = g - cb_off[msg];
+                    o[k] = i;
+                    if (i > 0) {
+                        const ulong ob = off[msg] + 16 * (i - 1);
+                        if (off[msg + 1] - ob >= 16 && (ob & 15) == 0) {
+                            full[k] = 1u;
+                            o[k] = ob;
+                            d[k] = *(GLOBAL_RO const uint4 *)(in + ob);
+                        }
+                    }
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const ulong g = g0 + (ulong)(k0 + k) * LSIZE;
+                const uint *sk = s + 4 * (k0 + k);
+                if (full[k]) {
+                    *(GLOBAL uint4 *)(out + o[k]) = MAKE_UINT4(d[k].x ^ sk[0] ^ kx[0], d[k].y ^ sk[1] ^ kx[1],
+                                                               d[k].z ^ sk[2] ^ kx[2], d[k].w ^ sk[3] ^ kx[3]);
+                } else if (g < total) {
+                    const uint ks[4] = {sk[0] ^ kx[0], sk[1] ^ kx[1], sk[2] ^ kx[2], sk[3] ^ kx[3]};
+                    gcm_ctr_out(in, out, off, ej0, mk[k], o[k], ks);
+                }
+            }
+        }
+    }
+}
+#endif
+
+#if !GCM_CT && GCM_CTR
+/* The counter pass of a batch of ONE key (fast, knob ctr = 1): round keys loaded once; a
+ * work-group takes LSIZE x GCM_CTR_T consecutive counter blocks, its work-item LID the blocks
+ * LID + k LSIZE (coalesced), and keeps the current message's offsets and J0 in registers, searching
+ * (with the coarse index) only when a block lies past them: one search per message and work-item
+ * instead of one search and five loads per block. */
+#define GCM_CTR_T 16
+KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
+                        GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
+                        GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                        GLOBAL uint4 *ej0, uint m, ulong total)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ktab)
+    uint msg = 0;
+    ulong cb0 = 0, cb1 = 0, ob = 0, oe = 0;
+    uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
+    const ulong tile = (ulong)GCM_CTR_T * LSIZE;
+    for (ulong t0 = GROUP_ID * tile; t0 < total; t0 += NGROUPS * tile) {
+        for (uint k = 0; k < GCM_CTR_T; k++) {
+            const ulong g = t0 + LID + (ulong)k * LSIZE;
+            if (g >= total) break;
+            if (g >= cb1) {
+                msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
+                cb0 = cb_off[msg]; cb1 = cb_off[msg + 1]; ob = off[msg]; oe = off[msg + 1];
+                jm = j0[msg];
+            }
+            const ulong i = g - cb0;
+            uint s[4];
+            s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w + (uint)i);
+            cg_encrypt_batch(s CG_ENC_ARGS);
+            const ulong o = ob + 16 * (i - 1);
+            if (i > 0 && oe - o >= 16 && (o & 15) == 0) {
+                const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
+                *(GLOBAL uint4 *)(out + o) = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+            } else {
+                gcm_ctr_out(in, out, off, ej0, msg, i, s);
+            }
+        }
+    }
+}
+#endif
+
 /* ---- GHASH: tiles of W x R stream blocks (see the top of the file) --------------------------- */
 
 /* stream block j (0-based) of a message: AAD blocks, text blocks, the length block */
@@ -497,6 +841,216 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
         BARRIER();
     }
 }
+
+#if GCM_GH
+/* GHASH with the positional tables (pos = 1 in gcm_hpow), for batches of ONE key (key 0); the tiles,
+ * lanes and their reduction are those of gcm_ghash.  The tables are copied once per work-group into
+ * work-group memory (GCM_PTAB entries).
+ *   fast: lane Horner y = (y ^ X) M with gcm_mul_pos: the table indices are bytes of the secret
+ *     accumulator (not constant time, like every fast table);
+ *   ct: Horner re-associated over groups of G = GCM_GRP of the lane's blocks:
+ *     Z = XOR_(j < G) X_j M^(G - 1 - j) (gcm_mul_pos with the tables of M^(G-1-j), indexed by the
+ *     bytes of the stream blocks X_j only: AAD, ciphertext, lengths, all public), then
+ *     y = y M^G ^ Z with gcm_mul_xtab (bit-serial with masks over the 128 products x^i M^G,
+ *     indexed by the loop counter).  The lane's first group is padded in front with absent blocks
+ *     (run mod G of them present), so y = sum_k X_k M^(R - 1 - k) as in gcm_ghash. */
+KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
+                          GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
+                          GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
+                          uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles,
+                          uint nf)
+{
+    LOCAL_VAR uint4 gcm_pred[GCM_LS];
+    LOCAL_VAR uint4 gcm_ptab[GCM_PTAB];
+    const uint w = 1u << wlog;
+    const uint run = 1u << rlog;
+    {
+        GLOBAL_RO const uint4 *src = hk + np2 + w + (GCM_CT ? 128 : 0);
+        for (uint e = LID; e < GCM_PTAB; e += LSIZE) gcm_ptab[e] = src[e];
+    }
+    BARRIER();
+    const uint l8 = LID & 7u;
+    const uint sa = gcm_sel(l8, 0u), sb = gcm_sel(l8, 1u);
+    uint q[8];
+#pragma unroll
+    for (uint j = 0; j < 8; j++) q[j] = j ^ l8;
+    const uint tpg = GCM_LS / w;
+    const uint l = LID & (w - 1);
+    const uint slot = LID >> wlog;
+    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+        const ulong t = t0 + slot;
+        const int live = t < ntiles;
+        ulong u = 0;
+        uint msg = 0;
+        if (live) {
+            msg = gcm_find(tile_off, 0, m, t);
+            u = tile_off[msg + 1] - 1 - t;
+        }
+        uint4 v = MAKE_UINT4(0u, 0u, 0u, 0u);
+        if (live) {
+            const ulong ao = aad_off[msg], alen = aad_off[msg + 1] - ao;
+            const ulong to = off[msg], tlen = off[msg + 1] - to;
+            const ulong na = (alen + 15) / 16, nc = (tlen + 15) / 16, nb = na + nc + 1;
+            const long start = (long)nb - (long)(((ulong)w << rlog) * (u + 1));
+            uint4 y = MAKE_UINT4(0u, 0u, 0u, 0u);
+#if GCM_CT
+            GLOBAL_RO const uint4 *xm = hk + np2 + w;      /* x^i M^G */
+            const uint pad = (GCM_GRP - run % GCM_GRP) % GCM_GRP;
+            const uint ng = (run + pad) / GCM_GRP;
+            for (uint gi = 0; gi < ng; gi++) {
+                uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
+#pragma unroll 1
+                for (int jj = 0; jj < GCM_GRP; jj++) {
+                    const long k = (long)(gi * GCM_GRP + jj) - (long)pad;
+                    const long j = start + (long)l + k * (long)w;
+                    if (k >= 0 && j >= 0) {
+                        const uint4 x = gcm_stream(aad, txt, ao, alen, na, to, tlen, nc, (ulong)j);
+                        if (jj < GCM_GRP - 1)
+                            z = gcm_xor(z, gcm_mul_pos(x, gcm_ptab + (GCM_GRP - 2 - jj) * 512, sa, sb, q));
+                        else
+                            z = gcm_xor(z, x);
+                    }
+                }
+                /* y is still 0 (no block of the lane before this group: public) -> no multiply */
+                const long kp = (long)(gi * GCM_GRP) - (long)pad - 1;
+                if (kp >= 0 && start + (long)l + kp * (long)w >= 0) y = gcm_mul_xtab(y, xm);
+                y = gcm_xor(y, z);
+            }
+#else
+            for (uint k = 0; k < run; k++) {
+                const long j = start + (long)l + (long)k * (long)w;
+                /* j < 0: no block yet, y = 0 */
+                if (j >= 0) {
+                    y = gcm_xor(y, gcm_stream(aad, txt, ao, alen, na, to, tlen, nc, (ulong)j));
+                    if (k + 1 < run) y = gcm_mul_pos(y, gcm_ptab, sa, sb, q);
+                }
+            }
+#endif
+            /* times H^(W - l), or with the lane factors H^(W - l + W R u) */
+            v = gcm_mul_ct(y, nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
+        }
+        gcm_pred[LID] = v;
+        BARRIER();
+        for (uint s = w >> 1; s > 0; s >>= 1) {
+            if (l < s) gcm_pred[LID] = gcm_xor(gcm_pred[LID], gcm_pred[LID + s]);
+            BARRIER();
+        }
+        if (live && l == 0) {
+            uint4 r = gcm_pred[LID];
+            if (!nf)
+                for (uint j = 0; (u >> j) != 0; j++)
+                    if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
+            tile_sum[t] = r;
+        }
+        BARRIER();
+    }
+}
+#endif
+
+#if !GCM_CT && GCM_GH && GCM_FUSE
+/* The counter pass and GHASH in one kernel (fast, gh = 2, batches of ONE key): the tiles and lanes
+ * of gcm_ghash_pos, where each lane also makes the key stream of the text blocks it hashes
+ * (counter block i = stream block - na + 1), writes the output text and hashes the ciphertext
+ * (its output when encrypting, its input when decrypting) without reading it back from memory.
+ * The last tile of each message (u = 0) also gives E(K, J0), from its lane 0.  Work-group memory:
+ * the AES T-table copies (aes.cl, 32 KiB), the 4-bit positional tables (8 KiB), the reduction
+ * (GCM_LS x 16 bytes). */
+KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLOBAL uchar *out,
+                      GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
+                      GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
+                      uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles, uint nf,
+                      GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                      GLOBAL uint4 *ej0, uint encrypt)
+{
+    CG_ENC_LOCALS
+    LOCAL_VAR uint4 gcm_fred[GCM_LS];
+    LOCAL_VAR uint4 gcm_ftab[GCM_PTAB];
+    const uint w = 1u << wlog;
+    const uint run = 1u << rlog;
+    {
+        GLOBAL_RO const uint4 *src = hk + np2 + w;
+        for (uint e = LID; e < GCM_PTAB; e += LSIZE) gcm_ftab[e] = src[e];
+    }
+    CG_ENC_SETUP(ktab)          /* tables, round keys of key 0, barrier */
+    const uint l8 = LID & 7u;
+    const uint sa = gcm_sel(l8, 0u), sb = gcm_sel(l8, 1u);
+    uint q[8];
+#pragma unroll
+    for (uint j = 0; j < 8; j++) q[j] = j ^ l8;
+    const uint tpg = GCM_LS / w;
+    const uint l = LID & (w - 1);
+    const uint slot = LID >> wlog;
+    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+        const ulong t = t0 + slot;
+        const int live = t < ntiles;
+        ulong u = 0;
+        uint msg = 0;
+        if (live) {
+            msg = gcm_find(tile_off, 0, m, t);
+            u = tile_off[msg + 1] - 1 - t;
+        }
+        uint4 v = MAKE_UINT4(0u, 0u, 0u, 0u);
+        if (live) {
+            const ulong ao = aad_off[msg], alen = aad_off[msg + 1] - ao;
+            const ulong to = off[msg], tlen = off[msg + 1] - to;
+            const ulong na = (alen + 15) / 16, nc = (tlen + 15) / 16, nb = na + nc + 1;
+            const long start = (long)nb - (long)(((ulong)w << rlog) * (u + 1));
+            const uint4 jm = j0[msg];
+            uint4 y = MAKE_UINT4(0u, 0u, 0u, 0u);
+            for (uint k = 0; k < run; k++) {
+                const long j = start + (long)l + (long)k * (long)w;
+                if (j >= 0) {
+                    uint4 x;
+                    if ((ulong)j >= na && (ulong)j < na + nc) {
+                        const ulong i = (ulong)j - na + 1;          /* counter block */
+                        uint s[4];
+                        s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z);
+                        s[3] = BSWAP32(jm.w + (uint)i);
+                        cg_encrypt_batch(s CG_ENC_ARGS);
+                        const ulong o = to + 16 * (i - 1);
+                        const ulong n = tlen - 16 * (i - 1);
+                        if (n >= 16 && (o & 15) == 0) {
+                            const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
+                            const uint4 c = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+                            *(GLOBAL uint4 *)(out + o) = c;
+                            const uint4 h = encrypt ? c : d;
+                            x = MAKE_UINT4(BSWAP32(h.x), BSWAP32(h.y), BSWAP32(h.z), BSWAP32(h.w));
+                        } else {
+                            gcm_ctr_out(in, out, off, ej0, msg, i, s);
+                            x = gcm_load(encrypt ? (GLOBAL_RO const uchar *)out : in, o, n);
+                        }
+                    } else {
+                        x = gcm_stream(aad, in, ao, alen, na, to, tlen, nc, (ulong)j);
+                    }
+                    y = gcm_xor(y, x);
+                    if (k + 1 < run) y = gcm_mul_pos(y, gcm_ftab, sa, sb, q);
+                }
+            }
+            if (u == 0 && l == 0) {     /* E(K, J0) */
+                uint s[4];
+                s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w);
+                cg_encrypt_batch(s CG_ENC_ARGS);
+                ej0[msg] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
+            }
+            v = gcm_mul_ct(y, nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
+        }
+        gcm_fred[LID] = v;
+        BARRIER();
+        for (uint s = w >> 1; s > 0; s >>= 1) {
+            if (l < s) gcm_fred[LID] = gcm_xor(gcm_fred[LID], gcm_fred[LID + s]);
+            BARRIER();
+        }
+        if (live && l == 0) {
+            uint4 r = gcm_fred[LID];
+            if (!nf)
+                for (uint j = 0; (u >> j) != 0; j++)
+                    if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
+            tile_sum[t] = r;
+        }
+        BARRIER();
+    }
+}
+#endif
 
 /* ---- tags: XOR of a message's tile sums (P = 2^plog lanes per message) plus E(K, J0) -------- */
 
