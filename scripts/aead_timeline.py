@@ -20,6 +20,8 @@ def main():
     ap.add_argument("--shape", default="65536x16Ki")
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--profile-prepare", action="store_true",
+                    help="also: cProfile of 8 pieces' prepare() in turn, one thread")
     a = ap.parse_args()
     ((count, size),) = _shapes(a.shape)
     batch = make_batch(a.name, count, size, np.random.default_rng(1))
@@ -76,10 +78,35 @@ def main():
               f"on {len(threads)} threads; sums: prepare+upload {prep * 1e3:.1f} ms, enqueue "
               f"{enq * 1e3:.1f}, kernels+download {fin * 1e3:.1f} (threads busy {busy / wall / len(threads):.2f}); "
               f"first piece starts {(first - t) * 1e3:.1f} ms in")
+    if a.profile_prepare:
+        profile_prepare(a.name, batch, a.device)
     for tid in threads:
         row = [e for e in log if e[0] == tid]
         print("  thread " + " | ".join(f"{(e[1] - first) * 1e3:.1f}:{(e[2] - e[1]) * 1e3:.1f}/"
                                         f"{(e[3] - e[2]) * 1e3:.2f}/{(e[4] - e[3]) * 1e3:.1f}" for e in row))
+
+
+def profile_prepare(name, batch, device):
+    """The host work of one piece's prepare(), in turn on one thread (no GIL contention)."""
+    import cProfile
+    import pstats
+
+    from ciphergrid.route import engine
+
+    drv = engine(device).aead_driver(name)
+    bounds = batches.cuts(batch.off, batches.PIECE_BYTES)
+    pieces = [batches.piece(batch, bounds[k], bounds[k + 1]) for k in range(min(8, len(bounds) - 1))]
+    drv.prepare(pieces[0]).finish()
+    pr = cProfile.Profile()
+    t = time.perf_counter()
+    for p in pieces:
+        pr.enable()
+        job = drv.prepare(p)
+        pr.disable()
+        job.enqueue()
+        job.finish()
+    print(f"  {len(pieces)} pieces in turn: {(time.perf_counter() - t) * 1e3 / len(pieces):.2f} ms each")
+    pstats.Stats(pr).sort_stats("tottime").print_stats(22)
 
 
 if __name__ == "__main__":

@@ -364,8 +364,10 @@ class AESGCM(AEAD):
     max_aad = (1 << 61) - 1               # len(A) <= 2^64 - 1 bits
     parallel_message = True
     implementations = {
-        "fast": Kernel(GCMDriver),
-        "ct": Kernel(GCMDriver, constant_time=True, options={"ct": True}),
+        # positional GHASH tables and the one-key counter pass (measured: docs/benchmarks.md 0e)
+        "fast": Kernel(GCMDriver, options={"gh": 1, "ctr": 1}),
+        "ct": Kernel(GCMDriver, constant_time=True,
+                     options={"ct": True, "gh": 1, "grp": 6, "roll": 1}),
     }
     openssl = {n: "AESGCM" for n in names}
 
