@@ -300,11 +300,14 @@ def _knob_driver(spec: str, name: str, knobs: tuple):
 #: counter pass of one key (ctr); each with the kernels a batch of one key must launch
 KNOBS = {
     "gh1-ctr1": ((("gh", 1), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr1": ((("gh", 3), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
     "gh1": ((("gh", 1),), "gcm_ghash_pos", "gcm_ctr"),
     "gh2": ((("gh", 2),), "gcm_ghash_pos", "gcm_ctr"),
     "gh2-fuse1": ((("gh", 2), ("fuse", 1)), "gcm_fused", "gcm_fused"),
     "gh2-fuse1-roll1": ((("gh", 2), ("fuse", 1), ("roll", 1)), "gcm_fused", "gcm_fused"),
     "ct-gh1-grp6-ctr2": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "ct-gh1-grp6-ctr3-roll1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 3), ("roll", 1)), "gcm_ghash_pos",
+                               "gcm_ctr_one"),
     "ct-gh1-grp3-ctr1": ((("ct", 1), ("gh", 1), ("grp", 3), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
     "ct-gh1-grp5-ctr2-roll1": ((("ct", 1), ("gh", 1), ("grp", 5), ("ctr", 2), ("roll", 1)), "gcm_ghash_pos",
                                "gcm_ctr_one"),
@@ -313,7 +316,7 @@ KNOBS = {
 
 #: the variants run on every device (the expected winners); the others on GPUs only (a cold PoCL
 #: build of each costs 4 to 12 s, and this file's share of the suite stays under 60 s cold)
-KNOBS_EVERYWHERE = ("gh1-ctr1", "ct-gh1-grp6-ctr2")
+KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
@@ -391,7 +394,7 @@ def check_knob_variant(device, variant, monkeypatch):
 def test_knobs_refused(device):
     if device == "native":
         pytest.skip("native is the OpenSSL engine, not a device backend")
-    for knobs in ((("gh", 3),), (("ct", 1), ("gh", 2)), (("ctr", 2),), (("ct", 1), ("grp", 7)),
+    for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ctr", 2),), (("ct", 1), ("ctr", 4)), (("ct", 1), ("grp", 7)),
                   (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),)):
         with pytest.raises(InvalidArgument):
             _knob_driver(device, "aes-128-gcm", knobs)

@@ -80,10 +80,11 @@ class GCMDriver(DeviceAEAD):
         """Knobs (integers, scripts/aead_knobs.py): ``gh`` the GHASH kernel for batches of one key
         (0: gcm_ghash; 1: gcm_ghash_pos, fast: 8-bit + 4-bit positional tables, ct: 4-bit
         positional tables of M^1..M^(grp-1) indexed by the stream; 2: fast only, 4-bit positional
-        tables), ``grp`` (ct, gh=1) the group size 2..6, ``ctr`` 1: gcm_ctr_one, the counter
+        tables; 3: fast only, the 8-bit tables of bytes 0..7 for both halves, gcm.cl gcm_mulx64), ``grp`` (ct, gh=1) the group size 2..6, ``ctr`` 1: gcm_ctr_one, the counter
         pass for batches of one key (fast: round keys loaded once, a message's offsets and J0
         kept in registers; ct: 32 blocks unrolled, loads grouped); 2 (ct): the same with the
-        counters bitsliced directly (gcm.cl gcm_bs_ctr); ``fuse`` (fast, gh=2) 1: gcm_fused, the
+        counters bitsliced directly (gcm.cl gcm_bs_ctr); 3 (ct): also, for a work-item's 32 blocks
+        that are all full aligned blocks of one message, counters and addresses from registers; ``fuse`` (fast, gh=2) 1: gcm_fused, the
         counter pass and GHASH in one kernel for batches of one key; ``ls`` the work-group size
         (0: LOCAL_SIZE; a power of two >= MIN_W); ``roll`` 1: the 4-bit positional multiply
         (gh=2, ct gh=1, fuse) rolled over the bytes of each word (fewer registers).  Batches of several keys always run gcm_ghash and
@@ -92,8 +93,8 @@ class GCMDriver(DeviceAEAD):
                          roll=roll)
         self.ct = bool(ct)
         gh, grp, ctr, fuse, roll = int(gh), int(grp), int(ctr), int(fuse), int(roll)
-        if gh not in ((0, 1) if self.ct else (0, 1, 2)) or not 2 <= grp <= 6 \
-                or ctr not in ((0, 1, 2) if self.ct else (0, 1)) or fuse not in (0, 1) \
+        if gh not in ((0, 1) if self.ct else (0, 1, 2, 3)) or not 2 <= grp <= 6 \
+                or ctr not in ((0, 1, 2, 3) if self.ct else (0, 1)) or fuse not in (0, 1) \
                 or (fuse and (self.ct or gh != 2)) or roll not in (0, 1):
             raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} out of "
                                   f"range (fuse=1 needs the fast implementation and gh=2)")
@@ -122,7 +123,7 @@ class GCMDriver(DeviceAEAD):
         self.tb = 128 if self.ct else 16
         # entries of the positional tables in the key material (gcm.cl GCM_TBP) and the
         # work-group memory copy (GCM_PTAB)
-        self.ptab = (grp - 1) * 512 if self.ct else (2304 if gh == 1 else 512)
+        self.ptab = (grp - 1) * 512 if self.ct else {1: 2304, 2: 512, 3: 2048}.get(gh, 512)
         self.tbp = self.ptab + (128 if self.ct else 0)
 
     def prepare(self, batch) -> "GCMJob":

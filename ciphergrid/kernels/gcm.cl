@@ -69,12 +69,20 @@
 #ifndef GCM_FUSE
 #define GCM_FUSE 0
 #endif
-#define GCM_PT8 (!GCM_CT && GCM_GH == 1)
+/* GCM_GH 3 (fast only): the 8-bit tables of bytes 0..7 alone (32 KiB), looked up for both halves
+ * of the operand: X = A + x^64 B (A bytes 0..7, B bytes 8..15 moved to 0..7), X M = A M + x^64 (B M),
+ * the product by x^64 a 64-bit word shift and a shift-and-XOR reduction (gcm_mulx64): 16 lookups of
+ * 16 bytes per block instead of 24, 8 + 4 x 3 register operations more */
+#define GCM_PT8 (!GCM_CT && (GCM_GH == 1 || GCM_GH == 3))
+#define GCM_PT8H (!GCM_CT && GCM_GH == 3)
 #if GCM_CT
 #define GCM_PTAB ((GCM_GRP - 1) * 512)
 #define GCM_TBP (128 + GCM_PTAB)
 #elif GCM_GH == 1
 #define GCM_PTAB 2304
+#define GCM_TBP GCM_PTAB
+#elif GCM_GH == 3
+#define GCM_PTAB 2048
 #define GCM_TBP GCM_PTAB
 #else
 #define GCM_PTAB 512
@@ -219,6 +227,16 @@ DEVICE_FN uint4 gcm_swz(uint4 a, uint sa, uint sb)
                       BYTE_PERM(a.z, a.w, sb));
 }
 
+/* z * x^64: words (0, 0, z.x, z.y) plus the 64 coefficients x^128..x^191 (c = z.z, z.w) times
+ * x^128 = 1 + x + x^2 + x^7 (R): c (1 + x + x^2 + x^7) at x^0..x^70, no further reduction */
+DEVICE_FN uint4 gcm_mulx64(uint4 z)
+{
+    const uint c0 = z.z, c1 = z.w;
+    return MAKE_UINT4(c0 ^ (c0 >> 1) ^ (c0 >> 2) ^ (c0 >> 7),
+                      c1 ^ ((c1 >> 1) | (c0 << 31)) ^ ((c1 >> 2) | (c0 << 30)) ^ ((c1 >> 7) | (c0 << 25)),
+                      z.x ^ (c1 << 31) ^ (c1 << 30) ^ (c1 << 25), z.y);
+}
+
 /* a * M from M's positional tables at tab (layout above); q[j] = j ^ (LID & 7) */
 DEVICE_FN uint4 gcm_mul_pos(uint4 a, LOCAL_PTR const uint4 *tab, uint sa, uint sb, const uint *q)
 {
@@ -226,7 +244,18 @@ DEVICE_FN uint4 gcm_mul_pos(uint4 a, LOCAL_PTR const uint4 *tab, uint sa, uint s
     uint aw[4];
     aw[0] = sw.x; aw[1] = sw.y; aw[2] = sw.z; aw[3] = sw.w;
     uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
-#if GCM_PT8
+#if GCM_PT8H
+    /* bytes s of A and s + 8 of X (B's byte s) share the table of position s, bank group s ^ l8 */
+    uint4 zb = MAKE_UINT4(0u, 0u, 0u, 0u);
+#pragma unroll
+    for (int s = 0; s < 8; s++) {
+        const int sh = 24 - 8 * (s & 3);
+        const uint va = (aw[s >> 2] >> sh) & 255u, vb = (aw[2 + (s >> 2)] >> sh) & 255u;
+        z = gcm_xor(z, tab[(va << 3) + q[s]]);
+        zb = gcm_xor(zb, tab[(vb << 3) + q[s]]);
+    }
+    z = gcm_xor(z, gcm_mulx64(zb));
+#elif GCM_PT8
 #pragma unroll
     for (int s = 0; s < 8; s++) {
         const uint v = (aw[s >> 2] >> (24 - 8 * (s & 3))) & 255u;
@@ -622,6 +651,21 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         uint s[128];
         const uint msg0 = gcm_find_hinted(cb_off, cb_hint, 0, m, g0 < total ? g0 : total - 1);
         uint msg = msg0;
+#if GCM_CTR == 3
+        /* the work-item's 32 blocks all full, aligned text blocks of message msg0 (lengths and
+         * offsets only: public): counters and data addresses from registers, no per-block search */
+        const ulong ob = off[msg0], i0 = g0 - cb_off[msg0];
+        const int tfast = i0 >= 1 && (ob & 15) == 0 && 16 * (i0 + 31 * (ulong)GCM_LS) <= off[msg0 + 1] - ob;
+        const uint4 jm = j0[msg0];
+        if (tfast) {
+#pragma unroll
+            for (int k = 0; k < 32; k++) {
+                s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u;
+                s[4 * k + 3] = BSWAP32(jm.w + (uint)i0 + (uint)(k * GCM_LS));
+            }
+        } else
+#endif
+        {
 #pragma unroll
         for (int k = 0; k < 32; k++) {
             const ulong g = g0 + (ulong)k * LSIZE;
@@ -632,17 +676,46 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
                 s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
             }
         }
+        }
         uint kx[4] = {0u, 0u, 0u, 0u};
-#if GCM_CTR == 2
+#if GCM_CTR >= 2
         {
+#if GCM_CTR == 3
+            int same = 1;
+            if (!tfast) {
+                const ulong gl = g0 + 31 * (ulong)LSIZE;
+                same = gcm_find_hinted(cb_off, cb_hint, msg0, m, gl < total ? gl : total - 1) == msg0;
+            }
+#else
             const ulong gl = g0 + 31 * (ulong)LSIZE;
             const uint ml = gcm_find_hinted(cb_off, cb_hint, msg0, m, gl < total ? gl : total - 1);
+            const int same = ml == msg0;
             const uint4 jm = j0[msg0];
+#endif
             const uint c[3] = {BSWAP32(jm.x), BSWAP32(jm.y), BSWAP32(jm.z)};
-            gcm_bs_ctr(s, c, ml == msg0, kx, cg_bsk);
+            gcm_bs_ctr(s, c, same, kx, cg_bsk);
         }
 #else
         cg_encrypt_batch(s CG_ENC_ARGS);
+#endif
+#if GCM_CTR == 3
+        if (tfast) {
+            GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + (i0 - 1);
+            GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + (i0 - 1);
+#pragma unroll
+            for (int k0 = 0; k0 < 32; k0 += 8) {
+                uint4 d[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) d[k] = pi[(k0 + k) * GCM_LS];
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const uint *sk = s + 4 * (k0 + k);
+                    po[(k0 + k) * GCM_LS] = MAKE_UINT4(d[k].x ^ sk[0] ^ kx[0], d[k].y ^ sk[1] ^ kx[1],
+                                                       d[k].z ^ sk[2] ^ kx[2], d[k].w ^ sk[3] ^ kx[3]);
+                }
+            }
+            continue;
+        }
 #endif
         msg = msg0;
 #pragma unroll
