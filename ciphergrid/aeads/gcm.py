@@ -366,9 +366,9 @@ class AESGCM(AEAD):
     parallel_message = True
     implementations = {
         # positional GHASH tables and the one-key counter pass (measured: docs/benchmarks.md 0e)
-        "fast": Kernel(GCMDriver, options={"gh": 1, "ctr": 1}),
+        "fast": Kernel(GCMDriver, options={"gh": 3, "ctr": 1}),
         "ct": Kernel(GCMDriver, constant_time=True,
-                     options={"ct": True, "gh": 1, "grp": 6, "roll": 1}),
+                     options={"ct": True, "gh": 1, "grp": 6, "roll": 1, "ctr": 3}),
     }
     openssl = {n: "AESGCM" for n in names}
 
