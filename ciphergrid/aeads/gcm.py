@@ -77,18 +77,24 @@ class GCMDriver(DeviceAEAD):
 
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
                  ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0):
-        """Knobs (integers, scripts/aead_knobs.py): ``gh`` the GHASH kernel for batches of one key
-        (0: gcm_ghash; 1: gcm_ghash_pos, fast: 8-bit + 4-bit positional tables, ct: 4-bit
-        positional tables of M^1..M^(grp-1) indexed by the stream; 2: fast only, 4-bit positional
-        tables; 3: fast only, the 8-bit tables of bytes 0..7 for both halves, gcm.cl gcm_mulx64), ``grp`` (ct, gh=1) the group size 2..6, ``ctr`` 1: gcm_ctr_one, the counter
-        pass for batches of one key (fast: round keys loaded once, a message's offsets and J0
-        kept in registers; ct: 32 blocks unrolled, loads grouped); 2 (ct): the same with the
-        counters bitsliced directly (gcm.cl gcm_bs_ctr); 3 (ct): also, for a work-item's 32 blocks
-        that are all full aligned blocks of one message, counters and addresses from registers; ``fuse`` (fast, gh=2) 1: gcm_fused, the
-        counter pass and GHASH in one kernel for batches of one key; ``ls`` the work-group size
-        (0: LOCAL_SIZE; a power of two >= MIN_W); ``roll`` 1: the 4-bit positional multiply
-        (gh=2, ct gh=1, fuse) rolled over the bytes of each word (fewer registers).  Batches of several keys always run gcm_ghash and
-        gcm_ctr."""
+        """Knobs (integers, scripts/aead_knobs.py; the library's choice: ``implementations``):
+
+        * ``gh``, the GHASH kernel for batches of one key: 0 gcm_ghash; 1 gcm_ghash_pos (fast:
+          8-bit + 4-bit positional tables; ct: 4-bit positional tables of M^1..M^(grp-1) indexed
+          by the stream); 2 (fast) 4-bit positional tables; 3 (fast) the 8-bit tables of bytes
+          0..7 for both halves of a block (gcm.cl gcm_mulx64);
+        * ``grp`` (ct, gh=1): the group size, 2..6;
+        * ``ctr``, the counter pass for batches of one key: 1 gcm_ctr_one (fast: round keys loaded
+          once, a message's offsets and J0 in registers; ct: 32 blocks unrolled, loads grouped);
+          2 (ct) the same with the counters bitsliced directly (gcm_bs_ctr); 3 (ct) also, where a
+          work-item's 32 blocks are whole aligned blocks of one message, counters and addresses
+          from registers;
+        * ``fuse`` (fast, gh=2): 1 gcm_fused, the counter pass and GHASH in one kernel;
+        * ``ls``: the work-group size (0: LOCAL_SIZE; a power of two >= MIN_W);
+        * ``roll``: 1 the 4-bit positional multiply (gh=2, ct gh=1, fuse) rolled over the bytes of
+          each word (fewer registers).
+
+        Batches of several keys always run gcm_ghash and gcm_ctr."""
         super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls,
                          roll=roll)
         self.ct = bool(ct)
