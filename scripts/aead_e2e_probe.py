@@ -16,6 +16,22 @@ from ciphergrid.settings import parse_bytes
 from ciphergrid.transfer import batches
 
 
+def setup(name: str, shape: str, device: str):
+    """(batch, call, text bytes): a batch of SHAPE random messages of ``name`` under one key and
+    ``call()``, its encrypt_batch host -> host into a reused output."""
+    ((count, size),) = _shapes(shape)
+    batch = make_batch(name, count, size, np.random.default_rng(1))
+    key = batch.keys[0].tobytes()
+    out = np.zeros(batch.src.nbytes, dtype=np.uint8)
+
+    def call():
+        with weak_use_allowed():
+            return ciphergrid.encrypt_batch(name, batch.src, offsets=batch.off, key=key,
+                                            nonces=batch.nonces, device=device, out=out)
+
+    return batch, call, int(batch.off[-1])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("name")
@@ -25,17 +41,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args()
-    ((count, size),) = _shapes(a.shape)
-    batch = make_batch(a.name, count, size, np.random.default_rng(1))
-    key = batch.keys[0].tobytes()
-    out = np.zeros(batch.src.nbytes, dtype=np.uint8)
-    n = int(batch.off[-1])
-
-    def call():
-        with weak_use_allowed():
-            return ciphergrid.encrypt_batch(a.name, batch.src, offsets=batch.off, key=key,
-                                            nonces=batch.nonces, device=a.device, out=out)
-
+    batch, call, n = setup(a.name, a.shape, a.device)
     ref = None
     for v in a.variants.split(","):
         p, d = v.split(":")

@@ -12,14 +12,7 @@ from ciphergrid import aeads
 from ciphergrid.bench.aead import _shapes, make_batch
 from ciphergrid.route import engine
 
-
-def parse(opt: str) -> dict:
-    """'k=v,k=v' -> {k: int(v)} (as scripts/aead_knobs.py)"""
-    out = {}
-    for kv in filter(None, opt.split(",")):
-        k, v = kv.split("=")
-        out[k] = None if v == "None" else int(v)
-    return out
+from aead_knobs import parse  # (scripts/: the knob strings of aead_knobs.py)
 
 
 def main():

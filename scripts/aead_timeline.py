@@ -6,11 +6,8 @@ import argparse
 import threading
 import time
 
-import numpy as np
+from aead_e2e_probe import setup  # (scripts/: the same batch and call)
 
-import ciphergrid
-from ciphergrid.bench.aead import _shapes, make_batch
-from ciphergrid.request import weak_use_allowed
 from ciphergrid.transfer import batches
 
 
@@ -23,11 +20,7 @@ def main():
     ap.add_argument("--profile-prepare", action="store_true",
                     help="also: cProfile of 8 pieces' prepare() in turn, one thread")
     a = ap.parse_args()
-    ((count, size),) = _shapes(a.shape)
-    batch = make_batch(a.name, count, size, np.random.default_rng(1))
-    key = batch.keys[0].tobytes()
-    out = np.zeros(batch.src.nbytes, dtype=np.uint8)
-    n = int(batch.off[-1])
+    batch, call, n = setup(a.name, a.shape, a.device)
     log = []
     lock = threading.Lock()
     real_run = batches.run
@@ -52,12 +45,6 @@ def main():
         return real_run(backend, make, b, **kw)
 
     batches.run = traced
-
-    def call():
-        with weak_use_allowed():
-            return ciphergrid.encrypt_batch(a.name, batch.src, offsets=batch.off, key=key,
-                                            nonces=batch.nonces, device=a.device, out=out)
-
     call()
     for _ in range(a.repeats):
         log.clear()

@@ -289,6 +289,19 @@ def test_tile_edges(device, impl, tiles, one_key, monkeypatch):
 
 # --------------------------------------------------------------------------- knob variants
 
+def _launches(drv, monkeypatch) -> list:
+    """The names of the kernels ``drv`` launches from now on, in order."""
+    seen: list = []
+    real = drv.backend.launch
+
+    def spy(program, kname, *a, **kw):
+        seen.append(kname)
+        return real(program, kname, *a, **kw)
+
+    monkeypatch.setattr(drv.backend, "launch", spy)
+    return seen
+
+
 @functools.lru_cache(maxsize=None)
 def _knob_driver(spec: str, name: str, knobs: tuple):
     from ciphergrid.devices import backend, resolve
@@ -340,21 +353,14 @@ def check_knob_variant(device, variant, monkeypatch):
     ct = dict(knobs).get("ct", 0)
     name = "aes-128-gcm"
     drv = _knob_driver(device, name, knobs)
-    seen: list = []
-    real = drv.backend.launch
-
-    def spy(program, kname, *a, **kw):
-        seen.append(kname)
-        return real(program, kname, *a, **kw)
-
-    monkeypatch.setattr(drv.backend, "launch", spy)
+    seen = _launches(drv, monkeypatch)
     r = random.Random(variant)
     for tiles in ((0, 2), (3, 0), (3, 3), (4, 2), None):
         if tiles is not None:
             monkeypatch.setattr(gcm, "choose_tiles", lambda nb, ls, c, target, t=tiles, **kw: t)
         else:
             monkeypatch.undo()
-            monkeypatch.setattr(drv.backend, "launch", spy)
+            seen = _launches(drv, monkeypatch)
         tb = 16 << ((tiles or (3, 3))[0] + (tiles or (3, 3))[1])
         lens = sorted({max(0, tb * j + d) for j in (1, 2) for d in (-17, -1, 0, 1)} | {0, 1, 15, 16, 17})
         m = len(lens)
@@ -434,14 +440,7 @@ def test_job_reruns_and_launches(device, impl, monkeypatch):
     whatever its number of messages."""
     name = "aes-128-gcm"
     drv = driver(device, name, impl)
-    seen: list = []
-    real = drv.backend.launch
-
-    def spy(program, kname, *a, **kw):
-        seen.append(kname)
-        return real(program, kname, *a, **kw)
-
-    monkeypatch.setattr(drv.backend, "launch", spy)
+    seen = _launches(drv, monkeypatch)
     r = random.Random(11)
     for m in (1, 200):
         keys = [r.randbytes(16) for _ in range(m)]
