@@ -1,14 +1,121 @@
-"""Where the time of an AEAD batch host -> host goes in pieces (transfer/batches.py): every piece's
-host timestamps (start, prepared = uploads done, enqueued, finished = downloads done) per thread,
-and per phase the sum over pieces and the share of the wall time.
-Usage: python3 scripts/aead_timeline.py NAME [--shape 65536x16Ki] [--device cuda:0] [--repeats 3]"""
+"""Where the time of an AEAD batch host -> host goes in pieces (transfer/batches.py): per piece
+the host time of prepare (host work, uploads enqueued), enqueue (launches), collect (downloads
+enqueued) and finish (waiting for the piece's downloads), their sums and the share of the wall
+time; ``--null`` runs the same calls on a device that does nothing (the host's own cost, on any
+machine).  Usage: python3 scripts/aead_timeline.py NAME [--shape 65536x16Ki] [--device cuda:0]
+[--repeats 3] [--null]"""
 import argparse
-import threading
 import time
 
 from aead_e2e_probe import setup  # (scripts/: the same batch and call)
 
 from ciphergrid.transfer import batches
+
+
+class _Timed:
+    """A driver whose jobs log each call's host time."""
+
+    def __init__(self, drv, log):
+        self.drv, self.log = drv, log
+
+    def run(self, batch):
+        return self.drv.run(batch)
+
+    def prepare(self, batch, queue=None):
+        t0 = time.perf_counter()
+        job = self.drv.prepare(batch, queue)
+        row = {"start": t0, "prepare": time.perf_counter() - t0}
+        self.log.append(row)
+        return _TimedJob(job, row)
+
+
+class _TimedJob:
+    def __init__(self, job, row):
+        self.job, self.row = job, row
+
+    def __getattr__(self, name):
+        fn = getattr(self.job, name)
+
+        def call(*a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                self.row[name] = self.row.get(name, 0.0) + time.perf_counter() - t0
+        return call
+
+
+def null_backend():
+    """A 'GPU' whose operations do nothing: the host's own cost of the pieces."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ciphergrid.backends.base import Backend
+
+    class Buf:
+        def __init__(self, n):
+            self.nbytes = self.size = int(n)
+
+        def __getitem__(self, sl):
+            return Buf(sl.stop - sl.start)
+
+    class Null(Backend):
+        local_size = 256
+        default_queue = None
+
+        def __init__(self):
+            self.info = SimpleNamespace(spec="null", kind="gpu", compute_units=132, extra={})
+
+        def build(self, source, key, *, local_size=None, **kw):
+            return SimpleNamespace(local_size=local_size)
+
+        def cached_program(self, key):
+            return None
+
+        def alloc(self, n):
+            return Buf(n)
+
+        def pinned(self, n):
+            return np.empty(n, np.uint8)
+
+        def view(self, buf, o, n):
+            return Buf(n)
+
+        def zero(self, buf, queue=None, *, wait=True):
+            pass
+
+        def queue(self):
+            return object()
+
+        def after(self, q, evs):
+            pass
+
+        def upload(self, *a, **kw):
+            return None
+
+        def download(self, *a, **kw):
+            return None
+
+        def launch(self, *a, **kw):
+            return None
+
+        def resident_items(self, prg, name):
+            return 132 * 2048
+
+        def marker(self, queue=None):
+            return None
+
+        def wait(self, ev):
+            pass
+
+        def finish(self, queue=None):
+            pass
+
+        def register_host(self, ptr, nbytes, readonly=False):
+            return False
+
+    return Null()
 
 
 def main():
@@ -17,32 +124,28 @@ def main():
     ap.add_argument("--shape", default="65536x16Ki")
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--profile-prepare", action="store_true",
-                    help="also: cProfile of 8 pieces' prepare() in turn, one thread")
+    ap.add_argument("--null", action="store_true", help="a device that does nothing: host cost")
     a = ap.parse_args()
     batch, call, n = setup(a.name, a.shape, a.device)
+    if a.null:
+        from ciphergrid import aeads
+
+        nb = null_backend()
+        drv = aeads.lookup(a.name).driver(nb, a.name)
+
+        def call():
+            return batches.run(nb, drv, batch)
     log = []
-    lock = threading.Lock()
     real_run = batches.run
 
-    def traced(backend, make_driver, b, **kw):
-        def make(view):
-            drv = make_driver(view)
+    span = {}
 
-            def run(piece):
-                t0 = time.perf_counter()
-                job = drv.prepare(piece)
-                t1 = time.perf_counter()
-                job.enqueue()
-                t2 = time.perf_counter()
-                tags = job.finish()
-                t3 = time.perf_counter()
-                with lock:
-                    log.append((threading.get_ident(), t0, t1, t2, t3))
-                return tags
-            drv.run = run
-            return drv
-        return real_run(backend, make, b, **kw)
+    def traced(backend, driver, b, **kw):
+        span["in"] = time.perf_counter()
+        try:
+            return real_run(backend, _Timed(driver, log), b, **kw)
+        finally:
+            span["out"] = time.perf_counter()
 
     batches.run = traced
     call()
@@ -50,50 +153,22 @@ def main():
         log.clear()
         t = time.perf_counter()
         call()
-        wall = time.perf_counter() - t
+        t_end = time.perf_counter()
+        wall = t_end - t
         if not log:
             print(f"{a.name} {a.shape}: {n / wall / 1e9:.2f} GB/s in one job (not in pieces: "
                   "a GPU and a batch of 2+ pieces take transfer/batches.py)")
             return
-        first = min(e[1] for e in log)
-        prep = sum(e[2] - e[1] for e in log)
-        enq = sum(e[3] - e[2] for e in log)
-        fin = sum(e[4] - e[3] for e in log)
-        busy = prep + enq + fin
-        threads = sorted({e[0] for e in log})
-        print(f"{a.name} {a.shape}: {n / wall / 1e9:.2f} GB/s, wall {wall * 1e3:.1f} ms, {len(log)} pieces "
-              f"on {len(threads)} threads; sums: prepare+upload {prep * 1e3:.1f} ms, enqueue "
-              f"{enq * 1e3:.1f}, kernels+download {fin * 1e3:.1f} (threads busy {busy / wall / len(threads):.2f}); "
-              f"first piece starts {(first - t) * 1e3:.1f} ms in")
-    if a.profile_prepare:
-        profile_prepare(a.name, batch, a.device)
-    for tid in threads:
-        row = [e for e in log if e[0] == tid]
-        print("  thread " + " | ".join(f"{(e[1] - first) * 1e3:.1f}:{(e[2] - e[1]) * 1e3:.1f}/"
-                                        f"{(e[3] - e[2]) * 1e3:.2f}/{(e[4] - e[3]) * 1e3:.1f}" for e in row))
-
-
-def profile_prepare(name, batch, device):
-    """The host work of one piece's prepare(), in turn on one thread (no GIL contention)."""
-    import cProfile
-    import pstats
-
-    from ciphergrid.route import engine
-
-    drv = engine(device).aead_driver(name)
-    bounds = batches.cuts(batch.off, batches.PIECE_BYTES)
-    pieces = [batches.piece(batch, bounds[k], bounds[k + 1]) for k in range(min(8, len(bounds) - 1))]
-    drv.prepare(pieces[0]).finish()
-    pr = cProfile.Profile()
-    t = time.perf_counter()
-    for p in pieces:
-        pr.enable()
-        job = drv.prepare(p)
-        pr.disable()
-        job.enqueue()
-        job.finish()
-    print(f"  {len(pieces)} pieces in turn: {(time.perf_counter() - t) * 1e3 / len(pieces):.2f} ms each")
-    pstats.Stats(pr).sort_stats("tottime").print_stats(22)
+        s = {k: sum(r.get(k, 0.0) for r in log) for k in ("prepare", "enqueue", "collect", "finish")}
+        host = s["prepare"] + s["enqueue"] + s["collect"]
+        print(f"{a.name} {a.shape}: {n / wall / 1e9:.2f} GB/s, wall {wall * 1e3:.1f} ms, {len(log)} "
+              f"pieces; host per piece {host / len(log) * 1e3:.3f} ms (prepare "
+              f"{s['prepare'] / len(log) * 1e3:.3f}, enqueue {s['enqueue'] / len(log) * 1e3:.3f}, "
+              f"collect {s['collect'] / len(log) * 1e3:.3f}); waiting in finish {s['finish'] * 1e3:.1f} ms "
+              f"in all; host busy {host / wall:.2f} of the wall; the API before the pieces "
+              f"{(span.get('in', t) - t) * 1e3:.2f} ms, after {(t_end - span.get('out', t_end)) * 1e3:.2f} ms, "
+              f"first piece prepared {(log[0]['start'] + log[0]['prepare'] - t) * 1e3:.2f} ms in",
+              flush=True)
 
 
 if __name__ == "__main__":

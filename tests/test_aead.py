@@ -208,6 +208,28 @@ def test_batch_refuses_a_repeated_key_nonce_pair(aead_name):
                              nonces=[bytes(nl)] * 2)
 
 
+def test_large_batch_refuses_a_repeated_pair_and_returns_no_ciphertext():
+    """A batch large enough to check its (key, nonce) pairs beside the device work: refused all
+    the same, with the caller's output zeroed (no ciphertext of it is returned)."""
+    from ciphergrid import aead
+
+    m = aead._REPEATS_BESIDE + 5
+    nonces = np.zeros((m, 12), dtype=np.uint8)
+    nonces[:, :4] = np.arange(m, dtype="<u4").view(np.uint8).reshape(m, 4)
+    nonces[m - 1] = nonces[7]                       # one repeated pair, far from the first
+    data = np.full(16 * m, 0x5A, dtype=np.uint8)
+    off = np.arange(m + 1, dtype=np.int64) * 16
+    out = np.full(16 * m, 0xEE, dtype=np.uint8)
+    with pytest.raises(InvalidArgument, match="repeats"):
+        ciphergrid.encrypt_batch("aes-128-gcm", data, offsets=off, key=bytes(16), nonces=nonces,
+                                 device="native", out=out)
+    assert not out.any()
+    nonces[m - 1, 11] ^= 1                          # all distinct: encrypted
+    r = ciphergrid.encrypt_batch("aes-128-gcm", data, offsets=off, key=bytes(16), nonces=nonces,
+                                 device="native", out=out)
+    assert r.ok.all() and out.any()
+
+
 # --------------------------------------------------------------------------- pyca-style classes
 
 CLASSES = {"aes-128-gcm": ciphergrid.AESGCM, "aes-192-gcm": ciphergrid.AESGCM,
@@ -308,11 +330,16 @@ def test_pieces_cut_at_message_boundaries():
     assert cuts(off, 1000) == [0, 6]
     assert cuts(np.array([0]), 8) == [0, 0]
     assert cuts(np.array([0, 500]), 8) == [0, 1]          # one long message: one piece
+    # ramped: pieces of 4 and 8 first and last, 16 between (targets 4, 12, 28, 44, 52, 60 of 64)
+    even = np.arange(65)
+    assert cuts(even, 16, 2) == [0, 4, 12, 28, 44, 52, 60, 64]
+    assert cuts(even, 16, 0) == [0, 16, 32, 48, 64]
+    assert cuts(np.arange(40), 16, 2) == [0, 16, 32, 39]  # too short to ramp
 
 
 def test_batch_in_pieces_on_several_queues(aead_name, device, rng):
-    """transfer/batches.py: a batch cut into pieces of whole messages, run on several queues of
-    the device in threads, gives the texts and tags of the whole batch in one job; a tampered
+    """transfer/batches.py: a batch cut into pieces of whole messages, overlapped on several queues
+    of the device (2 x depth pieces in flight), gives the texts and tags of the whole batch in one job; a tampered
     tag fails its message only."""
     from ciphergrid.aeads.base import make_batch, verify
     from ciphergrid.route import engine
@@ -330,16 +357,15 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng):
     aads = [rng.data(i % 7) for i in range(len(lens))]
     one = make_batch(aead_name, True, tl, keys[:len(lens)], nonces, aads, texts)
     want = eng.aead_driver(aead_name).run(one)
-    cls = aeads.lookup(aead_name)
     cut = make_batch(aead_name, True, tl, keys[:len(lens)], nonces, aads, texts)
-    got = batches.run(eng.backend, lambda v: cls.driver(v, aead_name), cut, piece_bytes=500, depth=3)
+    got = batches.run(eng.backend, eng.aead_driver(aead_name), cut, piece_bytes=500, depth=3)
     assert len(batches.cuts(cut.off, 500)) > 4
     assert got.tobytes() == want.tobytes() and cut.dst.tobytes() == one.dst.tobytes()
     back = make_batch(aead_name, False, tl, keys[:len(lens)], nonces, aads,
                       [one.dst[one.off[i]:one.off[i + 1]].tobytes() for i in range(len(lens))])
     bad = want.copy()
     bad[4, 0] ^= 1
-    ok = verify(back, batches.run(eng.backend, lambda v: cls.driver(v, aead_name), back,
+    ok = verify(back, batches.run(eng.backend, eng.aead_driver(aead_name), back,
                                   piece_bytes=500, depth=3), bad)
     assert ok.tolist() == [i != 4 for i in range(len(lens))]
     assert b"".join(back.dst[back.off[i]:back.off[i + 1]].tobytes() for i in range(len(lens)) if i != 4) \

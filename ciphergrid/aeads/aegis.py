@@ -25,87 +25,43 @@ def _padded_size(n: int) -> int:
 
 
 class AegisJob(Job):
-    def __init__(self, drv: "AegisDriver", batch, prg=None):
+    """A batch on the device (aeads.base.Job): one launch of ``prg`` (None: the driver's)."""
+
+    def __init__(self, drv: "AegisDriver", batch, prg=None, queue=None):
         self.d = drv
-        self.batch = batch
         self.prg = prg
-        b = drv.backend
-        m = batch.count
-        self.m = m
+        self.tag_width = batch.tag_length
+        super().__init__(drv.backend, batch, queue)
+
+    def setup(self) -> None:
+        batch, b = self.batch, self.b
         self.tag_words = batch.tag_length // 4
-        self._queue = None
-        self._bufs = []
-        if m == 0:
-            return
-        keys = np.ascontiguousarray(batch.keys, dtype=np.uint8).copy()
-        host = {
-            "keys": keys,
+        aad = np.ascontiguousarray(batch.aad, dtype=np.uint8).reshape(-1)
+        src = texts(batch.src).reshape(-1)
+        # the texts first, straight from the caller's buffers (page-locked by
+        # transfer/batches.py for large batches), into a device buffer with the zeroed slack the
+        # word loads read; then the metadata in one upload, the AAD with the same slack
+        text = self.upload(src, _padded_size(src.nbytes) - src.nbytes, zero_pad=True)
+        self.buf = self.stage({
+            "keys": np.ascontiguousarray(batch.keys, dtype=np.uint8),
             "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32),
             "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8),
-            "aad": np.ascontiguousarray(batch.aad, dtype=np.uint8).reshape(-1),
+            "aad": aad,
             "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64),
-            "src": texts(batch.src).reshape(-1),
             "off": np.ascontiguousarray(batch.off, dtype=np.int64),
-        }
-        self.buf = {}
-        for name, arr in host.items():
-            # the texts straight from the caller's buffers (page-locked by transfer/batches.py
-            # for large batches), into device buffers with the zeroed slack the word loads read
-            padded = name in ("src", "aad")
-            size = _padded_size(arr.nbytes) if padded else arr.nbytes
-            buf = b.alloc(max(size, 16))
-            self._bufs.append(buf)
-            self.buf[name] = buf
-            if padded:
-                b.zero(buf, wait=False)
-            if arr.nbytes:
-                b.upload(buf, arr)
-        self.buf["dst"] = b.alloc(_padded_size(host["src"].nbytes))
-        self.buf["tags"] = b.alloc(m * batch.tag_length)
-        self._bufs += [self.buf["dst"], self.buf["tags"]]
-        b.finish()             # the uploads are done: the host copies may go, any queue may run
-        keys.fill(0)
-        self._host = host      # (kept until finish: an OpenCL upload may read pageable memory late)
+        }, pads={"aad": _padded_size(aad.nbytes) - aad.nbytes}, secret=("keys",))
+        self.secret = [self.buf["keys"]]
+        self.buf["src"] = text
+        self.buf["dst"] = self.texts_out = b.alloc(_padded_size(src.nbytes))
+        self.buf["tags"] = self.tags_out = b.alloc(self.m * batch.tag_length)
 
-    def enqueue(self, queue=None) -> None:
-        if self.m == 0:
-            return
-        b = self.d.backend
+    def launch(self, queue) -> None:
         bf = self.buf
-        self._queue = queue
-        b.launch(self.prg or self.d.prg, "aegis128l_batch", self.m,
-                 [bf["keys"], bf["key_index"], bf["nonces"], bf["aad"], bf["aad_off"], bf["src"],
-                  bf["dst"], bf["off"], bf["tags"], np.uint32(self.m),
-                  np.uint32(0 if self.batch.encrypt else 1), np.uint32(self.tag_words),
-                  np.uint32(self.d.stride)], queue)
-
-    def finish(self) -> np.ndarray:
-        tags = np.zeros((self.m, self.batch.tag_length), dtype=np.uint8)
-        if self.m == 0:
-            return tags
-        b = self.d.backend
-        q = self._queue
-        n = self.batch.src.nbytes
-        try:
-            if n:  # straight into the caller's buffer (the uploads finished in the constructor)
-                b.download(self.batch.dst.reshape(-1).view(np.uint8)[:n], self.buf["dst"], q)
-            b.download(tags.reshape(-1), self.buf["tags"], q)
-            b.finish(q)
-        finally:
-            self.close()
-        return tags
-
-    def close(self) -> None:
-        """Zero the key table on the device (and release every buffer)."""
-        b = self.d.backend
-        if self._bufs:
-            try:
-                b.zero(self.buf["keys"], self._queue)
-            except Exception:
-                pass
-        self._bufs = []
-        self.buf = {}
-        self._host = {}
+        self.b.launch(self.prg or self.d.prg, "aegis128l_batch", self.m,
+                      [bf["keys"], bf["key_index"], bf["nonces"], bf["aad"], bf["aad_off"],
+                       bf["src"], bf["dst"], bf["off"], bf["tags"], np.uint32(self.m),
+                       np.uint32(0 if self.batch.encrypt else 1), np.uint32(self.tag_words),
+                       np.uint32(self.d.stride)], queue, record=False)
 
 
 def source(defines: dict) -> str:
@@ -228,7 +184,7 @@ class AegisDriver(DeviceAEAD):
         self._programs[stage] = prg
         return prg
 
-    def prepare(self, batch) -> Job:
+    def prepare(self, batch, queue=None) -> Job:
         if batch.nonces.shape[1:] != (16,) and batch.count:
             raise DeviceError("aegis-128l: nonces of 16 bytes")
         if batch.tag_length not in (16, 32):
@@ -237,7 +193,7 @@ class AegisDriver(DeviceAEAD):
         if self.staged_prg is not None and batch.count and (
                 byte_misaligned(batch.off) or int(batch.off[-1]) >= STAGE2_MIN_MEAN * batch.count):
             prg = self.staged_prg
-        return AegisJob(self, batch, prg)
+        return AegisJob(self, batch, prg, queue)
 
 
 class AEGIS128L(AEAD):

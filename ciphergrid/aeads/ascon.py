@@ -60,96 +60,49 @@ class AsconDriver(DeviceAEAD):
             raise DeviceError(f"ascon-aead128 needs work-groups of {self.wg} work-items; "
                               f"{backend.info} allows {backend.group_size(prg)}")
 
-    def prepare(self, batch) -> "AsconJob":
+    def prepare(self, batch, queue=None) -> "AsconJob":
         if batch.count and batch.nonces.shape[1] != 16:
             raise InvalidArgument("ascon-aead128 takes a 16-byte nonce")
         if batch.keys.size and batch.keys.shape[1] != 16:
             raise InvalidArgument("ascon-aead128 takes a 16-byte key")
         if batch.tag_length != 16:
             raise InvalidArgument("ascon-aead128 takes a 16-byte tag")
-        return AsconJob(self, batch)
+        return AsconJob(self, batch, queue)
 
 
 class AsconJob(Job):
-    """A batch on the device: every buffer uploaded in the constructor; ``enqueue`` is one
-    launch (re-runnable: src and dst are different buffers); ``finish`` downloads, wipes the
-    keys and releases."""
+    """A batch on the device (aeads.base.Job): one launch (re-runnable: src and dst are
+    different buffers); the key table is wiped on the device when the job ends."""
 
-    def __init__(self, drv: AsconDriver, batch):
+    def __init__(self, drv: AsconDriver, batch, queue=None):
         self.drv = drv
-        self.batch = batch
-        b = drv.backend
-        m = batch.count
-        self.m = m
-        self.total = int(batch.off[-1]) if m else 0
-        self.tags = np.zeros((m, 16), dtype=np.uint8)
-        self._bufs = []
-        if m == 0:
-            return
-        q = b.default_queue
-        hold = []            # host arrays the asynchronous uploads still read
+        super().__init__(drv.backend, batch, queue)
 
-        def put(arr, extra: int = 0):
-            arr = texts(arr, arr.dtype)
-            buf = b.alloc(arr.nbytes + extra)
-            self._bufs.append(buf)
-            if arr.nbytes:
-                host = arr.view(np.uint8).reshape(-1)
-                hold.append(host)
-                b.upload(buf, host, q)
-            return buf, arr
-
-        src = batch.src[:self.total]
+    def setup(self) -> None:
+        batch, b, m = self.batch, self.b, self.m
+        self.total = int(batch.off[-1])
         # whole 32-bit words are loaded: 3 bytes (rounded to a word) past the last message
-        self.src, _ = put(src, 8)
-        self.dst = b.alloc(self.total + 8)
-        self._bufs.append(self.dst)
-        self.off, _ = put(batch.off.astype(np.int64, copy=False))
-        keys = np.ascontiguousarray(batch.keys, dtype=np.uint8).copy()
-        self.keys, _ = put(keys)
-        self.key_index, _ = put(batch.key_index.astype(np.int32, copy=False))
-        self.nonces, _ = put(batch.nonces.astype(np.uint8, copy=False))
-        self.aad, _ = put(batch.aad.astype(np.uint8, copy=False))
-        self.aad_off, _ = put(batch.aad_off.astype(np.int64, copy=False))
-        self.tag_buf = b.alloc(16 * m)
-        self._bufs.append(self.tag_buf)
-        b.finish(q)          # the uploads are done: any queue may run the kernel now
-        keys.fill(0)         # (the runtime has its copy)
-        hold.clear()
+        self.src = self.upload(texts(batch.src[:self.total]), 8)
+        self.dst = self.texts_out = b.alloc(self.total + 8)
+        d = self.stage({
+            "off": np.ascontiguousarray(batch.off, dtype=np.int64),
+            "keys": np.ascontiguousarray(batch.keys, dtype=np.uint8),
+            "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32),
+            "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8),
+            "aad": np.ascontiguousarray(batch.aad, dtype=np.uint8).reshape(-1),
+            "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64),
+        }, pads={"aad": 8}, secret=("keys",))
+        self.dev = d
+        self.secret = [d["keys"]]
+        self.tags_out = b.alloc(16 * m)
 
-    def enqueue(self, queue=None) -> None:
-        if self.m == 0:
-            return
-        d = self.drv
+    def launch(self, queue) -> None:
+        d, dev = self.drv, self.dev
         items = -(-self.m // d.wg) * d.wg
         d.backend.launch(d.prg, "ascon_aead128", items,
-                         [self.src, self.dst, self.off, self.keys, self.key_index, self.nonces,
-                          self.aad, self.aad_off, self.tag_buf, U64(self.m),
-                          U32(0 if self.batch.encrypt else 1)], queue)
-        self._queue = queue
-
-    def finish(self) -> np.ndarray:
-        if self.m == 0:
-            return self.tags
-        b = self.drv.backend
-        q = getattr(self, "_queue", None)
-        b.finish(q)
-        if self.total:
-            b.wait(b.download(self.batch.dst[:self.total], self.dst))
-        b.wait(b.download(self.tags.reshape(-1), self.tag_buf))
-        self.close()
-        return self.tags
-
-    def close(self) -> None:
-        """Zero the key table on the device and release every buffer."""
-        b = self.drv.backend
-        if getattr(self, "keys", None) is not None:
-            try:
-                b.zero(self.keys)
-            except Exception:
-                pass
-            self.keys = None
-        self._bufs = []
+                         [self.src, self.dst, dev["off"], dev["keys"], dev["key_index"],
+                          dev["nonces"], dev["aad"], dev["aad_off"], self.tags_out, U64(self.m),
+                          U32(0 if self.batch.encrypt else 1)], queue, record=False)
 
 
 class AsconAEAD128(AEAD):

@@ -20,7 +20,6 @@ whether a tag verifies, so no engine can release unverified plaintext by mistake
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass, field
 
 from ..errors import InvalidArgument, InvalidKeySize
@@ -180,21 +179,195 @@ def _lengths(lens) -> str:
 
 
 class Job:
-    """A batch on a device: what ``DeviceAEAD.prepare`` returns (buffers uploaded, kernels not
-    yet run).  ``enqueue`` may be called many times (the benchmark times it); ``finish`` downloads
-    the output texts into ``batch.dst`` and returns the tags, then frees/zeroes key buffers."""
+    """A batch on a device: what ``DeviceAEAD.prepare(batch, queue)`` returns.
+
+    Nothing of a job makes the host wait until ``finish``, so one thread can keep many jobs in
+    flight on several queues (transfer/batches.py):
+
+    * the constructor does the host work and enqueues every upload on ``queue`` (the job's
+      queue; None: the backend's default): the batch's metadata as ONE upload from a host
+      staging buffer (``stage``), the texts straight from the caller's memory;
+    * ``enqueue(queue=None)`` launches the kernels (on another queue it first waits, on the
+      device, for the uploads); it may be called many times (the benchmark times it);
+    * ``collect(queue=None)`` enqueues the downloads (the texts into ``batch.dst``, the tags into
+      host staging) and the zeroing of the key material on the device;
+    * ``finish()`` (collecting first if needed) waits for them, releases everything and returns
+      the tags, one row per message.
+
+    A subclass sets ``texts_out`` (the device buffer of the output texts) and ``tags_out`` (the
+    tags, ``tag_width`` bytes per message), appends its key material to ``secret`` (device
+    buffers) and implements ``launch(queue)``."""
+
+    tag_width = 16
+
+    def __init__(self, backend, batch, queue=None):
+        """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
+        already on the device is wiped before the error propagates."""
+        self.b = backend
+        self.batch = batch
+        self.m = batch.count
+        self.queue = queue if queue is not None else backend.default_queue
+        self.texts_out = None
+        self.tags_out = None
+        self.secret: list = []        # device buffers zeroed when the job ends
+        self._hold: list = []         # host arrays the asynchronous copies still read or write
+        self._secret_host: list = []  # host copies of key material: zeroed when the job ends
+        self._up = None               # event: the uploads are done
+        self._kq = None               # queue of the last launches
+        self._down = None             # event: the downloads are done
+        self._tags = None
+        self._out = None
+        if self.m:
+            try:
+                self.setup()
+                self._up = backend.marker(self.queue)
+            except BaseException:
+                self.abort()
+                raise
+
+    def setup(self) -> None:
+        """The host work and the uploads of a batch of at least one message."""
+        raise NotImplementedError
+
+    # -- uploads --------------------------------------------------------------------------------
+    def stage(self, arrays: dict, pads: dict | None = None, secret=()) -> dict:
+        """Device buffers holding the host ``arrays`` (name -> array), all in ONE device buffer
+        and ONE upload from a host staging buffer: views at aligned offsets, each ``pads[name]``
+        zeroed bytes longer.  Names in ``secret``: key material (zeroed on the host once the job
+        ends, and on the device by the caller listing the views in ``self.secret``)."""
+        b, pads = self.b, pads or {}
+        al = b.view_align
+        offs, pos = {}, 0
+        for name, a in arrays.items():
+            offs[name] = pos
+            pos += -(-(a.nbytes + pads.get(name, 0)) // al) * al or al
+        host = b.host_staging(pos)
+        dev = b.alloc(pos)
+        out = {}
+        for name, a in arrays.items():
+            o, n = offs[name], a.nbytes
+            if n:
+                host[o:o + n] = a.reshape(-1).view(np.uint8)
+            pad = pads.get(name, 0)
+            if pad:
+                host[o + n:o + n + pad] = 0
+            out[name] = b.view(dev, o, max(n + pad, 1))
+        b.upload(dev, host, self.queue, record=False)
+        self._hold += [host, dev]
+        if secret:
+            self._secret_host.append(host)   # (the key words lie in it)
+        return out
+
+    def scratch(self, sizes: dict):
+        """(the whole buffer, name -> view): device scratch of ``sizes`` (name -> bytes) in ONE
+        allocation (one zeroing wipes all of it)."""
+        b = self.b
+        al = b.view_align
+        offs, pos = {}, 0
+        for name, n in sizes.items():
+            offs[name] = pos
+            pos += -(-max(int(n), 1) // al) * al
+        whole = b.alloc(pos)
+        return whole, {name: b.view(whole, offs[name], max(int(n), 1)) for name, n in sizes.items()}
+
+    def upload(self, arr: np.ndarray, pad: int = 0, zero_pad: bool = False):
+        """A device buffer of ``arr``'s bytes (+ ``pad``), uploaded straight from ``arr`` (the
+        texts: the caller's memory, page-locked for large batches; or a GPU array)."""
+        b = self.b
+        buf = b.alloc(max(arr.nbytes + pad, 16))
+        if zero_pad and pad:
+            b.zero(buf, self.queue, wait=False)
+        if arr.nbytes:
+            b.upload(buf, arr, self.queue, record=False)
+        self._hold.append(arr)
+        return buf
+
+    # -- kernels --------------------------------------------------------------------------------
+    def launch(self, queue) -> None:
+        raise NotImplementedError
 
     def enqueue(self, queue=None) -> None:
-        raise NotImplementedError
+        if self.m == 0:
+            return
+        q = queue if queue is not None else self.queue
+        if q is not self.queue and self._up is not None:
+            self.b.after(q, [self._up])
+        self.launch(q)
+        self._kq = q
+
+    # -- downloads ------------------------------------------------------------------------------
+    def collect(self, queue=None) -> None:
+        """Enqueue the downloads and the wipe of the key material (nothing waited for)."""
+        if self._down is not None or self.m == 0:
+            return
+        b = self.b
+        kq = self._kq if self._kq is not None else self.queue
+        q = queue if queue is not None else kq
+        if q is not kq:
+            b.after(q, [b.marker(kq)])
+        dst = self.batch.dst
+        n = int(self.batch.off[-1])
+        if n:
+            if isinstance(dst, np.ndarray) and not dst.flags.c_contiguous:
+                self._out = np.empty(n, dtype=np.uint8)
+                b.download(self._out, self.texts_out, q)
+            else:
+                target = dst.reshape(-1)[:n]
+                if isinstance(target, np.ndarray):
+                    target = target.view(np.uint8)
+                b.download(target, self.texts_out, q)
+        self._tags = b.host_staging(self.m * self.tag_width)
+        b.download(self._tags, self.tags_out, q)
+        for buf in self.secret:
+            b.zero(buf, q, wait=False)
+        self._down = b.marker(q)
 
     def finish(self) -> np.ndarray:
-        raise NotImplementedError
+        t = self.batch.tag_length
+        if self.m == 0:
+            return np.zeros((0, t), dtype=np.uint8)
+        try:
+            self.collect()
+            self.b.wait(self._down)
+            if self._out is not None:
+                self.batch.dst[...] = self._out.reshape(self.batch.dst.shape)
+            tags = self._tags.reshape(self.m, self.tag_width)[:, :t].copy()
+        except BaseException:
+            self.abort()
+            raise
+        self.release()
+        return tags
+
+    def abort(self) -> None:
+        """After a failure: wipe the key material on the device (best effort), wait, release."""
+        b = self.b
+        for buf in self.secret:
+            try:
+                b.zero(buf, self.queue, wait=False)
+            except Exception:
+                pass
+        try:
+            b.finish(self.queue)
+            if self._kq is not None:
+                b.finish(self._kq)
+        except Exception:
+            pass
+        self.release()
+
+    def release(self) -> None:
+        for h in self._secret_host:
+            h.fill(0)
+        self._secret_host = []
+        self._hold = []
+        self.secret = []
+        self.texts_out = self.tags_out = None
 
 
 class DeviceAEAD:
     """The kernels of one AEAD name on one device (built once; the engine caches it).
 
-    ``__init__(backend, aead, name, **options)`` compiles; ``prepare(batch)`` returns a Job;
+    ``__init__(backend, aead, name, **options)`` compiles; ``prepare(batch, queue=None)``
+    returns a Job (its uploads enqueued on ``queue``);
     ``run(batch)`` = prepare + enqueue + finish: the output texts in ``batch.dst`` and the tags
     as a (m, tag_length) uint8 array.  Key schedules run on the host; key material on the device
     is zeroed before release."""
@@ -205,12 +378,16 @@ class DeviceAEAD:
         self.name = name
         self.options = options
 
-    def prepare(self, batch: Batch) -> Job:
+    def prepare(self, batch: Batch, queue=None) -> Job:
         raise NotImplementedError
 
     def run(self, batch: Batch) -> np.ndarray:
         job = self.prepare(batch)
-        job.enqueue()
+        try:
+            job.enqueue()
+        except BaseException:
+            job.abort()
+            raise
         return job.finish()
 
 
@@ -218,11 +395,22 @@ def coarse_index(prefix: np.ndarray, shift: int) -> np.ndarray:
     """For kernels that find the message of item g among many (g in [prefix[i], prefix[i + 1])):
     the message holding every (1 << shift)-th item, uint32, (total >> shift) + 2 entries; item g
     then lies in messages index[g >> shift] .. index[(g >> shift) + 1], a short search instead
-    of one over all messages (GCM's counter kernel, ChaCha20-Poly1305's kernels)."""
+    of one over all messages (GCM's counter kernel, ChaCha20-Poly1305's kernels).  Entries past
+    the last item name the last message."""
     m = prefix.shape[0] - 1
-    starts = np.arange((int(prefix[-1]) >> shift) + 2, dtype=np.int64) << shift
-    found = np.searchsorted(np.asarray(prefix, dtype=np.int64), starts, side="right") - 1
-    return np.clip(found, 0, max(m - 1, 0)).astype(np.uint32)
+    n = (int(prefix[-1]) >> shift) + 2
+    if m <= 0:
+        return np.zeros(n, dtype=np.uint32)
+    p = np.asarray(prefix, dtype=np.int64)
+    step = 1 << shift
+    # grid points j * step in [prefix[i], prefix[i + 1]) per message i: the latest message
+    # starting at or before each point (an empty message never holds one)
+    first = (p + (step - 1)) >> shift
+    counts = np.diff(first)
+    out = np.full(n, m - 1, dtype=np.uint32)
+    idx = np.repeat(np.arange(m, dtype=np.uint32), counts)
+    out[:idx.shape[0]] = idx[:n]
+    return out
 
 
 def texts(a, dtype=np.uint8):
@@ -238,9 +426,15 @@ def verify(batch: Batch, computed: np.ndarray, received: np.ndarray) -> np.ndarr
     """Compare each message's computed tag with the received one in constant time; zero the
     output text of every message that fails.  Returns the boolean mask of messages that verified."""
     m = batch.count
-    ok = np.zeros(m, dtype=bool)
-    for i in range(m):
-        ok[i] = hmac.compare_digest(computed[i].tobytes(), received[i].tobytes())
+    if m == 0:
+        return np.zeros(0, dtype=bool)
+    c = np.ascontiguousarray(computed, dtype=np.uint8).reshape(m, -1)
+    r = np.ascontiguousarray(received, dtype=np.uint8).reshape(m, -1)
+    if c.shape != r.shape:
+        raise InvalidArgument("computed and received tags differ in length")
+    # every byte of every tag XORed and ORed (no early exit, no branch on the bytes: constant
+    # time, as hmac.compare_digest, for the whole batch at once)
+    ok = np.bitwise_or.reduce(c ^ r, axis=1) == 0
     if not ok.all():
         for i in np.flatnonzero(~ok):
             batch.dst[batch.off[i]:batch.off[i + 1]] = 0

@@ -32,27 +32,27 @@ _POLY_HINT_SHIFT = 2
 
 
 def _bit_length(x: np.ndarray) -> np.ndarray:
-    """Bit length of each (positive, < 2^53) value of an integer array."""
-    x = np.asarray(x, dtype=np.uint64)
-    n = np.zeros(x.shape, dtype=np.uint64)
-    v = x.copy()
-    while v.any():
-        nz = v != 0
-        n[nz] += 1
-        v >>= np.uint64(1)
-    return n
+    """Bit length of each (non-negative, < 2^53) value of an integer array."""
+    _, e = np.frexp(np.asarray(x, dtype=np.float64))
+    return e.astype(np.uint64)
 
 
 class ChaChaJob(Job):
     """A batch's buffers on one device (see ChaChaDriver.prepare)."""
 
-    def __init__(self, drv: "ChaChaDriver", batch):
-        b = drv.backend
-        self.drv, self.batch, self.b = drv, batch, b
-        m = batch.count
-        self.m = m
-        lens = np.diff(batch.off).astype(np.uint64)
-        alens = np.diff(batch.aad_off).astype(np.uint64)
+    def __init__(self, drv: "ChaChaDriver", batch, queue=None):
+        self.drv = drv
+        super().__init__(drv.backend, batch, queue)
+
+    def setup(self) -> None:
+        drv, batch, b, m = self.drv, self.batch, self.b, self.m
+        total = int(batch.off[-1])
+        # the texts first: the copy engine starts while the host works out the metadata
+        self.src = self.upload(texts(batch.src[:total]))
+        off = np.ascontiguousarray(batch.off, dtype=np.uint64)
+        aad_off = np.ascontiguousarray(batch.aad_off, dtype=np.uint64)
+        lens = np.diff(off)
+        alens = np.diff(aad_off)
         # ChaCha20: block 0 (the Poly1305 key) + ceil(len / 64) blocks per message
         self.blk_off = _prefix(1 + (lens + 63) // 64)
         # Poly1305: n blocks, w = ceil(n / C) work-items per message
@@ -68,97 +68,65 @@ class ChaChaJob(Job):
             cnt = (cnt + fan - 1) // fan
             self.levels.append(_prefix(cnt))
         self.levels.append(np.arange(m + 1, dtype=np.uint64))
-
-        def up(arr):
-            arr = texts(arr, arr.dtype)
-            buf = b.alloc(arr.nbytes)
-            if arr.nbytes:
-                b.upload(buf, arr.view(np.uint8).reshape(-1))
-            return buf, arr
-
-        self._keep = []   # host arrays the non-blocking uploads read
-
-        def upk(arr):
-            buf, a = up(arr)
-            self._keep.append(a)
-            return buf
-
-        total = int(batch.off[-1])
-        self.src = upk(batch.src[:total])
-        self.dst = b.alloc(total)
-        self.aad = upk(batch.aad[:int(batch.aad_off[-1])])
-        self.off = upk(batch.off.astype(np.uint64))
-        self.aad_off = upk(batch.aad_off.astype(np.uint64))
-        self.blk_buf = upk(self.blk_off)
-        self.blk_hint = upk(coarse_index(self.blk_off, _BLK_HINT_SHIFT))
-        self.poly_buf = upk(self.poly_off)
-        self.poly_hint = upk(coarse_index(self.poly_off, _POLY_HINT_SHIFT))
-        self.pow_buf = upk(self.pow_off)
-        self.level_bufs = [upk(lv) for lv in self.levels]
         key_words = np.ascontiguousarray(batch.keys, dtype=np.uint8).view("<u4").astype(U32)
-        self.keys = upk(key_words)
-        self.key_index = upk(batch.key_index.astype(U32))
-        self.nonces = upk(np.ascontiguousarray(batch.nonces, dtype=np.uint8).view("<u4").astype(U32))
-        self.polykey = b.alloc(32 * m)
-        self.powers = b.alloc(20 * int(self.pow_off[-1]))
+        meta = {
+            "keys": key_words,
+            "aad": np.ascontiguousarray(batch.aad[:int(aad_off[-1])], dtype=np.uint8),
+            "off": off, "aad_off": aad_off,
+            "blk": self.blk_off, "blk_hint": coarse_index(self.blk_off, _BLK_HINT_SHIFT),
+            "poly": self.poly_off, "poly_hint": coarse_index(self.poly_off, _POLY_HINT_SHIFT),
+            "pow": self.pow_off,
+            "key_index": np.ascontiguousarray(batch.key_index, dtype=U32),
+            "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8).view("<u4").astype(U32),
+        }
+        for k, lv in enumerate(self.levels):
+            meta[f"level{k}"] = lv
+        dev = self.stage(meta, secret=("keys",))
+        key_words.fill(0)   # (the staging copy is wiped when the job ends)
+        self.dev = dev
+        self.keys = dev["keys"]
+        self.secret = [self.keys]
+        self.level_bufs = [dev[f"level{k}"] for k in range(len(self.levels))]
+        self.dst = self.texts_out = b.alloc(total)
         self.n_items = int(self.poly_off[-1])
         sizes = [self.n_items] + [int(lv[-1]) for lv in self.levels[:-1]]
-        self.sums = [b.alloc(20 * s) for s in sizes]
-        self.tags = b.alloc(16 * m)
-        b.finish()
-        key_words.fill(0)   # the host copy of the key words
-        self._keep.clear()
-        self.queue = None
+        # Poly1305 keys, powers of r and shares (key material, wiped at once) and the tags
+        work, v = self.scratch({"polykey": 32 * m, "powers": 20 * int(self.pow_off[-1]),
+                                **{f"sums{k}": 20 * n for k, n in enumerate(sizes)},
+                                "tags": 16 * m})
+        self.polykey, self.powers, self.tags_out = v["polykey"], v["powers"], v["tags"]
+        self.sums = [v[f"sums{k}"] for k in range(len(sizes))]
+        self.secret = [self.keys, work]
 
-    def enqueue(self, queue=None) -> None:
-        if self.m == 0:
-            return
-        b, prg, m = self.b, self.drv.prg, U32(self.m)
-        self.queue = queue
+    def launch(self, queue) -> None:
+        b, prg, m, d = self.b, self.drv.prg, U32(self.m), self.dev
         encrypt = self.batch.encrypt
         nblk = int(self.blk_off[-1])
         b.launch(prg, "chacha_xor", nblk,
-                 [self.src, self.dst, self.off, self.blk_buf, self.blk_hint, U32(_BLK_HINT_SHIFT),
-                  self.keys, self.key_index,
-                  self.nonces, self.polykey, m, U64(nblk)], queue)
+                 [self.src, self.dst, d["off"], d["blk"], d["blk_hint"], U32(_BLK_HINT_SHIFT),
+                  self.keys, d["key_index"],
+                  d["nonces"], self.polykey, m, U64(nblk)], queue, record=False)
         b.launch(prg, "chacha_powers", self.m,
-                 [self.polykey, self.poly_buf, self.pow_buf, self.powers, m], queue)
+                 [self.polykey, d["poly"], d["pow"], self.powers, m], queue, record=False)
         # Poly1305 over the ciphertext: the output when encrypting, the input when decrypting
         text = self.dst if encrypt else self.src
         b.launch(prg, "chacha_poly", self.n_items,
-                 [text, self.aad, self.off, self.aad_off, self.poly_buf, self.poly_hint,
-                  U32(_POLY_HINT_SHIFT), self.pow_buf,
-                  self.powers, self.sums[0], m, U64(self.n_items)], queue)
-        in_off = self.poly_buf
+                 [text, d["aad"], d["off"], d["aad_off"], d["poly"], d["poly_hint"],
+                  U32(_POLY_HINT_SHIFT), d["pow"],
+                  self.powers, self.sums[0], m, U64(self.n_items)], queue, record=False)
+        in_off = d["poly"]
         for k, lv in enumerate(self.levels):
             last = k == len(self.levels) - 1
             items = int(lv[-1])
-            out = self.tags if last else self.sums[k + 1]
+            out = self.tags_out if last else self.sums[k + 1]
             b.launch(prg, "chacha_psum", items,
-                     [self.sums[k], U64(int(self.sums_items(k))), in_off, out,
-                      self.level_bufs[k], self.polykey, self.tags, U32(last), m, U64(items)],
-                     queue)
+                     [self.sums[k], U64(self.sums_items(k)), in_off, out,
+                      self.level_bufs[k], self.polykey, self.tags_out, U32(last), m, U64(items)],
+                     queue, record=False)
             in_off = self.level_bufs[k]
 
     def sums_items(self, k: int) -> int:
         return self.n_items if k == 0 else int(self.levels[k - 1][-1])
-
-    def finish(self) -> np.ndarray:
-        b, m = self.b, self.m
-        tags = np.zeros((m, 16), dtype=np.uint8)
-        try:
-            if m:
-                b.finish(self.queue)
-                total = int(self.batch.off[-1])
-                if total:
-                    b.download(self.batch.dst[:total], self.dst)
-                b.download(tags.reshape(-1), self.tags)
-                b.finish()
-        finally:
-            for buf in (self.keys, self.polykey, self.powers, *self.sums):
-                b.zero(buf, wait=False)
-            b.finish()
-        return tags[:, :self.batch.tag_length]
 
 
 class ChaChaDriver(DeviceAEAD):
@@ -179,8 +147,8 @@ class ChaChaDriver(DeviceAEAD):
         self.prg = backend.cached_program(key) or backend.build(
             defines_prefix(defines) + program_source(None, _FILE), key=key)
 
-    def prepare(self, batch) -> ChaChaJob:
-        return ChaChaJob(self, batch)
+    def prepare(self, batch, queue=None) -> ChaChaJob:
+        return ChaChaJob(self, batch, queue)
 
 
 class ChaCha20Poly1305(AEAD):

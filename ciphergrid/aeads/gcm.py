@@ -46,6 +46,24 @@ def _bitlen(n: int) -> int:
 
 def choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int, gen: float | None = None,
                  wmin: int | None = None) -> tuple[int, int]:
+    """(log2 W, log2 R) for these messages (see _choose_tiles), remembered for batches whose
+    block counts have the same count, sum, least and greatest value (the pieces of a large
+    batch: the choice is only a cost estimate, any choice gives the same bytes)."""
+    key = (int(nb.shape[0]), int(nb.sum()), int(nb.min()), int(nb.max()), ls, ct, target, gen, wmin)
+    got = _TILES.get(key)
+    if got is None:
+        got = _choose_tiles(nb, ls, ct, target, gen, wmin)
+        if len(_TILES) > 256:
+            _TILES.clear()
+        _TILES[key] = got
+    return got
+
+
+_TILES: dict = {}
+
+
+def _choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int, gen: float | None = None,
+                  wmin: int | None = None) -> tuple[int, int]:
     """(log2 W, log2 R) for GHASH tiles of W lanes x R blocks over messages of nb stream blocks:
     the least estimated time, work / min(lanes, target) (target: work-items the device runs at
     once).  Work per tile: W lanes x (R table multiplies + one general multiply), plus the tile's
@@ -132,18 +150,14 @@ class GCMDriver(DeviceAEAD):
         self.ptab = (grp - 1) * 512 if self.ct else {1: 2304, 2: 512, 3: 2048}.get(gh, 512)
         self.tbp = self.ptab + (128 if self.ct else 0)
 
-    def prepare(self, batch) -> "GCMJob":
-        return GCMJob(self, batch)
+    def prepare(self, batch, queue=None) -> "GCMJob":
+        return GCMJob(self, batch, queue)
 
 
 class GCMJob(Job):
-    def __init__(self, drv: GCMDriver, batch):
+    def __init__(self, drv: GCMDriver, batch, queue=None):
         self.d = drv
-        self.batch = batch
-        b = drv.backend
-        self.b = b
-        self.m = m = batch.count
-        self.queue = None
+        m = batch.count
         if batch.name != drv.name:
             raise InvalidArgument(f"a batch of {batch.name} given to the {drv.name} driver")
         if m:
@@ -151,10 +165,10 @@ class GCMJob(Job):
                            batch.tag_length)
         elif batch.tag_length not in drv.aead.tag_lengths:
             drv.aead.check(drv.name, drv.key_len, drv.aead.default_nonce_length, batch.tag_length)
-        self.bufs = {}
-        self.secret = []
-        if m == 0:
-            return
+        super().__init__(drv.backend, batch, queue)
+
+    def setup(self) -> None:
+        drv, batch, b, m = self.d, self.batch, self.b, self.m
         tlen = np.diff(batch.off).astype(np.int64)
         alen = np.diff(batch.aad_off).astype(np.int64)
         if (tlen < 0).any() or (alen < 0).any():
@@ -164,6 +178,9 @@ class GCMJob(Job):
                                   f"per message")
         if int(alen.max()) > drv.aead.max_aad:
             raise InvalidArgument(f"{drv.name} takes at most {drv.aead.max_aad} bytes of AAD")
+        # the texts first: the copy engine starts while the host works out the metadata
+        src = texts(batch.src).reshape(-1)
+        self.bufs = {"src": self.upload(src, _PAD)}
         nc = (tlen + 15) // 16
         nb = (alen + 15) // 16 + nc + 1
         cb_off = np.zeros(m + 1, dtype=np.int64)
@@ -210,55 +227,42 @@ class GCMJob(Job):
         self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
         self.nlen = int(batch.nonces.shape[1])
 
-        # round keys of the distinct keys, on the host (AES.expand), zeroed once uploaded
+        # round keys of the distinct keys, on the host (AES.expand), zeroed once the job ends
         words = [AES_CIPHER.expand(bytes(k), False, layout=drv.layout) for k in batch.keys]
         self.ks = int(words[0].size)
         ktab = np.concatenate(words).astype("<u4")
         for w in words:
             w.fill(0)
-
-        q = b.default_queue
-        host = {
-            "ktab": ktab.view(np.uint8),
-            "src": texts(batch.src),
-            "aad": np.ascontiguousarray(batch.aad, dtype=np.uint8),
-            "off": np.ascontiguousarray(batch.off, dtype=np.int64).view(np.uint8),
-            "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64).view(np.uint8),
-            "cb_off": cb_off.view(np.uint8),
-            "cb_hint": cb_hint.view(np.uint8),
-            "tile_off": tile_off.view(np.uint8),
-            "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32).view(np.uint8),
-            "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8).reshape(-1),
-        }
         try:
-            for name, arr in host.items():
-                # texts, AAD and nonces: padded for the kernels' whole-word loads (gcm_load)
-                pad = _PAD if name in ("src", "aad", "nonces") else 0
-                buf = self.bufs[name] = b.alloc(max(arr.nbytes + pad, 16))
-                if arr.nbytes:
-                    b.upload(buf, arr, q)
-            for name, n in (("dst", host["src"].nbytes + _PAD), ("hk", self.nkeys * self.hs * 16),
-                            ("j0", m * 16), ("ej0", m * 16), ("tile_sum", self.ntiles * 16),
-                            ("tags", m * 16)):
-                self.bufs[name] = b.alloc(max(n, 16))
-            self.secret = [self.bufs[n] for n in ("ktab", "hk", "j0", "ej0", "tile_sum")]
-            b.finish(q)
-        except BaseException:
-            if "ktab" in self.bufs and not self.secret:
-                self.secret = [self.bufs["ktab"]]
-            self.close()
-            raise
+            # the metadata in one upload; AAD and nonces padded for the kernels' whole-word loads
+            # (gcm_load)
+            B = self.stage({
+                "ktab": ktab,
+                "aad": np.ascontiguousarray(batch.aad, dtype=np.uint8).reshape(-1),
+                "off": np.ascontiguousarray(batch.off, dtype=np.int64),
+                "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64),
+                "cb_off": cb_off,
+                "cb_hint": cb_hint,
+                "tile_off": tile_off,
+                "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32),
+                "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8).reshape(-1),
+            }, pads={"aad": _PAD, "nonces": _PAD}, secret=("ktab",))
         finally:
             ktab.fill(0)
-        self._host = host   # (the uploads are complete; kept for symmetry with re-runs)
-        self._host.pop("ktab")
+        B["src"] = self.bufs["src"]
+        self.bufs = B
+        self.secret = [B["ktab"]]
+        B["dst"] = b.alloc(src.nbytes + _PAD)
+        # H powers, J0s, E(K, J0)s, partial sums (key material, wiped at once) and the tags
+        work, views = self.scratch({"hk": self.nkeys * self.hs * 16, "j0": m * 16,
+                                    "ej0": m * 16, "tile_sum": self.ntiles * 16, "tags": m * 16})
+        B.update(views)
+        self.texts_out, self.tags_out = B["dst"], B["tags"]
+        self.secret = [B["ktab"], work]
 
-    def enqueue(self, queue=None) -> None:
-        if self.m == 0:
-            return
+    def launch(self, queue, record=False) -> None:
         d, b, B = self.d, self.b, self.bufs
         prg, ls, m = d.prg, d.ls, self.m
-        self.queue = queue
         w = 1 << self.wlog
 
         def items(name, n):
@@ -266,13 +270,13 @@ class GCMJob(Job):
 
         b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
                  [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2), U32(self.nkeys)],
-                 queue)
+                 queue, record=False)
         b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
                  [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
-                  U32(self.pos), U32(self.rlog), U32(self.nf)], queue)
+                  U32(self.pos), U32(self.rlog), U32(self.nf)], queue, record=False)
         b.launch(prg, "gcm_j0", items("gcm_j0", m),
                  [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
-                  U32(m)], queue)
+                  U32(m)], queue, record=False)
         per = 32 if d.ct else 1
         if self.ctr_one:
             ctr_name = "gcm_ctr_one"
@@ -306,57 +310,18 @@ class GCMJob(Job):
                      [B["aad"], B["src"], B["dst"], B["aad_off"], B["off"], B["tile_off"], B["hk"],
                       U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], U32(m),
                       U64(self.ntiles), U32(self.nf), B["ktab"], B["j0"], B["ej0"],
-                      U32(self.batch.encrypt)], queue)
+                      U32(self.batch.encrypt)], queue, record=False)
         elif self.batch.encrypt:
-            b.launch(prg, ctr_name, ctr_items, ctr, queue)
-            b.launch(prg, gh_name, gh_items, ghash, queue)
+            b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
+            b.launch(prg, gh_name, gh_items, ghash, queue, record=False)
         else:
-            b.launch(prg, gh_name, gh_items, ghash, queue)
-            b.launch(prg, ctr_name, ctr_items, ctr, queue)
+            b.launch(prg, gh_name, gh_items, ghash, queue, record=False)
+            b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
         mpg = ls >> self.plog
         tag_items = min(_ceil_div(m, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
         b.launch(prg, "gcm_tag", tag_items,
                  [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], U32(m), U32(self.plog)],
-                 queue)
-
-    def finish(self) -> np.ndarray:
-        t = self.batch.tag_length
-        if self.m == 0:
-            return np.zeros((0, t), dtype=np.uint8)
-        b, q = self.b, self.queue
-        tags = np.empty(self.m * 16, dtype=np.uint8)
-        try:
-            n = self.batch.src.nbytes
-            if n:
-                if self.batch.dst.flags.c_contiguous:
-                    b.download(self.batch.dst.reshape(-1).view(np.uint8), self.bufs["dst"], q)
-                else:
-                    out = np.empty(n, dtype=np.uint8)
-                    b.download(out, self.bufs["dst"], q)
-                    b.finish(q)
-                    self.batch.dst[...] = out.reshape(self.batch.dst.shape)
-            b.download(tags, self.bufs["tags"], q)
-            b.finish(q)
-        finally:
-            self.close()
-        return tags.reshape(self.m, 16)[:, :t].copy()
-
-    def close(self) -> None:
-        """Zero the key material on the device (round keys, H powers, J0, E(K, J0), partial
-        GHASH sums) and drop every buffer."""
-        b, q = self.b, self.queue
-        for buf in self.secret:
-            try:
-                b.zero(buf, q, wait=False)
-            except Exception:
-                pass
-        if self.secret:
-            try:
-                b.finish(q)
-            except Exception:
-                pass
-        self.secret = []
-        self.bufs = {}
+                 queue, record=False)
 
 
 class AESGCM(AEAD):

@@ -7,7 +7,6 @@ returning events.  Everything above it (modes, pipeline, bench) is written again
 
 from __future__ import annotations
 
-import copy
 import functools
 import os
 import threading
@@ -114,6 +113,20 @@ class Backend:
         """A page-locked host buffer (uint8) for fast, asynchronous transfers."""
         raise NotImplementedError
 
+    def host_staging(self, nbytes: int) -> np.ndarray:
+        """A host buffer (uint8) for the small, frequent transfers of one job (an AEAD piece's
+        metadata and tags) that the host does not wait for: page-locked where that is cheap
+        (CUDA's pinned pool), else ordinary memory (the caller keeps it until the job ends)."""
+        return np.empty(max(int(nbytes), 16), np.uint8)[:nbytes]
+
+    #: byte alignment of a view()'s offset
+    view_align = 256
+
+    def view(self, buf, offset: int, nbytes: int):
+        """Bytes [offset, offset + nbytes) of device buffer ``buf`` as a buffer of their own
+        (a kernel argument, an upload's or a zero's target); ``offset`` a multiple of view_align."""
+        raise NotImplementedError
+
     # -- caller memory for the pipeline (ciphergrid.transfer) ----------------------------------
     def host_transfer_mode(self) -> str:
         """How the pipeline moves ordinary (pageable) host memory: "register" (page-lock it in
@@ -148,13 +161,9 @@ class Backend:
     def default_queue(self):
         raise NotImplementedError
 
-    def with_queue(self, queue):
-        """This device with ``queue`` as its default queue: the same context, programs and
-        caches, so that code written against the default queue (an AEAD driver) runs on another
-        queue, in another thread, beside it (transfer/batches.py)."""
-        view = copy.copy(self)
-        view._default = queue
-        return view
+    def after(self, queue, events) -> None:
+        """Make ``queue`` wait (on the device, not the host) for ``events`` of other queues."""
+        raise NotImplementedError
 
     def upload(self, buf, host: np.ndarray, queue=None, *, offset: int = 0, wait_for=None,
                record: bool = True):

@@ -120,6 +120,14 @@ class CudaBackend(Backend):
             mem = cp().cuda.alloc_pinned_memory(n)
         return np.ndarray((n,), np.uint8, buffer=mem)[:nbytes]
 
+    def host_staging(self, nbytes: int) -> np.ndarray:
+        # CuPy's pinned memory pool: page-locked, reused between jobs (an upload from pageable
+        # memory would make the host wait for the copy engine)
+        return self.pinned(nbytes)
+
+    def view(self, buf, offset: int, nbytes: int):
+        return buf[int(offset):int(offset) + int(nbytes)]
+
     def host_transfer_mode(self) -> str:
         return "register"
 
@@ -163,6 +171,10 @@ class CudaBackend(Backend):
     def _prepare(self, stream, wait_for):
         for ev in wait_for or ():
             stream.wait_event(ev.ev)
+
+    def after(self, queue, events) -> None:
+        with self.dev:
+            self._prepare(queue or self._default, events)
 
     def upload(self, buf, host, queue=None, *, offset=0, wait_for=None, record=True):
         s = queue or self._default

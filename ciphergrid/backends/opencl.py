@@ -157,6 +157,13 @@ class OpenCLBackend(Backend):
                                       0, (max(int(nbytes), 16),), np.uint8, is_blocking=True)
         return arr[:nbytes]
 
+    @property
+    def view_align(self) -> int:
+        return max(16, int(self.device.mem_base_addr_align) // 8)
+
+    def view(self, buf, offset: int, nbytes: int):
+        return buf.get_sub_region(int(offset), max(int(nbytes), 1))
+
     def host_transfer_mode(self) -> str:
         # a CPU device (PoCL) reads host memory in place; a GPU needs pinned staging
         return "any" if self.info.kind == "cpu" else "staging"
@@ -177,6 +184,10 @@ class OpenCLBackend(Backend):
     @property
     def default_queue(self):
         return self._default
+
+    def after(self, queue, events) -> None:
+        if events:
+            cl().enqueue_barrier(queue or self._default, wait_for=list(events))
 
     def upload(self, buf, host, queue=None, *, offset=0, wait_for=None, record=True):
         return cl().enqueue_copy(queue or self._default, buf, host, dst_offset=offset,

@@ -144,13 +144,11 @@ class DeviceEngine(Engine):
         """The tags of ``batch`` (texts into ``batch.dst``): a large batch of host data on a GPU
         in pieces of whole messages, overlapped on several queues (transfer/batches.py); else one
         job of the cached driver."""
-        from .. import aeads
         from ..transfer import batches
 
         if self.info.kind != "gpu" or batch.count < 2 or int(batch.off[-1]) < 2 * batches.PIECE_BYTES:
             return self.aead_driver(batch.name, impl).run(batch)
-        cls = aeads.lookup(batch.name)
-        return batches.run(self.backend, lambda view: cls.driver(view, batch.name, impl), batch)
+        return batches.run(self.backend, self.aead_driver(batch.name, impl), batch)
 
     def seal(self, batch, impl: str | None = None):
         """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags."""

@@ -2,37 +2,51 @@
 
 A batch (aeads.base.Batch) is cut at message boundaries into pieces of about ``piece_bytes`` of
 text (a message longer than that is a piece alone); every piece is a batch of its own, run by
-the AEAD's driver as one Job (upload, kernels, download of the texts and tags).  ``depth``
-threads each own a queue of the device and take pieces in turn, so one piece's upload, another's
-kernels and a third's download run at once (both copy engines and the SMs busy).  The caller's
-text buffers are page-locked for the run (transfer.pinning: kept in the registration cache), so
-the copies are DMA from and to them with no staging copy.  The tags come back in message order;
-comparing them (decryption) stays with the caller: the shared layer's ``verify``.
-
-Pieces must hold enough messages to fill the device with the AEADs that are serial within a
-message (Ascon, AEGIS: one message per work-item): ``depth`` pieces run at once.
+the AEAD's driver as one Job.  As the block ciphers' pipeline does with its chunks
+(transfer/driver.py, "inline"), ONE thread enqueues every piece and waits only for the oldest
+when too many are in flight: the uploads on one queue, the kernels on a second, the downloads on
+a third, each piece's kernels waiting on the device for its uploads and its downloads for its
+kernels -- so one piece's upload, another's kernels and a third's download run at once (both copy
+engines and the SMs busy), and no host thread waits for another's lock.  A job's host work is a
+few vectorised array operations and ONE upload of its metadata from page-locked staging
+(aeads.base.Job.stage).  The caller's text buffers are page-locked for the run
+(transfer.pinning: kept in the registration cache), so the texts move by DMA from and to them
+with no staging copy.  The tags come back in message order; comparing them (decryption) stays
+with the caller: the shared layer's ``verify``.
 """
 
 from __future__ import annotations
 
-import threading
+from collections import deque
 
 import numpy as np
 
-from ..engines.openssl.threads import check_cancel, run_all
 from .pinning import pinned
 
-#: text per piece (whole messages); a few pieces in flight at once on ``DEPTH`` queues
+#: text per piece (whole messages); up to 2 x DEPTH pieces in flight; RAMP halvings of the
+#: piece size at either end of a batch (cuts)
 PIECE_BYTES = 64 << 20
 DEPTH = 4
+RAMP = 2
 
 
-def cuts(off: np.ndarray, piece_bytes: int) -> list[int]:
+def cuts(off: np.ndarray, piece_bytes: int, ramp: int = 0) -> list[int]:
     """Message indices where the pieces start, and the count at the end: [0, ..., m].  A cut
-    falls on the first message starting at or after each multiple of ``piece_bytes``."""
+    falls on the first message starting at or after each target: the multiples of
+    ``piece_bytes``, or with ``ramp`` = r > 0 pieces of piece_bytes / 2^r, ..., / 2 first and
+    the same in reverse last (the device starts sooner and ends sooner after the last upload:
+    the pipeline's fill and drain cost a small piece's copy, not a whole one's)."""
     m = off.shape[0] - 1
     total = int(off[-1]) if m else 0
-    targets = np.arange(piece_bytes, total, piece_bytes, dtype=np.int64)
+    ends = [piece_bytes >> k for k in range(ramp, 0, -1)]
+    if ramp and total >= 2 * sum(ends) + 2 * piece_bytes:
+        head = np.cumsum(ends)
+        tail = total - np.cumsum(ends)[::-1]
+        mid = np.arange(int(head[-1]) + piece_bytes, int(tail[0]), piece_bytes, dtype=np.int64)
+        mid = mid[int(tail[0]) - mid >= piece_bytes // 4]     # (no sliver before the tail)
+        targets = np.concatenate([head, mid, tail]).astype(np.int64)
+    else:
+        targets = np.arange(piece_bytes, total, piece_bytes, dtype=np.int64)
     idx = np.searchsorted(np.asarray(off, dtype=np.int64), targets, side="left")
     out = [0]
     for i in idx.tolist():
@@ -54,36 +68,46 @@ def piece(batch, a: int, b: int):
         src=batch.src[o0:o1], off=batch.off[a:b + 1] - o0, dst=batch.dst[o0:o1])
 
 
-def run(backend, make_driver, batch, *, piece_bytes: int | None = None,
+def run(backend, driver, batch, *, piece_bytes: int | None = None,
         depth: int | None = None) -> np.ndarray:
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
-    ``depth`` queues of ``backend`` (None: PIECE_BYTES, DEPTH).  ``make_driver(view)``: the
-    AEAD's driver on a view of the backend whose default queue is one of those queues
-    (aeads.base.DeviceAEAD)."""
+    ``backend`` (see the module docstring) with at most ``2 * depth`` pieces in flight (None:
+    PIECE_BYTES, DEPTH).  ``driver``: the AEAD's driver on ``backend`` (aeads.base.DeviceAEAD)."""
     piece_bytes = piece_bytes or PIECE_BYTES
     depth = depth or DEPTH
-    bounds = cuts(batch.off, piece_bytes)
+    bounds = cuts(batch.off, piece_bytes, RAMP)
     n = len(bounds) - 1
     if n <= 1 or depth <= 1:
-        return make_driver(backend).run(batch)
+        return driver.run(batch)
     tags = np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
-    lock = threading.Lock()
-    taken = [0]   # pieces handed out so far
+    q_up, q_k, q_down = backend.queue(), backend.queue(), backend.queue()
+    flight: deque = deque()   # (job, first message, end message), oldest first
 
-    def job(drv):
-        def work(cancel) -> None:
-            while True:
-                check_cancel(cancel)  # (an interrupt: the others stop after their piece)
-                with lock:
-                    k = taken[0]
-                    if k >= n:
-                        return
-                    taken[0] = k + 1
-                a, b = bounds[k], bounds[k + 1]
-                tags[a:b] = drv.run(piece(batch, a, b))
-        return work
+    def retire() -> None:
+        job, a, b = flight.popleft()
+        tags[a:b] = job.finish()
 
-    drivers = [make_driver(backend.with_queue(backend.queue())) for _ in range(min(depth, n))]
     with pinned(backend, batch.src), pinned(backend, batch.dst):
-        run_all([job(d) for d in drivers])  # (waits for every piece in flight, even interrupted)
+        try:
+            for k in range(n):
+                if len(flight) >= 2 * depth:
+                    retire()
+                a, b = bounds[k], bounds[k + 1]
+                job = driver.prepare(piece(batch, a, b), q_up)
+                flight.append((job, a, b))
+                job.enqueue(q_k)
+                job.collect(q_down)
+            while flight:
+                retire()
+        except BaseException:
+            # (an interrupt, a device error: every piece in flight wiped and waited for before
+            # the caller's buffers are unlocked)
+            for job, _, _ in flight:
+                job.abort()
+            for q in (q_up, q_k, q_down):
+                try:
+                    backend.finish(q)
+                except Exception:
+                    pass
+            raise
     return tags
