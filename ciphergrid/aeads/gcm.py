@@ -88,7 +88,9 @@ class GCMDriver(DeviceAEAD):
           once, a message's offsets and J0 in registers; ct: 32 blocks unrolled, loads grouped);
           2 (ct) the same with the counters bitsliced directly (gcm_bs_ctr); 3 (ct) also, where a
           work-item's 32 blocks are whole aligned blocks of one message, counters and addresses
-          from registers;
+          from registers; 4 (ct) the same in text-block space: tiles of 32 x 32 text blocks per
+          sub-group of 32 work-items, so that messages of 16 KiB (or multiples) are whole tiles,
+          the E(K, J0) blocks after the text (same launch and arguments as 1..3);
         * ``fuse`` (fast, gh=2): 1 gcm_fused, the counter pass and GHASH in one kernel;
         * ``ls``: the work-group size (0: LOCAL_SIZE; a power of two >= MIN_W);
         * ``roll``: 1 the 4-bit positional multiply (gh=2, ct gh=1, fuse) rolled over the bytes of
@@ -100,7 +102,7 @@ class GCMDriver(DeviceAEAD):
         self.ct = bool(ct)
         gh, grp, ctr, fuse, roll = int(gh), int(grp), int(ctr), int(fuse), int(roll)
         if gh not in ((0, 1) if self.ct else (0, 1, 2, 3)) or not 2 <= grp <= 6 \
-                or ctr not in ((0, 1, 2, 3) if self.ct else (0, 1)) or fuse not in (0, 1) \
+                or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1)) or fuse not in (0, 1) \
                 or (fuse and (self.ct or gh != 2)) or roll not in (0, 1):
             raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} out of "
                                   f"range (fuse=1 needs the fast implementation and gh=2)")

@@ -631,6 +631,142 @@ DEVICE_FN void gcm_bs_ctr(uint *s, const uint *c, int same, uint *kx, GLOBAL_RO 
     kx[0] = kl.x; kx[1] = kl.y; kx[2] = kl.z; kx[3] = kl.w;
 }
 
+#if GCM_CTR == 4
+/* ctr = 4 (ct, batches of ONE key): the counter pass in TEXT-block space.  Text block x of the batch
+ * (x < ntext = total - m: the messages' ceil(len / 16) blocks, concatenated) lies in message i with
+ * tb(i) <= x < tb(i + 1), tb(i) = cb_off[i] - i (cb_off counts one J0 block per message).  A
+ * work-group takes 32 x LSIZE consecutive text blocks, each sub-group of GCM_SG (32) work-items
+ * 32 x GCM_SG of them, its item s the blocks s + k GCM_SG (k < 32: coalesced).  A sub-group's
+ * blocks start on a multiple of 32 x GCM_SG = 1024 text blocks: the messages of a batch of 16 KiB
+ * (or any multiple of 16 KiB) messages are whole sub-group tiles, so every item's 32 blocks are
+ * full aligned blocks of one message (counters and addresses from registers, the counters
+ * bitsliced directly), where ctr = 3's tiles of counter blocks straddle messages (1025 counter
+ * blocks each: the J0 block shifts every tile).  The E(K, J0) blocks, one per message, come after
+ * the text blocks: 32 messages per item.  Which path an item takes depends on lengths only. */
+#define GCM_SG (GCM_LS < 32 ? GCM_LS : 32)
+
+/* the message holding text block x (the last i in [lo, m) with tb(i) <= x); lo: a message at or
+ * before it.  The message holding COUNTER block x (the coarse index) has tb <= cb_off <= x, so it
+ * is at or before the answer: from there a galloping search */
+DEVICE_FN uint gcm_find_text(GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *hint, uint lo,
+                             uint m, ulong x)
+{
+    uint a = hint[x >> GCM_HINT_SHIFT];
+    if (a < lo) a = lo;
+    uint hi = m, step = 1;
+    for (;;) {
+        const ulong n = (ulong)a + step;
+        if (n >= m) break;
+        if (cb_off[n] - n > x) { hi = (uint)n; break; }
+        a = (uint)n;
+        step <<= 1;
+    }
+    while (hi - a > 1) {
+        const uint mid = a + ((hi - a) >> 1);
+        if (cb_off[mid] - mid <= x) a = mid; else hi = mid;
+    }
+    return a;
+}
+
+KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
+                        GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
+                        GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                        GLOBAL uint4 *ej0, uint m, ulong total)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ktab)
+    const ulong ntext = total - m;
+    const ulong tile = 32 * (ulong)LSIZE;
+    const uint sl = LID & (GCM_SG - 1u);
+    const ulong sub = (ulong)(LID / GCM_SG) * (32 * GCM_SG);
+    for (ulong t0 = GROUP_ID * tile; t0 < ntext; t0 += NGROUPS * tile) {
+        const ulong x0 = t0 + sub + sl;
+        uint s[128];
+        const uint msg0 = gcm_find_text(cb_off, cb_hint, 0, m, x0 < ntext ? x0 : ntext - 1);
+        const ulong ob = off[msg0], i0 = x0 - (cb_off[msg0] - msg0) + 1;   /* counter block */
+        /* the 32 blocks full, aligned text blocks of message msg0 (lengths only: public) */
+        const int tfast = x0 < ntext && (ob & 15) == 0 &&
+                          16 * (i0 + 31 * (ulong)GCM_SG) <= off[msg0 + 1] - ob;
+        const uint4 jm = j0[msg0];
+        uint msg = msg0;
+        if (tfast) {
+#pragma unroll
+            for (int k = 0; k < 32; k++) {
+                s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u;
+                s[4 * k + 3] = BSWAP32(jm.w + (uint)i0 + (uint)(k * GCM_SG));
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 32; k++) {
+                const ulong x = x0 + (ulong)k * GCM_SG;
+                if (x < ntext) {
+                    msg = gcm_find_text(cb_off, cb_hint, msg, m, x);
+                    gcm_counter(j0, msg, x - (cb_off[msg] - msg) + 1, s + 4 * k);
+                } else {
+                    s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
+                }
+            }
+        }
+        uint kx[4];
+        {
+            const uint c[3] = {BSWAP32(jm.x), BSWAP32(jm.y), BSWAP32(jm.z)};
+            gcm_bs_ctr(s, c, tfast, kx, cg_bsk);
+        }
+        if (tfast) {
+            GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + (i0 - 1);
+            GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + (i0 - 1);
+#pragma unroll
+            for (int k0 = 0; k0 < 32; k0 += 8) {
+                uint4 d[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) d[k] = pi[(k0 + k) * GCM_SG];
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const uint *sk = s + 4 * (k0 + k);
+                    po[(k0 + k) * GCM_SG] = MAKE_UINT4(d[k].x ^ sk[0] ^ kx[0], d[k].y ^ sk[1] ^ kx[1],
+                                                       d[k].z ^ sk[2] ^ kx[2], d[k].w ^ sk[3] ^ kx[3]);
+                }
+            }
+            continue;
+        }
+        msg = msg0;
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            const ulong x = x0 + (ulong)k * GCM_SG;
+            if (x < ntext) {
+                msg = gcm_find_text(cb_off, cb_hint, msg, m, x);
+                const uint *sk = s + 4 * k;
+                const uint ks[4] = {sk[0] ^ kx[0], sk[1] ^ kx[1], sk[2] ^ kx[2], sk[3] ^ kx[3]};
+                gcm_ctr_out(in, out, off, ej0, msg, x - (cb_off[msg] - msg) + 1, ks);
+            }
+        }
+    }
+    /* E(K, J0): messages 32 c .. 32 c + 31 for the chunks c counted from the grid's last item (the
+     * items whose last text tile came short) */
+    for (ulong c = GSIZE - 1 - GID; 32 * c < m; c += GSIZE) {
+        uint s[128];
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            const ulong i = 32 * c + (ulong)k;
+            if (i < m) {
+                gcm_counter(j0, (uint)i, 0, s + 4 * k);
+            } else {
+                s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
+            }
+        }
+        uint kx[4];
+        const uint c3[3] = {0u, 0u, 0u};
+        gcm_bs_ctr(s, c3, 0, kx, cg_bsk);
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            const ulong i = 32 * c + (ulong)k;
+            if (i < m)
+                ej0[i] = MAKE_UINT4(s[4 * k] ^ kx[0], s[4 * k + 1] ^ kx[1], s[4 * k + 2] ^ kx[2],
+                                    s[4 * k + 3] ^ kx[3]);
+        }
+    }
+}
+#else
 /* The counter pass of a batch of ONE key (ct): a work-group takes 32 x LSIZE consecutive counter
  * blocks of the concatenated messages, its work-item LID the blocks LID + k LSIZE (k < 32:
  * coalesced), bitsliced in one pass.  Every loop over the 32 blocks is unrolled, so the block array
@@ -760,6 +896,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         }
     }
 }
+#endif
 #endif
 
 #if !GCM_CT && GCM_CTR
