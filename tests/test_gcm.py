@@ -327,12 +327,19 @@ KNOBS = {
     # round 3: the ct counter pass in text-block space (16 KiB batches)
     "ct-gh1-grp6-ctr4-roll1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1)), "gcm_ghash_pos",
                                "gcm_ctr_one"),
+    "ct-gh1-grp6-ctr4-roll1-pf1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1), ("pf", 1)),
+                                   "gcm_ghash_pos", "gcm_ctr_one"),
+    # round 3: fast, the counter pass's aligned tiles (ctr=2), GHASH loads in chunks (pf)
+    "gh3-ctr2": ((("gh", 3), ("ctr", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr2-pf1": ((("gh", 3), ("ctr", 2), ("pf", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr2-pf2": ((("gh", 3), ("ctr", 2), ("pf", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
 }
 
 
 #: the variants run on every device (the expected winners); the others on GPUs only (a cold PoCL
 #: build of each costs 4 to 12 s, and this file's share of the suite stays under 60 s cold)
-KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1", "ct-gh1-grp6-ctr4-roll1")
+KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1", "ct-gh1-grp6-ctr4-roll1",
+                    "ct-gh1-grp6-ctr4-roll1-pf1", "gh3-ctr2-pf1", "gh3-ctr2-pf2")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
@@ -426,7 +433,8 @@ def test_knob_variants_aligned_batch(device, variant):
 def test_knobs_refused(device):
     if device == "native":
         pytest.skip("native is the OpenSSL engine, not a device backend")
-    for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ctr", 2),), (("ct", 1), ("ctr", 5)), (("ct", 1), ("grp", 7)),
+    for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ct", 1), ("ctr", 5)), (("ct", 1), ("grp", 7)),
+                  (("ctr", 3),), (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
                   (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),)):
         with pytest.raises(InvalidArgument):
             _knob_driver(device, "aes-128-gcm", knobs)

@@ -64,6 +64,17 @@
 #ifndef GCM_POS_ROLL
 #define GCM_POS_ROLL 0
 #endif
+/* GCM_PF (knob "pf", gcm_ghash_pos): 0 every block through gcm_stream (branches on AAD / text /
+ * length block, alignment, 64-bit offsets) and loaded just before its Horner step; 1 (fast) chunks
+ * of GCM_PFN = 4 steps, 2 (fast) chunks of 8, 1 (ct) whole groups: where every block of the chunk
+ * is a full, aligned text block, the chunk's loads are issued together from one base address
+ * (GCM_PFN loads in flight per lane instead of one, each 128-byte line read by one lane once
+ * when W = 1), then the steps; other chunks (AAD, a message's edges, the last partial block) as
+ * before */
+#ifndef GCM_PF
+#define GCM_PF 0
+#endif
+#define GCM_PFN (GCM_PF == 2 ? 8 : 4)
 /* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
  * GHASH in one kernel for batches of one key */
 #ifndef GCM_FUSE
@@ -918,6 +929,34 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
     uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
     const ulong tile = (ulong)GCM_CTR_T * LSIZE;
     for (ulong t0 = GROUP_ID * tile; t0 < total; t0 += NGROUPS * tile) {
+#if GCM_CTR == 2
+        /* the work-item's GCM_CTR_T blocks all full aligned text blocks of one message (lengths
+         * and offsets): counter words 0..2 once, word 3 and the addresses by adds, the block's
+         * data loaded before its AES */
+        {
+            const ulong g0 = t0 + LID;
+            if (g0 < total && g0 >= cb1) {
+                msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g0);
+                cb0 = cb_off[msg]; cb1 = cb_off[msg + 1]; ob = off[msg]; oe = off[msg + 1];
+                jm = j0[msg];
+            }
+            const ulong i0 = g0 - cb0, il = i0 + (ulong)(GCM_CTR_T - 1) * LSIZE;
+            if (g0 < total && i0 >= 1 && (ob & 15) == 0 && 16 * il <= oe - ob) {
+                GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + (i0 - 1);
+                GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + (i0 - 1);
+                const uint c0 = BSWAP32(jm.x), c1 = BSWAP32(jm.y), c2 = BSWAP32(jm.z);
+                const uint c3 = jm.w + (uint)i0;
+                for (uint k = 0; k < GCM_CTR_T; k++) {
+                    const uint4 d = pi[k * LSIZE];
+                    uint s[4];
+                    s[0] = c0; s[1] = c1; s[2] = c2; s[3] = BSWAP32(c3 + k * LSIZE);
+                    cg_encrypt_batch(s CG_ENC_ARGS);
+                    po[k * LSIZE] = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+                }
+                continue;
+            }
+        }
+#endif
         for (uint k = 0; k < GCM_CTR_T; k++) {
             const ulong g = t0 + LID + (ulong)k * LSIZE;
             if (g >= total) break;
@@ -1107,8 +1146,33 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
             GLOBAL_RO const uint4 *xm = hk + np2 + w;      /* x^i M^G */
             const uint pad = (GCM_GRP - run % GCM_GRP) % GCM_GRP;
             const uint ng = (run + pad) / GCM_GRP;
+#if GCM_PF
+            const ulong nfull = tlen >> 4;                   /* full text blocks */
+            const int al = (to & 15) == 0;
+            GLOBAL_RO const uint4 *tx = (GLOBAL_RO const uint4 *)(txt + (al ? to : 0));
+#endif
             for (uint gi = 0; gi < ng; gi++) {
                 uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
+#if GCM_PF
+                /* the group's G blocks all full aligned text blocks (lengths, offsets: public):
+                 * their G loads first, then the lookups */
+                const long kf = (long)(gi * GCM_GRP) - (long)pad;
+                const long jf = start + (long)l + kf * (long)w;
+                if (al && kf >= 0 && jf >= (long)na && jf + (long)(GCM_GRP - 1) * (long)w < (long)(na + nfull)) {
+                    uint4 xs[GCM_GRP];
+#pragma unroll
+                    for (int jj = 0; jj < GCM_GRP; jj++) xs[jj] = tx[(ulong)(jf - (long)na) + (ulong)jj * w];
+#pragma unroll
+                    for (int jj = 0; jj < GCM_GRP; jj++) {
+                        const uint4 x = MAKE_UINT4(BSWAP32(xs[jj].x), BSWAP32(xs[jj].y), BSWAP32(xs[jj].z),
+                                                   BSWAP32(xs[jj].w));
+                        if (jj < GCM_GRP - 1)
+                            z = gcm_xor(z, gcm_mul_pos(x, gcm_ptab + (GCM_GRP - 2 - jj) * 512, sa, sb, q));
+                        else
+                            z = gcm_xor(z, x);
+                    }
+                } else
+#endif
 #pragma unroll 1
                 for (int jj = 0; jj < GCM_GRP; jj++) {
                     const long k = (long)(gi * GCM_GRP + jj) - (long)pad;
@@ -1125,6 +1189,34 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
                 const long kp = (long)(gi * GCM_GRP) - (long)pad - 1;
                 if (kp >= 0 && start + (long)l + kp * (long)w >= 0) y = gcm_mul_xtab(y, xm);
                 y = gcm_xor(y, z);
+            }
+#elif GCM_PF
+            /* chunks of GCM_PFN steps: where all GCM_PFN blocks are full aligned text blocks, their
+             * loads first (straight addresses, no per-block stream branches), then the Horner steps */
+            const ulong nfull = tlen >> 4;
+            const int al = (to & 15) == 0;
+            GLOBAL_RO const uint4 *tx = (GLOBAL_RO const uint4 *)(txt + (al ? to : 0));
+            for (uint k = 0; k < run; k += GCM_PFN) {
+                const long jf = start + (long)l + (long)k * (long)w;
+                const int fastc = al && k + GCM_PFN <= run && jf >= (long)na &&
+                                  jf + (long)(GCM_PFN - 1) * (long)w < (long)(na + nfull);
+                uint4 xs[GCM_PFN];
+                if (fastc) {
+#pragma unroll
+                    for (int c = 0; c < GCM_PFN; c++) xs[c] = tx[(ulong)(jf - (long)na) + (ulong)c * w];
+                }
+#pragma unroll
+                for (int c = 0; c < GCM_PFN; c++) {
+                    const uint kk = k + (uint)c;
+                    const long j = jf + (long)c * (long)w;
+                    if (kk < run && j >= 0) {
+                        const uint4 x = fastc ? MAKE_UINT4(BSWAP32(xs[c].x), BSWAP32(xs[c].y), BSWAP32(xs[c].z),
+                                                           BSWAP32(xs[c].w))
+                                              : gcm_stream(aad, txt, ao, alen, na, to, tlen, nc, (ulong)j);
+                        y = gcm_xor(y, x);
+                        if (kk + 1 < run) y = gcm_mul_pos(y, gcm_ptab, sa, sb, q);
+                    }
+                }
             }
 #else
             for (uint k = 0; k < run; k++) {
