@@ -76,7 +76,8 @@ class GCMDriver(DeviceAEAD):
     """kernels/gcm.cl for one key size and implementation on one device."""
 
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
-                 ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0, pf: int = 0):
+                 ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0, pf: int = 0,
+                 mad: int = 0):
         """Knobs (integers, scripts/aead_knobs.py; the library's choice: ``implementations``):
 
         * ``gh``, the GHASH kernel for batches of one key: 0 gcm_ghash; 1 gcm_ghash_pos (fast:
@@ -99,20 +100,24 @@ class GCMDriver(DeviceAEAD):
           each word (fewer registers);
         * ``pf`` (gcm_ghash_pos, gh >= 1): 1 (fast) chunks of 4 Horner steps, 2 (fast) of 8, 1 (ct)
           whole groups: where all the chunk's blocks are full aligned text blocks, their loads
-          issued together from one base address, no per-block stream branches.
+          issued together from one base address, no per-block stream branches;
+        * ``mad`` (fast, gh=3): 1 the 8-bit positional lookups addressed in bytes by one byte
+          permute and one multiply-add (the FMA pipe) each.
 
         Batches of several keys always run gcm_ghash and gcm_ctr."""
         super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls,
-                         roll=roll, pf=pf)
+                         roll=roll, pf=pf, mad=mad)
         self.ct = bool(ct)
         gh, grp, ctr, fuse, roll, pf = int(gh), int(grp), int(ctr), int(fuse), int(roll), int(pf)
+        mad = int(mad)
         if gh not in ((0, 1) if self.ct else (0, 1, 2, 3)) or not 2 <= grp <= 6 \
                 or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1, 2)) or fuse not in (0, 1) \
                 or (fuse and (self.ct or gh != 2)) or roll not in (0, 1) \
-                or pf not in ((0, 1) if self.ct else (0, 1, 2)) or (pf and not gh):
-            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} pf={pf} "
+                or pf not in ((0, 1) if self.ct else (0, 1, 2)) or (pf and not gh) \
+                or mad not in (0, 1) or (mad and (self.ct or gh != 3)):
+            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} pf={pf} mad={mad} "
                                   f"out of range (fuse=1 needs the fast implementation and gh=2, "
-                                  f"pf needs gh)")
+                                  f"pf needs gh, mad=1 fast gh=3)")
         self.gh, self.grp, self.ctr, self.fuse = gh, grp, ctr, fuse
         self.key_len = aead.names[name]
         im = AES_CIPHER.implementation("ct" if self.ct else "fast")
@@ -124,9 +129,9 @@ class GCMDriver(DeviceAEAD):
         defines = {**AES_CIPHER.defines(self.key_len), **im.defines, "CG_BATCH": im.batch,
                    "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W,
                    "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr, "GCM_FUSE": fuse,
-                   "GCM_POS_ROLL": roll, "GCM_PF": pf}
+                   "GCM_POS_ROLL": roll, "GCM_PF": pf, "GCM_MAD": mad}
         key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr,
-               fuse, roll, pf)
+               fuse, roll, pf, mad)
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix(defines) + program_source(im.file, "gcm.cl")

@@ -74,6 +74,12 @@
 #ifndef GCM_PF
 #define GCM_PF 0
 #endif
+/* GCM_MAD (knob "mad", fast gh = 3): the 8-bit positional lookups addressed in bytes, 128 v + 16 q
+ * (a byte permute to extract v, a multiply-add, which NVIDIA runs on the FMA pipe, beside the
+ * integer ALU), instead of a shift-and-mask, a shift-add and the scaling of the index */
+#ifndef GCM_MAD
+#define GCM_MAD 0
+#endif
 #define GCM_PFN (GCM_PF == 2 ? 8 : 4)
 /* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
  * GHASH in one kernel for batches of one key */
@@ -255,7 +261,20 @@ DEVICE_FN uint4 gcm_mul_pos(uint4 a, LOCAL_PTR const uint4 *tab, uint sa, uint s
     uint aw[4];
     aw[0] = sw.x; aw[1] = sw.y; aw[2] = sw.z; aw[3] = sw.w;
     uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
-#if GCM_PT8H
+#if GCM_PT8H && GCM_MAD
+    /* knob mad: q[j] = 16 (j ^ l8) and the byte address of T_s[v] = 128 v + q[s]: one byte
+     * permute (the byte to bits 0..7) and one multiply-add per lookup */
+    uint4 zb = MAKE_UINT4(0u, 0u, 0u, 0u);
+    LOCAL_PTR const uchar *tb = (LOCAL_PTR const uchar *)tab;
+#pragma unroll
+    for (int s = 0; s < 8; s++) {
+        const uint sel = 0x4440u + (uint)(3 - (s & 3));
+        const uint va = BYTE_PERM(aw[s >> 2], 0u, sel), vb = BYTE_PERM(aw[2 + (s >> 2)], 0u, sel);
+        z = gcm_xor(z, *(LOCAL_PTR const uint4 *)(tb + (va * 128u + q[s])));
+        zb = gcm_xor(zb, *(LOCAL_PTR const uint4 *)(tb + (vb * 128u + q[s])));
+    }
+    z = gcm_xor(z, gcm_mulx64(zb));
+#elif GCM_PT8H
     /* bytes s of A and s + 8 of X (B's byte s) share the table of position s, bank group s ^ l8 */
     uint4 zb = MAKE_UINT4(0u, 0u, 0u, 0u);
 #pragma unroll
@@ -1122,7 +1141,11 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
     const uint sa = gcm_sel(l8, 0u), sb = gcm_sel(l8, 1u);
     uint q[8];
 #pragma unroll
+#if GCM_PT8H && GCM_MAD
+    for (uint j = 0; j < 8; j++) q[j] = (j ^ l8) << 4;
+#else
     for (uint j = 0; j < 8; j++) q[j] = j ^ l8;
+#endif
     const uint tpg = GCM_LS / w;
     const uint l = LID & (w - 1);
     const uint slot = LID >> wlog;
