@@ -334,13 +334,17 @@ KNOBS = {
     "gh3-ctr2-pf1": ((("gh", 3), ("ctr", 2), ("pf", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
     "gh3-ctr2-pf2": ((("gh", 3), ("ctr", 2), ("pf", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
     "gh3-ctr2-pf1-mad1": ((("gh", 3), ("ctr", 2), ("pf", 1), ("mad", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    # round 3: the counter pass and the 8-bit GHASH in one kernel, in phases (fuse=2)
+    "gh3-fuse2": ((("gh", 3), ("fuse", 2)), "gcm_fused", "gcm_fused"),
+    "gh3-fuse2-mad1-fs4": ((("gh", 3), ("fuse", 2), ("mad", 1), ("fs", 4)), "gcm_fused", "gcm_fused"),
 }
 
 
 #: the variants run on every device (the expected winners); the others on GPUs only (a cold PoCL
 #: build of each costs 4 to 12 s, and this file's share of the suite stays under 60 s cold)
 KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1", "ct-gh1-grp6-ctr4-roll1",
-                    "ct-gh1-grp6-ctr4-roll1-pf1", "gh3-ctr2-pf1", "gh3-ctr2-pf2", "gh3-ctr2-pf1-mad1")
+                    "ct-gh1-grp6-ctr4-roll1-pf1", "gh3-ctr2-pf1", "gh3-ctr2-pf2", "gh3-ctr2-pf1-mad1",
+                    "gh3-fuse2-mad1-fs4")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
@@ -437,6 +441,7 @@ def test_knobs_refused(device):
     for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ct", 1), ("ctr", 5)), (("ct", 1), ("grp", 7)),
                   (("ctr", 3),), (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
                   (("gh", 2), ("mad", 1)), (("ct", 1), ("gh", 1), ("mad", 1)),
+                  (("gh", 2), ("fuse", 2)), (("gh", 3), ("fuse", 1)), (("gh", 3), ("fuse", 2), ("fs", 3)),
                   (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),)):
         with pytest.raises(InvalidArgument):
             _knob_driver(device, "aes-128-gcm", knobs)

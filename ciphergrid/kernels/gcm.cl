@@ -80,6 +80,10 @@
 #ifndef GCM_MAD
 #define GCM_MAD 0
 #endif
+/* GCM_FSUB (knob "fs", fuse = 2): the blocks per lane and phase of gcm_fused's AES / GHASH phases */
+#ifndef GCM_FSUB
+#define GCM_FSUB 16
+#endif
 #define GCM_PFN (GCM_PF == 2 ? 8 : 4)
 /* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
  * GHASH in one kernel for batches of one key */
@@ -1272,7 +1276,7 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
 }
 #endif
 
-#if !GCM_CT && GCM_GH && GCM_FUSE
+#if !GCM_CT && GCM_GH && GCM_FUSE == 1
 /* The counter pass and GHASH in one kernel (fast, gh = 2, batches of ONE key): the tiles and lanes
  * of gcm_ghash_pos, where each lane also makes the key stream of the text blocks it hashes
  * (counter block i = stream block - na + 1), writes the output text and hashes the ciphertext
@@ -1367,6 +1371,133 @@ KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLO
         }
         if (live && l == 0) {
             uint4 r = gcm_fred[LID];
+            if (!nf)
+                for (uint j = 0; (u >> j) != 0; j++)
+                    if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
+            tile_sum[t] = r;
+        }
+        BARRIER();
+    }
+}
+#endif
+
+#if !GCM_CT && GCM_GH == 3 && GCM_FUSE == 2
+/* fuse = 2 (fast, gh = 3, batches of ONE key): the counter pass and GHASH in one kernel, in phases
+ * that share 32 KiB of work-group memory: the AES T-table copies (aes.cl, AES_COPIES = 32: no bank
+ * conflicts) and the 8-bit positional tables of gh = 3 do not fit 48 KiB together, so a work-group
+ * alternates: fill the T-tables, each lane encrypts the next GCM_FSUB blocks of its run (the
+ * tiles and lanes of gcm_ghash_pos) and writes them out; fill the GHASH tables (from hk, L2), each
+ * lane hashes the same blocks (reading back its own output, just written: from L2); and so on
+ * (decryption: GHASH first, it hashes the input).  One work-group is AES-bound (integer ALU) while
+ * another on the same SM is in its table-bound GHASH phase: the two passes overlap, where two
+ * launches run one after the other.  A lane's Horner sum waits in work-group memory across the
+ * barriers (gcm_fy).  Refills per work-group and phase pair: 32 KiB from the constant T-table,
+ * 32 KiB from hk, for GCM_LS x GCM_FSUB blocks. */
+#if AES_TSIZE > 8192
+#error "fuse=2 needs the AES T-table copies within 32 KiB"
+#endif
+KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLOBAL uchar *out,
+                      GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
+                      GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
+                      uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles, uint nf,
+                      GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                      GLOBAL uint4 *ej0, uint encrypt)
+{
+    LOCAL_VAR uint4 gcm_fu[2048];
+    LOCAL_VAR uint4 gcm_fy[GCM_LS];
+    LOCAL_PTR uint *tt = (LOCAL_PTR uint *)gcm_fu;
+    AES_KEYS(ktab)
+    const uint cg_lane = (LID & (AES_COPIES - 1u)) * AES_LANE_UNIT;
+    const uint w = 1u << wlog;
+    const uint run = 1u << rlog;
+    GLOBAL_RO const uint4 *gtab = hk + np2 + w;
+    GLOBAL_RO const uchar *htxt = encrypt ? (GLOBAL_RO const uchar *)out : in;
+    const uint l8 = LID & 7u;
+    const uint sa = gcm_sel(l8, 0u), sb = gcm_sel(l8, 1u);
+    uint q[8];
+#pragma unroll
+    for (uint j = 0; j < 8; j++) q[j] = GCM_MAD ? (j ^ l8) << 4 : j ^ l8;
+    const uint tpg = GCM_LS / w;
+    const uint l = LID & (w - 1);
+    const uint slot = LID >> wlog;
+    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+        const ulong t = t0 + slot;
+        const int live = t < ntiles;
+        ulong u = 0, ao = 0, alen = 0, to = 0, tlen = 0, na = 0, nc = 0;
+        long start = 0;
+        uint msg = 0;
+        uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
+        if (live) {
+            msg = gcm_find(tile_off, 0, m, t);
+            u = tile_off[msg + 1] - 1 - t;
+            ao = aad_off[msg]; alen = aad_off[msg + 1] - ao;
+            to = off[msg]; tlen = off[msg + 1] - to;
+            na = (alen + 15) / 16; nc = (tlen + 15) / 16;
+            start = (long)(na + nc + 1) - (long)(((ulong)w << rlog) * (u + 1));
+            jm = j0[msg];
+        }
+        gcm_fy[LID] = MAKE_UINT4(0u, 0u, 0u, 0u);
+        for (uint k0 = 0; k0 < run; k0 += GCM_FSUB) {
+            for (uint ph = 0; ph < 2; ph++) {
+                const int aes = (ph == 0) == (encrypt != 0);
+                BARRIER();
+                if (aes) {
+                    AES_FILL(tt, AES_T0, AES_TSIZE)
+                } else {
+                    for (uint e = LID; e < 2048; e += LSIZE) gcm_fu[e] = gtab[e];
+                }
+                BARRIER();
+                if (live && aes) {
+                    for (uint k = k0; k < k0 + GCM_FSUB && k < run; k++) {
+                        const long j = start + (long)l + (long)k * (long)w;
+                        if (j >= (long)na && j < (long)(na + nc)) {
+                            const ulong i = (ulong)j - na + 1;          /* counter block */
+                            uint s[4];
+                            s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z);
+                            s[3] = BSWAP32(jm.w + (uint)i);
+                            const ulong o = to + 16 * (i - 1);
+                            if (tlen - 16 * (i - 1) >= 16 && (o & 15) == 0) {
+                                const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
+                                aes_encrypt1(s, cg_rk, tt, cg_lane);
+                                *(GLOBAL uint4 *)(out + o) = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+                            } else {
+                                aes_encrypt1(s, cg_rk, tt, cg_lane);
+                                gcm_ctr_out(in, out, off, ej0, msg, i, s);
+                            }
+                        }
+                    }
+                    if (k0 == 0 && u == 0 && l == 0) {     /* E(K, J0) */
+                        uint s[4];
+                        s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w);
+                        aes_encrypt1(s, cg_rk, tt, cg_lane);
+                        ej0[msg] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
+                    }
+                } else if (live) {
+                    uint4 y = gcm_fy[LID];
+                    for (uint k = k0; k < k0 + GCM_FSUB && k < run; k++) {
+                        const long j = start + (long)l + (long)k * (long)w;
+                        if (j >= 0) {
+                            y = gcm_xor(y, gcm_stream(aad, htxt, ao, alen, na, to, tlen, nc, (ulong)j));
+                            if (k + 1 < run) y = gcm_mul_pos(y, gcm_fu, sa, sb, q);
+                        }
+                    }
+                    gcm_fy[LID] = y;
+                }
+            }
+        }
+        BARRIER();
+        uint4 v = MAKE_UINT4(0u, 0u, 0u, 0u);
+        if (live)
+            v = gcm_mul_ct(gcm_fy[LID], nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
+        BARRIER();
+        gcm_fy[LID] = v;
+        BARRIER();
+        for (uint s = w >> 1; s > 0; s >>= 1) {
+            if (l < s) gcm_fy[LID] = gcm_xor(gcm_fy[LID], gcm_fy[LID + s]);
+            BARRIER();
+        }
+        if (live && l == 0) {
+            uint4 r = gcm_fy[LID];
             if (!nf)
                 for (uint j = 0; (u >> j) != 0; j++)
                     if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
