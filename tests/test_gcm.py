@@ -337,6 +337,7 @@ KNOBS = {
     # round 3: the counter pass and the 8-bit GHASH in one kernel, in phases (fuse=2)
     "gh3-fuse2": ((("gh", 3), ("fuse", 2)), "gcm_fused", "gcm_fused"),
     "gh3-fuse2-mad1-fs4": ((("gh", 3), ("fuse", 2), ("mad", 1), ("fs", 4)), "gcm_fused", "gcm_fused"),
+    "gh3-fuse2-mad1-pf1-fs8": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("fs", 8)), "gcm_fused", "gcm_fused"),
 }
 
 
@@ -344,7 +345,7 @@ KNOBS = {
 #: build of each costs 4 to 12 s, and this file's share of the suite stays under 60 s cold)
 KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1", "ct-gh1-grp6-ctr4-roll1",
                     "ct-gh1-grp6-ctr4-roll1-pf1", "gh3-ctr2-pf1", "gh3-ctr2-pf2", "gh3-ctr2-pf1-mad1",
-                    "gh3-fuse2-mad1-fs4")
+                    "gh3-fuse2-mad1-fs4", "gh3-fuse2-mad1-pf1-fs8")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)

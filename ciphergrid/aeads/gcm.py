@@ -100,7 +100,7 @@ class GCMDriver(DeviceAEAD):
         * ``ls``: the work-group size (0: LOCAL_SIZE; a power of two >= MIN_W);
         * ``roll``: 1 the 4-bit positional multiply (gh=2, ct gh=1, fuse) rolled over the bytes of
           each word (fewer registers);
-        * ``pf`` (gcm_ghash_pos, gh >= 1): 1 (fast) chunks of 4 Horner steps, 2 (fast) of 8, 1 (ct)
+        * ``pf`` (gcm_ghash_pos, gh >= 1; fuse=2): 1 (fast) chunks of 4 Horner steps, 2 (fast) of 8, 1 (ct)
           whole groups: where all the chunk's blocks are full aligned text blocks, their loads
           issued together from one base address, no per-block stream branches;
         * ``mad`` (fast, gh=3): 1 the 8-bit positional lookups addressed in bytes by one byte

@@ -1474,6 +1474,35 @@ KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLO
                     }
                 } else if (live) {
                     uint4 y = gcm_fy[LID];
+#if GCM_PF
+                    /* gcm_ghash_pos's chunks (knob pf) */
+                    const uint ke = k0 + GCM_FSUB < run ? k0 + GCM_FSUB : run;
+                    const ulong nfull = tlen >> 4;
+                    const int al = (to & 15) == 0;
+                    GLOBAL_RO const uint4 *tx = (GLOBAL_RO const uint4 *)(htxt + (al ? to : 0));
+                    for (uint k = k0; k < ke; k += GCM_PFN) {
+                        const long jf = start + (long)l + (long)k * (long)w;
+                        const int fastc = al && k + GCM_PFN <= ke && jf >= (long)na &&
+                                          jf + (long)(GCM_PFN - 1) * (long)w < (long)(na + nfull);
+                        uint4 xs[GCM_PFN];
+                        if (fastc) {
+#pragma unroll
+                            for (int c = 0; c < GCM_PFN; c++) xs[c] = tx[(ulong)(jf - (long)na) + (ulong)c * w];
+                        }
+#pragma unroll
+                        for (int c = 0; c < GCM_PFN; c++) {
+                            const uint kk = k + (uint)c;
+                            const long j = jf + (long)c * (long)w;
+                            if (kk < ke && j >= 0) {
+                                const uint4 x = fastc ? MAKE_UINT4(BSWAP32(xs[c].x), BSWAP32(xs[c].y), BSWAP32(xs[c].z),
+                                                                   BSWAP32(xs[c].w))
+                                                      : gcm_stream(aad, htxt, ao, alen, na, to, tlen, nc, (ulong)j);
+                                y = gcm_xor(y, x);
+                                if (kk + 1 < run) y = gcm_mul_pos(y, gcm_fu, sa, sb, q);
+                            }
+                        }
+                    }
+#else
                     for (uint k = k0; k < k0 + GCM_FSUB && k < run; k++) {
                         const long j = start + (long)l + (long)k * (long)w;
                         if (j >= 0) {
@@ -1481,6 +1510,7 @@ KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLO
                             if (k + 1 < run) y = gcm_mul_pos(y, gcm_fu, sa, sb, q);
                         }
                     }
+#endif
                     gcm_fy[LID] = y;
                 }
             }
