@@ -343,9 +343,10 @@ KNOBS = {
 
 #: the variants run on every device (the expected winners); the others on GPUs only (a cold PoCL
 #: build of each costs 4 to 12 s, and this file's share of the suite stays under 60 s cold)
-KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1", "ct-gh1-grp6-ctr4-roll1",
-                    "ct-gh1-grp6-ctr4-roll1-pf1", "gh3-ctr2-pf1", "gh3-ctr2-pf2", "gh3-ctr2-pf1-mad1",
-                    "gh3-fuse2-mad1-fs4", "gh3-fuse2-mad1-pf1-fs8")
+#: (round 3: one variant per new code path: ct ctr=4 with pf=1, fast ctr=2 with pf=1 and mad=1,
+#: fuse=2 with mad=1, pf=1 and fs=8; each of them passed on PoCL on 2026-11-25)
+KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1", "ct-gh1-grp6-ctr4-roll1-pf1",
+                    "gh3-ctr2-pf1-mad1", "gh3-fuse2-mad1-pf1-fs8")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
