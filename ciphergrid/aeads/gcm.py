@@ -96,7 +96,8 @@ class GCMDriver(DeviceAEAD):
           the E(K, J0) blocks after the text (same launch and arguments as 1..3);
         * ``fuse`` (fast): 1 (gh=2) gcm_fused, the counter pass and GHASH in one kernel; 2 (gh=3)
           gcm_fused in phases: the AES T-tables and the 8-bit GHASH tables take turns in the same
-          32 KiB of work-group memory, ``fs`` blocks per lane and phase (0: 16; a power of two);
+          32 KiB of work-group memory, ``fs`` blocks per lane and phase (0: 16; a power of two;
+          odd work-groups start with half a phase), with ``pf`` counters by adds in the AES phase;
         * ``ls``: the work-group size (0: LOCAL_SIZE; a power of two >= MIN_W);
         * ``roll``: 1 the 4-bit positional multiply (gh=2, ct gh=1, fuse) rolled over the bytes of
           each word (fewer registers);

@@ -84,6 +84,7 @@
 #ifndef GCM_FSUB
 #define GCM_FSUB 16
 #endif
+#define GCM_FSTAG (GCM_FSUB > 1 ? GCM_FSUB / 2 : GCM_FSUB)
 #define GCM_PFN (GCM_PF == 2 ? 8 : 4)
 /* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
  * GHASH in one kernel for batches of one key */
@@ -1437,7 +1438,12 @@ KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLO
             jm = j0[msg];
         }
         gcm_fy[LID] = MAKE_UINT4(0u, 0u, 0u, 0u);
-        for (uint k0 = 0; k0 < run; k0 += GCM_FSUB) {
+        /* odd work-groups' first phases of their first tiles are half as long: work-groups started
+         * together on one SM would otherwise stay in step, both in their AES phases (ALU) and both
+         * in their GHASH phases (work-group memory), instead of overlapping them */
+        const uint first = (GROUP_ID & 1) && t0 == GROUP_ID * tpg ? GCM_FSTAG : GCM_FSUB;
+        for (uint k0 = 0; k0 < run; k0 += k0 ? GCM_FSUB : first) {
+            const uint ke = k0 + (k0 ? GCM_FSUB : first) < run ? k0 + (k0 ? GCM_FSUB : first) : run;
             for (uint ph = 0; ph < 2; ph++) {
                 const int aes = (ph == 0) == (encrypt != 0);
                 BARRIER();
@@ -1448,7 +1454,26 @@ KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLO
                 }
                 BARRIER();
                 if (live && aes) {
-                    for (uint k = k0; k < k0 + GCM_FSUB && k < run; k++) {
+#if GCM_PF
+                    /* the phase's blocks all full aligned text blocks: counters and addresses by adds */
+                    const long jf = start + (long)l + (long)k0 * (long)w;
+                    if ((to & 15) == 0 && jf >= (long)na &&
+                        jf + (long)(ke - 1 - k0) * (long)w < (long)(na + (tlen >> 4))) {
+                        const ulong i0 = (ulong)jf - na;                  /* text block */
+                        GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + to) + i0;
+                        GLOBAL uint4 *po = (GLOBAL uint4 *)(out + to) + i0;
+                        const uint c0 = BSWAP32(jm.x), c1 = BSWAP32(jm.y), c2 = BSWAP32(jm.z);
+                        const uint c3 = jm.w + (uint)i0 + 1u;
+                        for (uint k = 0; k < ke - k0; k++) {
+                            const uint4 d = pi[k * w];
+                            uint s[4];
+                            s[0] = c0; s[1] = c1; s[2] = c2; s[3] = BSWAP32(c3 + k * w);
+                            aes_encrypt1(s, cg_rk, tt, cg_lane);
+                            po[k * w] = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+                        }
+                    } else
+#endif
+                    for (uint k = k0; k < ke; k++) {
                         const long j = start + (long)l + (long)k * (long)w;
                         if (j >= (long)na && j < (long)(na + nc)) {
                             const ulong i = (ulong)j - na + 1;          /* counter block */
@@ -1476,7 +1501,6 @@ KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLO
                     uint4 y = gcm_fy[LID];
 #if GCM_PF
                     /* gcm_ghash_pos's chunks (knob pf) */
-                    const uint ke = k0 + GCM_FSUB < run ? k0 + GCM_FSUB : run;
                     const ulong nfull = tlen >> 4;
                     const int al = (to & 15) == 0;
                     GLOBAL_RO const uint4 *tx = (GLOBAL_RO const uint4 *)(htxt + (al ? to : 0));
@@ -1503,7 +1527,7 @@ KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLO
                         }
                     }
 #else
-                    for (uint k = k0; k < k0 + GCM_FSUB && k < run; k++) {
+                    for (uint k = k0; k < ke; k++) {
                         const long j = start + (long)l + (long)k * (long)w;
                         if (j >= 0) {
                             y = gcm_xor(y, gcm_stream(aad, htxt, ao, alen, na, to, tlen, nc, (ulong)j));
