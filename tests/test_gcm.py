@@ -338,6 +338,8 @@ KNOBS = {
     "gh3-fuse2": ((("gh", 3), ("fuse", 2)), "gcm_fused", "gcm_fused"),
     "gh3-fuse2-mad1-fs4": ((("gh", 3), ("fuse", 2), ("mad", 1), ("fs", 4)), "gcm_fused", "gcm_fused"),
     "gh3-fuse2-mad1-pf1-fs8": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("fs", 8)), "gcm_fused", "gcm_fused"),
+    "gh3-fuse2-mad1-pf1-regs128": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("regs", 128)), "gcm_fused",
+                                   "gcm_fused"),
 }
 
 
@@ -443,7 +445,7 @@ def test_knobs_refused(device):
     for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ct", 1), ("ctr", 5)), (("ct", 1), ("grp", 7)),
                   (("ctr", 3),), (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
                   (("gh", 2), ("mad", 1)), (("ct", 1), ("gh", 1), ("mad", 1)),
-                  (("gh", 2), ("fuse", 2)), (("gh", 3), ("fuse", 1)), (("gh", 3), ("fuse", 2), ("fs", 3)),
+                  (("gh", 2), ("fuse", 2)), (("gh", 3), ("fuse", 1)), (("gh", 3), ("fuse", 2), ("fs", 3)), (("regs", 8),),
                   (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),)):
         with pytest.raises(InvalidArgument):
             _knob_driver(device, "aes-128-gcm", knobs)

@@ -77,7 +77,7 @@ class GCMDriver(DeviceAEAD):
 
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
                  ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0, pf: int = 0,
-                 mad: int = 0, fs: int = 0):
+                 mad: int = 0, fs: int = 0, regs: int = 0):
         """Knobs (integers, scripts/aead_knobs.py; the library's choice: ``implementations``):
 
         * ``gh``, the GHASH kernel for batches of one key: 0 gcm_ghash; 1 gcm_ghash_pos (fast:
@@ -105,18 +105,21 @@ class GCMDriver(DeviceAEAD):
           whole groups: where all the chunk's blocks are full aligned text blocks, their loads
           issued together from one base address, no per-block stream branches;
         * ``mad`` (fast, gh=3): 1 the 8-bit positional lookups addressed in bytes by one byte
-          permute and one multiply-add (the FMA pipe) each.
+          permute and one multiply-add (the FMA pipe) each;
+        * ``regs``: a cap on registers per work-item for every kernel of the program (CUDA
+          CG_MAX_REGS, NVIDIA OpenCL -cl-nv-maxrregcount; 0: none), e.g. 128 for two work-groups
+          of 256 per SM (fuse=2).
 
         Batches of several keys always run gcm_ghash and gcm_ctr."""
         super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls,
-                         roll=roll, pf=pf, mad=mad, fs=fs)
+                         roll=roll, pf=pf, mad=mad, fs=fs, regs=regs)
         self.ct = bool(ct)
         gh, grp, ctr, fuse, roll, pf = int(gh), int(grp), int(ctr), int(fuse), int(roll), int(pf)
-        mad, fs = int(mad), int(fs) or 16
+        mad, fs, regs = int(mad), int(fs) or 16, int(regs)
         if gh not in ((0, 1) if self.ct else (0, 1, 2, 3)) or not 2 <= grp <= 6 \
                 or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1, 2)) or fuse not in (0, 1, 2) \
                 or (fuse and (self.ct or gh != fuse + 1)) or roll not in (0, 1) \
-                or fs & (fs - 1) or not 1 <= fs <= 256 \
+                or fs & (fs - 1) or not 1 <= fs <= 256 or not (regs == 0 or 32 <= regs <= 255) \
                 or pf not in ((0, 1) if self.ct else (0, 1, 2)) or (pf and not gh) \
                 or mad not in (0, 1) or (mad and (self.ct or gh != 3)):
             raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} pf={pf} mad={mad} "
@@ -134,12 +137,14 @@ class GCMDriver(DeviceAEAD):
                    "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W,
                    "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr, "GCM_FUSE": fuse,
                    "GCM_POS_ROLL": roll, "GCM_PF": pf, "GCM_MAD": mad, "GCM_FSUB": fs}
+        if regs:
+            defines["CG_MAX_REGS"] = regs
         key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr,
-               fuse, roll, pf, mad, fs)
+               fuse, roll, pf, mad, fs, regs)
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix(defines) + program_source(im.file, "gcm.cl")
-            prg = backend.build(src, key=key, local_size=self.ls)
+            prg = backend.build(src, key=key, local_size=self.ls, max_registers=regs or None)
         if backend.group_size(prg) != self.ls:
             raise DeviceError(f"{name}: the kernels need work-groups of {self.ls} work-items; "
                               f"{backend.info} allows {backend.group_size(prg)}")
