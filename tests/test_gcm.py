@@ -324,12 +324,31 @@ KNOBS = {
     "ct-gh1-grp3-ctr1": ((("ct", 1), ("gh", 1), ("grp", 3), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
     "ct-gh1-grp5-ctr2-roll1": ((("ct", 1), ("gh", 1), ("grp", 5), ("ctr", 2), ("roll", 1)), "gcm_ghash_pos",
                                "gcm_ctr_one"),
+    # round 3: the ct counter pass in text-block space (16 KiB batches)
+    "ct-gh1-grp6-ctr4-roll1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1)), "gcm_ghash_pos",
+                               "gcm_ctr_one"),
+    "ct-gh1-grp6-ctr4-roll1-pf1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1), ("pf", 1)),
+                                   "gcm_ghash_pos", "gcm_ctr_one"),
+    # round 3: fast, the counter pass's aligned tiles (ctr=2), GHASH loads in chunks (pf)
+    "gh3-ctr2": ((("gh", 3), ("ctr", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr2-pf1": ((("gh", 3), ("ctr", 2), ("pf", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr2-pf2": ((("gh", 3), ("ctr", 2), ("pf", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr2-pf1-mad1": ((("gh", 3), ("ctr", 2), ("pf", 1), ("mad", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    # round 3: the counter pass and the 8-bit GHASH in one kernel, in phases (fuse=2)
+    "gh3-fuse2": ((("gh", 3), ("fuse", 2)), "gcm_fused", "gcm_fused"),
+    "gh3-fuse2-mad1-fs4": ((("gh", 3), ("fuse", 2), ("mad", 1), ("fs", 4)), "gcm_fused", "gcm_fused"),
+    "gh3-fuse2-mad1-pf1-fs8": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("fs", 8)), "gcm_fused", "gcm_fused"),
+    "gh3-fuse2-mad1-pf1-regs128": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("regs", 128)), "gcm_fused",
+                                   "gcm_fused"),
 }
 
 
 #: the variants run on every device (the expected winners); the others on GPUs only (a cold PoCL
 #: build of each costs 4 to 12 s, and this file's share of the suite stays under 60 s cold)
-KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1")
+#: (round 3: one variant per new code path: ct ctr=4 with pf=1, fast ctr=2 with pf=1 and mad=1,
+#: fuse=2 with mad=1, pf=1 and fs=8; each of them passed on PoCL on 2026-11-25)
+KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1", "ct-gh1-grp6-ctr4-roll1-pf1",
+                    "gh3-ctr2-pf1-mad1", "gh3-fuse2-mad1-pf1-fs8")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
@@ -397,10 +416,36 @@ def check_knob_variant(device, variant, monkeypatch):
         assert list(zip(outs, tags)) == want, tiles
 
 
+@pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
+def test_knob_variants_aligned_batch(device, variant):
+    """Batches of one key whose messages are whole multiples of 16 KiB (the sub-group tiles of
+    ctr=4: every work-item's 32 blocks in one message), with a few odd messages between them
+    and AAD; against pyca both ways."""
+    if device == "native":
+        pytest.skip("native is the OpenSSL engine, not a device backend")
+    knobs = KNOBS[variant][0]
+    name = "aes-128-gcm"
+    drv = _knob_driver(device, name, knobs)
+    r = random.Random("aligned-" + variant)
+    key = r.randbytes(16)
+    lens = [16384] * 9 + [32768, 16384 + 16, 0, 16384 * 2 - 1, 5, 16384 * 3, 16384]
+    nonces = [r.randbytes(12) for _ in lens]
+    aads = [r.randbytes(r.choice((0, 16, 21))) for _ in lens]
+    pts = [r.randbytes(n) for n in lens]
+    want = [reference(key, n, a, p) for n, a, p in zip(nonces, aads, pts)]
+    outs, tags = run(drv, name, True, 16, [key] * len(lens), nonces, aads, pts)
+    assert list(zip(outs, tags)) == want
+    outs, tags = run(drv, name, False, 16, [key] * len(lens), nonces, aads, [w[0] for w in want])
+    assert outs == pts and tags == [w[1] for w in want]
+
+
 def test_knobs_refused(device):
     if device == "native":
         pytest.skip("native is the OpenSSL engine, not a device backend")
-    for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ctr", 2),), (("ct", 1), ("ctr", 4)), (("ct", 1), ("grp", 7)),
+    for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ct", 1), ("ctr", 5)), (("ct", 1), ("grp", 7)),
+                  (("ctr", 3),), (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
+                  (("gh", 2), ("mad", 1)), (("ct", 1), ("gh", 1), ("mad", 1)),
+                  (("gh", 2), ("fuse", 2)), (("gh", 3), ("fuse", 1)), (("gh", 3), ("fuse", 2), ("fs", 3)), (("regs", 8),),
                   (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),)):
         with pytest.raises(InvalidArgument):
             _knob_driver(device, "aes-128-gcm", knobs)

@@ -94,7 +94,8 @@ class GCMDriver(DeviceAEAD):
     """kernels/gcm.cl for one key size and implementation on one device."""
 
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
-                 ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0):
+                 ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0, pf: int = 0,
+                 mad: int = 0, fs: int = 0, regs: int = 0):
         """Knobs (integers, scripts/aead_knobs.py; the library's choice: ``implementations``):
 
         * ``gh``, the GHASH kernel for batches of one key: 0 gcm_ghash; 1 gcm_ghash_pos (fast:
@@ -104,24 +105,44 @@ class GCMDriver(DeviceAEAD):
         * ``grp`` (ct, gh=1): the group size, 2..6;
         * ``ctr``, the counter pass for batches of one key: 1 gcm_ctr_one (fast: round keys loaded
           once, a message's offsets and J0 in registers; ct: 32 blocks unrolled, loads grouped);
+          2 (fast) also, where a work-item's 16 blocks are whole aligned blocks of one message,
+          counters and addresses by adds, each block's data loaded before its AES;
           2 (ct) the same with the counters bitsliced directly (gcm_bs_ctr); 3 (ct) also, where a
           work-item's 32 blocks are whole aligned blocks of one message, counters and addresses
-          from registers;
-        * ``fuse`` (fast, gh=2): 1 gcm_fused, the counter pass and GHASH in one kernel;
+          from registers; 4 (ct) the same in text-block space: tiles of 32 x 32 text blocks per
+          sub-group of 32 work-items, so that messages of 16 KiB (or multiples) are whole tiles,
+          the E(K, J0) blocks after the text (same launch and arguments as 1..3);
+        * ``fuse`` (fast): 1 (gh=2) gcm_fused, the counter pass and GHASH in one kernel; 2 (gh=3)
+          gcm_fused in phases: the AES T-tables and the 8-bit GHASH tables take turns in the same
+          32 KiB of work-group memory, ``fs`` blocks per lane and phase (0: 16; a power of two;
+          odd work-groups start with half a phase), with ``pf`` counters by adds in the AES phase;
         * ``ls``: the work-group size (0: LOCAL_SIZE; a power of two >= MIN_W);
         * ``roll``: 1 the 4-bit positional multiply (gh=2, ct gh=1, fuse) rolled over the bytes of
-          each word (fewer registers).
+          each word (fewer registers);
+        * ``pf`` (gcm_ghash_pos, gh >= 1; fuse=2): 1 (fast) chunks of 4 Horner steps, 2 (fast) of 8, 1 (ct)
+          whole groups: where all the chunk's blocks are full aligned text blocks, their loads
+          issued together from one base address, no per-block stream branches;
+        * ``mad`` (fast, gh=3): 1 the 8-bit positional lookups addressed in bytes by one byte
+          permute and one multiply-add (the FMA pipe) each;
+        * ``regs``: a cap on registers per work-item for every kernel of the program (CUDA
+          CG_MAX_REGS, NVIDIA OpenCL -cl-nv-maxrregcount; 0: none), e.g. 128 for two work-groups
+          of 256 per SM (fuse=2).
 
         Batches of several keys always run gcm_ghash and gcm_ctr."""
         super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls,
-                         roll=roll)
+                         roll=roll, pf=pf, mad=mad, fs=fs, regs=regs)
         self.ct = bool(ct)
-        gh, grp, ctr, fuse, roll = int(gh), int(grp), int(ctr), int(fuse), int(roll)
+        gh, grp, ctr, fuse, roll, pf = int(gh), int(grp), int(ctr), int(fuse), int(roll), int(pf)
+        mad, fs, regs = int(mad), int(fs) or 16, int(regs)
         if gh not in ((0, 1) if self.ct else (0, 1, 2, 3)) or not 2 <= grp <= 6 \
-                or ctr not in ((0, 1, 2, 3) if self.ct else (0, 1)) or fuse not in (0, 1) \
-                or (fuse and (self.ct or gh != 2)) or roll not in (0, 1):
-            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} out of "
-                                  f"range (fuse=1 needs the fast implementation and gh=2)")
+                or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1, 2)) or fuse not in (0, 1, 2) \
+                or (fuse and (self.ct or gh != fuse + 1)) or roll not in (0, 1) \
+                or fs & (fs - 1) or not 1 <= fs <= 256 or not (regs == 0 or 32 <= regs <= 255) \
+                or pf not in ((0, 1) if self.ct else (0, 1, 2)) or (pf and not gh) \
+                or mad not in (0, 1) or (mad and (self.ct or gh != 3)):
+            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} pf={pf} mad={mad} "
+                                  f"out of range (fuse=1 needs the fast implementation and gh=2, fuse=2 gh=3, "
+                                  f"pf needs gh, mad=1 fast gh=3)")
         self.gh, self.grp, self.ctr, self.fuse = gh, grp, ctr, fuse
         self.key_len = aead.names[name]
         im = AES_CIPHER.implementation("ct" if self.ct else "fast")
@@ -133,13 +154,15 @@ class GCMDriver(DeviceAEAD):
         defines = {**AES_CIPHER.defines(self.key_len), **im.defines, "CG_BATCH": im.batch,
                    "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W,
                    "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr, "GCM_FUSE": fuse,
-                   "GCM_POS_ROLL": roll}
+                   "GCM_POS_ROLL": roll, "GCM_PF": pf, "GCM_MAD": mad, "GCM_FSUB": fs}
+        if regs:
+            defines["CG_MAX_REGS"] = regs
         key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr,
-               fuse, roll)
+               fuse, roll, pf, mad, fs, regs)
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix(defines) + program_source(im.file, "gcm.cl")
-            prg = backend.build(src, key=key, local_size=self.ls)
+            prg = backend.build(src, key=key, local_size=self.ls, max_registers=regs or None)
         if backend.group_size(prg) != self.ls:
             raise DeviceError(f"{name}: the kernels need work-groups of {self.ls} work-items; "
                               f"{backend.info} allows {backend.group_size(prg)}")

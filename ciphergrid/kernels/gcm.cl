@@ -64,6 +64,28 @@
 #ifndef GCM_POS_ROLL
 #define GCM_POS_ROLL 0
 #endif
+/* GCM_PF (knob "pf", gcm_ghash_pos): 0 every block through gcm_stream (branches on AAD / text /
+ * length block, alignment, 64-bit offsets) and loaded just before its Horner step; 1 (fast) chunks
+ * of GCM_PFN = 4 steps, 2 (fast) chunks of 8, 1 (ct) whole groups: where every block of the chunk
+ * is a full, aligned text block, the chunk's loads are issued together from one base address
+ * (GCM_PFN loads in flight per lane instead of one, each 128-byte line read by one lane once
+ * when W = 1), then the steps; other chunks (AAD, a message's edges, the last partial block) as
+ * before */
+#ifndef GCM_PF
+#define GCM_PF 0
+#endif
+/* GCM_MAD (knob "mad", fast gh = 3): the 8-bit positional lookups addressed in bytes, 128 v + 16 q
+ * (a byte permute to extract v, a multiply-add, which NVIDIA runs on the FMA pipe, beside the
+ * integer ALU), instead of a shift-and-mask, a shift-add and the scaling of the index */
+#ifndef GCM_MAD
+#define GCM_MAD 0
+#endif
+/* GCM_FSUB (knob "fs", fuse = 2): the blocks per lane and phase of gcm_fused's AES / GHASH phases */
+#ifndef GCM_FSUB
+#define GCM_FSUB 16
+#endif
+#define GCM_FSTAG (GCM_FSUB > 1 ? GCM_FSUB / 2 : GCM_FSUB)
+#define GCM_PFN (GCM_PF == 2 ? 8 : 4)
 /* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
  * GHASH in one kernel for batches of one key */
 #ifndef GCM_FUSE
@@ -244,7 +266,20 @@ DEVICE_FN uint4 gcm_mul_pos(uint4 a, LOCAL_PTR const uint4 *tab, uint sa, uint s
     uint aw[4];
     aw[0] = sw.x; aw[1] = sw.y; aw[2] = sw.z; aw[3] = sw.w;
     uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
-#if GCM_PT8H
+#if GCM_PT8H && GCM_MAD
+    /* knob mad: q[j] = 16 (j ^ l8) and the byte address of T_s[v] = 128 v + q[s]: one byte
+     * permute (the byte to bits 0..7) and one multiply-add per lookup */
+    uint4 zb = MAKE_UINT4(0u, 0u, 0u, 0u);
+    LOCAL_PTR const uchar *tb = (LOCAL_PTR const uchar *)tab;
+#pragma unroll
+    for (int s = 0; s < 8; s++) {
+        const uint sel = 0x4440u + (uint)(3 - (s & 3));
+        const uint va = BYTE_PERM(aw[s >> 2], 0u, sel), vb = BYTE_PERM(aw[2 + (s >> 2)], 0u, sel);
+        z = gcm_xor(z, *(LOCAL_PTR const uint4 *)(tb + (va * 128u + q[s])));
+        zb = gcm_xor(zb, *(LOCAL_PTR const uint4 *)(tb + (vb * 128u + q[s])));
+    }
+    z = gcm_xor(z, gcm_mulx64(zb));
+#elif GCM_PT8H
     /* bytes s of A and s + 8 of X (B's byte s) share the table of position s, bank group s ^ l8 */
     uint4 zb = MAKE_UINT4(0u, 0u, 0u, 0u);
 #pragma unroll
@@ -631,6 +666,142 @@ DEVICE_FN void gcm_bs_ctr(uint *s, const uint *c, int same, uint *kx, GLOBAL_RO 
     kx[0] = kl.x; kx[1] = kl.y; kx[2] = kl.z; kx[3] = kl.w;
 }
 
+#if GCM_CTR == 4
+/* ctr = 4 (ct, batches of ONE key): the counter pass in TEXT-block space.  Text block x of the batch
+ * (x < ntext = total - m: the messages' ceil(len / 16) blocks, concatenated) lies in message i with
+ * tb(i) <= x < tb(i + 1), tb(i) = cb_off[i] - i (cb_off counts one J0 block per message).  A
+ * work-group takes 32 x LSIZE consecutive text blocks, each sub-group of GCM_SG (32) work-items
+ * 32 x GCM_SG of them, its item s the blocks s + k GCM_SG (k < 32: coalesced).  A sub-group's
+ * blocks start on a multiple of 32 x GCM_SG = 1024 text blocks: the messages of a batch of 16 KiB
+ * (or any multiple of 16 KiB) messages are whole sub-group tiles, so every item's 32 blocks are
+ * full aligned blocks of one message (counters and addresses from registers, the counters
+ * bitsliced directly), where ctr = 3's tiles of counter blocks straddle messages (1025 counter
+ * blocks each: the J0 block shifts every tile).  The E(K, J0) blocks, one per message, come after
+ * the text blocks: 32 messages per item.  Which path an item takes depends on lengths only. */
+#define GCM_SG (GCM_LS < 32 ? GCM_LS : 32)
+
+/* the message holding text block x (the last i in [lo, m) with tb(i) <= x); lo: a message at or
+ * before it.  The message holding COUNTER block x (the coarse index) has tb <= cb_off <= x, so it
+ * is at or before the answer: from there a galloping search */
+DEVICE_FN uint gcm_find_text(GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *hint, uint lo,
+                             uint m, ulong x)
+{
+    uint a = hint[x >> GCM_HINT_SHIFT];
+    if (a < lo) a = lo;
+    uint hi = m, step = 1;
+    for (;;) {
+        const ulong n = (ulong)a + step;
+        if (n >= m) break;
+        if (cb_off[n] - n > x) { hi = (uint)n; break; }
+        a = (uint)n;
+        step <<= 1;
+    }
+    while (hi - a > 1) {
+        const uint mid = a + ((hi - a) >> 1);
+        if (cb_off[mid] - mid <= x) a = mid; else hi = mid;
+    }
+    return a;
+}
+
+KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
+                        GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
+                        GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                        GLOBAL uint4 *ej0, uint m, ulong total)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ktab)
+    const ulong ntext = total - m;
+    const ulong tile = 32 * (ulong)LSIZE;
+    const uint sl = LID & (GCM_SG - 1u);
+    const ulong sub = (ulong)(LID / GCM_SG) * (32 * GCM_SG);
+    for (ulong t0 = GROUP_ID * tile; t0 < ntext; t0 += NGROUPS * tile) {
+        const ulong x0 = t0 + sub + sl;
+        uint s[128];
+        const uint msg0 = gcm_find_text(cb_off, cb_hint, 0, m, x0 < ntext ? x0 : ntext - 1);
+        const ulong ob = off[msg0], i0 = x0 - (cb_off[msg0] - msg0) + 1;   /* counter block */
+        /* the 32 blocks full, aligned text blocks of message msg0 (lengths only: public) */
+        const int tfast = x0 < ntext && (ob & 15) == 0 &&
+                          16 * (i0 + 31 * (ulong)GCM_SG) <= off[msg0 + 1] - ob;
+        const uint4 jm = j0[msg0];
+        uint msg = msg0;
+        if (tfast) {
+#pragma unroll
+            for (int k = 0; k < 32; k++) {
+                s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u;
+                s[4 * k + 3] = BSWAP32(jm.w + (uint)i0 + (uint)(k * GCM_SG));
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 32; k++) {
+                const ulong x = x0 + (ulong)k * GCM_SG;
+                if (x < ntext) {
+                    msg = gcm_find_text(cb_off, cb_hint, msg, m, x);
+                    gcm_counter(j0, msg, x - (cb_off[msg] - msg) + 1, s + 4 * k);
+                } else {
+                    s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
+                }
+            }
+        }
+        uint kx[4];
+        {
+            const uint c[3] = {BSWAP32(jm.x), BSWAP32(jm.y), BSWAP32(jm.z)};
+            gcm_bs_ctr(s, c, tfast, kx, cg_bsk);
+        }
+        if (tfast) {
+            GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + (i0 - 1);
+            GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + (i0 - 1);
+#pragma unroll
+            for (int k0 = 0; k0 < 32; k0 += 8) {
+                uint4 d[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) d[k] = pi[(k0 + k) * GCM_SG];
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const uint *sk = s + 4 * (k0 + k);
+                    po[(k0 + k) * GCM_SG] = MAKE_UINT4(d[k].x ^ sk[0] ^ kx[0], d[k].y ^ sk[1] ^ kx[1],
+                                                       d[k].z ^ sk[2] ^ kx[2], d[k].w ^ sk[3] ^ kx[3]);
+                }
+            }
+            continue;
+        }
+        msg = msg0;
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            const ulong x = x0 + (ulong)k * GCM_SG;
+            if (x < ntext) {
+                msg = gcm_find_text(cb_off, cb_hint, msg, m, x);
+                const uint *sk = s + 4 * k;
+                const uint ks[4] = {sk[0] ^ kx[0], sk[1] ^ kx[1], sk[2] ^ kx[2], sk[3] ^ kx[3]};
+                gcm_ctr_out(in, out, off, ej0, msg, x - (cb_off[msg] - msg) + 1, ks);
+            }
+        }
+    }
+    /* E(K, J0): messages 32 c .. 32 c + 31 for the chunks c counted from the grid's last item (the
+     * items whose last text tile came short) */
+    for (ulong c = GSIZE - 1 - GID; 32 * c < m; c += GSIZE) {
+        uint s[128];
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            const ulong i = 32 * c + (ulong)k;
+            if (i < m) {
+                gcm_counter(j0, (uint)i, 0, s + 4 * k);
+            } else {
+                s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
+            }
+        }
+        uint kx[4];
+        const uint c3[3] = {0u, 0u, 0u};
+        gcm_bs_ctr(s, c3, 0, kx, cg_bsk);
+#pragma unroll
+        for (int k = 0; k < 32; k++) {
+            const ulong i = 32 * c + (ulong)k;
+            if (i < m)
+                ej0[i] = MAKE_UINT4(s[4 * k] ^ kx[0], s[4 * k + 1] ^ kx[1], s[4 * k + 2] ^ kx[2],
+                                    s[4 * k + 3] ^ kx[3]);
+        }
+    }
+}
+#else
 /* The counter pass of a batch of ONE key (ct): a work-group takes 32 x LSIZE consecutive counter
  * blocks of the concatenated messages, its work-item LID the blocks LID + k LSIZE (k < 32:
  * coalesced), bitsliced in one pass.  Every loop over the 32 blocks is unrolled, so the block array
@@ -761,6 +932,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
     }
 }
 #endif
+#endif
 
 #if !GCM_CT && GCM_CTR
 /* The counter pass of a batch of ONE key (fast, knob ctr = 1): round keys loaded once; a
@@ -781,6 +953,34 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
     uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
     const ulong tile = (ulong)GCM_CTR_T * LSIZE;
     for (ulong t0 = GROUP_ID * tile; t0 < total; t0 += NGROUPS * tile) {
+#if GCM_CTR == 2
+        /* the work-item's GCM_CTR_T blocks all full aligned text blocks of one message (lengths
+         * and offsets): counter words 0..2 once, word 3 and the addresses by adds, the block's
+         * data loaded before its AES */
+        {
+            const ulong g0 = t0 + LID;
+            if (g0 < total && g0 >= cb1) {
+                msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g0);
+                cb0 = cb_off[msg]; cb1 = cb_off[msg + 1]; ob = off[msg]; oe = off[msg + 1];
+                jm = j0[msg];
+            }
+            const ulong i0 = g0 - cb0, il = i0 + (ulong)(GCM_CTR_T - 1) * LSIZE;
+            if (g0 < total && i0 >= 1 && (ob & 15) == 0 && 16 * il <= oe - ob) {
+                GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + (i0 - 1);
+                GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + (i0 - 1);
+                const uint c0 = BSWAP32(jm.x), c1 = BSWAP32(jm.y), c2 = BSWAP32(jm.z);
+                const uint c3 = jm.w + (uint)i0;
+                for (uint k = 0; k < GCM_CTR_T; k++) {
+                    const uint4 d = pi[k * LSIZE];
+                    uint s[4];
+                    s[0] = c0; s[1] = c1; s[2] = c2; s[3] = BSWAP32(c3 + k * LSIZE);
+                    cg_encrypt_batch(s CG_ENC_ARGS);
+                    po[k * LSIZE] = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+                }
+                continue;
+            }
+        }
+#endif
         for (uint k = 0; k < GCM_CTR_T; k++) {
             const ulong g = t0 + LID + (ulong)k * LSIZE;
             if (g >= total) break;
@@ -946,7 +1146,11 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
     const uint sa = gcm_sel(l8, 0u), sb = gcm_sel(l8, 1u);
     uint q[8];
 #pragma unroll
+#if GCM_PT8H && GCM_MAD
+    for (uint j = 0; j < 8; j++) q[j] = (j ^ l8) << 4;
+#else
     for (uint j = 0; j < 8; j++) q[j] = j ^ l8;
+#endif
     const uint tpg = GCM_LS / w;
     const uint l = LID & (w - 1);
     const uint slot = LID >> wlog;
@@ -970,8 +1174,33 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
             GLOBAL_RO const uint4 *xm = hk + np2 + w;      /* x^i M^G */
             const uint pad = (GCM_GRP - run % GCM_GRP) % GCM_GRP;
             const uint ng = (run + pad) / GCM_GRP;
+#if GCM_PF
+            const ulong nfull = tlen >> 4;                   /* full text blocks */
+            const int al = (to & 15) == 0;
+            GLOBAL_RO const uint4 *tx = (GLOBAL_RO const uint4 *)(txt + (al ? to : 0));
+#endif
             for (uint gi = 0; gi < ng; gi++) {
                 uint4 z = MAKE_UINT4(0u, 0u, 0u, 0u);
+#if GCM_PF
+                /* the group's G blocks all full aligned text blocks (lengths, offsets: public):
+                 * their G loads first, then the lookups */
+                const long kf = (long)(gi * GCM_GRP) - (long)pad;
+                const long jf = start + (long)l + kf * (long)w;
+                if (al && kf >= 0 && jf >= (long)na && jf + (long)(GCM_GRP - 1) * (long)w < (long)(na + nfull)) {
+                    uint4 xs[GCM_GRP];
+#pragma unroll
+                    for (int jj = 0; jj < GCM_GRP; jj++) xs[jj] = tx[(ulong)(jf - (long)na) + (ulong)jj * w];
+#pragma unroll
+                    for (int jj = 0; jj < GCM_GRP; jj++) {
+                        const uint4 x = MAKE_UINT4(BSWAP32(xs[jj].x), BSWAP32(xs[jj].y), BSWAP32(xs[jj].z),
+                                                   BSWAP32(xs[jj].w));
+                        if (jj < GCM_GRP - 1)
+                            z = gcm_xor(z, gcm_mul_pos(x, gcm_ptab + (GCM_GRP - 2 - jj) * 512, sa, sb, q));
+                        else
+                            z = gcm_xor(z, x);
+                    }
+                } else
+#endif
 #pragma unroll 1
                 for (int jj = 0; jj < GCM_GRP; jj++) {
                     const long k = (long)(gi * GCM_GRP + jj) - (long)pad;
@@ -988,6 +1217,34 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
                 const long kp = (long)(gi * GCM_GRP) - (long)pad - 1;
                 if (kp >= 0 && start + (long)l + kp * (long)w >= 0) y = gcm_mul_xtab(y, xm);
                 y = gcm_xor(y, z);
+            }
+#elif GCM_PF
+            /* chunks of GCM_PFN steps: where all GCM_PFN blocks are full aligned text blocks, their
+             * loads first (straight addresses, no per-block stream branches), then the Horner steps */
+            const ulong nfull = tlen >> 4;
+            const int al = (to & 15) == 0;
+            GLOBAL_RO const uint4 *tx = (GLOBAL_RO const uint4 *)(txt + (al ? to : 0));
+            for (uint k = 0; k < run; k += GCM_PFN) {
+                const long jf = start + (long)l + (long)k * (long)w;
+                const int fastc = al && k + GCM_PFN <= run && jf >= (long)na &&
+                                  jf + (long)(GCM_PFN - 1) * (long)w < (long)(na + nfull);
+                uint4 xs[GCM_PFN];
+                if (fastc) {
+#pragma unroll
+                    for (int c = 0; c < GCM_PFN; c++) xs[c] = tx[(ulong)(jf - (long)na) + (ulong)c * w];
+                }
+#pragma unroll
+                for (int c = 0; c < GCM_PFN; c++) {
+                    const uint kk = k + (uint)c;
+                    const long j = jf + (long)c * (long)w;
+                    if (kk < run && j >= 0) {
+                        const uint4 x = fastc ? MAKE_UINT4(BSWAP32(xs[c].x), BSWAP32(xs[c].y), BSWAP32(xs[c].z),
+                                                           BSWAP32(xs[c].w))
+                                              : gcm_stream(aad, txt, ao, alen, na, to, tlen, nc, (ulong)j);
+                        y = gcm_xor(y, x);
+                        if (kk + 1 < run) y = gcm_mul_pos(y, gcm_ptab, sa, sb, q);
+                    }
+                }
             }
 #else
             for (uint k = 0; k < run; k++) {
@@ -1020,7 +1277,7 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
 }
 #endif
 
-#if !GCM_CT && GCM_GH && GCM_FUSE
+#if !GCM_CT && GCM_GH && GCM_FUSE == 1
 /* The counter pass and GHASH in one kernel (fast, gh = 2, batches of ONE key): the tiles and lanes
  * of gcm_ghash_pos, where each lane also makes the key stream of the text blocks it hashes
  * (counter block i = stream block - na + 1), writes the output text and hashes the ciphertext
@@ -1115,6 +1372,186 @@ KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLO
         }
         if (live && l == 0) {
             uint4 r = gcm_fred[LID];
+            if (!nf)
+                for (uint j = 0; (u >> j) != 0; j++)
+                    if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
+            tile_sum[t] = r;
+        }
+        BARRIER();
+    }
+}
+#endif
+
+#if !GCM_CT && GCM_GH == 3 && GCM_FUSE == 2
+/* fuse = 2 (fast, gh = 3, batches of ONE key): the counter pass and GHASH in one kernel, in phases
+ * that share 32 KiB of work-group memory: the AES T-table copies (aes.cl, AES_COPIES = 32: no bank
+ * conflicts) and the 8-bit positional tables of gh = 3 do not fit 48 KiB together, so a work-group
+ * alternates: fill the T-tables, each lane encrypts the next GCM_FSUB blocks of its run (the
+ * tiles and lanes of gcm_ghash_pos) and writes them out; fill the GHASH tables (from hk, L2), each
+ * lane hashes the same blocks (reading back its own output, just written: from L2); and so on
+ * (decryption: GHASH first, it hashes the input).  One work-group is AES-bound (integer ALU) while
+ * another on the same SM is in its table-bound GHASH phase: the two passes overlap, where two
+ * launches run one after the other.  A lane's Horner sum waits in work-group memory across the
+ * barriers (gcm_fy).  Refills per work-group and phase pair: 32 KiB from the constant T-table,
+ * 32 KiB from hk, for GCM_LS x GCM_FSUB blocks. */
+#if AES_TSIZE > 8192
+#error "fuse=2 needs the AES T-table copies within 32 KiB"
+#endif
+KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLOBAL uchar *out,
+                      GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
+                      GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
+                      uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles, uint nf,
+                      GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                      GLOBAL uint4 *ej0, uint encrypt)
+{
+    LOCAL_VAR uint4 gcm_fu[2048];
+    LOCAL_VAR uint4 gcm_fy[GCM_LS];
+    LOCAL_PTR uint *tt = (LOCAL_PTR uint *)gcm_fu;
+    AES_KEYS(ktab)
+    const uint cg_lane = (LID & (AES_COPIES - 1u)) * AES_LANE_UNIT;
+    const uint w = 1u << wlog;
+    const uint run = 1u << rlog;
+    GLOBAL_RO const uint4 *gtab = hk + np2 + w;
+    GLOBAL_RO const uchar *htxt = encrypt ? (GLOBAL_RO const uchar *)out : in;
+    const uint l8 = LID & 7u;
+    const uint sa = gcm_sel(l8, 0u), sb = gcm_sel(l8, 1u);
+    uint q[8];
+#pragma unroll
+    for (uint j = 0; j < 8; j++) q[j] = GCM_MAD ? (j ^ l8) << 4 : j ^ l8;
+    const uint tpg = GCM_LS / w;
+    const uint l = LID & (w - 1);
+    const uint slot = LID >> wlog;
+    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+        const ulong t = t0 + slot;
+        const int live = t < ntiles;
+        ulong u = 0, ao = 0, alen = 0, to = 0, tlen = 0, na = 0, nc = 0;
+        long start = 0;
+        uint msg = 0;
+        uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
+        if (live) {
+            msg = gcm_find(tile_off, 0, m, t);
+            u = tile_off[msg + 1] - 1 - t;
+            ao = aad_off[msg]; alen = aad_off[msg + 1] - ao;
+            to = off[msg]; tlen = off[msg + 1] - to;
+            na = (alen + 15) / 16; nc = (tlen + 15) / 16;
+            start = (long)(na + nc + 1) - (long)(((ulong)w << rlog) * (u + 1));
+            jm = j0[msg];
+        }
+        gcm_fy[LID] = MAKE_UINT4(0u, 0u, 0u, 0u);
+        /* odd work-groups' first phases of their first tiles are half as long: work-groups started
+         * together on one SM would otherwise stay in step, both in their AES phases (ALU) and both
+         * in their GHASH phases (work-group memory), instead of overlapping them */
+        const uint first = (GROUP_ID & 1) && t0 == GROUP_ID * tpg ? GCM_FSTAG : GCM_FSUB;
+        for (uint k0 = 0; k0 < run; k0 += k0 ? GCM_FSUB : first) {
+            const uint ke = k0 + (k0 ? GCM_FSUB : first) < run ? k0 + (k0 ? GCM_FSUB : first) : run;
+            for (uint ph = 0; ph < 2; ph++) {
+                const int aes = (ph == 0) == (encrypt != 0);
+                BARRIER();
+                if (aes) {
+                    AES_FILL(tt, AES_T0, AES_TSIZE)
+                } else {
+                    for (uint e = LID; e < 2048; e += LSIZE) gcm_fu[e] = gtab[e];
+                }
+                BARRIER();
+                if (live && aes) {
+#if GCM_PF
+                    /* the phase's blocks all full aligned text blocks: counters and addresses by adds */
+                    const long jf = start + (long)l + (long)k0 * (long)w;
+                    if ((to & 15) == 0 && jf >= (long)na &&
+                        jf + (long)(ke - 1 - k0) * (long)w < (long)(na + (tlen >> 4))) {
+                        const ulong i0 = (ulong)jf - na;                  /* text block */
+                        GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + to) + i0;
+                        GLOBAL uint4 *po = (GLOBAL uint4 *)(out + to) + i0;
+                        const uint c0 = BSWAP32(jm.x), c1 = BSWAP32(jm.y), c2 = BSWAP32(jm.z);
+                        const uint c3 = jm.w + (uint)i0 + 1u;
+                        for (uint k = 0; k < ke - k0; k++) {
+                            const uint4 d = pi[k * w];
+                            uint s[4];
+                            s[0] = c0; s[1] = c1; s[2] = c2; s[3] = BSWAP32(c3 + k * w);
+                            aes_encrypt1(s, cg_rk, tt, cg_lane);
+                            po[k * w] = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+                        }
+                    } else
+#endif
+                    for (uint k = k0; k < ke; k++) {
+                        const long j = start + (long)l + (long)k * (long)w;
+                        if (j >= (long)na && j < (long)(na + nc)) {
+                            const ulong i = (ulong)j - na + 1;          /* counter block */
+                            uint s[4];
+                            s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z);
+                            s[3] = BSWAP32(jm.w + (uint)i);
+                            const ulong o = to + 16 * (i - 1);
+                            if (tlen - 16 * (i - 1) >= 16 && (o & 15) == 0) {
+                                const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
+                                aes_encrypt1(s, cg_rk, tt, cg_lane);
+                                *(GLOBAL uint4 *)(out + o) = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+                            } else {
+                                aes_encrypt1(s, cg_rk, tt, cg_lane);
+                                gcm_ctr_out(in, out, off, ej0, msg, i, s);
+                            }
+                        }
+                    }
+                    if (k0 == 0 && u == 0 && l == 0) {     /* E(K, J0) */
+                        uint s[4];
+                        s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w);
+                        aes_encrypt1(s, cg_rk, tt, cg_lane);
+                        ej0[msg] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
+                    }
+                } else if (live) {
+                    uint4 y = gcm_fy[LID];
+#if GCM_PF
+                    /* gcm_ghash_pos's chunks (knob pf) */
+                    const ulong nfull = tlen >> 4;
+                    const int al = (to & 15) == 0;
+                    GLOBAL_RO const uint4 *tx = (GLOBAL_RO const uint4 *)(htxt + (al ? to : 0));
+                    for (uint k = k0; k < ke; k += GCM_PFN) {
+                        const long jf = start + (long)l + (long)k * (long)w;
+                        const int fastc = al && k + GCM_PFN <= ke && jf >= (long)na &&
+                                          jf + (long)(GCM_PFN - 1) * (long)w < (long)(na + nfull);
+                        uint4 xs[GCM_PFN];
+                        if (fastc) {
+#pragma unroll
+                            for (int c = 0; c < GCM_PFN; c++) xs[c] = tx[(ulong)(jf - (long)na) + (ulong)c * w];
+                        }
+#pragma unroll
+                        for (int c = 0; c < GCM_PFN; c++) {
+                            const uint kk = k + (uint)c;
+                            const long j = jf + (long)c * (long)w;
+                            if (kk < ke && j >= 0) {
+                                const uint4 x = fastc ? MAKE_UINT4(BSWAP32(xs[c].x), BSWAP32(xs[c].y), BSWAP32(xs[c].z),
+                                                                   BSWAP32(xs[c].w))
+                                                      : gcm_stream(aad, htxt, ao, alen, na, to, tlen, nc, (ulong)j);
+                                y = gcm_xor(y, x);
+                                if (kk + 1 < run) y = gcm_mul_pos(y, gcm_fu, sa, sb, q);
+                            }
+                        }
+                    }
+#else
+                    for (uint k = k0; k < ke; k++) {
+                        const long j = start + (long)l + (long)k * (long)w;
+                        if (j >= 0) {
+                            y = gcm_xor(y, gcm_stream(aad, htxt, ao, alen, na, to, tlen, nc, (ulong)j));
+                            if (k + 1 < run) y = gcm_mul_pos(y, gcm_fu, sa, sb, q);
+                        }
+                    }
+#endif
+                    gcm_fy[LID] = y;
+                }
+            }
+        }
+        BARRIER();
+        uint4 v = MAKE_UINT4(0u, 0u, 0u, 0u);
+        if (live)
+            v = gcm_mul_ct(gcm_fy[LID], nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
+        BARRIER();
+        gcm_fy[LID] = v;
+        BARRIER();
+        for (uint s = w >> 1; s > 0; s >>= 1) {
+            if (l < s) gcm_fy[LID] = gcm_xor(gcm_fy[LID], gcm_fy[LID + s]);
+            BARRIER();
+        }
+        if (live && l == 0) {
+            uint4 r = gcm_fy[LID];
             if (!nf)
                 for (uint j = 0; (u >> j) != 0; j++)
                     if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
