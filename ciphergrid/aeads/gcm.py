@@ -359,10 +359,11 @@ class AESGCM(AEAD):
     max_aad = (1 << 61) - 1               # len(A) <= 2^64 - 1 bits
     parallel_message = True
     implementations = {
-        # positional GHASH tables and the one-key counter pass (measured: docs/benchmarks.md 0e)
-        "fast": Kernel(GCMDriver, options={"gh": 3, "ctr": 1}),
+        # positional GHASH tables, the one-key counter pass from registers, grouped loads (measured:
+        # docs/benchmarks.md 0f)
+        "fast": Kernel(GCMDriver, options={"gh": 3, "ctr": 2, "pf": 1, "mad": 1}),
         "ct": Kernel(GCMDriver, constant_time=True,
-                     options={"ct": True, "gh": 1, "grp": 6, "roll": 1, "ctr": 3}),
+                     options={"ct": True, "gh": 1, "grp": 6, "roll": 1, "ctr": 4}),
     }
     openssl = {n: "AESGCM" for n in names}
 
