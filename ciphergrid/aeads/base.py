@@ -274,9 +274,11 @@ class Job:
         """A device buffer of ``arr``'s bytes (+ ``pad``), uploaded straight from ``arr`` (the
         texts: the caller's memory, page-locked for large batches; or a GPU array)."""
         b = self.b
-        buf = b.alloc(max(arr.nbytes + pad, 16))
-        if zero_pad and pad:
-            b.zero(buf, self.queue, wait=False)
+        size = max(arr.nbytes + pad, 16)
+        buf = b.alloc(size)
+        if zero_pad and pad:   # (the slack, from the last aligned offset; the upload follows)
+            o = arr.nbytes // b.view_align * b.view_align
+            b.zero(b.view(buf, o, size - o), self.queue, wait=False)
         if arr.nbytes:
             b.upload(buf, arr, self.queue, record=False)
         self._hold.append(arr)
