@@ -230,6 +230,43 @@ def test_large_batch_refuses_a_repeated_pair_and_returns_no_ciphertext():
     assert r.ok.all() and out.any()
 
 
+def test_batches_in_a_forked_child():
+    """A process forked after using the OpenSSL engine's threads and the repeated-nonce check's
+    worker (a multiprocessing pool, say) gets threads of its own, instead of waiting forever for
+    its parent's."""
+    import os
+    import time
+
+    from ciphergrid import aead
+
+    m = aead._REPEATS_BESIDE + 1
+    nonces = np.zeros((m, 12), dtype=np.uint8)
+    nonces[:, :4] = np.arange(m, dtype="<u4").view(np.uint8).reshape(m, 4)
+    data = np.zeros(64 * m, dtype=np.uint8)   # (4 MiB: several OpenSSL threads)
+    off = np.arange(m + 1, dtype=np.int64) * 64
+    want = ciphergrid.encrypt_batch("aes-128-gcm", data, offsets=off, key=bytes(16),
+                                    nonces=nonces, device="native").tags
+    pid = os.fork()
+    if pid == 0:  # the child: the same batch, compared; exit status 0 when equal
+        try:
+            r = ciphergrid.encrypt_batch("aes-128-gcm", data, offsets=off, key=bytes(16),
+                                         nonces=nonces, device="native")
+            os._exit(0 if r.tags.tobytes() == want.tobytes() else 1)
+        except BaseException:
+            os._exit(2)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 # --------------------------------------------------------------------------- pyca-style classes
 
 CLASSES = {"aes-128-gcm": ciphergrid.AESGCM, "aes-192-gcm": ciphergrid.AESGCM,

@@ -1,6 +1,6 @@
-"""The OpenSSL engine's threads: one pool for the process, runs of jobs that share a cancel event,
-and the cut of a message into parts for them (run_all also runs the AEAD pieces of
-transfer/batches.py, one job per device queue).
+"""The OpenSSL engine's threads: one pool for the process (a new one in a forked child, which has
+the parent's pool object but none of its threads), runs of jobs that share a cancel event, and
+the cut of a message into parts for them.
 
 A job is a callable ``job(cancel)`` that looks at ``cancel`` (a threading.Event) between steps of
 at most :data:`STEP` bytes (:func:`check_cancel`); :func:`run_all` returns only when no job of its
@@ -26,19 +26,30 @@ STEP = 32 << 20
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
+_POOL_PID = 0
 _POOL_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()   # (it may have been held by a thread the child does not have)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
     from concurrent.futures import ThreadPoolExecutor
 
-    global _POOL, _POOL_SIZE
+    global _POOL, _POOL_SIZE, _POOL_PID
     with _POOL_LOCK:
-        if _POOL is None or _POOL_SIZE < workers:
+        forked = _POOL is not None and _POOL_PID != os.getpid()
+        if _POOL is None or _POOL_SIZE < workers or forked:
             old = _POOL
             _POOL_SIZE = max(workers, os.cpu_count() or 1)
             _POOL = ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="cg-native")
-            if old is not None:
+            _POOL_PID = os.getpid()
+            if old is not None and not forked:  # (a child must not wait for threads it lacks)
                 old.shutdown(wait=False)
         return _POOL
 
