@@ -338,6 +338,8 @@ KNOBS = {
     "gh3-fuse2": ((("gh", 3), ("fuse", 2)), "gcm_fused", "gcm_fused"),
     "gh3-fuse2-mad1-fs4": ((("gh", 3), ("fuse", 2), ("mad", 1), ("fs", 4)), "gcm_fused", "gcm_fused"),
     "gh3-fuse2-mad1-pf1-fs8": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("fs", 8)), "gcm_fused", "gcm_fused"),
+    # round 4: fast, the counter pass in text-block space (ctr=3: 16 KiB batches)
+    "gh3-ctr3-pf1-mad1": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
     "gh3-fuse2-mad1-pf1-regs128": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("regs", 128)), "gcm_fused",
                                    "gcm_fused"),
 }
@@ -348,7 +350,7 @@ KNOBS = {
 #: (round 3: one variant per new code path: ct ctr=4 with pf=1, fast ctr=2 with pf=1 and mad=1,
 #: fuse=2 with mad=1, pf=1 and fs=8; each of them passed on PoCL on 2026-11-25)
 KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1", "ct-gh1-grp6-ctr4-roll1-pf1",
-                    "gh3-ctr2-pf1-mad1", "gh3-fuse2-mad1-pf1-fs8")
+                    "gh3-ctr2-pf1-mad1", "gh3-fuse2-mad1-pf1-fs8", "gh3-ctr3-pf1-mad1")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
@@ -443,7 +445,7 @@ def test_knobs_refused(device):
     if device == "native":
         pytest.skip("native is the OpenSSL engine, not a device backend")
     for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ct", 1), ("ctr", 5)), (("ct", 1), ("grp", 7)),
-                  (("ctr", 3),), (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
+                  (("ctr", 4),), (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
                   (("gh", 2), ("mad", 1)), (("ct", 1), ("gh", 1), ("mad", 1)),
                   (("gh", 2), ("fuse", 2)), (("gh", 3), ("fuse", 1)), (("gh", 3), ("fuse", 2), ("fs", 3)), (("regs", 8),),
                   (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),)):

@@ -107,6 +107,9 @@ class GCMDriver(DeviceAEAD):
           once, a message's offsets and J0 in registers; ct: 32 blocks unrolled, loads grouped);
           2 (fast) also, where a work-item's 16 blocks are whole aligned blocks of one message,
           counters and addresses by adds, each block's data loaded before its AES;
+          3 (fast) the same in text-block space: tiles of 16 x 32 text blocks per sub-group of
+          32 work-items, so that messages of 8 KiB (or multiples: 16 KiB) are whole tiles and take
+          the register path, the E(K, J0) blocks after the text (same launch and arguments);
           2 (ct) the same with the counters bitsliced directly (gcm_bs_ctr); 3 (ct) also, where a
           work-item's 32 blocks are whole aligned blocks of one message, counters and addresses
           from registers; 4 (ct) the same in text-block space: tiles of 32 x 32 text blocks per
@@ -135,7 +138,7 @@ class GCMDriver(DeviceAEAD):
         gh, grp, ctr, fuse, roll, pf = int(gh), int(grp), int(ctr), int(fuse), int(roll), int(pf)
         mad, fs, regs = int(mad), int(fs) or 16, int(regs)
         if gh not in ((0, 1) if self.ct else (0, 1, 2, 3)) or not 2 <= grp <= 6 \
-                or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1, 2)) or fuse not in (0, 1, 2) \
+                or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1, 2, 3)) or fuse not in (0, 1, 2) \
                 or (fuse and (self.ct or gh != fuse + 1)) or roll not in (0, 1) \
                 or fs & (fs - 1) or not 1 <= fs <= 256 or not (regs == 0 or 32 <= regs <= 255) \
                 or pf not in ((0, 1) if self.ct else (0, 1, 2)) or (pf and not gh) \
