@@ -84,6 +84,13 @@
 #ifndef GCM_FSUB
 #define GCM_FSUB 16
 #endif
+/* GCM_HD (knob "hd", gcm_ghash_pos): 0 every message's stream cut into ceil(nb / (W R)) tiles, the
+ * first holding the nb mod W R head blocks alone; 1 (and 2: the host's tile choice counts waves of
+ * the resident grid) floor(nb / (W R)) tiles (at least 1), the first taking the head blocks as
+ * extra steps of its lanes (gcm_ghash_pos: run up to 2 R - 1) */
+#ifndef GCM_HD
+#define GCM_HD 0
+#endif
 #define GCM_FSTAG (GCM_FSUB > 1 ? GCM_FSUB / 2 : GCM_FSUB)
 #define GCM_PFN (GCM_PF == 2 ? 8 : 4)
 /* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
@@ -1223,7 +1230,6 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
     LOCAL_VAR uint4 gcm_pred[GCM_LS];
     LOCAL_VAR uint4 gcm_ptab[GCM_PTAB];
     const uint w = 1u << wlog;
-    const uint run = 1u << rlog;
     {
         GLOBAL_RO const uint4 *src = hk + np2 + w + (GCM_CT ? 128 : 0);
         for (uint e = LID; e < GCM_PTAB; e += LSIZE) gcm_ptab[e] = src[e];
@@ -1255,7 +1261,18 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
             const ulong ao = aad_off[msg], alen = aad_off[msg + 1] - ao;
             const ulong to = off[msg], tlen = off[msg + 1] - to;
             const ulong na = (alen + 15) / 16, nc = (tlen + 15) / 16, nb = na + nc + 1;
-            const long start = (long)nb - (long)(((ulong)w << rlog) * (u + 1));
+            long start = (long)nb - (long)(((ulong)w << rlog) * (u + 1));
+            uint run = 1u << rlog;
+#if GCM_HD
+            /* knob hd: the message's first tile (u = its tile count - 1) takes every block before
+             * its last u tiles, W R to 2 W R - 1 of them (fewer in a message of one tile): the
+             * head's nb mod W R blocks no longer get a tile (and a warp slot) of their own */
+            if (t == tile_off[msg]) {
+                const ulong len = nb - ((ulong)w << rlog) * u;
+                run = (uint)((len + w - 1) >> wlog);
+                start = (long)len - (long)((ulong)run << wlog);
+            }
+#endif
             uint4 y = MAKE_UINT4(0u, 0u, 0u, 0u);
 #if GCM_CT
             GLOBAL_RO const uint4 *xm = hk + np2 + w;      /* x^i M^G */
