@@ -348,6 +348,10 @@ KNOBS = {
                                    "gcm_ghash_pos", "gcm_ctr_one"),
     "ct-gh1-grp6-ctr4-roll1-pf1-hd1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1), ("pf", 1),
                                         ("hd", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr3-pf1-mad1-hd1-tf1": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("hd", 1), ("tf", 1)),
+                                  "gcm_ghash_pos", "gcm_ctr_one"),
+    "ct-gh1-grp6-ctr4-roll1-pf1-hd1-tf1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1), ("pf", 1),
+                                            ("hd", 1), ("tf", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
     "gh3-ctr3-pf1-mad1-hd2": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("hd", 2)), "gcm_ghash_pos",
                               "gcm_ctr_one"),
     "gh3-ctr3-pf1-mad1-hd1-tw4-tr256": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("hd", 1), ("tw", 4),
@@ -363,7 +367,8 @@ KNOBS = {
 #: share its program), ct ctr=4 with pf=1 and hd=1; round 3's ct ctr=3, ct ctr=4 pf=1 and fast
 #: ctr=1 moved to the GPU list: each passed on PoCL on 2026-11-25)
 KNOBS_EVERYWHERE = ("ct-gh1-grp6-ctr4-roll1-pf1-hd1", "gh3-ctr2-pf1-mad1", "gh3-fuse2-mad1-pf1-fs8",
-                    "gh3-ctr3-pf1-mad1-hd1", "gh3-ctr3-pf1-mad1-hd2", "gh3-ctr3-pf1-mad1-hd1-tw4-tr256")
+                    "gh3-ctr3-pf1-mad1-hd1", "gh3-ctr3-pf1-mad1-hd2", "gh3-ctr3-pf1-mad1-hd1-tw4-tr256",
+                    "gh3-ctr3-pf1-mad1-hd1-tf1", "ct-gh1-grp6-ctr4-roll1-pf1-hd1-tf1")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
@@ -465,7 +470,8 @@ def test_knobs_refused(device):
                   (("hd", 1),), (("gh", 3), ("hd", 3)), (("gh", 3), ("fuse", 2), ("hd", 1)),
                   (("gh", 3), ("tw", 8)), (("gh", 3), ("tr", 8)), (("tw", 8), ("tr", 8)),
                   (("gh", 3), ("tw", 3), ("tr", 8)), (("gh", 3), ("tw", 8), ("tr", 512)),
-                  (("gh", 3), ("tw", 1024), ("tr", 8))):
+                  (("gh", 3), ("tw", 1024), ("tr", 8)), (("tf", 1),), (("gh", 3), ("tf", 2)),
+                  (("gh", 3), ("fuse", 2), ("tf", 1))):
         with pytest.raises(InvalidArgument):
             _knob_driver(device, "aes-128-gcm", knobs)
 
@@ -475,7 +481,7 @@ def test_pos_tiles_by_waves():
     message, at least one: the first takes the head (fewer than 2 W R blocks, or the whole of a
     shorter message); tw, tr force the tiles."""
     d = object.__new__(gcm.GCMDriver)
-    d.ls, d.hd, d.tw, d.tr = 256, 2, 0, 0
+    d.ls, d.hd, d.tw, d.tr, d.tf = 256, 2, 0, 0, 1
     for ct in (False, True):
         d.ct = ct
         for target in (132 * 256 * 3, 132 * 256 * 4, 132 * 2048, 2048):

@@ -30,6 +30,8 @@ _HINT_SHIFT = 8            # gcm.cl GCM_HINT_SHIFT: counter blocks per entry of 
 MAX_RLOG = 8              # runs of up to 2^8 blocks per lane
 _PAD = 32                 # bytes past the end of the buffers gcm_load reads (whole aligned words)
 _MAX_NF = 8192            # the most lane factors (gcm.cl gcm_hpow, knob gh) per batch
+_MAX_TF = 1 << 16         # the most tile factors (knob tf) per batch
+_TF_BIT = 1 << 31         # gcm.cl GCM_TFBIT: nf counts tile factors
 #: cost of one general (bit-serial) multiply in table multiplies, per implementation
 _GEN_COST = {False: 4.0, True: 2.5}
 #: the same for gcm_ghash_pos (knob gh)
@@ -96,7 +98,7 @@ class GCMDriver(DeviceAEAD):
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
                  ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0, pf: int = 0,
                  mad: int = 0, fs: int = 0, regs: int = 0, hd: int = 0, tw: int = 0,
-                 tr: int = 0):
+                 tr: int = 0, tf: int = 0):
         """Knobs (integers, scripts/aead_knobs.py; the library's choice: ``implementations``):
 
         * ``gh``, the GHASH kernel for batches of one key: 0 gcm_ghash; 1 gcm_ghash_pos (fast:
@@ -133,6 +135,9 @@ class GCMDriver(DeviceAEAD):
           instead of ceil(nb / (W R)) tiles with the head alone in the first (a 16 KiB message
           with 16 bytes of AAD: 1026 blocks, 8 + 1 tiles of 128 at W = 1: one lane in 9 idle);
           2 also the tile choice by whole waves of the resident grid (``pos_tiles``);
+        * ``tf`` (gcm_ghash_pos, gh >= 1, no fuse): 1 where there are too many lane factors
+          (over _MAX_NF: one long message), tile factors H^(W R u) from gcm_hpow (one multiply by
+          lane 0 per tile instead of a square-and-multiply over the bits of u);
         * ``tw``, ``tr`` (gcm_ghash_pos, gh >= 1, no fuse; both or neither): the tiles forced to
           W = tw lanes x R = tr blocks (powers of two, W <= ls, R <= 256; 0: chosen per batch);
         * ``regs``: a cap on registers per work-item for every kernel of the program (CUDA
@@ -141,10 +146,11 @@ class GCMDriver(DeviceAEAD):
 
         Batches of several keys always run gcm_ghash and gcm_ctr."""
         super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls,
-                         roll=roll, pf=pf, mad=mad, fs=fs, regs=regs, hd=hd, tw=tw, tr=tr)
+                         roll=roll, pf=pf, mad=mad, fs=fs, regs=regs, hd=hd, tw=tw, tr=tr, tf=tf)
         self.ct = bool(ct)
         gh, grp, ctr, fuse, roll, pf = int(gh), int(grp), int(ctr), int(fuse), int(roll), int(pf)
         mad, fs, regs, hd, tw, tr = int(mad), int(fs) or 16, int(regs), int(hd), int(tw), int(tr)
+        tf = int(tf)
         if gh not in ((0, 1) if self.ct else (0, 1, 2, 3)) or not 2 <= grp <= 6 \
                 or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1, 2, 3)) or fuse not in (0, 1, 2) \
                 or (fuse and (self.ct or gh != fuse + 1)) or roll not in (0, 1) \
@@ -152,13 +158,15 @@ class GCMDriver(DeviceAEAD):
                 or pf not in ((0, 1) if self.ct else (0, 1, 2)) or (pf and not gh) \
                 or mad not in (0, 1) or (mad and (self.ct or gh != 3)) \
                 or hd not in (0, 1, 2) or (hd and (not gh or fuse)) \
+                or tf not in (0, 1) or (tf and (not gh or fuse)) \
                 or (tw or tr) and (not gh or fuse or tw < 1 or tr < 1 or tw & (tw - 1) or tr & (tr - 1)
                                    or tr > 1 << MAX_RLOG):
             raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} pf={pf} mad={mad} "
                                   f"out of range (fuse=1 needs the fast implementation and gh=2, fuse=2 gh=3, "
-                                  f"pf needs gh, mad=1 fast gh=3, hd gh and no fuse; tw, tr: both, powers of two, "
+                                  f"pf needs gh, mad=1 fast gh=3, hd and tf gh and no fuse; tw, tr: both, powers of two, "
                                   f"gh and no fuse)")
         self.gh, self.grp, self.ctr, self.fuse, self.hd, self.tw, self.tr = gh, grp, ctr, fuse, hd, tw, tr
+        self.tf = tf
         self.key_len = aead.names[name]
         im = AES_CIPHER.implementation("ct" if self.ct else "fast")
         self.layout = im.key_layout
@@ -223,7 +231,9 @@ class GCMDriver(DeviceAEAD):
                 rlog = tlog - wlog
                 steps = max(1 << rlog if max_tiles > 1 else 0, _ceil_div(fmax, 1 << wlog))
                 rounds = _ceil_div(_ceil_div(tiles << wlog, ls), resident)
-                tail = wlog + 1 + (g * ubits / 2 if (max_tiles << wlog) > _MAX_NF else 0)
+                tail = wlog + 1
+                if (max_tiles << wlog) > _MAX_NF:
+                    tail += g if self.tf and max_tiles <= _MAX_TF else g * ubits / 2
                 t = rounds * (steps + g + tail)
                 if best is None or t < best[0] - 1e-9:
                     best = (t, wlog, rlog)
@@ -232,6 +242,19 @@ class GCMDriver(DeviceAEAD):
             _TILES.clear()
         _TILES[key] = got
         return got
+
+    def factors(self, max_tiles: int, wlog: int, rlog: int, pos: bool, fused: bool) -> int:
+        """gcm_hpow's factor entries, its and gcm_ghash_pos's argument nf: W x max_tiles lane
+        factors where at most _MAX_NF; else, with tf (gcm_ghash_pos), max_tiles tile factors
+        flagged by _TF_BIT where at most _MAX_TF (and the powers W R u below 2^32: gcm_hpow_n);
+        else 0 (no factors)."""
+        if not pos:
+            return 0
+        if (max_tiles << wlog) <= _MAX_NF:
+            return max_tiles << wlog
+        if self.tf and not fused and max_tiles <= _MAX_TF and (max_tiles << (wlog + rlog)) < 1 << 32:
+            return max_tiles | _TF_BIT
+        return 0
 
     def tile_counts(self, nb: np.ndarray, tlog: int, pos: bool = True) -> np.ndarray:
         """GHASH tiles of 2^tlog blocks per message: ceil(nb / 2^tlog), or with hd (and
@@ -308,10 +331,10 @@ class GCMJob(Job):
             self.np2 = max(self.np2, _bitlen(drv.grp << self.wlog))     # M^G = H^(G W)
         # lane factors H^(W - l + W R u) (gcm.cl gcm_hpow): one multiply per lane and tile instead
         # of a square-and-multiply per tile, where there are few
-        self.nf = (max_tiles << self.wlog) if self.pos and (max_tiles << self.wlog) <= _MAX_NF else 0
-        if self.nf:
+        self.nf = drv.factors(max_tiles, self.wlog, self.rlog, self.pos, self.fused)
+        if self.nf and not self.nf & _TF_BIT:
             self.np2 = max(self.np2, _bitlen((1 << self.wlog) + ((max_tiles - 1) << tlog)))
-        self.tb = drv.tbp + self.nf if self.pos else drv.tb
+        self.tb = drv.tbp + (self.nf & ~_TF_BIT) if self.pos else drv.tb
         self.hs = self.np2 + (1 << self.wlog) + self.tb
         self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
         self.nlen = int(batch.nonces.shape[1])

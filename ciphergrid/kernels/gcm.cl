@@ -84,6 +84,9 @@
 #ifndef GCM_FSUB
 #define GCM_FSUB 16
 #endif
+/* the host's flag on gcm_hpow's and gcm_ghash_pos's nf (knob tf): the nf entries after the
+ * positional tables are the tile factors H^(W R u), u < nf, instead of lane factors */
+#define GCM_TFBIT 0x80000000u
 /* GCM_HD (knob "hd", gcm_ghash_pos): 0 every message's stream cut into ceil(nb / (W R)) tiles, the
  * first holding the nb mod W R head blocks alone; 1 (and 2: the host's tile choice counts waves of
  * the resident grid) floor(nb / (W R)) tiles (at least 1), the first taking the head blocks as
@@ -469,7 +472,7 @@ KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys,
                      uint rlog, uint nf)
 {
     const uint w = 1u << wlog;
-    const uint per = w + (pos ? GCM_TBP + nf : GCM_TB);
+    const uint per = w + (pos ? GCM_TBP + (nf & ~GCM_TFBIT) : GCM_TB);
     for (ulong g = GID; g < (ulong)nkeys * per; g += GSIZE) {
         const ulong k = g / per;
         const uint e = (uint)(g - k * per);
@@ -483,7 +486,8 @@ KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys,
 #if GCM_GH
         } else if (pos && e - w >= GCM_TBP) {
             const uint f = e - w - GCM_TBP, u = f >> wlog, l = f & (w - 1);
-            r = gcm_hpow_n(o, (w - l) + (u << (wlog + rlog)));
+            r = (nf & GCM_TFBIT) ? gcm_hpow_n(o, f << (wlog + rlog))       /* tile factor */
+                                 : gcm_hpow_n(o, (w - l) + (u << (wlog + rlog)));
         } else if (pos) {
             r = gcm_pos_entry(o, wlog, e - w);
 #endif
@@ -1361,7 +1365,8 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
             }
 #endif
             /* times H^(W - l), or with the lane factors H^(W - l + W R u) */
-            v = gcm_mul_ct(y, nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
+            v = gcm_mul_ct(y, nf && !(nf & GCM_TFBIT) ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l]
+                                                       : hk[np2 + (w - 1 - l)]);
         }
         gcm_pred[LID] = v;
         BARRIER();
@@ -1371,9 +1376,12 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
         }
         if (live && l == 0) {
             uint4 r = gcm_pred[LID];
-            if (!nf)
+            if (nf & GCM_TFBIT) {
+                if (u) r = gcm_mul_ct(r, hk[np2 + w + GCM_TBP + (uint)u]);   /* H^(W R u) */
+            } else if (!nf) {
                 for (uint j = 0; (u >> j) != 0; j++)
                     if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
+            }
             tile_sum[t] = r;
         }
         BARRIER();
