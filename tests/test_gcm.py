@@ -338,17 +338,37 @@ KNOBS = {
     "gh3-fuse2": ((("gh", 3), ("fuse", 2)), "gcm_fused", "gcm_fused"),
     "gh3-fuse2-mad1-fs4": ((("gh", 3), ("fuse", 2), ("mad", 1), ("fs", 4)), "gcm_fused", "gcm_fused"),
     "gh3-fuse2-mad1-pf1-fs8": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("fs", 8)), "gcm_fused", "gcm_fused"),
+    # round 4: fast, the counter pass in text-block space (ctr=3: 16 KiB batches)
+    "gh3-ctr3-pf1-mad1": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    # round 4: GHASH's head blocks in each message's first tile (hd)
+    "gh3-ctr3-pf1-mad1-hd1": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("hd", 1)), "gcm_ghash_pos",
+                              "gcm_ctr_one"),
+    "gh3-ctr3-hd1": ((("gh", 3), ("ctr", 3), ("hd", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "ct-gh1-grp6-ctr4-roll1-hd1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1), ("hd", 1)),
+                                   "gcm_ghash_pos", "gcm_ctr_one"),
+    "ct-gh1-grp6-ctr4-roll1-pf1-hd1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1), ("pf", 1),
+                                        ("hd", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr3-pf1-mad1-hd1-tf1": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("hd", 1), ("tf", 1)),
+                                  "gcm_ghash_pos", "gcm_ctr_one"),
+    "ct-gh1-grp6-ctr4-roll1-pf1-hd1-tf1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1), ("pf", 1),
+                                            ("hd", 1), ("tf", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr3-pf1-mad1-hd2": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("hd", 2)), "gcm_ghash_pos",
+                              "gcm_ctr_one"),
+    "gh3-ctr3-pf1-mad1-hd1-tw4-tr256": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("hd", 1), ("tw", 4),
+                                         ("tr", 256)), "gcm_ghash_pos", "gcm_ctr_one"),
     "gh3-fuse2-mad1-pf1-regs128": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("regs", 128)), "gcm_fused",
                                    "gcm_fused"),
 }
 
 
 #: the variants run on every device (the expected winners); the others on GPUs only (a cold PoCL
-#: build of each costs 4 to 12 s, and this file's share of the suite stays under 60 s cold)
-#: (round 3: one variant per new code path: ct ctr=4 with pf=1, fast ctr=2 with pf=1 and mad=1,
-#: fuse=2 with mad=1, pf=1 and fs=8; each of them passed on PoCL on 2026-11-25)
-KNOBS_EVERYWHERE = ("gh3-ctr1", "ct-gh1-grp6-ctr3-roll1", "ct-gh1-grp6-ctr4-roll1-pf1",
-                    "gh3-ctr2-pf1-mad1", "gh3-fuse2-mad1-pf1-fs8")
+#: build of each costs 3 to 12 s, and this file's share of the suite stays under 60 s cold)
+#: (round 4: one variant per new code path: fast ctr=3 with pf=1, mad=1 and hd=1 (hd=2 and tw, tr
+#: share its program), ct ctr=4 with pf=1 and hd=1; round 3's ct ctr=3, ct ctr=4 pf=1 and fast
+#: ctr=1 moved to the GPU list: each passed on PoCL on 2026-11-25)
+KNOBS_EVERYWHERE = ("ct-gh1-grp6-ctr4-roll1-pf1-hd1", "gh3-ctr2-pf1-mad1", "gh3-fuse2-mad1-pf1-fs8",
+                    "gh3-ctr3-pf1-mad1-hd1", "gh3-ctr3-pf1-mad1-hd2", "gh3-ctr3-pf1-mad1-hd1-tw4-tr256",
+                    "gh3-ctr3-pf1-mad1-hd1-tf1", "ct-gh1-grp6-ctr4-roll1-pf1-hd1-tf1")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
@@ -443,12 +463,38 @@ def test_knobs_refused(device):
     if device == "native":
         pytest.skip("native is the OpenSSL engine, not a device backend")
     for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ct", 1), ("ctr", 5)), (("ct", 1), ("grp", 7)),
-                  (("ctr", 3),), (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
+                  (("ctr", 4),), (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
                   (("gh", 2), ("mad", 1)), (("ct", 1), ("gh", 1), ("mad", 1)),
                   (("gh", 2), ("fuse", 2)), (("gh", 3), ("fuse", 1)), (("gh", 3), ("fuse", 2), ("fs", 3)), (("regs", 8),),
-                  (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),)):
+                  (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),),
+                  (("hd", 1),), (("gh", 3), ("hd", 3)), (("gh", 3), ("fuse", 2), ("hd", 1)),
+                  (("gh", 3), ("tw", 8)), (("gh", 3), ("tr", 8)), (("tw", 8), ("tr", 8)),
+                  (("gh", 3), ("tw", 3), ("tr", 8)), (("gh", 3), ("tw", 8), ("tr", 512)),
+                  (("gh", 3), ("tw", 1024), ("tr", 8)), (("tf", 1),), (("gh", 3), ("tf", 2)),
+                  (("gh", 3), ("fuse", 2), ("tf", 1))):
         with pytest.raises(InvalidArgument):
             _knob_driver(device, "aes-128-gcm", knobs)
+
+
+def test_pos_tiles_by_waves():
+    """hd=2's tile choice (host only): W >= 4 and R <= 256; with hd, floor(nb / (W R)) tiles a
+    message, at least one: the first takes the head (fewer than 2 W R blocks, or the whole of a
+    shorter message); tw, tr force the tiles."""
+    d = object.__new__(gcm.GCMDriver)
+    d.ls, d.hd, d.tw, d.tr, d.tf = 256, 2, 0, 0, 1
+    for ct in (False, True):
+        d.ct = ct
+        for target in (132 * 256 * 3, 132 * 256 * 4, 132 * 2048, 2048):
+            for nb in (np.full(65536, 1026), np.array([(1 << 26) + 2]), np.array([5, 1000, 3]),
+                       np.full(7, 1)):
+                wlog, rlog = d.pos_tiles(nb, target)
+                assert 2 <= wlog <= 8 and 0 <= rlog <= gcm.MAX_RLOG, (nb[:2], target, wlog, rlog)
+                tl = wlog + rlog
+                tiles = d.tile_counts(nb, tl)
+                assert (tiles >= 1).all() and ((tiles == 1) | (tiles << tl <= nb)).all()
+                assert (nb < (tiles + 1) << tl).all()
+    d.tw, d.tr = 4, 256
+    assert d.pos_tiles(np.full(3, 1026), 1000) == (2, 8)
 
 
 # --------------------------------------------------------------------------- tamper, jobs, launches

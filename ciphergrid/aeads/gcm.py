@@ -30,6 +30,8 @@ _HINT_SHIFT = 8            # gcm.cl GCM_HINT_SHIFT: counter blocks per entry of 
 MAX_RLOG = 8              # runs of up to 2^8 blocks per lane
 _PAD = 32                 # bytes past the end of the buffers gcm_load reads (whole aligned words)
 _MAX_NF = 8192            # the most lane factors (gcm.cl gcm_hpow, knob gh) per batch
+_MAX_TF = 1 << 16         # the most tile factors (knob tf) per batch
+_TF_BIT = 1 << 31         # gcm.cl GCM_TFBIT: nf counts tile factors
 #: cost of one general (bit-serial) multiply in table multiplies, per implementation
 _GEN_COST = {False: 4.0, True: 2.5}
 #: the same for gcm_ghash_pos (knob gh)
@@ -95,7 +97,8 @@ class GCMDriver(DeviceAEAD):
 
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
                  ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0, pf: int = 0,
-                 mad: int = 0, fs: int = 0, regs: int = 0):
+                 mad: int = 0, fs: int = 0, regs: int = 0, hd: int = 0, tw: int = 0,
+                 tr: int = 0, tf: int = 0):
         """Knobs (integers, scripts/aead_knobs.py; the library's choice: ``implementations``):
 
         * ``gh``, the GHASH kernel for batches of one key: 0 gcm_ghash; 1 gcm_ghash_pos (fast:
@@ -107,6 +110,9 @@ class GCMDriver(DeviceAEAD):
           once, a message's offsets and J0 in registers; ct: 32 blocks unrolled, loads grouped);
           2 (fast) also, where a work-item's 16 blocks are whole aligned blocks of one message,
           counters and addresses by adds, each block's data loaded before its AES;
+          3 (fast) the same in text-block space: tiles of 16 x 32 text blocks per sub-group of
+          32 work-items, so that messages of 8 KiB (or multiples: 16 KiB) are whole tiles and take
+          the register path, the E(K, J0) blocks after the text (same launch and arguments);
           2 (ct) the same with the counters bitsliced directly (gcm_bs_ctr); 3 (ct) also, where a
           work-item's 32 blocks are whole aligned blocks of one message, counters and addresses
           from registers; 4 (ct) the same in text-block space: tiles of 32 x 32 text blocks per
@@ -124,41 +130,60 @@ class GCMDriver(DeviceAEAD):
           issued together from one base address, no per-block stream branches;
         * ``mad`` (fast, gh=3): 1 the 8-bit positional lookups addressed in bytes by one byte
           permute and one multiply-add (the FMA pipe) each;
+        * ``hd`` (gcm_ghash_pos, gh >= 1, no fuse): 1 floor(nb / (W R)) tiles per message (at
+          least one), its first tile's lanes taking the nb mod W R head blocks as extra steps,
+          instead of ceil(nb / (W R)) tiles with the head alone in the first (a 16 KiB message
+          with 16 bytes of AAD: 1026 blocks, 8 + 1 tiles of 128 at W = 1: one lane in 9 idle);
+          2 also the tile choice by whole waves of the resident grid (``pos_tiles``);
+        * ``tf`` (gcm_ghash_pos, gh >= 1, no fuse): 1 where there are too many lane factors
+          (over _MAX_NF: one long message), tile factors H^(W R u) from gcm_hpow (one multiply by
+          lane 0 per tile instead of a square-and-multiply over the bits of u);
+        * ``tw``, ``tr`` (gcm_ghash_pos, gh >= 1, no fuse; both or neither): the tiles forced to
+          W = tw lanes x R = tr blocks (powers of two, W <= ls, R <= 256; 0: chosen per batch);
         * ``regs``: a cap on registers per work-item for every kernel of the program (CUDA
           CG_MAX_REGS, NVIDIA OpenCL -cl-nv-maxrregcount; 0: none), e.g. 128 for two work-groups
           of 256 per SM (fuse=2).
 
         Batches of several keys always run gcm_ghash and gcm_ctr."""
         super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls,
-                         roll=roll, pf=pf, mad=mad, fs=fs, regs=regs)
+                         roll=roll, pf=pf, mad=mad, fs=fs, regs=regs, hd=hd, tw=tw, tr=tr, tf=tf)
         self.ct = bool(ct)
         gh, grp, ctr, fuse, roll, pf = int(gh), int(grp), int(ctr), int(fuse), int(roll), int(pf)
-        mad, fs, regs = int(mad), int(fs) or 16, int(regs)
+        mad, fs, regs, hd, tw, tr = int(mad), int(fs) or 16, int(regs), int(hd), int(tw), int(tr)
+        tf = int(tf)
         if gh not in ((0, 1) if self.ct else (0, 1, 2, 3)) or not 2 <= grp <= 6 \
-                or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1, 2)) or fuse not in (0, 1, 2) \
+                or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1, 2, 3)) or fuse not in (0, 1, 2) \
                 or (fuse and (self.ct or gh != fuse + 1)) or roll not in (0, 1) \
                 or fs & (fs - 1) or not 1 <= fs <= 256 or not (regs == 0 or 32 <= regs <= 255) \
                 or pf not in ((0, 1) if self.ct else (0, 1, 2)) or (pf and not gh) \
-                or mad not in (0, 1) or (mad and (self.ct or gh != 3)):
+                or mad not in (0, 1) or (mad and (self.ct or gh != 3)) \
+                or hd not in (0, 1, 2) or (hd and (not gh or fuse)) \
+                or tf not in (0, 1) or (tf and (not gh or fuse)) \
+                or (tw or tr) and (not gh or fuse or tw < 1 or tr < 1 or tw & (tw - 1) or tr & (tr - 1)
+                                   or tr > 1 << MAX_RLOG):
             raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} pf={pf} mad={mad} "
                                   f"out of range (fuse=1 needs the fast implementation and gh=2, fuse=2 gh=3, "
-                                  f"pf needs gh, mad=1 fast gh=3)")
-        self.gh, self.grp, self.ctr, self.fuse = gh, grp, ctr, fuse
+                                  f"pf needs gh, mad=1 fast gh=3, hd and tf gh and no fuse; tw, tr: both, powers of two, "
+                                  f"gh and no fuse)")
+        self.gh, self.grp, self.ctr, self.fuse, self.hd, self.tw, self.tr = gh, grp, ctr, fuse, hd, tw, tr
+        self.tf = tf
         self.key_len = aead.names[name]
         im = AES_CIPHER.implementation("ct" if self.ct else "fast")
         self.layout = im.key_layout
         self.ls = min(int(ls) or LOCAL_SIZE, backend.local_size)
+        if tw > self.ls:
+            raise InvalidArgument(f"{name}: knob tw={tw} over the work-group size {self.ls}")
         if self.ls & (self.ls - 1) or self.ls < MIN_W:
             raise DeviceError(f"{name}: work-groups of {self.ls} work-items (need a power of two "
                               f">= {MIN_W})")
         defines = {**AES_CIPHER.defines(self.key_len), **im.defines, "CG_BATCH": im.batch,
                    "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W,
                    "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr, "GCM_FUSE": fuse,
-                   "GCM_POS_ROLL": roll, "GCM_PF": pf, "GCM_MAD": mad, "GCM_FSUB": fs}
+                   "GCM_POS_ROLL": roll, "GCM_PF": pf, "GCM_MAD": mad, "GCM_FSUB": fs, "GCM_HD": min(hd, 1)}
         if regs:
             defines["CG_MAX_REGS"] = regs
         key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr,
-               fuse, roll, pf, mad, fs, regs)
+               fuse, roll, pf, mad, fs, regs, min(hd, 1))
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix(defines) + program_source(im.file, "gcm.cl")
@@ -172,6 +197,71 @@ class GCMDriver(DeviceAEAD):
         # work-group memory copy (GCM_PTAB)
         self.ptab = (grp - 1) * 512 if self.ct else {1: 2304, 2: 512, 3: 2048}.get(gh, 512)
         self.tbp = self.ptab + (128 if self.ct else 0)
+
+    def pos_tiles(self, nb: np.ndarray, target: int) -> tuple[int, int]:
+        """(log2 W, log2 R) of gcm_ghash_pos for messages of nb stream blocks (target: its
+        resident work-items): the knobs tw, tr where given; else choose_tiles, or with hd=2 the
+        least estimated time counted in whole waves, W >= 4 (a warp's loads in whole 64-byte
+        runs): the grid is persistent, so a launch of G work-groups of which Gr fit at once
+        takes ceil(G / Gr) rounds, each as long as its longest lane (R steps, or the first
+        tile's steps with the head), its general multiply (the lane factor) and, without lane
+        factors (more than _MAX_NF), lane 0's square-and-multiply of the tile power; on a tie
+        the wider W."""
+        if self.tw:
+            return _bitlen(self.tw) - 1, _bitlen(self.tr) - 1
+        g = _POS_GEN_COST[self.ct]
+        if self.hd != 2:
+            return choose_tiles(nb, self.ls, self.ct, target, gen=g, wmin=0)
+        key = ("hd2", int(nb.shape[0]), int(nb.sum()), int(nb.min()), int(nb.max()), self.ls,
+               self.ct, target)
+        got = _TILES.get(key)
+        if got is not None:
+            return got
+        ls = self.ls
+        resident = max(1, target // ls)
+        wmax = _bitlen(ls) - 1
+        wmin = min(2, wmax)
+        best = None
+        for tlog in range(wmin, wmax + MAX_RLOG + 1):
+            tiles_m = self.tile_counts(nb, tlog)
+            fmax = int((nb - ((tiles_m - 1) << tlog)).max())   # blocks of a first tile
+            tiles, max_tiles = int(tiles_m.sum()), int(tiles_m.max())
+            ubits = _bitlen(max_tiles - 1)
+            for wlog in range(min(wmax, tlog), max(wmin, tlog - MAX_RLOG) - 1, -1):
+                rlog = tlog - wlog
+                steps = max(1 << rlog if max_tiles > 1 else 0, _ceil_div(fmax, 1 << wlog))
+                rounds = _ceil_div(_ceil_div(tiles << wlog, ls), resident)
+                tail = wlog + 1
+                if (max_tiles << wlog) > _MAX_NF:
+                    tail += g if self.tf and max_tiles <= _MAX_TF else g * ubits / 2
+                t = rounds * (steps + g + tail)
+                if best is None or t < best[0] - 1e-9:
+                    best = (t, wlog, rlog)
+        got = (best[1], best[2])
+        if len(_TILES) > 256:
+            _TILES.clear()
+        _TILES[key] = got
+        return got
+
+    def factors(self, max_tiles: int, wlog: int, rlog: int, pos: bool, fused: bool) -> int:
+        """gcm_hpow's factor entries, its and gcm_ghash_pos's argument nf: W x max_tiles lane
+        factors where at most _MAX_NF; else, with tf (gcm_ghash_pos), max_tiles tile factors
+        flagged by _TF_BIT where at most _MAX_TF (and the powers W R u below 2^32: gcm_hpow_n);
+        else 0 (no factors)."""
+        if not pos:
+            return 0
+        if (max_tiles << wlog) <= _MAX_NF:
+            return max_tiles << wlog
+        if self.tf and not fused and max_tiles <= _MAX_TF and (max_tiles << (wlog + rlog)) < 1 << 32:
+            return max_tiles | _TF_BIT
+        return 0
+
+    def tile_counts(self, nb: np.ndarray, tlog: int, pos: bool = True) -> np.ndarray:
+        """GHASH tiles of 2^tlog blocks per message: ceil(nb / 2^tlog), or with hd (and
+        gcm_ghash_pos) floor, at least 1 (the first tile takes the head)."""
+        if self.hd and pos:
+            return np.maximum(nb >> tlog, 1)
+        return (nb + ((1 << tlog) - 1)) >> tlog
 
     def prepare(self, batch, queue=None) -> "GCMJob":
         return GCMJob(self, batch, queue)
@@ -226,13 +316,12 @@ class GCMJob(Job):
             # gcm_ghash_pos: any W; a general multiply costs ~20 clocks (SM) against ~3 (fast)
             # or ~4 (ct) per table step
             target = b.resident_items(drv.prg, "gcm_ghash_pos")
-            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target, gen=_POS_GEN_COST[drv.ct],
-                                                wmin=0)
+            self.wlog, self.rlog = drv.pos_tiles(nb, target)
         else:
             target = b.resident_items(drv.prg, "gcm_ghash")
             self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
         tlog = self.wlog + self.rlog
-        tiles_m = (nb + ((1 << tlog) - 1)) >> tlog
+        tiles_m = drv.tile_counts(nb, tlog, self.pos)
         tile_off = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(tiles_m, out=tile_off[1:])
         self.ntiles = int(tile_off[-1])
@@ -242,10 +331,10 @@ class GCMJob(Job):
             self.np2 = max(self.np2, _bitlen(drv.grp << self.wlog))     # M^G = H^(G W)
         # lane factors H^(W - l + W R u) (gcm.cl gcm_hpow): one multiply per lane and tile instead
         # of a square-and-multiply per tile, where there are few
-        self.nf = (max_tiles << self.wlog) if self.pos and (max_tiles << self.wlog) <= _MAX_NF else 0
-        if self.nf:
+        self.nf = drv.factors(max_tiles, self.wlog, self.rlog, self.pos, self.fused)
+        if self.nf and not self.nf & _TF_BIT:
             self.np2 = max(self.np2, _bitlen((1 << self.wlog) + ((max_tiles - 1) << tlog)))
-        self.tb = drv.tbp + self.nf if self.pos else drv.tb
+        self.tb = drv.tbp + (self.nf & ~_TF_BIT) if self.pos else drv.tb
         self.hs = self.np2 + (1 << self.wlog) + self.tb
         self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
         self.nlen = int(batch.nonces.shape[1])

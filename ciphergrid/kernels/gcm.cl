@@ -84,6 +84,16 @@
 #ifndef GCM_FSUB
 #define GCM_FSUB 16
 #endif
+/* the host's flag on gcm_hpow's and gcm_ghash_pos's nf (knob tf): the nf entries after the
+ * positional tables are the tile factors H^(W R u), u < nf, instead of lane factors */
+#define GCM_TFBIT 0x80000000u
+/* GCM_HD (knob "hd", gcm_ghash_pos): 0 every message's stream cut into ceil(nb / (W R)) tiles, the
+ * first holding the nb mod W R head blocks alone; 1 (and 2: the host's tile choice counts waves of
+ * the resident grid) floor(nb / (W R)) tiles (at least 1), the first taking the head blocks as
+ * extra steps of its lanes (gcm_ghash_pos: run up to 2 R - 1) */
+#ifndef GCM_HD
+#define GCM_HD 0
+#endif
 #define GCM_FSTAG (GCM_FSUB > 1 ? GCM_FSUB / 2 : GCM_FSUB)
 #define GCM_PFN (GCM_PF == 2 ? 8 : 4)
 /* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
@@ -462,7 +472,7 @@ KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys,
                      uint rlog, uint nf)
 {
     const uint w = 1u << wlog;
-    const uint per = w + (pos ? GCM_TBP + nf : GCM_TB);
+    const uint per = w + (pos ? GCM_TBP + (nf & ~GCM_TFBIT) : GCM_TB);
     for (ulong g = GID; g < (ulong)nkeys * per; g += GSIZE) {
         const ulong k = g / per;
         const uint e = (uint)(g - k * per);
@@ -476,7 +486,8 @@ KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys,
 #if GCM_GH
         } else if (pos && e - w >= GCM_TBP) {
             const uint f = e - w - GCM_TBP, u = f >> wlog, l = f & (w - 1);
-            r = gcm_hpow_n(o, (w - l) + (u << (wlog + rlog)));
+            r = (nf & GCM_TFBIT) ? gcm_hpow_n(o, f << (wlog + rlog))       /* tile factor */
+                                 : gcm_hpow_n(o, (w - l) + (u << (wlog + rlog)));
         } else if (pos) {
             r = gcm_pos_entry(o, wlog, e - w);
 #endif
@@ -625,6 +636,37 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
 }
 #endif
 
+#if GCM_CTR
+/* text-block space (ct ctr = 4, fast ctr = 3): text block x of the batch (x < ntext = total - m)
+ * lies in message i with tb(i) <= x < tb(i + 1), tb(i) = cb_off[i] - i; sub-groups of GCM_SG
+ * work-items take tiles of consecutive text blocks. */
+#define GCM_SG (GCM_LS < 32 ? GCM_LS : 32)
+
+/* the message holding text block x (the last i in [lo, m) with tb(i) <= x); lo: a message at or
+ * before it.  The message holding COUNTER block x (the coarse index) has tb <= cb_off <= x, so it
+ * is at or before the answer: from there a galloping search */
+DEVICE_FN uint gcm_find_text(GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *hint, uint lo,
+                             uint m, ulong x)
+{
+    uint a = hint[x >> GCM_HINT_SHIFT];
+    if (a < lo) a = lo;
+    uint hi = m, step = 1;
+    for (;;) {
+        const ulong n = (ulong)a + step;
+        if (n >= m) break;
+        if (cb_off[n] - n > x) { hi = (uint)n; break; }
+        a = (uint)n;
+        step <<= 1;
+    }
+    while (hi - a > 1) {
+        const uint mid = a + ((hi - a) >> 1);
+        if (cb_off[mid] - mid <= x) a = mid; else hi = mid;
+    }
+    return a;
+}
+
+#endif
+
 #if GCM_CT && GCM_CTR
 /* ctr = 2: AES of the 32 counter blocks s (block k in s[4k..4k+3]) under bitsliced key bsk, less
  * the last round key (returned in kx, for the caller to add with the data).  same = 1 (the 32 blocks
@@ -678,31 +720,6 @@ DEVICE_FN void gcm_bs_ctr(uint *s, const uint *c, int same, uint *kx, GLOBAL_RO 
  * bitsliced directly), where ctr = 3's tiles of counter blocks straddle messages (1025 counter
  * blocks each: the J0 block shifts every tile).  The E(K, J0) blocks, one per message, come after
  * the text blocks: 32 messages per item.  Which path an item takes depends on lengths only. */
-#define GCM_SG (GCM_LS < 32 ? GCM_LS : 32)
-
-/* the message holding text block x (the last i in [lo, m) with tb(i) <= x); lo: a message at or
- * before it.  The message holding COUNTER block x (the coarse index) has tb <= cb_off <= x, so it
- * is at or before the answer: from there a galloping search */
-DEVICE_FN uint gcm_find_text(GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *hint, uint lo,
-                             uint m, ulong x)
-{
-    uint a = hint[x >> GCM_HINT_SHIFT];
-    if (a < lo) a = lo;
-    uint hi = m, step = 1;
-    for (;;) {
-        const ulong n = (ulong)a + step;
-        if (n >= m) break;
-        if (cb_off[n] - n > x) { hi = (uint)n; break; }
-        a = (uint)n;
-        step <<= 1;
-    }
-    while (hi - a > 1) {
-        const uint mid = a + ((hi - a) >> 1);
-        if (cb_off[mid] - mid <= x) a = mid; else hi = mid;
-    }
-    return a;
-}
-
 KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
                         GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                         GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
@@ -941,6 +958,86 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
  * (with the coarse index) only when a block lies past them: one search per message and work-item
  * instead of one search and five loads per block. */
 #define GCM_CTR_T 16
+#if GCM_CTR == 3
+/* ctr = 3 (fast, batches of ONE key): ctr = 2 in TEXT-block space (as ct ctr = 4): a work-group takes
+ * GCM_CTR_T x LSIZE consecutive text blocks, each sub-group of GCM_SG (32) work-items GCM_CTR_T x
+ * GCM_SG of them (a tile of 512 text blocks, 8 KiB), its item s the blocks s + k GCM_SG (k <
+ * GCM_CTR_T: each load of a warp reads 512 contiguous bytes).  Tiles start on multiples of 512
+ * text blocks, so in a batch of messages of 8 KiB (or multiples: 16 KiB) every item's blocks are
+ * full aligned blocks of one message and take ctr = 2's register path (counter words 0..2 once,
+ * word 3 and the addresses by adds, the data loaded before the AES), where ctr = 2's tiles of
+ * counter blocks straddle messages (1025 counter blocks per 16 KiB message).  The current
+ * message's text-block range, byte range and J0 stay in registers (a search only when a block
+ * lies past it).  The E(K, J0) blocks, one per message, come after the text: one per item. */
+KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
+                        GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
+                        GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
+                        GLOBAL uint4 *ej0, uint m, ulong total)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(ktab)
+    const ulong ntext = total - m;
+    uint msg = 0;
+    ulong tb0 = 0, tb1 = 0, ob = 0, oe = 0;   /* text blocks [tb0, tb1) and bytes [ob, oe) of msg */
+    uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
+    const ulong tile = (ulong)GCM_CTR_T * LSIZE;
+    const uint sl = LID & (GCM_SG - 1u);
+    const ulong sub = (ulong)(LID / GCM_SG) * (GCM_CTR_T * GCM_SG);
+    for (ulong t0 = GROUP_ID * tile; t0 < ntext; t0 += NGROUPS * tile) {
+        const ulong x0 = t0 + sub + sl;
+        if (x0 >= ntext) continue;
+        if (x0 >= tb1) {
+            msg = gcm_find_text(cb_off, cb_hint, msg, m, x0);
+            tb0 = cb_off[msg] - msg; tb1 = cb_off[msg + 1] - msg - 1;
+            ob = off[msg]; oe = off[msg + 1];
+            jm = j0[msg];
+        }
+        const ulong i0 = x0 - tb0;                      /* text block of the message, from 0 */
+        if ((ob & 15) == 0 && 16 * (i0 + 1 + (ulong)(GCM_CTR_T - 1) * GCM_SG) <= oe - ob) {
+            GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + i0;
+            GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + i0;
+            const uint c0 = BSWAP32(jm.x), c1 = BSWAP32(jm.y), c2 = BSWAP32(jm.z);
+            const uint c3 = jm.w + (uint)i0 + 1u;
+            for (uint k = 0; k < GCM_CTR_T; k++) {
+                const uint4 d = pi[k * GCM_SG];
+                uint s[4];
+                s[0] = c0; s[1] = c1; s[2] = c2; s[3] = BSWAP32(c3 + k * GCM_SG);
+                cg_encrypt_batch(s CG_ENC_ARGS);
+                po[k * GCM_SG] = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+            }
+            continue;
+        }
+        for (uint k = 0; k < GCM_CTR_T; k++) {
+            const ulong x = x0 + (ulong)k * GCM_SG;
+            if (x >= ntext) break;
+            if (x >= tb1) {
+                msg = gcm_find_text(cb_off, cb_hint, msg, m, x);
+                tb0 = cb_off[msg] - msg; tb1 = cb_off[msg + 1] - msg - 1;
+                ob = off[msg]; oe = off[msg + 1];
+                jm = j0[msg];
+            }
+            const ulong i = x - tb0 + 1;                /* counter block */
+            uint s[4];
+            s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w + (uint)i);
+            cg_encrypt_batch(s CG_ENC_ARGS);
+            const ulong o = ob + 16 * (i - 1);
+            if (oe - o >= 16 && (o & 15) == 0) {
+                const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
+                *(GLOBAL uint4 *)(out + o) = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
+            } else {
+                gcm_ctr_out(in, out, off, ej0, msg, i, s);
+            }
+        }
+    }
+    /* E(K, J0) of every message, counted from the grid's last item */
+    for (ulong i = GSIZE - 1 - GID; i < m; i += GSIZE) {
+        uint s[4];
+        gcm_counter(j0, (uint)i, 0, s);
+        cg_encrypt_batch(s CG_ENC_ARGS);
+        ej0[i] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
+    }
+}
+#else
 KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
                         GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                         GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
@@ -1003,6 +1100,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         }
     }
 }
+#endif
 #endif
 
 /* ---- GHASH: tiles of W x R stream blocks (see the top of the file) --------------------------- */
@@ -1136,7 +1234,6 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
     LOCAL_VAR uint4 gcm_pred[GCM_LS];
     LOCAL_VAR uint4 gcm_ptab[GCM_PTAB];
     const uint w = 1u << wlog;
-    const uint run = 1u << rlog;
     {
         GLOBAL_RO const uint4 *src = hk + np2 + w + (GCM_CT ? 128 : 0);
         for (uint e = LID; e < GCM_PTAB; e += LSIZE) gcm_ptab[e] = src[e];
@@ -1168,7 +1265,18 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
             const ulong ao = aad_off[msg], alen = aad_off[msg + 1] - ao;
             const ulong to = off[msg], tlen = off[msg + 1] - to;
             const ulong na = (alen + 15) / 16, nc = (tlen + 15) / 16, nb = na + nc + 1;
-            const long start = (long)nb - (long)(((ulong)w << rlog) * (u + 1));
+            long start = (long)nb - (long)(((ulong)w << rlog) * (u + 1));
+            uint run = 1u << rlog;
+#if GCM_HD
+            /* knob hd: the message's first tile (u = its tile count - 1) takes every block before
+             * its last u tiles, W R to 2 W R - 1 of them (fewer in a message of one tile): the
+             * head's nb mod W R blocks no longer get a tile (and a warp slot) of their own */
+            if (t == tile_off[msg]) {
+                const ulong len = nb - ((ulong)w << rlog) * u;
+                run = (uint)((len + w - 1) >> wlog);
+                start = (long)len - (long)((ulong)run << wlog);
+            }
+#endif
             uint4 y = MAKE_UINT4(0u, 0u, 0u, 0u);
 #if GCM_CT
             GLOBAL_RO const uint4 *xm = hk + np2 + w;      /* x^i M^G */
@@ -1257,7 +1365,8 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
             }
 #endif
             /* times H^(W - l), or with the lane factors H^(W - l + W R u) */
-            v = gcm_mul_ct(y, nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
+            v = gcm_mul_ct(y, nf && !(nf & GCM_TFBIT) ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l]
+                                                       : hk[np2 + (w - 1 - l)]);
         }
         gcm_pred[LID] = v;
         BARRIER();
@@ -1267,9 +1376,12 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
         }
         if (live && l == 0) {
             uint4 r = gcm_pred[LID];
-            if (!nf)
+            if (nf & GCM_TFBIT) {
+                if (u) r = gcm_mul_ct(r, hk[np2 + w + GCM_TBP + (uint)u]);   /* H^(W R u) */
+            } else if (!nf) {
                 for (uint j = 0; (u >> j) != 0; j++)
                     if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
+            }
             tile_sum[t] = r;
         }
         BARRIER();
