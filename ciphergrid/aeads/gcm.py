@@ -448,11 +448,14 @@ class AESGCM(AEAD):
     max_aad = (1 << 61) - 1               # len(A) <= 2^64 - 1 bits
     parallel_message = True
     implementations = {
-        # positional GHASH tables, the one-key counter pass from registers, grouped loads (measured:
-        # docs/benchmarks.md 0f)
-        "fast": Kernel(GCMDriver, options={"gh": 3, "ctr": 2, "pf": 1, "mad": 1}),
+        # positional GHASH tables, the one-key counter pass in text-block space from registers,
+        # grouped loads, GHASH tiles with their spare blocks first and tile factors precomputed
+        # (measured: docs/benchmarks.md 0f)
+        "fast": Kernel(GCMDriver, options={"gh": 3, "ctr": 3, "pf": 1, "mad": 1, "hd": 2,
+                                           "tf": 1}),
         "ct": Kernel(GCMDriver, constant_time=True,
-                     options={"ct": True, "gh": 1, "grp": 6, "roll": 1, "ctr": 4}),
+                     options={"ct": True, "gh": 1, "grp": 6, "roll": 1, "ctr": 4,
+                              "hd": 1, "tf": 1}),
     }
     openssl = {n: "AESGCM" for n in names}
 
