@@ -1,7 +1,7 @@
 """Where an AEAD's device time goes: every launch of one Job.enqueue timed with device events,
 summed per kernel name (median of repeats).  Usage:
   python3 scripts/aead_profile.py --device cuda:0 --shape 1x1Gi aes-128-gcm [--impl ct] [--opt 'k=v,k=v']
-(--opt: the driver's knobs, as scripts/aead_knobs.py takes them, e.g. 'gh=1' or 'ct=1,gh=1,ctr=2')"""
+(--opt: the driver's knobs, as scripts/aead_knobs.py takes them, e.g. 'gh=1' or 'ct=1,gh=1,ctr=4')"""
 import argparse
 import statistics
 from collections import defaultdict

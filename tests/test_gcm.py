@@ -312,35 +312,20 @@ def _knob_driver(spec: str, name: str, knobs: tuple):
 #: the variants of scripts/aead_knobs.py: positional GHASH tables (gh), ct groups (grp), the ct
 #: counter pass of one key (ctr); each with the kernels a batch of one key must launch
 KNOBS = {
-    "gh1-ctr1": ((("gh", 1), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
-    "gh3-ctr1": ((("gh", 3), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
     "gh1": ((("gh", 1),), "gcm_ghash_pos", "gcm_ctr"),
     "gh2": ((("gh", 2),), "gcm_ghash_pos", "gcm_ctr"),
-    "gh2-fuse1": ((("gh", 2), ("fuse", 1)), "gcm_fused", "gcm_fused"),
-    "gh2-fuse1-roll1": ((("gh", 2), ("fuse", 1), ("roll", 1)), "gcm_fused", "gcm_fused"),
-    "ct-gh1-grp6-ctr2": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
-    "ct-gh1-grp6-ctr3-roll1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 3), ("roll", 1)), "gcm_ghash_pos",
-                               "gcm_ctr_one"),
-    "ct-gh1-grp3-ctr1": ((("ct", 1), ("gh", 1), ("grp", 3), ("ctr", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
-    "ct-gh1-grp5-ctr2-roll1": ((("ct", 1), ("gh", 1), ("grp", 5), ("ctr", 2), ("roll", 1)), "gcm_ghash_pos",
-                               "gcm_ctr_one"),
-    # round 3: the ct counter pass in text-block space (16 KiB batches)
+    "gh2-roll1-ctr3": ((("gh", 2), ("roll", 1), ("ctr", 3)), "gcm_ghash_pos", "gcm_ctr_one"),
+    "gh3-ctr3": ((("gh", 3), ("ctr", 3)), "gcm_ghash_pos", "gcm_ctr_one"),
+    # the ct counter pass in text-block space (16 KiB batches)
     "ct-gh1-grp6-ctr4-roll1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1)), "gcm_ghash_pos",
                                "gcm_ctr_one"),
+    "ct-gh1-grp3-ctr4": ((("ct", 1), ("gh", 1), ("grp", 3), ("ctr", 4)), "gcm_ghash_pos", "gcm_ctr_one"),
     "ct-gh1-grp6-ctr4-roll1-pf1": ((("ct", 1), ("gh", 1), ("grp", 6), ("ctr", 4), ("roll", 1), ("pf", 1)),
                                    "gcm_ghash_pos", "gcm_ctr_one"),
-    # round 3: fast, the counter pass's aligned tiles (ctr=2), GHASH loads in chunks (pf)
-    "gh3-ctr2": ((("gh", 3), ("ctr", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
-    "gh3-ctr2-pf1": ((("gh", 3), ("ctr", 2), ("pf", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
-    "gh3-ctr2-pf2": ((("gh", 3), ("ctr", 2), ("pf", 2)), "gcm_ghash_pos", "gcm_ctr_one"),
-    "gh3-ctr2-pf1-mad1": ((("gh", 3), ("ctr", 2), ("pf", 1), ("mad", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
-    # round 3: the counter pass and the 8-bit GHASH in one kernel, in phases (fuse=2)
-    "gh3-fuse2": ((("gh", 3), ("fuse", 2)), "gcm_fused", "gcm_fused"),
-    "gh3-fuse2-mad1-fs4": ((("gh", 3), ("fuse", 2), ("mad", 1), ("fs", 4)), "gcm_fused", "gcm_fused"),
-    "gh3-fuse2-mad1-pf1-fs8": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("fs", 8)), "gcm_fused", "gcm_fused"),
-    # round 4: fast, the counter pass in text-block space (ctr=3: 16 KiB batches)
+    # fast: the counter pass in text-block space (ctr=3), GHASH loads in chunks (pf), byte addressing (mad)
     "gh3-ctr3-pf1-mad1": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
-    # round 4: GHASH's head blocks in each message's first tile (hd)
+    "gh3-ctr3-pf2-mad1": ((("gh", 3), ("ctr", 3), ("pf", 2), ("mad", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
+    # GHASH's head blocks in each message's first tile (hd), tile factors (tf), forced tiles (tw, tr)
     "gh3-ctr3-pf1-mad1-hd1": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("hd", 1)), "gcm_ghash_pos",
                               "gcm_ctr_one"),
     "gh3-ctr3-hd1": ((("gh", 3), ("ctr", 3), ("hd", 1)), "gcm_ghash_pos", "gcm_ctr_one"),
@@ -356,19 +341,18 @@ KNOBS = {
                               "gcm_ctr_one"),
     "gh3-ctr3-pf1-mad1-hd1-tw4-tr256": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("hd", 1), ("tw", 4),
                                          ("tr", 256)), "gcm_ghash_pos", "gcm_ctr_one"),
-    "gh3-fuse2-mad1-pf1-regs128": ((("gh", 3), ("fuse", 2), ("mad", 1), ("pf", 1), ("regs", 128)), "gcm_fused",
-                                   "gcm_fused"),
+    "gh3-ctr3-pf1-mad1-regs128": ((("gh", 3), ("ctr", 3), ("pf", 1), ("mad", 1), ("regs", 128)),
+                                  "gcm_ghash_pos", "gcm_ctr_one"),
 }
 
 
 #: the variants run on every device (the expected winners); the others on GPUs only (a cold PoCL
 #: build of each costs 3 to 12 s, and this file's share of the suite stays under 60 s cold)
-#: (round 4: one variant per new code path: fast ctr=3 with pf=1, mad=1 and hd=1 (hd=2 and tw, tr
-#: share its program), ct ctr=4 with pf=1 and hd=1; round 3's ct ctr=3, ct ctr=4 pf=1 and fast
-#: ctr=1 moved to the GPU list: each passed on PoCL on 2026-11-25)
-KNOBS_EVERYWHERE = ("ct-gh1-grp6-ctr4-roll1-pf1-hd1", "gh3-ctr2-pf1-mad1", "gh3-fuse2-mad1-pf1-fs8",
-                    "gh3-ctr3-pf1-mad1-hd1", "gh3-ctr3-pf1-mad1-hd2", "gh3-ctr3-pf1-mad1-hd1-tw4-tr256",
-                    "gh3-ctr3-pf1-mad1-hd1-tf1", "ct-gh1-grp6-ctr4-roll1-pf1-hd1-tf1")
+#: (one variant per code path of the library's defaults and their neighbours: fast ctr=3 with
+#: pf=1, mad=1 and hd=1 (hd=2 and tw, tr share its program), ct ctr=4 with pf=1 and hd=1)
+KNOBS_EVERYWHERE = ("ct-gh1-grp6-ctr4-roll1-pf1-hd1", "gh3-ctr3-pf1-mad1-hd1", "gh3-ctr3-pf1-mad1-hd2",
+                    "gh3-ctr3-pf1-mad1-hd1-tw4-tr256", "gh3-ctr3-pf1-mad1-hd1-tf1",
+                    "ct-gh1-grp6-ctr4-roll1-pf1-hd1-tf1")
 
 
 @pytest.mark.parametrize("variant", KNOBS_EVERYWHERE)
@@ -421,8 +405,8 @@ def check_knob_variant(device, variant, monkeypatch):
                 assert "gcm_ghash" in seen and "gcm_ctr" in seen
             outs, tags = run(drv, name, False, 16, keys, nonces, aads, [w[0] for w in want])
             assert outs == pts and tags == [w[1] for w in want]
-    # messages longer than a work-group's 32 x LSIZE counter blocks (gcm_ctr_one's blocks of one
-    # message, bitsliced directly with ctr=2), one key; tiles of the device's choice, then tiles
+    # messages longer than a work-group's 32 x LSIZE text blocks (gcm_ctr_one's blocks of one
+    # message, from registers), one key; tiles of the device's choice, then tiles
     # of 8 blocks: more than _MAX_NF lane factors (the tile powers by square-and-multiply)
     key = r.randbytes(16)
     lens = (300_011, 5, 140_000)
@@ -463,15 +447,13 @@ def test_knobs_refused(device):
     if device == "native":
         pytest.skip("native is the OpenSSL engine, not a device backend")
     for knobs in ((("gh", 4),), (("ct", 1), ("gh", 2)), (("ct", 1), ("ctr", 5)), (("ct", 1), ("grp", 7)),
-                  (("ctr", 4),), (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
-                  (("gh", 2), ("mad", 1)), (("ct", 1), ("gh", 1), ("mad", 1)),
-                  (("gh", 2), ("fuse", 2)), (("gh", 3), ("fuse", 1)), (("gh", 3), ("fuse", 2), ("fs", 3)), (("regs", 8),),
-                  (("gh", 1), ("fuse", 1)), (("ct", 1), ("gh", 1), ("fuse", 1)), (("roll", 2),),
-                  (("hd", 1),), (("gh", 3), ("hd", 3)), (("gh", 3), ("fuse", 2), ("hd", 1)),
+                  (("ctr", 4),), (("ctr", 1),), (("ctr", 2),), (("ct", 1), ("ctr", 3)),
+                  (("pf", 1),), (("gh", 3), ("pf", 3)), (("ct", 1), ("gh", 1), ("pf", 2)),
+                  (("gh", 2), ("mad", 1)), (("ct", 1), ("gh", 1), ("mad", 1)), (("regs", 8),),
+                  (("roll", 2),), (("hd", 1),), (("gh", 3), ("hd", 3)),
                   (("gh", 3), ("tw", 8)), (("gh", 3), ("tr", 8)), (("tw", 8), ("tr", 8)),
                   (("gh", 3), ("tw", 3), ("tr", 8)), (("gh", 3), ("tw", 8), ("tr", 512)),
-                  (("gh", 3), ("tw", 1024), ("tr", 8)), (("tf", 1),), (("gh", 3), ("tf", 2)),
-                  (("gh", 3), ("fuse", 2), ("tf", 1))):
+                  (("gh", 3), ("tw", 1024), ("tr", 8)), (("tf", 1),), (("gh", 3), ("tf", 2))):
         with pytest.raises(InvalidArgument):
             _knob_driver(device, "aes-128-gcm", knobs)
 

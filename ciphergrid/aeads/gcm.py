@@ -96,9 +96,8 @@ class GCMDriver(DeviceAEAD):
     """kernels/gcm.cl for one key size and implementation on one device."""
 
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
-                 ctr: int = 0, fuse: int = 0, ls: int = 0, roll: int = 0, pf: int = 0,
-                 mad: int = 0, fs: int = 0, regs: int = 0, hd: int = 0, tw: int = 0,
-                 tr: int = 0, tf: int = 0):
+                 ctr: int = 0, ls: int = 0, roll: int = 0, pf: int = 0, mad: int = 0,
+                 regs: int = 0, hd: int = 0, tw: int = 0, tr: int = 0, tf: int = 0):
         """Knobs (integers, scripts/aead_knobs.py; the library's choice: ``implementations``):
 
         * ``gh``, the GHASH kernel for batches of one key: 0 gcm_ghash; 1 gcm_ghash_pos (fast:
@@ -106,66 +105,54 @@ class GCMDriver(DeviceAEAD):
           by the stream); 2 (fast) 4-bit positional tables; 3 (fast) the 8-bit tables of bytes
           0..7 for both halves of a block (gcm.cl gcm_mulx64);
         * ``grp`` (ct, gh=1): the group size, 2..6;
-        * ``ctr``, the counter pass for batches of one key: 1 gcm_ctr_one (fast: round keys loaded
-          once, a message's offsets and J0 in registers; ct: 32 blocks unrolled, loads grouped);
-          2 (fast) also, where a work-item's 16 blocks are whole aligned blocks of one message,
-          counters and addresses by adds, each block's data loaded before its AES;
-          3 (fast) the same in text-block space: tiles of 16 x 32 text blocks per sub-group of
-          32 work-items, so that messages of 8 KiB (or multiples: 16 KiB) are whole tiles and take
-          the register path, the E(K, J0) blocks after the text (same launch and arguments);
-          2 (ct) the same with the counters bitsliced directly (gcm_bs_ctr); 3 (ct) also, where a
-          work-item's 32 blocks are whole aligned blocks of one message, counters and addresses
-          from registers; 4 (ct) the same in text-block space: tiles of 32 x 32 text blocks per
-          sub-group of 32 work-items, so that messages of 16 KiB (or multiples) are whole tiles,
-          the E(K, J0) blocks after the text (same launch and arguments as 1..3);
-        * ``fuse`` (fast): 1 (gh=2) gcm_fused, the counter pass and GHASH in one kernel; 2 (gh=3)
-          gcm_fused in phases: the AES T-tables and the 8-bit GHASH tables take turns in the same
-          32 KiB of work-group memory, ``fs`` blocks per lane and phase (0: 16; a power of two;
-          odd work-groups start with half a phase), with ``pf`` counters by adds in the AES phase;
+        * ``ctr``, the counter pass for batches of one key, gcm_ctr_one in text-block space (the
+          E(K, J0) blocks after the text): 3 (fast) tiles of 16 x 32 text blocks per sub-group of
+          32 work-items, so that messages of 8 KiB (or multiples) are whole tiles whose counters
+          and addresses come from registers; 4 (ct) tiles of 32 x 32 text blocks, 16 KiB
+          messages whole tiles, the counters bitsliced directly (gcm_bs_ctr).  (Session 11
+          removed ctr 1 and 2 and ct 1..3, the same passes in counter-block space, and the fused
+          kernels of ``fuse`` 1 and 2: slower everywhere they were measured, docs/ciphers/aes-gcm.md);
         * ``ls``: the work-group size (0: LOCAL_SIZE; a power of two >= MIN_W);
-        * ``roll``: 1 the 4-bit positional multiply (gh=2, ct gh=1, fuse) rolled over the bytes of
+        * ``roll``: 1 the 4-bit positional multiply (gh=2, ct gh=1) rolled over the bytes of
           each word (fewer registers);
-        * ``pf`` (gcm_ghash_pos, gh >= 1; fuse=2): 1 (fast) chunks of 4 Horner steps, 2 (fast) of 8, 1 (ct)
+        * ``pf`` (gcm_ghash_pos, gh >= 1): 1 (fast) chunks of 4 Horner steps, 2 (fast) of 8, 1 (ct)
           whole groups: where all the chunk's blocks are full aligned text blocks, their loads
           issued together from one base address, no per-block stream branches;
         * ``mad`` (fast, gh=3): 1 the 8-bit positional lookups addressed in bytes by one byte
           permute and one multiply-add (the FMA pipe) each;
-        * ``hd`` (gcm_ghash_pos, gh >= 1, no fuse): 1 floor(nb / (W R)) tiles per message (at
+        * ``hd`` (gcm_ghash_pos, gh >= 1): 1 floor(nb / (W R)) tiles per message (at
           least one), its first tile's lanes taking the nb mod W R head blocks as extra steps,
           instead of ceil(nb / (W R)) tiles with the head alone in the first (a 16 KiB message
           with 16 bytes of AAD: 1026 blocks, 8 + 1 tiles of 128 at W = 1: one lane in 9 idle);
           2 also the tile choice by whole waves of the resident grid (``pos_tiles``);
-        * ``tf`` (gcm_ghash_pos, gh >= 1, no fuse): 1 where there are too many lane factors
+        * ``tf`` (gcm_ghash_pos, gh >= 1): 1 where there are too many lane factors
           (over _MAX_NF: one long message), tile factors H^(W R u) from gcm_hpow (one multiply by
           lane 0 per tile instead of a square-and-multiply over the bits of u);
-        * ``tw``, ``tr`` (gcm_ghash_pos, gh >= 1, no fuse; both or neither): the tiles forced to
+        * ``tw``, ``tr`` (gcm_ghash_pos, gh >= 1; both or neither): the tiles forced to
           W = tw lanes x R = tr blocks (powers of two, W <= ls, R <= 256; 0: chosen per batch);
         * ``regs``: a cap on registers per work-item for every kernel of the program (CUDA
-          CG_MAX_REGS, NVIDIA OpenCL -cl-nv-maxrregcount; 0: none), e.g. 128 for two work-groups
-          of 256 per SM (fuse=2).
+          CG_MAX_REGS, NVIDIA OpenCL -cl-nv-maxrregcount; 0: none).
 
         Batches of several keys always run gcm_ghash and gcm_ctr."""
-        super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, fuse=fuse, ls=ls,
-                         roll=roll, pf=pf, mad=mad, fs=fs, regs=regs, hd=hd, tw=tw, tr=tr, tf=tf)
+        super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, ls=ls, roll=roll,
+                         pf=pf, mad=mad, regs=regs, hd=hd, tw=tw, tr=tr, tf=tf)
         self.ct = bool(ct)
-        gh, grp, ctr, fuse, roll, pf = int(gh), int(grp), int(ctr), int(fuse), int(roll), int(pf)
-        mad, fs, regs, hd, tw, tr = int(mad), int(fs) or 16, int(regs), int(hd), int(tw), int(tr)
+        gh, grp, ctr, roll, pf = int(gh), int(grp), int(ctr), int(roll), int(pf)
+        mad, regs, hd, tw, tr = int(mad), int(regs), int(hd), int(tw), int(tr)
         tf = int(tf)
         if gh not in ((0, 1) if self.ct else (0, 1, 2, 3)) or not 2 <= grp <= 6 \
-                or ctr not in ((0, 1, 2, 3, 4) if self.ct else (0, 1, 2, 3)) or fuse not in (0, 1, 2) \
-                or (fuse and (self.ct or gh != fuse + 1)) or roll not in (0, 1) \
-                or fs & (fs - 1) or not 1 <= fs <= 256 or not (regs == 0 or 32 <= regs <= 255) \
+                or ctr not in ((0, 4) if self.ct else (0, 3)) or roll not in (0, 1) \
+                or not (regs == 0 or 32 <= regs <= 255) \
                 or pf not in ((0, 1) if self.ct else (0, 1, 2)) or (pf and not gh) \
                 or mad not in (0, 1) or (mad and (self.ct or gh != 3)) \
-                or hd not in (0, 1, 2) or (hd and (not gh or fuse)) \
-                or tf not in (0, 1) or (tf and (not gh or fuse)) \
-                or (tw or tr) and (not gh or fuse or tw < 1 or tr < 1 or tw & (tw - 1) or tr & (tr - 1)
+                or hd not in (0, 1, 2) or (hd and not gh) \
+                or tf not in (0, 1) or (tf and not gh) \
+                or (tw or tr) and (not gh or tw < 1 or tr < 1 or tw & (tw - 1) or tr & (tr - 1)
                                    or tr > 1 << MAX_RLOG):
-            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} fuse={fuse} pf={pf} mad={mad} "
-                                  f"out of range (fuse=1 needs the fast implementation and gh=2, fuse=2 gh=3, "
-                                  f"pf needs gh, mad=1 fast gh=3, hd and tf gh and no fuse; tw, tr: both, powers of two, "
-                                  f"gh and no fuse)")
-        self.gh, self.grp, self.ctr, self.fuse, self.hd, self.tw, self.tr = gh, grp, ctr, fuse, hd, tw, tr
+            raise InvalidArgument(f"{name}: knobs gh={gh} grp={grp} ctr={ctr} pf={pf} mad={mad} "
+                                  f"out of range (ctr: 0 or 3, ct 0 or 4; pf, hd, tf need gh; "
+                                  f"mad=1 fast gh=3; tw, tr: both, powers of two, gh)")
+        self.gh, self.grp, self.ctr, self.hd, self.tw, self.tr = gh, grp, ctr, hd, tw, tr
         self.tf = tf
         self.key_len = aead.names[name]
         im = AES_CIPHER.implementation("ct" if self.ct else "fast")
@@ -178,12 +165,12 @@ class GCMDriver(DeviceAEAD):
                               f">= {MIN_W})")
         defines = {**AES_CIPHER.defines(self.key_len), **im.defines, "CG_BATCH": im.batch,
                    "GCM_LS": self.ls, "GCM_CT": int(self.ct), "GCM_MIN_W": MIN_W,
-                   "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr, "GCM_FUSE": fuse,
-                   "GCM_POS_ROLL": roll, "GCM_PF": pf, "GCM_MAD": mad, "GCM_FSUB": fs, "GCM_HD": min(hd, 1)}
+                   "GCM_GH": gh, "GCM_GRP": grp, "GCM_CTR": ctr,
+                   "GCM_POS_ROLL": roll, "GCM_PF": pf, "GCM_MAD": mad, "GCM_HD": min(hd, 1)}
         if regs:
             defines["CG_MAX_REGS"] = regs
         key = ("aead", "gcm", self.key_len, "ct" if self.ct else "fast", self.ls, gh, grp, ctr,
-               fuse, roll, pf, mad, fs, regs, min(hd, 1))
+               roll, pf, mad, regs, min(hd, 1))
         prg = backend.cached_program(key)
         if prg is None:
             src = defines_prefix(defines) + program_source(im.file, "gcm.cl")
@@ -243,7 +230,7 @@ class GCMDriver(DeviceAEAD):
         _TILES[key] = got
         return got
 
-    def factors(self, max_tiles: int, wlog: int, rlog: int, pos: bool, fused: bool) -> int:
+    def factors(self, max_tiles: int, wlog: int, rlog: int, pos: bool) -> int:
         """gcm_hpow's factor entries, its and gcm_ghash_pos's argument nf: W x max_tiles lane
         factors where at most _MAX_NF; else, with tf (gcm_ghash_pos), max_tiles tile factors
         flagged by _TF_BIT where at most _MAX_TF (and the powers W R u below 2^32: gcm_hpow_n);
@@ -252,7 +239,7 @@ class GCMDriver(DeviceAEAD):
             return 0
         if (max_tiles << wlog) <= _MAX_NF:
             return max_tiles << wlog
-        if self.tf and not fused and max_tiles <= _MAX_TF and (max_tiles << (wlog + rlog)) < 1 << 32:
+        if self.tf and max_tiles <= _MAX_TF and (max_tiles << (wlog + rlog)) < 1 << 32:
             return max_tiles | _TF_BIT
         return 0
 
@@ -307,12 +294,7 @@ class GCMJob(Job):
         # positional GHASH tables, and the counter pass of one key: batches of one key only
         self.pos = bool(drv.gh) and self.nkeys == 1
         self.ctr_one = bool(drv.ctr) and self.nkeys == 1
-        self.fused = bool(drv.fuse) and self.pos
-        if self.fused:
-            # a step of gcm_fused is an AES block and a table step: ~11 clocks against ~20
-            target = b.resident_items(drv.prg, "gcm_fused")
-            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target, gen=2.0, wmin=0)
-        elif self.pos:
+        if self.pos:
             # gcm_ghash_pos: any W; a general multiply costs ~20 clocks (SM) against ~3 (fast)
             # or ~4 (ct) per table step
             target = b.resident_items(drv.prg, "gcm_ghash_pos")
@@ -331,7 +313,7 @@ class GCMJob(Job):
             self.np2 = max(self.np2, _bitlen(drv.grp << self.wlog))     # M^G = H^(G W)
         # lane factors H^(W - l + W R u) (gcm.cl gcm_hpow): one multiply per lane and tile instead
         # of a square-and-multiply per tile, where there are few
-        self.nf = drv.factors(max_tiles, self.wlog, self.rlog, self.pos, self.fused)
+        self.nf = drv.factors(max_tiles, self.wlog, self.rlog, self.pos)
         if self.nf and not self.nf & _TF_BIT:
             self.np2 = max(self.np2, _bitlen((1 << self.wlog) + ((max_tiles - 1) << tlog)))
         self.tb = drv.tbp + (self.nf & ~_TF_BIT) if self.pos else drv.tb
@@ -416,14 +398,7 @@ class GCMJob(Job):
                      B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
                      B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
         gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
-        if self.fused:
-            items_f = min(groups * ls, max(ls, b.resident_items(prg, "gcm_fused") // ls * ls))
-            b.launch(prg, "gcm_fused", items_f,
-                     [B["aad"], B["src"], B["dst"], B["aad_off"], B["off"], B["tile_off"], B["hk"],
-                      U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], U32(m),
-                      U64(self.ntiles), U32(self.nf), B["ktab"], B["j0"], B["ej0"],
-                      U32(self.batch.encrypt)], queue, record=False)
-        elif self.batch.encrypt:
+        if self.batch.encrypt:
             b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
             b.launch(prg, gh_name, gh_items, ghash, queue, record=False)
         else:

@@ -59,8 +59,8 @@
 #define GCM_CTR 0
 #endif
 /* GCM_POS_ROLL (knob "roll"): 1: the 4-bit positional multiply loops over the 4 bytes of each
- * word instead of being unrolled (fewer registers: gcm_fused 128 instead of 140, ct
- * gcm_ghash_pos 64 instead of 72, 128 at grp = 4; sm_90) */
+ * word instead of being unrolled (fewer registers: ct gcm_ghash_pos 64 instead of 72, 128 at
+ * grp = 4; sm_90) */
 #ifndef GCM_POS_ROLL
 #define GCM_POS_ROLL 0
 #endif
@@ -80,10 +80,6 @@
 #ifndef GCM_MAD
 #define GCM_MAD 0
 #endif
-/* GCM_FSUB (knob "fs", fuse = 2): the blocks per lane and phase of gcm_fused's AES / GHASH phases */
-#ifndef GCM_FSUB
-#define GCM_FSUB 16
-#endif
 /* the host's flag on gcm_hpow's and gcm_ghash_pos's nf (knob tf): the nf entries after the
  * positional tables are the tile factors H^(W R u), u < nf, instead of lane factors */
 #define GCM_TFBIT 0x80000000u
@@ -94,13 +90,7 @@
 #ifndef GCM_HD
 #define GCM_HD 0
 #endif
-#define GCM_FSTAG (GCM_FSUB > 1 ? GCM_FSUB / 2 : GCM_FSUB)
 #define GCM_PFN (GCM_PF == 2 ? 8 : 4)
-/* GCM_FUSE (knob "fuse", fast with gh = 2 only): 1 also compiles gcm_fused, the counter pass and
- * GHASH in one kernel for batches of one key */
-#ifndef GCM_FUSE
-#define GCM_FUSE 0
-#endif
 /* GCM_GH 3 (fast only): the 8-bit tables of bytes 0..7 alone (32 KiB), looked up for both halves
  * of the operand: X = A + x^64 B (A bytes 0..7, B bytes 8..15 moved to 0..7), X M = A M + x^64 (B M),
  * the product by x^64 a 64-bit word shift and a shift-and-XOR reduction (gcm_mulx64): 16 lookups of
@@ -668,7 +658,7 @@ DEVICE_FN uint gcm_find_text(GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint
 #endif
 
 #if GCM_CT && GCM_CTR
-/* ctr = 2: AES of the 32 counter blocks s (block k in s[4k..4k+3]) under bitsliced key bsk, less
+/* AES of the 32 counter blocks s (block k in s[4k..4k+3]) under bitsliced key bsk, less
  * the last round key (returned in kx, for the caller to add with the data).  same = 1 (the 32 blocks
  * are counters of one message: words 0..2 equal, c): bitsliced directly, words 0..2 as masks of
  * the bits of c ^ round key 0 (the same in every block) and word 3 by one 32x32 transpose; else
@@ -708,7 +698,6 @@ DEVICE_FN void gcm_bs_ctr(uint *s, const uint *c, int same, uint *kx, GLOBAL_RO 
     kx[0] = kl.x; kx[1] = kl.y; kx[2] = kl.z; kx[3] = kl.w;
 }
 
-#if GCM_CTR == 4
 /* ctr = 4 (ct, batches of ONE key): the counter pass in TEXT-block space.  Text block x of the batch
  * (x < ntext = total - m: the messages' ceil(len / 16) blocks, concatenated) lies in message i with
  * tb(i) <= x < tb(i + 1), tb(i) = cb_off[i] - i (cb_off counts one J0 block per message).  A
@@ -717,9 +706,10 @@ DEVICE_FN void gcm_bs_ctr(uint *s, const uint *c, int same, uint *kx, GLOBAL_RO 
  * blocks start on a multiple of 32 x GCM_SG = 1024 text blocks: the messages of a batch of 16 KiB
  * (or any multiple of 16 KiB) messages are whole sub-group tiles, so every item's 32 blocks are
  * full aligned blocks of one message (counters and addresses from registers, the counters
- * bitsliced directly), where ctr = 3's tiles of counter blocks straddle messages (1025 counter
- * blocks each: the J0 block shifts every tile).  The E(K, J0) blocks, one per message, come after
- * the text blocks: 32 messages per item.  Which path an item takes depends on lengths only. */
+ * bitsliced directly), where tiles of COUNTER blocks would straddle messages (1025 counter blocks
+ * each: the J0 block shifts every tile; session 11 measured that variant at 0.56x of one
+ * message).  The E(K, J0) blocks, one per message, come after the text blocks: 32 messages per
+ * item.  Which path an item takes depends on lengths only. */
 KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
                         GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                         GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
@@ -818,155 +808,18 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         }
     }
 }
-#else
-/* The counter pass of a batch of ONE key (ct): a work-group takes 32 x LSIZE consecutive counter
- * blocks of the concatenated messages, its work-item LID the blocks LID + k LSIZE (k < 32:
- * coalesced), bitsliced in one pass.  Every loop over the 32 blocks is unrolled, so the block array
- * stays in registers; each block's message is found from the previous one's with the coarse index
- * (no search for a batch of one message); the data of 8 blocks is loaded before any is stored.
- * GCM_CTR 2: the AES of gcm_bs_ctr (counters bitsliced directly, the last round key added with
- * the data). */
-KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
-                        GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
-                        GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
-                        GLOBAL uint4 *ej0, uint m, ulong total)
-{
-    CG_ENC_LOCALS
-    CG_ENC_SETUP(ktab)
-    const ulong tile = 32 * (ulong)LSIZE;
-    for (ulong t0 = GROUP_ID * tile; t0 < total; t0 += NGROUPS * tile) {
-        const ulong g0 = t0 + LID;
-        uint s[128];
-        const uint msg0 = gcm_find_hinted(cb_off, cb_hint, 0, m, g0 < total ? g0 : total - 1);
-        uint msg = msg0;
-#if GCM_CTR == 3
-        /* the work-item's 32 blocks all full, aligned text blocks of message msg0 (lengths and
-         * offsets only: public): counters and data addresses from registers, no per-block search */
-        const ulong ob = off[msg0], i0 = g0 - cb_off[msg0];
-        const int tfast = i0 >= 1 && (ob & 15) == 0 && 16 * (i0 + 31 * (ulong)GCM_LS) <= off[msg0 + 1] - ob;
-        const uint4 jm = j0[msg0];
-        if (tfast) {
-#pragma unroll
-            for (int k = 0; k < 32; k++) {
-                s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u;
-                s[4 * k + 3] = BSWAP32(jm.w + (uint)i0 + (uint)(k * GCM_LS));
-            }
-        } else
-#endif
-        {
-#pragma unroll
-        for (int k = 0; k < 32; k++) {
-            const ulong g = g0 + (ulong)k * LSIZE;
-            if (g < total) {
-                msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
-                gcm_counter(j0, msg, g - cb_off[msg], s + 4 * k);
-            } else {
-                s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
-            }
-        }
-        }
-        uint kx[4] = {0u, 0u, 0u, 0u};
-#if GCM_CTR >= 2
-        {
-#if GCM_CTR == 3
-            int same = 1;
-            if (!tfast) {
-                const ulong gl = g0 + 31 * (ulong)LSIZE;
-                same = gcm_find_hinted(cb_off, cb_hint, msg0, m, gl < total ? gl : total - 1) == msg0;
-            }
-#else
-            const ulong gl = g0 + 31 * (ulong)LSIZE;
-            const uint ml = gcm_find_hinted(cb_off, cb_hint, msg0, m, gl < total ? gl : total - 1);
-            const int same = ml == msg0;
-            const uint4 jm = j0[msg0];
-#endif
-            const uint c[3] = {BSWAP32(jm.x), BSWAP32(jm.y), BSWAP32(jm.z)};
-            gcm_bs_ctr(s, c, same, kx, cg_bsk);
-        }
-#else
-        cg_encrypt_batch(s CG_ENC_ARGS);
-#endif
-#if GCM_CTR == 3
-        if (tfast) {
-            GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + (i0 - 1);
-            GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + (i0 - 1);
-#pragma unroll
-            for (int k0 = 0; k0 < 32; k0 += 8) {
-                uint4 d[8];
-#pragma unroll
-                for (int k = 0; k < 8; k++) d[k] = pi[(k0 + k) * GCM_LS];
-#pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    const uint *sk = s + 4 * (k0 + k);
-                    po[(k0 + k) * GCM_LS] = MAKE_UINT4(d[k].x ^ sk[0] ^ kx[0], d[k].y ^ sk[1] ^ kx[1],
-                                                       d[k].z ^ sk[2] ^ kx[2], d[k].w ^ sk[3] ^ kx[3]);
-                }
-            }
-            continue;
-        }
-#endif
-        msg = msg0;
-#pragma unroll
-        for (int k0 = 0; k0 < 32; k0 += 8) {
-            uint4 d[8];
-            ulong o[8];
-            uint mk[8], full[8];
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const ulong g = g0 + (ulong)(k0 + k) * LSIZE;
-                full[k] = 0u;
-                mk[k] = msg;
-                o[k] = 0;
-                d[k] = MAKE_UINT4(0u, 0u, 0u, 0u);
-                if (g < total) {
-                    msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
-                    mk[k] = msg;
-                    const ulong i = g - cb_off[msg];
-                    o[k] = i;
-                    if (i > 0) {
-                        const ulong ob = off[msg] + 16 * (i - 1);
-                        if (off[msg + 1] - ob >= 16 && (ob & 15) == 0) {
-                            full[k] = 1u;
-                            o[k] = ob;
-                            d[k] = *(GLOBAL_RO const uint4 *)(in + ob);
-                        }
-                    }
-                }
-            }
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const ulong g = g0 + (ulong)(k0 + k) * LSIZE;
-                const uint *sk = s + 4 * (k0 + k);
-                if (full[k]) {
-                    *(GLOBAL uint4 *)(out + o[k]) = MAKE_UINT4(d[k].x ^ sk[0] ^ kx[0], d[k].y ^ sk[1] ^ kx[1],
-                                                               d[k].z ^ sk[2] ^ kx[2], d[k].w ^ sk[3] ^ kx[3]);
-                } else if (g < total) {
-                    const uint ks[4] = {sk[0] ^ kx[0], sk[1] ^ kx[1], sk[2] ^ kx[2], sk[3] ^ kx[3]};
-                    gcm_ctr_out(in, out, off, ej0, mk[k], o[k], ks);
-                }
-            }
-        }
-    }
-}
-#endif
 #endif
 
 #if !GCM_CT && GCM_CTR
-/* The counter pass of a batch of ONE key (fast, knob ctr = 1): round keys loaded once; a
- * work-group takes LSIZE x GCM_CTR_T consecutive counter blocks, its work-item LID the blocks
- * LID + k LSIZE (coalesced), and keeps the current message's offsets and J0 in registers, searching
- * (with the coarse index) only when a block lies past them: one search per message and work-item
- * instead of one search and five loads per block. */
 #define GCM_CTR_T 16
-#if GCM_CTR == 3
-/* ctr = 3 (fast, batches of ONE key): ctr = 2 in TEXT-block space (as ct ctr = 4): a work-group takes
- * GCM_CTR_T x LSIZE consecutive text blocks, each sub-group of GCM_SG (32) work-items GCM_CTR_T x
- * GCM_SG of them (a tile of 512 text blocks, 8 KiB), its item s the blocks s + k GCM_SG (k <
- * GCM_CTR_T: each load of a warp reads 512 contiguous bytes).  Tiles start on multiples of 512
- * text blocks, so in a batch of messages of 8 KiB (or multiples: 16 KiB) every item's blocks are
- * full aligned blocks of one message and take ctr = 2's register path (counter words 0..2 once,
- * word 3 and the addresses by adds, the data loaded before the AES), where ctr = 2's tiles of
- * counter blocks straddle messages (1025 counter blocks per 16 KiB message).  The current
+/* ctr = 3 (fast, batches of ONE key): the counter pass in TEXT-block space (as ct ctr = 4), round
+ * keys loaded once: a work-group takes GCM_CTR_T x LSIZE consecutive text blocks, each sub-group of
+ * GCM_SG (32) work-items GCM_CTR_T x GCM_SG of them (a tile of 512 text blocks, 8 KiB), its item s
+ * the blocks s + k GCM_SG (k < GCM_CTR_T: each load of a warp reads 512 contiguous bytes).  Tiles
+ * start on multiples of 512 text blocks, so in a batch of messages of 8 KiB (or multiples: 16 KiB)
+ * every item's blocks are full aligned blocks of one message and take the register path (counter
+ * words 0..2 once, word 3 and the addresses by adds, the data loaded before the AES), where tiles
+ * of counter blocks would straddle messages (1025 counter blocks per 16 KiB message).  The current
  * message's text-block range, byte range and J0 stay in registers (a search only when a block
  * lies past it).  The E(K, J0) blocks, one per message, come after the text: one per item. */
 KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
@@ -1037,70 +890,6 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         ej0[i] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
     }
 }
-#else
-KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
-                        GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
-                        GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
-                        GLOBAL uint4 *ej0, uint m, ulong total)
-{
-    CG_ENC_LOCALS
-    CG_ENC_SETUP(ktab)
-    uint msg = 0;
-    ulong cb0 = 0, cb1 = 0, ob = 0, oe = 0;
-    uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
-    const ulong tile = (ulong)GCM_CTR_T * LSIZE;
-    for (ulong t0 = GROUP_ID * tile; t0 < total; t0 += NGROUPS * tile) {
-#if GCM_CTR == 2
-        /* the work-item's GCM_CTR_T blocks all full aligned text blocks of one message (lengths
-         * and offsets): counter words 0..2 once, word 3 and the addresses by adds, the block's
-         * data loaded before its AES */
-        {
-            const ulong g0 = t0 + LID;
-            if (g0 < total && g0 >= cb1) {
-                msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g0);
-                cb0 = cb_off[msg]; cb1 = cb_off[msg + 1]; ob = off[msg]; oe = off[msg + 1];
-                jm = j0[msg];
-            }
-            const ulong i0 = g0 - cb0, il = i0 + (ulong)(GCM_CTR_T - 1) * LSIZE;
-            if (g0 < total && i0 >= 1 && (ob & 15) == 0 && 16 * il <= oe - ob) {
-                GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + (i0 - 1);
-                GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + (i0 - 1);
-                const uint c0 = BSWAP32(jm.x), c1 = BSWAP32(jm.y), c2 = BSWAP32(jm.z);
-                const uint c3 = jm.w + (uint)i0;
-                for (uint k = 0; k < GCM_CTR_T; k++) {
-                    const uint4 d = pi[k * LSIZE];
-                    uint s[4];
-                    s[0] = c0; s[1] = c1; s[2] = c2; s[3] = BSWAP32(c3 + k * LSIZE);
-                    cg_encrypt_batch(s CG_ENC_ARGS);
-                    po[k * LSIZE] = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
-                }
-                continue;
-            }
-        }
-#endif
-        for (uint k = 0; k < GCM_CTR_T; k++) {
-            const ulong g = t0 + LID + (ulong)k * LSIZE;
-            if (g >= total) break;
-            if (g >= cb1) {
-                msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
-                cb0 = cb_off[msg]; cb1 = cb_off[msg + 1]; ob = off[msg]; oe = off[msg + 1];
-                jm = j0[msg];
-            }
-            const ulong i = g - cb0;
-            uint s[4];
-            s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w + (uint)i);
-            cg_encrypt_batch(s CG_ENC_ARGS);
-            const ulong o = ob + 16 * (i - 1);
-            if (i > 0 && oe - o >= 16 && (o & 15) == 0) {
-                const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
-                *(GLOBAL uint4 *)(out + o) = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
-            } else {
-                gcm_ctr_out(in, out, off, ej0, msg, i, s);
-            }
-        }
-    }
-}
-#endif
 #endif
 
 /* ---- GHASH: tiles of W x R stream blocks (see the top of the file) --------------------------- */
@@ -1382,291 +1171,6 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
                 for (uint j = 0; (u >> j) != 0; j++)
                     if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
             }
-            tile_sum[t] = r;
-        }
-        BARRIER();
-    }
-}
-#endif
-
-#if !GCM_CT && GCM_GH && GCM_FUSE == 1
-/* The counter pass and GHASH in one kernel (fast, gh = 2, batches of ONE key): the tiles and lanes
- * of gcm_ghash_pos, where each lane also makes the key stream of the text blocks it hashes
- * (counter block i = stream block - na + 1), writes the output text and hashes the ciphertext
- * (its output when encrypting, its input when decrypting) without reading it back from memory.
- * The last tile of each message (u = 0) also gives E(K, J0), from its lane 0.  Work-group memory:
- * the AES T-table copies (aes.cl, 32 KiB), the 4-bit positional tables (8 KiB), the reduction
- * (GCM_LS x 16 bytes). */
-KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLOBAL uchar *out,
-                      GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
-                      GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
-                      uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles, uint nf,
-                      GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
-                      GLOBAL uint4 *ej0, uint encrypt)
-{
-    CG_ENC_LOCALS
-    LOCAL_VAR uint4 gcm_fred[GCM_LS];
-    LOCAL_VAR uint4 gcm_ftab[GCM_PTAB];
-    const uint w = 1u << wlog;
-    const uint run = 1u << rlog;
-    {
-        GLOBAL_RO const uint4 *src = hk + np2 + w;
-        for (uint e = LID; e < GCM_PTAB; e += LSIZE) gcm_ftab[e] = src[e];
-    }
-    CG_ENC_SETUP(ktab)          /* tables, round keys of key 0, barrier */
-    const uint l8 = LID & 7u;
-    const uint sa = gcm_sel(l8, 0u), sb = gcm_sel(l8, 1u);
-    uint q[8];
-#pragma unroll
-    for (uint j = 0; j < 8; j++) q[j] = j ^ l8;
-    const uint tpg = GCM_LS / w;
-    const uint l = LID & (w - 1);
-    const uint slot = LID >> wlog;
-    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
-        const ulong t = t0 + slot;
-        const int live = t < ntiles;
-        ulong u = 0;
-        uint msg = 0;
-        if (live) {
-            msg = gcm_find(tile_off, 0, m, t);
-            u = tile_off[msg + 1] - 1 - t;
-        }
-        uint4 v = MAKE_UINT4(0u, 0u, 0u, 0u);
-        if (live) {
-            const ulong ao = aad_off[msg], alen = aad_off[msg + 1] - ao;
-            const ulong to = off[msg], tlen = off[msg + 1] - to;
-            const ulong na = (alen + 15) / 16, nc = (tlen + 15) / 16, nb = na + nc + 1;
-            const long start = (long)nb - (long)(((ulong)w << rlog) * (u + 1));
-            const uint4 jm = j0[msg];
-            uint4 y = MAKE_UINT4(0u, 0u, 0u, 0u);
-            for (uint k = 0; k < run; k++) {
-                const long j = start + (long)l + (long)k * (long)w;
-                if (j >= 0) {
-                    uint4 x;
-                    if ((ulong)j >= na && (ulong)j < na + nc) {
-                        const ulong i = (ulong)j - na + 1;          /* counter block */
-                        uint s[4];
-                        s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z);
-                        s[3] = BSWAP32(jm.w + (uint)i);
-                        cg_encrypt_batch(s CG_ENC_ARGS);
-                        const ulong o = to + 16 * (i - 1);
-                        const ulong n = tlen - 16 * (i - 1);
-                        if (n >= 16 && (o & 15) == 0) {
-                            const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
-                            const uint4 c = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
-                            *(GLOBAL uint4 *)(out + o) = c;
-                            const uint4 h = encrypt ? c : d;
-                            x = MAKE_UINT4(BSWAP32(h.x), BSWAP32(h.y), BSWAP32(h.z), BSWAP32(h.w));
-                        } else {
-                            gcm_ctr_out(in, out, off, ej0, msg, i, s);
-                            x = gcm_load(encrypt ? (GLOBAL_RO const uchar *)out : in, o, n);
-                        }
-                    } else {
-                        x = gcm_stream(aad, in, ao, alen, na, to, tlen, nc, (ulong)j);
-                    }
-                    y = gcm_xor(y, x);
-                    if (k + 1 < run) y = gcm_mul_pos(y, gcm_ftab, sa, sb, q);
-                }
-            }
-            if (u == 0 && l == 0) {     /* E(K, J0) */
-                uint s[4];
-                s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w);
-                cg_encrypt_batch(s CG_ENC_ARGS);
-                ej0[msg] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
-            }
-            v = gcm_mul_ct(y, nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
-        }
-        gcm_fred[LID] = v;
-        BARRIER();
-        for (uint s = w >> 1; s > 0; s >>= 1) {
-            if (l < s) gcm_fred[LID] = gcm_xor(gcm_fred[LID], gcm_fred[LID + s]);
-            BARRIER();
-        }
-        if (live && l == 0) {
-            uint4 r = gcm_fred[LID];
-            if (!nf)
-                for (uint j = 0; (u >> j) != 0; j++)
-                    if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
-            tile_sum[t] = r;
-        }
-        BARRIER();
-    }
-}
-#endif
-
-#if !GCM_CT && GCM_GH == 3 && GCM_FUSE == 2
-/* fuse = 2 (fast, gh = 3, batches of ONE key): the counter pass and GHASH in one kernel, in phases
- * that share 32 KiB of work-group memory: the AES T-table copies (aes.cl, AES_COPIES = 32: no bank
- * conflicts) and the 8-bit positional tables of gh = 3 do not fit 48 KiB together, so a work-group
- * alternates: fill the T-tables, each lane encrypts the next GCM_FSUB blocks of its run (the
- * tiles and lanes of gcm_ghash_pos) and writes them out; fill the GHASH tables (from hk, L2), each
- * lane hashes the same blocks (reading back its own output, just written: from L2); and so on
- * (decryption: GHASH first, it hashes the input).  One work-group is AES-bound (integer ALU) while
- * another on the same SM is in its table-bound GHASH phase: the two passes overlap, where two
- * launches run one after the other.  A lane's Horner sum waits in work-group memory across the
- * barriers (gcm_fy).  Refills per work-group and phase pair: 32 KiB from the constant T-table,
- * 32 KiB from hk, for GCM_LS x GCM_FSUB blocks. */
-#if AES_TSIZE > 8192
-#error "fuse=2 needs the AES T-table copies within 32 KiB"
-#endif
-KERNEL void gcm_fused(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *in, GLOBAL uchar *out,
-                      GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
-                      GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
-                      uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles, uint nf,
-                      GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
-                      GLOBAL uint4 *ej0, uint encrypt)
-{
-    LOCAL_VAR uint4 gcm_fu[2048];
-    LOCAL_VAR uint4 gcm_fy[GCM_LS];
-    LOCAL_PTR uint *tt = (LOCAL_PTR uint *)gcm_fu;
-    AES_KEYS(ktab)
-    const uint cg_lane = (LID & (AES_COPIES - 1u)) * AES_LANE_UNIT;
-    const uint w = 1u << wlog;
-    const uint run = 1u << rlog;
-    GLOBAL_RO const uint4 *gtab = hk + np2 + w;
-    GLOBAL_RO const uchar *htxt = encrypt ? (GLOBAL_RO const uchar *)out : in;
-    const uint l8 = LID & 7u;
-    const uint sa = gcm_sel(l8, 0u), sb = gcm_sel(l8, 1u);
-    uint q[8];
-#pragma unroll
-    for (uint j = 0; j < 8; j++) q[j] = GCM_MAD ? (j ^ l8) << 4 : j ^ l8;
-    const uint tpg = GCM_LS / w;
-    const uint l = LID & (w - 1);
-    const uint slot = LID >> wlog;
-    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
-        const ulong t = t0 + slot;
-        const int live = t < ntiles;
-        ulong u = 0, ao = 0, alen = 0, to = 0, tlen = 0, na = 0, nc = 0;
-        long start = 0;
-        uint msg = 0;
-        uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
-        if (live) {
-            msg = gcm_find(tile_off, 0, m, t);
-            u = tile_off[msg + 1] - 1 - t;
-            ao = aad_off[msg]; alen = aad_off[msg + 1] - ao;
-            to = off[msg]; tlen = off[msg + 1] - to;
-            na = (alen + 15) / 16; nc = (tlen + 15) / 16;
-            start = (long)(na + nc + 1) - (long)(((ulong)w << rlog) * (u + 1));
-            jm = j0[msg];
-        }
-        gcm_fy[LID] = MAKE_UINT4(0u, 0u, 0u, 0u);
-        /* odd work-groups' first phases of their first tiles are half as long: work-groups started
-         * together on one SM would otherwise stay in step, both in their AES phases (ALU) and both
-         * in their GHASH phases (work-group memory), instead of overlapping them */
-        const uint first = (GROUP_ID & 1) && t0 == GROUP_ID * tpg ? GCM_FSTAG : GCM_FSUB;
-        for (uint k0 = 0; k0 < run; k0 += k0 ? GCM_FSUB : first) {
-            const uint ke = k0 + (k0 ? GCM_FSUB : first) < run ? k0 + (k0 ? GCM_FSUB : first) : run;
-            for (uint ph = 0; ph < 2; ph++) {
-                const int aes = (ph == 0) == (encrypt != 0);
-                BARRIER();
-                if (aes) {
-                    AES_FILL(tt, AES_T0, AES_TSIZE)
-                } else {
-                    for (uint e = LID; e < 2048; e += LSIZE) gcm_fu[e] = gtab[e];
-                }
-                BARRIER();
-                if (live && aes) {
-#if GCM_PF
-                    /* the phase's blocks all full aligned text blocks: counters and addresses by adds */
-                    const long jf = start + (long)l + (long)k0 * (long)w;
-                    if ((to & 15) == 0 && jf >= (long)na &&
-                        jf + (long)(ke - 1 - k0) * (long)w < (long)(na + (tlen >> 4))) {
-                        const ulong i0 = (ulong)jf - na;                  /* text block */
-                        GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + to) + i0;
-                        GLOBAL uint4 *po = (GLOBAL uint4 *)(out + to) + i0;
-                        const uint c0 = BSWAP32(jm.x), c1 = BSWAP32(jm.y), c2 = BSWAP32(jm.z);
-                        const uint c3 = jm.w + (uint)i0 + 1u;
-                        for (uint k = 0; k < ke - k0; k++) {
-                            const uint4 d = pi[k * w];
-                            uint s[4];
-                            s[0] = c0; s[1] = c1; s[2] = c2; s[3] = BSWAP32(c3 + k * w);
-                            aes_encrypt1(s, cg_rk, tt, cg_lane);
-                            po[k * w] = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
-                        }
-                    } else
-#endif
-                    for (uint k = k0; k < ke; k++) {
-                        const long j = start + (long)l + (long)k * (long)w;
-                        if (j >= (long)na && j < (long)(na + nc)) {
-                            const ulong i = (ulong)j - na + 1;          /* counter block */
-                            uint s[4];
-                            s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z);
-                            s[3] = BSWAP32(jm.w + (uint)i);
-                            const ulong o = to + 16 * (i - 1);
-                            if (tlen - 16 * (i - 1) >= 16 && (o & 15) == 0) {
-                                const uint4 d = *(GLOBAL_RO const uint4 *)(in + o);
-                                aes_encrypt1(s, cg_rk, tt, cg_lane);
-                                *(GLOBAL uint4 *)(out + o) = MAKE_UINT4(d.x ^ s[0], d.y ^ s[1], d.z ^ s[2], d.w ^ s[3]);
-                            } else {
-                                aes_encrypt1(s, cg_rk, tt, cg_lane);
-                                gcm_ctr_out(in, out, off, ej0, msg, i, s);
-                            }
-                        }
-                    }
-                    if (k0 == 0 && u == 0 && l == 0) {     /* E(K, J0) */
-                        uint s[4];
-                        s[0] = BSWAP32(jm.x); s[1] = BSWAP32(jm.y); s[2] = BSWAP32(jm.z); s[3] = BSWAP32(jm.w);
-                        aes_encrypt1(s, cg_rk, tt, cg_lane);
-                        ej0[msg] = MAKE_UINT4(s[0], s[1], s[2], s[3]);
-                    }
-                } else if (live) {
-                    uint4 y = gcm_fy[LID];
-#if GCM_PF
-                    /* gcm_ghash_pos's chunks (knob pf) */
-                    const ulong nfull = tlen >> 4;
-                    const int al = (to & 15) == 0;
-                    GLOBAL_RO const uint4 *tx = (GLOBAL_RO const uint4 *)(htxt + (al ? to : 0));
-                    for (uint k = k0; k < ke; k += GCM_PFN) {
-                        const long jf = start + (long)l + (long)k * (long)w;
-                        const int fastc = al && k + GCM_PFN <= ke && jf >= (long)na &&
-                                          jf + (long)(GCM_PFN - 1) * (long)w < (long)(na + nfull);
-                        uint4 xs[GCM_PFN];
-                        if (fastc) {
-#pragma unroll
-                            for (int c = 0; c < GCM_PFN; c++) xs[c] = tx[(ulong)(jf - (long)na) + (ulong)c * w];
-                        }
-#pragma unroll
-                        for (int c = 0; c < GCM_PFN; c++) {
-                            const uint kk = k + (uint)c;
-                            const long j = jf + (long)c * (long)w;
-                            if (kk < ke && j >= 0) {
-                                const uint4 x = fastc ? MAKE_UINT4(BSWAP32(xs[c].x), BSWAP32(xs[c].y), BSWAP32(xs[c].z),
-                                                                   BSWAP32(xs[c].w))
-                                                      : gcm_stream(aad, htxt, ao, alen, na, to, tlen, nc, (ulong)j);
-                                y = gcm_xor(y, x);
-                                if (kk + 1 < run) y = gcm_mul_pos(y, gcm_fu, sa, sb, q);
-                            }
-                        }
-                    }
-#else
-                    for (uint k = k0; k < ke; k++) {
-                        const long j = start + (long)l + (long)k * (long)w;
-                        if (j >= 0) {
-                            y = gcm_xor(y, gcm_stream(aad, htxt, ao, alen, na, to, tlen, nc, (ulong)j));
-                            if (k + 1 < run) y = gcm_mul_pos(y, gcm_fu, sa, sb, q);
-                        }
-                    }
-#endif
-                    gcm_fy[LID] = y;
-                }
-            }
-        }
-        BARRIER();
-        uint4 v = MAKE_UINT4(0u, 0u, 0u, 0u);
-        if (live)
-            v = gcm_mul_ct(gcm_fy[LID], nf ? hk[np2 + w + GCM_TBP + ((uint)u << wlog) + l] : hk[np2 + (w - 1 - l)]);
-        BARRIER();
-        gcm_fy[LID] = v;
-        BARRIER();
-        for (uint s = w >> 1; s > 0; s >>= 1) {
-            if (l < s) gcm_fy[LID] = gcm_xor(gcm_fy[LID], gcm_fy[LID + s]);
-            BARRIER();
-        }
-        if (live && l == 0) {
-            uint4 r = gcm_fy[LID];
-            if (!nf)
-                for (uint j = 0; (u >> j) != 0; j++)
-                    if ((u >> j) & 1u) r = gcm_mul_ct(r, hk[j + wlog + rlog]);
             tile_sum[t] = r;
         }
         BARRIER();
