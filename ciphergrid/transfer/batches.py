@@ -68,6 +68,17 @@ def piece(batch, a: int, b: int):
         src=batch.src[o0:o1], off=batch.off[a:b + 1] - o0, dst=batch.dst[o0:o1])
 
 
+def _queues(backend) -> tuple:
+    """The backend's three queues for batches (made once: creating them cost the first upload
+    ~0.1 ms each).  Runs in several threads may share them: every dependency between a job's
+    uploads, kernels and downloads is an event, so sharing only orders their work."""
+    qs = backend.__dict__.get("_batch_queues")
+    if qs is None:
+        qs = backend.__dict__.setdefault("_batch_queues",
+                                         (backend.queue(), backend.queue(), backend.queue()))
+    return qs
+
+
 def run(backend, driver, batch, *, piece_bytes: int | None = None,
         depth: int | None = None) -> np.ndarray:
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
@@ -80,7 +91,7 @@ def run(backend, driver, batch, *, piece_bytes: int | None = None,
     if n <= 1 or depth <= 1:
         return driver.run(batch)
     tags = np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
-    q_up, q_k, q_down = backend.queue(), backend.queue(), backend.queue()
+    q_up, q_k, q_down = _queues(backend)
     flight: deque = deque()   # (job, first message, end message), oldest first
 
     def retire() -> None:
