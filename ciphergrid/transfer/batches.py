@@ -69,8 +69,8 @@ def piece(batch, a: int, b: int):
 
 
 def _queues(backend) -> tuple:
-    """The backend's three queues for batches (made once: creating them cost the first upload
-    ~0.1 ms each).  Runs in several threads may share them: every dependency between a job's
+    """The backend's three queues for batches (made once, not before every batch's first
+    upload).  Runs in several threads may share them: every dependency between a job's
     uploads, kernels and downloads is an event, so sharing only orders their work."""
     qs = backend.__dict__.get("_batch_queues")
     if qs is None:
