@@ -341,8 +341,16 @@ class Job:
         return tags
 
     def abort(self) -> None:
-        """After a failure: wipe the key material on the device (best effort), wait, release."""
+        """After a failure: let every queue of the job drain (a kernel still queued could write
+        key material after an earlier wipe), wipe the key material on the device (best effort),
+        wait, release."""
         b = self.b
+        queues = [q for q in (self.queue, self._kq) if q is not None]
+        for q in queues:
+            try:
+                b.finish(q)
+            except Exception:
+                pass
         for buf in self.secret:
             try:
                 b.zero(buf, self.queue, wait=False)
@@ -350,8 +358,6 @@ class Job:
                 pass
         try:
             b.finish(self.queue)
-            if self._kq is not None:
-                b.finish(self._kq)
         except Exception:
             pass
         self.release()
