@@ -367,10 +367,13 @@ def test_pieces_cut_at_message_boundaries():
     assert cuts(off, 1000) == [0, 6]
     assert cuts(np.array([0]), 8) == [0, 0]
     assert cuts(np.array([0, 500]), 8) == [0, 1]          # one long message: one piece
-    # ramped: pieces of 4 and 8 first and last, 16 between (targets 4, 12, 28, 44, 52, 60 of 64)
+    # ramped: pieces of 4 and 8 first and last, equal ones of at most 16 between (40 bytes: 3
+    # pieces, targets 25.3 and 38.7)
     even = np.arange(65)
-    assert cuts(even, 16, 2) == [0, 4, 12, 28, 44, 52, 60, 64]
+    assert cuts(even, 16, 2) == [0, 4, 12, 25, 38, 52, 60, 64]
     assert cuts(even, 16, 0) == [0, 16, 32, 48, 64]
+    # (0, 2): no small pieces first; 8 and 4 last, 52 bytes before them in 4 pieces of 13
+    assert cuts(even, 16, (0, 2)) == [0, 13, 26, 39, 52, 60, 64]
     assert cuts(np.arange(40), 16, 2) == [0, 16, 32, 39]  # too short to ramp
 
 

@@ -90,11 +90,12 @@ class ChaChaJob(Job):
         self.dst = self.texts_out = b.alloc(total)
         self.n_items = int(self.poly_off[-1])
         sizes = [self.n_items] + [int(lv[-1]) for lv in self.levels[:-1]]
-        # Poly1305 keys, powers of r and shares (key material, wiped at once) and the tags
+        # Poly1305 keys, powers of r and shares (key material, wiped at once); the tags apart
+        # (downloaded after the wipe is enqueued: Job.collect)
         work, v = self.scratch({"polykey": 32 * m, "powers": 20 * int(self.pow_off[-1]),
-                                **{f"sums{k}": 20 * n for k, n in enumerate(sizes)},
-                                "tags": 16 * m})
-        self.polykey, self.powers, self.tags_out = v["polykey"], v["powers"], v["tags"]
+                                **{f"sums{k}": 20 * n for k, n in enumerate(sizes)}})
+        self.polykey, self.powers = v["polykey"], v["powers"]
+        self.tags_out = b.alloc(16 * m)
         self.sums = [v[f"sums{k}"] for k in range(len(sizes))]
         self.secret = [self.keys, work]
 

@@ -269,6 +269,10 @@ class GCMJob(Job):
 
     def setup(self) -> None:
         drv, batch, b, m = self.d, self.batch, self.b, self.m
+        # the texts first: the copy engine starts while the host checks and works out the
+        # metadata (a failure below aborts the job: its queue drains, nothing is launched)
+        src = texts(batch.src).reshape(-1)
+        self.bufs = {"src": self.upload(src, _PAD)}
         tlen = np.diff(batch.off).astype(np.int64)
         alen = np.diff(batch.aad_off).astype(np.int64)
         if (tlen < 0).any() or (alen < 0).any():
@@ -278,9 +282,6 @@ class GCMJob(Job):
                                   f"per message")
         if int(alen.max()) > drv.aead.max_aad:
             raise InvalidArgument(f"{drv.name} takes at most {drv.aead.max_aad} bytes of AAD")
-        # the texts first: the copy engine starts while the host works out the metadata
-        src = texts(batch.src).reshape(-1)
-        self.bufs = {"src": self.upload(src, _PAD)}
         nc = (tlen + 15) // 16
         nb = (alen + 15) // 16 + nc + 1
         cb_off = np.zeros(m + 1, dtype=np.int64)
@@ -347,10 +348,12 @@ class GCMJob(Job):
         self.bufs = B
         self.secret = [B["ktab"]]
         B["dst"] = b.alloc(src.nbytes + _PAD)
-        # H powers, J0s, E(K, J0)s, partial sums (key material, wiped at once) and the tags
+        # H powers, J0s, E(K, J0)s, partial sums (key material, wiped at once); the tags apart
+        # (downloaded after the wipe is enqueued: Job.collect)
         work, views = self.scratch({"hk": self.nkeys * self.hs * 16, "j0": m * 16,
-                                    "ej0": m * 16, "tile_sum": self.ntiles * 16, "tags": m * 16})
+                                    "ej0": m * 16, "tile_sum": self.ntiles * 16})
         B.update(views)
+        B["tags"] = b.alloc(m * 16)
         self.texts_out, self.tags_out = B["dst"], B["tags"]
         self.secret = [B["ktab"], work]
 
