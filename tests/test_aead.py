@@ -410,3 +410,23 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng):
     assert ok.tolist() == [i != 4 for i in range(len(lens))]
     assert b"".join(back.dst[back.off[i]:back.off[i + 1]].tobytes() for i in range(len(lens)) if i != 4) \
         == b"".join(t for i, t in enumerate(texts) if i != 4)
+
+
+@pytest.mark.parametrize("tl", [4, 12, 13, 16, 32])
+def test_verify_every_bit_of_every_tag(tl):
+    """aeads.base.verify (the one tag comparison, words at a time over zero-padded rows): a
+    flip of any one bit of a received tag fails that message alone and zeroes its text only."""
+    from ciphergrid.aeads.base import make_batch, verify
+
+    bits = 8 * tl
+    texts = [bytes([i % 251 + 1]) * 3 for i in range(bits + 1)]
+    b = make_batch("aes-128-gcm", False, 16, [b"k" * 16] * len(texts),
+                   [i.to_bytes(12, "big") for i in range(len(texts))], [b""] * len(texts), texts)
+    b.dst[...] = b.src
+    computed = np.random.default_rng(tl).integers(0, 256, (len(texts), tl), dtype=np.uint8)
+    received = computed.copy()
+    for i in range(bits):                      # message i: bit i of its tag flipped; the last intact
+        received[i, i // 8] ^= 1 << (i % 8)
+    ok = verify(b, computed, received)
+    assert ok.tolist() == [False] * bits + [True]
+    assert b.dst[:3 * bits].tobytes() == bytes(3 * bits) and b.dst[3 * bits:].tobytes() == texts[-1]
