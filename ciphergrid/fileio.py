@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import threading
 
@@ -277,7 +276,7 @@ class Output:
                 if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                     _reraise(e, self.user_path, "cannot create --out")
         while True:  # no O_TMPFILE here: a hidden name, removed on failure
-            name = os.path.join(folder, f".ciphergrid-{secrets.token_hex(6)}.part")
+            name = os.path.join(folder, f".ciphergrid-{os.urandom(6).hex()}.part")
             try:
                 fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             except FileExistsError:
@@ -437,7 +436,7 @@ class Output:
                 except FileExistsError:
                     pass  # someone made it meanwhile: replace it like an existing file
             while True:
-                name = f".ciphergrid-{secrets.token_hex(6)}.part"
+                name = f".ciphergrid-{os.urandom(6).hex()}.part"
                 try:
                     os.link(src, name, dst_dir_fd=dfd, follow_symlinks=True)
                     break

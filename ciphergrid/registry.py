@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import pkgutil
 import threading
 from dataclasses import dataclass
 
@@ -117,6 +116,8 @@ def unregister(names) -> None:
 def declarations(package):
     """The ``CIPHER`` of every module of ``package`` but ``base`` (imported): how the block
     ciphers of ``algorithms/`` and the AEADs of ``aeads/`` are found."""
+    import pkgutil
+
     for info in pkgutil.iter_modules(package.__path__):
         if info.name == "base":
             continue
@@ -133,6 +134,8 @@ def _load() -> None:
     with _lock:
         if _loaded:
             return
+        import pkgutil
+
         from . import algorithms
 
         for info in pkgutil.iter_modules(algorithms.__path__):

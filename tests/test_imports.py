@@ -42,3 +42,35 @@ def test_lazy_package_names():
             "else:\n    raise SystemExit('no AttributeError')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_icd_vendors_folder_made_once_and_reused(tmp_path, monkeypatch):
+    """backends/icd.py: where NVIDIA's OpenCL library is present but unregistered, the vendors
+    folder (the system's entries + the missing one) is made once in the cache folder and reused
+    by later processes without loading the library again; no GPU node: nothing made."""
+    from ciphergrid.backends import icd
+
+    system = tmp_path / "vendors"
+    system.mkdir()
+    (system / "pocl.icd").write_text("libpocl.so.2\n")
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(system))
+    monkeypatch.setenv("CIPHERGRID_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CIPHERGRID_NO_ICD_FIXUP", raising=False)
+    monkeypatch.setattr(icd, "_done", False)
+    monkeypatch.setattr(icd, "_nvidia_present", lambda: False)
+    assert icd.prepare() == str(system) and not (tmp_path / "cache").exists()
+
+    loads = []
+    monkeypatch.setattr(icd, "_nvidia_present", lambda: True)
+    monkeypatch.setattr(icd, "_loadable", lambda lib: loads.append(lib) or True)
+    folders = []
+    for _ in range(2):   # (two processes: the second finds the folder)
+        monkeypatch.setattr(icd, "_done", False)
+        monkeypatch.setenv("OCL_ICD_VENDORS", str(system))
+        folders.append(icd.prepare())
+    assert folders[0] == folders[1] and loads == ["libnvidia-opencl.so.1"]
+    made = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert made == [os.path.basename(folders[0])]           # no temporary folder left behind
+    assert sorted(os.listdir(folders[0])) == ["nvidia.icd", "pocl.icd"]
+    assert open(os.path.join(folders[0], "nvidia.icd")).read() == "libnvidia-opencl.so.1\n"
+    assert os.environ["OCL_ICD_VENDORS"] == folders[0]

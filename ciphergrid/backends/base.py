@@ -11,8 +11,6 @@ import functools
 import os
 import threading
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 
 from .._lazy import numpy_for
 
@@ -41,7 +39,11 @@ def kernel_text(filename: str) -> str:
     """A kernel file: a name under ciphergrid/kernels/, or an absolute path (the kernel of a
     cipher declared outside the package, e.g. a test's toy cipher)."""
     if os.path.isabs(filename):
+        from pathlib import Path
+
         return Path(filename).read_text()
+    from importlib import resources     # (pulls in pathlib: only where a kernel is read)
+
     return resources.files("ciphergrid").joinpath("kernels", filename).read_text()
 
 

@@ -9,10 +9,7 @@ embeds is found by that wheel's loader whatever this variable says.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import tempfile
-from pathlib import Path
 
 #: libraries known to implement an OpenCL platform, tried when not registered
 KNOWN_DRIVERS = {
@@ -23,6 +20,8 @@ _done = False
 
 
 def _loadable(lib: str) -> bool:
+    import ctypes
+
     try:
         ctypes.CDLL(lib, mode=ctypes.RTLD_LOCAL)
         return True
@@ -30,7 +29,16 @@ def _loadable(lib: str) -> bool:
         return False
 
 
-def _icd_entries(folder: Path) -> dict[str, str]:
+def _nvidia_present() -> bool:
+    """Whether an NVIDIA GPU's device node exists (/dev/nvidia0, ...): without one, NVIDIA's
+    OpenCL library has nothing to drive, and nothing is loaded or written."""
+    try:
+        return any(n.startswith("nvidia") and n[6:].isdigit() for n in os.listdir("/dev"))
+    except OSError:
+        return False
+
+
+def _icd_entries(folder) -> dict[str, str]:
     out = {}
     try:
         for f in sorted(folder.glob("*.icd")):
@@ -55,6 +63,9 @@ def prepare() -> str | None:
     if _done or not icd_fixup():
         return os.environ.get("OCL_ICD_VENDORS")
     _done = True
+    if not _nvidia_present():   # (KNOWN_DRIVERS: NVIDIA's alone)
+        return os.environ.get("OCL_ICD_VENDORS")
+    from pathlib import Path
 
     existing = os.environ.get("OCL_ICD_VENDORS")
     sources: list[Path] = []
@@ -71,15 +82,47 @@ def prepare() -> str | None:
         entries.setdefault(Path(existing).name, Path(existing).read_text().strip())
 
     registered = set(entries.values())
-    missing = {
-        name: lib for name, lib in KNOWN_DRIVERS.items()
-        if lib not in registered and name not in entries and _loadable(lib)
-    }
-    if not missing:
+    unregistered = {name: lib for name, lib in KNOWN_DRIVERS.items()
+                    if lib not in registered and name not in entries}
+    if not unregistered:
         return existing
+    # made by an earlier process: used as it is (loading NVIDIA's library only to test it took
+    # most of `import ciphergrid` on a GPU host; an entry whose library has gone since is
+    # skipped by the loader)
+    folder = _vendors_folder({**entries, **unregistered}, make=False)
+    if folder is None:
+        missing = {name: lib for name, lib in unregistered.items() if _loadable(lib)}
+        if not missing:
+            return existing
+        folder = _vendors_folder({**entries, **missing}, make=True)
+    os.environ["OCL_ICD_VENDORS"] = folder
+    return folder
 
-    folder = Path(tempfile.mkdtemp(prefix="ciphergrid-icd-"))
-    for name, lib in {**entries, **missing}.items():
-        (folder / name).write_text(lib + "\n")
-    os.environ["OCL_ICD_VENDORS"] = str(folder)
-    return str(folder)
+
+def _vendors_folder(entries: dict[str, str], make: bool) -> str | None:
+    """A folder of one-line .icd files, one per entry, in the cache folder and named by its
+    contents: made once (``make``) and reused by every later process (not a new temporary
+    folder per process, which nothing would remove); None where it is not there and not made."""
+    import hashlib
+    import tempfile
+
+    from ..settings import cache_dir
+
+    text = "".join(f"{name}\0{lib}\n" for name, lib in sorted(entries.items()))
+    base = cache_dir()
+    folder = os.path.join(base, "icd-" + hashlib.sha256(text.encode()).hexdigest()[:16])
+    if os.path.isdir(folder):
+        return folder
+    if not make:
+        return None
+    tmp = tempfile.mkdtemp(prefix=".icd-", dir=base)
+    for name, lib in entries.items():
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(lib + "\n")
+    try:
+        os.rename(tmp, folder)      # (atomic: another process sees the whole folder or none)
+    except OSError:                 # another process made it first
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)
+    return folder
