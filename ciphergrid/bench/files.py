@@ -3,8 +3,8 @@
 For each size (``--files-sizes``, default 256 MiB and 1 GiB, bounded by the free space) and each
 folder (``--dir``, default the temporary folder, plus ``/dev/shm`` when it is another filesystem),
 one input of random bytes is written and read once (warm page cache), then these commands run,
-each ``--repeats`` times (default 3) and interleaved (each repeat runs every command once: a slow
-spell of a shared machine falls on all of them), wall clock of the whole command, the output
+each ``--repeats`` times (default 3) and interleaved (each repeat runs every command once, in an
+order rotated by one per repeat: a slow spell of a shared machine falls on all of them), wall clock of the whole command, the output
 deleted between runs and no fsync on either side:
 
 * ``cat in > out`` (the ceiling: one thread, the filesystem's read and write), ``cp in out``,
@@ -176,10 +176,13 @@ def _one(ctx, folder, fs, size, repeats, engines, openssl) -> list[Record]:
                 _failed(ctx, rec, check, e)
             recs.append((rec, cmd, check))
         # interleaved: each repeat runs every case once, so that a slow spell of a shared machine
-        # falls on all of them and not on one case's repeats
+        # falls on all of them and not on one case's repeats; in an order rotated by one case per
+        # repeat, so that no case always follows the same one (the kernel's state after a 4 GiB
+        # file was written and deleted falls on whichever command comes next)
         times = {id(rec): [] for rec, _, _ in recs}
-        for _ in range(repeats):
-            for rec, cmd, check in recs:
+        for r in range(repeats):
+            k = r % len(recs)
+            for rec, cmd, check in recs[k:] + recs[:k]:
                 if rec.status == "failed":
                     continue
                 try:

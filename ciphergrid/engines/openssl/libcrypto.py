@@ -314,39 +314,21 @@ _LOOP_LOCK = threading.Lock()
 
 def _build_loop():
     import hashlib
-    import platform
-    import shutil
-    import subprocess
-    import tempfile
 
     allowed, cc_env = settings.openssl_c_loop()
     if not allowed:
         return None
-    cc = None
-    for cand in (cc_env, "cc", "gcc", "clang"):
-        if cand and shutil.which(cand):
-            cc = shutil.which(cand)
-            break
-    if cc is None:
-        return None
-    tag = hashlib.sha256(
-        (_LOOP_SRC + platform.machine() + sys.platform + cc).encode()).hexdigest()[:16]
+    machine = os.uname().machine if hasattr(os, "uname") else ""
+    tag = hashlib.sha256((_LOOP_SRC + machine + sys.platform).encode()).hexdigest()[:16]
     suffix = ".dylib" if sys.platform == "darwin" else ".so"
     from ...settings import cache_dir
 
     d = cache_dir()
     path = os.path.join(d, f"native_loop_{tag}{suffix}")
-    if not os.path.exists(path):
-        with tempfile.TemporaryDirectory(dir=d) as tmp:
-            src = os.path.join(tmp, "loop.c")
-            with open(src, "w") as f:
-                f.write(_LOOP_SRC)
-            obj = os.path.join(tmp, "loop" + suffix)
-            res = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", obj, src],
-                                 capture_output=True, timeout=60)
-            if res.returncode != 0:
-                return None
-            os.replace(obj, path)  # atomic: concurrent builders leave one good file
+    # built by an earlier process: loaded as it is (looking for a compiler and importing what
+    # building takes cost every command ~10 ms of its start-up)
+    if not os.path.exists(path) and not _compile_loop(path, d, cc_env):
+        return None
     lib = ctypes.CDLL(path)
     vp, ll, i = ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int
     lib.cg_spin.restype = ll
@@ -357,6 +339,33 @@ def _build_loop():
     lib.cg_aead_batch.argtypes = (vp, vp, vp, vp, vp, vp, i, vp, i, vp, vp, i, vp, vp, vp, vp, vp,
                                   vp, i, vp, ll, ll)
     return lib
+
+
+def _compile_loop(path: str, folder: str, cc_env: str | None) -> bool:
+    """Compile the helper into ``path`` with the first compiler found; False without one or
+    where it fails."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    cc = None
+    for cand in (cc_env, "cc", "gcc", "clang"):
+        if cand and shutil.which(cand):
+            cc = shutil.which(cand)
+            break
+    if cc is None:
+        return False
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        src = os.path.join(tmp, "loop.c")
+        with open(src, "w") as f:
+            f.write(_LOOP_SRC)
+        obj = os.path.join(tmp, "loop" + os.path.splitext(path)[1])
+        res = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", obj, src],
+                             capture_output=True, timeout=60)
+        if res.returncode != 0:
+            return False
+        os.replace(obj, path)  # atomic: concurrent builders leave one good file
+    return True
 
 
 def c_loop():
