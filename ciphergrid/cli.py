@@ -536,7 +536,7 @@ class _Formatter(argparse.HelpFormatter):
     (argparse makes a formatter for every add_argument, and its own imports shutil for the
     width: ~4 ms of every command's start-up)."""
 
-    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None, **kw):
         if width is None:
             try:
                 cols = int(os.environ.get("COLUMNS", "0"))
@@ -548,7 +548,7 @@ class _Formatter(argparse.HelpFormatter):
                 except (AttributeError, ValueError, OSError):
                     cols = 80
             width = (cols or 80) - 2
-        super().__init__(prog, indent_increment, max_help_position, width)
+        super().__init__(prog, indent_increment, max_help_position, width, **kw)
 
 
 class _Parser(argparse.ArgumentParser):

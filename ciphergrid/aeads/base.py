@@ -218,6 +218,7 @@ class Job:
         self._kq = None               # queue of the last launches
         self._down = None             # event: the downloads are done
         self._wiped = None            # event: the key material is zeroed (on another queue)
+        self._dq = None               # queue of the downloads
         self._tags = None
         self._out = None
         if self.m:
@@ -316,6 +317,7 @@ class Job:
         for buf in self.secret:
             b.zero(buf, kq, wait=False)
         self._wiped = b.marker(kq) if q is not kq and self.secret else None
+        self._dq = q
         dst = self.batch.dst
         n = int(self.batch.off[-1])
         if n:
@@ -351,10 +353,10 @@ class Job:
 
     def abort(self) -> None:
         """After a failure: let every queue of the job drain (a kernel still queued could write
-        key material after an earlier wipe), wipe the key material on the device (best effort),
-        wait, release."""
+        key material after an earlier wipe; a download still reads the buffers released below),
+        wipe the key material on the device (best effort), wait, release."""
         b = self.b
-        queues = [q for q in (self.queue, self._kq) if q is not None]
+        queues = [q for q in (self.queue, self._kq, self._dq) if q is not None]
         for q in queues:
             try:
                 b.finish(q)

@@ -30,10 +30,11 @@ def _loadable(lib: str) -> bool:
 
 
 def _nvidia_present() -> bool:
-    """Whether an NVIDIA GPU's device node exists (/dev/nvidia0, ...): without one, NVIDIA's
-    OpenCL library has nothing to drive, and nothing is loaded or written."""
+    """Whether an NVIDIA GPU's device node exists (/dev/nvidia0, ...; WSL2's /dev/dxg): without
+    one, NVIDIA's OpenCL library has nothing to drive, and nothing is loaded or written."""
     try:
-        return any(n.startswith("nvidia") and n[6:].isdigit() for n in os.listdir("/dev"))
+        return any((n.startswith("nvidia") and n[6:].isdigit()) or n == "dxg"
+                   for n in os.listdir("/dev"))
     except OSError:
         return False
 

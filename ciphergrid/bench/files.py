@@ -4,8 +4,8 @@ For each size (``--files-sizes``, default 256 MiB and 1 GiB, bounded by the free
 folder (``--dir``, default the temporary folder, plus ``/dev/shm`` when it is another filesystem),
 one input of random bytes is written and read once (warm page cache), then these commands run,
 each ``--repeats`` times (default 3) and interleaved (each repeat runs every command once, in an
-order rotated by one per repeat: a slow spell of a shared machine falls on all of them), wall clock of the whole command, the output
-deleted between runs and no fsync on either side:
+order rotated by one per repeat: a slow spell of a shared machine falls on all of them), wall
+clock of the whole command, the output deleted between runs and no fsync on either side:
 
 * ``cat in > out`` (the ceiling: one thread, the filesystem's read and write), ``cp in out``,
   ``openssl enc -aes-128-ctr`` (one core);

@@ -13,7 +13,8 @@ ctypes calls cost more than OpenSSL's work on a small buffer.
 Environment: ``CIPHERGRID_NATIVE_BACKEND=cryptography`` forces the pyca fallback;
 ``CIPHERGRID_NATIVE_LOOP=ctypes`` disables the C helper; the helper is cached in
 ``ciphergrid.settings.cache_dir()`` (``CIPHERGRID_CACHE_DIR``, default
-``$XDG_CACHE_HOME/ciphergrid`` or ``~/.cache/ciphergrid``).
+``$XDG_CACHE_HOME/ciphergrid`` or ``~/.cache/ciphergrid``), named by its source and the machine:
+built once by whichever compiler is found first, then loaded by every later process.
 """
 
 from __future__ import annotations
