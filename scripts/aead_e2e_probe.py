@@ -1,7 +1,7 @@
 """Where an AEAD batch's host -> host time goes on a GPU (transfer/batches.py): the API's
 encrypt_batch timed for several piece sizes and depths, one piece's phases, and a profile of one
-call.  Usage: python3 scripts/aead_e2e_probe.py NAME [--shape 65536x16Ki] [--variants PIECE:DEPTH[:HEAD[:TAIL]],...]
-(HEAD, TAIL: halvings of the piece size at the start and the end of a batch)"""
+call.  Usage: python3 scripts/aead_e2e_probe.py NAME [--shape 65536x16Ki] [--variants PIECE:DEPTH[:HEAD[:TAIL[:KQ]]],...]
+(HEAD, TAIL: halvings of the piece size at the start and the end of a batch; KQ: kernel queues)"""
 import argparse
 import cProfile
 import pstats
@@ -63,10 +63,14 @@ def main():
     for v in a.variants.split(","):
         p, d, *r = v.split(":")
         variants[v] = (parse_bytes(p, "piece"), int(d),
-                       (int(r[0]), int(r[1] if len(r) > 1 else r[0])) if r else (2, 2))
+                       (int(r[0]), int(r[1] if len(r) > 1 else r[0])) if r else batches.RAMP,
+                       int(r[2]) if len(r) > 2 else 1)
+
+    drv = get_engine(a.device).aead_driver(a.name)   # (the API's cached driver)
 
     def use(v):
-        batches.PIECE_BYTES, batches.DEPTH, batches.RAMP = variants[v]
+        pb, batches.DEPTH, batches.RAMP, kq = variants[v]
+        drv.piece_bytes, drv.kernel_queues = pb, kq
 
     def best(fn, k=3):
         ts = []

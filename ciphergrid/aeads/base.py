@@ -389,7 +389,14 @@ class DeviceAEAD:
     returns a Job (its uploads enqueued on ``queue``);
     ``run(batch)`` = prepare + enqueue + finish: the output texts in ``batch.dst`` and the tags
     as a (m, tag_length) uint8 array.  Key schedules run on the host; key material on the device
-    is zeroed before release."""
+    is zeroed before release.
+
+    ``piece_bytes`` and ``kernel_queues``: how transfer/batches.py cuts a large batch of host
+    data for this driver (bytes of text per piece, None: its PIECE_BYTES; kernel queues the
+    pieces take in turn), chosen by measurement per AEAD."""
+
+    piece_bytes: int | None = None
+    kernel_queues: int = 1
 
     def __init__(self, backend, aead: AEAD, name: str, **options):
         self.backend = backend

@@ -146,9 +146,11 @@ class DeviceEngine(Engine):
         job of the cached driver."""
         from ..transfer import batches
 
-        if self.info.kind != "gpu" or batch.count < 2 or int(batch.off[-1]) < 2 * batches.PIECE_BYTES:
-            return self.aead_driver(batch.name, impl).run(batch)
-        return batches.run(self.backend, self.aead_driver(batch.name, impl), batch)
+        drv = self.aead_driver(batch.name, impl)
+        piece = drv.piece_bytes or batches.PIECE_BYTES
+        if self.info.kind != "gpu" or batch.count < 2 or int(batch.off[-1]) < 2 * piece:
+            return drv.run(batch)
+        return batches.run(self.backend, drv, batch)
 
     def seal(self, batch, impl: str | None = None):
         """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags."""

@@ -31,6 +31,9 @@ from .pinning import pinned
 PIECE_BYTES = 64 << 20
 DEPTH = 4
 RAMP = (0, 3)
+#: (a driver may ask for other pieces: DeviceAEAD.piece_bytes, and for several kernel queues
+#: taken in turn, DeviceAEAD.kernel_queues: a serial AEAD's launch, one work-item per message,
+#: holds few SMs for one message's whole time, so two pieces' launches can overlap)
 
 
 def cuts(off: np.ndarray, piece_bytes: int, ramp=0) -> list[int]:
@@ -77,30 +80,31 @@ def piece(batch, a: int, b: int):
         src=batch.src[o0:o1], off=batch.off[a:b + 1] - o0, dst=batch.dst[o0:o1])
 
 
-def _queues(backend) -> tuple:
-    """The backend's three queues for batches (made once, not before every batch's first
-    upload).  Runs in several threads may share them: every dependency between a job's
-    uploads, kernels and downloads is an event, so sharing only orders their work."""
-    qs = backend.__dict__.get("_batch_queues")
-    if qs is None:
-        qs = backend.__dict__.setdefault("_batch_queues",
-                                         (backend.queue(), backend.queue(), backend.queue()))
-    return qs
+def _queues(backend, kernel_queues: int = 1) -> tuple:
+    """The backend's queues for batches: (uploads, [kernels, ...], downloads), made once (not
+    before every batch's first upload).  Runs in several threads may share them: every
+    dependency between a job's uploads, kernels and downloads is an event, so sharing only
+    orders their work."""
+    qs = backend.__dict__.setdefault("_batch_queues", [])
+    while len(qs) < 2 + kernel_queues:
+        qs.append(backend.queue())
+    return qs[0], qs[2:2 + kernel_queues], qs[1]
 
 
 def run(backend, driver, batch, *, piece_bytes: int | None = None,
         depth: int | None = None) -> np.ndarray:
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
     ``backend`` (see the module docstring) with at most ``2 * depth`` pieces in flight (None:
-    PIECE_BYTES, DEPTH).  ``driver``: the AEAD's driver on ``backend`` (aeads.base.DeviceAEAD)."""
-    piece_bytes = piece_bytes or PIECE_BYTES
+    the driver's ``piece_bytes`` or PIECE_BYTES, DEPTH).  ``driver``: the AEAD's driver on
+    ``backend`` (aeads.base.DeviceAEAD)."""
+    piece_bytes = piece_bytes or getattr(driver, "piece_bytes", None) or PIECE_BYTES
     depth = depth or DEPTH
     bounds = cuts(batch.off, piece_bytes, RAMP)
     n = len(bounds) - 1
     if n <= 1 or depth <= 1:
         return driver.run(batch)
     tags = np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
-    q_up, q_k, q_down = _queues(backend)
+    q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
     flight: deque = deque()   # (job, first message, end message), oldest first
 
     def retire() -> None:
@@ -115,7 +119,7 @@ def run(backend, driver, batch, *, piece_bytes: int | None = None,
                 a, b = bounds[k], bounds[k + 1]
                 job = driver.prepare(piece(batch, a, b), q_up)
                 flight.append((job, a, b))
-                job.enqueue(q_k)
+                job.enqueue(q_ks[k % len(q_ks)])
                 job.collect(q_down)
             while flight:
                 retire()
@@ -124,7 +128,7 @@ def run(backend, driver, batch, *, piece_bytes: int | None = None,
             # the caller's buffers are unlocked)
             for job, _, _ in flight:
                 job.abort()
-            for q in (q_up, q_k, q_down):
+            for q in (q_up, *q_ks, q_down):
                 try:
                     backend.finish(q)
                 except Exception:
