@@ -377,7 +377,7 @@ def test_pieces_cut_at_message_boundaries():
     assert cuts(np.arange(40), 16, 2) == [0, 16, 32, 39]  # too short to ramp
 
 
-def test_batch_in_pieces_on_several_queues(aead_name, device, rng):
+def test_batch_in_pieces_on_several_queues(aead_name, device, rng, monkeypatch):
     """transfer/batches.py: a batch cut into pieces of whole messages, overlapped on several queues
     of the device (2 x depth pieces in flight), gives the texts and tags of the whole batch in one job; a tampered
     tag fails its message only."""
@@ -401,6 +401,13 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng):
     got = batches.run(eng.backend, eng.aead_driver(aead_name), cut, piece_bytes=500, depth=3)
     assert len(batches.cuts(cut.off, 500)) > 4
     assert got.tobytes() == want.tobytes() and cut.dst.tobytes() == one.dst.tobytes()
+    # the driver's pieces, on two kernel queues taken in turn (DeviceAEAD.kernel_queues)
+    drv = eng.aead_driver(aead_name)
+    monkeypatch.setattr(drv, "piece_bytes", 700, raising=False)
+    monkeypatch.setattr(drv, "kernel_queues", 2, raising=False)
+    cut.dst[...] = 0
+    assert batches.run(eng.backend, drv, cut, depth=2).tobytes() == want.tobytes()
+    assert cut.dst.tobytes() == one.dst.tobytes()
     back = make_batch(aead_name, False, tl, keys[:len(lens)], nonces, aads,
                       [one.dst[one.off[i]:one.off[i + 1]].tobytes() for i in range(len(lens))])
     bad = want.copy()
