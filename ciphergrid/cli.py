@@ -532,22 +532,14 @@ def cmd_selftest(args) -> int:
 
 
 class _Formatter(argparse.HelpFormatter):
-    """argparse's help formatter, the terminal's width read as shutil.get_terminal_size reads it
-    (argparse makes a formatter for every add_argument, and its own imports shutil for the
-    width: ~4 ms of every command's start-up)."""
+    """argparse's help formatter, the terminal's width from settings.terminal_columns (argparse
+    makes a formatter for every add_argument, and its own imports shutil for the width)."""
 
     def __init__(self, prog, indent_increment=2, max_help_position=24, width=None, **kw):
         if width is None:
-            try:
-                cols = int(os.environ.get("COLUMNS", "0"))
-            except ValueError:
-                cols = 0
-            if cols <= 0:
-                try:
-                    cols = os.get_terminal_size(sys.__stdout__.fileno()).columns
-                except (AttributeError, ValueError, OSError):
-                    cols = 80
-            width = (cols or 80) - 2
+            from .settings import terminal_columns
+
+            width = terminal_columns() - 2
         super().__init__(prog, indent_increment, max_help_position, width, **kw)
 
 
