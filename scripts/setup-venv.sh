@@ -12,7 +12,8 @@ PY=${PYTHON:-python3}
 extras=${1:-}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".${extras:+[$extras]}"
+# (setuptools' "Editable installation" warning block is silenced: it tells a new user nothing)
+PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip install -q -e ".${extras:+[$extras]}"
 has_cpu_device() {
   .venv/bin/python -c 'import sys; from ciphergrid.devices import all_devices
 sys.exit(0 if any(x.runtime == "opencl" and x.kind == "cpu" for x in all_devices()) else 1)'
