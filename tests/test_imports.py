@@ -56,6 +56,7 @@ def test_icd_vendors_folder_made_once_and_reused(tmp_path, monkeypatch):
     monkeypatch.setenv("OCL_ICD_VENDORS", str(system))
     monkeypatch.setenv("CIPHERGRID_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("CIPHERGRID_NO_ICD_FIXUP", raising=False)
+    monkeypatch.setattr(icd, "SYSTEM_VENDORS", str(tmp_path / "no-system-vendors"))
     monkeypatch.setattr(icd, "_done", False)
     monkeypatch.setattr(icd, "_nvidia_present", lambda: False)
     assert icd.prepare() == str(system) and not (tmp_path / "cache").exists()

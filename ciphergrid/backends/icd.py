@@ -16,6 +16,9 @@ KNOWN_DRIVERS = {
     "nvidia.icd": "libnvidia-opencl.so.1",
 }
 
+#: the system's vendors folder (the ICD loader's default)
+SYSTEM_VENDORS = "/etc/OpenCL/vendors"
+
 _done = False
 
 
@@ -73,7 +76,7 @@ def prepare() -> str | None:
     if existing:
         p = Path(existing)
         sources.append(p if p.is_dir() else p.parent)
-    sources.append(Path("/etc/OpenCL/vendors"))
+    sources.append(Path(SYSTEM_VENDORS))
 
     entries: dict[str, str] = {}
     for folder in sources:

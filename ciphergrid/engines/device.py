@@ -147,8 +147,8 @@ class DeviceEngine(Engine):
         from ..transfer import batches
 
         drv = self.aead_driver(batch.name, impl)
-        piece = drv.piece_bytes or batches.PIECE_BYTES
-        if self.info.kind != "gpu" or batch.count < 2 or int(batch.off[-1]) < 2 * piece:
+        if (self.info.kind != "gpu" or batch.count < 2
+                or int(batch.off[-1]) < 2 * batches.piece_size(drv)):
             return drv.run(batch)
         return batches.run(self.backend, drv, batch)
 

@@ -91,13 +91,18 @@ def _queues(backend, kernel_queues: int = 1) -> tuple:
     return qs[0], qs[2:2 + kernel_queues], qs[1]
 
 
+def piece_size(driver) -> int:
+    """Bytes of text per piece for ``driver``: its ``piece_bytes``, or PIECE_BYTES."""
+    return getattr(driver, "piece_bytes", None) or PIECE_BYTES
+
+
 def run(backend, driver, batch, *, piece_bytes: int | None = None,
         depth: int | None = None) -> np.ndarray:
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
     ``backend`` (see the module docstring) with at most ``2 * depth`` pieces in flight (None:
     the driver's ``piece_bytes`` or PIECE_BYTES, DEPTH).  ``driver``: the AEAD's driver on
     ``backend`` (aeads.base.DeviceAEAD)."""
-    piece_bytes = piece_bytes or getattr(driver, "piece_bytes", None) or PIECE_BYTES
+    piece_bytes = piece_bytes or piece_size(driver)
     depth = depth or DEPTH
     bounds = cuts(batch.off, piece_bytes, RAMP)
     n = len(bounds) - 1
