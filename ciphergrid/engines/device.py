@@ -140,17 +140,20 @@ class DeviceEngine(Engine):
             d = drivers[key] = aeads.lookup(name).driver(self.backend, name, impl)
         return d
 
-    def _run_batch(self, batch, impl):
-        """The tags of ``batch`` (texts into ``batch.dst``): a large batch of host data on a GPU
-        in pieces of whole messages, overlapped on several queues (transfer/batches.py); else one
-        job of the cached driver."""
+    def _run_batch(self, batch, impl, received=None):
+        """The tags of ``batch`` (texts into ``batch.dst``), or with ``received`` the mask of the
+        messages whose tag verified (aeads.base.verify): a large batch of host data on a GPU in
+        pieces of whole messages, overlapped on several queues, each piece's tags compared as it
+        is done (transfer/batches.py); else one job of the cached driver."""
+        from ..aeads.base import verify
         from ..transfer import batches
 
         drv = self.aead_driver(batch.name, impl)
         if (self.info.kind != "gpu" or batch.count < 2
                 or int(batch.off[-1]) < 2 * batches.piece_size(drv)):
-            return drv.run(batch)
-        return batches.run(self.backend, drv, batch)
+            tags = drv.run(batch)
+            return tags if received is None else verify(batch, tags, received)
+        return batches.run(self.backend, drv, batch, received=received)
 
     def seal(self, batch, impl: str | None = None):
         """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags."""
@@ -159,9 +162,7 @@ class DeviceEngine(Engine):
     def open(self, batch, tags, impl: str | None = None):
         """Decrypt every message, compare its tag in constant time; the mask of those that
         verified (the others' plaintext is zeroed before this returns)."""
-        from ..aeads.base import verify
-
-        return verify(batch, self._run_batch(batch, impl), tags)
+        return self._run_batch(batch, impl, received=tags)
 
     # -- benchmarking hooks ------------------------------------------------------------------------
     def time_kernel(self, name: str, nbytes: int, *, repeats: int, encrypt: bool = True,

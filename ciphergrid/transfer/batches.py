@@ -12,7 +12,7 @@ few vectorised array operations and ONE upload of its metadata from page-locked 
 (aeads.base.Job.stage).  The caller's text buffers are page-locked for the run
 (transfer.pinning: kept in the registration cache), so the texts move by DMA from and to them
 with no staging copy.  The tags come back in message order; comparing them (decryption) stays
-with the caller: the shared layer's ``verify``.
+per piece as it is done (``run(..., received=)``), with the shared layer's ``verify``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections import deque
 
 import numpy as np
 
+from ..aeads.base import verify
 from .pinning import pinned
 
 #: text per piece (whole messages); up to 2 x DEPTH pieces in flight; RAMP: halvings of the
@@ -96,25 +97,36 @@ def piece_size(driver) -> int:
     return getattr(driver, "piece_bytes", None) or PIECE_BYTES
 
 
-def run(backend, driver, batch, *, piece_bytes: int | None = None,
-        depth: int | None = None) -> np.ndarray:
+def run(backend, driver, batch, *, received: np.ndarray | None = None,
+        piece_bytes: int | None = None, depth: int | None = None) -> np.ndarray:
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
     ``backend`` (see the module docstring) with at most ``2 * depth`` pieces in flight (None:
     the driver's ``piece_bytes`` or PIECE_BYTES, DEPTH).  ``driver``: the AEAD's driver on
-    ``backend`` (aeads.base.DeviceAEAD)."""
+    ``backend`` (aeads.base.DeviceAEAD).
+
+    With ``received`` (decryption: the (m, tag length) tags that came with the messages):
+    each piece's tags are compared with them as soon as the piece is done, while later pieces
+    are still on the bus (aeads.base.verify: constant time, a failed message's plaintext zeroed),
+    and the result is the boolean mask of the messages that verified; only the last piece's
+    comparison is left after the last download (all of it was: 0.3-0.5 ms for 64 K tags)."""
     piece_bytes = piece_bytes or piece_size(driver)
     depth = depth or DEPTH
     bounds = cuts(batch.off, piece_bytes, RAMP)
     n = len(bounds) - 1
     if n <= 1 or depth <= 1:
-        return driver.run(batch)
-    tags = np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
+        tags = driver.run(batch)
+        return tags if received is None else verify(batch, tags, received)
+    if received is None:
+        out = np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
+    else:
+        out = np.zeros(batch.count, dtype=bool)
     q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
-    flight: deque = deque()   # (job, first message, end message), oldest first
+    flight: deque = deque()   # (job, its piece, first message, end message), oldest first
 
     def retire() -> None:
-        job, a, b = flight.popleft()
-        tags[a:b] = job.finish()
+        job, sub, a, b = flight.popleft()
+        tags = job.finish()
+        out[a:b] = tags if received is None else verify(sub, tags, received[a:b])
 
     with pinned(backend, batch.src), pinned(backend, batch.dst):
         try:
@@ -122,8 +134,9 @@ def run(backend, driver, batch, *, piece_bytes: int | None = None,
                 if len(flight) >= 2 * depth:
                     retire()
                 a, b = bounds[k], bounds[k + 1]
-                job = driver.prepare(piece(batch, a, b), q_up)
-                flight.append((job, a, b))
+                sub = piece(batch, a, b)
+                job = driver.prepare(sub, q_up)
+                flight.append((job, sub, a, b))
                 job.enqueue(q_ks[k % len(q_ks)])
                 job.collect(q_down)
             while flight:
@@ -131,7 +144,7 @@ def run(backend, driver, batch, *, piece_bytes: int | None = None,
         except BaseException:
             # (an interrupt, a device error: every piece in flight wiped and waited for before
             # the caller's buffers are unlocked)
-            for job, _, _ in flight:
+            for job, *_ in flight:
                 job.abort()
             for q in (q_up, *q_ks, q_down):
                 try:
@@ -139,4 +152,4 @@ def run(backend, driver, batch, *, piece_bytes: int | None = None,
                 except Exception:
                     pass
             raise
-    return tags
+    return out
