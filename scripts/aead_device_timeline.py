@@ -4,7 +4,7 @@ time of the call that enqueued it, device start and end, ms from the API call) w
 and gaps of each engine (H2D copies, kernels, D2H copies).  Shows when the first upload starts,
 whether a copy engine idles between pieces, and how long the tail after the last upload is.
 Usage: python3 scripts/aead_device_timeline.py NAME[,NAME] [--shape 65536x16Ki] [--decrypt] [--all]
-[--ramp HEAD:TAIL] [--no-check]"""
+[--ramp HEAD:TAIL] [--piece BYTES] [--no-check]"""
 import argparse
 import time
 
@@ -106,6 +106,7 @@ def main():
     ap.add_argument("--all", action="store_true", help="print every operation")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--ramp", help="HEAD:TAIL halvings of the piece size (batches.RAMP)")
+    ap.add_argument("--piece", help="bytes of text per piece (the driver's piece_bytes), e.g. 32Mi")
     ap.add_argument("--no-check", action="store_true", help="skip the repeated-nonce check")
     a = ap.parse_args()
     if a.ramp:
@@ -134,6 +135,10 @@ def main():
                 return ciphergrid.decrypt_batch(name, ct, offsets=batch.off, key=key,
                                                 nonces=batch.nonces, tags=tags, device="cuda:0",
                                                 out=pt)
+        if a.piece:
+            from ciphergrid.settings import parse_bytes
+
+            engine("cuda:0").aead_driver(name).piece_bytes = parse_bytes(a.piece, "piece")
         calls.append((name, call, n))
     src = np.full(nmax, 3, np.uint8)
     dst = np.zeros(nmax, np.uint8)
