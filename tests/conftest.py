@@ -13,7 +13,8 @@ Parametrization (done at collection time, so every case shows in the test ids):
 Fixtures: ``rng`` (seeded random source with helpers; the seed is printed when a test fails;
 ``CIPHERGRID_TEST_SEED`` changes the base seed), ``ref`` (the one reference,
 ``ciphergrid.testing.oracle``: pyca/cryptography where it has the cipher·mode; same arguments as
-ciphergrid.encrypt/decrypt), ``device_is_fast``.
+ciphergrid.encrypt/decrypt), ``device_is_fast``.  ``lean(spec)``: whether kernel variants get the
+lean check on that device (CPU OpenCL: one key size, few modes; ``CIPHERGRID_TEST_FULL=1``: never).
 """
 
 from __future__ import annotations
@@ -63,6 +64,23 @@ def device_info(spec: str):
         if d.spec == spec:
             return d
     raise KeyError(spec)
+
+
+def lean(spec: str) -> bool:
+    """Whether a kernel VARIANT (an implementation other than a cipher's default and its
+    constant-time one: the ablation steps and alternatives) gets the lean check on device
+    ``spec``: on CPU OpenCL devices (PoCL) a variant's test time is compiling its kernels (one per
+    mode, direction and key size, 1-3 s each on CI's two cores, where these tests took 10 of the
+    suite's 18 minutes), so there it runs one key size and the fewest modes that take its block
+    function both ways; GPUs run every variant's whole matrix (scripts/gpu-suite.sh).
+    ``CIPHERGRID_TEST_FULL=1`` runs the whole matrix everywhere."""
+    if os.environ.get("CIPHERGRID_TEST_FULL", "").strip() not in ("", "0"):
+        return False
+    try:
+        d = device_info(spec)
+    except KeyError:
+        return False
+    return d.runtime == "opencl" and d.kind == "cpu"
 
 
 def gpu_specs() -> list[str]:
