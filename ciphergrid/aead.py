@@ -47,14 +47,15 @@ def _tag_length(aead, tag_length) -> int:
     return int(tag_length)
 
 
-def _check_limits(spec, lengths: np.ndarray, aad_lengths: np.ndarray) -> None:
+def _check_limits(spec, longest: int, longest_aad: int) -> None:
+    """The longest message and the longest AAD of a batch against the AEAD's limits."""
     aead = spec.aead
-    if lengths.size and int(lengths.max()) > aead.max_message:
-        raise InvalidLength(f"{spec.name}: a message of {int(lengths.max())} bytes is past the "
+    if longest > aead.max_message:
+        raise InvalidLength(f"{spec.name}: a message of {longest} bytes is past the "
                             f"AEAD's limit of {aead.max_message} bytes per (key, nonce); split it "
                             "into chunks of their own nonces (a chunked format)")
-    if aad_lengths.size and int(aad_lengths.max()) > aead.max_aad:
-        raise InvalidLength(f"{spec.name}: associated data of {int(aad_lengths.max())} bytes is "
+    if longest_aad > aead.max_aad:
+        raise InvalidLength(f"{spec.name}: associated data of {longest_aad} bytes is "
                             f"past the limit of {aead.max_aad} bytes")
 
 
@@ -238,7 +239,7 @@ def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device,
     if not encrypt and n < tl:
         raise InvalidTag(f"{spec.name}: the input ({n} bytes) is shorter than its tag ({tl} bytes)")
     text = n if encrypt else n - tl
-    _check_limits(spec, np.array([text]), np.array([len(aad)]))
+    _check_limits(spec, text, len(aad))
     out_n = n + tl if encrypt else n - tl
     if gpu is not None:
         return _crypt_gpu(encrypt, arr, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl, out)
@@ -363,14 +364,18 @@ class BatchResult:
 
 
 def _texts(spec, messages, offsets, encrypt: bool, tags, tl: int):
-    """(src uint8, offsets, received tags or None) from a list of messages (decryption: each
-    ending with its tag) or one buffer + offsets (decryption: tags= separately)."""
+    """(src uint8, offsets, received tags or None, the longest message's bytes) from a list of
+    messages (decryption: each ending with its tag) or one buffer + offsets (decryption: tags=
+    separately)."""
     if offsets is not None:
         src = buffers.as_u8(messages)
         off = np.asarray(offsets, dtype=I64)
-        if off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != src.nbytes or (np.diff(off) < 0).any():
+        lens = np.diff(off) if off.ndim == 1 else None
+        if (off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != src.nbytes
+                or (lens.size and int(lens.min()) < 0)):
             raise InvalidArgument("offsets must rise from 0 to the buffer's size (m + 1 entries)")
         m = off.size - 1
+        longest = int(lens.max()) if m else 0
         got = None
         if not encrypt:
             if tags is None:
@@ -379,7 +384,7 @@ def _texts(spec, messages, offsets, encrypt: bool, tags, tl: int):
                              dtype=np.uint8).reshape(m, tl)
         elif tags is not None:
             raise InvalidArgument("tags= is for decrypt_batch")
-        return src, off, got
+        return src, off, got, longest
     if tags is not None:
         raise InvalidArgument("tags= goes with offsets=; in a list each message ends with its tag")
     if isinstance(messages, (bytes, bytearray, memoryview, np.ndarray)):
@@ -398,7 +403,7 @@ def _texts(spec, messages, offsets, encrypt: bool, tags, tl: int):
     off = np.zeros(m + 1, dtype=I64)
     off[1:] = np.cumsum([x.nbytes for x in msgs])
     src = np.concatenate(msgs) if m else np.zeros(0, dtype=np.uint8)
-    return src, off, got
+    return src, off, got, max((x.nbytes for x in msgs), default=0)
 
 
 def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tags, tag_length,
@@ -407,12 +412,12 @@ def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tag
     aead = spec.aead
     tl = _tag_length(aead, tag_length)
     impl = _implementation(aead, constant_time, implementation)
-    src, off, got = _texts(spec, messages, offsets, encrypt, tags, tl)
+    src, off, got, longest = _texts(spec, messages, offsets, encrypt, tags, tl)
     m = off.size - 1
     table, index = _key_table(spec, key, keys, m)
     non = _nonce_table(spec, nonces, m, tl, table.shape[1])
     aad_arr, aad_off = _aad_table(aad, m)
-    _check_limits(spec, np.diff(off), np.diff(aad_off))
+    _check_limits(spec, longest, int(np.diff(aad_off).max()) if m and aad_arr.size else 0)
     repeats = None
     if encrypt:
         if m < _REPEATS_BESIDE:

@@ -151,6 +151,31 @@ def test_message_limit_refused(aead_name, monkeypatch):
         ciphergrid.encrypt(bytes(101), aead_name, bytes(kl), nonce=bytes(nl))
 
 
+def test_batch_limits_refused(aead_name, monkeypatch):
+    """encrypt_batch: the longest message (a buffer with offsets, or a list) and the longest AAD
+    against the AEAD's limits, before anything runs; offsets that fall are refused."""
+    kl, nl, tl = _sizes(aead_name)
+    a = aeads.lookup(aead_name)
+    monkeypatch.setattr(a, "max_message", 100)
+    monkeypatch.setattr(a, "max_aad", 50)
+    nonces = [bytes([i]) * nl for i in range(3)]
+    off = [0, 10, 111, 120]
+    with pytest.raises(ciphergrid.InvalidLength, match="101 bytes"):
+        ciphergrid.encrypt_batch(aead_name, bytes(120), offsets=off, key=bytes(kl), nonces=nonces)
+    with pytest.raises(ciphergrid.InvalidLength, match="101 bytes"):
+        ciphergrid.encrypt_batch(aead_name, [b"", bytes(101), b"x"], key=bytes(kl), nonces=nonces)
+    with pytest.raises(ciphergrid.InvalidLength, match="51 bytes"):
+        ciphergrid.encrypt_batch(aead_name, [b"", b"y", b"x"], key=bytes(kl), nonces=nonces,
+                                 aad=[b"", bytes(51), b""])
+    with pytest.raises(InvalidArgument, match="offsets must rise"):
+        ciphergrid.encrypt_batch(aead_name, bytes(120), offsets=[0, 50, 40, 120], key=bytes(kl),
+                                 nonces=nonces)
+    got = ciphergrid.encrypt_batch(aead_name, bytes(100), offsets=[0, 100, 100, 100],
+                                   key=bytes(kl), nonces=nonces, aad=[bytes(50), b"", b""],
+                                   device="native" if a.openssl else "auto")
+    assert got.ok.all() and len(got.messages) == 3
+
+
 # --------------------------------------------------------------------------- batches
 
 def test_batch_mixed_lengths_keys_and_a_failure(aead_name, device, rng):

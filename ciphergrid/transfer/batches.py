@@ -18,6 +18,7 @@ per piece as it is done (``run(..., received=)``), with the shared layer's ``ver
 from __future__ import annotations
 
 from collections import deque
+from itertools import accumulate
 
 import numpy as np
 
@@ -50,16 +51,17 @@ def cuts(off: np.ndarray, piece_bytes: int, ramp=0) -> list[int]:
     rh, rt = (ramp, ramp) if isinstance(ramp, int) else ramp
     first = [piece_bytes >> k for k in range(rh, 0, -1)]
     last = [piece_bytes >> k for k in range(1, rt + 1)]
+    # (the targets in Python integers, a few dozen: one numpy call, the search, on the host's
+    # critical path before the first upload)
     if (rh or rt) and total >= sum(first) + sum(last) + 2 * piece_bytes:
-        head = np.cumsum(np.asarray(first, dtype=np.int64))           # after each first piece
-        tail = total - np.cumsum(np.asarray(last[::-1], dtype=np.int64))[::-1]   # before each last
-        lo = int(head[-1]) if first else 0
-        hi = int(tail[0]) if last else total
+        head = list(accumulate(first))                                  # after each first piece
+        tail = [total - t for t in accumulate(last[::-1])][::-1]        # before each last
+        lo = head[-1] if first else 0
+        hi = tail[0] if last else total
         k = -(-(hi - lo) // piece_bytes)                 # equal pieces between (no sliver)
-        mid = lo + (np.arange(1, k, dtype=np.int64) * (hi - lo)) // k
-        targets = np.concatenate([head, mid, tail]).astype(np.int64)
+        targets = head + [lo + (j * (hi - lo)) // k for j in range(1, k)] + tail
     else:
-        targets = np.arange(piece_bytes, total, piece_bytes, dtype=np.int64)
+        targets = list(range(piece_bytes, total, piece_bytes))
     idx = np.searchsorted(np.asarray(off, dtype=np.int64), targets, side="left")
     out = [0]
     for i in idx.tolist():
@@ -116,17 +118,14 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None,
     if n <= 1 or depth <= 1:
         tags = driver.run(batch)
         return tags if received is None else verify(batch, tags, received)
-    if received is None:
-        out = np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
-    else:
-        out = np.zeros(batch.count, dtype=bool)
     q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
     flight: deque = deque()   # (job, its piece, first message, end message), oldest first
+    res: list = []            # the result, made once the first piece is enqueued
 
     def retire() -> None:
         job, sub, a, b = flight.popleft()
         tags = job.finish()
-        out[a:b] = tags if received is None else verify(sub, tags, received[a:b])
+        res[0][a:b] = tags if received is None else verify(sub, tags, received[a:b])
 
     with pinned(backend, batch.src), pinned(backend, batch.dst):
         try:
@@ -139,6 +138,9 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None,
                 flight.append((job, sub, a, b))
                 job.enqueue(q_ks[k % len(q_ks)])
                 job.collect(q_down)
+                if not res:   # (after the first piece's work is on the device)
+                    res.append(np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
+                               if received is None else np.zeros(batch.count, dtype=bool))
             while flight:
                 retire()
         except BaseException:
@@ -152,4 +154,4 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None,
                 except Exception:
                     pass
             raise
-    return out
+    return res[0]
