@@ -128,17 +128,28 @@ _REPEATS_BESIDE = 8192
 
 class _Beside:
     """``fn(*args)`` on a worker thread of its own (started once, kept: starting a thread per call
-    costs the caller ~1 ms of waiting for it), submitted now: numpy's sort releases the
-    interpreter lock, so a batch's repeated-nonce check (~3 ms for 64 K messages) overlaps the
-    enqueueing of its pieces instead of delaying the first upload.  ``failed()`` waits and says
-    whether it raised; ``result()`` re-raises that error.  The caller zeroes the batch's output
-    before raising: no ciphertext of a refused batch is returned."""
+    costs the caller ~1 ms of waiting for it), submitted by ``start()``: numpy's sort releases the
+    interpreter lock, so a batch's repeated-nonce check (1-3 ms for 64 K messages) overlaps the
+    device work.  The engine calls ``start()`` once its device is busy (the engine protocol's
+    ``beside``: engines.base.Engine.seal): a GPU's piece runner when its pieces in flight are
+    full and it is about to wait, so that the check does not compete for the interpreter lock
+    with the enqueueing of the first pieces (started with the call, it cost encryption 2-5 % of
+    a 1 GiB batch against decryption on an H100 host); other engines at once.  ``failed()``
+    (starting it if nobody has) waits and says whether it raised; ``result()`` re-raises that
+    error.  The caller zeroes the batch's output before raising: no ciphertext of a refused
+    batch is returned."""
 
     _pool = None
     _pid = None
     _lock = threading.Lock()
 
     def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+        self.future = None
+
+    def start(self) -> None:
+        if self.future is not None:
+            return
         with _Beside._lock:
             # (a forked child has the parent's pool object but not its thread: a new one)
             if _Beside._pool is None or _Beside._pid != os.getpid():
@@ -146,16 +157,18 @@ class _Beside:
 
                 _Beside._pool = ThreadPoolExecutor(1, thread_name_prefix="ciphergrid-check")
                 _Beside._pid = os.getpid()
-        self.future = _Beside._pool.submit(fn, *args)
+        self.future = _Beside._pool.submit(self.fn, *self.args)
 
     @staticmethod
     def _after_fork_in_child() -> None:
         _Beside._lock = threading.Lock()
 
     def failed(self) -> bool:
+        self.start()
         return self.future.exception() is not None
 
     def result(self) -> None:
+        self.start()
         self.future.result()
 
 
@@ -200,15 +213,17 @@ def _aad_table(aad, m: int):
     return np.frombuffer(b"".join(aad), dtype=np.uint8), off
 
 
-def _run(spec, batch: Batch, tags_in, device: str, impl: str | None, path: str = "array"):
-    """Route and run; returns the tags (encryption) or the verified mask (decryption)."""
+def _run(spec, batch: Batch, tags_in, device: str, impl: str | None, path: str = "array",
+         beside=None):
+    """Route and run; returns the tags (encryption) or the verified mask (decryption).
+    ``beside``: encryption's host work for the engine to start while its device works."""
     from .route import route_aead
 
     r = route_aead(spec, device, int(batch.src.nbytes), batch.count,
                    nonce_len=int(batch.nonces.shape[1]), tag_length=batch.tag_length, path=path)
     try:
         if batch.encrypt:
-            return r.engine.seal(batch, impl)
+            return r.engine.seal(batch, impl, beside=beside)
         return r.engine.open(batch, tags_in, impl)
     finally:
         batch.wipe()
@@ -434,7 +449,7 @@ def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tag
         batch.wipe()
         return BatchResult(encrypt, dst, off, np.zeros((0, tl), np.uint8), np.ones(0, bool))
     try:
-        res = _run(spec, batch, got, device, impl)
+        res = _run(spec, batch, got, device, impl, beside=repeats)
     finally:
         if repeats is not None and repeats.failed():
             dst[...] = 0          # (ciphertexts under a repeated nonce: none is returned)

@@ -423,8 +423,15 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng, monkeypatch):
     one = make_batch(aead_name, True, tl, keys[:len(lens)], nonces, aads, texts)
     want = eng.aead_driver(aead_name).run(one)
     cut = make_batch(aead_name, True, tl, keys[:len(lens)], nonces, aads, texts)
-    got = batches.run(eng.backend, eng.aead_driver(aead_name), cut, piece_bytes=500, depth=3)
-    assert len(batches.cuts(cut.off, 500)) > 4
+    class Beside:   # (the caller's host work: started once, when the pieces in flight are full)
+        started = []
+
+        def start(self):
+            self.started.append(len(batches.cuts(cut.off, 500)))
+
+    got = batches.run(eng.backend, eng.aead_driver(aead_name), cut, piece_bytes=500, depth=3,
+                      beside=Beside())
+    assert len(batches.cuts(cut.off, 500)) > 4 and len(Beside.started) >= 1
     assert got.tobytes() == want.tobytes() and cut.dst.tobytes() == one.dst.tobytes()
     # the driver's pieces, on two kernel queues taken in turn (DeviceAEAD.kernel_queues)
     drv = eng.aead_driver(aead_name)

@@ -66,11 +66,20 @@ class Engine:
         returns the bytes written.  Only for requests whose mode streams (Mode.streams)."""
         raise NotImplementedError
 
-    def seal(self, batch, impl: str | None = None):
-        """AEAD encryption of every message of ``batch`` into ``batch.dst``; returns the tags."""
+    def seal(self, batch, impl: str | None = None, beside=None):
+        """AEAD encryption of every message of ``batch`` into ``batch.dst``; returns the tags.
+        ``beside``: host work of the caller's (the repeated-nonce check of a large batch), an
+        object whose ``start()`` the engine calls once, as soon as its device is busy (at once
+        where it has nothing better: start_beside); None: none."""
         raise NotImplementedError
 
     def open(self, batch, tags, impl: str | None = None):
         """AEAD decryption: every message into ``batch.dst``, its tag checked against ``tags``;
         returns the boolean mask of the messages that verified (the others' output zeroed)."""
         raise NotImplementedError
+
+
+def start_beside(beside) -> None:
+    """Start the caller's host work ``beside`` (Engine.seal), if any."""
+    if beside is not None:
+        beside.start()

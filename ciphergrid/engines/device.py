@@ -140,24 +140,27 @@ class DeviceEngine(Engine):
             d = drivers[key] = aeads.lookup(name).driver(self.backend, name, impl)
         return d
 
-    def _run_batch(self, batch, impl, received=None):
+    def _run_batch(self, batch, impl, received=None, beside=None):
         """The tags of ``batch`` (texts into ``batch.dst``), or with ``received`` the mask of the
         messages whose tag verified (aeads.base.verify): a large batch of host data on a GPU in
         pieces of whole messages, overlapped on several queues, each piece's tags compared as it
-        is done (transfer/batches.py); else one job of the cached driver."""
+        is done (transfer/batches.py, which also starts ``beside`` once its pieces in flight are
+        full); else one job of the cached driver (``beside`` started first)."""
         from ..aeads.base import verify
         from ..transfer import batches
+        from .base import start_beside
 
         drv = self.aead_driver(batch.name, impl)
         if (self.info.kind != "gpu" or batch.count < 2
                 or int(batch.off[-1]) < 2 * batches.piece_size(drv)):
+            start_beside(beside)
             tags = drv.run(batch)
             return tags if received is None else verify(batch, tags, received)
-        return batches.run(self.backend, drv, batch, received=received)
+        return batches.run(self.backend, drv, batch, received=received, beside=beside)
 
-    def seal(self, batch, impl: str | None = None):
+    def seal(self, batch, impl: str | None = None, beside=None):
         """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags."""
-        return self._run_batch(batch, impl)
+        return self._run_batch(batch, impl, beside=beside)
 
     def open(self, batch, tags, impl: str | None = None):
         """Decrypt every message, compare its tag in constant time; the mask of those that

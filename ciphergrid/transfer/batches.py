@@ -23,6 +23,7 @@ from itertools import accumulate
 import numpy as np
 
 from ..aeads.base import verify
+from ..engines.base import start_beside
 from .pinning import pinned
 
 #: text per piece (whole messages); up to 2 x DEPTH pieces in flight; RAMP: halvings of the
@@ -99,7 +100,7 @@ def piece_size(driver) -> int:
     return getattr(driver, "piece_bytes", None) or PIECE_BYTES
 
 
-def run(backend, driver, batch, *, received: np.ndarray | None = None,
+def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=None,
         piece_bytes: int | None = None, depth: int | None = None) -> np.ndarray:
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
     ``backend`` (see the module docstring) with at most ``2 * depth`` pieces in flight (None:
@@ -110,12 +111,18 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None,
     each piece's tags are compared with them as soon as the piece is done, while later pieces
     are still on the bus (aeads.base.verify: constant time, a failed message's plaintext zeroed),
     and the result is the boolean mask of the messages that verified; only the last piece's
-    comparison is left after the last download (all of it was: 0.3-0.5 ms for 64 K tags)."""
+    comparison is left after the last download (all of it was: 0.3-0.5 ms for 64 K tags).
+
+    ``beside`` (the caller's host work: engines.base.Engine.seal) is started when the pieces in
+    flight first fill up, just before this thread waits for the oldest (the device then has
+    2 x depth pieces queued), or after the last piece is enqueued: not beside the first pieces'
+    host work, which it would slow down."""
     piece_bytes = piece_bytes or piece_size(driver)
     depth = depth or DEPTH
     bounds = cuts(batch.off, piece_bytes, RAMP)
     n = len(bounds) - 1
     if n <= 1 or depth <= 1:
+        start_beside(beside)
         tags = driver.run(batch)
         return tags if received is None else verify(batch, tags, received)
     q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
@@ -131,6 +138,7 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None,
         try:
             for k in range(n):
                 if len(flight) >= 2 * depth:
+                    start_beside(beside)
                     retire()
                 a, b = bounds[k], bounds[k + 1]
                 sub = piece(batch, a, b)
@@ -141,6 +149,7 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None,
                 if not res:   # (after the first piece's work is on the device)
                     res.append(np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
                                if received is None else np.zeros(batch.count, dtype=bool))
+            start_beside(beside)
             while flight:
                 retire()
         except BaseException:

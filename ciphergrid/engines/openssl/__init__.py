@@ -87,10 +87,13 @@ class OpenSSLEngine(Engine):
                              progress=progress)
 
     # -- AEADs (aeads/): the ones OpenSSL has ------------------------------------------------------
-    def seal(self, batch, impl: str | None = None):
-        """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags."""
+    def seal(self, batch, impl: str | None = None, beside=None):
+        """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags
+        (``beside`` started at once: OpenSSL's calls release the interpreter lock)."""
+        from ..base import start_beside
         from . import aead
 
+        start_beside(beside)
         return aead.seal(batch)
 
     def open(self, batch, tags, impl: str | None = None):
