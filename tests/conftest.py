@@ -83,6 +83,20 @@ def lean(spec: str) -> bool:
     return d.runtime == "opencl" and d.kind == "cpu"
 
 
+LEAN_MODES = ("ecb", "ctr")
+
+
+def lean_names(spec: str, names) -> list:
+    """``names`` as a variant test runs them on device ``spec``: all of them, or with ``lean``
+    those of the modes that take the block function both ways with one kernel compile each
+    (ECB, CTR)."""
+    from ciphergrid import registry
+
+    if not lean(spec):
+        return list(names)
+    return [n for n in names if registry.lookup(n).mode.name in LEAN_MODES]
+
+
 def gpu_specs() -> list[str]:
     return [d.spec for d in all_devices() if d.kind == "gpu"]
 

@@ -34,7 +34,7 @@ from ciphergrid.algorithms import hight as hight_mod
 from ciphergrid.testing import oracle
 
 import hight_model as model
-from conftest import all_devices, lean, watch_launches
+from conftest import all_devices, lean_names, watch_launches
 
 HIGHT = registry.lookup("hight-ecb").algorithm
 NAMES = ("hight-ecb", "hight-cbc", "hight-ctr")
@@ -268,8 +268,7 @@ def test_implementation_matches_oracle(dev, impl, all_impls, rng, diff):
             if got != expect:
                 bad.append(f"{name} {label} {what}: {diff(got, expect)}")
 
-    # (lean, on CPU OpenCL devices: ECB both ways and CTR, one kernel compile each)
-    for name in [n for n in NAMES if not (lean(dev) and n.endswith("cbc"))]:
+    for name in lean_names(dev, NAMES):   # (conftest.lean)
         lengths = CTR_LENGTHS if name.endswith("ctr") else [8 * b for b in BLOCKS[name]]
         for n in lengths:
             key = rng.randbytes(16)

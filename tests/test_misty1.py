@@ -32,7 +32,7 @@ from ciphergrid.algorithms import misty1 as alg
 from ciphergrid.algorithms.base import Implementation
 from ciphergrid.testing import oracle
 
-from conftest import device_info, lean, watch_launches
+from conftest import device_info, lean_names, watch_launches
 
 NAMES = ("misty1-ecb", "misty1-cbc", "misty1-ctr")
 RFC_KEY = bytes.fromhex("00112233445566778899aabbccddeeff")
@@ -331,7 +331,7 @@ def test_fast_kernel_knobs(knob, device, rng, monkeypatch):
     if _native(device):
         pytest.skip("OpenSSL lacks MISTY1")
     monkeypatch.setitem(alg.CIPHER.implementations, knob, KNOBS[knob])
-    for name in [n for n in NAMES if not (lean(device) and n.endswith("cbc"))]:   # (conftest.lean)
+    for name in lean_names(device, NAMES):   # (conftest.lean)
         key, iv = rng.randbytes(16), (None if name.endswith("ecb") else rng.randbytes(8))
         n = 8 * 301 if name.endswith("cbc") else 24 * KiB + 8
         _check(name, device, knob, key, iv, rng.data(n + (3 if name.endswith("ctr") else 0)))
@@ -364,7 +364,7 @@ def test_declared_variants(impl, device, rng):
     32-bit word into the high one, and the known answers."""
     if _native(device):
         pytest.skip("OpenSSL lacks MISTY1")
-    for name in [n for n in NAMES if not (lean(device) and n.endswith("cbc"))]:   # (conftest.lean)
+    for name in lean_names(device, NAMES):   # (conftest.lean)
         ctr = name.endswith("ctr")
         for nblocks in (1, 31, 32, 33, 64, 95, 1000):
             key, iv = rng.randbytes(16), (None if name.endswith("ecb") else rng.randbytes(8))

@@ -146,16 +146,12 @@ class DeviceEngine(Engine):
         pieces of whole messages, overlapped on several queues, each piece's tags compared as it
         is done (transfer/batches.py, which also starts ``beside`` once its pieces in flight are
         full); else one job of the cached driver (``beside`` started first)."""
-        from ..aeads.base import verify
         from ..transfer import batches
-        from .base import start_beside
 
         drv = self.aead_driver(batch.name, impl)
         if (self.info.kind != "gpu" or batch.count < 2
                 or int(batch.off[-1]) < 2 * batches.piece_size(drv)):
-            start_beside(beside)
-            tags = drv.run(batch)
-            return tags if received is None else verify(batch, tags, received)
+            return batches.whole(drv, batch, received=received, beside=beside)
         return batches.run(self.backend, drv, batch, received=received, beside=beside)
 
     def seal(self, batch, impl: str | None = None, beside=None):

@@ -100,6 +100,14 @@ def piece_size(driver) -> int:
     return getattr(driver, "piece_bytes", None) or PIECE_BYTES
 
 
+def whole(driver, batch, *, received: np.ndarray | None = None, beside=None) -> np.ndarray:
+    """``batch`` as ONE job of ``driver`` (``beside`` started first): the tags, or with
+    ``received`` the mask of the messages that verified (see ``run``)."""
+    start_beside(beside)
+    tags = driver.run(batch)
+    return tags if received is None else verify(batch, tags, received)
+
+
 def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=None,
         piece_bytes: int | None = None, depth: int | None = None) -> np.ndarray:
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
@@ -122,17 +130,15 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     bounds = cuts(batch.off, piece_bytes, RAMP)
     n = len(bounds) - 1
     if n <= 1 or depth <= 1:
-        start_beside(beside)
-        tags = driver.run(batch)
-        return tags if received is None else verify(batch, tags, received)
+        return whole(driver, batch, received=received, beside=beside)
     q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
     flight: deque = deque()   # (job, its piece, first message, end message), oldest first
-    res: list = []            # the result, made once the first piece is enqueued
+    out = None                # the result, made once the first piece is enqueued
 
     def retire() -> None:
         job, sub, a, b = flight.popleft()
         tags = job.finish()
-        res[0][a:b] = tags if received is None else verify(sub, tags, received[a:b])
+        out[a:b] = tags if received is None else verify(sub, tags, received[a:b])
 
     with pinned(backend, batch.src), pinned(backend, batch.dst):
         try:
@@ -146,9 +152,9 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
                 flight.append((job, sub, a, b))
                 job.enqueue(q_ks[k % len(q_ks)])
                 job.collect(q_down)
-                if not res:   # (after the first piece's work is on the device)
-                    res.append(np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
-                               if received is None else np.zeros(batch.count, dtype=bool))
+                if out is None:   # (after the first piece's work is on the device)
+                    out = (np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
+                           if received is None else np.zeros(batch.count, dtype=bool))
             start_beside(beside)
             while flight:
                 retire()
@@ -163,4 +169,4 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
                 except Exception:
                     pass
             raise
-    return res[0]
+    return out
