@@ -411,22 +411,32 @@ def test_files_suite_verifies_and_times_every_path(tmp_path, capsys):
 
 def test_aead_suite_verifies_then_times_kernels_and_api(tmp_path, capsys):
     """`bench aead` on an OpenCL CPU device, tiny shapes: a kernel row (verified by the known
-    answers and pyca first) and an API row per shape, OpenSSL's rows where it has the AEAD."""
+    answers and pyca first) and an API row per shape and direction, OpenSSL's rows where it has
+    the AEAD; an API row of at least 1 MiB paired with the copy strawman (its ratio in
+    vs_copy)."""
     from conftest import all_devices
 
     cpu = next((d for d in all_devices() if d.runtime == "opencl" and d.kind == "cpu"), None)
     if cpu is None:
         pytest.skip("no OpenCL CPU device (or none selected by CIPHERGRID_TEST_DEVICES)")
-    argv = ["aead", "--aead-cipher", "chacha20-poly1305", "--aead-shapes", "1x4Ki,8x256",
-            "--repeats", "1", "--device", cpu.spec]
+    argv = ["aead", "--aead-cipher", "chacha20-poly1305", "--aead-shapes", "1x4Ki,16x64Ki",
+            "--repeats", "1", "--device", cpu.spec, "--direction", "both"]
     path = tmp_path / "r.json"
     assert bench.main(parse(argv + ["--json", str(path)]), host=HOST) == 0
     res = records.load(path)
-    got = sorted((r.kind, r.messages, r.size) for r in res.records)
-    assert got == [("e2e", 1, 4096), ("e2e", 8, 2048), ("kernel", 1, 4096), ("kernel", 8, 2048),
-                   ("openssl-allcores", 1, 4096), ("openssl-allcores", 8, 2048)]
+    got = sorted((r.kind, r.direction, r.messages, r.size) for r in res.records)
+    big = 16 << 16
+    assert got == [("e2e", d, n, s) for d in ("decrypt", "encrypt") for n, s in ((1, 4096), (16, big))] \
+        + [("kernel", "encrypt", 1, 4096), ("kernel", "encrypt", 16, big)] \
+        + [("openssl-allcores", d, n, s) for d in ("decrypt", "encrypt")
+           for n, s in ((1, 4096), (16, big))]
     for r in res.records:
         assert r.status == "ok" and r.median_s > 0, r.error
         if r.kind == "kernel":
             assert r.verification["status"] == "passed"
-    assert "Mmsg/s" in capsys.readouterr().out
+        paired = r.kind == "e2e" and r.size == big
+        assert (r.vs_copy is not None) == paired, (r.kind, r.size, r.vs_copy)
+        if paired:
+            assert 0 < r.vs_copy < 100 and "copy strawman" in r.note
+    out = capsys.readouterr().out
+    assert "Mmsg/s" in out and "x copy" in out

@@ -9,13 +9,17 @@ small records (``1Mix4Ki``, ``1Mix256``).  For every AEAD name and shape:
   with device events (``DeviceAEAD.prepare`` then ``Job.enqueue``), GB/s per SM per GHz and
   messages/s; verified first: the AEAD's known answers on that device (the selftest's batches)
   and the timed job's first messages against the reference (pyca where it has the AEAD);
-* ``kind="e2e"``: the public API (``encrypt_batch``, or ``encrypt`` for one message) host → host,
-  wall clock, on every device and on OpenSSL where it has the AEAD (``device="native"``: all
-  cores, the messages of a batch spread over threads).
+* ``kind="e2e"``: the public API (``encrypt_batch``, or ``encrypt`` for one message; with
+  ``--direction decrypt`` or ``both`` also ``decrypt_batch`` / ``decrypt`` of the API's own
+  ciphertext, checked first) host → host, wall clock, on every device and on OpenSSL where it has the AEAD (``device="native"``: all
+  cores, the messages of a batch spread over threads); on an OpenCL/CUDA device beside the copy
+  strawman of as many bytes (the block ciphers' pipeline, as ``bench pipeline`` runs it), the two
+  timed alternately, call by call, the row's note the median ratio of the pairs (column "x copy").
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import numpy as np
@@ -88,9 +92,9 @@ def _known_answers(name: str, dev) -> str | None:
     return None
 
 
-def _record(name, dev, kind, count, size, impl) -> Record:
+def _record(name, dev, kind, count, size, impl, encrypt: bool = True) -> Record:
     return Record(cipher=name, algorithm=aeads.lookup(name).family, key_bits=8 * aeads.lookup(name).names[name],
-                  mode="aead", direction="encrypt", device=dev.spec, device_name=dev.name,
+                  mode="aead", direction="encrypt" if encrypt else "decrypt", device=dev.spec, device_name=dev.name,
                   device_kind=dev.kind, runtime=dev.runtime, kind=kind, size=count * size,
                   implementation=impl, messages=count)
 
@@ -110,7 +114,11 @@ def run(args, ctx: suites.Context) -> dict:
     impls = args.aead_impls or ["fast"]
     rng = np.random.default_rng()
     rows = []
-    total = len(wanted) * len(shapes) * (len(devs) * len(impls) + (0 if args.aead_no_e2e else len(devs) + 1))
+    # the kernel rows encrypt (the kernels are the same both ways); the API rows take --direction
+    direction = getattr(args, "direction", None) or "encrypt"
+    directions = {"encrypt": (True,), "decrypt": (False,), "both": (True, False)}[direction]
+    total = len(wanted) * len(shapes) * (len(devs) * len(impls) + (
+        0 if args.aead_no_e2e else (len(devs) + 1) * len(directions)))
     with ctx.progress(total) as bar:
         for name in wanted:
             spec = aeads.spec(name)
@@ -127,16 +135,21 @@ def run(args, ctx: suites.Context) -> dict:
                 if args.aead_no_e2e:
                     continue
                 targets = list(devs)
-                if spec.capability("openssl") is not None:
+                if spec.capability("openssl") is not None and not getattr(args, "no_openssl", False):
                     from ..route import engine as get_engine
 
                     targets.append(get_engine("native").info)
                 for dev in targets:
-                    rec = _record(name, dev, "e2e" if dev.runtime != "native" else "openssl-allcores",
-                                  count, size, None)
-                    rows.append(_time_api(rec, name, batch, dev.spec, max(3, repeats // 2), ctx))
-                    ctx.add(rec)
-                    bar.advance(1)
+                    copy = (_copy_strawman(ctx, dev, batch)
+                            if dev.runtime != "native" and not getattr(args, "no_copy", False)
+                            else None)
+                    for encrypt in directions:
+                        rec = _record(name, dev, "e2e" if dev.runtime != "native" else "openssl-allcores",
+                                      count, size, None, encrypt)
+                        rows.append(_time_api(rec, name, batch, dev.spec, max(3, repeats // 2), ctx,
+                                              copy, encrypt))
+                        ctx.add(rec)
+                        bar.advance(1)
     _print_table(rows)
     return {"devices": [sysinfo.device_info(d) for d in devs],
             "options": {"aeads": wanted, "shapes": [f"{c}x{s}" for c, s in shapes], "implementations": impls}}
@@ -188,27 +201,100 @@ def _time_kernel(rec, eng, batch, impl, repeats, problem, ctx) -> Record:
     return rec
 
 
-def _time_api(rec, name, batch, device, repeats, ctx) -> Record:
-    from ..aead import crypt, encrypt_batch
+def _copy_strawman(ctx, dev, batch):
+    """``copy()``: the copy-only strawman through the block ciphers' pipeline on ``dev`` (as
+    ``bench pipeline`` runs it: its tuned chunk size and depth), as many bytes as ``batch``'s
+    texts, host -> host; None where it cannot run (``dev`` has no pipeline)."""
+    from ..transfer import chunking
+    from ..transfer.autotune import autotune
+    from ..transfer.driver import Pipeline
+
+    n = int(batch.off[-1])
+    if n < 1 << 20:
+        return None
+    try:
+        b = ctx.api.get_engine(dev.spec).backend
+        st = chunking.resolve(b.info, None, None, nbytes=n, tune=lambda: autotune(b))
+        pipe = Pipeline(b, chunk_bytes=st.chunk_bytes, depth=st.depth, transfer="auto")
+        src = np.full(n, 0x5A, dtype=np.uint8)
+        dst = np.zeros(n, dtype=np.uint8)
+        pipe.copy(src, dst)
+        if not np.array_equal(src, dst):
+            raise RuntimeError("the copy pipeline returned wrong bytes")
+    except Exception as e:  # the row is still timed, without the comparison
+        ctx.log(f"no copy strawman on {dev.spec}: {type(e).__name__}: {e}"[:300])
+        return None
+    return lambda: pipe.copy(src, dst)
+
+
+def _api_call(name, batch, device, encrypt: bool):
+    """``call()``: the public API on ``batch`` host -> host into a reused output (faulted in):
+    encryption, or decryption of what one encryption by the same API gave (checked first:
+    every tag verifies and the plaintext comes back)."""
+    from ..aead import crypt, decrypt_batch, encrypt_batch
 
     key = batch.keys[0].tobytes()
+    one = batch.count == 1
+    out = np.zeros(batch.src.nbytes + (batch.tag_length if one else 0), dtype=np.uint8)
+    nonce, aad = batch.nonces[0].tobytes(), batch.aad[:16].tobytes()
+    if one:
+        def enc():
+            return crypt(True, batch.src, name, key, nonce, aad, None, device, False, None, out)
+    else:  # (distinct nonces: the repeated-nonce check runs, as for any caller)
+        def enc():
+            return encrypt_batch(name, batch.src, offsets=batch.off, key=key, nonces=batch.nonces,
+                                 aad=None, device=device, out=out)
+    if encrypt:
+        return enc
+    r = enc()
+    sealed = out.copy()
+    tags = None if one else np.array(r.tags, copy=True)
+    plain = np.zeros(batch.src.nbytes, dtype=np.uint8)
+    if one:
+        def dec():
+            return crypt(False, sealed, name, key, nonce, aad, None, device, False, None, plain)
+    else:
+        def dec():
+            return decrypt_batch(name, sealed, offsets=batch.off, key=key, nonces=batch.nonces,
+                                 tags=tags, device=device, out=plain)
+    got = dec()
+    if (not one and not np.asarray(got.ok).all()) or not np.array_equal(plain, batch.src):
+        raise RuntimeError("decryption of the API's own ciphertext did not give the plaintext back")
+    return dec
+
+
+def _time_api(rec, name, batch, device, repeats, ctx, copy=None, encrypt: bool = True) -> Record:
+    """The public API host -> host, wall clock (``encrypt``: that direction).  With ``copy``
+    (the copy strawman of as many bytes on the same device) the two run alternately, call by
+    call, and ``vs_copy`` is the median of the per-pair ratios (copy time / API time): a slow
+    period of the bus, which on a shared host lasts for several calls, then slows both sides of
+    a pair, where separate runs of each would compare a slow period of one with a fast period of
+    the other."""
     try:
-        times = []
-        one = batch.count == 1
-        out = np.zeros(batch.src.nbytes + (batch.tag_length if one else 0), dtype=np.uint8)  # (faulted in)
+        call = _api_call(name, batch, device, encrypt)
+        times, pairs = [], []
         for i in range(repeats + 1):
+            tc = None
+            if copy is not None:
+                t0 = time.perf_counter()
+                copy()
+                tc = time.perf_counter() - t0
             t0 = time.perf_counter()
-            if one:
-                crypt(True, batch.src, name, key, batch.nonces[0].tobytes(), batch.aad[:16].tobytes(),
-                      None, device, False, None, out)
-            else:  # (distinct nonces: the repeated-nonce check runs, as for any caller)
-                encrypt_batch(name, batch.src, offsets=batch.off, key=key, nonces=batch.nonces,
-                              aad=None, device=device, out=out)
+            call()
             if i:
                 times.append(time.perf_counter() - t0)
+                if tc is not None:
+                    pairs.append((tc, times[-1]))
         rec.timer = "wall-clock"
-        rec.verification = {"status": "reference", "detail": "same API as the verified kernel rows"}
+        rec.verification = {"status": "reference", "detail": "same API as the verified kernel rows"
+                            + ("" if encrypt else "; its own ciphertext decrypted and compared first")}
         rec.set_times(times)
+        if pairs:
+            ratio = statistics.median(c / t for c, t in pairs)
+            copy_gbps = int(batch.off[-1]) / statistics.median(c for c, _ in pairs) / 1e9
+            rec.vs_copy = round(ratio, 4)
+            rec.note = (f"vs_copy: median of {len(pairs)} pairs, the copy strawman of as many "
+                        f"bytes timed before each call (its median {copy_gbps:.2f} GB/s)")
     except Exception as e:
         rec.status, rec.error = "failed", f"{type(e).__name__}: {e}"[:300]
         ctx.log(f"FAILED {rec.cipher} API on {rec.device}: {rec.error}")
@@ -216,15 +302,16 @@ def _time_api(rec, name, batch, device, repeats, ctx) -> Record:
 
 
 def _print_table(rows) -> None:
-    print(f"{'cipher':<18} {'device':<11} {'kind':<16} {'shape':>12} {'GB/s':>8} {'GB/s/SM/GHz':>11} {'Mmsg/s':>8}")
+    print(f"{'cipher':<18} {'dir':<4} {'device':<11} {'kind':<16} {'shape':>12} {'GB/s':>8} {'GB/s/SM/GHz':>11} {'Mmsg/s':>8} {'x copy':>7}")
     for r in rows:
         shape = f"{r.messages}x{r.size // max(1, r.messages)}"
         if r.status != "ok":
-            print(f"{r.cipher:<18} {r.device:<11} {r.kind:<16} {shape:>12} FAILED {r.error}")
+            print(f"{r.cipher:<18} {r.direction[:3]:<4} {r.device:<11} {r.kind:<16} {shape:>12} FAILED {r.error}")
             continue
         mps = r.messages / r.median_s / 1e6
-        print(f"{r.cipher:<18} {r.device:<11} {r.kind:<16} {shape:>12} {r.gbps:8.2f} "
-              f"{r.gbps_per_sm_ghz or float('nan'):11.3f} {mps:8.3f}")
+        print(f"{r.cipher:<18} {r.direction[:3]:<4} {r.device:<11} {r.kind:<16} {shape:>12} {r.gbps:8.2f} "
+              f"{r.gbps_per_sm_ghz or float('nan'):11.3f} {mps:8.3f} "
+              f"{'' if r.vs_copy is None else f'{r.vs_copy:.3f}':>7}")
 
 
 suites.register("aead", run, help="the AEADs: one large message, batches of chunks and records",

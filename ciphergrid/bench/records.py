@@ -101,6 +101,7 @@ class Record:
     mb_per_j: float | None = None
     energy_note: str | None = None
     note: str | None = None           # anything a reader must know about this row
+    vs_copy: float | None = None      # AEAD e2e rows: median ratio to the copy strawman, paired
     timestamp: str | None = None
 
     # ---------------------------------------------------------------- derived fields
