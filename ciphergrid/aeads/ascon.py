@@ -31,8 +31,7 @@ class AsconDriver(DeviceAEAD):
     1 M x 256 B (1.47 / 1.16); on PoCL direct is 4x staged) and ``ahead`` (direct: blocks per
     step, 1, 2 or 4, loaded and stored together; None: 4 on GPUs, 1 on CPUs, where PoCL on 2
     cores ran ahead=1 40 % faster).  Large host batches take transfer/batches.py's default
-    pieces: 32 MiB on two kernel queues measured +2.4 % on one H100 and -0.3 % on another
-    (docs/benchmarks.md 0g)."""
+    pieces, on the serial AEADs' kernel queues (DeviceAEAD)."""
 
     def __init__(self, backend, aead, name, wg: int = 64, tile: int = 128, stage=None,
                  ahead=None):

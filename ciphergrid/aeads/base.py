@@ -382,6 +382,12 @@ class Job:
         self.texts_out = self.tags_out = None
 
 
+#: kernel queues for a serial AEAD's pieces (DeviceAEAD): 1, 2 and 4 alternated on two H100s,
+#: AEGIS-128L and Ascon-AEAD128 host -> host, paired with the copy strawman (docs/benchmarks.md
+#: 0i): 4 at or above 1 in each of the four comparisons (by 0.00 to +0.02, within the spread)
+SERIAL_KERNEL_QUEUES = 4
+
+
 class DeviceAEAD:
     """The kernels of one AEAD name on one device (built once; the engine caches it).
 
@@ -393,7 +399,10 @@ class DeviceAEAD:
 
     ``piece_bytes`` and ``kernel_queues``: how transfer/batches.py cuts a large batch of host
     data for this driver (bytes of text per piece, None: its PIECE_BYTES; kernel queues the
-    pieces take in turn), chosen by measurement per AEAD."""
+    pieces take in turn).  A serial AEAD (``parallel_message`` False: one work-item per
+    message) gets SERIAL_KERNEL_QUEUES: its launch lasts as long as one message, whatever the
+    piece's size, on a few SMs, so the last (smaller) pieces' launches on one queue would run
+    one after the other after the last upload; on several they overlap."""
 
     piece_bytes: int | None = None
     kernel_queues: int = 1
@@ -403,6 +412,8 @@ class DeviceAEAD:
         self.aead = aead
         self.name = name
         self.options = options
+        if not aead.parallel_message:
+            self.kernel_queues = SERIAL_KERNEL_QUEUES
 
     def prepare(self, batch: Batch, queue=None) -> Job:
         raise NotImplementedError
