@@ -178,42 +178,6 @@ def _lengths(lens) -> str:
     return " or ".join(str(n) for n in lens)
 
 
-def staging_layout(arrays: dict, pads: dict, align: int) -> tuple[dict, int]:
-    """(name -> byte offset, total bytes) of ``arrays`` staged in one buffer (``stage``): in
-    order, each at a multiple of ``align``, ``pads[name]`` bytes longer."""
-    offs, pos = {}, 0
-    for name, a in arrays.items():
-        offs[name] = pos
-        pos += -(-(a.nbytes + pads.get(name, 0)) // align) * align or align
-    return offs, pos
-
-
-def stage(b, queue, arrays: dict, pads: dict | None, secret, hold: list,
-          secret_host: list) -> tuple[dict, object]:
-    """(name -> view, the device buffer): ``arrays`` in ONE device buffer by ONE upload on
-    ``queue`` from a host staging buffer (see Job.stage); the buffers are appended to ``hold``
-    (kept until the owner ends), the staging buffer also to ``secret_host`` where ``secret``
-    names key material (zeroed on the host when the owner ends)."""
-    pads = pads or {}
-    offs, pos = staging_layout(arrays, pads, b.view_align)
-    host = b.host_staging(pos)
-    dev = b.alloc(pos)
-    out = {}
-    for name, a in arrays.items():
-        o, n = offs[name], a.nbytes
-        if n:
-            host[o:o + n] = a.reshape(-1).view(np.uint8)
-        pad = pads.get(name, 0)
-        if pad:
-            host[o + n:o + n + pad] = 0
-        out[name] = b.view(dev, o, max(n + pad, 1))
-    b.upload(dev, host, queue, record=False)
-    hold += [host, dev]
-    if secret:
-        secret_host.append(host)   # (the key words lie in it)
-    return out, dev
-
-
 class Job:
     """A batch on a device: what ``DeviceAEAD.prepare(batch, queue)`` returns.
 
@@ -275,7 +239,28 @@ class Job:
         and ONE upload from a host staging buffer: views at aligned offsets, each ``pads[name]``
         zeroed bytes longer.  Names in ``secret``: key material (zeroed on the host once the job
         ends, and on the device by the caller listing the views in ``self.secret``)."""
-        return stage(self.b, self.queue, arrays, pads, secret, self._hold, self._secret_host)[0]
+        b, pads = self.b, pads or {}
+        al = b.view_align
+        offs, pos = {}, 0
+        for name, a in arrays.items():
+            offs[name] = pos
+            pos += -(-(a.nbytes + pads.get(name, 0)) // al) * al or al
+        host = b.host_staging(pos)
+        dev = b.alloc(pos)
+        out = {}
+        for name, a in arrays.items():
+            o, n = offs[name], a.nbytes
+            if n:
+                host[o:o + n] = a.reshape(-1).view(np.uint8)
+            pad = pads.get(name, 0)
+            if pad:
+                host[o + n:o + n + pad] = 0
+            out[name] = b.view(dev, o, max(n + pad, 1))
+        b.upload(dev, host, self.queue, record=False)
+        self._hold += [host, dev]
+        if secret:
+            self._secret_host.append(host)   # (the key words lie in it)
+        return out
 
     def scratch(self, sizes: dict):
         """(the whole buffer, name -> view): device scratch of ``sizes`` (name -> bytes) in ONE
@@ -432,13 +417,6 @@ class DeviceAEAD:
 
     def prepare(self, batch: Batch, queue=None) -> Job:
         raise NotImplementedError
-
-    def plan(self, batch: Batch, bounds):
-        """The plan of ``batch`` cut into pieces at ``bounds`` (aeads/plan.py): what its pieces
-        share; this default shares nothing."""
-        from .plan import Plan
-
-        return Plan(self, batch, bounds)
 
     def run(self, batch: Batch) -> np.ndarray:
         job = self.prepare(batch)

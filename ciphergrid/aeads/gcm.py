@@ -20,8 +20,7 @@ import numpy as np
 from ..algorithms.aes import CIPHER as AES_CIPHER
 from ..backends.base import defines_prefix, program_source
 from ..errors import DeviceError, InvalidArgument
-from .base import AEAD, DeviceAEAD, Job, Kernel, texts
-from .plan import ABS, HINT, PREFIX, ROWS, Holder, PieceMeta, Plan
+from .base import AEAD, DeviceAEAD, Job, Kernel, coarse_index, texts
 
 U32 = np.uint32
 U64 = np.uint64
@@ -254,33 +253,26 @@ class GCMDriver(DeviceAEAD):
     def prepare(self, batch, queue=None) -> "GCMJob":
         return GCMJob(self, batch, queue)
 
-    def plan(self, batch, bounds) -> "GCMPlan":
-        return GCMPlan(self, batch, bounds)
 
-
-class GCMPlan(Plan):
-    """The pieces of one batch (aeads/plan.py): the checks, the lengths, the tile choice, the
-    round keys and every per-message array worked out and uploaded once (``ensure``, from the
-    first piece's setup, after its texts' upload is enqueued), the H powers computed once (by
-    the first piece's launch); each piece's arrays made on the device (PieceMeta)."""
-
-    def __init__(self, drv, batch, bounds):
-        super().__init__(drv, batch, bounds)
+class GCMJob(Job):
+    def __init__(self, drv: GCMDriver, batch, queue=None):
         self.d = drv
-        self.meta = None
-        self.hold = Holder(drv.backend)
-        self.key_job = None       # the job whose launch computes the H powers
-        self.hk_ready = None      # event: they are computed
-
-    def prepare(self, piece, a: int, b: int, queue=None) -> "GCMJob":
-        return GCMJob(self.d, piece, queue, plan=self, rng=(a, b))
-
-    def ensure(self, queue) -> None:
-        """The batch's host work and its one upload (on ``queue``), once."""
-        if self.meta is not None:
-            return
-        drv, batch, b = self.d, self.batch, self.d.backend
         m = batch.count
+        if batch.name != drv.name:
+            raise InvalidArgument(f"a batch of {batch.name} given to the {drv.name} driver")
+        if m:
+            drv.aead.check(drv.name, int(batch.keys.shape[1]), int(batch.nonces.shape[1]),
+                           batch.tag_length)
+        elif batch.tag_length not in drv.aead.tag_lengths:
+            drv.aead.check(drv.name, drv.key_len, drv.aead.default_nonce_length, batch.tag_length)
+        super().__init__(drv.backend, batch, queue)
+
+    def setup(self) -> None:
+        drv, batch, b, m = self.d, self.batch, self.b, self.m
+        # the texts first: the copy engine starts while the host checks and works out the
+        # metadata (a failure below aborts the job: its queue drains, nothing is launched)
+        src = texts(batch.src).reshape(-1)
+        self.bufs = {"src": self.upload(src, _PAD)}
         tlen = np.diff(batch.off).astype(np.int64)
         alen = np.diff(batch.aad_off).astype(np.int64)
         if (tlen < 0).any() or (alen < 0).any():
@@ -294,26 +286,28 @@ class GCMPlan(Plan):
         nb = (alen + 15) // 16 + nc + 1
         cb_off = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(nc + 1, out=cb_off[1:])
+        self.total_cb = int(cb_off[-1])
+        # the counter kernel's coarse index (gcm.cl gcm_find_hinted): the message holding every
+        # 2^8-th counter block
+        cb_hint = coarse_index(cb_off, _HINT_SHIFT)
         ls = drv.ls
         self.nkeys = int(batch.keys.shape[0])
         # positional GHASH tables, and the counter pass of one key: batches of one key only
         self.pos = bool(drv.gh) and self.nkeys == 1
         self.ctr_one = bool(drv.ctr) and self.nkeys == 1
-        # the tiles chosen for the first piece (the pieces are alike; any choice gives the
-        # same bytes)
-        first = nb[self.bounds[0]:self.bounds[1]]
         if self.pos:
             # gcm_ghash_pos: any W; a general multiply costs ~20 clocks (SM) against ~3 (fast)
             # or ~4 (ct) per table step
             target = b.resident_items(drv.prg, "gcm_ghash_pos")
-            self.wlog, self.rlog = drv.pos_tiles(first, target)
+            self.wlog, self.rlog = drv.pos_tiles(nb, target)
         else:
             target = b.resident_items(drv.prg, "gcm_ghash")
-            self.wlog, self.rlog = choose_tiles(first, ls, drv.ct, target)
+            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
         tlog = self.wlog + self.rlog
         tiles_m = drv.tile_counts(nb, tlog, self.pos)
         tile_off = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(tiles_m, out=tile_off[1:])
+        self.ntiles = int(tile_off[-1])
         max_tiles = int(tiles_m.max())
         self.np2 = max(self.wlog + 1, tlog + _bitlen(max_tiles - 1))
         if self.pos and drv.ct:
@@ -327,121 +321,61 @@ class GCMPlan(Plan):
         self.hs = self.np2 + (1 << self.wlog) + self.tb
         self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
         self.nlen = int(batch.nonces.shape[1])
-        self.cb_off, self.tile_off = cb_off, tile_off
 
-        # round keys of the distinct keys, on the host (AES.expand), zeroed once the batch ends
+        # round keys of the distinct keys, on the host (AES.expand), zeroed once the job ends
         words = [AES_CIPHER.expand(bytes(k), False, layout=drv.layout) for k in batch.keys]
         self.ks = int(words[0].size)
         ktab = np.concatenate(words).astype("<u4")
         for w in words:
             w.fill(0)
-        h = self.hold
         try:
-            # the arrays in one upload; AAD and nonces padded for the kernels' whole-word loads
-            # (gcm_load); each piece's offsets rebased, its coarse counter index and its rows
-            # made on the device
-            self.meta = PieceMeta(b, queue, h, {
+            # the metadata in one upload; AAD and nonces padded for the kernels' whole-word loads
+            # (gcm_load)
+            B = self.stage({
                 "ktab": ktab,
                 "aad": np.ascontiguousarray(batch.aad, dtype=np.uint8).reshape(-1),
                 "off": np.ascontiguousarray(batch.off, dtype=np.int64),
                 "aad_off": np.ascontiguousarray(batch.aad_off, dtype=np.int64),
                 "cb_off": cb_off,
+                "cb_hint": cb_hint,
                 "tile_off": tile_off,
                 "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32),
                 "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8).reshape(-1),
-            }, [("off", PREFIX, "off", 0), ("aad_off", ABS, "aad_off", 0),
-                ("cb_off", PREFIX, "cb_off", 0), ("cb_hint", HINT, "cb_off", _HINT_SHIFT),
-                ("tile_off", PREFIX, "tile_off", 0), ("key_index", ROWS, "key_index", 4),
-                ("nonces", ROWS, "nonces", self.nlen)], self.bounds,
-                pads={"aad": _PAD, "nonces": _PAD}, secret=("ktab",), shared=("ktab", "aad"))
+            }, pads={"aad": _PAD, "nonces": _PAD}, secret=("ktab",))
         finally:
             ktab.fill(0)
-        h.secret.append(self.meta.whole["ktab"])
-        # the H powers of every key (key material)
-        self.hk = b.alloc(self.nkeys * self.hs * 16)
-        h.secret.append(self.hk)
-
-    def release(self) -> None:
-        self.hold.wipe()
-
-
-class GCMJob(Job):
-    """Messages [a, b) of a plan's batch (``plan``, ``rng``), or a batch of its own (its own
-    plan of one piece)."""
-
-    def __init__(self, drv: GCMDriver, batch, queue=None, plan: GCMPlan | None = None,
-                 rng: tuple | None = None):
-        self.d = drv
-        m = batch.count
-        if batch.name != drv.name:
-            raise InvalidArgument(f"a batch of {batch.name} given to the {drv.name} driver")
-        if m:
-            drv.aead.check(drv.name, int(batch.keys.shape[1]), int(batch.nonces.shape[1]),
-                           batch.tag_length)
-        elif batch.tag_length not in drv.aead.tag_lengths:
-            drv.aead.check(drv.name, drv.key_len, drv.aead.default_nonce_length, batch.tag_length)
-        self.own = plan is None
-        self.plan = GCMPlan(drv, batch, [0, m]) if plan is None else plan
-        self.rng = (0, m) if rng is None else rng
-        super().__init__(drv.backend, batch, queue)
-
-    def setup(self) -> None:
-        drv, b, m, P = self.d, self.b, self.m, self.plan
-        # the texts first: the copy engine starts while the host works out the metadata (a
-        # failure below aborts the job: its queue drains, nothing is launched)
-        src = texts(self.batch.src).reshape(-1)
-        self.bufs = {"src": self.upload(src, _PAD)}
-        P.ensure(self.queue)
-        a, e = self.rng
-        self.total_cb = int(P.cb_off[e]) - int(P.cb_off[a])
-        self.ntiles = int(P.tile_off[e]) - int(P.tile_off[a])
-        self._meta, B = P.meta.piece(a, e)
         B["src"] = self.bufs["src"]
-        B["hk"] = P.hk
         self.bufs = B
+        self.secret = [B["ktab"]]
         B["dst"] = b.alloc(src.nbytes + _PAD)
-        # J0s, E(K, J0)s, partial sums (key material, wiped at once); the tags apart
+        # H powers, J0s, E(K, J0)s, partial sums (key material, wiped at once); the tags apart
         # (downloaded after the wipe is enqueued: Job.collect)
-        work, views = self.scratch({"j0": m * 16, "ej0": m * 16, "tile_sum": self.ntiles * 16})
+        work, views = self.scratch({"hk": self.nkeys * self.hs * 16, "j0": m * 16,
+                                    "ej0": m * 16, "tile_sum": self.ntiles * 16})
         B.update(views)
         B["tags"] = b.alloc(m * 16)
         self.texts_out, self.tags_out = B["dst"], B["tags"]
-        self.secret = [work] + (P.hold.secret if self.own else [])
-        self._hold.append(self._meta)
-
-    def release(self) -> None:
-        super().release()
-        if self.own:   # (its key material on the device is zeroed with the job's: collect)
-            self.plan.hold.wipe(device=False)
+        self.secret = [B["ktab"], work]
 
     def launch(self, queue, record=False) -> None:
-        d, b, B, P = self.d, self.b, self.bufs, self.plan
+        d, b, B = self.d, self.b, self.bufs
         prg, ls, m = d.prg, d.ls, self.m
-        w = 1 << P.wlog
+        w = 1 << self.wlog
 
         def items(name, n):
             return max(1, min(int(n), b.resident_items(prg, name)))
 
-        P.meta.fill(self._meta, *self.rng, queue)
-        if P.key_job is None:
-            P.key_job = self
-        if P.key_job is self:
-            # the H powers of every key: by the first piece (again at each of its launches)
-            b.launch(prg, "gcm_hkey", items("gcm_hkey", P.nkeys),
-                     [B["ktab"], U32(P.ks), B["hk"], U32(P.hs), U32(P.np2), U32(P.nkeys)],
-                     queue, record=False)
-            b.launch(prg, "gcm_hpow", items("gcm_hpow", P.nkeys * (w + P.tb)),
-                     [B["hk"], U32(P.hs), U32(P.np2), U32(P.wlog), U32(P.nkeys),
-                      U32(P.pos), U32(P.rlog), U32(P.nf)], queue, record=False)
-            if not self.own:
-                P.hk_ready = b.marker(queue)
-        else:
-            b.after(queue, [P.hk_ready])
+        b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
+                 [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2), U32(self.nkeys)],
+                 queue, record=False)
+        b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
+                 [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
+                  U32(self.pos), U32(self.rlog), U32(self.nf)], queue, record=False)
         b.launch(prg, "gcm_j0", items("gcm_j0", m),
-                 [B["nonces"], U32(P.nlen), B["key_index"], B["hk"], U32(P.hs), B["j0"],
+                 [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
                   U32(m)], queue, record=False)
         per = 32 if d.ct else 1
-        if P.ctr_one:
+        if self.ctr_one:
             ctr_name = "gcm_ctr_one"
             ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["ktab"], B["j0"],
                    B["ej0"], U32(m), U64(self.total_cb)]
@@ -451,21 +385,21 @@ class GCMJob(Job):
         else:
             ctr_name = "gcm_ctr"
             ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["key_index"],
-                   B["ktab"], U32(P.ks), B["j0"], B["ej0"], U32(m), U64(self.total_cb)]
+                   B["ktab"], U32(self.ks), B["j0"], B["ej0"], U32(m), U64(self.total_cb)]
             ctr_items = items("gcm_ctr", _ceil_div(self.total_cb, per))
         ghash_txt = B["dst"] if self.batch.encrypt else B["src"]
         tpg = ls // w
         groups = _ceil_div(self.ntiles, tpg)
-        if P.pos:
+        if self.pos:
             gh_name = "gcm_ghash_pos"
             ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["hk"],
-                     U32(P.np2), U32(P.wlog), U32(P.rlog), B["tile_sum"], U32(m),
-                     U64(self.ntiles), U32(P.nf)]
+                     U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], U32(m),
+                     U64(self.ntiles), U32(self.nf)]
         else:
             gh_name = "gcm_ghash"
             ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
-                     B["hk"], U32(P.hs), U32(P.np2), U32(P.wlog), U32(P.rlog),
-                     B["tile_sum"], U32(m), U64(self.ntiles), U32(P.nkeys == 1)]
+                     B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
+                     B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
         gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
         if self.batch.encrypt:
             b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
@@ -473,10 +407,10 @@ class GCMJob(Job):
         else:
             b.launch(prg, gh_name, gh_items, ghash, queue, record=False)
             b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
-        mpg = ls >> P.plog
+        mpg = ls >> self.plog
         tag_items = min(_ceil_div(m, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
         b.launch(prg, "gcm_tag", tag_items,
-                 [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], U32(m), U32(P.plog)],
+                 [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], U32(m), U32(self.plog)],
                  queue, record=False)
 
 

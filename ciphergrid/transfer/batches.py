@@ -134,7 +134,6 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
     flight: deque = deque()   # (job, its piece, first message, end message), oldest first
     out = None                # the result, made once the first piece is enqueued
-    plan = driver.plan(batch, bounds)   # (what the pieces share: aeads/plan.py)
 
     def retire() -> None:
         job, sub, a, b = flight.popleft()
@@ -149,7 +148,7 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
                     retire()
                 a, b = bounds[k], bounds[k + 1]
                 sub = piece(batch, a, b)
-                job = plan.prepare(sub, a, b, q_up)
+                job = driver.prepare(sub, q_up)
                 flight.append((job, sub, a, b))
                 job.enqueue(q_ks[k % len(q_ks)])
                 job.collect(q_down)
@@ -170,6 +169,4 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
                 except Exception:
                     pass
             raise
-        finally:
-            plan.release()   # (every piece's job ended: their shared key material zeroed)
     return out
