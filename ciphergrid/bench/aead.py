@@ -216,7 +216,7 @@ def _copy_strawman(ctx, dev, batch):
         b = ctx.api.get_engine(dev.spec).backend
         st = chunking.resolve(b.info, None, None, nbytes=n, tune=lambda: autotune(b))
         pipe = Pipeline(b, chunk_bytes=st.chunk_bytes, depth=st.depth, transfer="auto")
-        src = np.full(n, 0x5A, dtype=np.uint8)
+        src = np.ascontiguousarray(batch.src[:n])   # (the batch's texts: the copy only reads them)
         dst = np.zeros(n, dtype=np.uint8)
         pipe.copy(src, dst)
         if not np.array_equal(src, dst):
