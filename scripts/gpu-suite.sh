@@ -9,6 +9,8 @@
 #           smoke (not in the default list): scripts/smoke.py on every GPU, a quick check + figures
 #           files (not in the default list): ciphergrid bench files (FILES_SIZES, FILES_ARGS)
 #           ramdisk (not in the default list): scripts/ramdisk_probe.py on $RAMDISK (default /dev/shm)
+#           aead (not in the default list): ciphergrid bench aead on $CUDA, both directions, the API
+#             rows paired with the copy strawman ("x copy"; AEAD_SHAPES, default 65536x16Ki)
 #   TESTS="tests/x.py ..." replaces the test files of the tests stage
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +57,9 @@ for s in "${stages[@]}"; do
              --json "$OUT/bench.json" ;;
     pipeline) run pipeline "${STAGE_TIMEOUT_pipeline:-150}" python3 -m ciphergrid bench pipeline \
              --device "$CUDA" --cipher aes-128-ctr ${PIPELINE_ARGS:---sizes 16Mi,256Mi,1Gi,4Gi} --json "$OUT/pipeline.json" ;;
+    aead) run aead "${STAGE_TIMEOUT_aead:-300}" python3 -m ciphergrid bench aead --device "$CUDA" \
+             --aead-shapes "${AEAD_SHAPES:-65536x16Ki}" --direction both --no-openssl --repeats 20 \
+             --json "$OUT/aead.json" ;;
     files) run files "${STAGE_TIMEOUT_files:-500}" python3 -m ciphergrid bench files \
              --files-sizes "${FILES_SIZES:-256Mi,1Gi,4Gi}" ${FILES_ARGS:-} --json "$OUT/files.json" ;;
     *) echo "unknown stage $s"; status=1 ;;
