@@ -11,10 +11,11 @@ small records (``1Mix4Ki``, ``1Mix256``).  For every AEAD name and shape:
   and the timed job's first messages against the reference (pyca where it has the AEAD);
 * ``kind="e2e"``: the public API (``encrypt_batch``, or ``encrypt`` for one message; with
   ``--direction decrypt`` or ``both`` also ``decrypt_batch`` / ``decrypt`` of the API's own
-  ciphertext, checked first) host → host, wall clock, on every device and on OpenSSL where it has the AEAD (``device="native"``: all
-  cores, the messages of a batch spread over threads); on an OpenCL/CUDA device beside the copy
-  strawman of as many bytes (the block ciphers' pipeline, as ``bench pipeline`` runs it), the two
-  timed alternately, call by call, the row's note the median ratio of the pairs (column "x copy").
+  ciphertext, checked first) host → host, wall clock, on every device and on OpenSSL where it
+  has the AEAD (``device="native"``: all cores, the messages of a batch spread over threads); on
+  an OpenCL/CUDA device beside the copy strawman of as many bytes (the block ciphers' pipeline,
+  as ``bench pipeline`` runs it), the two timed alternately, call by call: ``vs_copy`` is the
+  median ratio of the pairs (column "x copy").
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ def _api_call(name, batch, device, encrypt: bool):
     if encrypt:
         return enc
     r = enc()
-    sealed = out.copy()
+    sealed = out   # (encryption's output, not written again)
     tags = None if one else np.array(r.tags, copy=True)
     plain = np.zeros(batch.src.nbytes, dtype=np.uint8)
     if one:
