@@ -41,7 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", metavar="LIST",
                         help="comma-separated sizes, binary suffixes allowed (16,1Ki,64Ki,1Mi,1Gi); "
                              "default 16,64,256,1024,8192,16384,64Ki,1Mi,16Mi,256Mi,1Gi")
-    parser.add_argument("--direction", choices=("encrypt", "decrypt", "both"), default="encrypt")
+    parser.add_argument("--direction", choices=("encrypt", "decrypt", "both"), default="encrypt",
+                        help="the directions timed (the aead suite: its API rows; its kernel rows "
+                             "encrypt)")
     parser.add_argument("--quick", action="store_true",
                         help="CI smoke run: sizes 16,1Ki,16Ki,1Mi, aes-128-ctr/ecb, few repeats")
     parser.add_argument("--repeats", type=int, metavar="N",
