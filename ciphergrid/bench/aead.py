@@ -153,7 +153,8 @@ def run(args, ctx: suites.Context) -> dict:
                         bar.advance(1)
     _print_table(rows)
     return {"devices": [sysinfo.device_info(d) for d in devs],
-            "options": {"aeads": wanted, "shapes": [f"{c}x{s}" for c, s in shapes], "implementations": impls}}
+            "options": {"aeads": wanted, "shapes": [f"{c}x{s}" for c, s in shapes], "implementations": impls,
+                        "e2e_direction": direction}}
 
 
 def time_job(b, job, repeats: int) -> list[float]:
