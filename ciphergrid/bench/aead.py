@@ -116,8 +116,7 @@ def run(args, ctx: suites.Context) -> dict:
     rng = np.random.default_rng()
     rows = []
     # the kernel rows encrypt (the kernels are the same both ways); the API rows take --direction
-    direction = getattr(args, "direction", None) or "encrypt"
-    directions = {"encrypt": (True,), "decrypt": (False,), "both": (True, False)}[direction]
+    directions = suites.directions(args)
     total = len(wanted) * len(shapes) * (len(devs) * len(impls) + (
         0 if args.aead_no_e2e else (len(devs) + 1) * len(directions)))
     with ctx.progress(total) as bar:
@@ -154,7 +153,7 @@ def run(args, ctx: suites.Context) -> dict:
     _print_table(rows)
     return {"devices": [sysinfo.device_info(d) for d in devs],
             "options": {"aeads": wanted, "shapes": [f"{c}x{s}" for c, s in shapes], "implementations": impls,
-                        "e2e_direction": direction}}
+                        "e2e_directions": ["encrypt" if e else "decrypt" for e in directions]}}
 
 
 def time_job(b, job, repeats: int) -> list[float]:

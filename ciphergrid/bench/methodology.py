@@ -476,7 +476,7 @@ def run_ciphers(args, ctx: suites.Context) -> dict:
     sizes = parse_sizes(getattr(args, "sizes", None)) or (QUICK_SIZES if quick else DEFAULT_SIZES)
     devices = select_devices(ctx.api, getattr(args, "device", None))
     direction = getattr(args, "direction", None) or "encrypt"
-    directions = {"encrypt": (True,), "decrypt": (False,), "both": (True, False)}[direction]
+    directions = suites.directions(args)
     threads = []
     if not getattr(args, "no_openssl", False):
         cores = int(ctx.host.get("cpu_usable") or 1)

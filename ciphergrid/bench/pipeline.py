@@ -218,8 +218,7 @@ def run_pipeline(args, ctx: suites.Context) -> dict:
         raise InvalidArgument("--repeats must be at least 1")
     policy = _Policy(quick, fixed)
     ciphers = _ciphers(args, quick)
-    directions = {"encrypt": (True,), "decrypt": (False,), "both": (True, False)}[
-        getattr(args, "direction", None) or "encrypt"]
+    directions = suites.directions(args)
     devices = _devices(ctx, getattr(args, "device", None))
     if not devices:
         raise DeviceError("no OpenCL or CUDA device to run the pipeline on (see `ciphergrid devices`)")

@@ -51,6 +51,12 @@ _import_errors: dict[str, str] = {}
 _loaded = False
 
 
+def directions(args) -> tuple[bool, ...]:
+    """The directions ``--direction`` asks for, as ``encrypt`` flags: (True,), (False,) or both."""
+    d = getattr(args, "direction", None) or "encrypt"
+    return {"encrypt": (True,), "decrypt": (False,), "both": (True, False)}[d]
+
+
 def register(name: str, run, *, help: str = "", add_arguments=None) -> Suite:
     suite = Suite(name, run, help, add_arguments)
     _SUITES[name] = suite
