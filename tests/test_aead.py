@@ -402,6 +402,60 @@ def test_pieces_cut_at_message_boundaries():
     assert cuts(np.arange(40), 16, 2) == [0, 16, 32, 39]  # too short to ramp
 
 
+def _cut_every(step: int):
+    """A Job's ``split``: bytes [lo, hi) cut at the multiples of ``step``."""
+    def split(lo, hi, out):
+        edges = [lo] + list(range((lo // step + 1) * step, hi, step)) + [hi]
+        return list(zip(edges[:-1], edges[1:]))
+    return split
+
+
+def test_job_in_slices(aead_name, device, rng):
+    """aeads.base.Job slices: a job's texts uploaded, run and downloaded in message ranges (each
+    slice's kernels waiting only for its own texts and the metadata) give the texts and tags of
+    the whole job, both directions, every implementation, one key (GCM's
+    one-key passes) and several (its general ones), an empty slice, 16 KiB messages (the counter
+    passes' aligned tiles) beside odd lengths; their copies cut at odd places (``split``, as at
+    the edges of the caller's page-locked registrations)."""
+    from ciphergrid.aeads.base import make_batch
+    from ciphergrid.route import engine
+
+    if device == "native":
+        pytest.skip("the OpenSSL engine has no device queues")
+    _check_device(aead_name, device)
+    kl, nl, tl = _sizes(aead_name)
+    eng = engine(device)
+    b = eng.backend
+    lens = [16384, 0, 16384, 17, 1, 4111, 16384, 15, 16, 16384, 300]
+    m = len(lens)
+    texts = [rng.data(n) for n in lens]
+    nonces = [rng.data(nl) for _ in lens]
+    aads = [rng.data(i % 5) for i in range(m)]
+    two = [rng.data(kl), rng.data(kl)]
+    queues = [b.queue() for _ in range(3)]
+    for impl in sorted(aeads.lookup(aead_name).implementations):
+        drv = eng.aead_driver(aead_name, impl)
+        for keys in ([two[0]] * m, [two[i % 2] for i in range(m)]):
+            whole = make_batch(aead_name, True, tl, keys, nonces, aads, texts)
+            want = drv.run(whole)
+            sealed = [whole.dst[whole.off[i]:whole.off[i + 1]].tobytes() for i in range(m)]
+            for encrypt, ins in ((True, texts), (False, sealed)):
+                # (uploads, kernels and downloads on three queues, or on one; the copies cut
+                # at odd places as at registrations' edges, split=)
+                for slices, qs, split in (
+                        ([0, 2, 5, 5, 9, m], queues[:3], None),
+                        ([0, 1, m - 1, m], queues[:3], _cut_every(777)),
+                        ([0, 3, m], [queues[0]] * 3, None), (None, queues[:3], _cut_every(5000))):
+                    batch = make_batch(aead_name, encrypt, tl, keys, nonces, aads, ins)
+                    job = drv.prepare(batch, qs[0], slices=slices, split=split)
+                    job.enqueue(qs[1])
+                    job.collect(qs[2])
+                    got = job.finish()
+                    what = (impl, len(set(keys)), encrypt, slices)
+                    assert got.tobytes() == want.tobytes(), what
+                    assert batch.dst.tobytes() == (whole.dst if encrypt else whole.src).tobytes(), what
+
+
 def test_batch_in_pieces_on_several_queues(aead_name, device, rng, monkeypatch):
     """transfer/batches.py: a batch cut into pieces of whole messages, overlapped on several queues
     of the device (2 x depth pieces in flight), gives the texts and tags of the whole batch in one job; a tampered
@@ -439,10 +493,14 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng, monkeypatch):
     from ciphergrid.aeads.base import SERIAL_KERNEL_QUEUES
 
     drv = eng.aead_driver(aead_name)
-    assert drv.kernel_queues == (1 if aeads.lookup(aead_name).parallel_message
-                                 else SERIAL_KERNEL_QUEUES)
+    parallel = aeads.lookup(aead_name).parallel_message
+    assert drv.kernel_queues == (1 if parallel else SERIAL_KERNEL_QUEUES)
+    # (every AEAD's jobs take message ranges; a parallel AEAD's pieces go in slices)
+    assert bool(drv.slice_bytes) == parallel
+    assert type(drv.prepare(make_batch(aead_name, True, tl, [], [], [], []))).ranges
     monkeypatch.setattr(drv, "piece_bytes", 700, raising=False)
     monkeypatch.setattr(drv, "kernel_queues", 2, raising=False)
+    monkeypatch.setattr(drv, "slice_bytes", 300, raising=False)
     cut.dst[...] = 0
     assert batches.run(eng.backend, drv, cut, depth=2).tobytes() == want.tobytes()
     assert cut.dst.tobytes() == one.dst.tobytes()
@@ -465,6 +523,28 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng, monkeypatch):
     for i, t in enumerate(texts):
         got_i = back.dst[back.off[i]:back.off[i + 1]].tobytes()
         assert got_i == (bytes(len(t)) if i in (4, len(lens) - 1) else t), i
+
+
+def test_batch_in_buffers_the_pipeline_locked_in_pieces(gpu_device):
+    """A buffer that the block ciphers' pipeline page-locked chunk by chunk, then encrypted as a
+    batch of AEAD messages: every copy stays inside one registration (a DMA across two is
+    refused: cudaErrorInvalidValue, seen in bench aead, whose copy strawman reads the batch's
+    own texts).  The same as the batch in fresh (unregistered) memory."""
+    from ciphergrid.route import engine
+    from ciphergrid.transfer.driver import Pipeline
+
+    b = engine(gpu_device).backend
+    n, size = 80 << 20, 16384
+    src = np.random.default_rng(5).integers(0, 256, n, dtype=np.uint8)
+    Pipeline(b, chunk_bytes=3 << 20, depth=2, transfer="auto").copy(src, np.empty(n, np.uint8))
+    off = np.arange(0, n + 1, size, dtype=np.int64)
+    nonces = np.random.default_rng(6).integers(0, 256, (off.size - 1, 16), dtype=np.uint8)
+    for name in ("aes-128-gcm", "aegis-128l"):
+        kl, nl, _ = _sizes(name)
+        kw = dict(offsets=off, key=bytes(range(kl)), nonces=nonces[:, :nl], device=gpu_device)
+        got = ciphergrid.encrypt_batch(name, src, **kw)
+        want = ciphergrid.encrypt_batch(name, src.copy(), **kw)
+        assert np.array_equal(got.data, want.data) and np.array_equal(got.tags, want.tags), name
 
 
 @pytest.mark.parametrize("tl", [4, 12, 13, 16, 32])

@@ -83,6 +83,9 @@ class RegisteringBackend:
         self.pinned_ranges.append((a, a + max(nbytes, 1)))
         return arr
 
+    def host_staging(self, nbytes):   # (CUDA's staging is page-locked: cuda.py)
+        return self.pinned(nbytes)
+
     def host_is_pinned(self, arr):
         return self._pinned(arr.ctypes.data) and self._pinned(arr.ctypes.data + max(arr.nbytes, 1) - 1)
 
@@ -715,6 +718,43 @@ def test_registration_cache_keeps_owners_locked_until_freed(cl, rng, monkeypatch
     assert 0 < sum(b.regs.values()) <= 1 << 20
     pinning.PINS.clear()
     assert not b.regs and not b.violations
+
+
+def test_aead_batch_copies_stay_inside_registrations(cl, rng, monkeypatch):
+    """An AEAD batch in buffers that the pipeline page-locked in pieces (its grain), kept in the
+    registration cache: every copy of the AEAD's jobs stays inside one registration (CUDA
+    refuses a DMA across two: cudaErrorInvalidValue), in slices and whole, and the texts and
+    tags are those of the same batch in fresh memory."""
+    from ciphergrid import aeads
+    from ciphergrid.aeads.base import make_batch
+    from ciphergrid.transfer import batches
+
+    monkeypatch.setenv(settings.ENV_PIN_CACHE, "1Gi")
+    pinning.PINS.clear()
+    b = RegisteringBackend(cl.backend)
+    n = 300_000
+    src, dst = _page_apart(n, 2)
+    src[:] = np.frombuffer(rng.data(n), np.uint8)
+    _pipe(b, 16 * KiB, 3, grain=32 * KiB).copy(src, dst)
+    assert len(b.regs) > 4 and not b.violations
+    lens = [5000, 1, 40_000, 17, 70_001, 0, 30_000, 16_384, 60_000, 3]
+    lens.append(n - sum(lens))
+    off = np.concatenate([[0], np.cumsum(lens)])
+    name = "aes-128-gcm"
+    drv = aeads.lookup(name).driver(b, name)
+    drv.piece_bytes, drv.slice_bytes = 100_000, 30_000
+    args = ([bytes(16)] * len(lens), [rng.data(12) for _ in lens], [b""] * len(lens))
+    fresh = make_batch(name, True, 16, *args, [src[off[i]:off[i + 1]].tobytes() for i in range(len(lens))])
+    want = aeads.lookup(name).driver(cl.backend, name).run(fresh)
+    batch = make_batch(name, True, 16, *args, [b""] * len(lens))
+    batch.src, batch.dst, batch.off = src, dst, off
+    tags = batches.run(b, drv, batch, depth=2)
+    assert not b.violations, b.violations[:3]
+    assert tags.tobytes() == want.tobytes() and dst.tobytes() == fresh.dst.tobytes()
+    dst[:] = 0
+    assert drv.run(batch).tobytes() == want.tobytes()   # (one job, whole)
+    assert not b.violations and dst.tobytes() == fresh.dst.tobytes()
+    pinning.PINS.clear()
 
 
 def test_prefault_reads_only_and_sizes_the_file(monkeypatch):

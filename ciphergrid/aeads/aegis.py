@@ -25,13 +25,16 @@ def _padded_size(n: int) -> int:
 
 
 class AegisJob(Job):
-    """A batch on the device (aeads.base.Job): one launch of ``prg`` (None: the driver's)."""
+    """A batch on the device (aeads.base.Job): one launch of ``prg`` (None: the driver's) per
+    slice."""
 
-    def __init__(self, drv: "AegisDriver", batch, prg=None, queue=None):
+    ranges = True
+
+    def __init__(self, drv: "AegisDriver", batch, prg=None, queue=None, **slicing):
         self.d = drv
         self.prg = prg
         self.tag_width = batch.tag_length
-        super().__init__(drv.backend, batch, queue)
+        super().__init__(drv.backend, batch, queue, **slicing)
 
     def setup(self) -> None:
         batch, b = self.batch, self.b
@@ -41,7 +44,8 @@ class AegisJob(Job):
         # the texts first, straight from the caller's buffers (page-locked by
         # transfer/batches.py for large batches), into a device buffer with the zeroed slack the
         # word loads read; then the metadata in one upload, the AAD with the same slack
-        text = self.upload(src, _padded_size(src.nbytes) - src.nbytes, zero_pad=True)
+        text = self.upload(src, _padded_size(src.nbytes) - src.nbytes, zero_pad=True,
+                           texts_in=True)
         self.buf = self.stage({
             "keys": np.ascontiguousarray(batch.keys, dtype=np.uint8),
             "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32),
@@ -55,11 +59,12 @@ class AegisJob(Job):
         self.buf["dst"] = self.texts_out = b.alloc(_padded_size(src.nbytes))
         self.buf["tags"] = self.tags_out = b.alloc(self.m * batch.tag_length)
 
-    def launch(self, queue) -> None:
+    def launch(self, queue, first: int, end: int) -> None:
         bf = self.buf
-        self.b.launch(self.prg or self.d.prg, "aegis128l_batch", self.m,
+        self.b.launch(self.prg or self.d.prg, "aegis128l_batch", end - first,
                       [bf["keys"], bf["key_index"], bf["nonces"], bf["aad"], bf["aad_off"],
-                       bf["src"], bf["dst"], bf["off"], bf["tags"], np.uint32(self.m),
+                       bf["src"], bf["dst"], bf["off"], bf["tags"], np.uint32(first),
+                       np.uint32(end),
                        np.uint32(0 if self.batch.encrypt else 1), np.uint32(self.tag_words),
                        np.uint32(self.d.stride)], queue, record=False)
 
@@ -184,7 +189,7 @@ class AegisDriver(DeviceAEAD):
         self._programs[stage] = prg
         return prg
 
-    def prepare(self, batch, queue=None) -> Job:
+    def prepare(self, batch, queue=None, **slicing) -> Job:
         if batch.nonces.shape[1:] != (16,) and batch.count:
             raise DeviceError("aegis-128l: nonces of 16 bytes")
         if batch.tag_length not in (16, 32):
@@ -193,7 +198,7 @@ class AegisDriver(DeviceAEAD):
         if self.staged_prg is not None and batch.count and (
                 byte_misaligned(batch.off) or int(batch.off[-1]) >= STAGE2_MIN_MEAN * batch.count):
             prg = self.staged_prg
-        return AegisJob(self, batch, prg, queue)
+        return AegisJob(self, batch, prg, queue, **slicing)
 
 
 class AEGIS128L(AEAD):

@@ -61,29 +61,31 @@ class AsconDriver(DeviceAEAD):
             raise DeviceError(f"ascon-aead128 needs work-groups of {self.wg} work-items; "
                               f"{backend.info} allows {backend.group_size(prg)}")
 
-    def prepare(self, batch, queue=None) -> "AsconJob":
+    def prepare(self, batch, queue=None, **slicing) -> "AsconJob":
         if batch.count and batch.nonces.shape[1] != 16:
             raise InvalidArgument("ascon-aead128 takes a 16-byte nonce")
         if batch.keys.size and batch.keys.shape[1] != 16:
             raise InvalidArgument("ascon-aead128 takes a 16-byte key")
         if batch.tag_length != 16:
             raise InvalidArgument("ascon-aead128 takes a 16-byte tag")
-        return AsconJob(self, batch, queue)
+        return AsconJob(self, batch, queue, **slicing)
 
 
 class AsconJob(Job):
-    """A batch on the device (aeads.base.Job): one launch (re-runnable: src and dst are
-    different buffers); the key table is wiped on the device when the job ends."""
+    """A batch on the device (aeads.base.Job): one launch per slice (re-runnable: src and dst
+    are different buffers); the key table is wiped on the device when the job ends."""
 
-    def __init__(self, drv: AsconDriver, batch, queue=None):
+    ranges = True
+
+    def __init__(self, drv: AsconDriver, batch, queue=None, **slicing):
         self.drv = drv
-        super().__init__(drv.backend, batch, queue)
+        super().__init__(drv.backend, batch, queue, **slicing)
 
     def setup(self) -> None:
         batch, b, m = self.batch, self.b, self.m
         self.total = int(batch.off[-1])
         # whole 32-bit words are loaded: 3 bytes (rounded to a word) past the last message
-        self.src = self.upload(texts(batch.src[:self.total]), 8)
+        self.src = self.upload(texts(batch.src[:self.total]), 8, texts_in=True)
         self.dst = self.texts_out = b.alloc(self.total + 8)
         d = self.stage({
             "off": np.ascontiguousarray(batch.off, dtype=np.int64),
@@ -97,13 +99,13 @@ class AsconJob(Job):
         self.secret = [d["keys"]]
         self.tags_out = b.alloc(16 * m)
 
-    def launch(self, queue) -> None:
+    def launch(self, queue, first: int, end: int) -> None:
         d, dev = self.drv, self.dev
-        items = -(-self.m // d.wg) * d.wg
+        items = -(-(end - first) // d.wg) * d.wg
         d.backend.launch(d.prg, "ascon_aead128", items,
                          [self.src, self.dst, dev["off"], dev["keys"], dev["key_index"],
-                          dev["nonces"], dev["aad"], dev["aad_off"], self.tags_out, U64(self.m),
-                          U32(0 if self.batch.encrypt else 1)], queue, record=False)
+                          dev["nonces"], dev["aad"], dev["aad_off"], self.tags_out, U64(first),
+                          U64(end), U32(0 if self.batch.encrypt else 1)], queue, record=False)
 
 
 class AsconAEAD128(AEAD):

@@ -195,20 +195,44 @@ class Job:
     * ``finish()`` (collecting first if needed) waits for them, releases everything and returns
       the tags, one row per message.
 
+    **Slices.**  ``slices`` (message indices [0, ..., m], rising) cut the job into message ranges
+    that move and run on their own: the texts go up as one copy per slice (the first before the
+    metadata, the others after it), each slice's kernels wait (on the device) only for its own
+    texts and the metadata, and each slice's output texts come down as soon as its kernels are
+    done.  The host work stays once per job, but the device no longer waits for a whole job's
+    texts before its first kernels, nor for its last kernels before its first download
+    (transfer/batches.py: large pieces, small transfers).  A job class whose kernels take a
+    message range sets ``ranges``; others run as one slice.
+
     A subclass sets ``texts_out`` (the device buffer of the output texts) and ``tags_out`` (the
     tags, ``tag_width`` bytes per message), appends its key material to ``secret`` (device
     buffers; neither the texts nor the tags: those are downloaded after the wipe is enqueued)
-    and implements ``launch(queue)``."""
+    and implements ``launch(queue, first, end)``: the kernels for messages [first, end) (with
+    ``ranges`` False always the whole job: 0, m), the job's per-batch kernels with the slice
+    where ``first`` is 0."""
 
     tag_width = 16
+    #: the kernels take a message range: launch(queue, first, end) for any slice
+    ranges = False
 
-    def __init__(self, backend, batch, queue=None):
+    def __init__(self, backend, batch, queue=None, *, slices=None, split=None):
         """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
-        already on the device is wiped before the error propagates."""
+        already on the device is wiped before the error propagates.  ``slices``: see the class
+        docstring (None: one slice).  ``split(lo, hi, out)``: bytes [lo, hi) of the input
+        (``out`` False) or output texts as the copies that move them (None: cut where one copy
+        must not cross, at the edges of the caller's cached page-locked registrations,
+        transfer/pinning.copy_ranges)."""
         self.b = backend
         self.batch = batch
         self.m = batch.count
         self.queue = queue if queue is not None else backend.default_queue
+        self.slices = ([int(x) for x in slices] if self.ranges and slices is not None
+                       and len(slices) > 2 else [0, self.m])
+        self._text_up: list = []      # events: each slice's texts are on the device (several)
+        self._later: list = []        # slice uploads not yet enqueued (see upload)
+        self._split = split
+        self._meta = None             # event: the metadata is on the device (several)
+        self._done: list = []         # events: each slice's kernels are done (several)
         self.texts_out = None
         self.tags_out = None
         self.secret: list = []        # device buffers zeroed when the job ends
@@ -224,6 +248,9 @@ class Job:
         if self.m:
             try:
                 self.setup()
+                if len(self.slices) > 2 and self._meta is None:   # (a job with no metadata)
+                    self._meta = backend.marker(self.queue)
+                self._upload_later()
                 self._up = backend.marker(self.queue)
             except BaseException:
                 self.abort()
@@ -257,6 +284,10 @@ class Job:
                 host[o + n:o + n + pad] = 0
             out[name] = b.view(dev, o, max(n + pad, 1))
         b.upload(dev, host, self.queue, record=False)
+        if len(self.slices) > 2:
+            # (a queue-wide marker: after the first slice's texts and the metadata)
+            self._meta = b.marker(self.queue)
+            self._upload_later()
         self._hold += [host, dev]
         if secret:
             self._secret_host.append(host)   # (the key words lie in it)
@@ -274,31 +305,77 @@ class Job:
         whole = b.alloc(pos)
         return whole, {name: b.view(whole, offs[name], max(int(n), 1)) for name, n in sizes.items()}
 
-    def upload(self, arr: np.ndarray, pad: int = 0, zero_pad: bool = False):
+    def upload(self, arr: np.ndarray, pad: int = 0, zero_pad: bool = False,
+               texts_in: bool = False):
         """A device buffer of ``arr``'s bytes (+ ``pad``), uploaded straight from ``arr`` (the
-        texts: the caller's memory, page-locked for large batches; or a GPU array)."""
+        texts: the caller's memory, page-locked for large batches; or a GPU array).
+        ``texts_in``: ``arr`` is the batch's input texts (the layout of ``batch.off``): a copy
+        per slice, each cut at the registrations' edges (``split``)."""
         b = self.b
         size = max(arr.nbytes + pad, 16)
         buf = b.alloc(size)
         if zero_pad and pad:   # (the slack, from the last aligned offset; the upload follows)
             o = arr.nbytes // b.view_align * b.view_align
             b.zero(b.view(buf, o, size - o), self.queue, wait=False)
-        if arr.nbytes:
+        if texts_in and len(self.slices) > 2:
+            bounds = self._bytes()
+            bounds[-1] = arr.nbytes
+            self._later = [(buf, arr, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+            # the first slice now, the others after the metadata (stage): the first kernels
+            # wait for one slice's texts and the metadata, not for every slice's texts (the
+            # metadata on a queue of its own instead ran 0.71 of the copy strawman against
+            # 0.93 on one queue: H100, docs/benchmarks.md 0j)
+            self._upload_later(1)
+        elif texts_in:
+            for lo, hi in self._pieces(arr, 0, arr.nbytes, False):
+                b.upload(buf, arr[lo:hi], self.queue, offset=lo, record=False)
+        elif arr.nbytes:
             b.upload(buf, arr, self.queue, record=False)
         self._hold.append(arr)
         return buf
 
+    def _upload_later(self, n: int | None = None) -> None:
+        """Enqueue the first ``n`` (None: all) slice uploads not yet enqueued."""
+        b, later = self.b, self._later
+        take, self._later = (later, []) if n is None else (later[:n], later[n:])
+        for buf, arr, lo, hi in take:
+            for x, y in self._pieces(arr, lo, hi, False):
+                b.upload(buf, arr[x:y], self.queue, offset=x, record=False)
+            self._text_up.append(b.marker(self.queue))
+
+    def _pieces(self, arr, lo: int, hi: int, out: bool) -> list:
+        """Bytes [lo, hi) of host texts ``arr`` (the input, or ``out``put) as the copies that
+        move them (see ``split``)."""
+        if hi <= lo:
+            return []
+        if self._split is not None:
+            return self._split(lo, hi, out)
+        from ..transfer.pinning import copy_ranges
+
+        return copy_ranges(self.b, arr, lo, hi)
+
+    def _bytes(self) -> list:
+        """The slices' byte offsets in the texts."""
+        off = self.batch.off
+        return [int(off[i]) for i in self.slices]
+
     # -- kernels --------------------------------------------------------------------------------
-    def launch(self, queue) -> None:
+    def launch(self, queue, first: int, end: int) -> None:
         raise NotImplementedError
 
     def enqueue(self, queue=None) -> None:
         if self.m == 0:
             return
+        b, cuts = self.b, self.slices
         q = queue if queue is not None else self.queue
-        if q is not self.queue and self._up is not None:
-            self.b.after(q, [self._up])
-        self.launch(q)
+        several = len(cuts) > 2
+        self._done = []
+        for j in range(len(cuts) - 1):
+            if q is not self.queue:
+                b.after(q, [self._meta, self._text_up[j]] if several else [self._up])
+            self.launch(q, cuts[j], cuts[j + 1])
+            if several:
+                self._done.append(b.marker(q))
         self._kq = q
 
     # -- downloads ------------------------------------------------------------------------------
@@ -309,8 +386,21 @@ class Job:
         b = self.b
         kq = self._kq if self._kq is not None else self.queue
         q = queue if queue is not None else kq
-        if q is not kq:
-            b.after(q, [b.marker(kq)])
+        dst = self.batch.dst
+        n = int(self.batch.off[-1])
+        if isinstance(dst, np.ndarray) and not dst.flags.c_contiguous:
+            target = self._out = np.empty(n, dtype=np.uint8)
+        else:
+            target = dst.reshape(-1)[:n]
+            if isinstance(target, np.ndarray):
+                target = target.view(np.uint8)
+        # each slice's texts as soon as its kernels are done (one slice: all of them)
+        bounds = self._bytes() if self._done else [0, n]
+        for j, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            if q is not kq:
+                b.after(q, [self._done[j] if self._done else b.marker(kq)])
+            for x, y in self._pieces(target, lo, hi, True):
+                b.download(target[x:y], self.texts_out, q, offset=x)
         # the key material is zeroed on the kernels' queue, right after the kernels (q waited for
         # them before): not on the download queue, where each piece's memsets queued behind its
         # texts and before the next piece's (~0.08 ms per piece of an H200's D2H time)
@@ -318,17 +408,6 @@ class Job:
             b.zero(buf, kq, wait=False)
         self._wiped = b.marker(kq) if q is not kq and self.secret else None
         self._dq = q
-        dst = self.batch.dst
-        n = int(self.batch.off[-1])
-        if n:
-            if isinstance(dst, np.ndarray) and not dst.flags.c_contiguous:
-                self._out = np.empty(n, dtype=np.uint8)
-                b.download(self._out, self.texts_out, q)
-            else:
-                target = dst.reshape(-1)[:n]
-                if isinstance(target, np.ndarray):
-                    target = target.view(np.uint8)
-                b.download(target, self.texts_out, q)
         self._tags = b.host_staging(self.m * self.tag_width)
         b.download(self._tags, self.tags_out, q)
         self._down = b.marker(q)
@@ -387,6 +466,14 @@ class Job:
 #: 0i): 4 against 1 +0.02, 0.00, +0.02 and -0.003 (within the spread)
 SERIAL_KERNEL_QUEUES = 4
 
+#: a parallel AEAD's pieces (DeviceAEAD): bytes of text per piece (the host work, once) and per
+#: slice (one upload, launch set and download each: Job's slices).  AES-128-GCM and
+#: ChaCha20-Poly1305, 1 GiB of 16 KiB messages, paired with the copy strawman on one H100
+#: (docs/benchmarks.md 0j): pieces of 64 MiB whole 0.935 / 0.906 (encryption), of 128 MiB in
+#: 32 MiB slices 0.986 / 0.972; smaller slices cost more host work per piece than they save
+SLICED_PIECE_BYTES = 128 << 20
+SLICE_BYTES = 32 << 20
+
 
 class DeviceAEAD:
     """The kernels of one AEAD name on one device (built once; the engine caches it).
@@ -397,14 +484,19 @@ class DeviceAEAD:
     as a (m, tag_length) uint8 array.  Key schedules run on the host; key material on the device
     is zeroed before release.
 
-    ``piece_bytes`` and ``kernel_queues``: how transfer/batches.py cuts a large batch of host
-    data for this driver (bytes of text per piece, None: its PIECE_BYTES; kernel queues the
-    pieces take in turn).  A serial AEAD (``parallel_message`` False: one work-item per
-    message) gets SERIAL_KERNEL_QUEUES: its launch lasts as long as one message, whatever the
-    piece's size, on a few SMs, so the last (smaller) pieces' launches on one queue would run
-    one after the other after the last upload; on several they overlap."""
+    ``piece_bytes``, ``slice_bytes`` and ``kernel_queues``: how transfer/batches.py cuts a large
+    batch of host data for this driver (bytes of text per piece, None: its PIECE_BYTES; per
+    slice of a piece, None: whole pieces; kernel queues the pieces take in turn).  A parallel
+    AEAD (``parallel_message``) gets large pieces in slices (SLICED_PIECE_BYTES, SLICE_BYTES):
+    its host work once per large piece, its transfers and launches in small steps.  A serial
+    AEAD (one work-item per message) keeps whole pieces (its jobs take slices too, but sliced
+    pieces measured no better within the spread, docs/benchmarks.md 0j) and gets
+    SERIAL_KERNEL_QUEUES: its launch lasts as long as one message, whatever the piece's size,
+    on a few SMs, so the last (smaller) pieces' launches on one queue would run one after the
+    other after the last upload; on several they overlap."""
 
     piece_bytes: int | None = None
+    slice_bytes: int | None = None
     kernel_queues: int = 1
 
     def __init__(self, backend, aead: AEAD, name: str, **options):
@@ -412,10 +504,14 @@ class DeviceAEAD:
         self.aead = aead
         self.name = name
         self.options = options
-        if not aead.parallel_message:
+        if aead.parallel_message:
+            self.piece_bytes, self.slice_bytes = SLICED_PIECE_BYTES, SLICE_BYTES
+        else:
             self.kernel_queues = SERIAL_KERNEL_QUEUES
 
-    def prepare(self, batch: Batch, queue=None) -> Job:
+    def prepare(self, batch: Batch, queue=None, **slicing) -> Job:
+        """A Job of ``batch`` with its uploads enqueued on ``queue``; ``slicing``: the Job's
+        ``slices``."""
         raise NotImplementedError
 
     def run(self, batch: Batch) -> np.ndarray:

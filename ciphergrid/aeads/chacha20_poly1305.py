@@ -38,17 +38,20 @@ def _bit_length(x: np.ndarray) -> np.ndarray:
 
 
 class ChaChaJob(Job):
-    """A batch's buffers on one device (see ChaChaDriver.prepare)."""
+    """A batch's buffers on one device (see ChaChaDriver.prepare); its kernels take a message
+    range (Job.ranges: slices)."""
 
-    def __init__(self, drv: "ChaChaDriver", batch, queue=None):
+    ranges = True
+
+    def __init__(self, drv: "ChaChaDriver", batch, queue=None, **slicing):
         self.drv = drv
-        super().__init__(drv.backend, batch, queue)
+        super().__init__(drv.backend, batch, queue, **slicing)
 
     def setup(self) -> None:
         drv, batch, b, m = self.drv, self.batch, self.b, self.m
         total = int(batch.off[-1])
         # the texts first: the copy engine starts while the host works out the metadata
-        self.src = self.upload(texts(batch.src[:total]))
+        self.src = self.upload(texts(batch.src[:total]), texts_in=True)
         off = np.ascontiguousarray(batch.off, dtype=np.uint64)
         aad_off = np.ascontiguousarray(batch.aad_off, dtype=np.uint64)
         lens = np.diff(off)
@@ -99,31 +102,32 @@ class ChaChaJob(Job):
         self.sums = [v[f"sums{k}"] for k in range(len(sizes))]
         self.secret = [self.keys, work]
 
-    def launch(self, queue) -> None:
+    def launch(self, queue, first: int, end: int) -> None:
         b, prg, m, d = self.b, self.drv.prg, U32(self.m), self.dev
         encrypt = self.batch.encrypt
-        nblk = int(self.blk_off[-1])
-        b.launch(prg, "chacha_xor", nblk,
-                 [self.src, self.dst, d["off"], d["blk"], d["blk_hint"], U32(_BLK_HINT_SHIFT),
-                  self.keys, d["key_index"],
-                  d["nonces"], self.polykey, m, U64(nblk)], queue, record=False)
-        b.launch(prg, "chacha_powers", self.m,
-                 [self.polykey, d["poly"], d["pow"], self.powers, m], queue, record=False)
+
+        def run(name, pre, args):   # (the items of messages [first, end) in prefix sums pre)
+            lo, hi = int(pre[first]), int(pre[end])
+            b.launch(prg, name, hi - lo, args + [U64(lo), U64(hi)], queue, record=False)
+
+        run("chacha_xor", self.blk_off,
+            [self.src, self.dst, d["off"], d["blk"], d["blk_hint"], U32(_BLK_HINT_SHIFT),
+             self.keys, d["key_index"], d["nonces"], self.polykey, m])
+        b.launch(prg, "chacha_powers", end - first,
+                 [self.polykey, d["poly"], d["pow"], self.powers, U32(first), U32(end)], queue,
+                 record=False)
         # Poly1305 over the ciphertext: the output when encrypting, the input when decrypting
         text = self.dst if encrypt else self.src
-        b.launch(prg, "chacha_poly", self.n_items,
-                 [text, d["aad"], d["off"], d["aad_off"], d["poly"], d["poly_hint"],
-                  U32(_POLY_HINT_SHIFT), d["pow"],
-                  self.powers, self.sums[0], m, U64(self.n_items)], queue, record=False)
+        run("chacha_poly", self.poly_off,
+            [text, d["aad"], d["off"], d["aad_off"], d["poly"], d["poly_hint"],
+             U32(_POLY_HINT_SHIFT), d["pow"], self.powers, self.sums[0], m, U64(self.n_items)])
         in_off = d["poly"]
         for k, lv in enumerate(self.levels):
             last = k == len(self.levels) - 1
-            items = int(lv[-1])
             out = self.tags_out if last else self.sums[k + 1]
-            b.launch(prg, "chacha_psum", items,
-                     [self.sums[k], U64(self.sums_items(k)), in_off, out,
-                      self.level_bufs[k], self.polykey, self.tags_out, U32(last), m, U64(items)],
-                     queue, record=False)
+            run("chacha_psum", lv,
+                [self.sums[k], U64(self.sums_items(k)), in_off, out, self.level_bufs[k],
+                 self.polykey, self.tags_out, U32(last), m, U64(int(lv[-1]))])
             in_off = self.level_bufs[k]
 
     def sums_items(self, k: int) -> int:
@@ -148,8 +152,8 @@ class ChaChaDriver(DeviceAEAD):
         self.prg = backend.cached_program(key) or backend.build(
             defines_prefix(defines) + program_source(None, _FILE), key=key)
 
-    def prepare(self, batch, queue=None) -> ChaChaJob:
-        return ChaChaJob(self, batch, queue)
+    def prepare(self, batch, queue=None, **slicing) -> ChaChaJob:
+        return ChaChaJob(self, batch, queue, **slicing)
 
 
 class ChaCha20Poly1305(AEAD):

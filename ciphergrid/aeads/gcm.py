@@ -250,12 +250,16 @@ class GCMDriver(DeviceAEAD):
             return np.maximum(nb >> tlog, 1)
         return (nb + ((1 << tlog) - 1)) >> tlog
 
-    def prepare(self, batch, queue=None) -> "GCMJob":
-        return GCMJob(self, batch, queue)
+    def prepare(self, batch, queue=None, **slicing) -> "GCMJob":
+        return GCMJob(self, batch, queue, **slicing)
 
 
 class GCMJob(Job):
-    def __init__(self, drv: GCMDriver, batch, queue=None):
+    """A batch on the device (aeads.base.Job); its kernels take a message range (slices)."""
+
+    ranges = True
+
+    def __init__(self, drv: GCMDriver, batch, queue=None, **slicing):
         self.d = drv
         m = batch.count
         if batch.name != drv.name:
@@ -265,14 +269,14 @@ class GCMJob(Job):
                            batch.tag_length)
         elif batch.tag_length not in drv.aead.tag_lengths:
             drv.aead.check(drv.name, drv.key_len, drv.aead.default_nonce_length, batch.tag_length)
-        super().__init__(drv.backend, batch, queue)
+        super().__init__(drv.backend, batch, queue, **slicing)
 
     def setup(self) -> None:
         drv, batch, b, m = self.d, self.batch, self.b, self.m
         # the texts first: the copy engine starts while the host checks and works out the
         # metadata (a failure below aborts the job: its queue drains, nothing is launched)
         src = texts(batch.src).reshape(-1)
-        self.bufs = {"src": self.upload(src, _PAD)}
+        self.bufs = {"src": self.upload(src, _PAD, texts_in=True)}
         tlen = np.diff(batch.off).astype(np.int64)
         alen = np.diff(batch.aad_off).astype(np.int64)
         if (tlen < 0).any() or (alen < 0).any():
@@ -287,6 +291,7 @@ class GCMJob(Job):
         cb_off = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(nc + 1, out=cb_off[1:])
         self.total_cb = int(cb_off[-1])
+        self.cb_off = cb_off
         # the counter kernel's coarse index (gcm.cl gcm_find_hinted): the message holding every
         # 2^8-th counter block
         cb_hint = coarse_index(cb_off, _HINT_SHIFT)
@@ -308,6 +313,7 @@ class GCMJob(Job):
         tile_off = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(tiles_m, out=tile_off[1:])
         self.ntiles = int(tile_off[-1])
+        self.tile_off = tile_off
         max_tiles = int(tiles_m.max())
         self.np2 = max(self.wlog + 1, tlog + _bitlen(max_tiles - 1))
         if self.pos and drv.ct:
@@ -357,50 +363,60 @@ class GCMJob(Job):
         self.texts_out, self.tags_out = B["dst"], B["tags"]
         self.secret = [B["ktab"], work]
 
-    def launch(self, queue, record=False) -> None:
+    def launch(self, queue, first: int, end: int) -> None:
+        """The kernels for messages [first, end) (gcm.cl: slices); the key's H powers with the
+        first slice."""
         d, b, B = self.d, self.b, self.bufs
-        prg, ls, m = d.prg, d.ls, self.m
+        prg, ls = d.prg, d.ls
         w = 1 << self.wlog
+        n = end - first
+        cb = int(self.cb_off[end]) - int(self.cb_off[first])          # counter blocks
+        ntiles = int(self.tile_off[end]) - int(self.tile_off[first])
+        ends = [U32(first), U32(end)]
 
         def items(name, n):
             return max(1, min(int(n), b.resident_items(prg, name)))
 
-        b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
-                 [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2), U32(self.nkeys)],
-                 queue, record=False)
-        b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
-                 [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
-                  U32(self.pos), U32(self.rlog), U32(self.nf)], queue, record=False)
-        b.launch(prg, "gcm_j0", items("gcm_j0", m),
+        if first == 0:
+            b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
+                     [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2),
+                      U32(self.nkeys)], queue, record=False)
+            b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
+                     [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
+                      U32(self.pos), U32(self.rlog), U32(self.nf)], queue, record=False)
+        b.launch(prg, "gcm_j0", items("gcm_j0", n),
                  [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
-                  U32(m)], queue, record=False)
+                  *ends], queue, record=False)
         per = 32 if d.ct else 1
+        total = U64(int(self.cb_off[end]))
         if self.ctr_one:
             ctr_name = "gcm_ctr_one"
             ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["ktab"], B["j0"],
-                   B["ej0"], U32(m), U64(self.total_cb)]
+                   B["ej0"], *ends, total]
             per_item = 32 if d.ct else 16          # gcm.cl: 32 bitsliced blocks; GCM_CTR_T
-            ctr_items = min(_ceil_div(self.total_cb, per_item * ls) * ls,
+            # (one tile more: the slice's first tile may start before it, gcm.cl)
+            ctr_items = min(_ceil_div(cb, per_item * ls) * ls + (ls if first else 0),
                             max(ls, b.resident_items(prg, ctr_name) // ls * ls))
         else:
             ctr_name = "gcm_ctr"
             ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["key_index"],
-                   B["ktab"], U32(self.ks), B["j0"], B["ej0"], U32(m), U64(self.total_cb)]
-            ctr_items = items("gcm_ctr", _ceil_div(self.total_cb, per))
+                   B["ktab"], U32(self.ks), B["j0"], B["ej0"], *ends, total]
+            ctr_items = items("gcm_ctr", _ceil_div(cb, per))
         ghash_txt = B["dst"] if self.batch.encrypt else B["src"]
         tpg = ls // w
-        groups = _ceil_div(self.ntiles, tpg)
+        groups = _ceil_div(ntiles, tpg)
+        end_tiles = U64(int(self.tile_off[end]))
         if self.pos:
             gh_name = "gcm_ghash_pos"
             ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["hk"],
-                     U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], U32(m),
-                     U64(self.ntiles), U32(self.nf)]
+                     U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], *ends,
+                     end_tiles, U32(self.nf)]
         else:
             gh_name = "gcm_ghash"
             ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
                      B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
-                     B["tile_sum"], U32(m), U64(self.ntiles), U32(self.nkeys == 1)]
-        gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
+                     B["tile_sum"], *ends, end_tiles, U32(self.nkeys == 1)]
+        gh_items = min(max(groups, 1) * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
         if self.batch.encrypt:
             b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
             b.launch(prg, gh_name, gh_items, ghash, queue, record=False)
@@ -408,9 +424,9 @@ class GCMJob(Job):
             b.launch(prg, gh_name, gh_items, ghash, queue, record=False)
             b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
         mpg = ls >> self.plog
-        tag_items = min(_ceil_div(m, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
-        b.launch(prg, "gcm_tag", tag_items,
-                 [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], U32(m), U32(self.plog)],
+        tag_items = min(_ceil_div(n, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
+        b.launch(prg, "gcm_tag", max(tag_items, ls),
+                 [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], *ends, U32(self.plog)],
                  queue, record=False)
 
 

@@ -150,7 +150,7 @@ class DeviceEngine(Engine):
 
         drv = self.aead_driver(batch.name, impl)
         if (self.info.kind != "gpu" or batch.count < 2
-                or int(batch.off[-1]) < 2 * batches.piece_size(drv)):
+                or not batches.overlaps(drv, int(batch.off[-1]))):
             return batches.whole(drv, batch, received=received, beside=beside)
         return batches.run(self.backend, drv, batch, received=received, beside=beside)
 

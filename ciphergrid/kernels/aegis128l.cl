@@ -546,8 +546,8 @@ KERNEL void aegis128l_batch(GLOBAL_RO const uint *RESTRICT keys, GLOBAL_RO const
                             GLOBAL_RO const uint *RESTRICT nonces, GLOBAL_RO const uchar *RESTRICT aad,
                             GLOBAL_RO const ulong *RESTRICT aad_off, GLOBAL_RO const uchar *RESTRICT src,
                             GLOBAL uchar *RESTRICT dst, GLOBAL_RO const ulong *RESTRICT off,
-                            GLOBAL uint *RESTRICT tags, uint m, uint decrypt, uint tag_words,
-                            uint stride)
+                            GLOBAL uint *RESTRICT tags, uint base, uint m, uint decrypt,
+                            uint tag_words, uint stride)
 {
 #if AEGIS_TABLE_LOCAL
     LOCAL_VAR uint aegis_tab[AEGIS_TAB_WORDS];
@@ -563,7 +563,7 @@ KERNEL void aegis128l_batch(GLOBAL_RO const uint *RESTRICT keys, GLOBAL_RO const
 #else
     AEGIS_TAB_PTR tab = (CONST_PTR const uchar *)AEGIS_T0;
 #endif
-    const ulong i = GID;
+    const ulong i = base + GID;                 /* messages [base, m): a slice */
     const int active = i < (ulong)m;
     uint S[32];
 #if AEGIS_STAGE
@@ -595,7 +595,7 @@ KERNEL void aegis128l_batch(GLOBAL_RO const uint *RESTRICT keys, GLOBAL_RO const
     /* software-pipelined staging: tile t + 1's loads are issued before tile t is computed; the
      * tiles below `fast` take the lean copies */
     uint pre[AEGIS_TILE_WORDS];
-    const ulong first = GROUP_ID * AEGIS_GROUP;
+    const ulong first = base + GROUP_ID * AEGIS_GROUP;
     const uint rows = (ulong)m - first < (ulong)AEGIS_GROUP ? (uint)((ulong)m - first) : AEGIS_GROUP;
     aegis_start[LID] = start;
     aegis_len[LID] = ad_len;

@@ -167,10 +167,10 @@ KERNEL void ascon_aead128(GLOBAL_RO const uint *src, GLOBAL uint *dst,
                           GLOBAL_RO const ulong *off, GLOBAL_RO const uint *keys,
                           GLOBAL_RO const int *key_index, GLOBAL_RO const uint *nonces,
                           GLOBAL_RO const uchar *aad, GLOBAL_RO const ulong *aad_off,
-                          GLOBAL uint *tags, ulong m, uint decrypt)
+                          GLOBAL uint *tags, ulong first, ulong m, uint decrypt)
 {
     const uint lid = LID;
-    const ulong i = GROUP_ID * ASCON_WG + lid;
+    const ulong i = first + GROUP_ID * ASCON_WG + lid;   /* messages [first, m): a slice */
     const int live = i < m;
     const ulong msg = live ? i : 0;   /* a work-item past the batch computes message 0, unstored */
     const ulong o = off[msg];

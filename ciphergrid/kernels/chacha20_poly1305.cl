@@ -24,6 +24,10 @@
  *                  again), over as many levels as the largest message needs; the last level (one
  *                  work-item per message) reduces mod 2^130 - 5, adds s and writes the 16-byte tag.
  *
+ * Every kernel takes the items [lo, hi) of its item space (the host's prefix sums at the first
+ * and the end message of a slice, aeads/base.py Job): a batch runs in one launch of each, or in
+ * slices of messages whose launches each wait only for their own texts.
+ *
  * Arithmetic mod 2^130 - 5: five 26-bit limbs in 32-bit words, products 32x32->64 (``ulong``),
  * carries folded with the factor 5.  No tables, no branch or address that depends on key, text
  * or tag: every kernel here is constant-time with respect to secrets (branches depend on the
@@ -96,10 +100,11 @@ KERNEL void chacha_xor(GLOBAL_RO const uchar *RESTRICT src, GLOBAL uchar *RESTRI
                        GLOBAL_RO const ulong *off, GLOBAL_RO const ulong *blk_off,
                        GLOBAL_RO const uint *blk_hint, uint hint_shift,
                        GLOBAL_RO const uint *keys, GLOBAL_RO const uint *key_index,
-                       GLOBAL_RO const uint *nonces, GLOBAL uint *polykey, uint m, ulong items)
+                       GLOBAL_RO const uint *nonces, GLOBAL uint *polykey, uint m, ulong lo,
+                       ulong hi)
 {
-    ulong g = GID;
-    if (g >= items)
+    ulong g = lo + GID;
+    if (g >= hi)
         return;
     uint i = chacha_find_hinted(blk_off, blk_hint, hint_shift, m, g);
     uint b = (uint)(g - blk_off[i]);
@@ -197,10 +202,10 @@ DEVICE_FN void chacha_store5(GLOBAL uint *p, const uint *x)
 
 /* powers: per message, 1 + B entries of 5 limbs from pow_off[i]: r^W, r, r^2, r^4, .. r^(2^(B-1)) */
 KERNEL void chacha_powers(GLOBAL_RO const uint *polykey, GLOBAL_RO const ulong *poly_off,
-                          GLOBAL_RO const ulong *pow_off, GLOBAL uint *powers, uint m)
+                          GLOBAL_RO const ulong *pow_off, GLOBAL uint *powers, uint lo, uint hi)
 {
-    ulong i = GID;
-    if (i >= m)
+    ulong i = lo + GID;
+    if (i >= hi)
         return;
     ulong w = poly_off[i + 1] - poly_off[i];
     uint nb = (uint)(pow_off[i + 1] - pow_off[i]) - 1;
@@ -266,10 +271,11 @@ KERNEL void chacha_poly(GLOBAL_RO const uchar *text, GLOBAL_RO const uchar *aad,
                         GLOBAL_RO const ulong *off, GLOBAL_RO const ulong *aad_off,
                         GLOBAL_RO const ulong *poly_off, GLOBAL_RO const uint *poly_hint,
                         uint hint_shift, GLOBAL_RO const ulong *pow_off,
-                        GLOBAL_RO const uint *powers, GLOBAL uint *contrib, uint m, ulong items)
+                        GLOBAL_RO const uint *powers, GLOBAL uint *contrib, uint m, ulong items,
+                        ulong lo, ulong hi)
 {
-    ulong g = GID;
-    if (g >= items)
+    ulong g = lo + GID;
+    if (g >= hi)
         return;
     uint i = chacha_find_hinted(poly_off, poly_hint, hint_shift, m, g);
     ulong j = g - poly_off[i];
@@ -351,10 +357,10 @@ DEVICE_FN void chacha_tag(uint *h, GLOBAL_RO const uint *s, GLOBAL uchar *tag)
 KERNEL void chacha_psum(GLOBAL_RO const uint *in, ulong in_stride, GLOBAL_RO const ulong *in_off,
                         GLOBAL uint *out, GLOBAL_RO const ulong *out_off,
                         GLOBAL_RO const uint *polykey, GLOBAL uchar *tags, uint last, uint m,
-                        ulong items)
+                        ulong items, ulong lo, ulong hi)
 {
-    ulong g = GID;
-    if (g >= items)
+    ulong g = lo + GID;
+    if (g >= hi)
         return;
     uint i = chacha_find(out_off, m, g);
     ulong j = g - out_off[i];

@@ -25,6 +25,12 @@
  * then GCM_TB entries: fast: the 16 products p_n M (n a nibble, its bit 3 = x^0 .. bit 0 = x^3),
  * ct: the 128 products x^i M.
  *
+ * Slices: the per-message kernels (gcm_j0, the counter passes, GHASH, gcm_tag) take the messages
+ * [first, m) of a batch: their item ranges come from the prefix sums at ``first`` and the launch
+ * covers only them (aeads/base.py Job: a batch's texts move and run in slices; a whole batch is
+ * first = 0).  The counter passes in text-block space keep their tiles aligned as in a whole
+ * batch (a tile that starts before the slice skips the blocks before it).
+ *
  * Knobs (defines): GCM_LS work-group size (a power of two, the launches use exactly it),
  * GCM_MIN_W the smallest tile width the fast kernel's work-group table slots allow.  W and R are
  * chosen per batch by the host (aeads/gcm.py), as is P.
@@ -533,9 +539,9 @@ KERNEL void gcm_hpow(GLOBAL uint4 *hk, uint hs, uint np2, uint wlog, uint nkeys,
 /* ---- per message: the pre-counter block J0 (big-endian words) ------------------------------- */
 
 KERNEL void gcm_j0(GLOBAL_RO const uchar *nonces, uint nlen, GLOBAL_RO const int *key_index,
-                   GLOBAL_RO const uint4 *hk, uint hs, GLOBAL uint4 *j0, uint m)
+                   GLOBAL_RO const uint4 *hk, uint hs, GLOBAL uint4 *j0, uint first, uint m)
 {
-    for (ulong i = GID; i < m; i += GSIZE) {
+    for (ulong i = first + GID; i < m; i += GSIZE) {
         const ulong o = i * nlen;
         if (nlen == 12) {
             const uint4 v = gcm_load(nonces, o, 12);
@@ -588,13 +594,13 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
                     GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                     GLOBAL_RO const int *key_index,
                     GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL_RO const uint4 *j0,
-                    GLOBAL uint4 *ej0, uint m, ulong total)
+                    GLOBAL uint4 *ej0, uint first, uint m, ulong total)
 {
     CG_ENC_LOCALS
     CG_ENC_SETUP(ktab)
     int cur = -1;
-    uint msg = 0;
-    for (ulong g = GID; g < total; g += GSIZE) {
+    uint msg = first;
+    for (ulong g = cb_off[first] + GID; g < total; g += GSIZE) {
         msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
         const ulong i = g - cb_off[msg];
         const int k = key_index[msg];
@@ -616,15 +622,15 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
                     GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                     GLOBAL_RO const int *key_index,
                     GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL_RO const uint4 *j0,
-                    GLOBAL uint4 *ej0, uint m, ulong total)
+                    GLOBAL uint4 *ej0, uint first, uint m, ulong total)
 {
     CG_ENC_LOCALS
     CG_ENC_SETUP(ktab)
-    for (ulong base = GID; base < total; base += GSIZE * 32) {
+    for (ulong base = cb_off[first] + GID; base < total; base += GSIZE * 32) {
         uint pending = 0;
         for (int k = 0; k < 32; k++)
             if (base + (ulong)k * GSIZE < total) pending |= 1u << k;
-        uint lo = 0;
+        uint lo = first;
         while (pending) {
             int first = 0;
             while (!((pending >> first) & 1u)) first++;
@@ -748,21 +754,21 @@ DEVICE_FN void gcm_bs_ctr(uint *s, const uint *c, int same, uint *kx, GLOBAL_RO 
 KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
                         GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                         GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
-                        GLOBAL uint4 *ej0, uint m, ulong total)
+                        GLOBAL uint4 *ej0, uint first, uint m, ulong total)
 {
     CG_ENC_LOCALS
     CG_ENC_SETUP(ktab)
-    const ulong ntext = total - m;
+    const ulong ntext = total - m, xlo = cb_off[first] - first;   /* text blocks [xlo, ntext) */
     const ulong tile = 32 * (ulong)LSIZE;
     const uint sl = LID & (GCM_SG - 1u);
     const ulong sub = (ulong)(LID / GCM_SG) * (32 * GCM_SG);
-    for (ulong t0 = GROUP_ID * tile; t0 < ntext; t0 += NGROUPS * tile) {
+    for (ulong t0 = xlo / tile * tile + GROUP_ID * tile; t0 < ntext; t0 += NGROUPS * tile) {
         const ulong x0 = t0 + sub + sl;
         uint s[128];
         const uint msg0 = gcm_find_text(cb_off, cb_hint, 0, m, x0 < ntext ? x0 : ntext - 1);
         const ulong ob = off[msg0], i0 = x0 - (cb_off[msg0] - msg0) + 1;   /* counter block */
         /* the 32 blocks full, aligned text blocks of message msg0 (lengths only: public) */
-        const int tfast = x0 < ntext && (ob & 15) == 0 &&
+        const int tfast = x0 >= xlo && x0 < ntext && (ob & 15) == 0 &&
                           16 * (i0 + 31 * (ulong)GCM_SG) <= off[msg0 + 1] - ob;
         const uint4 jm = j0[msg0];
         uint msg = msg0;
@@ -776,7 +782,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
 #pragma unroll
             for (int k = 0; k < 32; k++) {
                 const ulong x = x0 + (ulong)k * GCM_SG;
-                if (x < ntext) {
+                if (x >= xlo && x < ntext) {
                     msg = gcm_find_text(cb_off, cb_hint, msg, m, x);
                     gcm_counter(j0, msg, x - (cb_off[msg] - msg) + 1, s + 4 * k);
                 } else {
@@ -810,7 +816,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
 #pragma unroll
         for (int k = 0; k < 32; k++) {
             const ulong x = x0 + (ulong)k * GCM_SG;
-            if (x < ntext) {
+            if (x >= xlo && x < ntext) {
                 msg = gcm_find_text(cb_off, cb_hint, msg, m, x);
                 const uint *sk = s + 4 * k;
                 const uint ks[4] = {sk[0] ^ kx[0], sk[1] ^ kx[1], sk[2] ^ kx[2], sk[3] ^ kx[3]};
@@ -820,11 +826,11 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
     }
     /* E(K, J0): messages 32 c .. 32 c + 31 for the chunks c counted from the grid's last item (the
      * items whose last text tile came short) */
-    for (ulong c = GSIZE - 1 - GID; 32 * c < m; c += GSIZE) {
+    for (ulong c = GSIZE - 1 - GID; first + 32 * c < m; c += GSIZE) {
         uint s[128];
 #pragma unroll
         for (int k = 0; k < 32; k++) {
-            const ulong i = 32 * c + (ulong)k;
+            const ulong i = first + 32 * c + (ulong)k;
             if (i < m) {
                 gcm_counter(j0, (uint)i, 0, s + 4 * k);
             } else {
@@ -836,7 +842,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         gcm_bs_ctr(s, c3, 0, kx, cg_bsk);
 #pragma unroll
         for (int k = 0; k < 32; k++) {
-            const ulong i = 32 * c + (ulong)k;
+            const ulong i = first + 32 * c + (ulong)k;
             if (i < m)
                 ej0[i] = MAKE_UINT4(s[4 * k] ^ kx[0], s[4 * k + 1] ^ kx[1], s[4 * k + 2] ^ kx[2],
                                     s[4 * k + 3] ^ kx[3]);
@@ -863,18 +869,18 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
 KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
                         GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                         GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
-                        GLOBAL uint4 *ej0, uint m, ulong total)
+                        GLOBAL uint4 *ej0, uint first, uint m, ulong total)
 {
     CG_ENC_LOCALS
     CG_ENC_SETUP(ktab)
-    const ulong ntext = total - m;
-    uint msg = 0;
+    const ulong ntext = total - m, xlo = cb_off[first] - first;   /* text blocks [xlo, ntext) */
+    uint msg = first;
     ulong tb0 = 0, tb1 = 0, ob = 0, oe = 0;   /* text blocks [tb0, tb1) and bytes [ob, oe) of msg */
     uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
     const ulong tile = (ulong)GCM_CTR_T * LSIZE;
     const uint sl = LID & (GCM_SG - 1u);
     const ulong sub = (ulong)(LID / GCM_SG) * (GCM_CTR_T * GCM_SG);
-    for (ulong t0 = GROUP_ID * tile; t0 < ntext; t0 += NGROUPS * tile) {
+    for (ulong t0 = xlo / tile * tile + GROUP_ID * tile; t0 < ntext; t0 += NGROUPS * tile) {
         const ulong x0 = t0 + sub + sl;
         if (x0 >= ntext) continue;
         if (x0 >= tb1) {
@@ -884,7 +890,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
             jm = j0[msg];
         }
         const ulong i0 = x0 - tb0;                      /* text block of the message, from 0 */
-        if ((ob & 15) == 0 && 16 * (i0 + 1 + (ulong)(GCM_CTR_T - 1) * GCM_SG) <= oe - ob) {
+        if (x0 >= xlo && (ob & 15) == 0 && 16 * (i0 + 1 + (ulong)(GCM_CTR_T - 1) * GCM_SG) <= oe - ob) {
             GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + i0;
             GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + i0;
             const uint c0 = BSWAP32(jm.x), c1 = BSWAP32(jm.y), c2 = BSWAP32(jm.z);
@@ -901,6 +907,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         for (uint k = 0; k < GCM_CTR_T; k++) {
             const ulong x = x0 + (ulong)k * GCM_SG;
             if (x >= ntext) break;
+            if (x < xlo) continue;                      /* (the slice before) */
             if (x >= tb1) {
                 msg = gcm_find_text(cb_off, cb_hint, msg, m, x);
                 tb0 = cb_off[msg] - msg; tb1 = cb_off[msg + 1] - msg - 1;
@@ -921,7 +928,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         }
     }
     /* E(K, J0) of every message, counted from the grid's last item */
-    for (ulong i = GSIZE - 1 - GID; i < m; i += GSIZE) {
+    for (ulong i = first + GSIZE - 1 - GID; i < m; i += GSIZE) {
         uint s[4];
         gcm_counter(j0, (uint)i, 0, s);
         cg_encrypt_batch(s CG_ENC_ARGS);
@@ -952,7 +959,7 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
                       GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
                       GLOBAL_RO const ulong *tile_off, GLOBAL_RO const int *key_index,
                       GLOBAL_RO const uint4 *hk, uint hs, uint np2, uint wlog, uint rlog,
-                      GLOBAL uint4 *tile_sum, uint m, ulong ntiles, uint one_key)
+                      GLOBAL uint4 *tile_sum, uint first, uint m, ulong ntiles, uint one_key)
 {
     LOCAL_VAR uint4 gcm_red[GCM_LS];
 #if !GCM_CT
@@ -982,14 +989,14 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
     /* no value is carried from one step of this loop to the next but its counter: PoCL (the
      * version on an H100 host) aborts building a loop with barriers whose other loop-carried
      * values it must save and restore ("Cannot add context restore for a PHI node") */
-    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+    for (ulong t0 = tile_off[first] + GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
         const ulong t = t0 + slot;
         const int live = t < ntiles;
         ulong u = 0;
         int key = 0;
         uint msg = 0;
         if (live) {
-            msg = gcm_find(tile_off, 0, m, t);
+            msg = gcm_find(tile_off, first, m, t);
             u = tile_off[msg + 1] - 1 - t;
             key = key_index[msg];
         }
@@ -1055,8 +1062,8 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
 KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
                           GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
                           GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
-                          uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint m, ulong ntiles,
-                          uint nf)
+                          uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint first, uint m,
+                          ulong ntiles, uint nf)
 {
     LOCAL_VAR uint4 gcm_pred[GCM_LS];
     LOCAL_VAR uint4 gcm_ptab[GCM_PTAB];
@@ -1078,13 +1085,13 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
     const uint tpg = GCM_LS / w;
     const uint l = LID & (w - 1);
     const uint slot = LID >> wlog;
-    for (ulong t0 = GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+    for (ulong t0 = tile_off[first] + GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
         const ulong t = t0 + slot;
         const int live = t < ntiles;
         ulong u = 0;
         uint msg = 0;
         if (live) {
-            msg = gcm_find(tile_off, 0, m, t);
+            msg = gcm_find(tile_off, first, m, t);
             u = tile_off[msg + 1] - 1 - t;
         }
         uint4 v = MAKE_UINT4(0u, 0u, 0u, 0u);
@@ -1219,13 +1226,13 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
 /* ---- tags: XOR of a message's tile sums (P = 2^plog lanes per message) plus E(K, J0) -------- */
 
 KERNEL void gcm_tag(GLOBAL_RO const uint4 *tile_sum, GLOBAL_RO const ulong *tile_off,
-                    GLOBAL_RO const uint4 *ej0, GLOBAL uint4 *tags, uint m, uint plog)
+                    GLOBAL_RO const uint4 *ej0, GLOBAL uint4 *tags, uint first, uint m, uint plog)
 {
     LOCAL_VAR uint4 gcm_acc[GCM_LS];
     const uint p = 1u << plog;
     const uint mpg = GCM_LS / p;
     const uint l = LID & (p - 1);
-    for (ulong m0 = GROUP_ID * mpg; m0 < m; m0 += NGROUPS * mpg) {
+    for (ulong m0 = first + GROUP_ID * mpg; m0 < m; m0 += NGROUPS * mpg) {
         const ulong i = m0 + (LID >> plog);
         uint4 a = MAKE_UINT4(0u, 0u, 0u, 0u);
         if (i < m)

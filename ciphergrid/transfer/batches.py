@@ -9,10 +9,13 @@ a third, each piece's kernels waiting on the device for its uploads and its down
 kernels -- so one piece's upload, another's kernels and a third's download run at once (both copy
 engines and the SMs busy), and no host thread waits for another's lock.  A job's host work is a
 few vectorised array operations and ONE upload of its metadata from page-locked staging
-(aeads.base.Job.stage).  The caller's text buffers are page-locked for the run
-(transfer.pinning: kept in the registration cache), so the texts move by DMA from and to them
-with no staging copy.  The tags come back in message order; comparing them (decryption) stays
-per piece as it is done (``run(..., received=)``), with the shared layer's ``verify``.
+(aeads.base.Job.stage).  A parallel AEAD's pieces are large and move in slices (Job's
+``slices``: each slice's texts uploaded, run and downloaded on their own, the host work once per
+piece).  The caller's text buffers are page-locked for the run (transfer.pinning: kept in the
+registration cache), so the texts move by DMA from and to them with no staging copy (each copy
+cut at the registrations' edges: Job, transfer.pinning.copy_ranges).  The tags come back in
+message order; comparing them (decryption) stays per piece as it is done (``run(...,
+received=)``), with the shared layer's ``verify``.
 """
 
 from __future__ import annotations
@@ -34,9 +37,14 @@ from .pinning import pinned
 PIECE_BYTES = 64 << 20
 DEPTH = 4
 RAMP = (0, 3)
-#: (a driver may ask for other pieces: DeviceAEAD.piece_bytes, and for several kernel queues
+#: (a driver may ask for other pieces: DeviceAEAD.piece_bytes; for slices of its pieces,
+#: DeviceAEAD.slice_bytes: each slice's texts uploaded, run and downloaded on their own, the host
+#: work once per piece -- with pieces of 64 MiB the device waited for a whole piece's texts
+#: before its first kernels: the copy strawman itself ran 0.955 of its tuned 16 MiB chunks with
+#: 64 MiB ones, 0.997 with 32 MiB, H100, docs/benchmarks.md 0j; and for several kernel queues
 #: taken in turn, DeviceAEAD.kernel_queues: a serial AEAD's launch, one work-item per message,
-#: holds few SMs for one message's whole time, so two pieces' launches can overlap)
+#: holds few SMs for one message's whole time, so two pieces' launches can overlap.  DEPTH
+#: counts pieces of PIECE_BYTES: larger pieces, fewer of them in flight)
 
 
 def cuts(off: np.ndarray, piece_bytes: int, ramp=0) -> list[int]:
@@ -100,6 +108,18 @@ def piece_size(driver) -> int:
     return getattr(driver, "piece_bytes", None) or PIECE_BYTES
 
 
+def slice_size(driver) -> int | None:
+    """Bytes of text per slice of a piece for ``driver``: its ``slice_bytes`` (None: whole
+    pieces)."""
+    return getattr(driver, "slice_bytes", None)
+
+
+def overlaps(driver, nbytes: int) -> bool:
+    """Whether a batch of ``nbytes`` of text in host memory goes through ``run`` (its transfers
+    and kernels overlapped) rather than ONE job: at least two pieces, or two slices of one."""
+    return nbytes >= 2 * (slice_size(driver) or piece_size(driver))
+
+
 def whole(driver, batch, *, received: np.ndarray | None = None, beside=None) -> np.ndarray:
     """``batch`` as ONE job of ``driver`` (``beside`` started first): the tags, or with
     ``received`` the mask of the messages that verified (see ``run``)."""
@@ -126,10 +146,11 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     2 x depth pieces queued), or after the last piece is enqueued: not beside the first pieces'
     host work, which it would slow down."""
     piece_bytes = piece_bytes or piece_size(driver)
-    depth = depth or DEPTH
+    slice_bytes = slice_size(driver)
+    depth = depth or max(2, DEPTH * PIECE_BYTES // piece_bytes)
     bounds = cuts(batch.off, piece_bytes, RAMP)
     n = len(bounds) - 1
-    if n <= 1 or depth <= 1:
+    if (n <= 1 and not slice_bytes) or depth <= 1:
         return whole(driver, batch, received=received, beside=beside)
     q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
     flight: deque = deque()   # (job, its piece, first message, end message), oldest first
@@ -148,7 +169,8 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
                     retire()
                 a, b = bounds[k], bounds[k + 1]
                 sub = piece(batch, a, b)
-                job = driver.prepare(sub, q_up)
+                job = driver.prepare(sub, q_up, slices=cuts(sub.off, slice_bytes)
+                                     if slice_bytes else None)
                 flight.append((job, sub, a, b))
                 job.enqueue(q_ks[k % len(q_ks)])
                 job.collect(q_down)

@@ -323,8 +323,31 @@ class _PinCache:
         with self.lock:
             return sum(r.locked_bytes for r in self.entries.values())
 
+    def copy_ranges(self, backend, arr, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Bytes [lo, hi) of host array ``arr`` cut at the edges of the cached registrations of
+        its memory on ``backend``: one DMA must not span two registrations (CUDA refuses it:
+        cudaErrorInvalidValue), and a buffer the pipeline locked chunk by chunk stays locked in
+        those pieces for later runs of any kind.  [(lo, hi)] when none is cached."""
+        if hi <= lo:
+            return []
+        owner = _owner(arr) if isinstance(arr, np.ndarray) else None
+        if owner is None:
+            return [(lo, hi)]
+        with self.lock:
+            regs = self.entries.get((id(backend), id(owner)))
+            if (regs is None or regs.base != owner.ctypes.data or regs.n != owner.nbytes
+                    or regs.owner_ref() is not owner):
+                return [(lo, hi)]
+            o = int(arr.ctypes.data) - regs.base
+            return [(a - o, z - o) for a, z in regs.split(o + lo, o + hi)]
+
 
 PINS = _PinCache()
+
+
+def copy_ranges(backend, arr, lo: int, hi: int) -> list[tuple[int, int]]:
+    """See _PinCache.copy_ranges (the process-wide cache)."""
+    return PINS.copy_ranges(backend, arr, lo, hi)
 
 
 class pinned:
@@ -361,4 +384,4 @@ class pinned:
         return False
 
 
-__all__ = ["PINS", "PAGE", "pinned", "pin_cache_limit"]
+__all__ = ["PINS", "PAGE", "copy_ranges", "pinned", "pin_cache_limit"]
