@@ -18,12 +18,15 @@ class _Timed:
     def __init__(self, drv, log):
         self.drv, self.log = drv, log
 
+    def __getattr__(self, name):   # (piece_bytes, slice_bytes, kernel_queues: the driver's)
+        return getattr(self.drv, name)
+
     def run(self, batch):
         return self.drv.run(batch)
 
-    def prepare(self, batch, queue=None):
+    def prepare(self, batch, queue=None, **slicing):
         t0 = time.perf_counter()
-        job = self.drv.prepare(batch, queue)
+        job = self.drv.prepare(batch, queue, **slicing)
         row = {"start": t0, "prepare": time.perf_counter() - t0}
         self.log.append(row)
         return _TimedJob(job, row)
