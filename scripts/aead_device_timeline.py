@@ -116,7 +116,8 @@ def main():
     if a.no_check:
         from ciphergrid.request import weak_use_allowed
 
-        weak_use_allowed().__enter__()
+        _weak = weak_use_allowed()   # (held: a dropped generator would leave the block)
+        _weak.__enter__()
     b = engine("cuda:0").backend
     rec = Recorder(b)
     cp = cu.cp()

@@ -46,7 +46,8 @@ def main():
     if a.no_check:
         from ciphergrid.request import weak_use_allowed
 
-        weak_use_allowed().__enter__()
+        _weak = weak_use_allowed()   # (held: a dropped generator would leave the block)
+        _weak.__enter__()
     batch, call, n = setup(a.name, a.shape, a.device)
     # every variant and the copy strawman once per round, best of 3 each (one process: the
     # machine's drift hits all alike); the ratio to copy is per round
