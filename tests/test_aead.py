@@ -403,22 +403,26 @@ def test_pieces_cut_at_message_boundaries():
 
 
 def _cut_every(step: int):
-    """A Job's ``split``: bytes [lo, hi) cut at the multiples of ``step``."""
-    def split(lo, hi, out):
-        edges = [lo] + list(range((lo // step + 1) * step, hi, step)) + [hi]
+    """For transfer.pinning.copy_ranges: bytes [lo, hi) cut at the multiples of ``step`` (as at
+    the edges of registrations), None: not cut."""
+    def split(backend, arr, lo, hi):
+        if hi <= lo:
+            return []
+        edges = [lo] + (list(range((lo // step + 1) * step, hi, step)) if step else []) + [hi]
         return list(zip(edges[:-1], edges[1:]))
     return split
 
 
-def test_job_in_slices(aead_name, device, rng):
+def test_job_in_slices(aead_name, device, rng, monkeypatch):
     """aeads.base.Job slices: a job's texts uploaded, run and downloaded in message ranges (each
     slice's kernels waiting only for its own texts and the metadata) give the texts and tags of
     the whole job, both directions, every implementation, one key (GCM's
     one-key passes) and several (its general ones), an empty slice, 16 KiB messages (the counter
-    passes' aligned tiles) beside odd lengths; their copies cut at odd places (``split``, as at
-    the edges of the caller's page-locked registrations)."""
+    passes' aligned tiles) beside odd lengths; their copies cut at odd places (as at the edges of
+    the caller's page-locked registrations, transfer.pinning.copy_ranges)."""
     from ciphergrid.aeads.base import make_batch
     from ciphergrid.route import engine
+    from ciphergrid.transfer import pinning
 
     if device == "native":
         pytest.skip("the OpenSSL engine has no device queues")
@@ -441,17 +445,18 @@ def test_job_in_slices(aead_name, device, rng):
             sealed = [whole.dst[whole.off[i]:whole.off[i + 1]].tobytes() for i in range(m)]
             for encrypt, ins in ((True, texts), (False, sealed)):
                 # (uploads, kernels and downloads on three queues, or on one; the copies cut
-                # at odd places as at registrations' edges, split=)
-                for slices, qs, split in (
-                        ([0, 2, 5, 5, 9, m], queues[:3], None),
-                        ([0, 1, m - 1, m], queues[:3], _cut_every(777)),
-                        ([0, 3, m], [queues[0]] * 3, None), (None, queues[:3], _cut_every(5000))):
+                # at odd places as at registrations' edges)
+                for slices, qs, step in (
+                        ([0, 2, 5, 5, 9, m], queues[:3], 0),
+                        ([0, 1, m - 1, m], queues[:3], 777),
+                        ([0, 3, m], [queues[0]] * 3, 0), (None, queues[:3], 5000)):
+                    monkeypatch.setattr(pinning, "copy_ranges", _cut_every(step))
                     batch = make_batch(aead_name, encrypt, tl, keys, nonces, aads, ins)
-                    job = drv.prepare(batch, qs[0], slices=slices, split=split)
+                    job = drv.prepare(batch, qs[0], slices=slices)
                     job.enqueue(qs[1])
                     job.collect(qs[2])
                     got = job.finish()
-                    what = (impl, len(set(keys)), encrypt, slices)
+                    what = (impl, len(set(keys)), encrypt, slices, step)
                     assert got.tobytes() == want.tobytes(), what
                     assert batch.dst.tobytes() == (whole.dst if encrypt else whole.src).tobytes(), what
 

@@ -215,23 +215,20 @@ class Job:
     #: the kernels take a message range: launch(queue, first, end) for any slice
     ranges = False
 
-    def __init__(self, backend, batch, queue=None, *, slices=None, split=None):
+    def __init__(self, backend, batch, queue=None, *, slices=None):
         """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
         already on the device is wiped before the error propagates.  ``slices``: see the class
-        docstring (None: one slice).  ``split(lo, hi, out)``: bytes [lo, hi) of the input
-        (``out`` False) or output texts as the copies that move them (None: cut where one copy
-        must not cross, at the edges of the caller's cached page-locked registrations,
-        transfer/pinning.copy_ranges)."""
+        docstring (None: one slice)."""
         self.b = backend
         self.batch = batch
         self.m = batch.count
         self.queue = queue if queue is not None else backend.default_queue
         self.slices = ([int(x) for x in slices] if self.ranges and slices is not None
                        and len(slices) > 2 else [0, self.m])
-        self._text_up: list = []      # events: each slice's texts are on the device (several)
+        # events, several slices: slice j's inputs are on the device (its texts; the first
+        # slice's: its texts and the metadata, which goes up after them)
+        self._text_up: list = []
         self._later: list = []        # slice uploads not yet enqueued (see upload)
-        self._split = split
-        self._meta = None             # event: the metadata is on the device (several)
         self._done: list = []         # events: each slice's kernels are done (several)
         self.texts_out = None
         self.tags_out = None
@@ -248,8 +245,6 @@ class Job:
         if self.m:
             try:
                 self.setup()
-                if len(self.slices) > 2 and self._meta is None:   # (a job with no metadata)
-                    self._meta = backend.marker(self.queue)
                 self._upload_later()
                 self._up = backend.marker(self.queue)
             except BaseException:
@@ -284,9 +279,8 @@ class Job:
                 host[o + n:o + n + pad] = 0
             out[name] = b.view(dev, o, max(n + pad, 1))
         b.upload(dev, host, self.queue, record=False)
-        if len(self.slices) > 2:
-            # (a queue-wide marker: after the first slice's texts and the metadata)
-            self._meta = b.marker(self.queue)
+        if self._text_up:   # (the first slice's texts went up before: now it has everything)
+            self._text_up[0] = b.marker(self.queue)
             self._upload_later()
         self._hold += [host, dev]
         if secret:
@@ -310,7 +304,7 @@ class Job:
         """A device buffer of ``arr``'s bytes (+ ``pad``), uploaded straight from ``arr`` (the
         texts: the caller's memory, page-locked for large batches; or a GPU array).
         ``texts_in``: ``arr`` is the batch's input texts (the layout of ``batch.off``): a copy
-        per slice, each cut at the registrations' edges (``split``)."""
+        per slice, each cut at the registrations' edges (``_pieces``)."""
         b = self.b
         size = max(arr.nbytes + pad, 16)
         buf = b.alloc(size)
@@ -327,7 +321,7 @@ class Job:
             # 0.93 on one queue: H100, docs/benchmarks.md 0j)
             self._upload_later(1)
         elif texts_in:
-            for lo, hi in self._pieces(arr, 0, arr.nbytes, False):
+            for lo, hi in self._pieces(arr, 0, arr.nbytes):
                 b.upload(buf, arr[lo:hi], self.queue, offset=lo, record=False)
         elif arr.nbytes:
             b.upload(buf, arr, self.queue, record=False)
@@ -339,20 +333,17 @@ class Job:
         b, later = self.b, self._later
         take, self._later = (later, []) if n is None else (later[:n], later[n:])
         for buf, arr, lo, hi in take:
-            for x, y in self._pieces(arr, lo, hi, False):
+            for x, y in self._pieces(arr, lo, hi):
                 b.upload(buf, arr[x:y], self.queue, offset=x, record=False)
             self._text_up.append(b.marker(self.queue))
 
-    def _pieces(self, arr, lo: int, hi: int, out: bool) -> list:
-        """Bytes [lo, hi) of host texts ``arr`` (the input, or ``out``put) as the copies that
-        move them (see ``split``)."""
-        if hi <= lo:
-            return []
-        if self._split is not None:
-            return self._split(lo, hi, out)
-        from ..transfer.pinning import copy_ranges
+    def _pieces(self, arr, lo: int, hi: int) -> list:
+        """Bytes [lo, hi) of host texts ``arr`` as the copies that move them: cut where one copy
+        must not cross, at the edges of the cached page-locked registrations of that memory
+        (transfer/pinning.copy_ranges)."""
+        from ..transfer import pinning
 
-        return copy_ranges(self.b, arr, lo, hi)
+        return pinning.copy_ranges(self.b, arr, lo, hi)
 
     def _bytes(self) -> list:
         """The slices' byte offsets in the texts."""
@@ -372,7 +363,7 @@ class Job:
         self._done = []
         for j in range(len(cuts) - 1):
             if q is not self.queue:
-                b.after(q, [self._meta, self._text_up[j]] if several else [self._up])
+                b.after(q, [self._text_up[j] if several else self._up])
             self.launch(q, cuts[j], cuts[j + 1])
             if several:
                 self._done.append(b.marker(q))
@@ -399,7 +390,7 @@ class Job:
         for j, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
             if q is not kq:
                 b.after(q, [self._done[j] if self._done else b.marker(kq)])
-            for x, y in self._pieces(target, lo, hi, True):
+            for x, y in self._pieces(target, lo, hi):
                 b.download(target[x:y], self.texts_out, q, offset=x)
         # the key material is zeroed on the kernels' queue, right after the kernels (q waited for
         # them before): not on the download queue, where each piece's memsets queued behind its

@@ -290,7 +290,6 @@ class GCMJob(Job):
         nb = (alen + 15) // 16 + nc + 1
         cb_off = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(nc + 1, out=cb_off[1:])
-        self.total_cb = int(cb_off[-1])
         self.cb_off = cb_off
         # the counter kernel's coarse index (gcm.cl gcm_find_hinted): the message holding every
         # 2^8-th counter block
@@ -416,7 +415,7 @@ class GCMJob(Job):
             ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
                      B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
                      B["tile_sum"], *ends, end_tiles, U32(self.nkeys == 1)]
-        gh_items = min(max(groups, 1) * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
+        gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
         if self.batch.encrypt:
             b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
             b.launch(prg, gh_name, gh_items, ghash, queue, record=False)
@@ -425,7 +424,7 @@ class GCMJob(Job):
             b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
         mpg = ls >> self.plog
         tag_items = min(_ceil_div(n, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
-        b.launch(prg, "gcm_tag", max(tag_items, ls),
+        b.launch(prg, "gcm_tag", tag_items,
                  [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], *ends, U32(self.plog)],
                  queue, record=False)
 

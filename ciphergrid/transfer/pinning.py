@@ -267,8 +267,7 @@ class _PinCache:
                 return PinView(regs, 0)
             key = (id(backend), id(owner))
             regs = self.entries.get(key)
-            if regs is not None and (regs.b is not backend or regs.base != owner.ctypes.data
-                                     or regs.n != owner.nbytes or regs.owner_ref() is not owner):
+            if regs is not None and self._current(backend, owner) is None:
                 del self.entries[key]  # stale: the owner was resized, or its id reused
                 regs.close()
                 regs = None
@@ -323,6 +322,15 @@ class _PinCache:
         with self.lock:
             return sum(r.locked_bytes for r in self.entries.values())
 
+    def _current(self, backend, owner):
+        """The cached registrations of ``owner``'s memory on ``backend``, or None (none, or
+        stale: the owner was resized, or its id reused).  Under the lock."""
+        regs = self.entries.get((id(backend), id(owner)))
+        if regs is None or (regs.b is not backend or regs.base != owner.ctypes.data
+                            or regs.n != owner.nbytes or regs.owner_ref() is not owner):
+            return None
+        return regs
+
     def copy_ranges(self, backend, arr, lo: int, hi: int) -> list[tuple[int, int]]:
         """Bytes [lo, hi) of host array ``arr`` cut at the edges of the cached registrations of
         its memory on ``backend``: one DMA must not span two registrations (CUDA refuses it:
@@ -334,9 +342,8 @@ class _PinCache:
         if owner is None:
             return [(lo, hi)]
         with self.lock:
-            regs = self.entries.get((id(backend), id(owner)))
-            if (regs is None or regs.base != owner.ctypes.data or regs.n != owner.nbytes
-                    or regs.owner_ref() is not owner):
+            regs = self._current(backend, owner)
+            if regs is None:
                 return [(lo, hi)]
             o = int(arr.ctypes.data) - regs.base
             return [(a - o, z - o) for a, z in regs.split(o + lo, o + hi)]
