@@ -445,18 +445,19 @@ def test_job_in_slices(aead_name, device, rng, monkeypatch):
             sealed = [whole.dst[whole.off[i]:whole.off[i + 1]].tobytes() for i in range(m)]
             for encrypt, ins in ((True, texts), (False, sealed)):
                 # (uploads, kernels and downloads on three queues, or on one; the copies cut
-                # at odd places as at registrations' edges)
-                for slices, qs, step in (
-                        ([0, 2, 5, 5, 9, m], queues[:3], 0),
-                        ([0, 1, m - 1, m], queues[:3], 777),
-                        ([0, 3, m], [queues[0]] * 3, 0), (None, queues[:3], 5000)):
+                # at odd places as at registrations' edges; each slice's texts sent down by
+                # enqueue, as transfer/batches.py does, or all by collect)
+                for slices, qs, step, early in (
+                        ([0, 2, 5, 5, 9, m], queues[:3], 0, True),
+                        ([0, 1, m - 1, m], queues[:3], 777, False),
+                        ([0, 3, m], [queues[0]] * 3, 0, True), (None, queues[:3], 5000, True)):
                     monkeypatch.setattr(pinning, "copy_ranges", _cut_every(step))
                     batch = make_batch(aead_name, encrypt, tl, keys, nonces, aads, ins)
                     job = drv.prepare(batch, qs[0], slices=slices)
-                    job.enqueue(qs[1])
+                    job.enqueue(qs[1], qs[2] if early else None)
                     job.collect(qs[2])
                     got = job.finish()
-                    what = (impl, len(set(keys)), encrypt, slices, step)
+                    what = (impl, len(set(keys)), encrypt, slices, step, early)
                     assert got.tobytes() == want.tobytes(), what
                     assert batch.dst.tobytes() == (whole.dst if encrypt else whole.src).tobytes(), what
 

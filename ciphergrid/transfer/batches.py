@@ -11,7 +11,7 @@ engines and the SMs busy), and no host thread waits for another's lock.  A job's
 few vectorised array operations and ONE upload of its metadata from page-locked staging
 (aeads.base.Job.stage).  A parallel AEAD's pieces are large and move in slices (Job's
 ``slices``: each slice's texts uploaded, run and downloaded on their own, the host work once per
-piece).  The caller's text buffers are page-locked for the run (transfer.pinning: kept in the
+piece; a slice's download is enqueued right after its launches).  The caller's text buffers are page-locked for the run (transfer.pinning: kept in the
 registration cache), so the texts move by DMA from and to them with no staging copy (each copy
 cut at the registrations' edges: Job, transfer.pinning.copy_ranges).  The tags come back in
 message order; comparing them (decryption) stays per piece as it is done (``run(...,
@@ -172,7 +172,7 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
                 job = driver.prepare(sub, q_up, slices=cuts(sub.off, slice_bytes)
                                      if slice_bytes else None)
                 flight.append((job, sub, a, b))
-                job.enqueue(q_ks[k % len(q_ks)])
+                job.enqueue(q_ks[k % len(q_ks)], q_down)   # (each slice's texts down at once)
                 job.collect(q_down)
                 if out is None:   # (after the first piece's work is on the device)
                     out = (np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
