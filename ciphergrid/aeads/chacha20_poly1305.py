@@ -138,10 +138,14 @@ class ChaChaDriver(DeviceAEAD):
     """The ChaCha20-Poly1305 kernels on one device.
 
     Options (Kernel.options / knobs): ``poly_blocks`` 16-byte Poly1305 blocks per work-item
-    (a message of n blocks gets ceil(n / poly_blocks) work-items; default 256 = 4 KiB),
-    ``fanin`` shares summed per work-item and level (default 64)."""
+    (a message of n blocks gets ceil(n / poly_blocks) work-items; default 128 = 2 KiB: a
+    32 MiB slice of 16 KiB messages, transfer/batches.py's unit, ran 215.5 GB/s against 127.1
+    with 256, where a long serial chain per work-item leaves the GPU mostly empty; 1 GiB of 16
+    KiB messages 742.9 against 717.6, one 1 GiB message 729.2 against 726.8: H100,
+    scripts/aead_knobs.py, docs/benchmarks.md 0k), ``fanin`` shares summed per work-item and
+    level (default 64)."""
 
-    def __init__(self, backend, aead, name, poly_blocks: int = 256, fanin: int = 64, **options):
+    def __init__(self, backend, aead, name, poly_blocks: int = 128, fanin: int = 64, **options):
         super().__init__(backend, aead, name, **options)
         self.poly_blocks = int(poly_blocks)
         self.fanin = int(fanin)
