@@ -531,6 +531,54 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng, monkeypatch):
         assert got_i == (bytes(len(t)) if i in (4, len(lens) - 1) else t), i
 
 
+def test_batch_failing_mid_flight_aborts_every_piece(aead_name, device, rng, monkeypatch):
+    """transfer/batches.py: a device error in a later piece's launches (earlier slices' downloads
+    already enqueued by Job.enqueue) propagates; every job prepared is released (its key
+    material wiped), and the next batch on the same queues gives the right result."""
+    from ciphergrid.aeads.base import make_batch
+    from ciphergrid.route import engine
+    from ciphergrid.transfer import batches
+
+    if device == "native":
+        pytest.skip("the OpenSSL engine has no device queues")
+    _check_device(aead_name, device)
+    kl, nl, tl = _sizes(aead_name)
+    eng = engine(device)
+    drv = eng.aead_driver(aead_name)
+    lens = [300, 17, 700, 64, 1025, 5, 400, 333, 16, 900]
+    args = ([rng.data(kl)] * len(lens), [rng.data(nl) for _ in lens],
+            [rng.data(i % 3) for i in range(len(lens))], [rng.data(n) for n in lens])
+    want = drv.run(make_batch(aead_name, True, tl, *args))
+    monkeypatch.setattr(drv, "piece_bytes", 1200, raising=False)
+    monkeypatch.setattr(drv, "slice_bytes", 400, raising=False)
+    job_type = type(drv.prepare(make_batch(aead_name, True, tl, [], [], [], [])))
+    launch, release, calls, released = job_type.launch, job_type.release, [], []
+
+    def failing(self, queue, first, end):
+        calls.append(first)
+        if len(calls) == 5:
+            raise RuntimeError("device lost")
+        return launch(self, queue, first, end)
+
+    def counted(self):
+        released.append(self)
+        return release(self)
+
+    monkeypatch.setattr(job_type, "launch", failing)
+    monkeypatch.setattr(job_type, "release", counted)
+    prepared = []
+    real_prepare = drv.prepare
+    monkeypatch.setattr(drv, "prepare", lambda *a, **k: prepared.append(real_prepare(*a, **k))
+                        or prepared[-1])
+    with pytest.raises(RuntimeError, match="device lost"):
+        batches.run(eng.backend, drv, make_batch(aead_name, True, tl, *args), depth=2)
+    assert len(prepared) >= 2 and {id(j) for j in prepared} <= {id(j) for j in released}
+    assert all(j.secret == [] for j in prepared)
+    monkeypatch.setattr(job_type, "launch", launch)
+    again = make_batch(aead_name, True, tl, *args)
+    assert batches.run(eng.backend, drv, again, depth=2).tobytes() == want.tobytes()
+
+
 def test_batch_in_buffers_the_pipeline_locked_in_pieces(gpu_device):
     """A buffer that the block ciphers' pipeline page-locked chunk by chunk, then encrypted as a
     batch of AEAD messages: every copy stays inside one registration (a DMA across two is

@@ -245,6 +245,7 @@ class Job:
         self._wiped = None            # event: the key material is zeroed (on another queue)
         self._dq = None               # queue of the downloads
         self._target = None           # host array the output texts are downloaded into
+        self._bounds = None           # the slices' byte offsets in it (_texts_down)
         self._texts_q = None          # queue the output texts went down on (enqueue's down)
         self._tags = None
         self._out = None
@@ -366,8 +367,10 @@ class Job:
         b, cuts = self.b, self.slices
         q = queue if queue is not None else self.queue
         several = len(cuts) > 2
-        if down is not None and self._texts_q is not None:
-            raise RuntimeError("this job's output texts are already on their way down")
+        if down is not None:
+            if self._texts_q is not None:
+                raise RuntimeError("this job's output texts are already on their way down")
+            self._dq = down   # (before any download: abort drains it after a failure here)
         self._done = []
         for j in range(len(cuts) - 1):
             if q is not self.queue:
@@ -379,7 +382,7 @@ class Job:
                 self._texts_down(down, q, j)
         self._kq = q
         if down is not None:
-            self._texts_q = self._dq = down
+            self._texts_q = down
 
     # -- downloads ------------------------------------------------------------------------------
     def _texts_down(self, q, kq, j: int) -> None:
