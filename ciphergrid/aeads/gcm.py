@@ -363,8 +363,9 @@ class GCMJob(Job):
         self.secret = [B["ktab"], work]
 
     def launch(self, queue, first: int, end: int) -> None:
-        """The kernels for messages [first, end) (gcm.cl: slices); the key's H powers with the
-        first slice."""
+        """The kernels for messages [first, end) (gcm.cl: slices); the key's H powers and every
+        message's J0 with the first slice (J0 needs only the nonces and H: one launch per job,
+        not one per slice)."""
         d, b, B = self.d, self.b, self.bufs
         prg, ls = d.prg, d.ls
         w = 1 << self.wlog
@@ -383,9 +384,9 @@ class GCMJob(Job):
             b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
                      [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
                       U32(self.pos), U32(self.rlog), U32(self.nf)], queue, record=False)
-        b.launch(prg, "gcm_j0", items("gcm_j0", n),
-                 [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
-                  *ends], queue, record=False)
+            b.launch(prg, "gcm_j0", items("gcm_j0", self.m),
+                     [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs),
+                      B["j0"], U32(0), U32(self.m)], queue, record=False)
         per = 32 if d.ct else 1
         total = U64(int(self.cb_off[end]))
         if self.ctr_one:

@@ -26,7 +26,8 @@
  * ct: the 128 products x^i M.
  *
  * Slices: the per-message kernels (gcm_j0, the counter passes, GHASH, gcm_tag) take the messages
- * [first, m) of a batch: their item ranges come from the prefix sums at ``first`` and the launch
+ * [first, end) of a batch (gcm_j0 runs once per job, over all of them, with the first slice's
+ * launches): their item ranges come from the prefix sums at ``first`` and the launch
  * covers only them (aeads/base.py Job: a batch's texts move and run in slices; a whole batch is
  * first = 0).  The counter passes in text-block space keep their tiles aligned as in a whole
  * batch (a tile that starts before the slice skips the blocks before it).
