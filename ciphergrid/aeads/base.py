@@ -328,8 +328,7 @@ class Job:
             # 0.93 on one queue: H100, docs/benchmarks.md 0j)
             self._upload_later(1)
         elif texts_in:
-            for lo, hi in self._pieces(arr, 0, arr.nbytes):
-                b.upload(buf, arr[lo:hi], self.queue, offset=lo, record=False)
+            self._copy_up(buf, arr, 0, arr.nbytes)
         elif arr.nbytes:
             b.upload(buf, arr, self.queue, record=False)
         self._hold.append(arr)
@@ -337,12 +336,17 @@ class Job:
 
     def _upload_later(self, n: int | None = None) -> None:
         """Enqueue the first ``n`` (None: all) slice uploads not yet enqueued."""
-        b, later = self.b, self._later
+        later = self._later
         take, self._later = (later, []) if n is None else (later[:n], later[n:])
         for buf, arr, lo, hi in take:
-            for x, y in self._pieces(arr, lo, hi):
-                b.upload(buf, arr[x:y], self.queue, offset=x, record=False)
-            self._text_up.append(b.marker(self.queue))
+            self._copy_up(buf, arr, lo, hi)
+            self._text_up.append(self.b.marker(self.queue))
+
+    def _copy_up(self, buf, arr, lo: int, hi: int) -> None:
+        """Enqueue the upload of bytes [lo, hi) of host texts ``arr`` into ``buf`` (the same
+        offsets), in the copies ``_pieces`` cuts."""
+        for x, y in self._pieces(arr, lo, hi):
+            self.b.upload(buf, arr[x:y], self.queue, offset=x, record=False)
 
     def _pieces(self, arr, lo: int, hi: int) -> list:
         """Bytes [lo, hi) of host texts ``arr`` as the copies that move them: cut where one copy
