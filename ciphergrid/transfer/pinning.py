@@ -30,7 +30,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 def pin_cache_limit(settings: _settings.TransferSettings | None = None) -> int:
     """Bytes of caller memory kept page-locked between runs (``CIPHERGRID_PIN_CACHE``; 0: none)."""
-    return (settings or _settings.transfer()).pin_cache
+    return settings.pin_cache if settings is not None else _settings.pin_cache_bytes()
 
 
 def _owner(arr: np.ndarray):
