@@ -296,7 +296,7 @@ def validate(doc: Any) -> list[str]:
         elif r.get("times_s") or r.get("median_s") is not None:
             p.append(f"records[{i}] is {r.get('status')} but carries timings")
         key = (r.get("cipher"), r.get("direction"), r.get("device"), r.get("size"), r.get("kind"),
-               r.get("implementation"))
+               r.get("implementation"), r.get("messages"))   # (1 x 4 MiB, 256 x 16 KiB: two rows)
         if key in seen:
             p.append(f"records[{i}] duplicates {key}")
         seen.add(key)
