@@ -232,8 +232,9 @@ def _run(spec, batch: Batch, tags_in, device: str, impl: str | None, path: str =
 # --------------------------------------------------------------------------- one message
 
 def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device, constant_time,
-          implementation, out):
-    """ciphergrid.encrypt/decrypt of an AEAD name (api.py hands them here)."""
+          implementation, out, path: str = "array"):
+    """ciphergrid.encrypt/decrypt of an AEAD name (api.py hands them here); ``path`` "stream":
+    the data is a file's (the command line: route.route_aead)."""
     spec = aeads.spec(cipher)
     aead = spec.aead
     key = buffers.bytes_like(key, "key")
@@ -263,13 +264,14 @@ def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device,
         buffers.check_no_overlap(arr, dst)
     else:
         dst = np.empty(out_n, dtype=np.uint8)
-    _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, "array")
+    _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path)
     return out if out is not None else wrap(dst, False)
 
 
 def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path) -> None:
     """One message ``arr`` (its text, then its tag when decrypting) into ``dst`` (the text, then
-    the tag when encrypting): host arrays, or GPU arrays on a CUDA device (``path`` "resident").
+    the tag when encrypting): host arrays (``path`` "array", or "stream": a file's), or GPU
+    arrays on a CUDA device ("resident").
     A tag that fails zeroes ``dst`` and raises InvalidTag."""
     batch = Batch(spec.name, encrypt, tl, np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
                   np.zeros(1, dtype=np.int32), np.frombuffer(nonce, dtype=np.uint8).reshape(1, -1),

@@ -391,7 +391,8 @@ def cmd_aead(args, encrypt: bool) -> int:
         if args.verbose:
             from .route import route_aead
 
-            r = route_aead(spec, args.device, out_n, nonce_len=len(nonce), tag_length=tl)
+            r = route_aead(spec, args.device, out_n, nonce_len=len(nonce), tag_length=tl,
+                           path="stream")
             print(f"ciphergrid: {spec.name} {'encrypt' if encrypt else 'decrypt'} on {r.device}"
                   + (" (chosen by auto)" if args.device == "auto" else ""), file=sys.stderr)
         with Progress(n, quiet=args.quiet, verb="encrypted" if encrypt else "decrypted",
@@ -403,7 +404,7 @@ def cmd_aead(args, encrypt: bool) -> int:
             try:
                 with out:
                     crypt(encrypt, data, spec.name, key, nonce, aad, tl, args.device,
-                          args.constant_time, None, buf)  # InvalidTag: nothing was written
+                          args.constant_time, None, buf, path="stream")  # InvalidTag: nothing written
                     step = 64 << 20
                     for a in range(0, out_n, step):
                         out.write(memoryview(buf[a:a + step]))

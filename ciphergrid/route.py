@@ -168,12 +168,28 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
     raise UnsupportedCipher(f"{eng.info.spec} cannot run {what} and OpenSSL lacks it")
 
 
+def _gpu_takes_host_aead(spec, gpu, nbytes: int | None, count: int) -> bool:
+    """Whether host data of a parallel AEAD that OpenSSL also has goes to ``gpu`` rather than
+    to OpenSSL: a batch (its pieces overlapped, transfer/batches.py) from AUTO_GPU_MIN_BYTES on;
+    one message from the AEAD's ``gpu_one_message_min`` on (moved whole: up to a quarter of the
+    GPU's memory, its texts in and out).  Measured host -> host on an H100 host, OpenSSL on 16
+    cores (docs/benchmarks.md 0l): AES-128-GCM 1024 x 16 KiB 10.8 GB/s against 3.5, 131072 x 4
+    KiB 27.2 against 16.6, one 32 MiB message 15.2 against 4.8 (OpenSSL: one core per
+    message), one 4 MiB message 3.2 against 4.9."""
+    if nbytes is None:
+        return True
+    if count >= 2:
+        return nbytes >= AUTO_GPU_MIN_BYTES
+    return spec.aead.gpu_one_message_min <= nbytes <= (gpu.memory or 0) // 4
+
+
 def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, count: int = 1,
                *, nonce_len: int | None = None, tag_length: int | None = None,
                path: str = "array") -> Route:
     """Where a batch of ``count`` messages (``nbytes`` in all) of AEAD ``spec`` (aeads.AEADSpec)
     with nonces of ``nonce_len`` bytes and tags of ``tag_length`` runs; ``path`` "array" (host
-    data) or "resident" (GPU arrays)."""
+    data), "stream" (host data read from a file: the command line) or "resident" (GPU
+    arrays)."""
     device = (device or "auto").strip().lower()
     dev_cap = spec.capability("device", count=count)
     ossl = spec.capability("openssl", count=count, nonce_len=nonce_len, tag_length=tag_length)
@@ -188,15 +204,17 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
         if path == "resident" and eng.info.runtime != "cuda":
             path = "array"
         return Route(eng, path, how)
-    # host data of an AEAD OpenSSL has goes to OpenSSL: the GPU's AEAD path moves a batch to the
-    # device and back without overlap (H100 host, 2026-11-24, AES-128-GCM host -> host: GPU 4.2
-    # GB/s for one 256 MiB message, 1.9 for 16 KiB records; OpenSSL on 16 cores 6.0 and 11.1)
-    if ossl is not None and path != "resident":
+    # a file's message (the command line) goes to OpenSSL where it has the AEAD: a one-shot
+    # process pays the GPU's start-up and the locking of the file's pages (H100 host, one 256 MiB
+    # file: aes-256-gcm 1.99 s on the GPU against 1.29 with OpenSSL, chacha20-poly1305 1.96
+    # against 1.13; docs/benchmarks.md 0l)
+    if ossl is not None and path == "stream":
         return Route(_openssl(), "array", ossl)
     large = nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES or path == "resident"
     if dev_cap == "parallel" and large:
         gpu = first_gpu()
-        if gpu is not None:
+        if gpu is not None and (path == "resident" or ossl is None
+                                or _gpu_takes_host_aead(spec, gpu, nbytes, count)):
             return Route(engine_of(gpu), path if gpu.runtime == "cuda" else "array", dev_cap)
     if ossl is not None:
         return Route(_openssl(), "array", ossl)

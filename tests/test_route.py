@@ -144,3 +144,32 @@ def test_serial_runs_take_the_serial_implementation():
     assert make_request(registry.lookup("misty1-ctr"), key, iv, True).impl is None
     assert make_request(spec, key, iv, True, impl="ct").impl == "ct"
     assert make_request(registry.lookup("aes-128-cbc"), bytes(16), bytes(16), True).impl is None
+
+
+def test_auto_sends_host_aead_work_to_a_gpu_where_it_beats_openssl():
+    """Host data of an AEAD that OpenSSL also has: a batch from AUTO_GPU_MIN_BYTES on, one
+    message from the AEAD's gpu_one_message_min on and only while it fits a quarter of the
+    GPU's memory (it moves whole); the predicate alone (CI has no GPU)."""
+    from types import SimpleNamespace
+
+    from ciphergrid import aeads
+
+    gpu = SimpleNamespace(memory=80 << 30)
+    gcm, chacha = aeads.spec("aes-128-gcm"), aeads.spec("chacha20-poly1305")
+    takes = route._gpu_takes_host_aead
+    for spec in (gcm, chacha):
+        assert takes(spec, gpu, route.AUTO_GPU_MIN_BYTES, 2)
+        assert not takes(spec, gpu, route.AUTO_GPU_MIN_BYTES - 1, 1000)
+        assert not takes(spec, gpu, 21 << 30, 1)          # one message past a quarter
+        assert takes(spec, gpu, 1 << 30, 65536)
+    assert gcm.aead.gpu_one_message_min > route.AUTO_GPU_MIN_BYTES  # OpenSSL's one core wins below
+    assert not takes(gcm, gpu, 4 << 20, 1) and takes(gcm, gpu, 32 << 20, 1)
+    assert takes(chacha, gpu, 4 << 20, 1)
+    # without a GPU nothing changes: OpenSSL
+    r = route.route_aead(gcm, "auto", 1 << 30, 65536, nonce_len=12, tag_length=16)
+    if not _gpus():
+        assert r.engine.kind == "openssl"
+    # a file's message (the command line) goes to OpenSSL where it has the AEAD, GPU or not
+    for spec in (gcm, chacha):
+        r = route.route_aead(spec, "auto", 1 << 30, nonce_len=12, tag_length=16, path="stream")
+        assert r.engine.kind == "openssl"

@@ -125,6 +125,9 @@ class AEAD:
     #: whether one message runs in parallel on a device (GCM, ChaCha20-Poly1305) or serially on
     #: one work-item (Ascon, AEGIS: their speed comes from batches)
     parallel_message: bool = True
+    #: with device "auto", ONE message of host data this long or longer goes to a GPU rather than
+    #: to OpenSSL (where OpenSSL has the AEAD: route._gpu_takes_host_aead)
+    gpu_one_message_min: int = 1 << 20
     #: device implementations by name; "fast" is the default
     implementations: dict = {}
     #: cipher name -> OpenSSL / pyca class name, when OpenSSL has it (the openssl engine)
