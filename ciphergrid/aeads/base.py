@@ -289,8 +289,9 @@ class Job:
                 host[o + n:o + n + pad] = 0
             out[name] = b.view(dev, o, max(n + pad, 1))
         b.upload(dev, host, self.queue, record=False)
-        if self._text_up:   # (the first slice's texts went up before: now it has everything)
-            self._text_up[0] = b.marker(self.queue)
+        if self._text_up:   # (the first slices' texts went up before: now they have everything)
+            done = b.marker(self.queue)
+            self._text_up = [done] * len(self._text_up)
             self._upload_later()
         self._hold += [host, dev]
         if secret:
@@ -329,7 +330,7 @@ class Job:
             # wait for one slice's texts and the metadata, not for every slice's texts (the
             # metadata on a queue of its own instead ran 0.71 of the copy strawman against
             # 0.93 on one queue: H100, docs/benchmarks.md 0j)
-            self._upload_later(1)
+            self._upload_later(FIRST_SLICES)
         elif texts_in:
             self._copy_up(buf, arr, 0, arr.nbytes)
         elif arr.nbytes:
@@ -496,6 +497,12 @@ SERIAL_KERNEL_QUEUES = 4
 #: 32 MiB slices 0.986 / 0.972; smaller slices cost more host work per piece than they save
 SLICED_PIECE_BYTES = 128 << 20
 SLICE_BYTES = 32 << 20
+#: slices whose texts go up before a piece's metadata (Job.upload).  2 (the copy engine busy
+#: through a slow host's first metadata) measured no different from 1: two H100 machines, 16
+#: and 24 pairs, 1 GiB of 16 KiB messages, AES-128-GCM and ChaCha20-Poly1305 each way: 2 ahead
+#: in 5 of 8 medians, by -0.031..+0.062 of the copy strawman, interquartile ranges 0.04-0.15;
+#: all 4 first: 0.936-0.992 (docs/benchmarks.md 0l)
+FIRST_SLICES = 1
 
 
 class DeviceAEAD:
