@@ -619,3 +619,47 @@ def test_verify_every_bit_of_every_tag(tl):
     ok = verify(b, computed, received)
     assert ok.tolist() == [False] * bits + [True]
     assert b.dst[:3 * bits].tobytes() == bytes(3 * bits) and b.dst[3 * bits:].tobytes() == texts[-1]
+
+
+def test_one_job_page_locks_its_host_texts_from_a_size_on(monkeypatch):
+    """batches.whole (a batch below two slices, every single message) keeps the caller's host
+    texts page-locked while its job runs, as the overlapped pieces do: numpy buffers of
+    PIN_MIN_BYTES or more, not smaller ones nor GPU arrays; released even when the job fails."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from ciphergrid.transfer import batches
+
+    held = []
+
+    @contextmanager
+    def pinned(backend, arr):
+        held.append(arr)
+        try:
+            yield arr
+        finally:
+            del held[next(i for i, x in enumerate(held) if x is arr)]
+
+    monkeypatch.setattr(batches, "pinned", pinned)
+    seen = []
+
+    class Driver:
+        backend = object()
+
+        def run(self, batch):
+            seen.append([a.nbytes for a in held])
+            if batch.fail:
+                raise RuntimeError("device lost")
+            return np.zeros((1, 16), np.uint8)
+
+    n = batches.PIN_MIN_BYTES
+    big = SimpleNamespace(src=np.zeros(n, np.uint8), dst=np.zeros(n, np.uint8), fail=False)
+    small = SimpleNamespace(src=np.zeros(n - 1, np.uint8), dst=np.zeros(n - 1, np.uint8), fail=False)
+    gpu = SimpleNamespace(src=memoryview(bytes(n)), dst=np.zeros(n, np.uint8), fail=False)
+    batches.whole(Driver(), big)
+    batches.whole(Driver(), small)
+    batches.whole(Driver(), gpu)
+    assert seen == [[n, n], [], [n]] and not held
+    with pytest.raises(RuntimeError, match="device lost"):
+        batches.whole(Driver(), SimpleNamespace(src=big.src, dst=big.dst, fail=True))
+    assert not held

@@ -22,7 +22,7 @@ transfer.pinning.copy_ranges).  The tags come back in message order; comparing t
 from __future__ import annotations
 
 from collections import deque
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from itertools import accumulate
 
 import numpy as np
@@ -125,16 +125,17 @@ def overlaps(driver, nbytes: int) -> bool:
     return nbytes >= 2 * (slice_size(driver) or piece_size(driver))
 
 
-def page_locked(backend, batch, min_bytes: int = 0) -> ExitStack:
+@contextmanager
+def page_locked(backend, batch, min_bytes: int = 0):
     """``with page_locked(backend, batch):`` keeps the batch's host text buffers (numpy arrays
     of at least ``min_bytes``) page-locked for the block (transfer.pinning: kept in the
     registration cache), so that the texts move by DMA from and to them; GPU arrays and
     backends that need no locking are left as they are."""
-    stack = ExitStack()
-    for arr in (batch.src, batch.dst):
-        if isinstance(arr, np.ndarray) and arr.nbytes >= max(1, min_bytes):
-            stack.enter_context(pinned(backend, arr))
-    return stack
+    with ExitStack() as stack:
+        for arr in (batch.src, batch.dst):
+            if isinstance(arr, np.ndarray) and arr.nbytes >= max(1, min_bytes):
+                stack.enter_context(pinned(backend, arr))
+        yield
 
 
 def whole(driver, batch, *, received: np.ndarray | None = None, beside=None) -> np.ndarray:
