@@ -154,7 +154,7 @@ def test_auto_sends_host_aead_work_to_a_gpu_where_it_beats_openssl():
 
     from ciphergrid import aeads
 
-    gpu = SimpleNamespace(memory=80 << 30)
+    gpu = SimpleNamespace(memory=80 << 30, runtime="cuda")
     gcm, chacha = aeads.spec("aes-128-gcm"), aeads.spec("chacha20-poly1305")
     takes = route._gpu_takes_host_aead
     for spec in (gcm, chacha):
@@ -165,6 +165,7 @@ def test_auto_sends_host_aead_work_to_a_gpu_where_it_beats_openssl():
     assert gcm.aead.gpu_one_message_min > route.AUTO_GPU_MIN_BYTES  # OpenSSL's one core wins below
     assert not takes(gcm, gpu, 4 << 20, 1) and takes(gcm, gpu, 32 << 20, 1)
     assert takes(chacha, gpu, 4 << 20, 1)
+    assert not takes(gcm, SimpleNamespace(memory=80 << 30, runtime="opencl"), 1 << 30, 65536)
     # without a GPU nothing changes: OpenSSL
     r = route.route_aead(gcm, "auto", 1 << 30, 65536, nonce_len=12, tag_length=16)
     if not _gpus():
