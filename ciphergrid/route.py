@@ -171,8 +171,9 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
 def _gpu_takes_host_aead(spec, gpu, nbytes: int | None, count: int) -> bool:
     """Whether host data of a parallel AEAD that OpenSSL also has goes to ``gpu`` rather than
     to OpenSSL: a batch (its pieces overlapped, transfer/batches.py) from AUTO_GPU_MIN_BYTES on;
-    one message from the AEAD's ``gpu_one_message_min`` on (moved whole: up to a quarter of the
-    GPU's memory, its texts in and out).  Measured host -> host on an H100 host, OpenSSL on 16
+    one message from the AEAD's ``gpu_one_message_min`` on, up to a quarter of the GPU's memory
+    (its job holds its texts in and out on the device; from two slices on they move in slices,
+    overlapped).  Measured host -> host on an H100 host, OpenSSL on 16
     cores (docs/benchmarks.md 0l): AES-128-GCM 1024 x 16 KiB 10.8 GB/s against 3.5, 131072 x 4
     KiB 27.2 against 16.6, one 32 MiB message 15.2 against 4.8 (OpenSSL: one core per
     message), one 4 MiB message 3.2 against 4.9.  A CUDA GPU only: an OpenCL GPU's runtime

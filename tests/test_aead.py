@@ -402,6 +402,22 @@ def test_pieces_cut_at_message_boundaries():
     assert cuts(np.arange(40), 16, 2) == [0, 16, 32, 39]  # too short to ramp
 
 
+def test_slices_cut_between_messages_or_inside_a_long_one():
+    """transfer/batches.slice_cuts: byte offsets; a slice target falls on the next message's
+    start, or inside a message longer than a slice on its aligned byte at or before it."""
+    from ciphergrid.transfer.batches import slice_cuts
+
+    off = np.array([0, 10, 10, 25, 100, 101, 130])
+    assert slice_cuts(off, 20) == [0, 25, 100, 130]      # between messages only
+    # (75 and 29 bytes, longer than 20: 40, 60, 80 -> 25 + 8k; 120 -> 101 + 16)
+    assert slice_cuts(off, 20, 8) == [0, 25, 33, 57, 73, 100, 117, 130]
+    assert slice_cuts(np.array([0, 100]), 32, 16) == [0, 32, 64, 96, 100]
+    assert slice_cuts(np.array([0, 100]), 30, 16) == [0, 16, 48, 80, 100]
+    assert slice_cuts(np.array([0, 100]), 32) == [0, 100]  # no align: one long message whole
+    assert slice_cuts(np.array([0]), 8, 16) == [0, 0]
+    assert slice_cuts(np.array([0, 0, 0]), 8, 16) == [0, 0]
+
+
 def _cut_every(step: int):
     """For transfer.pinning.copy_ranges: bytes [lo, hi) cut at the multiples of ``step`` (as at
     the edges of registrations), None: not cut."""
@@ -414,12 +430,14 @@ def _cut_every(step: int):
 
 
 def test_job_in_slices(aead_name, device, rng, monkeypatch):
-    """aeads.base.Job slices: a job's texts uploaded, run and downloaded in message ranges (each
+    """aeads.base.Job slices: a job's texts uploaded, run and downloaded in byte ranges (each
     slice's kernels waiting only for its own texts and the metadata) give the texts and tags of
     the whole job, both directions, every implementation, one key (GCM's
     one-key passes) and several (its general ones), an empty slice, 16 KiB messages (the counter
-    passes' aligned tiles) beside odd lengths; their copies cut at odd places (as at the edges of
-    the caller's page-locked registrations, transfer.pinning.copy_ranges)."""
+    passes' aligned tiles) beside odd lengths, cuts between messages and, for a job class with
+    ``cut_align``, inside them (a tile of the counter passes and a GHASH tile across a cut,
+    two cuts in one message, a cut on an empty message); their copies cut at odd places (as at
+    the edges of the caller's page-locked registrations, transfer.pinning.copy_ranges)."""
     from ciphergrid.aeads.base import make_batch
     from ciphergrid.route import engine
     from ciphergrid.transfer import pinning
@@ -443,14 +461,27 @@ def test_job_in_slices(aead_name, device, rng, monkeypatch):
             whole = make_batch(aead_name, True, tl, keys, nonces, aads, texts)
             want = drv.run(whole)
             sealed = [whole.dst[whole.off[i]:whole.off[i + 1]].tobytes() for i in range(m)]
+            off = [int(x) for x in whole.off]
+            job_class = type(drv.prepare(make_batch(aead_name, True, tl, [], [], [], [])))
+            a = job_class.cut_align
+            # (message indices as byte cuts; inside messages, on multiples of 64 bytes (every
+            # cut_align): 0 at 256, 2 (16 KiB) at 192 and 12 KiB, 5 (4111 bytes) at 64, 9 (16
+            # KiB) at 8 KiB + 64, 10 (300) at 64 twice and at 256)
+            inner = ([[0, 256, off[2] + 192, off[2] + 12288, off[5] + 64, off[6],
+                       off[9] + 8256, off[10] + 64, off[10] + 64, off[10] + 256, off[m]]]
+                     if a else [])
+            assert not a or all((c - off[int(np.searchsorted(off, c, "right")) - 1]) % a == 0
+                                for c in inner[0][1:-1])
             for encrypt, ins in ((True, texts), (False, sealed)):
                 # (uploads, kernels and downloads on three queues, or on one; the copies cut
                 # at odd places as at registrations' edges; each slice's texts sent down by
                 # enqueue, as transfer/batches.py does, or all by collect)
                 for slices, qs, step, early in (
-                        ([0, 2, 5, 5, 9, m], queues[:3], 0, True),
-                        ([0, 1, m - 1, m], queues[:3], 777, False),
-                        ([0, 3, m], [queues[0]] * 3, 0, True), (None, queues[:3], 5000, True)):
+                        ([off[i] for i in (0, 2, 5, 5, 9, m)], queues[:3], 0, True),
+                        ([off[i] for i in (0, 1, m - 1, m)], queues[:3], 777, False),
+                        ([off[0], off[3], off[m]], [queues[0]] * 3, 0, True),
+                        (None, queues[:3], 5000, True),
+                        *((c, queues[:3], 777, True) for c in inner)):
                     monkeypatch.setattr(pinning, "copy_ranges", _cut_every(step))
                     batch = make_batch(aead_name, encrypt, tl, keys, nonces, aads, ins)
                     job = drv.prepare(batch, qs[0], slices=slices)
@@ -507,6 +538,11 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng, monkeypatch):
     monkeypatch.setattr(drv, "piece_bytes", 700, raising=False)
     monkeypatch.setattr(drv, "kernel_queues", 2, raising=False)
     monkeypatch.setattr(drv, "slice_bytes", 300, raising=False)
+    # (a long message's slices cut inside it, where the job class takes such cuts: 700, 2048,
+    # 1025 and 333 bytes are longer than a slice)
+    align = type(drv.prepare(make_batch(aead_name, True, tl, [], [], [], []))).cut_align
+    monkeypatch.setattr(drv, "slice_align", align, raising=False)
+    assert batches.slice_cuts(cut.off, 300, align) != batches.slice_cuts(cut.off, 300) or not align
     cut.dst[...] = 0
     assert batches.run(eng.backend, drv, cut, depth=2).tobytes() == want.tobytes()
     assert cut.dst.tobytes() == one.dst.tobytes()

@@ -155,6 +155,40 @@ def test_differential_edges(device, rng, knobs):
     check_differential(driver(device, **knobs), *_random_batch(rng, EDGE, aad_lens))
 
 
+@pytest.mark.parametrize("seg_log,knobs", [(1, {"poly_blocks": 4}),
+                                            (2, {"poly_blocks": 3, "fanin": 2}),
+                                            (0, {"poly_blocks": 1})],
+                         ids=["seg2x4", "seg4x3-f2", "seg1x1"])
+def test_long_messages_in_segments(device, rng, monkeypatch, seg_log, knobs):
+    """Poly1305 in segments (kernels: CHACHA_SEG_LOG, here so small that short messages have
+    many, the last one shorter): every edge length against pyca, whole and in slices cut
+    inside the messages on ChaCha20 blocks (aeads.base.Job slices: each slice runs the blocks
+    and the segments it holds whole, the tags of the messages it completes)."""
+    import ciphergrid.aeads.chacha20_poly1305 as mod
+
+    if device == "native":
+        pytest.skip("native is the OpenSSL engine, not a device backend")
+    monkeypatch.setattr(mod, "SEG_LOG", seg_log)
+    drv = ChaChaDriver(backend(resolve(device)), CIPHER, NAME, **knobs)
+    aad_lens = [rng.choice([0, 1, 15, 16, 17, 100]) for _ in EDGE]
+    keys, nonces, aads, pts = _random_batch(rng, EDGE, aad_lens)
+    check_differential(drv, keys, nonces, aads, pts)
+    refs = [Ref(k).encrypt(n, p, a) for k, n, p, a in zip(keys, nonces, pts, aads)]
+    for encrypt in (True, False):
+        b = make_batch(NAME, encrypt, 16, keys, nonces, aads,
+                       pts if encrypt else [r[:-16] for r in refs])
+        off = [int(x) for x in b.off]
+        cuts = sorted({off[i] + 64 * k for i in range(len(EDGE)) for k in (1, 2, 7, 40)
+                       if 64 * k < EDGE[i]} | {off[5], off[-1]})
+        job = drv.prepare(b, slices=[0] + cuts)
+        job.enqueue()
+        tags = job.finish()
+        for i, r in enumerate(refs):
+            assert tags[i].tobytes() == r[-16:], (encrypt, i)
+            want = r[:-16] if encrypt else pts[i]
+            assert b.dst[off[i]:off[i + 1]].tobytes() == want, (encrypt, i)
+
+
 def test_differential_random(device, rng):
     lens = [rng.randrange(0, 3000) for _ in range(60)]
     aads = [rng.randrange(0, 70) for _ in lens]

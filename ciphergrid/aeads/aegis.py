@@ -59,8 +59,9 @@ class AegisJob(Job):
         self.buf["dst"] = self.texts_out = b.alloc(_padded_size(src.nbytes))
         self.buf["tags"] = self.tags_out = b.alloc(self.m * batch.tag_length)
 
-    def launch(self, queue, first: int, end: int) -> None:
+    def launch(self, queue, lo, hi) -> None:
         bf = self.buf
+        first, end = lo.msg, hi.msg   # (whole messages: no cut_align)
         self.b.launch(self.prg or self.d.prg, "aegis128l_batch", end - first,
                       [bf["keys"], bf["key_index"], bf["nonces"], bf["aad"], bf["aad_off"],
                        bf["src"], bf["dst"], bf["off"], bf["tags"], np.uint32(first),

@@ -99,8 +99,9 @@ class AsconJob(Job):
         self.secret = [d["keys"]]
         self.tags_out = b.alloc(16 * m)
 
-    def launch(self, queue, first: int, end: int) -> None:
+    def launch(self, queue, lo, hi) -> None:
         d, dev = self.drv, self.dev
+        first, end = lo.msg, hi.msg   # (whole messages: no cut_align)
         items = -(-(end - first) // d.wg) * d.wg
         d.backend.launch(d.prg, "ascon_aead128", items,
                          [self.src, self.dst, dev["off"], dev["keys"], dev["key_index"],

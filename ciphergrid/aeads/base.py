@@ -21,6 +21,7 @@ whether a tag verifies, so no engine can release unverified plaintext by mistake
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import InvalidArgument, InvalidKeySize
 from .._lazy import numpy_for
@@ -181,6 +182,17 @@ def _lengths(lens) -> str:
     return " or ".join(str(n) for n in lens)
 
 
+class Cut(NamedTuple):
+    """An edge of a job's slice (Job's ``slices``): cut number ``index`` (0: the job's start),
+    at byte ``rel`` of message ``msg``'s text (0: at its start; the job's end is message m,
+    byte 0).  A slice from ``lo`` to ``hi`` holds the texts from one to the other and completes
+    messages [lo.msg, hi.msg)."""
+
+    index: int
+    msg: int
+    rel: int
+
+
 class Job:
     """A batch on a device: what ``DeviceAEAD.prepare(batch, queue)`` returns.
 
@@ -202,25 +214,32 @@ class Job:
     * ``finish()`` (collecting first if needed) waits for them, releases everything and returns
       the tags, one row per message.
 
-    **Slices.**  ``slices`` (message indices [0, ..., m], rising) cut the job into message ranges
-    that move and run on their own: the texts go up as one copy per slice (the first before the
-    metadata, the others after it), each slice's kernels wait (on the device) only for its own
-    texts and the metadata, and each slice's output texts come down as soon as its kernels are
-    done.  The host work stays once per job, but the device no longer waits for a whole job's
-    texts before its first kernels, nor for its last kernels before its first download
-    (transfer/batches.py: large pieces, small transfers).  A job class whose kernels take a
-    message range sets ``ranges``; others run as one slice.
+    **Slices.**  ``slices`` (byte offsets in the job's texts [0, ..., total], rising) cut the
+    job into byte ranges that move and run on their own: the texts go up as one copy per slice
+    (the first before the metadata, the others after it), each slice's kernels wait (on the
+    device) only for its own texts and the metadata, and each slice's output texts come down as
+    soon as its kernels are done.  The host work stays once per job, but the device no longer
+    waits for a whole job's texts before its first kernels, nor for its last kernels before its
+    first download (transfer/batches.py: large pieces, small transfers).  A cut lies on a
+    message boundary, or, for a job class with ``cut_align``, inside a message at a multiple of
+    ``cut_align`` bytes from its start: one long message then moves in slices too (the block
+    range splitting a scheduler over several devices will use).  A job class whose kernels take
+    ranges sets ``ranges``; others run as one slice.
 
     A subclass sets ``texts_out`` (the device buffer of the output texts) and ``tags_out`` (the
     tags, ``tag_width`` bytes per message), appends its key material to ``secret`` (device
     buffers; neither the texts nor the tags: those are downloaded after the wipe is enqueued)
-    and implements ``launch(queue, first, end)``: the kernels for messages [first, end) (with
-    ``ranges`` False always the whole job: 0, m), the job's per-batch kernels with the slice
-    where ``first`` is 0."""
+    and implements ``launch(queue, lo, hi)``: the kernels for the texts between the cuts ``lo``
+    and ``hi`` (``Cut``: the tags of messages [lo.msg, hi.msg), the ones the slice completes;
+    with ``ranges`` False always the whole job), the job's per-batch kernels with the first
+    slice (``lo.index`` 0)."""
 
     tag_width = 16
-    #: the kernels take a message range: launch(queue, first, end) for any slice
+    #: the kernels take a range of the texts: launch(queue, lo, hi) for any slice
     ranges = False
+    #: cuts may fall inside a message at multiples of this many bytes from its start (0: on
+    #: message boundaries only)
+    cut_align = 0
 
     def __init__(self, backend, batch, queue=None, *, slices=None):
         """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
@@ -230,8 +249,7 @@ class Job:
         self.batch = batch
         self.m = batch.count
         self.queue = queue if queue is not None else backend.default_queue
-        self.slices = ([int(x) for x in slices] if self.ranges and slices is not None
-                       and len(slices) > 2 else [0, self.m])
+        self.slices, self.cuts = self._cuts(slices)
         # events, several slices: slice j's inputs are on the device (its texts; the first
         # slice's: its texts and the metadata, which goes up after them)
         self._text_up: list = []
@@ -260,6 +278,32 @@ class Job:
             except BaseException:
                 self.abort()
                 raise
+
+    def _cuts(self, slices) -> tuple[list, list]:
+        """(the slices' byte offsets, their ``Cut``s) for ``slices`` (see the class docstring;
+        None, or a class without ``ranges``: one slice)."""
+        off = self.batch.off
+        total = int(off[-1]) if self.m else 0
+        if not (self.ranges and slices is not None and len(slices) > 2):
+            return [0, total], [Cut(0, 0, 0), Cut(1, self.m, 0)]
+        pos = [int(x) for x in slices]
+        if pos[0] != 0 or pos[-1] != total or any(b < a for a, b in zip(pos, pos[1:])):
+            raise InvalidArgument(f"slices must rise from 0 to {total}: {pos}")
+        # an inner cut names the last message starting at or before it (the empty messages at a
+        # boundary belong to the slice before): message i, byte r of it
+        idx = np.searchsorted(np.asarray(off, dtype=I64), pos[1:-1], side="right") - 1
+        cuts = [Cut(0, 0, 0)]
+        for k, (p, i) in enumerate(zip(pos[1:-1], idx.tolist()), 1):
+            r = p - int(off[i])
+            if r and not (self.cut_align and r % self.cut_align == 0):
+                raise InvalidArgument(f"a cut at byte {p} lies {r} bytes into message {i} "
+                                      f"(this AEAD's jobs cut messages at multiples of "
+                                      f"{self.cut_align} bytes)" if self.cut_align else
+                                      f"a cut at byte {p} lies inside message {i} (this AEAD's "
+                                      f"jobs cut at message boundaries)")
+            cuts.append(Cut(k, i, r))
+        cuts.append(Cut(len(pos) - 1, self.m, 0))
+        return pos, cuts
 
     def setup(self) -> None:
         """The host work and the uploads of a batch of at least one message."""
@@ -362,17 +406,16 @@ class Job:
 
     def _bytes(self) -> list:
         """The slices' byte offsets in the texts."""
-        off = self.batch.off
-        return [int(off[i]) for i in self.slices]
+        return list(self.slices)
 
     # -- kernels --------------------------------------------------------------------------------
-    def launch(self, queue, first: int, end: int) -> None:
+    def launch(self, queue, lo: "Cut", hi: "Cut") -> None:
         raise NotImplementedError
 
     def enqueue(self, queue=None, down=None) -> None:
         if self.m == 0:
             return
-        b, cuts = self.b, self.slices
+        b, cuts = self.b, self.cuts
         q = queue if queue is not None else self.queue
         several = len(cuts) > 2
         if down is not None:
@@ -514,9 +557,10 @@ class DeviceAEAD:
     as a (m, tag_length) uint8 array.  Key schedules run on the host; key material on the device
     is zeroed before release.
 
-    ``piece_bytes``, ``slice_bytes`` and ``kernel_queues``: how transfer/batches.py cuts a large
-    batch of host data for this driver (bytes of text per piece, None: its PIECE_BYTES; per
-    slice of a piece, None: whole pieces; kernel queues the pieces take in turn).  A parallel
+    ``piece_bytes``, ``slice_bytes``, ``slice_align`` and ``kernel_queues``: how
+    transfer/batches.py cuts a large batch of host data for this driver (bytes of text per
+    piece, None: its PIECE_BYTES; per slice of a piece, None: whole pieces; where a long message
+    may be cut into slices; kernel queues the pieces take in turn).  A parallel
     AEAD (``parallel_message``) gets large pieces in slices (SLICED_PIECE_BYTES, SLICE_BYTES):
     its host work once per large piece, its transfers and launches in small steps.  A serial
     AEAD (one work-item per message) keeps whole pieces (its jobs take slices too, but sliced
@@ -528,6 +572,10 @@ class DeviceAEAD:
     piece_bytes: int | None = None
     slice_bytes: int | None = None
     kernel_queues: int = 1
+    #: bytes: transfer/batches.py cuts a message longer than a slice into slices at multiples
+    #: of this from its start (a multiple of its Job class's ``cut_align``; 0: between messages
+    #: only, one long message moves whole)
+    slice_align: int = 0
 
     def __init__(self, backend, aead: AEAD, name: str, **options):
         self.backend = backend

@@ -3,7 +3,8 @@
 The kernels (kernels/chacha20_poly1305.cl) run a whole batch in a fixed number of launches:
 ``chacha_xor`` (every ChaCha20 block of every message, the Poly1305 keys from block 0),
 ``chacha_powers`` (the powers of r each message needs), ``chacha_poly`` (Poly1305 striped over
-``ceil(n / poly_blocks)`` work-items per message of n 16-byte blocks) and one or more
+``ceil(n / poly_blocks)`` work-items per message of n 16-byte blocks, in segments of
+``SEG_ITEMS`` work-items: a long message's segments need only their own blocks) and one or more
 ``chacha_psum`` levels (sums of the shares, ``fanin`` per work-item; the last writes the tags).
 The host only turns the lengths into prefix sums (numpy); it never loops over the data.
 """
@@ -29,6 +30,9 @@ def _prefix(counts: np.ndarray) -> np.ndarray:
 #: items per entry of the coarse message indexes (chacha_find_hinted): ChaCha20 blocks, Poly1305 items
 _BLK_HINT_SHIFT = 6
 _POLY_HINT_SHIFT = 2
+#: log2 of the Poly1305 work-items per segment of a long message (kernels: CHACHA_SEG_LOG): 512
+#: x poly_blocks 128 = 1 MiB of input per segment; a message up to a segment is striped whole
+SEG_LOG = 9
 
 
 def _bit_length(x: np.ndarray) -> np.ndarray:
@@ -38,10 +42,11 @@ def _bit_length(x: np.ndarray) -> np.ndarray:
 
 
 class ChaChaJob(Job):
-    """A batch's buffers on one device (see ChaChaDriver.prepare); its kernels take a message
-    range (Job.ranges: slices)."""
+    """A batch's buffers on one device (see ChaChaDriver.prepare); its kernels take any range
+    of the texts (Job.ranges: slices), cut between messages or inside one on a ChaCha20 block."""
 
     ranges = True
+    cut_align = 64
 
     def __init__(self, drv: "ChaChaDriver", batch, queue=None, **slicing):
         self.drv = drv
@@ -58,12 +63,17 @@ class ChaChaJob(Job):
         alens = np.diff(aad_off)
         # ChaCha20: block 0 (the Poly1305 key) + ceil(len / 64) blocks per message
         self.blk_off = _prefix(1 + (lens + 63) // 64)
-        # Poly1305: n blocks, w = ceil(n / C) work-items per message
-        n = (alens + 15) // 16 + (lens + 15) // 16 + 1
+        # Poly1305: n blocks in segments of S = SI C blocks, the last 1 to S: SI work-items per
+        # segment before it, ceil(its blocks / C) for it (one segment: ceil(n / C)); the powers
+        # r^(2^k) up to the largest exponent (kernels: chacha_poly)
+        self.na = (alens + 15) // 16
+        n = self.na + (lens + 15) // 16 + 1
         c = np.uint64(drv.poly_blocks)
-        w = (n + c - 1) // c
+        self.seg = np.uint64(drv.poly_blocks << SEG_LOG)
+        full = (n - np.uint64(1)) // self.seg
+        w = (full << np.uint64(SEG_LOG)) + (n - full * self.seg + c - np.uint64(1)) // c
         self.poly_off = _prefix(w)
-        self.pow_off = _prefix(1 + _bit_length(w))
+        self.pow_off = _prefix(1 + np.where(full > 0, _bit_length(n), _bit_length(w)))
         # the sum levels: while a message has more than fanin shares, fanin per work-item
         self.levels = []
         cnt, fan = w, np.uint64(drv.fanin)
@@ -102,30 +112,44 @@ class ChaChaJob(Job):
         self.sums = [v[f"sums{k}"] for k in range(len(sizes))]
         self.secret = [self.keys, work]
 
-    def launch(self, queue, first: int, end: int) -> None:
+    def _items(self, c) -> tuple[int, int, int]:
+        """(ChaCha20 blocks, messages whose block 0 (the Poly1305 key) is, Poly1305 work-items
+        whose input blocks all are) before the cut ``c``: a message's blocks 1.. and segments
+        before byte c.rel of its text."""
+        i, r = c.msg, c.rel
+        blk, poly = int(self.blk_off[i]), int(self.poly_off[i])
+        if not r:
+            return blk, i, poly
+        whole = (int(self.na[i]) + r // 16) // int(self.seg)      # segments before the cut
+        return blk + 1 + r // 64, i + 1, poly + (whole << SEG_LOG)
+
+    def launch(self, queue, lo, hi) -> None:
         b, prg, m, d = self.b, self.drv.prg, U32(self.m), self.dev
         encrypt = self.batch.encrypt
+        first, end = lo.msg, hi.msg                 # the messages the slice completes
+        (blo, klo, plo), (bhi, khi, phi) = self._items(lo), self._items(hi)
 
-        def run(name, pre, args):   # (the items of messages [first, end) in prefix sums pre)
-            lo, hi = int(pre[first]), int(pre[end])
-            b.launch(prg, name, hi - lo, args + [U64(lo), U64(hi)], queue, record=False)
+        def run(name, lo, hi, args):   # (items [lo, hi))
+            if hi > lo:
+                b.launch(prg, name, hi - lo, args + [U64(lo), U64(hi)], queue, record=False)
 
-        run("chacha_xor", self.blk_off,
+        run("chacha_xor", blo, bhi,
             [self.src, self.dst, d["off"], d["blk"], d["blk_hint"], U32(_BLK_HINT_SHIFT),
              self.keys, d["key_index"], d["nonces"], self.polykey, m])
-        b.launch(prg, "chacha_powers", end - first,
-                 [self.polykey, d["poly"], d["pow"], self.powers, U32(first), U32(end)], queue,
-                 record=False)
+        if khi > klo:
+            b.launch(prg, "chacha_powers", khi - klo,
+                     [self.polykey, d["poly"], d["pow"], self.powers, U32(klo), U32(khi)], queue,
+                     record=False)
         # Poly1305 over the ciphertext: the output when encrypting, the input when decrypting
         text = self.dst if encrypt else self.src
-        run("chacha_poly", self.poly_off,
+        run("chacha_poly", plo, phi,
             [text, d["aad"], d["off"], d["aad_off"], d["poly"], d["poly_hint"],
              U32(_POLY_HINT_SHIFT), d["pow"], self.powers, self.sums[0], m, U64(self.n_items)])
         in_off = d["poly"]
         for k, lv in enumerate(self.levels):
             last = k == len(self.levels) - 1
             out = self.tags_out if last else self.sums[k + 1]
-            run("chacha_psum", lv,
+            run("chacha_psum", int(lv[first]), int(lv[end]),
                 [self.sums[k], U64(self.sums_items(k)), in_off, out, self.level_bufs[k],
                  self.polykey, self.tags_out, U32(last), m, U64(int(lv[-1]))])
             in_off = self.level_bufs[k]
@@ -137,6 +161,9 @@ class ChaChaJob(Job):
 class ChaChaDriver(DeviceAEAD):
     """The ChaCha20-Poly1305 kernels on one device.
 
+    ``slice_align``: a long message's slices are cut on 16 KiB from its start (whole ChaCha20
+    blocks; its Poly1305 segments run in the slice holding all their blocks).
+
     Options (Kernel.options / knobs): ``poly_blocks`` 16-byte Poly1305 blocks per work-item
     (a message of n blocks gets ceil(n / poly_blocks) work-items; default 128 = 2 KiB: a
     32 MiB slice of 16 KiB messages, transfer/batches.py's unit, ran 215.5 GB/s against 127.1
@@ -145,14 +172,17 @@ class ChaChaDriver(DeviceAEAD):
     scripts/aead_knobs.py, docs/benchmarks.md 0k), ``fanin`` shares summed per work-item and
     level (default 64)."""
 
+    slice_align = 16 << 10
+
     def __init__(self, backend, aead, name, poly_blocks: int = 128, fanin: int = 64, **options):
         super().__init__(backend, aead, name, **options)
         self.poly_blocks = int(poly_blocks)
         self.fanin = int(fanin)
         if self.poly_blocks < 1 or self.fanin < 2:
             raise ValueError("poly_blocks >= 1 and fanin >= 2")
-        defines = {"CHACHA_POLY_BLOCKS": self.poly_blocks, "CHACHA_FANIN": self.fanin}
-        key = ("aead", "chacha20-poly1305", self.poly_blocks, self.fanin)
+        defines = {"CHACHA_POLY_BLOCKS": self.poly_blocks, "CHACHA_FANIN": self.fanin,
+                   "CHACHA_SEG_LOG": SEG_LOG}
+        key = ("aead", "chacha20-poly1305", self.poly_blocks, self.fanin, SEG_LOG)
         self.prg = backend.cached_program(key) or backend.build(
             defines_prefix(defines) + program_source(None, _FILE), key=key)
 

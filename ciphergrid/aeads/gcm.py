@@ -95,6 +95,10 @@ def _choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int, gen: float | N
 class GCMDriver(DeviceAEAD):
     """kernels/gcm.cl for one key size and implementation on one device."""
 
+    #: a long message's slices cut on 16 KiB from its start: the counter passes' tiles (8 KiB
+    #: fast, 16 KiB ct, from a message at offset 0) stay whole
+    slice_align = 16 << 10
+
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
                  ctr: int = 0, ls: int = 0, roll: int = 0, pf: int = 0, mad: int = 0,
                  regs: int = 0, hd: int = 0, tw: int = 0, tr: int = 0, tf: int = 0):
@@ -255,9 +259,11 @@ class GCMDriver(DeviceAEAD):
 
 
 class GCMJob(Job):
-    """A batch on the device (aeads.base.Job); its kernels take a message range (slices)."""
+    """A batch on the device (aeads.base.Job); its kernels take any range of the texts (slices),
+    cut between messages or inside one on a 16-byte block."""
 
     ranges = True
+    cut_align = 16
 
     def __init__(self, drv: GCMDriver, batch, queue=None, **slicing):
         self.d = drv
@@ -313,6 +319,7 @@ class GCMJob(Job):
         np.cumsum(tiles_m, out=tile_off[1:])
         self.ntiles = int(tile_off[-1])
         self.tile_off = tile_off
+        self.nb, self.na = nb, (alen + 15) // 16      # (stream and AAD blocks: cuts in a message)
         max_tiles = int(tiles_m.max())
         self.np2 = max(self.wlog + 1, tlog + _bitlen(max_tiles - 1))
         if self.pos and drv.ct:
@@ -362,22 +369,43 @@ class GCMJob(Job):
         self.texts_out, self.tags_out = B["dst"], B["tags"]
         self.secret = [B["ktab"], work]
 
-    def launch(self, queue, first: int, end: int) -> None:
-        """The kernels for messages [first, end) (gcm.cl: slices); the key's H powers and every
-        message's J0 with the first slice (J0 needs only the nonces and H: one launch per job,
-        not one per slice)."""
+    def _tiles_before(self, c) -> int:
+        """GHASH tiles whose stream blocks all lie before the cut ``c``: every tile of the
+        messages before it, and of its message the tiles before byte c.rel of the text (tile k of
+        N ends at stream block nb - W R (N - 1 - k); the last, with the length block, never)."""
+        t = int(self.tile_off[c.msg])
+        if c.rel:
+            i = c.msg
+            n = int(self.tile_off[i + 1]) - t
+            left = int(self.nb[i]) - int(self.na[i]) - c.rel // 16    # stream blocks after c
+            t += max(0, n - _ceil_div(left, 1 << (self.wlog + self.rlog)))
+        return t
+
+    def launch(self, queue, lo, hi) -> None:
+        """The kernels for the texts between the cuts ``lo`` and ``hi`` (gcm.cl: slices): the
+        key streams of their blocks, the GHASH tiles they complete, the tags (and E(K, J0)) of
+        the messages they complete; the key's H powers and every message's J0 with the first
+        slice (J0 needs only the nonces and H: one launch per job, not one per slice)."""
         d, b, B = self.d, self.b, self.bufs
         prg, ls = d.prg, d.ls
         w = 1 << self.wlog
+        first, end = lo.msg, hi.msg                  # tags of messages [first, end)
         n = end - first
-        cb = int(self.cb_off[end]) - int(self.cb_off[first])          # counter blocks
-        ntiles = int(self.tile_off[end]) - int(self.tile_off[first])
-        ends = [U32(first), U32(end)]
+        mhi = min(self.m, end + 1)                   # (message searches: [first, mhi))
+        cb_off = self.cb_off
+        # counter blocks (J0 first in each message), text blocks, tiles between the cuts
+        glo = int(cb_off[first]) + (1 + lo.rel // 16 if lo.rel else 0)
+        ghi = int(cb_off[end]) + (1 + hi.rel // 16 if hi.rel else 0)
+        xlo = int(cb_off[first]) - first + lo.rel // 16
+        xhi = int(cb_off[end]) - end + hi.rel // 16
+        tlo, thi = self._tiles_before(lo), self._tiles_before(hi)
+        ntiles = thi - tlo
+        ends = [U32(first), U32(mhi)]
 
         def items(name, n):
             return max(1, min(int(n), b.resident_items(prg, name)))
 
-        if first == 0:
+        if lo.index == 0:
             b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
                      [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2),
                       U32(self.nkeys)], queue, record=False)
@@ -388,34 +416,33 @@ class GCMJob(Job):
                      [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs),
                       B["j0"], U32(0), U32(self.m)], queue, record=False)
         per = 32 if d.ct else 1
-        total = U64(int(self.cb_off[end]))
         if self.ctr_one:
             ctr_name = "gcm_ctr_one"
             ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["ktab"], B["j0"],
-                   B["ej0"], *ends, total]
+                   B["ej0"], *ends, U64(xlo), U64(xhi), U32(first), U32(end)]
             per_item = 32 if d.ct else 16          # gcm.cl: 32 bitsliced blocks; GCM_CTR_T
             # (one tile more: the slice's first tile may start before it, gcm.cl)
-            ctr_items = min(_ceil_div(cb, per_item * ls) * ls + (ls if first else 0),
+            ctr_items = min(_ceil_div(xhi - xlo + n, per_item * ls) * ls + (ls if xlo else 0),
                             max(ls, b.resident_items(prg, ctr_name) // ls * ls))
         else:
             ctr_name = "gcm_ctr"
             ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["key_index"],
-                   B["ktab"], U32(self.ks), B["j0"], B["ej0"], *ends, total]
-            ctr_items = items("gcm_ctr", _ceil_div(cb, per))
+                   B["ktab"], U32(self.ks), B["j0"], B["ej0"], *ends, U64(glo), U64(ghi)]
+            ctr_items = items("gcm_ctr", _ceil_div(ghi - glo, per))
         ghash_txt = B["dst"] if self.batch.encrypt else B["src"]
         tpg = ls // w
         groups = _ceil_div(ntiles, tpg)
-        end_tiles = U64(int(self.tile_off[end]))
+        tiles = [U64(tlo), U64(thi)]
         if self.pos:
             gh_name = "gcm_ghash_pos"
             ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["hk"],
                      U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], *ends,
-                     end_tiles, U32(self.nf)]
+                     *tiles, U32(self.nf)]
         else:
             gh_name = "gcm_ghash"
             ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
                      B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
-                     B["tile_sum"], *ends, end_tiles, U32(self.nkeys == 1)]
+                     B["tile_sum"], *ends, *tiles, U32(self.nkeys == 1)]
         gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
         if self.batch.encrypt:
             b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
@@ -426,7 +453,8 @@ class GCMJob(Job):
         mpg = ls >> self.plog
         tag_items = min(_ceil_div(n, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
         b.launch(prg, "gcm_tag", tag_items,
-                 [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], *ends, U32(self.plog)],
+                 [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], U32(first), U32(end),
+                  U32(self.plog)],
                  queue, record=False)
 
 

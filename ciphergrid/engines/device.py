@@ -145,12 +145,13 @@ class DeviceEngine(Engine):
         messages whose tag verified (aeads.base.verify): a large batch of host data on a GPU in
         pieces of whole messages, overlapped on several queues, each piece's tags compared as it
         is done (transfer/batches.py, which also starts ``beside`` once its pieces in flight are
-        full); else one job of the cached driver (``beside`` started first)."""
+        full; one long message in slices, where the driver cuts messages); else one job of the
+        cached driver (``beside`` started first)."""
         from ..transfer import batches
 
         drv = self.aead_driver(batch.name, impl)
-        if (self.info.kind != "gpu" or batch.count < 2
-                or not batches.overlaps(drv, int(batch.off[-1]))):
+        if (self.info.kind != "gpu"
+                or not batches.overlaps(drv, int(batch.off[-1]), batch.count)):
             return batches.whole(drv, batch, received=received, beside=beside)
         return batches.run(self.backend, drv, batch, received=received, beside=beside)
 

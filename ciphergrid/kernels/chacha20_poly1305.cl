@@ -10,16 +10,23 @@
  *   chacha_xor     one work-item per ChaCha20 block: block 0 of message i gives its Poly1305 key
  *                  (r clamped, s: 8 words in ``polykey``), block b >= 1 (counter b) is XORed with
  *                  bytes 64(b-1) .. 64b of the text.  blk_off = prefix of 1 + ceil(len / 64).
- *   chacha_powers  one work-item per message: r^(2^k) for k < B and r^W (W: the message's Poly1305
- *                  work-items, B = bit length of W), from squarings of r.
+ *   chacha_powers  one work-item per message: r^(2^k) for k < B and r^V (V: the work-items of the
+ *                  message's last segment, below), from squarings of r.
  *   chacha_poly    one work-item per (message, j < W): the Poly1305 input (AAD || pad16 || text ||
- *                  pad16 || le64 alen || le64 tlen, n blocks of 16 bytes) is dealt out in stripes:
- *                  work-item j folds blocks j, j + W, j + 2W, ... by Horner's rule with r^W, then
- *                  multiplies by r^e (e = the blocks after its last one, plus one: 1 <= e <= W, a
- *                  product of the r^(2^k) it selects by the bits of the public e).  Adjacent
+ *                  pad16 || le64 alen || le64 tlen, n blocks of 16 bytes) is cut into segments of
+ *                  S = SI x C blocks (SI = 2^CHACHA_SEG_LOG work-items, C = the driver's
+ *                  ``poly_blocks``, CHACHA_POLY_BLOCKS), the last segment taking the rest (1 to S
+ *                  blocks, V = ceil(its blocks / C) work-items), and each segment is dealt out in
+ *                  stripes: its work-item j folds the segment's blocks j, j + SI, j + 2 SI, ...
+ *                  (the last segment's: stride V) by Horner's rule with r^SI (r^V), then
+ *                  multiplies by r^e (e = the blocks after its last one, plus one, a product of
+ *                  the r^(2^k) it selects by the bits of the public e; B = the bit length of the
+ *                  largest e: of W for a message of one segment, of n for longer ones).  Adjacent
  *                  work-items read adjacent 16-byte blocks (coalesced 128-bit loads).  The sum of
- *                  the W contributions is the Poly1305 value mod 2^130 - 5.  W = ceil(n / C) with
- *                  C = the driver's ``poly_blocks`` (CHACHA_POLY_BLOCKS, documentation only here).
+ *                  the W contributions is the Poly1305 value mod 2^130 - 5.  A message of at most
+ *                  S blocks is one segment: W = ceil(n / C).  A segment's work-items need only
+ *                  its blocks, so a slice cut inside a long message runs the segments before the
+ *                  cut (aeads/chacha20_poly1305.py).
  *   chacha_psum    sums the contributions of each message, ``fanin`` per work-item (striped
  *                  again), over as many levels as the largest message needs; the last level (one
  *                  work-item per message) reduces mod 2^130 - 5, adds s and writes the 16-byte tag.
@@ -35,6 +42,13 @@
  */
 
 #define CHACHA_M26 0x3ffffffu
+#ifndef CHACHA_POLY_BLOCKS
+#define CHACHA_POLY_BLOCKS 128
+#endif
+#ifndef CHACHA_SEG_LOG
+#define CHACHA_SEG_LOG 9
+#endif
+#define CHACHA_SI ((ulong)1 << CHACHA_SEG_LOG)
 
 /* the i in [lo, hi) with pre[i] <= g < pre[i + 1] (pre[lo] <= g < pre[hi]; every message has at
  * least one item) */
@@ -200,7 +214,9 @@ DEVICE_FN void chacha_store5(GLOBAL uint *p, const uint *x)
 
 /* ---------------------------------------------------------------------------- powers of r */
 
-/* powers: per message, 1 + B entries of 5 limbs from pow_off[i]: r^W, r, r^2, r^4, .. r^(2^(B-1)) */
+/* powers: per message, 1 + B entries of 5 limbs from pow_off[i]: r^V, r, r^2, r^4, .. r^(2^(B-1))
+ * (V: the last segment's work-items; B > CHACHA_SEG_LOG where there are several segments, so
+ * r^SI is entry 1 + CHACHA_SEG_LOG) */
 KERNEL void chacha_powers(GLOBAL_RO const uint *polykey, GLOBAL_RO const ulong *poly_off,
                           GLOBAL_RO const ulong *pow_off, GLOBAL uint *powers, uint lo, uint hi)
 {
@@ -208,6 +224,7 @@ KERNEL void chacha_powers(GLOBAL_RO const uint *polykey, GLOBAL_RO const ulong *
     if (i >= hi)
         return;
     ulong w = poly_off[i + 1] - poly_off[i];
+    w -= ((w - 1) >> CHACHA_SEG_LOG) << CHACHA_SEG_LOG;   /* V: the last segment's work-items */
     uint nb = (uint)(pow_off[i + 1] - pow_off[i]) - 1;
     GLOBAL uint *out = powers + 5 * pow_off[i];
     GLOBAL_RO const uint *pk = polykey + 8 * i;
@@ -284,19 +301,24 @@ KERNEL void chacha_poly(GLOBAL_RO const uchar *text, GLOBAL_RO const uchar *aad,
     ulong aoff = aad_off[i], alen = aad_off[i + 1] - aoff;
     ulong na = (alen + 15) >> 4, nt = (tlen + 15) >> 4;
     ulong n = na + nt + 1;
-    ulong cnt = (n - j + w - 1) / w;
+    /* segment s of the message (every one before the last has SI work-items, stride SI) */
+    const ulong full = (w - 1) >> CHACHA_SEG_LOG, s = j >> CHACHA_SEG_LOG;
+    const ulong b0 = s * (CHACHA_SI * CHACHA_POLY_BLOCKS) + (j & (CHACHA_SI - 1));
+    const ulong stride = s < full ? CHACHA_SI : w - (full << CHACHA_SEG_LOG);
+    const ulong send = s < full ? (s + 1) * (CHACHA_SI * CHACHA_POLY_BLOCKS) : n;
+    ulong cnt = (send - b0 + stride - 1) / stride;
     GLOBAL_RO const uint *pw = powers + 5 * pow_off[i];
     uint rw[5], sw[5], h[5], x[5];
-    chacha_load5(pw, rw);
+    chacha_load5(s < full ? pw + 5 * (1 + CHACHA_SEG_LOG) : pw, rw);   /* r^stride */
     chacha_times5(rw, sw);
-    chacha_poly_block(text, aad, toff, aoff, tlen, alen, na, nt, j, h);
-    for (ulong b = j + w; b < n; b += w) {
+    chacha_poly_block(text, aad, toff, aoff, tlen, alen, na, nt, b0, h);
+    for (ulong b = b0 + stride; b < send; b += stride) {
         chacha_mul(h, rw, sw);
         chacha_poly_block(text, aad, toff, aoff, tlen, alen, na, nt, b, x);
         h[0] += x[0]; h[1] += x[1]; h[2] += x[2]; h[3] += x[3]; h[4] += x[4];
     }
-    /* times r^e, e = n - (last block index) = n - j - (cnt - 1) w, 1 <= e <= w */
-    ulong e = n - j - (cnt - 1) * w;
+    /* times r^e, e = n - (last block index) = n - b0 - (cnt - 1) stride, 1 <= e < 2^B */
+    ulong e = n - b0 - (cnt - 1) * stride;
     for (uint k = 0; (e >> k) != 0; k++) {
         if ((e >> k) & 1) {
             chacha_load5(pw + 5 * (1 + k), x);
@@ -305,9 +327,8 @@ KERNEL void chacha_poly(GLOBAL_RO const uchar *text, GLOBAL_RO const uchar *aad,
             chacha_mul(h, x, s);
         }
     }
-    ulong stride = items;
     for (int q = 0; q < 5; q++)
-        contrib[q * stride + g] = h[q];
+        contrib[q * items + g] = h[q];
 }
 
 /* h mod 2^130 - 5 fully reduced, + s (4 words), as the 16-byte tag */

@@ -25,12 +25,15 @@
  * then GCM_TB entries: fast: the 16 products p_n M (n a nibble, its bit 3 = x^0 .. bit 0 = x^3),
  * ct: the 128 products x^i M.
  *
- * Slices: the per-message kernels (gcm_j0, the counter passes, GHASH, gcm_tag) take the messages
- * [first, end) of a batch (gcm_j0 runs once per job, over all of them, with the first slice's
- * launches): their item ranges come from the prefix sums at ``first`` and the launch
- * covers only them (aeads/base.py Job: a batch's texts move and run in slices; a whole batch is
- * first = 0).  The counter passes in text-block space keep their tiles aligned as in a whole
- * batch (a tile that starts before the slice skips the blocks before it).
+ * Slices: the counter passes and GHASH take explicit item ranges (counter blocks [glo, total),
+ * text blocks [xlo, xhi), tiles [tlo, ntiles)), gcm_tag and the E(K, J0) blocks of the text-block
+ * passes a message range; ``first`` and ``m`` bound the searches for an item's message.  The host
+ * works the ranges out from a slice's byte range (aeads/gcm.py GCMJob.launch: a batch's texts
+ * move and run in slices, cut between messages or inside one; gcm_j0 runs once per job, over
+ * all messages, with the first slice's launches).  The counter passes in text-block space keep
+ * their tiles aligned as in a whole batch (a tile that starts before the slice skips the blocks
+ * before it, one that ends after it the blocks after it); a GHASH tile runs in the slice that
+ * holds all its stream blocks.
  *
  * Knobs (defines): GCM_LS work-group size (a power of two, the launches use exactly it),
  * GCM_MIN_W the smallest tile width the fast kernel's work-group table slots allow.  W and R are
@@ -595,13 +598,13 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
                     GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                     GLOBAL_RO const int *key_index,
                     GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL_RO const uint4 *j0,
-                    GLOBAL uint4 *ej0, uint first, uint m, ulong total)
+                    GLOBAL uint4 *ej0, uint first, uint m, ulong glo, ulong total)
 {
     CG_ENC_LOCALS
     CG_ENC_SETUP(ktab)
     int cur = -1;
     uint msg = first;
-    for (ulong g = cb_off[first] + GID; g < total; g += GSIZE) {
+    for (ulong g = glo + GID; g < total; g += GSIZE) {
         msg = gcm_find_hinted(cb_off, cb_hint, msg, m, g);
         const ulong i = g - cb_off[msg];
         const int k = key_index[msg];
@@ -623,11 +626,11 @@ KERNEL void gcm_ctr(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO cons
                     GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                     GLOBAL_RO const int *key_index,
                     GLOBAL_RO const uint *RESTRICT ktab, uint ks, GLOBAL_RO const uint4 *j0,
-                    GLOBAL uint4 *ej0, uint first, uint m, ulong total)
+                    GLOBAL uint4 *ej0, uint first, uint m, ulong glo, ulong total)
 {
     CG_ENC_LOCALS
     CG_ENC_SETUP(ktab)
-    for (ulong base = cb_off[first] + GID; base < total; base += GSIZE * 32) {
+    for (ulong base = glo + GID; base < total; base += GSIZE * 32) {
         uint pending = 0;
         for (int k = 0; k < 32; k++)
             if (base + (ulong)k * GSIZE < total) pending |= 1u << k;
@@ -755,11 +758,12 @@ DEVICE_FN void gcm_bs_ctr(uint *s, const uint *c, int same, uint *kx, GLOBAL_RO 
 KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
                         GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                         GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
-                        GLOBAL uint4 *ej0, uint first, uint m, ulong total)
+                        GLOBAL uint4 *ej0, uint first, uint m, ulong xlo, ulong ntext,
+                        uint jlo, uint jhi)
 {
     CG_ENC_LOCALS
     CG_ENC_SETUP(ktab)
-    const ulong ntext = total - m, xlo = cb_off[first] - first;   /* text blocks [xlo, ntext) */
+    /* text blocks [xlo, ntext); E(K, J0) of messages [jlo, jhi) */
     const ulong tile = 32 * (ulong)LSIZE;
     const uint sl = LID & (GCM_SG - 1u);
     const ulong sub = (ulong)(LID / GCM_SG) * (32 * GCM_SG);
@@ -769,7 +773,7 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         const uint msg0 = gcm_find_text(cb_off, cb_hint, 0, m, x0 < ntext ? x0 : ntext - 1);
         const ulong ob = off[msg0], i0 = x0 - (cb_off[msg0] - msg0) + 1;   /* counter block */
         /* the 32 blocks full, aligned text blocks of message msg0 (lengths only: public) */
-        const int tfast = x0 >= xlo && x0 < ntext && (ob & 15) == 0 &&
+        const int tfast = x0 >= xlo && x0 + 31 * (ulong)GCM_SG < ntext && (ob & 15) == 0 &&
                           16 * (i0 + 31 * (ulong)GCM_SG) <= off[msg0 + 1] - ob;
         const uint4 jm = j0[msg0];
         uint msg = msg0;
@@ -827,12 +831,12 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
     }
     /* E(K, J0): messages 32 c .. 32 c + 31 for the chunks c counted from the grid's last item (the
      * items whose last text tile came short) */
-    for (ulong c = GSIZE - 1 - GID; first + 32 * c < m; c += GSIZE) {
+    for (ulong c = GSIZE - 1 - GID; jlo + 32 * c < jhi; c += GSIZE) {
         uint s[128];
 #pragma unroll
         for (int k = 0; k < 32; k++) {
-            const ulong i = first + 32 * c + (ulong)k;
-            if (i < m) {
+            const ulong i = jlo + 32 * c + (ulong)k;
+            if (i < jhi) {
                 gcm_counter(j0, (uint)i, 0, s + 4 * k);
             } else {
                 s[4 * k] = 0u; s[4 * k + 1] = 0u; s[4 * k + 2] = 0u; s[4 * k + 3] = 0u;
@@ -843,8 +847,8 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
         gcm_bs_ctr(s, c3, 0, kx, cg_bsk);
 #pragma unroll
         for (int k = 0; k < 32; k++) {
-            const ulong i = first + 32 * c + (ulong)k;
-            if (i < m)
+            const ulong i = jlo + 32 * c + (ulong)k;
+            if (i < jhi)
                 ej0[i] = MAKE_UINT4(s[4 * k] ^ kx[0], s[4 * k + 1] ^ kx[1], s[4 * k + 2] ^ kx[2],
                                     s[4 * k + 3] ^ kx[3]);
         }
@@ -870,11 +874,12 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
 KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO const ulong *off,
                         GLOBAL_RO const ulong *cb_off, GLOBAL_RO const uint *cb_hint,
                         GLOBAL_RO const uint *RESTRICT ktab, GLOBAL_RO const uint4 *j0,
-                        GLOBAL uint4 *ej0, uint first, uint m, ulong total)
+                        GLOBAL uint4 *ej0, uint first, uint m, ulong xlo, ulong ntext,
+                        uint jlo, uint jhi)
 {
     CG_ENC_LOCALS
     CG_ENC_SETUP(ktab)
-    const ulong ntext = total - m, xlo = cb_off[first] - first;   /* text blocks [xlo, ntext) */
+    /* text blocks [xlo, ntext); E(K, J0) of messages [jlo, jhi) */
     uint msg = first;
     ulong tb0 = 0, tb1 = 0, ob = 0, oe = 0;   /* text blocks [tb0, tb1) and bytes [ob, oe) of msg */
     uint4 jm = MAKE_UINT4(0u, 0u, 0u, 0u);
@@ -891,7 +896,8 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
             jm = j0[msg];
         }
         const ulong i0 = x0 - tb0;                      /* text block of the message, from 0 */
-        if (x0 >= xlo && (ob & 15) == 0 && 16 * (i0 + 1 + (ulong)(GCM_CTR_T - 1) * GCM_SG) <= oe - ob) {
+        if (x0 >= xlo && x0 + (ulong)(GCM_CTR_T - 1) * GCM_SG < ntext && (ob & 15) == 0 &&
+            16 * (i0 + 1 + (ulong)(GCM_CTR_T - 1) * GCM_SG) <= oe - ob) {
             GLOBAL_RO const uint4 *pi = (GLOBAL_RO const uint4 *)(in + ob) + i0;
             GLOBAL uint4 *po = (GLOBAL uint4 *)(out + ob) + i0;
             const uint c0 = BSWAP32(jm.x), c1 = BSWAP32(jm.y), c2 = BSWAP32(jm.z);
@@ -928,8 +934,8 @@ KERNEL void gcm_ctr_one(GLOBAL_RO const uchar *in, GLOBAL uchar *out, GLOBAL_RO 
             }
         }
     }
-    /* E(K, J0) of every message, counted from the grid's last item */
-    for (ulong i = first + GSIZE - 1 - GID; i < m; i += GSIZE) {
+    /* E(K, J0) of messages [jlo, jhi), counted from the grid's last item */
+    for (ulong i = jlo + GSIZE - 1 - GID; i < jhi; i += GSIZE) {
         uint s[4];
         gcm_counter(j0, (uint)i, 0, s);
         cg_encrypt_batch(s CG_ENC_ARGS);
@@ -960,7 +966,8 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
                       GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
                       GLOBAL_RO const ulong *tile_off, GLOBAL_RO const int *key_index,
                       GLOBAL_RO const uint4 *hk, uint hs, uint np2, uint wlog, uint rlog,
-                      GLOBAL uint4 *tile_sum, uint first, uint m, ulong ntiles, uint one_key)
+                      GLOBAL uint4 *tile_sum, uint first, uint m, ulong tlo, ulong ntiles,
+                      uint one_key)
 {
     LOCAL_VAR uint4 gcm_red[GCM_LS];
 #if !GCM_CT
@@ -990,7 +997,7 @@ KERNEL void gcm_ghash(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt,
     /* no value is carried from one step of this loop to the next but its counter: PoCL (the
      * version on an H100 host) aborts building a loop with barriers whose other loop-carried
      * values it must save and restore ("Cannot add context restore for a PHI node") */
-    for (ulong t0 = tile_off[first] + GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+    for (ulong t0 = tlo + GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
         const ulong t = t0 + slot;
         const int live = t < ntiles;
         ulong u = 0;
@@ -1064,7 +1071,7 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
                           GLOBAL_RO const ulong *aad_off, GLOBAL_RO const ulong *off,
                           GLOBAL_RO const ulong *tile_off, GLOBAL_RO const uint4 *hk, uint np2,
                           uint wlog, uint rlog, GLOBAL uint4 *tile_sum, uint first, uint m,
-                          ulong ntiles, uint nf)
+                          ulong tlo, ulong ntiles, uint nf)
 {
     LOCAL_VAR uint4 gcm_pred[GCM_LS];
     LOCAL_VAR uint4 gcm_ptab[GCM_PTAB];
@@ -1086,7 +1093,7 @@ KERNEL void gcm_ghash_pos(GLOBAL_RO const uchar *aad, GLOBAL_RO const uchar *txt
     const uint tpg = GCM_LS / w;
     const uint l = LID & (w - 1);
     const uint slot = LID >> wlog;
-    for (ulong t0 = tile_off[first] + GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
+    for (ulong t0 = tlo + GROUP_ID * tpg; t0 < ntiles; t0 += NGROUPS * tpg) {
         const ulong t = t0 + slot;
         const int live = t < ntiles;
         ulong u = 0;

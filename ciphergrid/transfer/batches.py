@@ -11,7 +11,9 @@ engines and the SMs busy), and no host thread waits for another's lock.  A job's
 few vectorised array operations and ONE upload of its metadata from page-locked staging
 (aeads.base.Job.stage).  A parallel AEAD's pieces are large and move in slices (Job's
 ``slices``: each slice's texts uploaded, run and downloaded on their own, the host work once per
-piece; a slice's download is enqueued right after its launches).  The caller's text buffers are
+piece; a slice's download is enqueued right after its launches), and a message longer than a
+slice is cut into slices inside it where the driver says so (``slice_align``: GCM and
+ChaCha20-Poly1305), so one long message overlaps its transfers and kernels as a batch does.  The caller's text buffers are
 page-locked for the run (transfer.pinning: kept in the registration cache), so the texts move by
 DMA from and to them with no staging copy (each copy cut at the registrations' edges: Job,
 transfer.pinning.copy_ranges).  The tags come back in message order; comparing them
@@ -85,6 +87,30 @@ def cuts(off: np.ndarray, piece_bytes: int, ramp=0) -> list[int]:
     return out
 
 
+def slice_cuts(off: np.ndarray, slice_bytes: int, align: int = 0) -> list[int]:
+    """Byte offsets in a piece's texts (``off``: its message offsets) where its slices start,
+    and its end: [0, ..., total] (aeads.base.Job's ``slices``).  Each multiple of
+    ``slice_bytes`` falls on the first message starting at or after it, or, with ``align``,
+    inside a message longer than ``slice_bytes`` on the multiple of ``align`` bytes from the
+    message's start at or before it: one long message moves in slices as a batch does (smaller
+    slices first and last, as ``cuts`` ramps pieces, measured slower: docs/benchmarks.md 0m)."""
+    o = np.asarray(off, dtype=np.int64)
+    total = int(o[-1]) if o.shape[0] > 1 else 0
+    t = np.arange(slice_bytes, total, slice_bytes, dtype=np.int64)
+    c = o[np.searchsorted(o, t, side="left")]                 # the next message's start
+    if align and t.size:
+        i = np.searchsorted(o, t, side="right") - 1           # the message holding t
+        start = o[i]
+        inner = start + (t - start) // align * align
+        c = np.where(o[i + 1] - start > slice_bytes, inner, c)
+    out = [0]
+    for x in c.tolist():
+        if out[-1] < x < total:
+            out.append(x)
+    out.append(total)
+    return out
+
+
 def piece(batch, a: int, b: int):
     """Messages [a, b) of ``batch`` as a batch of their own: views of its buffers, offsets
     rebased (the key table is shared)."""
@@ -119,9 +145,18 @@ def slice_size(driver) -> int | None:
     return getattr(driver, "slice_bytes", None)
 
 
-def overlaps(driver, nbytes: int) -> bool:
-    """Whether a batch of ``nbytes`` of text in host memory goes through ``run`` (its transfers
-    and kernels overlapped) rather than ONE job: at least two pieces, or two slices of one."""
+def slice_align(driver) -> int:
+    """Bytes: where ``driver`` cuts a long message into slices (its ``slice_align``; 0: between
+    messages only)."""
+    return int(getattr(driver, "slice_align", 0) or 0)
+
+
+def overlaps(driver, nbytes: int, count: int = 2) -> bool:
+    """Whether a batch of ``count`` messages, ``nbytes`` of text in host memory, goes through
+    ``run`` (its transfers and kernels overlapped) rather than ONE job: at least two pieces, or
+    two slices of one (one message: where the driver cuts messages into slices)."""
+    if count < 2 and not slice_align(driver):
+        return False
     return nbytes >= 2 * (slice_size(driver) or piece_size(driver))
 
 
@@ -168,7 +203,7 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     2 x depth pieces queued), or after the last piece is enqueued: not beside the first pieces'
     host work, which it would slow down."""
     piece_bytes = piece_bytes or piece_size(driver)
-    slice_bytes = slice_size(driver)
+    slice_bytes, align = slice_size(driver), slice_align(driver)
     depth = depth or max(2, DEPTH * PIECE_BYTES // piece_bytes)
     bounds = cuts(batch.off, piece_bytes, RAMP)
     n = len(bounds) - 1
@@ -191,7 +226,7 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
                     retire()
                 a, b = bounds[k], bounds[k + 1]
                 sub = piece(batch, a, b)
-                job = driver.prepare(sub, q_up, slices=cuts(sub.off, slice_bytes)
+                job = driver.prepare(sub, q_up, slices=slice_cuts(sub.off, slice_bytes, align)
                                      if slice_bytes else None)
                 flight.append((job, sub, a, b))
                 job.enqueue(q_ks[k % len(q_ks)], q_down)   # (each slice's texts down at once)
