@@ -286,7 +286,11 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path)
         return
     tag = arr[text:]
     tag = (tag.get() if path == "resident" else tag).reshape(1, tl)
-    ok = _run(spec, batch, tag, device, impl, path)
+    try:
+        ok = _run(spec, batch, tag, device, impl, path)
+    except BaseException:
+        dst[:] = 0   # (a device error or an interrupt mid-way: no unverified plaintext stays)
+        raise
     if not ok[0]:
         dst[:] = 0
         raise InvalidTag(f"{spec.name}: the tag does not verify (wrong key, nonce or associated "
@@ -452,6 +456,10 @@ def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tag
         return BatchResult(encrypt, dst, off, np.zeros((0, tl), np.uint8), np.ones(0, bool))
     try:
         res = _run(spec, batch, got, device, impl, beside=repeats)
+    except BaseException:
+        if not encrypt:   # (a device error or an interrupt mid-way: slices or pieces already
+            dst[...] = 0  # down hold plaintext whose tag was not compared)
+        raise
     finally:
         if repeats is not None and repeats.failed():
             dst[...] = 0          # (ciphertexts under a repeated nonce: none is returned)

@@ -112,6 +112,38 @@ def test_every_tamper_fails_and_releases_nothing(aead_name, device, rng):
         ciphergrid.decrypt(ct[:tl - 1], aead_name, key, nonce=nonce, device=device)
 
 
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_decryption_failing_mid_way_leaves_no_plaintext(error, rng, monkeypatch):
+    """A decryption that fails after some plaintext reached the caller's out= buffer (slices
+    or pieces already down, their tag not yet compared: a device error, Ctrl-C) zeroes it before
+    the error propagates: one message and a batch."""
+    import ciphergrid.aead as api
+
+    name = "chacha20-poly1305"
+    key, nonce, pt = rng.data(32), rng.data(12), rng.data(300)
+    ct = ciphergrid.encrypt(pt, name, key, nonce=nonce, device="native")
+    real = api._run
+
+    def half_done(spec, batch, *a, **kw):
+        if not batch.encrypt:
+            batch.dst[...] = np.frombuffer(pt, dtype=np.uint8)[:batch.dst.size]  # (released)
+            raise error("the device failed")
+        return real(spec, batch, *a, **kw)
+
+    monkeypatch.setattr(api, "_run", half_done)
+    out = np.full(len(pt), 0xAA, dtype=np.uint8)
+    with pytest.raises(error):
+        ciphergrid.decrypt(ct, name, key, nonce=nonce, device="native", out=out)
+    assert not out.any()
+    nonces = [rng.data(12) for _ in range(3)]
+    sealed = ciphergrid.encrypt_batch(name, [pt[:100], pt[100:250], pt[250:]], key=key,
+                                      nonces=nonces, device="native").messages
+    out = np.full(len(pt) - 0, 0xAA, dtype=np.uint8)
+    with pytest.raises(error):
+        ciphergrid.decrypt_batch(name, sealed, key=key, nonces=nonces, device="native", out=out)
+    assert not out.any()
+
+
 def test_numpy_in_numpy_out_and_out_buffer(aead_name, device, rng):
     _check_device(aead_name, device)
     kl, nl, tl = _sizes(aead_name)
