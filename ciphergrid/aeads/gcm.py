@@ -444,18 +444,19 @@ class GCMJob(Job):
                      B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
                      B["tile_sum"], *ends, *tiles, U32(self.nkeys == 1)]
         gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
-        if self.batch.encrypt:
-            b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
-            b.launch(prg, gh_name, gh_items, ghash, queue, record=False)
-        else:
-            b.launch(prg, gh_name, gh_items, ghash, queue, record=False)
-            b.launch(prg, ctr_name, ctr_items, ctr, queue, record=False)
-        mpg = ls >> self.plog
-        tag_items = min(_ceil_div(n, mpg) * ls, max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
-        b.launch(prg, "gcm_tag", tag_items,
-                 [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], U32(first), U32(end),
-                  U32(self.plog)],
-                 queue, record=False)
+        # (a slice inside one long message completes no tag, some none of its tiles: no launch
+        # without work)
+        steps = [(ctr_name, ctr_items, ctr, ghi > glo), (gh_name, gh_items, ghash, ntiles > 0)]
+        for name, count, args, work in (steps if self.batch.encrypt else steps[::-1]):
+            if work:
+                b.launch(prg, name, count, args, queue, record=False)
+        if n:
+            mpg = ls >> self.plog
+            tag_items = min(_ceil_div(n, mpg) * ls,
+                            max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
+            b.launch(prg, "gcm_tag", tag_items,
+                     [B["tile_sum"], B["tile_off"], B["ej0"], B["tags"], U32(first), U32(end),
+                      U32(self.plog)], queue, record=False)
 
 
 class AESGCM(AEAD):
