@@ -79,11 +79,16 @@ def cuts(off: np.ndarray, piece_bytes: int, ramp=0) -> list[int]:
     else:
         targets = list(range(piece_bytes, total, piece_bytes))
     idx = np.searchsorted(np.asarray(off, dtype=np.int64), targets, side="left")
+    return _rising(idx.tolist(), m)
+
+
+def _rising(values, end: int) -> list[int]:
+    """[0, then each of ``values`` above the last kept and below ``end``, then ``end``]."""
     out = [0]
-    for i in idx.tolist():
-        if out[-1] < i < m:
-            out.append(i)
-    out.append(m)
+    for x in values:
+        if out[-1] < x < end:
+            out.append(x)
+    out.append(end)
     return out
 
 
@@ -103,12 +108,7 @@ def slice_cuts(off: np.ndarray, slice_bytes: int, align: int = 0) -> list[int]:
         start = o[i]
         inner = start + (t - start) // align * align
         c = np.where(o[i + 1] - start > slice_bytes, inner, c)
-    out = [0]
-    for x in c.tolist():
-        if out[-1] < x < total:
-            out.append(x)
-    out.append(total)
-    return out
+    return _rising(c.tolist(), total)
 
 
 def piece(batch, a: int, b: int):
