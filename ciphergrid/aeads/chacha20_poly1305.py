@@ -70,10 +70,15 @@ class ChaChaJob(Job):
         n = self.na + (lens + 15) // 16 + 1
         c = np.uint64(drv.poly_blocks)
         self.seg = np.uint64(drv.poly_blocks << SEG_LOG)
-        full = (n - np.uint64(1)) // self.seg
-        w = (full << np.uint64(SEG_LOG)) + (n - full * self.seg + c - np.uint64(1)) // c
+        if int(n.max()) <= int(self.seg):   # (every message one segment: a batch's usual case,
+            w = (n + c - np.uint64(1)) // c  # without the segments' arithmetic, ~0.1 ms a piece)
+            bits = _bit_length(w)
+        else:
+            full = (n - np.uint64(1)) // self.seg
+            w = (full << np.uint64(SEG_LOG)) + (n - full * self.seg + c - np.uint64(1)) // c
+            bits = np.where(full > 0, _bit_length(n), _bit_length(w))
         self.poly_off = _prefix(w)
-        self.pow_off = _prefix(1 + np.where(full > 0, _bit_length(n), _bit_length(w)))
+        self.pow_off = _prefix(1 + bits)
         # the sum levels: while a message has more than fanin shares, fanin per work-item
         self.levels = []
         cnt, fan = w, np.uint64(drv.fanin)
