@@ -4,7 +4,7 @@ The kernels (kernels/chacha20_poly1305.cl) run a whole batch in a fixed number o
 ``chacha_xor`` (every ChaCha20 block of every message, the Poly1305 keys from block 0),
 ``chacha_powers`` (the powers of r each message needs), ``chacha_poly`` (Poly1305 striped over
 ``ceil(n / poly_blocks)`` work-items per message of n 16-byte blocks, in segments of
-``SEG_ITEMS`` work-items: a long message's segments need only their own blocks) and one or more
+2^SEG_LOG work-items: a long message's segments need only their own blocks) and one or more
 ``chacha_psum`` levels (sums of the shares, ``fanin`` per work-item; the last writes the tags).
 The host only turns the lengths into prefix sums (numpy); it never loops over the data.
 """
