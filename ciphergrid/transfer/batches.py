@@ -16,9 +16,9 @@ slice is cut into slices inside it where the driver says so (``slice_align``: GC
 ChaCha20-Poly1305), so one long message overlaps its transfers and kernels as a batch does.
 The caller's text buffers are page-locked for the run (transfer.pinning: kept in the
 registration cache), so the texts move by DMA from and to them with no staging copy (each copy
-cut at the registrations' edges: Job, transfer.pinning.copy_ranges).  The tags come back in message order; comparing them
-(decryption) stays per piece as it is done (``run(..., received=)``), with the shared layer's
-``verify``.
+cut at the registrations' edges: Job, transfer.pinning.copy_ranges).  The tags come back in
+message order; comparing them (decryption) stays per piece as it is done (``run(...,
+received=)``), with the shared layer's ``verify``.
 """
 
 from __future__ import annotations
