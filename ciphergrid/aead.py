@@ -47,6 +47,14 @@ def _tag_length(aead, tag_length) -> int:
     return int(tag_length)
 
 
+def _longest(off: np.ndarray, limit: int) -> int:
+    """The longest of the texts at offsets ``off`` (rising), or their total where that is
+    within ``limit`` (no text is then past it: a pass over the offsets fewer before the first
+    upload, ~0.1 ms of 64 K offsets on a host whose caches the last transfers filled)."""
+    total = int(off[-1]) if off.size else 0
+    return total if total <= limit or off.size < 2 else int(np.diff(off).max())
+
+
 def _check_limits(spec, longest: int, longest_aad: int) -> None:
     """The longest message and the longest AAD of a batch against the AEAD's limits."""
     aead = spec.aead
@@ -385,18 +393,17 @@ class BatchResult:
 
 
 def _texts(spec, messages, offsets, encrypt: bool, tags, tl: int):
-    """(src uint8, offsets, received tags or None, the longest message's bytes) from a list of
-    messages (decryption: each ending with its tag) or one buffer + offsets (decryption: tags=
-    separately)."""
+    """(src uint8, offsets, received tags or None, the longest message's bytes as ``_longest``
+    gives them) from a list of messages (decryption: each ending with its tag) or one buffer +
+    offsets (decryption: tags= separately)."""
     if offsets is not None:
         src = buffers.as_u8(messages)
         off = np.asarray(offsets, dtype=I64)
-        lens = np.diff(off) if off.ndim == 1 else None
         if (off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != src.nbytes
-                or (lens.size and int(lens.min()) < 0)):
+                or not bool((off[1:] >= off[:-1]).all())):
             raise InvalidArgument("offsets must rise from 0 to the buffer's size (m + 1 entries)")
         m = off.size - 1
-        longest = int(lens.max()) if m else 0
+        longest = _longest(off, spec.aead.max_message)
         got = None
         if not encrypt:
             if tags is None:
@@ -438,7 +445,7 @@ def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tag
     table, index = _key_table(spec, key, keys, m)
     non = _nonce_table(spec, nonces, m, tl, table.shape[1])
     aad_arr, aad_off = _aad_table(aad, m)
-    _check_limits(spec, longest, int(np.diff(aad_off).max()) if m and aad_arr.size else 0)
+    _check_limits(spec, longest, _longest(aad_off, aead.max_aad))
     repeats = None
     if encrypt:
         if m < _REPEATS_BESIDE:

@@ -2,10 +2,11 @@
 strawman (Pipeline.copy of as many bytes, its tuned chunk and depth), timed in pairs: the copy
 just before each API call, the median of the per-pair ratios (copy time / call time), as
 `bench aead` reports ``vs_copy``.
-Usage: python3 scripts/aead_slices_probe.py NAME[,NAME...] PIECE:SLICE:DEPTH:HEAD:TAIL[,...] [ROUNDS] [both]
+Usage: python3 scripts/aead_slices_probe.py NAME[,NAME...] PIECE:SLICE:DEPTH:HEAD:TAIL[:FIRST][,...] [ROUNDS] [both]
 (SLICE 0: whole pieces; DEPTH: batches.DEPTH, counted in pieces of 64 MiB: 2 x max(2, DEPTH x
 64 MiB / PIECE) pieces in flight; HEAD, TAIL: halvings of the piece size at the start and the end
-of a batch; "both": decryption too)"""
+of a batch; FIRST: aeads.base.FIRST_SLICES, slices whose texts go up before a piece's
+metadata, default 1; "both": decryption too)"""
 import statistics
 import sys
 import time
@@ -16,6 +17,7 @@ import ciphergrid
 from aead_e2e_probe import setup
 from ciphergrid.route import engine
 from ciphergrid.settings import parse_bytes
+from ciphergrid.aeads import base
 from ciphergrid.transfer import batches, chunking
 from ciphergrid.transfer.autotune import autotune
 from ciphergrid.transfer.driver import Pipeline
@@ -47,7 +49,8 @@ print(f"copy strawman: {st.chunk_bytes >> 20} MiB chunks, depth {st.depth}", flu
 
 
 def use(drv, v):
-    p, s, d, h, t = v.split(":")
+    p, s, d, h, t, *first = v.split(":")
+    base.FIRST_SLICES = int(first[0]) if first else 1
     drv.piece_bytes = parse_bytes(p, "piece")
     drv.slice_bytes = parse_bytes(s, "slice") or None
     batches.DEPTH, batches.RAMP = int(d), (int(h), int(t))
