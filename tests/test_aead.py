@@ -416,6 +416,24 @@ def test_cli_refusals(tmp_path):
 
 # --------------------------------------------------------------------------- pieces on several queues
 
+def test_layout_whole_pieces_for_a_serial_aeads_long_messages():
+    """batches.layout: a driver's pieces and slices; where its messages average more than its
+    ``slice_mean_max`` (a serial AEAD: a launch lasts one message's time), whole pieces."""
+    from types import SimpleNamespace
+
+    from ciphergrid.transfer import batches
+
+    par = SimpleNamespace(piece_bytes=128 << 20, slice_bytes=32 << 20, slice_mean_max=None)
+    ser = SimpleNamespace(piece_bytes=128 << 20, slice_bytes=32 << 20, slice_mean_max=32 << 10)
+    assert batches.layout(par, 1 << 30, 64) == (128 << 20, 32 << 20)
+    assert batches.layout(ser, 1 << 30, 65536) == (128 << 20, 32 << 20)     # 16 KiB each
+    assert batches.layout(ser, 1 << 30, 64) == (batches.PIECE_BYTES, None)   # 16 MiB each
+    assert batches.layout(SimpleNamespace(), 1 << 30, 1) == (batches.PIECE_BYTES, None)
+    # (overlapped from two slices, or two whole pieces)
+    assert batches.overlaps(ser, 64 << 20, 4096) and not batches.overlaps(ser, 64 << 20, 8)
+    assert batches.overlaps(ser, 128 << 20, 8)
+
+
 def test_pieces_cut_at_message_boundaries():
     from ciphergrid.transfer.batches import cuts
 
@@ -564,8 +582,9 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng, monkeypatch):
     drv = eng.aead_driver(aead_name)
     parallel = aeads.lookup(aead_name).parallel_message
     assert drv.kernel_queues == (1 if parallel else SERIAL_KERNEL_QUEUES)
-    # (every AEAD's jobs take message ranges; a parallel AEAD's pieces go in slices)
-    assert bool(drv.slice_bytes) == parallel
+    # (every AEAD's jobs take message ranges and its pieces go in slices; a serial AEAD's only
+    # for short messages: batches.layout)
+    assert drv.slice_bytes and (drv.slice_mean_max is None) == parallel
     assert type(drv.prepare(make_batch(aead_name, True, tl, [], [], [], []))).ranges
     monkeypatch.setattr(drv, "piece_bytes", 700, raising=False)
     monkeypatch.setattr(drv, "kernel_queues", 2, raising=False)

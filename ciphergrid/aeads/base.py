@@ -533,11 +533,17 @@ class Job:
 #: 0i): 4 against 1 +0.02, 0.00, +0.02 and -0.003 (within the spread)
 SERIAL_KERNEL_QUEUES = 4
 
-#: a parallel AEAD's pieces (DeviceAEAD): bytes of text per piece (the host work, once) and per
-#: slice (one upload, launch set and download each: Job's slices).  AES-128-GCM and
+#: an AEAD's pieces (DeviceAEAD): bytes of text per piece (the host work, once) and per slice
+#: (one upload, launch set and download each: Job's slices).  AES-128-GCM and
 #: ChaCha20-Poly1305, 1 GiB of 16 KiB messages, paired with the copy strawman on one H100
 #: (docs/benchmarks.md 0j): pieces of 64 MiB whole 0.935 / 0.906 (encryption), of 128 MiB in
-#: 32 MiB slices 0.986 / 0.972; smaller slices cost more host work per piece than they save
+#: 32 MiB slices 0.986 / 0.972; smaller slices cost more host work per piece than they save.
+#: A serial AEAD's slices only where its messages average at most SERIAL_SLICE_MEAN_MAX bytes
+#: (DeviceAEAD.slice_mean_max): its launch lasts one message's time (~0.5 ms for 16 KiB of
+#: AEGIS-128L), under a slice's upload (~0.7 ms) for short messages, but a piece's slices run
+#: one after the other on its kernel queue, so slices of long messages multiplied the run's
+#: time (64 x 16 MiB of Ascon-AEAD128 on an H200: 10.0 s in slices, 2.8 s in whole 64 MiB
+#: pieces; docs/benchmarks.md 0n)
 SLICED_PIECE_BYTES = 128 << 20
 SLICE_BYTES = 32 << 20
 #: slices whose texts go up before a piece's metadata (Job.upload).  2 (the copy engine busy
@@ -546,6 +552,7 @@ SLICE_BYTES = 32 << 20
 #: in 5 of 8 medians, by -0.031..+0.062 of the copy strawman, interquartile ranges 0.04-0.15;
 #: all 4 first: 0.936-0.992 (docs/benchmarks.md 0l)
 FIRST_SLICES = 1
+SERIAL_SLICE_MEAN_MAX = 32 << 10
 
 
 class DeviceAEAD:
@@ -557,20 +564,22 @@ class DeviceAEAD:
     as a (m, tag_length) uint8 array.  Key schedules run on the host; key material on the device
     is zeroed before release.
 
-    ``piece_bytes``, ``slice_bytes``, ``slice_align`` and ``kernel_queues``: how
-    transfer/batches.py cuts a large batch of host data for this driver (bytes of text per
-    piece, None: its PIECE_BYTES; per slice of a piece, None: whole pieces; where a long message
-    may be cut into slices; kernel queues the pieces take in turn).  A parallel
-    AEAD (``parallel_message``) gets large pieces in slices (SLICED_PIECE_BYTES, SLICE_BYTES):
-    its host work once per large piece, its transfers and launches in small steps.  A serial
-    AEAD (one work-item per message) keeps whole pieces (its jobs take slices too, but sliced
-    pieces measured no better within the spread, docs/benchmarks.md 0j) and gets
+    ``piece_bytes``, ``slice_bytes``, ``slice_mean_max``, ``slice_align`` and
+    ``kernel_queues``: how transfer/batches.py cuts a large batch of host data for this driver
+    (bytes of text per piece, None: its PIECE_BYTES; per slice of a piece, None: whole pieces;
+    the mean message length above which pieces go whole, None: none; where a long message may
+    be cut into slices; kernel queues the pieces take in turn; batches.layout).  Every AEAD gets
+    large pieces in slices (SLICED_PIECE_BYTES, SLICE_BYTES): its host work once per large
+    piece, its transfers and launches in small steps, the device's first download sooner and
+    its last one shorter.  A serial AEAD (one work-item per message, not ``parallel_message``)
+    takes slices only for short messages (SERIAL_SLICE_MEAN_MAX) and gets
     SERIAL_KERNEL_QUEUES: its launch lasts as long as one message, whatever the piece's size,
     on a few SMs, so the last (smaller) pieces' launches on one queue would run one after the
     other after the last upload; on several they overlap."""
 
     piece_bytes: int | None = None
     slice_bytes: int | None = None
+    slice_mean_max: int | None = None
     kernel_queues: int = 1
     #: bytes: transfer/batches.py cuts a message longer than a slice into slices at multiples
     #: of this from its start (a multiple of its Job class's ``cut_align``; 0: between messages
@@ -582,9 +591,9 @@ class DeviceAEAD:
         self.aead = aead
         self.name = name
         self.options = options
-        if aead.parallel_message:
-            self.piece_bytes, self.slice_bytes = SLICED_PIECE_BYTES, SLICE_BYTES
-        else:
+        self.piece_bytes, self.slice_bytes = SLICED_PIECE_BYTES, SLICE_BYTES
+        if not aead.parallel_message:
+            self.slice_mean_max = SERIAL_SLICE_MEAN_MAX
             self.kernel_queues = SERIAL_KERNEL_QUEUES
 
     def prepare(self, batch: Batch, queue=None, **slicing) -> Job:

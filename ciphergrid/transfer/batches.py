@@ -9,11 +9,12 @@ a third, each piece's kernels waiting on the device for its uploads and its down
 kernels -- so one piece's upload, another's kernels and a third's download run at once (both copy
 engines and the SMs busy), and no host thread waits for another's lock.  A job's host work is a
 few vectorised array operations and ONE upload of its metadata from page-locked staging
-(aeads.base.Job.stage).  A parallel AEAD's pieces are large and move in slices (Job's
-``slices``: each slice's texts uploaded, run and downloaded on their own, the host work once per
-piece; a slice's download is enqueued right after its launches), and a message longer than a
-slice is cut into slices inside it where the driver says so (``slice_align``: GCM and
-ChaCha20-Poly1305), so one long message overlaps its transfers and kernels as a batch does.
+(aeads.base.Job.stage).  The pieces are large and move in slices (Job's ``slices``: each
+slice's texts uploaded, run and downloaded on their own, the host work once per piece; a
+slice's download is enqueued right after its launches; a serial AEAD's long messages go in
+whole pieces: ``layout``), and a message longer than a slice is cut into slices inside it
+where the driver says so (``slice_align``: GCM and ChaCha20-Poly1305), so one long message
+overlaps its transfers and kernels as a batch does.
 The caller's text buffers are page-locked for the run (transfer.pinning: kept in the
 registration cache), so the texts move by DMA from and to them with no staging copy (each copy
 cut at the registrations' edges: Job, transfer.pinning.copy_ranges).  The tags come back in
@@ -134,15 +135,17 @@ def _queues(backend, kernel_queues: int = 1) -> tuple:
     return qs[0], qs[2:2 + kernel_queues], qs[1]
 
 
-def piece_size(driver) -> int:
-    """Bytes of text per piece for ``driver``: its ``piece_bytes``, or PIECE_BYTES."""
-    return getattr(driver, "piece_bytes", None) or PIECE_BYTES
-
-
-def slice_size(driver) -> int | None:
-    """Bytes of text per slice of a piece for ``driver``: its ``slice_bytes`` (None: whole
-    pieces)."""
-    return getattr(driver, "slice_bytes", None)
+def layout(driver, nbytes: int, count: int) -> tuple[int, int | None]:
+    """(bytes of text per piece, per slice of a piece or None: whole pieces) for a batch of
+    ``count`` messages, ``nbytes`` of text, on ``driver``: its ``piece_bytes`` (None:
+    PIECE_BYTES) and ``slice_bytes``, or whole pieces of PIECE_BYTES where its messages average
+    more than its ``slice_mean_max`` bytes (a serial AEAD: a launch lasts one message's time,
+    so a piece's slices of long messages, one after the other on its kernel queue, would
+    multiply it)."""
+    mean_max = getattr(driver, "slice_mean_max", None)
+    if mean_max is not None and nbytes > mean_max * max(count, 1):
+        return PIECE_BYTES, None
+    return getattr(driver, "piece_bytes", None) or PIECE_BYTES, getattr(driver, "slice_bytes", None)
 
 
 def slice_align(driver) -> int:
@@ -157,7 +160,8 @@ def overlaps(driver, nbytes: int, count: int = 2) -> bool:
     two slices of one (one message: where the driver cuts messages into slices)."""
     if count < 2 and not slice_align(driver):
         return False
-    return nbytes >= 2 * (slice_size(driver) or piece_size(driver))
+    piece_bytes, slice_bytes = layout(driver, nbytes, count)
+    return nbytes >= 2 * (slice_bytes or piece_bytes)
 
 
 @contextmanager
@@ -202,8 +206,8 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     flight first fill up, just before this thread waits for the oldest (the device then has
     2 x depth pieces queued), or after the last piece is enqueued: not beside the first pieces'
     host work, which it would slow down."""
-    piece_bytes = piece_bytes or piece_size(driver)
-    slice_bytes, align = slice_size(driver), slice_align(driver)
+    own, slice_bytes = layout(driver, int(batch.off[-1]), batch.count)
+    piece_bytes, align = piece_bytes or own, slice_align(driver)
     depth = depth or max(2, DEPTH * PIECE_BYTES // piece_bytes)
     bounds = cuts(batch.off, piece_bytes, RAMP)
     n = len(bounds) - 1
