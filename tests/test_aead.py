@@ -487,10 +487,11 @@ def test_job_in_slices(aead_name, device, rng, monkeypatch):
     passes' aligned tiles) beside odd lengths, cuts between messages and, for a job class with
     ``cut_align``, inside them (a tile of the counter passes and a GHASH tile across a cut,
     two cuts in one message, a cut on an empty message); their copies cut at odd places (as at
-    the edges of the caller's page-locked registrations, transfer.pinning.copy_ranges)."""
+    the edges of the caller's page-locked registrations, transfer.pinning.copy_ranges); the
+    first bytes already uploaded by a head start."""
     from ciphergrid.aeads.base import make_batch
     from ciphergrid.route import engine
-    from ciphergrid.transfer import pinning
+    from ciphergrid.transfer import batches, pinning
 
     if device == "native":
         pytest.skip("the OpenSSL engine has no device queues")
@@ -526,19 +527,24 @@ def test_job_in_slices(aead_name, device, rng, monkeypatch):
                 # (uploads, kernels and downloads on three queues, or on one; the copies cut
                 # at odd places as at registrations' edges; each slice's texts sent down by
                 # enqueue, as transfer/batches.py does, or all by collect)
-                for slices, qs, step, early in (
-                        ([off[i] for i in (0, 2, 5, 5, 9, m)], queues[:3], 0, True),
-                        ([off[i] for i in (0, 1, m - 1, m)], queues[:3], 777, False),
-                        ([off[0], off[3], off[m]], [queues[0]] * 3, 0, True),
-                        (None, queues[:3], 5000, True),
-                        *((c, queues[:3], 777, True) for c in inner)):
+                # the first bytes already up (a head start, transfer.batches.head_start: past
+                # the first slice's end, all the texts, inside a one-slice job's) or not
+                for slices, qs, step, early, first in (
+                        ([off[i] for i in (0, 2, 5, 5, 9, m)], queues[:3], 0, True, off[3] + 5),
+                        ([off[i] for i in (0, 1, m - 1, m)], queues[:3], 777, False, None),
+                        ([off[0], off[3], off[m]], [queues[0]] * 3, 0, True, off[m]),
+                        (None, queues[:3], 5000, True, 20000),
+                        *((c, queues[:3], 777, True, off[5] + 64) for c in inner)):
                     monkeypatch.setattr(pinning, "copy_ranges", _cut_every(step))
                     batch = make_batch(aead_name, encrypt, tl, keys, nonces, aads, ins)
-                    job = drv.prepare(batch, qs[0], slices=slices)
+                    head = (None if first is None else
+                            batches.head_start(b, batch, off[m], first, qs[0]))
+                    assert first is None or head.done > first - b.view_align
+                    job = drv.prepare(batch, qs[0], slices=slices, head=head)
                     job.enqueue(qs[1], qs[2] if early else None)
                     job.collect(qs[2])
                     got = job.finish()
-                    what = (impl, len(set(keys)), encrypt, slices, step, early)
+                    what = (impl, len(set(keys)), encrypt, slices, step, early, first)
                     assert got.tobytes() == want.tobytes(), what
                     assert batch.dst.tobytes() == (whole.dst if encrypt else whole.src).tobytes(), what
 

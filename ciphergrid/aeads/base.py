@@ -193,6 +193,15 @@ class Cut(NamedTuple):
     rel: int
 
 
+class Head(NamedTuple):
+    """A job's input texts already on their way up (transfer/batches.py starts the first
+    piece's before its host work): ``buf``, a device buffer of the job's texts and at least the
+    slack its class pads them with, bytes [0, ``done``) of them enqueued on the job's queue."""
+
+    buf: object
+    done: int
+
+
 class Job:
     """A batch on a device: what ``DeviceAEAD.prepare(batch, queue)`` returns.
 
@@ -241,14 +250,16 @@ class Job:
     #: message boundaries only)
     cut_align = 0
 
-    def __init__(self, backend, batch, queue=None, *, slices=None):
+    def __init__(self, backend, batch, queue=None, *, slices=None, head: Head | None = None):
         """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
         already on the device is wiped before the error propagates.  ``slices``: see the class
-        docstring (None: one slice)."""
+        docstring (None: one slice); ``head``: the input texts' first bytes already enqueued on
+        ``queue`` (``upload`` takes its buffer and enqueues the rest)."""
         self.b = backend
         self.batch = batch
         self.m = batch.count
         self.queue = queue if queue is not None else backend.default_queue
+        self._head = head
         self.slices, self.cuts = self._cuts(slices)
         # events, several slices: slice j's inputs are on the device (its texts; the first
         # slice's: its texts and the metadata, which goes up after them)
@@ -359,24 +370,34 @@ class Job:
         """A device buffer of ``arr``'s bytes (+ ``pad``), uploaded straight from ``arr`` (the
         texts: the caller's memory, page-locked for large batches; or a GPU array).
         ``texts_in``: ``arr`` is the batch's input texts (the layout of ``batch.off``): a copy
-        per slice, each cut at the registrations' edges (``_pieces``)."""
+        per slice, each cut at the registrations' edges (``_pieces``), into the job's ``head``
+        buffer where it has one (its first bytes already on their way: the copies start after
+        them)."""
         b = self.b
         size = max(arr.nbytes + pad, 16)
-        buf = b.alloc(size)
+        head, done = (self._head, 0) if texts_in else (None, 0)
+        if head is not None:
+            self._head = None
+            self._hold.append(head.buf)   # (its copies may be running: kept until the job ends)
+        if head is not None and _nbytes(head.buf) >= size and head.done <= arr.nbytes:
+            buf, done = head.buf, head.done
+        else:
+            buf = b.alloc(size)
         if zero_pad and pad:   # (the slack, from the last aligned offset; the upload follows)
             o = arr.nbytes // b.view_align * b.view_align
             b.zero(b.view(buf, o, size - o), self.queue, wait=False)
         if texts_in and len(self.slices) > 2:
             bounds = self._bytes()
             bounds[-1] = arr.nbytes
-            self._later = [(buf, arr, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+            self._later = [(buf, arr, max(lo, min(done, hi)), hi)
+                           for lo, hi in zip(bounds[:-1], bounds[1:])]
             # the first slice now, the others after the metadata (stage): the first kernels
             # wait for one slice's texts and the metadata, not for every slice's texts (the
             # metadata on a queue of its own instead ran 0.71 of the copy strawman against
             # 0.93 on one queue: H100, docs/benchmarks.md 0j)
             self._upload_later(FIRST_SLICES)
         elif texts_in:
-            self._copy_up(buf, arr, 0, arr.nbytes)
+            self._copy_up(buf, arr, done, arr.nbytes)
         elif arr.nbytes:
             b.upload(buf, arr, self.queue, record=False)
         self._hold.append(arr)
@@ -631,6 +652,12 @@ def coarse_index(prefix: np.ndarray, shift: int) -> np.ndarray:
     counts = np.diff(first)
     counts[-1] += n - int(first[-1] - first[0])
     return np.repeat(np.arange(m, dtype=np.uint32), counts)
+
+
+def _nbytes(buf) -> int:
+    """Bytes of a device buffer (a CuPy array's ``nbytes``, an OpenCL buffer's ``size``)."""
+    n = getattr(buf, "nbytes", None)
+    return int(n if n is not None else buf.size)
 
 
 def texts(a, dtype=np.uint8):
