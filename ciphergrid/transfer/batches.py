@@ -9,7 +9,8 @@ a third, each piece's kernels waiting on the device for its uploads and its down
 kernels -- so one piece's upload, another's kernels and a third's download run at once (both copy
 engines and the SMs busy), and no host thread waits for another's lock.  A job's host work is a
 few vectorised array operations and ONE upload of its metadata from page-locked staging
-(aeads.base.Job.stage).  The pieces are large and move in slices (Job's ``slices``: each
+(aeads.base.Job.stage); the first piece's first slice of texts goes up before any of it
+(``head_start``).  The pieces are large and move in slices (Job's ``slices``: each
 slice's texts uploaded, run and downloaded on their own, the host work once per piece; a
 slice's download is enqueued right after its launches; a serial AEAD's long messages go in
 whole pieces: ``layout``), and a message longer than a slice is cut into slices inside it
