@@ -10,7 +10,8 @@
 #           files (not in the default list): ciphergrid bench files (FILES_SIZES, FILES_ARGS)
 #           ramdisk (not in the default list): scripts/ramdisk_probe.py on $RAMDISK (default /dev/shm)
 #           aead (not in the default list): ciphergrid bench aead on $CUDA, both directions, the API
-#             rows paired with the copy strawman ("x copy"; AEAD_SHAPES, default 65536x16Ki)
+#             rows paired with the copy strawman ("x copy"; AEAD_SHAPES, default 65536x16Ki;
+#             AEAD_REPEATS, default 40: the API rows take half as many pairs, 20)
 #   TESTS="tests/x.py ..." replaces the test files of the tests stage
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +59,7 @@ for s in "${stages[@]}"; do
     pipeline) run pipeline "${STAGE_TIMEOUT_pipeline:-150}" python3 -m ciphergrid bench pipeline \
              --device "$CUDA" --cipher aes-128-ctr ${PIPELINE_ARGS:---sizes 16Mi,256Mi,1Gi,4Gi} --json "$OUT/pipeline.json" ;;
     aead) run aead "${STAGE_TIMEOUT_aead:-300}" python3 -m ciphergrid bench aead --device "$CUDA" \
-             --aead-shapes "${AEAD_SHAPES:-65536x16Ki}" --direction both --no-openssl --repeats 20 \
+             --aead-shapes "${AEAD_SHAPES:-65536x16Ki}" --direction both --no-openssl --repeats "${AEAD_REPEATS:-40}" \
              --json "$OUT/aead.json" ;;
     files) run files "${STAGE_TIMEOUT_files:-500}" python3 -m ciphergrid bench files \
              --files-sizes "${FILES_SIZES:-256Mi,1Gi,4Gi}" ${FILES_ARGS:-} --json "$OUT/files.json" ;;
