@@ -573,6 +573,8 @@ SLICE_BYTES = 32 << 20
 #: in 5 of 8 medians, by -0.031..+0.062 of the copy strawman, interquartile ranges 0.04-0.15;
 #: all 4 first: 0.936-0.992 (docs/benchmarks.md 0l)
 FIRST_SLICES = 1
+#: a serial AEAD's pieces go in slices only where its messages average at most this many bytes
+#: (DeviceAEAD.slice_mean_max; why: SLICED_PIECE_BYTES above)
 SERIAL_SLICE_MEAN_MAX = 32 << 10
 
 
