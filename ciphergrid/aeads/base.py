@@ -370,24 +370,24 @@ class Job:
         """A device buffer of ``arr``'s bytes (+ ``pad``), uploaded straight from ``arr`` (the
         texts: the caller's memory, page-locked for large batches; or a GPU array).
         ``texts_in``: ``arr`` is the batch's input texts (the layout of ``batch.off``): a copy
-        per slice, each cut at the registrations' edges (``_pieces``), into the job's ``head``
+        per slice, each cut at the registrations' edges (``upload_texts``), into the job's ``head``
         buffer where it has one (its first bytes already on their way: the copies start after
         them)."""
         b = self.b
         size = max(arr.nbytes + pad, 16)
-        head, done = (self._head, 0) if texts_in else (None, 0)
+        head, done = self._head if texts_in else None, 0
         if head is not None:
             self._head = None
             self._hold.append(head.buf)   # (its copies may be running: kept until the job ends)
-        if head is not None and _nbytes(head.buf) >= size and head.done <= arr.nbytes:
-            buf, done = head.buf, head.done
-        else:
+            if _nbytes(head.buf) >= size and head.done <= arr.nbytes:
+                buf, done = head.buf, head.done
+        if not done:
             buf = b.alloc(size)
         if zero_pad and pad:   # (the slack, from the last aligned offset; the upload follows)
             o = arr.nbytes // b.view_align * b.view_align
             b.zero(b.view(buf, o, size - o), self.queue, wait=False)
         if texts_in and len(self.slices) > 2:
-            bounds = self._bytes()
+            bounds = list(self.slices)
             bounds[-1] = arr.nbytes
             self._later = [(buf, arr, max(lo, min(done, hi)), hi)
                            for lo, hi in zip(bounds[:-1], bounds[1:])]
@@ -412,22 +412,7 @@ class Job:
             self._text_up.append(self.b.marker(self.queue))
 
     def _copy_up(self, buf, arr, lo: int, hi: int) -> None:
-        """Enqueue the upload of bytes [lo, hi) of host texts ``arr`` into ``buf`` (the same
-        offsets), in the copies ``_pieces`` cuts."""
-        for x, y in self._pieces(arr, lo, hi):
-            self.b.upload(buf, arr[x:y], self.queue, offset=x, record=False)
-
-    def _pieces(self, arr, lo: int, hi: int) -> list:
-        """Bytes [lo, hi) of host texts ``arr`` as the copies that move them: cut where one copy
-        must not cross, at the edges of the cached page-locked registrations of that memory
-        (transfer/pinning.copy_ranges)."""
-        from ..transfer import pinning
-
-        return pinning.copy_ranges(self.b, arr, lo, hi)
-
-    def _bytes(self) -> list:
-        """The slices' byte offsets in the texts."""
-        return list(self.slices)
+        upload_texts(self.b, buf, arr, lo, hi, self.queue)
 
     # -- kernels --------------------------------------------------------------------------------
     def launch(self, queue, lo: "Cut", hi: "Cut") -> None:
@@ -469,11 +454,11 @@ class Job:
             else:
                 target = dst.reshape(-1)[:n]
                 self._target = target.view(np.uint8) if isinstance(target, np.ndarray) else target
-            self._bounds = self._bytes() if self._done else [0, n]
+            self._bounds = list(self.slices) if self._done else [0, n]
         target, bounds = self._target, self._bounds
         if q is not kq:
             b.after(q, [self._done[j] if self._done else b.marker(kq)])
-        for x, y in self._pieces(target, bounds[j], bounds[j + 1]):
+        for x, y in _pieces(b, target, bounds[j], bounds[j + 1]):
             b.download(target[x:y], self.texts_out, q, offset=x)
 
     def collect(self, queue=None) -> None:
@@ -654,6 +639,22 @@ def coarse_index(prefix: np.ndarray, shift: int) -> np.ndarray:
     counts = np.diff(first)
     counts[-1] += n - int(first[-1] - first[0])
     return np.repeat(np.arange(m, dtype=np.uint32), counts)
+
+
+def _pieces(backend, arr, lo: int, hi: int) -> list:
+    """Bytes [lo, hi) of host texts ``arr`` as the copies that move them: cut where one copy
+    must not cross, at the edges of the cached page-locked registrations of that memory
+    (transfer/pinning.copy_ranges)."""
+    from ..transfer import pinning
+
+    return pinning.copy_ranges(backend, arr, lo, hi)
+
+
+def upload_texts(backend, buf, arr, lo: int, hi: int, queue) -> None:
+    """Enqueue on ``queue`` the upload of bytes [lo, hi) of host texts ``arr`` into device
+    buffer ``buf`` at the same offsets, in the copies ``_pieces`` cuts."""
+    for x, y in _pieces(backend, arr, lo, hi):
+        backend.upload(buf, arr[x:y], queue, offset=x, record=False)
 
 
 def _nbytes(buf) -> int:

@@ -31,9 +31,9 @@ from itertools import accumulate
 
 import numpy as np
 
-from ..aeads.base import Head, verify
+from ..aeads.base import Head, upload_texts, verify
 from ..engines.base import start_beside
-from .pinning import copy_ranges, pinned
+from .pinning import pinned
 
 #: text per piece (whole messages); up to 2 x DEPTH pieces in flight; RAMP: halvings of the
 #: piece size at the start and at the end of a batch (cuts).  No small pieces first: a piece's
@@ -209,8 +209,7 @@ def head_start(backend, batch, nbytes: int, first: int, queue) -> Head | None:
     if done <= 0:
         return None
     buf = backend.alloc(nbytes + HEAD_PAD)
-    for x, y in copy_ranges(backend, src, 0, done):
-        backend.upload(buf, src[x:y], queue, offset=x, record=False)
+    upload_texts(backend, buf, src, 0, done, queue)
     return Head(buf, done)
 
 
