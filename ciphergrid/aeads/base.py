@@ -459,7 +459,7 @@ class Job:
         if q is not kq:
             b.after(q, [self._done[j] if self._done else b.marker(kq)])
         for x, y in _pieces(b, target, bounds[j], bounds[j + 1]):
-            b.download(target[x:y], self.texts_out, q, offset=x)
+            b.download(target[x:y], self.texts_out, q, offset=x, record=False)
 
     def collect(self, queue=None) -> None:
         """Enqueue the downloads and the wipe of the key material (nothing waited for)."""
@@ -482,7 +482,7 @@ class Job:
         self._wiped = b.marker(kq) if q is not kq and self.secret else None
         self._dq = q
         self._tags = b.host_staging(self.m * self.tag_width)
-        b.download(self._tags, self.tags_out, q)
+        b.download(self._tags, self.tags_out, q, record=False)
         self._down = b.marker(q)
 
     def finish(self) -> np.ndarray:

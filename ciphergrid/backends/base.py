@@ -173,8 +173,10 @@ class Backend:
         ``record=False``: the caller needs no event (a backend may then return None)."""
         raise NotImplementedError
 
-    def download(self, host: np.ndarray, buf, queue=None, *, offset: int = 0, wait_for=None):
-        """Copy ``host.nbytes`` bytes of ``buf`` from byte ``offset`` into ``host``; returns an event."""
+    def download(self, host: np.ndarray, buf, queue=None, *, offset: int = 0, wait_for=None,
+                 record: bool = True):
+        """Copy ``host.nbytes`` bytes of ``buf`` from byte ``offset`` into ``host``; returns an
+        event.  ``record=False``: the caller needs no event (a backend may then return None)."""
         raise NotImplementedError
 
     def launch(self, program, name: str, items: int, args: list, queue=None, *, wait_for=None,

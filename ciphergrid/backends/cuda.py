@@ -184,13 +184,13 @@ class CudaBackend(Backend):
             cp().cuda.runtime.memcpyAsync(buf.data.ptr + offset, ptr, host.nbytes, kind, s.ptr)
             return _Event(s) if record else None
 
-    def download(self, host, buf, queue=None, *, offset=0, wait_for=None):
+    def download(self, host, buf, queue=None, *, offset=0, wait_for=None, record=True):
         s = queue or self._default
         ptr, kind = _source(host, 2)
         with self.dev:
             self._prepare(s, wait_for)
             cp().cuda.runtime.memcpyAsync(ptr, buf.data.ptr + offset, host.nbytes, kind, s.ptr)
-            return _Event(s)
+            return _Event(s) if record else None
 
     def launch(self, program, name, items, args, queue=None, *, wait_for=None, record=True):
         s = queue or self._default

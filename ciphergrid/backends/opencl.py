@@ -193,7 +193,7 @@ class OpenCLBackend(Backend):
         return cl().enqueue_copy(queue or self._default, buf, host, dst_offset=offset,
                                  is_blocking=False, wait_for=wait_for)
 
-    def download(self, host, buf, queue=None, *, offset=0, wait_for=None):
+    def download(self, host, buf, queue=None, *, offset=0, wait_for=None, record=True):
         return cl().enqueue_copy(queue or self._default, host, buf, src_offset=offset,
                                  is_blocking=False, wait_for=wait_for)
 
