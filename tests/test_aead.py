@@ -287,6 +287,35 @@ def test_large_batch_refuses_a_repeated_pair_and_returns_no_ciphertext():
     assert r.ok.all() and out.any()
 
 
+@pytest.mark.parametrize("nonce_len", [1, 7, 8, 12, 13, 16, 60])
+def test_repeated_pair_check_reads_every_nonce_byte(nonce_len):
+    """The check hashes each nonce in 64-bit words (overlapping where 8 does not divide its
+    length, padded below 8 bytes): a repeated pair is refused wherever it lies; a pair that
+    differs in any one nonce byte, or only in its key, is not."""
+    from ciphergrid import aead
+
+    spec = aeads.spec("aes-128-gcm")
+    rng = np.random.default_rng(nonce_len)
+    m = 100
+    index = np.zeros(m, dtype=np.int32)
+    nonces = rng.integers(0, 256, (m, nonce_len), dtype=np.uint8)
+    nonces[:, 0] = np.arange(m)                 # (distinct pairs, even for one-byte nonces)
+    aead._refuse_repeats(spec, index, nonces)
+    for i, j in ((0, m - 1), (50, 51)):
+        ix, nx = index.copy(), nonces.copy()
+        ix[j], nx[j] = ix[i], nx[i]
+        with pytest.raises(InvalidArgument, match="repeats"):
+            aead._refuse_repeats(spec, ix, nx)
+        ix[j] = 5                                   # the same nonce under another key
+        aead._refuse_repeats(spec, ix, nx)
+    for byte in range(nonce_len):
+        ix, nx = index.copy(), nonces.copy()
+        ix[1], nx[1] = ix[0], nx[0]
+        nx[1, byte] ^= 0x80
+        aead._refuse_repeats(spec, ix, nx)
+
+
+
 def test_batches_in_a_forked_child():
     """A process forked after using the OpenSSL engine's threads and the repeated-nonce check's
     worker (a multiprocessing pool, say) gets threads of its own, instead of waiting forever for
