@@ -508,6 +508,48 @@ def _cut_every(step: int):
     return split
 
 
+@pytest.mark.parametrize("name", ["aes-128-gcm", "chacha20-poly1305", "ascon-aead128"])
+def test_tags_kernels_once_per_job_where_slices_cut_between_messages(name, rng, monkeypatch):
+    """A job class with ``tags_apart`` (GCM, ChaCha20-Poly1305) launches each slice's text
+    kernels alone and the tags' kernels once over the whole job, after the last slice, where
+    every cut lies between messages; with a cut inside a message, or one slice, each slice
+    launches both; a class without it (Ascon) always both.  (The texts and tags these give
+    are test_job_in_slices'.)"""
+    from ciphergrid.aeads.base import make_batch
+    from ciphergrid.route import engine
+
+    device = "opencl:0:0"
+    _check_device(name, device)
+    kl, nl, tl = _sizes(name)
+    drv = engine(device).aead_driver(name)
+    lens = [4096, 4096, 8192, 4096]
+    batch = make_batch(name, True, tl, [rng.data(kl)] * 4, [rng.data(nl) for _ in lens],
+                       [b""] * 4, [rng.data(n) for n in lens])
+    job_type = type(drv.prepare(make_batch(name, True, tl, [], [], [], [])))
+    launch, calls = job_type.launch, []
+
+    def recorded(self, queue, lo, hi, **parts):
+        calls.append((lo.index, hi.index, parts))
+        return launch(self, queue, lo, hi, **parts)
+
+    monkeypatch.setattr(job_type, "launch", recorded)
+    apart = job_type.tags_apart
+    for slices, between in (([0, 4096, 8192, 20480], True), ([0, 4096, 12288, 20480], False),
+                            (None, True)):
+        if slices == [0, 4096, 12288, 20480] and not job_type.cut_align:
+            continue
+        calls.clear()
+        job = drv.prepare(batch, slices=slices)
+        job.enqueue()
+        job.finish()
+        n = 1 if slices is None else len(slices) - 1
+        if apart and between and n > 1:
+            assert calls == ([(j, j + 1, {"tags": False}) for j in range(n)]
+                             + [(0, n, {"texts": False})])
+        else:
+            assert calls == [(j, j + 1, {}) for j in range(n)]
+
+
 def test_job_in_slices(aead_name, device, rng, monkeypatch):
     """aeads.base.Job slices: a job's texts uploaded, run and downloaded in byte ranges (each
     slice's kernels waiting only for its own texts and the metadata) give the texts and tags of
@@ -676,11 +718,11 @@ def test_batch_failing_mid_flight_aborts_every_piece(aead_name, device, rng, mon
     job_type = type(drv.prepare(make_batch(aead_name, True, tl, [], [], [], [])))
     launch, release, calls, released = job_type.launch, job_type.release, [], []
 
-    def failing(self, queue, first, end):
+    def failing(self, queue, first, end, **parts):
         calls.append(first)
         if len(calls) == 5:
             raise RuntimeError("device lost")
-        return launch(self, queue, first, end)
+        return launch(self, queue, first, end, **parts)
 
     def counted(self):
         released.append(self)

@@ -241,7 +241,8 @@ class Job:
     and implements ``launch(queue, lo, hi)``: the kernels for the texts between the cuts ``lo``
     and ``hi`` (``Cut``: the tags of messages [lo.msg, hi.msg), the ones the slice completes;
     with ``ranges`` False always the whole job), the job's per-batch kernels with the first
-    slice (``lo.index`` 0)."""
+    slice's texts (``lo.index`` 0); with ``tags_apart`` the text and tag kernels of a range
+    apart on request (``launch``'s ``texts`` / ``tags``)."""
 
     tag_width = 16
     #: the kernels take a range of the texts: launch(queue, lo, hi) for any slice
@@ -249,6 +250,11 @@ class Job:
     #: cuts may fall inside a message at multiples of this many bytes from its start (0: on
     #: message boundaries only)
     cut_align = 0
+    #: the output texts need none of the tags' work (CTR, ChaCha20): with several slices cut
+    #: between messages each slice launches its text kernels only and the tags' kernels run
+    #: once over the whole job after the last (``_tags_apart``): fewer launches, each slice's
+    #: texts down as soon as its own text kernels are done
+    tags_apart = False
 
     def __init__(self, backend, batch, queue=None, *, slices=None, head: Head | None = None):
         """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
@@ -275,6 +281,7 @@ class Job:
         self._kq = None               # queue of the last launches
         self._down = None             # event: the downloads are done
         self._wiped = None            # event: the key material is zeroed (on another queue)
+        self._tags_done = None        # event: the tags' kernels launched apart are done
         self._dq = None               # queue of the downloads
         self._target = None           # host array the output texts are downloaded into
         self._bounds = None           # the slices' byte offsets in it (_texts_down)
@@ -415,8 +422,21 @@ class Job:
         upload_texts(self.b, buf, arr, lo, hi, self.queue)
 
     # -- kernels --------------------------------------------------------------------------------
-    def launch(self, queue, lo: "Cut", hi: "Cut") -> None:
+    def launch(self, queue, lo: "Cut", hi: "Cut", texts: bool = True, tags: bool = True) -> None:
+        """The kernels for the texts between the cuts ``lo`` and ``hi`` (see the class
+        docstring); a class with ``tags_apart`` takes ``texts`` / ``tags``: only the output
+        texts' kernels, or only the tags' (the authenticator over the range and the tags of the
+        messages it completes)."""
         raise NotImplementedError
+
+    def _tags_apart(self) -> bool:
+        """Whether ``enqueue`` launches each slice's text kernels alone and the tags' kernels
+        once over the whole job after them: a class with ``tags_apart``, several slices, every
+        cut between messages (a cut inside one long message keeps each slice's share of its
+        authenticator behind the slice, so that its tag does not wait for a whole message's
+        GHASH or Poly1305 after the last slice)."""
+        cuts = self.cuts
+        return self.tags_apart and len(cuts) > 2 and not any(c.rel for c in cuts[1:-1])
 
     def enqueue(self, queue=None, down=None) -> None:
         if self.m == 0:
@@ -429,14 +449,21 @@ class Job:
                 raise RuntimeError("this job's output texts are already on their way down")
             self._dq = down   # (before any download: abort drains it after a failure here)
         self._done = []
+        apart = self._tags_apart()
         for j in range(len(cuts) - 1):
             if q is not self.queue:
                 b.after(q, [self._text_up[j] if several else self._up])
-            self.launch(q, cuts[j], cuts[j + 1])
+            if apart:
+                self.launch(q, cuts[j], cuts[j + 1], tags=False)
+            else:
+                self.launch(q, cuts[j], cuts[j + 1])
             if several:
                 self._done.append(b.marker(q))
             if down is not None:
                 self._texts_down(down, q, j)
+        if apart:   # (the tags' download waits for these, not for the last slice's marker)
+            self.launch(q, cuts[0], cuts[-1], texts=False)
+            self._tags_done = b.marker(q)
         self._kq = q
         if down is not None:
             self._texts_q = down
@@ -482,6 +509,8 @@ class Job:
         self._wiped = b.marker(kq) if q is not kq and self.secret else None
         self._dq = q
         self._tags = b.host_staging(self.m * self.tag_width)
+        if self._tags_done is not None and q is not kq:
+            b.after(q, [self._tags_done])
         b.download(self._tags, self.tags_out, q, record=False)
         self._down = b.marker(q)
 

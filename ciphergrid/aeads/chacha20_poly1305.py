@@ -47,6 +47,7 @@ class ChaChaJob(Job):
 
     ranges = True
     cut_align = 64
+    tags_apart = True
 
     def __init__(self, drv: "ChaChaDriver", batch, queue=None, **slicing):
         self.drv = drv
@@ -128,7 +129,10 @@ class ChaChaJob(Job):
         whole = (int(self.na[i]) + r // 16) // int(self.seg)      # segments before the cut
         return blk + 1 + r // 64, i + 1, poly + (whole << SEG_LOG)
 
-    def launch(self, queue, lo, hi) -> None:
+    def launch(self, queue, lo, hi, texts: bool = True, tags: bool = True) -> None:
+        """With ``texts`` the ChaCha20 blocks between the cuts ``lo`` and ``hi`` (and the
+        Poly1305 keys of the messages whose block 0 they hold), with ``tags`` the powers of r,
+        the Poly1305 shares and the sums of the messages the range completes (Job.launch)."""
         b, prg, m, d = self.b, self.drv.prg, U32(self.m), self.dev
         encrypt = self.batch.encrypt
         first, end = lo.msg, hi.msg                 # the messages the slice completes
@@ -138,9 +142,12 @@ class ChaChaJob(Job):
             if hi > lo:
                 b.launch(prg, name, hi - lo, args + [U64(lo), U64(hi)], queue, record=False)
 
-        run("chacha_xor", blo, bhi,
-            [self.src, self.dst, d["off"], d["blk"], d["blk_hint"], U32(_BLK_HINT_SHIFT),
-             self.keys, d["key_index"], d["nonces"], self.polykey, m])
+        if texts:
+            run("chacha_xor", blo, bhi,
+                [self.src, self.dst, d["off"], d["blk"], d["blk_hint"], U32(_BLK_HINT_SHIFT),
+                 self.keys, d["key_index"], d["nonces"], self.polykey, m])
+        if not tags:
+            return
         if khi > klo:
             b.launch(prg, "chacha_powers", khi - klo,
                      [self.polykey, d["poly"], d["pow"], self.powers, U32(klo), U32(khi)], queue,

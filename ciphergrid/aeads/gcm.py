@@ -264,6 +264,7 @@ class GCMJob(Job):
 
     ranges = True
     cut_align = 16
+    tags_apart = True
 
     def __init__(self, drv: GCMDriver, batch, queue=None, **slicing):
         self.d = drv
@@ -381,11 +382,12 @@ class GCMJob(Job):
             t += max(0, n - _ceil_div(left, 1 << (self.wlog + self.rlog)))
         return t
 
-    def launch(self, queue, lo, hi) -> None:
-        """The kernels for the texts between the cuts ``lo`` and ``hi`` (gcm.cl: slices): the
-        key streams of their blocks, the GHASH tiles they complete, the tags (and E(K, J0)) of
-        the messages they complete; the key's H powers and every message's J0 with the first
-        slice (J0 needs only the nonces and H: one launch per job, not one per slice)."""
+    def launch(self, queue, lo, hi, texts: bool = True, tags: bool = True) -> None:
+        """The kernels for the texts between the cuts ``lo`` and ``hi`` (gcm.cl: slices): with
+        ``texts`` the key streams of their blocks (and E(K, J0) of the messages whose J0 they
+        hold), with ``tags`` the GHASH tiles they complete and the tags of the messages they
+        complete; the key's H powers and every message's J0 with the first slice's texts (J0
+        needs only the nonces and H: one launch per job, not one per slice)."""
         d, b, B = self.d, self.b, self.bufs
         prg, ls = d.prg, d.ls
         w = 1 << self.wlog
@@ -393,19 +395,12 @@ class GCMJob(Job):
         n = end - first
         mhi = min(self.m, end + 1)                   # (message searches: [first, mhi))
         cb_off = self.cb_off
-        # counter blocks (J0 first in each message), text blocks, tiles between the cuts
-        glo = int(cb_off[first]) + (1 + lo.rel // 16 if lo.rel else 0)
-        ghi = int(cb_off[end]) + (1 + hi.rel // 16 if hi.rel else 0)
-        xlo = int(cb_off[first]) - first + lo.rel // 16
-        xhi = int(cb_off[end]) - end + hi.rel // 16
-        tlo, thi = self._tiles_before(lo), self._tiles_before(hi)
-        ntiles = thi - tlo
         ends = [U32(first), U32(mhi)]
 
         def items(name, n):
             return max(1, min(int(n), b.resident_items(prg, name)))
 
-        if lo.index == 0:
+        if lo.index == 0 and texts:
             b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
                      [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2),
                       U32(self.nkeys)], queue, record=False)
@@ -415,42 +410,49 @@ class GCMJob(Job):
             b.launch(prg, "gcm_j0", items("gcm_j0", self.m),
                      [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs),
                       B["j0"], U32(0), U32(self.m)], queue, record=False)
-        per = 32 if d.ct else 1
-        if self.ctr_one:
-            ctr_name = "gcm_ctr_one"
-            ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["ktab"], B["j0"],
-                   B["ej0"], *ends, U64(xlo), U64(xhi), U32(first), U32(end)]
-            per_item = 32 if d.ct else 16          # gcm.cl: 32 bitsliced blocks; GCM_CTR_T
-            # (one tile more: the slice's first tile may start before it, gcm.cl)
-            ctr_items = min(_ceil_div(xhi - xlo + n, per_item * ls) * ls + (ls if xlo else 0),
-                            max(ls, b.resident_items(prg, ctr_name) // ls * ls))
-        else:
-            ctr_name = "gcm_ctr"
-            ctr = [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["key_index"],
-                   B["ktab"], U32(self.ks), B["j0"], B["ej0"], *ends, U64(glo), U64(ghi)]
-            ctr_items = items("gcm_ctr", _ceil_div(ghi - glo, per))
-        ghash_txt = B["dst"] if self.batch.encrypt else B["src"]
-        tpg = ls // w
-        groups = _ceil_div(ntiles, tpg)
-        tiles = [U64(tlo), U64(thi)]
-        if self.pos:
-            gh_name = "gcm_ghash_pos"
-            ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["hk"],
-                     U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], *ends,
-                     *tiles, U32(self.nf)]
-        else:
-            gh_name = "gcm_ghash"
-            ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["key_index"],
-                     B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.rlog),
-                     B["tile_sum"], *ends, *tiles, U32(self.nkeys == 1)]
-        gh_items = min(groups * ls, max(ls, b.resident_items(prg, gh_name) // ls * ls))
         # (a slice inside one long message completes no tag, some none of its tiles: no launch
         # without work)
-        steps = [(ctr_name, ctr_items, ctr, ghi > glo), (gh_name, gh_items, ghash, ntiles > 0)]
-        for name, count, args, work in (steps if self.batch.encrypt else steps[::-1]):
-            if work:
-                b.launch(prg, name, count, args, queue, record=False)
-        if n:
+        steps = []
+        # the counter blocks (J0 first in each message) or text blocks between the cuts
+        glo = int(cb_off[first]) + (1 + lo.rel // 16 if lo.rel else 0)
+        ghi = int(cb_off[end]) + (1 + hi.rel // 16 if hi.rel else 0)
+        if texts and ghi > glo:
+            if self.ctr_one:
+                xlo = int(cb_off[first]) - first + lo.rel // 16
+                xhi = int(cb_off[end]) - end + hi.rel // 16
+                per_item = 32 if d.ct else 16          # gcm.cl: 32 bitsliced blocks; GCM_CTR_T
+                # (one tile more: the slice's first tile may start before it, gcm.cl)
+                steps.append(("gcm_ctr_one", min(
+                    _ceil_div(xhi - xlo + n, per_item * ls) * ls + (ls if xlo else 0),
+                    max(ls, b.resident_items(prg, "gcm_ctr_one") // ls * ls)),
+                    [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"], B["ktab"], B["j0"],
+                     B["ej0"], *ends, U64(xlo), U64(xhi), U32(first), U32(end)]))
+            else:
+                steps.append(("gcm_ctr", items("gcm_ctr", _ceil_div(ghi - glo, 32 if d.ct else 1)),
+                              [B["src"], B["dst"], B["off"], B["cb_off"], B["cb_hint"],
+                               B["key_index"], B["ktab"], U32(self.ks), B["j0"], B["ej0"], *ends,
+                               U64(glo), U64(ghi)]))
+        # the GHASH tiles between the cuts
+        tlo, thi = (self._tiles_before(lo), self._tiles_before(hi)) if tags else (0, 0)
+        if thi > tlo:
+            ghash_txt = B["dst"] if self.batch.encrypt else B["src"]
+            tiles = [U64(tlo), U64(thi)]
+            if self.pos:
+                gh_name = "gcm_ghash_pos"
+                ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"], B["hk"],
+                         U32(self.np2), U32(self.wlog), U32(self.rlog), B["tile_sum"], *ends,
+                         *tiles, U32(self.nf)]
+            else:
+                gh_name = "gcm_ghash"
+                ghash = [B["aad"], ghash_txt, B["aad_off"], B["off"], B["tile_off"],
+                         B["key_index"], B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog),
+                         U32(self.rlog), B["tile_sum"], *ends, *tiles, U32(self.nkeys == 1)]
+            groups = _ceil_div(thi - tlo, ls // w)
+            steps.append((gh_name, min(groups * ls,
+                                       max(ls, b.resident_items(prg, gh_name) // ls * ls)), ghash))
+        for name, count, args in (steps if self.batch.encrypt else steps[::-1]):
+            b.launch(prg, name, count, args, queue, record=False)
+        if n and tags:
             mpg = ls >> self.plog
             tag_items = min(_ceil_div(n, mpg) * ls,
                             max(ls, b.resident_items(prg, "gcm_tag") // ls * ls))
