@@ -450,13 +450,11 @@ class Job:
             self._dq = down   # (before any download: abort drains it after a failure here)
         self._done = []
         apart = self._tags_apart()
+        parts = {"tags": False} if apart else {}   # (a class without tags_apart takes none)
         for j in range(len(cuts) - 1):
             if q is not self.queue:
                 b.after(q, [self._text_up[j] if several else self._up])
-            if apart:
-                self.launch(q, cuts[j], cuts[j + 1], tags=False)
-            else:
-                self.launch(q, cuts[j], cuts[j + 1])
+            self.launch(q, cuts[j], cuts[j + 1], **parts)
             if several:
                 self._done.append(b.marker(q))
             if down is not None:
