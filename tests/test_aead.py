@@ -508,6 +508,72 @@ def _cut_every(step: int):
     return split
 
 
+@pytest.mark.parametrize("name", ["aes-128-gcm", "chacha20-poly1305"])
+def test_layout_remembered_for_equal_offsets_only(name, rng, monkeypatch):
+    """DeviceAEAD.shape: a job's layout-only host work is derived once for equal offsets (the
+    equal pieces of a batch, repeated calls) and again for any other layout or GCM's other
+    GHASH pass (several keys); its arrays are read-only; a refused layout is never remembered;
+    jobs that share a layout give the pyca texts and tags of their own messages."""
+    from ciphergrid.aeads import base as aead_base
+    from ciphergrid.aeads.base import make_batch
+    from ciphergrid.route import engine
+
+    device = "opencl:0:0"
+    _check_device(name, device)
+    kl, nl, tl = _sizes(name)
+    drv = engine(device).aead_driver(name)
+    monkeypatch.setattr(drv, "_shapes", [])
+    derived = []
+    derive = drv.derive_shape
+
+    def counted(*a):
+        derived.append(a[0].tolist())
+        return derive(*a)
+
+    monkeypatch.setattr(drv, "derive_shape", counted)
+    lens, aads = [100, 0, 16384, 33], [b"", b"ab", b"", b"x" * 17]
+
+    def batch(keys, lens=lens, aads=aads):
+        return make_batch(name, True, tl, keys, [rng.data(nl) for _ in lens], aads,
+                          [rng.data(n) for n in lens])
+
+    key = rng.data(kl)
+    first, second = batch([key] * 4), batch([rng.data(kl)] * 4)
+    s1, s2 = drv.shape(first, *_extra(name)), drv.shape(second, *_extra(name))
+    assert s1 is s2 and len(derived) == 1
+    assert all(not v.flags.writeable for v in s1 if isinstance(v, np.ndarray))
+    with pytest.raises(ValueError):
+        next(v for v in s1 if isinstance(v, np.ndarray))[0] = 1
+    drv.shape(batch([key] * 4, lens=[100, 0, 16384, 34]), *_extra(name))      # another length
+    drv.shape(batch([key] * 4, aads=[b"", b"a", b"", b"x" * 17]), *_extra(name))  # another AAD
+    assert len(derived) == 3
+    if name == "aes-128-gcm":   # (the general GHASH pass of several keys: another tile choice)
+        drv.shape(first, False)
+        assert len(derived) == 4
+    bad = batch([key] * 4)
+    bad.off = np.array([0, 100, 50, 16484, 16517])
+    if name == "aes-128-gcm":
+        for _ in range(2):
+            with pytest.raises(InvalidArgument):
+                drv.shape(bad, *_extra(name))
+    # jobs through the remembered layout: each its own messages' texts and tags
+    for bt in (first, second, batch([key] * 4), batch([rng.data(kl) for _ in lens])):
+        tags = drv.run(bt)
+        for i in range(bt.count):
+            k, n, a, t = bt.message(i)
+            want = reference_seal(name, k, n, a, t, tl)
+            assert bt.dst[bt.off[i]:bt.off[i + 1]].tobytes() + tags[i].tobytes() == want
+    kept = aead_base.SHAPES_KEPT
+    for j in range(kept + 2):
+        drv.shape(batch([key] * 4, lens=[j + 1, 2, 3, 4]), *_extra(name))
+    assert len(drv._shapes) == kept
+
+
+def _extra(name: str) -> tuple:
+    """DeviceAEAD.shape's extra arguments for batches of one key (GCM: the positional pass)."""
+    return (True,) if name == "aes-128-gcm" else ()
+
+
 @pytest.mark.parametrize("name", ["aes-128-gcm", "chacha20-poly1305", "ascon-aead128"])
 def test_tags_kernels_once_per_job_where_slices_cut_between_messages(name, rng, monkeypatch):
     """A job class with ``tags_apart`` (GCM, ChaCha20-Poly1305) launches each slice's text

@@ -20,6 +20,7 @@ whether a tag verifies, so no engine can release unverified plaintext by mistake
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -588,6 +589,12 @@ FIRST_SLICES = 1
 #: a serial AEAD's pieces go in slices only where its messages average at most this many bytes
 #: (DeviceAEAD.slice_mean_max; why: SLICED_PIECE_BYTES above)
 SERIAL_SLICE_MEAN_MAX = 32 << 10
+#: message layouts a driver remembers (DeviceAEAD.shape): a large batch of equal messages has
+#: one for its equal pieces and one for each of the smaller last pieces (transfer.batches.RAMP)
+SHAPES_KEPT = 8
+#: ... holding at most this many bytes of arrays in all (a GCM layout of a 128 MiB piece of 16
+#: KiB messages: about 0.5 MiB; of 256-byte messages: about 25 MiB)
+SHAPES_KEPT_BYTES = 32 << 20
 
 
 class DeviceAEAD:
@@ -630,6 +637,42 @@ class DeviceAEAD:
         if not aead.parallel_message:
             self.slice_mean_max = SERIAL_SLICE_MEAN_MAX
             self.kernel_queues = SERIAL_KERNEL_QUEUES
+        self._shapes: list = []   # (extra, off, aad_off, shape), the latest first (``shape``)
+        self._shapes_lock = threading.Lock()
+
+    def shape(self, batch: Batch, *extra):
+        """What the layout of ``batch``'s messages alone decides for this driver's jobs:
+        ``derive_shape(off, aad_off, *extra)`` (a subclass's: lengths, prefix sums, coarse
+        indexes, a tile choice), remembered for the last SHAPES_KEPT layouts and returned again
+        for a batch with equal offsets and ``extra``: the equal pieces of a large batch of
+        equal messages (transfer/batches.py) share one, and so do the calls of a program that
+        seals chunks of one size.  An invalid layout raises and is not remembered.  The arrays
+        of a shape are read-only: jobs share them."""
+        off, aad_off = batch.off, batch.aad_off
+        m, total, atotal = off.shape[0], off[-1], aad_off[-1]
+        for ex, o, a, got in self._shapes:   # (a snapshot: entries are replaced, never changed)
+            if (ex == extra and o.shape[0] == m and o[-1] == total and a[-1] == atotal
+                    and np.array_equal(o, off) and np.array_equal(a, aad_off)):
+                return got
+        got = self.derive_shape(off, aad_off, *extra)
+        _read_only(got)
+        size = _nbytes_of(got) + 16 * m
+        if size <= SHAPES_KEPT_BYTES:
+            entry = (extra, np.array(off, dtype=I64), np.array(aad_off, dtype=I64), got)
+            with self._shapes_lock:
+                kept, held = [entry], size
+                for e in self._shapes:
+                    held += _nbytes_of(e)
+                    if len(kept) == SHAPES_KEPT or held > SHAPES_KEPT_BYTES:
+                        break
+                    kept.append(e)
+                self._shapes = kept
+        return got
+
+    def derive_shape(self, off: np.ndarray, aad_off: np.ndarray, *extra):
+        """The layout-only part of a job's host work (``shape``), as a NamedTuple whose
+        arrays the jobs only read; raise for a layout the AEAD refuses."""
+        raise NotImplementedError
 
     def prepare(self, batch: Batch, queue=None, **slicing) -> Job:
         """A Job of ``batch`` with its uploads enqueued on ``queue``; ``slicing``: the Job's
@@ -644,6 +687,24 @@ class DeviceAEAD:
             job.abort()
             raise
         return job.finish()
+
+
+def _nbytes_of(x) -> int:
+    """Bytes of every numpy array in ``x`` (an array, or tuples of them)."""
+    if isinstance(x, np.ndarray):
+        return int(x.nbytes)
+    if isinstance(x, tuple):
+        return sum(_nbytes_of(v) for v in x)
+    return 0
+
+
+def _read_only(x) -> None:
+    """Mark every numpy array in ``x`` (an array, or tuples of them) read-only."""
+    if isinstance(x, np.ndarray):
+        x.flags.writeable = False
+    elif isinstance(x, tuple):
+        for v in x:
+            _read_only(v)
 
 
 def coarse_index(prefix: np.ndarray, shift: int) -> np.ndarray:

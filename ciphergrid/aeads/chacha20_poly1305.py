@@ -11,6 +11,8 @@ The host only turns the lengths into prefix sums (numpy); it never loops over th
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..backends.base import defines_prefix, program_source
@@ -41,6 +43,22 @@ def _bit_length(x: np.ndarray) -> np.ndarray:
     return e.astype(np.uint64)
 
 
+class ChaChaShape(NamedTuple):
+    """What a batch's message layout alone decides for a ChaCha20-Poly1305 job
+    (ChaChaDriver.derive_shape)."""
+
+    off: np.ndarray         # (m + 1,) uint64: the texts' offsets
+    aad_off: np.ndarray     # (m + 1,) uint64: the AADs' offsets
+    na: np.ndarray          # AAD blocks per message
+    seg: np.uint64          # Poly1305 blocks per segment of a long message
+    blk_off: np.ndarray     # (m + 1,) ChaCha20 blocks before each message (its key block first)
+    blk_hint: np.ndarray    # chacha_xor's coarse message index
+    poly_off: np.ndarray    # (m + 1,) Poly1305 work-items before each message
+    poly_hint: np.ndarray   # chacha_poly's coarse message index
+    pow_off: np.ndarray     # (m + 1,) powers of r before each message
+    levels: tuple           # the sum levels' prefix sums (the last: one share per message)
+
+
 class ChaChaJob(Job):
     """A batch's buffers on one device (see ChaChaDriver.prepare); its kernels take any range
     of the texts (Job.ranges: slices), cut between messages or inside one on a ChaCha20 block."""
@@ -58,42 +76,17 @@ class ChaChaJob(Job):
         total = int(batch.off[-1])
         # the texts first: the copy engine starts while the host works out the metadata
         self.src = self.upload(texts(batch.src[:total]), texts_in=True)
-        off = np.ascontiguousarray(batch.off, dtype=np.uint64)
-        aad_off = np.ascontiguousarray(batch.aad_off, dtype=np.uint64)
-        lens = np.diff(off)
-        alens = np.diff(aad_off)
-        # ChaCha20: block 0 (the Poly1305 key) + ceil(len / 64) blocks per message
-        self.blk_off = _prefix(1 + (lens + 63) // 64)
-        # Poly1305: n blocks in segments of S = SI C blocks, the last 1 to S: SI work-items per
-        # segment before it, ceil(its blocks / C) for it (one segment: ceil(n / C)); the powers
-        # r^(2^k) up to the largest exponent (kernels: chacha_poly)
-        self.na = (alens + 15) // 16
-        n = self.na + (lens + 15) // 16 + 1
-        c = np.uint64(drv.poly_blocks)
-        self.seg = np.uint64(drv.poly_blocks << SEG_LOG)
-        if int(n.max()) <= int(self.seg):   # (every message one segment: a batch's usual case,
-            w = (n + c - np.uint64(1)) // c  # without the segments' arithmetic, ~0.1 ms a piece)
-            bits = _bit_length(w)
-        else:
-            full = (n - np.uint64(1)) // self.seg
-            w = (full << np.uint64(SEG_LOG)) + (n - full * self.seg + c - np.uint64(1)) // c
-            bits = np.where(full > 0, _bit_length(n), _bit_length(w))
-        self.poly_off = _prefix(w)
-        self.pow_off = _prefix(1 + bits)
-        # the sum levels: while a message has more than fanin shares, fanin per work-item
-        self.levels = []
-        cnt, fan = w, np.uint64(drv.fanin)
-        while cnt.max() > fan:
-            cnt = (cnt + fan - 1) // fan
-            self.levels.append(_prefix(cnt))
-        self.levels.append(np.arange(m + 1, dtype=np.uint64))
+        sh = drv.shape(batch)
+        off, aad_off = sh.off, sh.aad_off
+        self.na, self.seg, self.blk_off = sh.na, sh.seg, sh.blk_off
+        self.poly_off, self.pow_off, self.levels = sh.poly_off, sh.pow_off, sh.levels
         key_words = np.ascontiguousarray(batch.keys, dtype=np.uint8).view("<u4").astype(U32)
         meta = {
             "keys": key_words,
             "aad": np.ascontiguousarray(batch.aad[:int(aad_off[-1])], dtype=np.uint8),
             "off": off, "aad_off": aad_off,
-            "blk": self.blk_off, "blk_hint": coarse_index(self.blk_off, _BLK_HINT_SHIFT),
-            "poly": self.poly_off, "poly_hint": coarse_index(self.poly_off, _POLY_HINT_SHIFT),
+            "blk": self.blk_off, "blk_hint": sh.blk_hint,
+            "poly": self.poly_off, "poly_hint": sh.poly_hint,
             "pow": self.pow_off,
             "key_index": np.ascontiguousarray(batch.key_index, dtype=U32),
             "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8).view("<u4").astype(U32),
@@ -197,6 +190,43 @@ class ChaChaDriver(DeviceAEAD):
         key = ("aead", "chacha20-poly1305", self.poly_blocks, self.fanin, SEG_LOG)
         self.prg = backend.cached_program(key) or backend.build(
             defines_prefix(defines) + program_source(None, _FILE), key=key)
+
+    def derive_shape(self, off, aad_off) -> ChaChaShape:
+        """The layout-only host work of a job (DeviceAEAD.shape): the ChaCha20 blocks, the
+        Poly1305 work-items, powers and sum levels, and the kernels' coarse indexes."""
+        off = np.ascontiguousarray(off, dtype=np.uint64)
+        aad_off = np.ascontiguousarray(aad_off, dtype=np.uint64)
+        m = off.shape[0] - 1
+        lens = np.diff(off)
+        alens = np.diff(aad_off)
+        # ChaCha20: block 0 (the Poly1305 key) + ceil(len / 64) blocks per message
+        blk_off = _prefix(1 + (lens + 63) // 64)
+        # Poly1305: n blocks in segments of S = SI C blocks, the last 1 to S: SI work-items per
+        # segment before it, ceil(its blocks / C) for it (one segment: ceil(n / C)); the powers
+        # r^(2^k) up to the largest exponent (kernels: chacha_poly)
+        na = (alens + 15) // 16
+        n = na + (lens + 15) // 16 + 1
+        c = np.uint64(self.poly_blocks)
+        seg = np.uint64(self.poly_blocks << SEG_LOG)
+        if int(n.max()) <= int(seg):   # (every message one segment: a batch's usual case,
+            w = (n + c - np.uint64(1)) // c  # without the segments' arithmetic, ~0.1 ms a piece)
+            bits = _bit_length(w)
+        else:
+            full = (n - np.uint64(1)) // seg
+            w = (full << np.uint64(SEG_LOG)) + (n - full * seg + c - np.uint64(1)) // c
+            bits = np.where(full > 0, _bit_length(n), _bit_length(w))
+        poly_off = _prefix(w)
+        # the sum levels: while a message has more than fanin shares, fanin per work-item
+        levels = []
+        cnt, fan = w, np.uint64(self.fanin)
+        while cnt.max() > fan:
+            cnt = (cnt + fan - 1) // fan
+            levels.append(_prefix(cnt))
+        levels.append(np.arange(m + 1, dtype=np.uint64))
+        return ChaChaShape(off=off, aad_off=aad_off, na=na, seg=seg, blk_off=blk_off,
+                           blk_hint=coarse_index(blk_off, _BLK_HINT_SHIFT), poly_off=poly_off,
+                           poly_hint=coarse_index(poly_off, _POLY_HINT_SHIFT),
+                           pow_off=_prefix(1 + bits), levels=tuple(levels))
 
     def prepare(self, batch, queue=None, **slicing) -> ChaChaJob:
         return ChaChaJob(self, batch, queue, **slicing)

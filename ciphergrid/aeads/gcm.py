@@ -15,6 +15,8 @@ E(K, J0) included), ``gcm_ghash`` (tiles of W x R blocks of every message, in pa
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..algorithms.aes import CIPHER as AES_CIPHER
@@ -254,8 +256,74 @@ class GCMDriver(DeviceAEAD):
             return np.maximum(nb >> tlog, 1)
         return (nb + ((1 << tlog) - 1)) >> tlog
 
+    def derive_shape(self, off, aad_off, pos: bool) -> "GCMShape":
+        """The layout-only host work of a job (DeviceAEAD.shape): its lengths checked, the
+        counter and GHASH blocks, the counter kernel's coarse index, the GHASH tiles (``pos``:
+        gcm_ghash_pos, batches of one key) and the sizes of the key powers."""
+        b, ls = self.backend, self.ls
+        tlen = np.diff(off).astype(np.int64)
+        alen = np.diff(aad_off).astype(np.int64)
+        if (tlen < 0).any() or (alen < 0).any():
+            raise InvalidArgument("message offsets must not decrease")
+        if int(tlen.max()) > self.aead.max_message:
+            raise InvalidArgument(f"{self.name} encrypts at most {self.aead.max_message} bytes "
+                                  f"per message")
+        if int(alen.max()) > self.aead.max_aad:
+            raise InvalidArgument(f"{self.name} takes at most {self.aead.max_aad} bytes of AAD")
+        m = tlen.shape[0]
+        nc = (tlen + 15) // 16
+        na = (alen + 15) // 16
+        nb = na + nc + 1
+        cb_off = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(nc + 1, out=cb_off[1:])
+        # the counter kernel's coarse index (gcm.cl gcm_find_hinted): the message holding every
+        # 2^8-th counter block
+        cb_hint = coarse_index(cb_off, _HINT_SHIFT)
+        if pos:
+            # gcm_ghash_pos: any W; a general multiply costs ~20 clocks (SM) against ~3 (fast)
+            # or ~4 (ct) per table step
+            wlog, rlog = self.pos_tiles(nb, b.resident_items(self.prg, "gcm_ghash_pos"))
+        else:
+            wlog, rlog = choose_tiles(nb, ls, self.ct, b.resident_items(self.prg, "gcm_ghash"))
+        tlog = wlog + rlog
+        tiles_m = self.tile_counts(nb, tlog, pos)
+        tile_off = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(tiles_m, out=tile_off[1:])
+        max_tiles = int(tiles_m.max())
+        np2 = max(wlog + 1, tlog + _bitlen(max_tiles - 1))
+        if pos and self.ct:
+            np2 = max(np2, _bitlen(self.grp << wlog))     # M^G = H^(G W)
+        # lane factors H^(W - l + W R u) (gcm.cl gcm_hpow): one multiply per lane and tile instead
+        # of a square-and-multiply per tile, where there are few
+        nf = self.factors(max_tiles, wlog, rlog, pos)
+        if nf and not nf & _TF_BIT:
+            np2 = max(np2, _bitlen((1 << wlog) + ((max_tiles - 1) << tlog)))
+        tb = self.tbp + (nf & ~_TF_BIT) if pos else self.tb
+        return GCMShape(nb=nb, na=na, cb_off=cb_off, cb_hint=cb_hint, tile_off=tile_off,
+                        ntiles=int(tile_off[-1]), wlog=wlog, rlog=rlog, np2=np2, nf=nf, tb=tb,
+                        hs=np2 + (1 << wlog) + tb,
+                        plog=min(_bitlen(max_tiles - 1), _bitlen(ls) - 1))
+
     def prepare(self, batch, queue=None, **slicing) -> "GCMJob":
         return GCMJob(self, batch, queue, **slicing)
+
+
+class GCMShape(NamedTuple):
+    """What a batch's message layout alone decides for a GCM job (GCMDriver.derive_shape)."""
+
+    nb: np.ndarray          # GHASH blocks per message: AAD, text, the length block
+    na: np.ndarray          # AAD blocks per message
+    cb_off: np.ndarray      # (m + 1,) counter blocks before each message (J0 first in each)
+    cb_hint: np.ndarray     # the counter kernel's coarse message index
+    tile_off: np.ndarray    # (m + 1,) GHASH tiles before each message
+    ntiles: int
+    wlog: int               # log2 W, log2 R: a tile is W lanes of R blocks
+    rlog: int
+    np2: int                # H^(2^j) for j < np2
+    nf: int                 # gcm_hpow's factor entries (and _TF_BIT)
+    tb: int                 # table entries per key
+    hs: int                 # 16-byte entries of each key's powers and tables
+    plog: int               # gcm_tag: log2 work-items per message
 
 
 class GCMJob(Job):
@@ -284,55 +352,16 @@ class GCMJob(Job):
         # metadata (a failure below aborts the job: its queue drains, nothing is launched)
         src = texts(batch.src).reshape(-1)
         self.bufs = {"src": self.upload(src, _PAD, texts_in=True)}
-        tlen = np.diff(batch.off).astype(np.int64)
-        alen = np.diff(batch.aad_off).astype(np.int64)
-        if (tlen < 0).any() or (alen < 0).any():
-            raise InvalidArgument("message offsets must not decrease")
-        if int(tlen.max()) > drv.aead.max_message:
-            raise InvalidArgument(f"{drv.name} encrypts at most {drv.aead.max_message} bytes "
-                                  f"per message")
-        if int(alen.max()) > drv.aead.max_aad:
-            raise InvalidArgument(f"{drv.name} takes at most {drv.aead.max_aad} bytes of AAD")
-        nc = (tlen + 15) // 16
-        nb = (alen + 15) // 16 + nc + 1
-        cb_off = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(nc + 1, out=cb_off[1:])
-        self.cb_off = cb_off
-        # the counter kernel's coarse index (gcm.cl gcm_find_hinted): the message holding every
-        # 2^8-th counter block
-        cb_hint = coarse_index(cb_off, _HINT_SHIFT)
-        ls = drv.ls
         self.nkeys = int(batch.keys.shape[0])
         # positional GHASH tables, and the counter pass of one key: batches of one key only
         self.pos = bool(drv.gh) and self.nkeys == 1
         self.ctr_one = bool(drv.ctr) and self.nkeys == 1
-        if self.pos:
-            # gcm_ghash_pos: any W; a general multiply costs ~20 clocks (SM) against ~3 (fast)
-            # or ~4 (ct) per table step
-            target = b.resident_items(drv.prg, "gcm_ghash_pos")
-            self.wlog, self.rlog = drv.pos_tiles(nb, target)
-        else:
-            target = b.resident_items(drv.prg, "gcm_ghash")
-            self.wlog, self.rlog = choose_tiles(nb, ls, drv.ct, target)
-        tlog = self.wlog + self.rlog
-        tiles_m = drv.tile_counts(nb, tlog, self.pos)
-        tile_off = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(tiles_m, out=tile_off[1:])
-        self.ntiles = int(tile_off[-1])
-        self.tile_off = tile_off
-        self.nb, self.na = nb, (alen + 15) // 16      # (stream and AAD blocks: cuts in a message)
-        max_tiles = int(tiles_m.max())
-        self.np2 = max(self.wlog + 1, tlog + _bitlen(max_tiles - 1))
-        if self.pos and drv.ct:
-            self.np2 = max(self.np2, _bitlen(drv.grp << self.wlog))     # M^G = H^(G W)
-        # lane factors H^(W - l + W R u) (gcm.cl gcm_hpow): one multiply per lane and tile instead
-        # of a square-and-multiply per tile, where there are few
-        self.nf = drv.factors(max_tiles, self.wlog, self.rlog, self.pos)
-        if self.nf and not self.nf & _TF_BIT:
-            self.np2 = max(self.np2, _bitlen((1 << self.wlog) + ((max_tiles - 1) << tlog)))
-        self.tb = drv.tbp + (self.nf & ~_TF_BIT) if self.pos else drv.tb
-        self.hs = self.np2 + (1 << self.wlog) + self.tb
-        self.plog = min(_bitlen(max_tiles - 1), _bitlen(ls) - 1)
+        sh = drv.shape(batch, self.pos)
+        self.cb_off, self.tile_off, self.ntiles = sh.cb_off, sh.tile_off, sh.ntiles
+        self.nb, self.na = sh.nb, sh.na      # (stream and AAD blocks: cuts in a message)
+        self.wlog, self.rlog, self.np2, self.nf = sh.wlog, sh.rlog, sh.np2, sh.nf
+        self.tb, self.hs, self.plog = sh.tb, sh.hs, sh.plog
+        cb_off, cb_hint, tile_off = sh.cb_off, sh.cb_hint, sh.tile_off
         self.nlen = int(batch.nonces.shape[1])
 
         # round keys of the distinct keys, on the host (AES.expand), zeroed once the job ends
