@@ -647,7 +647,8 @@ class DeviceAEAD:
         for a batch with equal offsets and ``extra``: the equal pieces of a large batch of
         equal messages (transfer/batches.py) share one, and so do the calls of a program that
         seals chunks of one size.  An invalid layout raises and is not remembered.  The arrays
-        of a shape are read-only: jobs share them."""
+        of a shape are read-only: jobs share them; one with fields ``off`` and ``aad_off`` (the
+        offsets, any integer type) is compared with them instead of copies."""
         off, aad_off = batch.off, batch.aad_off
         m, total, atotal = off.shape[0], off[-1], aad_off[-1]
         for ex, o, a, got in self._shapes:   # (a snapshot: entries are replaced, never changed)
@@ -656,9 +657,12 @@ class DeviceAEAD:
                 return got
         got = self.derive_shape(off, aad_off, *extra)
         _read_only(got)
-        size = _nbytes_of(got) + 16 * m
+        # (a shape that holds the offsets, as ``off`` and ``aad_off``, is its own key)
+        own = getattr(got, "off", None) is not None and getattr(got, "aad_off", None) is not None
+        size = _nbytes_of(got) + (0 if own else 16 * m)
         if size <= SHAPES_KEPT_BYTES:
-            entry = (extra, np.array(off, dtype=I64), np.array(aad_off, dtype=I64), got)
+            entry = ((extra, got.off, got.aad_off, got) if own else
+                     (extra, np.array(off, dtype=I64), np.array(aad_off, dtype=I64), got))
             with self._shapes_lock:
                 kept, held = [entry], size
                 for e in self._shapes:
