@@ -144,6 +144,26 @@ def _pair_hash(index: np.ndarray, nonces: np.ndarray) -> np.ndarray:
     return acc
 
 
+def _counter_word(nonces: np.ndarray) -> bool:
+    """Whether some aligned 32- or 64-bit word of the (m, n) uint8 ``nonces`` (C-contiguous),
+    read little- or big-endian, rises strictly from row to row -- a counter, the usual way of
+    making nonces (SP 800-38D 8.2.1: a fixed field and an invocation counter): then no two rows
+    are equal, proved in one pass instead of a sort (1 M 12-byte nonces: hashing and sorting
+    took ~30 ms on a Zen 5 core).  Each word is tried on its first rows before all of them, so
+    random nonces cost almost nothing here."""
+    m, n = nonces.shape
+    if m < 2 or not nonces.flags.c_contiguous:
+        return m < 2
+    for size in (4, 8):
+        for start in sorted(set(range(0, n - size + 1, size)) | ({n - size} if n >= size else set())):
+            for order in "<>":
+                w = np.ndarray((m,), f"{order}u{size}", nonces, start, (n,))
+                head = w[:64]
+                if (head[1:] > head[:-1]).all() and (w[1:] > w[:-1]).all():
+                    return True
+    return False
+
+
 #: batches of this many messages or more check their (key, nonce) pairs beside the device work
 _REPEATS_BESIDE = 8192
 
@@ -203,7 +223,7 @@ def _refuse_repeats(spec, index: np.ndarray, nonces: np.ndarray) -> None:
     from .request import _suspended
 
     m = nonces.shape[0]
-    if m < 2 or _suspended["depth"]:
+    if m < 2 or _suspended["depth"] or _counter_word(nonces):
         return
     # a 64-bit hash per pair, sorted (64 K pairs: ~1.1 ms on a Zen 5 core, where sorting the
     # pairs themselves took 11.6 ms, and hashing them as concatenated rows 3.8 ms in all); the

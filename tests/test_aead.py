@@ -316,6 +316,50 @@ def test_repeated_pair_check_reads_every_nonce_byte(nonce_len):
 
 
 
+def test_counter_nonces_proved_distinct_without_the_sort(monkeypatch):
+    """Nonces with a counter (an aligned 32- or 64-bit word rising strictly, little- or
+    big-endian, anywhere in the nonce) are distinct: the check accepts them without hashing and
+    sorting; a repeat among them, a falling counter or random nonces take the hash and sort,
+    and the repeat is refused."""
+    from ciphergrid import aead
+
+    spec = aeads.spec("aes-128-gcm")
+    rng = np.random.default_rng(7)
+    m = 1000
+    index = np.zeros(m, dtype=np.int32)
+    fixed = rng.integers(0, 256, 12, dtype=np.uint8)
+    hashed = []
+    pair_hash = aead._pair_hash
+
+    def counted(*a):
+        hashed.append(1)
+        return pair_hash(*a)
+
+    monkeypatch.setattr(aead, "_pair_hash", counted)
+    counters = {"u32 LE, bytes 0-3": (0, "<u4"), "u32 BE, bytes 8-11": (8, ">u4"),
+                "u64 BE, bytes 4-11": (4, ">u8"), "u64 LE, bytes 0-7": (0, "<u8")}
+    for what, (at, dt) in counters.items():
+        nonces = np.tile(fixed, (m, 1))
+        size = np.dtype(dt).itemsize
+        nonces[:, at:at + size] = (np.arange(m, dtype=np.uint64) * 3 + 1 << 40 if size == 8 and
+                                   dt[0] == "<" else np.arange(m) + 5).astype(dt).view(
+                                       np.uint8).reshape(m, size)
+        hashed.clear()
+        aead._refuse_repeats(spec, index, nonces)
+        assert not hashed, what
+        rep = nonces.copy()
+        rep[700] = rep[300]
+        with pytest.raises(InvalidArgument, match="repeats"):
+            aead._refuse_repeats(spec, index, rep)
+        assert hashed, what
+        hashed.clear()
+        aead._refuse_repeats(spec, index, nonces[::-1].copy())   # falling: hashed, accepted
+        assert hashed, what
+    hashed.clear()
+    aead._refuse_repeats(spec, index, rng.integers(0, 256, (m, 12), dtype=np.uint8))
+    assert hashed
+
+
 def test_batches_in_a_forked_child():
     """A process forked after using the OpenSSL engine's threads and the repeated-nonce check's
     worker (a multiprocessing pool, say) gets threads of its own, instead of waiting forever for
