@@ -583,8 +583,10 @@ def test_layout_remembered_for_equal_offsets_only(name, rng, monkeypatch):
 
     key = rng.data(kl)
     first, second = batch([key] * 4), batch([rng.data(kl)] * 4)
+    first.off, first.aad_off = first.off.astype(np.uint64), first.aad_off.astype(np.uint64)
     s1, s2 = drv.shape(first, *_extra(name)), drv.shape(second, *_extra(name))
     assert s1 is s2 and len(derived) == 1
+    assert first.off.flags.writeable and first.aad_off.flags.writeable   # (the caller's: kept)
     assert all(not v.flags.writeable for v in s1 if isinstance(v, np.ndarray))
     with pytest.raises(ValueError):
         next(v for v in s1 if isinstance(v, np.ndarray))[0] = 1

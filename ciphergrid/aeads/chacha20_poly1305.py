@@ -194,8 +194,9 @@ class ChaChaDriver(DeviceAEAD):
     def derive_shape(self, off, aad_off) -> ChaChaShape:
         """The layout-only host work of a job (DeviceAEAD.shape): the ChaCha20 blocks, the
         Poly1305 work-items, powers and sum levels, and the kernels' coarse indexes."""
-        off = np.ascontiguousarray(off, dtype=np.uint64)
-        aad_off = np.ascontiguousarray(aad_off, dtype=np.uint64)
+        # (copies, always: the shape is kept and made read-only, the caller's arrays not)
+        off = np.array(off, dtype=np.uint64)
+        aad_off = np.array(aad_off, dtype=np.uint64)
         m = off.shape[0] - 1
         lens = np.diff(off)
         alens = np.diff(aad_off)
