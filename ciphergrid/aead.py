@@ -118,18 +118,26 @@ def _nonce_table(spec, nonces, m: int, tag_length: int, key_len: int) -> np.ndar
 _MIX, _MIX_SHIFT = np.uint64(0x9E3779B97F4A7C15), np.uint64(29)
 
 
+def _word_views(nonces: np.ndarray, size: int, order: str = "<") -> list:
+    """Every byte of each row of the C-contiguous (m, n) uint8 ``nonces`` (n >= ``size``) in
+    ``size``-byte words of byte order ``order``, one (m,) strided view per word, no copies:
+    words from bytes 0, size, ... and a last one ending on byte n (overlapping the one before
+    where ``size`` does not divide n)."""
+    m, n = nonces.shape
+    starts = list(range(0, n - size + 1, size)) + ([n - size] if n % size else [])
+    return [np.ndarray((m,), f"{order}u{size}", nonces, s, (n,)) for s in starts]
+
+
 def _nonce_words(nonces: np.ndarray) -> list:
     """Every byte of each row of the (m, n) uint8 ``nonces`` in 64-bit words, one (m,) array
-    per word: strided views of the rows where n >= 8 (words from bytes 0, 8, ... and a last one
-    ending on byte n, overlapping the one before where 8 does not divide n), else a padded copy.
-    (A padded copy of 12-byte rows cost ~0.7 ms for 64 K rows on a Zen 5 core, the views none.)"""
+    per word: ``_word_views`` where n >= 8, else a padded copy.  (A padded copy of 12-byte rows
+    cost ~0.7 ms for 64 K rows on a Zen 5 core, the views none.)"""
     m, n = nonces.shape
     if n < 8 or not nonces.flags.c_contiguous:
         padded = np.zeros((m, -(-n // 8) * 8), dtype=np.uint8)
         padded[:, :n] = nonces
         return [padded.view("<u8")[:, j] for j in range(padded.shape[1] // 8)]
-    starts = list(range(0, n - 7, 8)) + ([n - 8] if n % 8 else [])
-    return [np.ndarray((m,), "<u8", nonces, s, (n,)) for s in starts]
+    return _word_views(nonces, 8)
 
 
 def _pair_hash(index: np.ndarray, nonces: np.ndarray) -> np.ndarray:
@@ -155,9 +163,8 @@ def _counter_word(nonces: np.ndarray) -> bool:
     if m < 2 or not nonces.flags.c_contiguous:
         return m < 2
     for size in (4, 8):
-        for start in sorted(set(range(0, n - size + 1, size)) | ({n - size} if n >= size else set())):
-            for order in "<>":
-                w = np.ndarray((m,), f"{order}u{size}", nonces, start, (n,))
+        for order in "<>" if n >= size else "":
+            for w in _word_views(nonces, size, order):
                 head = w[:64]
                 if (head[1:] > head[:-1]).all() and (w[1:] > w[:-1]).all():
                     return True
