@@ -637,7 +637,7 @@ class DeviceAEAD:
         if not aead.parallel_message:
             self.slice_mean_max = SERIAL_SLICE_MEAN_MAX
             self.kernel_queues = SERIAL_KERNEL_QUEUES
-        self._shapes: list = []   # (extra, off, aad_off, shape), the latest first (``shape``)
+        self._shapes: list = []   # (extra, off, aad_off, shape, bytes), the latest first
         self._shapes_lock = threading.Lock()
 
     def shape(self, batch: Batch, *extra):
@@ -651,7 +651,7 @@ class DeviceAEAD:
         offsets, any integer type) is compared with them instead of copies."""
         off, aad_off = batch.off, batch.aad_off
         m, total, atotal = off.shape[0], off[-1], aad_off[-1]
-        for ex, o, a, got in self._shapes:   # (a snapshot: entries are replaced, never changed)
+        for ex, o, a, got, _ in self._shapes:   # (a snapshot: entries replaced, never changed)
             if (ex == extra and o.shape[0] == m and o[-1] == total and a[-1] == atotal
                     and np.array_equal(o, off) and np.array_equal(a, aad_off)):
                 return got
@@ -661,12 +661,12 @@ class DeviceAEAD:
         own = getattr(got, "off", None) is not None and getattr(got, "aad_off", None) is not None
         size = _nbytes_of(got) + (0 if own else 16 * m)
         if size <= SHAPES_KEPT_BYTES:
-            entry = ((extra, got.off, got.aad_off, got) if own else
-                     (extra, np.array(off, dtype=I64), np.array(aad_off, dtype=I64), got))
+            entry = ((extra, got.off, got.aad_off, got, size) if own else
+                     (extra, np.array(off, dtype=I64), np.array(aad_off, dtype=I64), got, size))
             with self._shapes_lock:
                 kept, held = [entry], size
                 for e in self._shapes:
-                    held += _nbytes_of(e)
+                    held += e[-1]
                     if len(kept) == SHAPES_KEPT or held > SHAPES_KEPT_BYTES:
                         break
                     kept.append(e)
