@@ -31,6 +31,19 @@ def setup(name: str, shape: str, device: str):
     return batch, call, int(batch.off[-1])
 
 
+def use_sliced(drv, variant: str) -> None:
+    """Set ``drv``'s pieces to ``variant``, PIECE:SLICE:DEPTH:HEAD:TAIL[:FIRST] (SLICE 0: whole
+    pieces; DEPTH: batches.DEPTH; HEAD, TAIL: batches.RAMP; FIRST: aeads.base.FIRST_SLICES,
+    default 1): the sliced probes' (aead_slices_probe.py, aead_head_span_tail.py) variants."""
+    from ciphergrid.aeads import base
+
+    p, s, d, h, t, *first = variant.split(":")
+    base.FIRST_SLICES = int(first[0]) if first else 1
+    drv.piece_bytes = parse_bytes(p, "piece")
+    drv.slice_bytes = parse_bytes(s, "slice") or None
+    batches.DEPTH, batches.RAMP = int(d), (int(h), int(t))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("name")

@@ -17,12 +17,10 @@ import time
 import numpy as np
 
 import ciphergrid
-from aead_e2e_probe import setup  # (scripts/: the same batch and call)
-from ciphergrid.aeads import base as aead_base
+from aead_e2e_probe import setup, use_sliced  # (scripts/: the same batch and call)
 from ciphergrid.backends import cuda as cu
 from ciphergrid.route import engine
-from ciphergrid.settings import parse_bytes
-from ciphergrid.transfer import batches, chunking
+from ciphergrid.transfer import chunking
 from ciphergrid.transfer.autotune import autotune
 from ciphergrid.transfer.driver import Pipeline
 
@@ -73,14 +71,8 @@ class Marks:
 
 
 def use(name: str, variant: str | None) -> None:
-    if variant is None:
-        return
-    drv = engine("cuda:0").aead_driver(name)
-    p, s, d, h, t, *first = variant.split(":")
-    aead_base.FIRST_SLICES = int(first[0]) if first else 1
-    drv.piece_bytes = parse_bytes(p, "piece")
-    drv.slice_bytes = parse_bytes(s, "slice") or None
-    batches.DEPTH, batches.RAMP = int(d), (int(h), int(t))
+    if variant is not None:
+        use_sliced(engine("cuda:0").aead_driver(name), variant)
 
 
 def main():

@@ -14,11 +14,9 @@ import time
 import numpy as np
 
 import ciphergrid
-from aead_e2e_probe import setup
+from aead_e2e_probe import setup, use_sliced
 from ciphergrid.route import engine
-from ciphergrid.settings import parse_bytes
-from ciphergrid.aeads import base
-from ciphergrid.transfer import batches, chunking
+from ciphergrid.transfer import chunking
 from ciphergrid.transfer.autotune import autotune
 from ciphergrid.transfer.driver import Pipeline
 
@@ -48,20 +46,12 @@ pipe = Pipeline(b, chunk_bytes=st.chunk_bytes, depth=st.depth, transfer="auto")
 print(f"copy strawman: {st.chunk_bytes >> 20} MiB chunks, depth {st.depth}", flush=True)
 
 
-def use(drv, v):
-    p, s, d, h, t, *first = v.split(":")
-    base.FIRST_SLICES = int(first[0]) if first else 1
-    drv.piece_bytes = parse_bytes(p, "piece")
-    drv.slice_bytes = parse_bytes(s, "slice") or None
-    batches.DEPTH, batches.RAMP = int(d), (int(h), int(t))
-
-
 res = {}
 for _ in range(rounds):
     for (name, direction), call in calls.items():
         drv = eng.aead_driver(name)
         for v in variants:
-            use(drv, v)
+            use_sliced(drv, v)
             call()
             t0 = time.perf_counter(); pipe.copy(src, dst); tc = time.perf_counter() - t0
             t0 = time.perf_counter(); call(); ta = time.perf_counter() - t0
