@@ -6,9 +6,9 @@
 # logs and JSON go to $OUT (or ./gpu-out).   Usage: scripts/gpu-suite.sh [stage ...]
 #   stages: selftest tests ablation bench pipeline   (default: all of them, in this order)
 #           api (not in the default list): scripts/api_overhead.py, the public API against the kernel
-#           smoke (not in the default list): scripts/smoke.py on every GPU, a quick check + figures
+#           smoke (not in the default list): scripts/dev/smoke.py on every GPU, a quick check + figures
 #           files (not in the default list): ciphergrid bench files (FILES_SIZES, FILES_ARGS)
-#           ramdisk (not in the default list): scripts/ramdisk_probe.py on $RAMDISK (default /dev/shm)
+#           ramdisk (not in the default list): scripts/dev/ramdisk_probe.py on $RAMDISK (default /dev/shm)
 #           aead (not in the default list): ciphergrid bench aead on $CUDA, both directions, the API
 #             rows paired with the copy strawman ("x copy"; AEAD_SHAPES, default 65536x16Ki;
 #             AEAD_REPEATS, default 40: the API rows take half as many pairs, 20)
@@ -42,14 +42,14 @@ run() {  # run NAME TIMEOUT CMD...: time-boxed, logged to $OUT/NAME.txt
 for s in "${stages[@]}"; do
   case $s in
     api) run api "${STAGE_TIMEOUT_api:-200}" python3 scripts/api_overhead.py --device "$CUDA" ${API_ARGS:-} ;;
-    smoke) for d in ${GPUS//,/ }; do run "smoke-${d//:/-}" "${STAGE_TIMEOUT_smoke:-300}" python3 scripts/smoke.py "$d"; done ;;
+    smoke) for d in ${GPUS//,/ }; do run "smoke-${d//:/-}" "${STAGE_TIMEOUT_smoke:-300}" python3 scripts/dev/smoke.py "$d"; done ;;
     selftest) for d in ${GPUS//,/ }; do run "selftest-${d//:/-}" "${STAGE_TIMEOUT_selftest:-150}" python3 -m ciphergrid selftest --device "$d" --quiet; done ;;
     tests) CIPHERGRID_TEST_DEVICES="$GPUS,native" run tests "${STAGE_TIMEOUT_tests:-420}" \
              python3 -m pytest -q -rs -p no:cacheprovider ${TESTS:-tests/test_kat.py tests/test_differential.py \
              tests/test_streaming.py tests/test_constant_time.py tests/test_implementations.py \
              tests/test_pipeline.py tests/test_errors.py tests/test_api_out.py tests/test_gpu_resident.py \
              tests/test_toy_cipher.py tests/test_route.py tests/test_api.py} ;;
-    ramdisk) run ramdisk "${STAGE_TIMEOUT_ramdisk:-150}" python3 scripts/ramdisk_probe.py "${RAMDISK:-/dev/shm}" \
+    ramdisk) run ramdisk "${STAGE_TIMEOUT_ramdisk:-150}" python3 scripts/dev/ramdisk_probe.py "${RAMDISK:-/dev/shm}" \
              --device "$CUDA" --size "${RAMDISK_SIZE:-8Gi}" --cli ${RAMDISK_ARGS:-} ;;
     ablation) run ablation "${STAGE_TIMEOUT_ablation:-150}" python3 -m ciphergrid bench ablation \
              $(for d in ${GPUS//,/ }; do echo --device "$d"; done) --json "$OUT/ablation.json" ;;

@@ -1,4 +1,4 @@
-"""No import cycles in ciphergrid (scripts/import_check.py): none in the static graph of every
+"""No import cycles in ciphergrid (scripts/dev/import_check.py): none in the static graph of every
 import statement (deferred ones included), none taken at import time, no module left partially
 initialised, whichever module is imported first."""
 
@@ -14,7 +14,7 @@ PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ciphergrid.__file__))
 
 
 def test_no_import_cycles():
-    p = subprocess.run([sys.executable, os.path.join(PKG_ROOT, "scripts", "import_check.py")],
+    p = subprocess.run([sys.executable, os.path.join(PKG_ROOT, "scripts", "dev", "import_check.py")],
                        capture_output=True, text=True, timeout=300, cwd=PKG_ROOT)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "no import cycles" in p.stdout

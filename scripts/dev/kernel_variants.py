@@ -2,15 +2,15 @@
 15 runs, median), each checked against pyca/cryptography first.  Used to choose the default
 implementation and to try settings before they become implementations.
 
-    python3 scripts/kernel_variants.py DEVICE [--only IMPL_OR_VARIANT ...] [--quick] [--sass IMPL ...]
-    python3 scripts/kernel_variants.py DEVICE --only IMPL ... --ptx DIR   # the runtime's compiled
-        program (NVIDIA OpenCL: PTX), to compare offline with scripts/sass.py
-    python3 scripts/kernel_variants.py DEVICE --only IMPL --run [MiB]     # one short run, for a
-        profiler: ncu -k regex:cg_ctr python3 scripts/kernel_variants.py cuda:0 --only ct --run 64
+    python3 scripts/dev/kernel_variants.py DEVICE [--only IMPL_OR_VARIANT ...] [--quick] [--sass IMPL ...]
+    python3 scripts/dev/kernel_variants.py DEVICE --only IMPL ... --ptx DIR   # the runtime's compiled
+        program (NVIDIA OpenCL: PTX), to compare offline with scripts/dev/sass.py
+    python3 scripts/dev/kernel_variants.py DEVICE --only IMPL --run [MiB]     # one short run, for a
+        profiler: ncu -k regex:cg_ctr python3 scripts/dev/kernel_variants.py cuda:0 --only ct --run 64
 
 A variant is BASE[,regs=N][,local=N][,NAME=VALUE...]: implementation BASE with a register cap, a
 work-group size or extra defines, e.g. ct,regs=168,local=128,CG_CTR_GROUP=4.  --sass counts the SASS opcodes of
-the kernel per implementation (needs nvcc + cuobjdump; scripts/sass.py does it without a GPU).
+the kernel per implementation (needs nvcc + cuobjdump; scripts/dev/sass.py does it without a GPU).
 """
 import argparse
 import collections
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 import ciphergrid  # noqa: E402  (ICD set-up)
 from ciphergrid.program import build_program as build_cipher_program, program_source_for as cipher_program_source  # noqa: E402

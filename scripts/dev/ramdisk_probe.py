@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How fast can this machine fill and read files on a RAM disk, and how fast does the CLI stream one?
 
-    python3 scripts/ramdisk_probe.py DIR [--size 8Gi] [--device cuda:0] [--cli]
+    python3 scripts/dev/ramdisk_probe.py DIR [--size 8Gi] [--device cuda:0] [--cli]
 
 Prints, for DIR (a tmpfs such as /dev/shm): the rate of writing a new file with write() from one
 thread, of filling a new file through a shared mapping from 1 and from N threads (page faults in
@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 GiB, MiB = 1 << 30, 1 << 20
 

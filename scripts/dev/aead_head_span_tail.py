@@ -6,9 +6,9 @@ events in all per call that count), so the timing is close to an untouched call'
 strawman (Pipeline.copy of as many bytes, its tuned chunk and depth) runs just before each
 API call, as `bench aead` pairs them; the ratio is the median of the per-pair ratios.
 
-Usage: python3 scripts/aead_head_span_tail.py NAME[,NAME...] [--rounds 10] [--shape 65536x16Ki]
+Usage: python3 scripts/dev/aead_head_span_tail.py NAME[,NAME...] [--rounds 10] [--shape 65536x16Ki]
 [--decrypt] [--variants PIECE:SLICE:DEPTH:HEAD:TAIL[:FIRST],...]
-(variants as scripts/aead_slices_probe.py: the driver's piece and slice bytes, batches.DEPTH
+(variants as scripts/dev/aead_slices_probe.py: the driver's piece and slice bytes, batches.DEPTH
 and RAMP, aeads.base.FIRST_SLICES)"""
 import argparse
 import statistics
@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 import ciphergrid
-from aead_e2e_probe import setup, use_sliced  # (scripts/: the same batch and call)
+from aead_e2e_probe import setup, use_sliced  # (scripts/dev/: the same batch and call)
 from ciphergrid.backends import cuda as cu
 from ciphergrid.route import engine
 from ciphergrid.transfer import chunking

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compile a cipher kernel for a GPU architecture *without a GPU* and report its resources and SASS.
 
-    python3 scripts/sass.py aes-128-ctr [--impl fast ct ...] [--arch sm_90] [--dump NAME]
+    python3 scripts/dev/sass.py aes-128-ctr [--impl fast ct ...] [--arch sm_90] [--dump NAME]
 
 Needs NVRTC, ptxas and cuobjdump, none of which need a GPU: the CUDA toolkit, or the PyPI wheels
 (`pip install --target DIR nvidia-cuda-nvrtc nvidia-cuda-nvcc nvidia-cuda-cuobjdump
@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 from ciphergrid import registry  # noqa: E402
 from ciphergrid.program import program_source_for as cipher_program_source  # noqa: E402

@@ -1,6 +1,6 @@
 """Where an AEAD batch's host -> host time goes on a GPU (transfer/batches.py): the API's
 encrypt_batch timed for several piece sizes and depths, one piece's phases, and a profile of one
-call.  Usage: python3 scripts/aead_e2e_probe.py NAME [--shape 65536x16Ki] [--variants PIECE:DEPTH[:HEAD[:TAIL[:KQ]]],...]
+call.  Usage: python3 scripts/dev/aead_e2e_probe.py NAME [--shape 65536x16Ki] [--variants PIECE:DEPTH[:HEAD[:TAIL[:KQ]]],...]
 (HEAD, TAIL: halvings of the piece size at the start and the end of a batch; KQ: kernel queues)"""
 import argparse
 import cProfile

@@ -1,6 +1,6 @@
 """Which launch of an AEAD's job kills the process on a device (a compiler that aborts at the
 first launch of a kernel, e.g. PoCL's work-group generation): each run stops after launch N.
-Usage: python3 scripts/launch_probe.py DEVICE NAME [COUNTxSIZE [IMPLEMENTATION]]"""
+Usage: python3 scripts/dev/launch_probe.py DEVICE NAME [COUNTxSIZE [IMPLEMENTATION]]"""
 import os
 import subprocess
 import sys

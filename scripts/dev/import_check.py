@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Import cycles in ciphergrid: none allowed.
 
-    python3 scripts/import_check.py [--static-only]
+    python3 scripts/dev/import_check.py [--static-only]
 
 Two checks:
 
@@ -26,7 +26,7 @@ import importlib
 import os
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PKG = "ciphergrid"
 
 

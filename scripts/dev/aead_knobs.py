@@ -1,6 +1,6 @@
 """Time an AEAD driver's knobs on one device, kernel only (device events), checked first against
 the default driver's output.  Usage:
-  python3 scripts/aead_knobs.py --device cuda:0 --shape 65536x16Ki NAME 'k=v,k=v' ['k=v' ...]
+  python3 scripts/dev/aead_knobs.py --device cuda:0 --shape 65536x16Ki NAME 'k=v,k=v' ['k=v' ...]
 (an empty string: the defaults).  Prints GB/s and GB/s per SM per GHz per setting."""
 import argparse
 import statistics

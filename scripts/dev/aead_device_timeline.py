@@ -3,7 +3,7 @@ kernel, memset and download bracketed by CUDA events on its stream, printed as a
 time of the call that enqueued it, device start and end, ms from the API call) with the busy time
 and gaps of each engine (H2D copies, kernels, D2H copies).  Shows when the first upload starts,
 whether a copy engine idles between pieces, and how long the tail after the last upload is.
-Usage: python3 scripts/aead_device_timeline.py NAME[,NAME] [--shape 65536x16Ki] [--decrypt] [--all]
+Usage: python3 scripts/dev/aead_device_timeline.py NAME[,NAME] [--shape 65536x16Ki] [--decrypt] [--all]
 [--ramp HEAD:TAIL] [--piece BYTES] [--no-check]"""
 import argparse
 import time
@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 import ciphergrid
-from aead_e2e_probe import setup  # (scripts/: the same batch and call)
+from aead_e2e_probe import setup  # (scripts/dev/: the same batch and call)
 from ciphergrid.backends import cuda as cu
 from ciphergrid.route import engine
 from ciphergrid.transfer import chunking

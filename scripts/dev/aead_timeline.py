@@ -2,12 +2,12 @@
 the host time of prepare (host work, uploads enqueued), enqueue (launches), collect (downloads
 enqueued) and finish (waiting for the piece's downloads), their sums and the share of the wall
 time; ``--null`` runs the same calls on a device that does nothing (the host's own cost, on any
-machine).  Usage: python3 scripts/aead_timeline.py NAME [--shape 65536x16Ki] [--device cuda:0]
+machine).  Usage: python3 scripts/dev/aead_timeline.py NAME [--shape 65536x16Ki] [--device cuda:0]
 [--repeats 3] [--null]"""
 import argparse
 import time
 
-from aead_e2e_probe import setup  # (scripts/: the same batch and call)
+from aead_e2e_probe import setup  # (scripts/dev/: the same batch and call)
 
 from ciphergrid.transfer import batches
 

@@ -1,7 +1,7 @@
 """Where an AEAD's device time goes: every launch of one Job.enqueue timed with device events,
 summed per kernel name (median of repeats).  Usage:
-  python3 scripts/aead_profile.py --device cuda:0 --shape 1x1Gi aes-128-gcm [--impl ct] [--opt 'k=v,k=v']
-(--opt: the driver's knobs, as scripts/aead_knobs.py takes them, e.g. 'gh=1' or 'ct=1,gh=1,ctr=4')"""
+  python3 scripts/dev/aead_profile.py --device cuda:0 --shape 1x1Gi aes-128-gcm [--impl ct] [--opt 'k=v,k=v']
+(--opt: the driver's knobs, as scripts/dev/aead_knobs.py takes them, e.g. 'gh=1' or 'ct=1,gh=1,ctr=4')"""
 import argparse
 import statistics
 from collections import defaultdict
@@ -12,7 +12,7 @@ from ciphergrid import aeads
 from ciphergrid.bench.aead import _shapes, make_batch
 from ciphergrid.route import engine
 
-from aead_knobs import parse  # (scripts/: the knob strings of aead_knobs.py)
+from aead_knobs import parse  # (scripts/dev/: the knob strings of aead_knobs.py)
 
 
 def main():
@@ -22,7 +22,7 @@ def main():
     ap.add_argument("--shape", default="1x1Gi")
     ap.add_argument("--impl", default=None)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--opt", default="", help="driver knobs k=v,k=v (scripts/aead_knobs.py)")
+    ap.add_argument("--opt", default="", help="driver knobs k=v,k=v (scripts/dev/aead_knobs.py)")
     a = ap.parse_args()
     eng = engine(a.device)
     b = eng.backend
