@@ -309,7 +309,7 @@ def _knob_driver(spec: str, name: str, knobs: tuple):
     return gcm.GCMDriver(backend(resolve(spec)), gcm.CIPHER, name, **dict(knobs))
 
 
-#: the variants of scripts/aead_knobs.py: positional GHASH tables (gh), ct groups (grp), the ct
+#: the variants of scripts/dev/aead_knobs.py: positional GHASH tables (gh), ct groups (grp), the ct
 #: counter pass of one key (ctr); each with the kernels a batch of one key must launch
 KNOBS = {
     "gh1": ((("gh", 1),), "gcm_ghash_pos", "gcm_ctr"),
