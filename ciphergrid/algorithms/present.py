@@ -119,9 +119,25 @@ def lop3o_sbox(x: int, e: int) -> int:
                       [x >> i & 1 for i in range(4)] + [e >> i & 1 for i in range(4)])
 
 
-def lop3_masks(rk: list[int], absorb) -> list[int]:
+#: pLayer as an index: bit i of the state goes to bit _P[i]
+_P = np.array([player_position(i) for i in range(64)], dtype=np.intp)
+#: LOP3O_FLIP's bit (i & 3) for each state bit i
+_FLIP = np.array([LOP3O_FLIP >> (i & 3) & 1 for i in range(64)], dtype=np.uint8)
+
+
+def key_bits(rk: list[int]) -> np.ndarray:
+    """The round keys as a (rounds, 64) uint8 array of bits: ``[r, i]`` is bit i (the least
+    significant first) of ``rk[r]``."""
+    k = np.array(rk, dtype=np.uint64)
+    out = ((k[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+    k.fill(0)
+    return out
+
+
+def lop3_masks(bits: np.ndarray, absorb) -> np.ndarray:
     """The mask bits (64 before round 1, 31 x 64 for the rounds, 64 after round 31) of the
-    LUT-circuit kernel for the encryption keys K_1..K_32 (present_bs.cl PRESENT_BS_LOP3).
+    LUT-circuit kernel for the encryption keys K_1..K_32 given as ``key_bits`` (present_bs.cl
+    PRESENT_BS_LOP3), a flat uint8 array.
     absorb=False ("bitsliced-lop3"): round r's word 4n + i is K_r's bit 4n + i, the input mask of
     S-box n; K_32 after the rounds.  absorb=True ("bitsliced-lop3x"): the gate of output y0 of S-box
     n adds the next key's bit n (pLayer moves y0 of S-box n to bit n), so state bits 0..15 reach
@@ -131,22 +147,17 @@ def lop3_masks(rk: list[int], absorb) -> list[int]:
     absorb="all" ("bitsliced-lop3o", the circuit LOP3O_GATES): K_1 before round 1; round r's word
     4n + j, the mask of output j of S-box n, is K_(r+1)'s bit P(4n + j) (XOR LOP3O_FLIP's bit j);
     nothing after the rounds."""
-    def bits(k, lo=0, hi=64):
-        return [k >> i & 1 if lo <= i < hi else 0 for i in range(64)]
+    out = np.zeros((ROUNDS + 2, 64), dtype=np.uint8)
     if absorb == "all":
-        out = bits(rk[0])
-        for r in range(ROUNDS):
-            out += [rk[r + 1] >> player_position(i) & 1 ^ LOP3O_FLIP >> (i & 3) & 1 for i in range(64)]
-        return out + [0] * 64
-    if not absorb:
-        out = [0] * 64
-        for r in range(ROUNDS):
-            out += bits(rk[r])
-        return out + bits(rk[ROUNDS])
-    out = bits(rk[0], 0, 16)
-    for r in range(ROUNDS):
-        out += bits(rk[r + 1], 0, 16)[:16] + bits(rk[r], 16)[16:]
-    return out + bits(rk[ROUNDS], 16)
+        out[0] = bits[0]
+        out[1:ROUNDS + 1] = bits[1:, _P] ^ _FLIP
+    elif not absorb:
+        out[1:] = bits
+    else:
+        out[0, :16] = bits[0, :16]
+        out[1:ROUNDS + 1, :16] = bits[1:, :16]
+        out[1:, 16:] = bits[:, 16:]
+    return out.reshape(-1)
 
 
 def round_keys(key: bytes) -> list[int]:
@@ -268,10 +279,13 @@ class PRESENT(BlockCipher):
         if layout in lop3:
             self.check_key(key)
             rk = round_keys(bytes(key))
-            bits = np.array(lop3_masks(rk, lop3[layout]), dtype=np.uint32)
+            kb = key_bits(rk)
             rk.clear()
-            out = np.concatenate([(np.uint32(0) - bits).astype("<u4"),
-                                  np.array(TRANSPOSE_MASKS, dtype="<u4")])
+            bits = lop3_masks(kb, lop3[layout])
+            out = np.empty(bits.size + len(TRANSPOSE_MASKS), dtype="<u4")
+            np.negative(bits, out=out[:bits.size], dtype=np.uint32)     # 0 / 0xffffffff
+            out[bits.size:] = TRANSPOSE_MASKS
+            kb.fill(0)
             bits.fill(0)
             return out
         if layout == "bitsliced":
