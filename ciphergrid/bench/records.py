@@ -20,7 +20,7 @@ SCHEMA = "ciphergrid.bench"
 SCHEMA_VERSION = 1
 
 #: what a row measured
-KINDS = ("kernel", "e2e", "openssl-1core", "openssl-allcores", "file")
+KINDS = ("kernel", "e2e", "openssl-1core", "openssl-allcores", "file", "api", "call")
 STATUSES = ("ok", "failed", "skipped")
 VERIFICATION = ("passed", "failed", "not-applicable", "reference", "not-run")
 ENERGY_METHODS = ("nvml-counter", "nvml-sampled", "rapl", "unavailable")
@@ -102,6 +102,7 @@ class Record:
     energy_note: str | None = None
     note: str | None = None           # anything a reader must know about this row
     vs_copy: float | None = None      # AEAD e2e rows: median ratio to the copy strawman, paired
+    vs_kernel: float | None = None    # api rows: the kernel's time / the API call's (bench api)
     timestamp: str | None = None
 
     # ---------------------------------------------------------------- derived fields

@@ -23,6 +23,7 @@ MODULES = [
     "ciphergrid.bench.ablation",      # "ablation" (to come)
     "ciphergrid.bench.files",         # "files"
     "ciphergrid.bench.aead",          # "aead"
+    "ciphergrid.bench.api",           # "api"
 ]
 DEFAULT = "ciphers"
 

@@ -171,41 +171,12 @@ class DeviceEngine(Engine):
 
         XTS over more than 16 MiB needs ``sector_size`` (IEEE 1619 caps a data unit at 2^20 blocks).
         """
-        from ..registry import lookup
-        from ..request import make_request
-
         b = self.backend
         nbytes = max(16, nbytes // 16 * 16)
-        rng = np.random.default_rng()
-        host = rng.integers(0, 256, nbytes, dtype=np.uint8)
+        host = np.random.default_rng().integers(0, 256, nbytes, dtype=np.uint8)
         src, dst = b.alloc(nbytes), b.alloc(nbytes)
         b.wait(b.upload(src, host))
-        kp = None
-        if name == "copy":
-            prg = build_copy_program(b)
-            nblocks = nbytes // 16
-
-            def run():
-                return b.launch(prg, "cg_copy", nblocks, [src, dst, U64(nblocks)])
-        else:
-            spec = lookup(name)
-            mode = spec.mode
-            key = bytes(rng.integers(0, 256, spec.key_len, dtype=np.uint8))
-            if mode.key_count == 2:  # (XTS: the halves must differ)
-                key = key[: spec.key_size] + bytes(x ^ 0x5A for x in key[: spec.key_size])
-            sector = sector_size if "sector_size" in mode.options else None
-            iv = bytes(rng.integers(0, 256, spec.iv_len, dtype=np.uint8)) if spec.iv_len and not sector else None
-            enc = encrypt and mode.parallel(True)  # (a serial mode is timed in its parallel direction)
-            req = make_request(spec, key, iv, enc, impl=impl, sector_size=sector)
-            req.check_length(nbytes)
-            kp = KeyedProgram(b, req)
-            layout = mode.layout(req, nbytes)
-            nblocks = layout.kernel_blocks if layout is not None else nbytes // spec.block_size
-            scratch = b.alloc(layout.scratch_bytes(nblocks)) if layout is not None else None
-            chain = mode.chain_at(req, None, 0)
-
-            def run():
-                return kp.enqueue(src, dst, nblocks, 0, chain=chain, layout=layout, scratch=scratch)
+        run = self.kernel_runner(name, src, dst, encrypt=encrypt, impl=impl, sector_size=sector_size)
         try:
             run()
             b.finish()
@@ -218,8 +189,15 @@ class DeviceEngine(Engine):
                 times.append(b.elapsed(start, end))
             return times
         finally:
-            if kp is not None:
-                kp.close()
+            run.close()
+
+    def kernel_runner(self, name: str, src, dst, *, encrypt: bool = True, impl: str | None = None,
+                      sector_size: int | None = None) -> "KernelRunner":
+        """One launch of ``name``'s mode kernel over the device buffers ``src`` -> ``dst`` (of
+        equal size, whole blocks), the keys (random) uploaded once: the kernel alone, as the
+        benchmarks time it (``name`` "copy": the copy kernel).  A serial mode runs in its parallel
+        direction.  Call it to enqueue one launch on the default queue; ``close()`` wipes the keys."""
+        return KernelRunner(self.backend, name, src, dst, encrypt, impl, sector_size)
 
     def kernel_resources(self, name: str, *, encrypt: bool = True, impl: str | None = None) -> dict:
         from ..registry import lookup
@@ -253,3 +231,44 @@ def sm_clock_mhz(info) -> float | None:
         return float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
     except Exception:
         return None
+
+
+class KernelRunner:
+    """See :meth:`DeviceEngine.kernel_runner`."""
+
+    def __init__(self, b, name, src, dst, encrypt, impl, sector_size):
+        from ..registry import lookup
+        from ..request import make_request
+
+        self.b, self.src, self.dst, self.kp = b, src, dst, None
+        nbytes = src.nbytes
+        if name == "copy":
+            self.prg = build_copy_program(b)
+            self.nblocks = nbytes // 16
+            return
+        rng = np.random.default_rng()
+        spec = lookup(name)
+        mode = spec.mode
+        key = bytes(rng.integers(0, 256, spec.key_len, dtype=np.uint8))
+        if mode.key_count == 2:  # (XTS: the halves must differ)
+            key = key[: spec.key_size] + bytes(x ^ 0x5A for x in key[: spec.key_size])
+        sector = sector_size if "sector_size" in mode.options else None
+        iv = bytes(rng.integers(0, 256, spec.iv_len, dtype=np.uint8)) if spec.iv_len and not sector else None
+        enc = encrypt and mode.parallel(True)  # (a serial mode is timed in its parallel direction)
+        req = make_request(spec, key, iv, enc, impl=impl, sector_size=sector)
+        req.check_length(nbytes)
+        self.kp = KeyedProgram(b, req)
+        self.layout = mode.layout(req, nbytes)
+        self.nblocks = self.layout.kernel_blocks if self.layout is not None else nbytes // spec.block_size
+        self.scratch = b.alloc(self.layout.scratch_bytes(self.nblocks)) if self.layout is not None else None
+        self.chain = mode.chain_at(req, None, 0)
+
+    def __call__(self):
+        if self.kp is None:
+            return self.b.launch(self.prg, "cg_copy", self.nblocks, [self.src, self.dst, U64(self.nblocks)])
+        return self.kp.enqueue(self.src, self.dst, self.nblocks, 0, chain=self.chain,
+                               layout=self.layout, scratch=self.scratch)
+
+    def close(self) -> None:
+        if self.kp is not None:
+            self.kp.close()
