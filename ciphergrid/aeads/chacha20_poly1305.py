@@ -174,7 +174,7 @@ class ChaChaDriver(DeviceAEAD):
     32 MiB slice of 16 KiB messages, transfer/batches.py's unit, ran 215.5 GB/s against 127.1
     with 256, where a long serial chain per work-item leaves the GPU mostly empty; 1 GiB of 16
     KiB messages 742.9 against 717.6, one 1 GiB message 729.2 against 726.8: H100,
-    scripts/aead_knobs.py, docs/benchmarks.md 0k), ``fanin`` shares summed per work-item and
+    scripts/dev/aead_knobs.py, docs/benchmarks.md 0k), ``fanin`` shares summed per work-item and
     level (default 64)."""
 
     slice_align = 16 << 10

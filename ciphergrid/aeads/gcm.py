@@ -104,7 +104,7 @@ class GCMDriver(DeviceAEAD):
     def __init__(self, backend, aead, name, ct: bool = False, gh: int = 0, grp: int = 6,
                  ctr: int = 0, ls: int = 0, roll: int = 0, pf: int = 0, mad: int = 0,
                  regs: int = 0, hd: int = 0, tw: int = 0, tr: int = 0, tf: int = 0):
-        """Knobs (integers, scripts/aead_knobs.py; the library's choice: ``implementations``):
+        """Knobs (integers, scripts/dev/aead_knobs.py; the library's choice: ``implementations``):
 
         * ``gh``, the GHASH kernel for batches of one key: 0 gcm_ghash; 1 gcm_ghash_pos (fast:
           8-bit + 4-bit positional tables; ct: 4-bit positional tables of M^1..M^(grp-1) indexed

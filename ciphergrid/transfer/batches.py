@@ -39,7 +39,7 @@ from .pinning import pinned
 #: piece size at the start and at the end of a batch (cuts).  No small pieces first: a piece's
 #: host work (~0.5-0.9 ms on an H100/H200 host) outlasts a small piece's upload, so they left the
 #: copy engine idle; smaller ones last, where the downloads lag (H200, AES-128-GCM, 1 GiB of 16
-#: KiB messages, scripts/aead_e2e_probe.py: (2, 2) 0.894 of copy, (0, 3) 0.937, median of 3)
+#: KiB messages, scripts/dev/aead_e2e_probe.py: (2, 2) 0.894 of copy, (0, 3) 0.937, median of 3)
 PIECE_BYTES = 64 << 20
 DEPTH = 4
 RAMP = (0, 3)
