@@ -599,8 +599,9 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
                        help="name the output without waiting for it to reach the disk (as cat and "
                             "openssl enc); a crash can then leave it incomplete under its name")
         p.add_argument("--allow-weak", action="store_true",
-                       help="encrypt what the cipher's rules refuse (2-key TDEA, K1 == K2, more "
-                            "than 2^20 blocks of 3-key TDEA): old data only")
+                       help="encrypt what the cipher's rules refuse, with a warning: DES and TDEA "
+                            "(withdrawn by NIST), more than 2^32 blocks of a 64-bit block cipher "
+                            "under one key (2^20 for TDEA); decryption never needs it")
         p.add_argument("--base64", "-a", action="store_true",
                        help="base64 output on encryption, input on decryption (openssl -a)")
         p.add_argument("--sector-size", type=int, help="XTS data-unit size in bytes (tweak = sector number)")

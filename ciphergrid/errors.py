@@ -58,5 +58,6 @@ class InvalidTag(Error):
 
 
 class WeakCipherWarning(UserWarning):
-    """Encryption with a cipher that is only fit for old data (64-bit blocks, TDEA), or past the
-    number of blocks one key should encrypt (Sweet32)."""
+    """Encryption that the cipher's rules warn about: DES or TDEA allowed by allow_weak, a
+    64-bit block cipher (the birthday bound: rekey well before 2^32 blocks), a weak DES key, or
+    more blocks under one key than the limit, allowed by allow_weak."""

@@ -56,8 +56,9 @@ class Request:
 
     @property
     def limit_refuses(self) -> bool:
-        """Whether encrypting past the policy's block limit is refused (3-key TDEA, no allow_weak):
-        a stream of unknown length must then be counted as it goes (admit)."""
+        """Whether encrypting past the policy's block limit is refused (64-bit blocks: 2^32, TDEA:
+        2^20; not with allow_weak): a stream of unknown length must then be counted as it goes
+        (admit)."""
         if not self.encrypt or self.allow_weak:
             return False
         pol = self.spec.algorithm.encryption_policy(self.key)
@@ -65,19 +66,21 @@ class Request:
 
     def admit(self, total_bytes: int) -> None:
         """Check the cipher's UsePolicy for a call or context that has encrypted ``total_bytes``
-        under this key: past a refusing limit (3-key TDEA: 2^20 blocks) raise, unless
-        ``allow_weak``; past a warning one (Sweet32: 2^32 blocks) warn, once."""
+        under this key: past a refusing limit (64-bit blocks: 2^32 blocks, TDEA: 2^20) raise,
+        unless ``allow_weak``; past a limit that allow_weak lifted (or one that only warns), warn
+        once."""
         if not self.encrypt or _suspended["depth"]:
             return
         pol = self.spec.algorithm.encryption_policy(self.key)
         if pol.block_limit is None or total_bytes <= pol.block_limit * self.block_size:
             return
-        what = (f"{self.spec.name}: more than {pol.block_limit} blocks "
-                f"({pol.block_limit * self.block_size} bytes) encrypted under one key")
+        what = f"{self.spec.name}: more than {_blocks(pol.block_limit, self.block_size)} under one key"
+        why = f" ({pol.limit_reason})" if pol.limit_reason else ""
         if pol.over_limit_refused and not self.allow_weak:
-            raise InvalidArgument(f"{what} is refused (NIST SP 800-67 Rev. 2); use a new key, or "
-                                  "allow_weak=True / --allow-weak to override")
-        warn_once(f"{what}: collisions of 64-bit blocks leak plaintext (Sweet32)")
+            raise InvalidArgument(f"{what} is refused{why}; use a new key, or allow_weak=True / "
+                                  "--allow-weak to override")
+        warn_once(f"{what}, encrypted anyway (allow_weak){why}" if pol.over_limit_refused
+                  else f"{what}{why}")
 
     def at(self, first_block: int, chain: bytes | None = None) -> "Request":
         """The request for blocks [first_block, ...) as a message of its own (see Mode.at)."""
@@ -112,18 +115,31 @@ def warn_once(message: str) -> None:
     warnings.warn(message, WeakCipherWarning, stacklevel=3)
 
 
+def _blocks(n: int, block_size: int) -> str:
+    """'2^20 blocks (8 MiB)', '4 blocks (32 bytes)'."""
+    size = n * block_size
+    count = f"2^{n.bit_length() - 1}" if n >= 1024 and n & (n - 1) == 0 else str(n)
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{count} blocks ({size >> shift} {unit})"
+    return f"{count} blocks ({size} bytes)"
+
+
 def check_policy(spec, key: bytes, allow_weak: bool) -> None:
     """Encrypting under ``key``: the cipher's UsePolicy (algorithms/base.py) refuses (unless
-    ``allow_weak``) or warns, once per process."""
+    ``allow_weak``) or warns, once per process: one message, the refusal's reason lifted by
+    allow_weak first."""
     if _suspended["depth"]:
         return
     pol = spec.algorithm.encryption_policy(key)
+    said = [pol.warning] if pol.warning else []
     if pol.refusal:
         if not allow_weak:
-            raise InvalidKey(f"{spec.name}: {pol.refusal}; allow_weak=True / --allow-weak overrides")
-        warn_once(f"{spec.name}: {pol.refusal} (allowed by allow_weak)")
-    if pol.warning:
-        warn_once(f"{spec.name}: {pol.warning}")
+            raise InvalidKey(f"{spec.name}: {pol.refusal}: encryption refused unless allow_weak=True "
+                             f"/ --allow-weak (decryption always works)")
+        said.insert(0, f"{pol.refusal}: encrypting anyway (allow_weak)")
+    if said:
+        warn_once(f"{spec.name}: " + "; ".join(said))
 
 
 def make_request(spec, key, iv, encrypt: bool, padding=None, sector_size=None, start_sector=None,

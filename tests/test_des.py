@@ -9,8 +9,9 @@ model, the kernels' tables, the use policy, and every kernel implementation agai
   SP tables), written with Python ints: the design of the fast kernel checked on the host.
 * The tables written in the kernel files are the ones ciphers/des.py holds or computes.
 * The weak and semi-weak keys are what FIPS 74 says they are (E_k E_k = id; E_k1 E_k2 = id).
-* ``encryption_policy``: DES warns (Sweet32 limit, warned), 3-key TDEA is limited to 2^20 blocks
-  (refused past it), 2-key TDEA and bundles that reduce to DES are refused, weak keys warn.
+* ``encryption_policy``: every DES-family encryption is refused unless allow_weak (single DES and
+  bundles that reduce to it cite FIPS 46-3, TDEA SP 800-131A), TDEA keeps a limit of 2^20 blocks,
+  single DES the birthday bound's 2^32, weak keys warn.
 * The bitsliced kernel's S-box circuits compute the S-boxes, and des_bs.cl holds the generated text.
 * Every implementation other than "fast" (which every generic test runs): "reference", "ct" and
   the "alt-*" variants of des.cl, on every OpenCL/CUDA device, against the oracle (pyca for ECB/CBC,
@@ -389,28 +390,31 @@ def test_official_tdes_files_are_loaded():
 
 def test_policy_single_des(rng):
     p = DES.encryption_policy(bytes.fromhex("133457799bbcdff1"))
-    assert p.refusal is None and p.block_limit == 1 << 32 and not p.over_limit_refused
-    assert "64-bit" in p.warning and "SP 800-131A" in p.warning and "weak" not in p.warning
+    assert p.refusal and "single DES" in p.refusal and "FIPS 46-3" in p.refusal   # refused: withdrawn
+    assert "TDEA" not in p.refusal + p.warning and "SP 800-67" not in p.refusal + p.warning
+    assert p.block_limit == 1 << 32 and p.over_limit_refused and "birthday bound" in p.limit_reason
+    assert "64-bit" in p.warning and "weak" not in p.warning
     for k in D.WEAK_KEYS + D.SEMI_WEAK_KEYS:
         for key in (k, bytes(b ^ 1 for b in k)):            # parity bits ignored
             p = DES.encryption_policy(key)
-            assert p.refusal is None and "weak DES key" in p.warning, key.hex()
+            assert p.refusal and "weak DES key" in p.warning, key.hex()
 
 
 def test_policy_tdea(rng):
     k1, k2, k3 = (bytes.fromhex(h) for h in ("0123456789abcdef", "23456789abcdef01", "456789abcdef0123"))
-    p = DES.encryption_policy(k1 + k2 + k3)
-    assert p.refusal is None and p.block_limit == 1 << 20 and p.over_limit_refused and "TDEA" in p.warning
+    p = DES.encryption_policy(k1 + k2 + k3)                  # 3-key TDEA: refused after 2023
+    assert p.refusal and "SP 800-131A Rev. 2" in p.refusal and "TDEA" in p.refusal
+    assert p.block_limit == 1 << 20 and p.over_limit_refused and "SP 800-67 Rev. 2" in p.limit_reason
     p = DES.encryption_policy(k1 + k2)                       # 2-key TDEA
     assert p.refusal and "2-key" in p.refusal and p.block_limit == 1 << 20 and p.over_limit_refused
-    assert DES.encryption_policy(k1 + k2 + k1).refusal       # keying option 2 spelled with 24 bytes
+    assert "2-key" in DES.encryption_policy(k1 + k2 + k1).refusal   # keying option 2 in 24 bytes
     flip = bytes(b ^ 1 for b in k1)                          # the same key but for its parity bits
     for key in (k1 + k1, k1 + flip + k3, k1 + k2 + k2, k1 + k2 + bytes(b ^ 1 for b in k2), k1 + k1 + k1):
         p = DES.encryption_policy(key)
         assert p.refusal and "single DES" in p.refusal, key.hex()
-        assert p.block_limit == 1 << 32 and not p.over_limit_refused      # (if allow_weak lifts it)
+        assert p.block_limit == 1 << 32 and p.over_limit_refused      # (if allow_weak lifts it)
     p = DES.encryption_policy(D.WEAK_KEYS[0] + k2 + k3)
-    assert p.refusal is None and "K1 is a weak DES key" in p.warning
+    assert p.refusal and "K1 is a weak DES key" in p.warning
     with pytest.raises(ciphergrid.InvalidKeySize):
         DES.encryption_policy(bytes(12))
 

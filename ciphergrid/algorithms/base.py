@@ -53,15 +53,22 @@ def bit_masks(words: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class UsePolicy:
-    """What encrypting under one key is allowed (64-bit blocks, TDEA: SP 800-67, SP 800-131A).
+    """What encrypting under one key is allowed (DES and TDEA: refused; 64-bit blocks: a limit).
 
-    The API and the CLI apply it to encryption only (decryption of old data is always allowed);
-    ``allow_weak=True`` / ``--allow-weak`` turns every refusal into a warning."""
+    The API and the CLI apply it to encryption only (decryption always works); ``allow_weak=True``
+    / ``--allow-weak`` lifts the refusal and the block limit, with a warning instead."""
 
-    warning: str | None = None          # said once per process when encrypting (stderr / warnings)
-    refusal: str | None = None          # encryption refused unless allow_weak (2-key TDEA, K1 == K2)
+    warning: str | None = None          # said once per process when encrypting (after the refusal's
+                                        # reason, where allow_weak lifted one)
+    refusal: str | None = None          # why encryption is refused unless allow_weak (DES, TDEA)
     block_limit: int | None = None      # blocks one call or one streaming context may encrypt
-    over_limit_refused: bool = False    # past block_limit: refused (3-key TDEA) or warned (Sweet32)
+    over_limit_refused: bool = False    # past block_limit: refused unless allow_weak (else warned)
+    limit_reason: str | None = None     # why block_limit, said when a call goes past it
+
+
+#: the limit of every 64-bit block cipher: 2^32 blocks (32 GiB) under one key
+BIRTHDAY_LIMIT = 1 << 32
+BIRTHDAY_REASON = "the birthday bound of 64-bit blocks, where the ciphertext starts to leak plaintext (Sweet32)"
 
 
 _NO_POLICY = UsePolicy()
@@ -72,6 +79,8 @@ class BlockCipher:
 
     #: registry name, as OpenSSL spells it ("aes", "camellia", "sm4", ...)
     name: str = ""
+    #: the name as its designers write it, for messages ("" : name.upper(): "PRESENT", "HIGHT")
+    title: str = ""
     #: block size in bytes (16 or 8)
     block_size: int = 16
     #: accepted key sizes in bytes (a tuple, or a range for ciphers such as CAST-128)
@@ -105,13 +114,16 @@ class BlockCipher:
         raise InvalidArgument(f"{self.name} has no constant-time kernel: constant_time=True cannot be honoured")
 
     def encryption_policy(self, key: bytes) -> UsePolicy:
-        """The rules for encrypting under ``key``; 64-bit block ciphers warn, and warn again past
-        2^32 blocks under one key (Sweet32).  Ciphers with stricter rules (TDEA) override this."""
+        """The rules for encrypting under ``key``.  64-bit block ciphers warn once, naming the
+        birthday bound, and refuse more than 2^32 blocks under one key in one call or one streaming
+        context unless allow_weak.  DES and TDEA (refused) override this."""
         if self.block_size == 8:
             return UsePolicy(
-                warning=f"{self.name} has 64-bit blocks: use it to read old data, not for new data "
-                        f"(collisions after about 2^32 blocks, the Sweet32 attack)",
-                block_limit=1 << 32)
+                warning=f"{self.title or self.name.upper()} has 64-bit blocks: rekey well before 2^32 "
+                        f"blocks (32 GiB) under one key (the birthday bound, Sweet32); more than that "
+                        f"under one key in one call or stream is refused unless allow_weak=True / "
+                        f"--allow-weak",
+                block_limit=BIRTHDAY_LIMIT, over_limit_refused=True, limit_reason=BIRTHDAY_REASON)
         return _NO_POLICY
 
     def check_key(self, key: bytes) -> None:

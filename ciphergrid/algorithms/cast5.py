@@ -386,6 +386,7 @@ def _fast(copies: int = 8, *, prmt: int = 1, mad_index: int = 1, batch: int = 1)
 
 class CAST5(BlockCipher):
     name = "cast5"
+    title = "CAST5 (CAST-128)"
     block_size = 8
     key_sizes = tuple(range(5, 17))
     # one name for every key size, as OpenSSL's "CAST5-CBC" (the nominal, largest size: 128 bits)

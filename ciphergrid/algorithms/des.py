@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import modes as _modes
-from .base import BlockCipher, Implementation, UsePolicy
+from .base import BIRTHDAY_LIMIT, BIRTHDAY_REASON, BlockCipher, Implementation, UsePolicy
 
 # ---- FIPS 46-3 tables (1-based bit numbers, bit 1 = the most significant) -------------------------
 
@@ -476,10 +476,6 @@ def split_key(key: bytes) -> list[bytes]:
     return [k1, k2, key[16:24] if len(key) == 24 else k1]
 
 
-def _fmt(key: bytes) -> str:
-    return {8: "DES", 16: "2-key TDEA", 24: "3-key TDEA"}[len(key)]
-
-
 _BS = Implementation("des_bs.cl", batch=32, key_layout="bitsliced", constant_time=True)
 
 
@@ -573,38 +569,46 @@ class DES(BlockCipher):
         return out
 
     def encryption_policy(self, key: bytes) -> UsePolicy:
-        """DES and TDEA have 64-bit blocks (Sweet32); NIST withdrew SP 800-67 Rev. 2 on 2024-01-01
-        and SP 800-131A Rev. 2 disallows TDEA encryption after 2023.  Single DES warns (and again
-        past 2^32 blocks); 3-key TDEA warns and refuses past 2^20 blocks under one key bundle
-        (SP 800-67 Rev. 2's limit); 2-key TDEA and bundles that reduce to single DES (K1 == K2 or
-        K2 == K3) are refused; weak and semi-weak DES keys warn."""
+        """Encryption with any DES-family cipher is refused unless allow_weak: NIST withdrew DES
+        (FIPS 46-3) in 2005, SP 800-131A Rev. 2 disallows 2-key TDEA encryption and 3-key TDEA
+        encryption after 2023, and NIST withdrew SP 800-67 Rev. 2 (TDEA) on 2024-01-01.  With
+        allow_weak: one warning, and the limits under one key (bundle) in one call or stream:
+        2^20 blocks for TDEA (SP 800-67 Rev. 2 for 3-key TDEA, Rev. 1 for 2-key), 2^32 for single
+        DES and bundles that reduce to it (K1 == K2 or K2 == K3: the birthday bound).  A weak or
+        semi-weak DES key adds a line to the warning."""
         self.check_key(key)
         keys = [strip_parity(k) for k in split_key(bytes(key))]
-        notes = [f"{_fmt(key)} has 64-bit blocks (collisions after about 2^32 blocks, the Sweet32 "
-                 f"attack); NIST withdrew TDEA (SP 800-67 Rev. 2) on 2024-01-01 and disallows TDEA "
-                 f"encryption after 2023 (SP 800-131A Rev. 2): use it to read old data, not for new data"]
         weak = {strip_parity(k) for k in WEAK_KEYS}
         semi = {strip_parity(k) for k in SEMI_WEAK_KEYS}
+        notes = []
         for i, k in enumerate(keys):
             what = "weak" if k in weak else "semi-weak" if k in semi else None
             if what:
                 where = "the key" if len(keys) == 1 else f"K{i + 1}"
                 notes.append(f"{where} is a {what} DES key (FIPS 74, SP 800-67 Rev. 2 section 3.3.2)")
-        warning = "; ".join(notes)
-        if len(keys) == 1:
-            return UsePolicy(warning=warning, block_limit=1 << 32)
-        k1, k2, k3 = keys
+        kind = "des" if len(keys) == 1 else None
+        if kind is None:
+            k1, k2, k3 = keys
+            kind = "reduced" if k1 == k2 or k2 == k3 else "2-key" if k1 == k3 else "3-key"
+            same = "K1 == K2" if k1 == k2 else "K2 == K3"
         keys.clear()
-        # (when allow_weak lifts a refusal, the limit of what the bundle really is still holds)
-        if k1 == k2 or k2 == k3:
-            return UsePolicy(warning=warning, block_limit=1 << 32, refusal=(
-                f"this {_fmt(key)} key has {'K1 == K2' if k1 == k2 else 'K2 == K3'} (ignoring the parity "
-                f"bits): it is single DES with a 56-bit key; encryption refused"))
-        if k1 == k3:
-            return UsePolicy(warning=warning, block_limit=1 << 20, over_limit_refused=True, refusal=(
-                "2-key TDEA (K3 == K1) is disallowed for encryption (SP 800-131A Rev. 2); encryption "
-                "refused"))
-        return UsePolicy(warning=warning, block_limit=1 << 20, over_limit_refused=True)
+        des = "single DES (a 56-bit key), withdrawn by NIST in 2005 (FIPS 46-3)"
+        if kind in ("des", "reduced"):
+            refusal = des if kind == "des" else (
+                f"this {len(key)}-byte TDEA key bundle has {same} (ignoring the parity bits): it is "
+                f"{des}")
+            limit, reason = BIRTHDAY_LIMIT, BIRTHDAY_REASON
+            notes.insert(0, "64-bit blocks: rekey well before 2^32 blocks (32 GiB) under one key "
+                            "(the birthday bound, Sweet32)")
+        else:
+            refusal = ("2-key TDEA is disallowed for encryption (SP 800-131A Rev. 2)" if kind == "2-key"
+                       else "TDEA encryption is disallowed after 2023 (SP 800-131A Rev. 2; NIST "
+                            "withdrew SP 800-67 Rev. 2 on 2024-01-01)")
+            limit = 1 << 20
+            reason = f"SP 800-67 Rev. {2 if kind == '3-key' else 1}'s limit for {kind} TDEA"
+            notes.insert(0, f"at most 2^20 blocks (8 MiB) under one key bundle ({reason})")
+        return UsePolicy(warning="; ".join(notes), refusal=refusal, block_limit=limit,
+                         over_limit_refused=True, limit_reason=reason)
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
         from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
