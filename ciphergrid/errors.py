@@ -4,9 +4,14 @@ Every error that ciphergrid raises on purpose is a subclass of ``Error``; the on
 about the caller's arguments are also ``ValueError`` so that code written against
 pyca/cryptography (which raises ``ValueError`` for bad key sizes) keeps working.
 The CLI turns any ``Error`` into a one-line message and exit code 2.
+``InvalidTag`` is also pyca/cryptography's ``InvalidTag``, so code that swaps pyca's AEAD classes
+for ours catches a failed tag unchanged (cryptography is a dependency; its exceptions module
+costs a few milliseconds to import).
 """
 
 from __future__ import annotations
+
+from cryptography.exceptions import InvalidTag as _PycaInvalidTag
 
 
 class Error(Exception):
@@ -53,8 +58,9 @@ class DeviceNotFound(DeviceError):
     """The requested device specification matches no device present."""
 
 
-class InvalidTag(Error):
-    """An authentication tag did not verify (AEAD modes; nothing is released)."""
+class InvalidTag(Error, _PycaInvalidTag):
+    """An authentication tag did not verify (AEAD modes; nothing is released).  Also a
+    ``cryptography.exceptions.InvalidTag``: ``except cryptography.exceptions.InvalidTag`` catches it."""
 
 
 class WeakCipherWarning(UserWarning):

@@ -434,6 +434,29 @@ def test_pyca_classes_match_pyca(rng):
         assert ours(key).encrypt(nonce, pt, b"x") == theirs(key).encrypt(nonce, pt, b"x")
 
 
+def test_invalid_tag_is_pycas_invalid_tag(aead_name, rng):
+    """ciphergrid.InvalidTag is also cryptography.exceptions.InvalidTag (and a ciphergrid.Error):
+    code that swaps pyca's AEAD classes for ours catches a failed tag unchanged, from the class
+    and from the one-shot call."""
+    from cryptography.exceptions import InvalidTag as PycaInvalidTag
+
+    assert issubclass(InvalidTag, PycaInvalidTag) and issubclass(InvalidTag, ciphergrid.Error)
+    assert ciphergrid.InvalidTag is InvalidTag
+    kl, nl, tl = _sizes(aead_name)
+    key, nonce = rng.data(kl), rng.data(nl)
+    a = CLASSES[aead_name](key)
+    ct = a.encrypt(nonce, b"a message", b"ad")
+    bad = ct[:-1] + bytes([ct[-1] ^ 1])
+    try:                                  # written for pyca: catches pyca's exception only
+        a.decrypt(nonce, bad, b"ad")
+    except PycaInvalidTag as e:
+        assert isinstance(e, ciphergrid.Error)
+    else:
+        raise AssertionError("a flipped tag bit verified")
+    with pytest.raises(PycaInvalidTag):
+        ciphergrid.decrypt(bad, aead_name, key=key, nonce=nonce, aad=b"ad")
+
+
 def test_openssl_engine_refuses_what_openssl_lacks():
     for name in NAMES:
         if aeads.spec(name).capability("openssl") is None:
