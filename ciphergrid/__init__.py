@@ -8,7 +8,7 @@
     ciphergrid.available_ciphers()                                       # "aes-128-cbc", ...
     ct = ciphergrid.encrypt(data, "aes-256-gcm", key=key, nonce=nonce, aad=hdr)  # ciphertext || tag
     ciphergrid.AESGCM(key).decrypt(nonce, ct, hdr)                       # or ciphergrid.InvalidTag
-    ciphergrid.encrypt_batch("chacha20-poly1305", messages, key=key, nonces=nonces)
+    ciphergrid.encrypt_batch(messages, "chacha20-poly1305", key=key, nonces=nonces)
 
 Output has the form of the input: bytes-like data gives bytes, a numpy array a numpy array of its
 shape and dtype (flat uint8 with padding), a GPU array the same kind of GPU array.  Keys and IVs

@@ -4,8 +4,8 @@ pyca/cryptography.
     ct = ciphergrid.encrypt(data, "aes-256-gcm", key=k, nonce=n, aad=b"hdr")   # ciphertext || tag
     pt = ciphergrid.decrypt(ct, "aes-256-gcm", key=k, nonce=n, aad=b"hdr")     # or InvalidTag
     ciphergrid.AESGCM(k).encrypt(nonce, data, associated_data)                  # pyca's classes
-    r = ciphergrid.encrypt_batch("chacha20-poly1305", messages, key=k, nonces=ns)
-    r = ciphergrid.decrypt_batch("chacha20-poly1305", r.messages, key=k, nonces=ns)
+    r = ciphergrid.encrypt_batch(messages, "chacha20-poly1305", key=k, nonces=ns)  # data first
+    r = ciphergrid.decrypt_batch(r.messages, "chacha20-poly1305", key=k, nonces=ns)
     r.messages[i] is None where r.ok[i] is False: that message's tag failed, its plaintext is withheld
 
 One message is a batch of one: everything goes through ``aeads.base.Batch`` to the engine that
@@ -520,10 +520,10 @@ def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tag
 
 
 _BATCH_DOC = """
-    Arguments:
-        cipher: an AEAD name ("aes-128-gcm", "chacha20-poly1305", "ascon-aead128", "aegis-128l").
+    Arguments (the data first, then the cipher, as for :func:`ciphergrid.encrypt`):
         messages: a list of bytes-like messages (decryption: each ciphertext || tag), or one
             buffer (bytes-like, numpy) holding them all back to back with ``offsets``.
+        cipher: an AEAD name ("aes-128-gcm", "chacha20-poly1305", "ascon-aead128", "aegis-128l").
         key: one key for every message, or ``keys``: one per message (a list, or an (m, key
             length) array).
         nonces: one per message: a list of bytes-like of one length, or an (m, nonce length) array.
@@ -541,9 +541,25 @@ _BATCH_DOC = """
 """
 
 
-def encrypt_batch(cipher: str, messages, *, nonces, key=None, keys=None, aad=None, offsets=None,
+def _check_order(fn: str, messages, cipher) -> None:
+    """The module-level batches take the data first (``encrypt_batch(messages, cipher, ...)``, as
+    ``encrypt(data, cipher, ...)``): a clear TypeError for the cipher first, or a cipher that is
+    not a name."""
+    if isinstance(messages, str):
+        if aeads.is_aead(messages):
+            raise TypeError(f"{fn}(messages, cipher, ...): the messages come first, then the "
+                            f"cipher; got the cipher name {messages!r} first")
+        raise TypeError(f"{fn}(messages, cipher, ...): the messages are bytes-like (a list of "
+                        f"them, or one buffer with offsets=), not a str")
+    if not isinstance(cipher, str):
+        raise TypeError(f"{fn}(messages, cipher, ...): cipher is an AEAD name (a str), got "
+                        f"{type(cipher).__name__}")
+
+
+def encrypt_batch(messages, cipher: str, *, nonces, key=None, keys=None, aad=None, offsets=None,
                   tag_length: int | None = None, device: str = "auto", constant_time: bool = False,
                   implementation: str | None = None, out=None) -> BatchResult:
+    _check_order("encrypt_batch", messages, cipher)
     return _batch(True, cipher, messages, key, keys, nonces, aad, offsets, None, tag_length,
                   device, constant_time, implementation, out)
 
@@ -554,10 +570,11 @@ encrypt_batch.__doc__ = """Encrypt many independent messages of one AEAD in one 
 """ + _BATCH_DOC
 
 
-def decrypt_batch(cipher: str, messages, *, nonces, key=None, keys=None, aad=None, offsets=None,
+def decrypt_batch(messages, cipher: str, *, nonces, key=None, keys=None, aad=None, offsets=None,
                   tags=None, tag_length: int | None = None, device: str = "auto",
                   constant_time: bool = False, implementation: str | None = None,
                   out=None) -> BatchResult:
+    _check_order("decrypt_batch", messages, cipher)
     return _batch(False, cipher, messages, key, keys, nonces, aad, offsets, tags, tag_length,
                   device, constant_time, implementation, out)
 
@@ -623,13 +640,13 @@ class _AEADClass:
                            associated_data, self._tl, self.device, False, self._impl, None))
 
     def encrypt_batch(self, nonces, messages, associated_data=None, *, offsets=None) -> BatchResult:
-        return encrypt_batch(self._spec.name, messages, key=bytes(self._key), nonces=nonces,
+        return encrypt_batch(messages, self._spec.name, key=bytes(self._key), nonces=nonces,
                              aad=associated_data, offsets=offsets, tag_length=self._tl,
                              device=self.device, implementation=self._impl)
 
     def decrypt_batch(self, nonces, messages, associated_data=None, *, offsets=None,
                       tags=None) -> BatchResult:
-        return decrypt_batch(self._spec.name, messages, key=bytes(self._key), nonces=nonces,
+        return decrypt_batch(messages, self._spec.name, key=bytes(self._key), nonces=nonces,
                              aad=associated_data, offsets=offsets, tags=tags,
                              tag_length=self._tl, device=self.device, implementation=self._impl)
 

@@ -86,12 +86,12 @@ def _aead_rows(d, engine: str):
             try:
                 if good:
                     with weak_use_allowed():  # known answers repeat (key, nonce) pairs
-                        enc = encrypt_batch(spec.name, [v.plaintext for v in good], keys=[v.key for v in good],
+                        enc = encrypt_batch([v.plaintext for v in good], spec.name, keys=[v.key for v in good],
                                             nonces=[v.nonce for v in good],
                                             aad=[v.aad for v in good], tag_length=tl, device=d.spec)
                     for v, got in zip(good, enc.messages):
                         ok, bad = (ok + 1, bad) if got == v.ciphertext + v.tag else (ok, bad + 1)
-                dec = decrypt_batch(spec.name, [v.ciphertext + v.tag for v in vs],
+                dec = decrypt_batch([v.ciphertext + v.tag for v in vs], spec.name,
                                     nonces=np.array([list(v.nonce) for v in vs], dtype=np.uint8), **kw)
                 for v, got in zip(vs, dec.messages):
                     right = got == v.plaintext if v.valid else got is None

@@ -136,11 +136,11 @@ def test_decryption_failing_mid_way_leaves_no_plaintext(error, rng, monkeypatch)
         ciphergrid.decrypt(ct, name, key, nonce=nonce, device="native", out=out)
     assert not out.any()
     nonces = [rng.data(12) for _ in range(3)]
-    sealed = ciphergrid.encrypt_batch(name, [pt[:100], pt[100:250], pt[250:]], key=key,
+    sealed = ciphergrid.encrypt_batch([pt[:100], pt[100:250], pt[250:]], name, key=key,
                                       nonces=nonces, device="native").messages
     out = np.full(len(pt) - 0, 0xAA, dtype=np.uint8)
     with pytest.raises(error):
-        ciphergrid.decrypt_batch(name, sealed, key=key, nonces=nonces, device="native", out=out)
+        ciphergrid.decrypt_batch(sealed, name, key=key, nonces=nonces, device="native", out=out)
     assert not out.any()
 
 
@@ -193,16 +193,16 @@ def test_batch_limits_refused(aead_name, monkeypatch):
     nonces = [bytes([i]) * nl for i in range(3)]
     off = [0, 10, 111, 120]
     with pytest.raises(ciphergrid.InvalidLength, match="101 bytes"):
-        ciphergrid.encrypt_batch(aead_name, bytes(120), offsets=off, key=bytes(kl), nonces=nonces)
+        ciphergrid.encrypt_batch(bytes(120), aead_name, offsets=off, key=bytes(kl), nonces=nonces)
     with pytest.raises(ciphergrid.InvalidLength, match="101 bytes"):
-        ciphergrid.encrypt_batch(aead_name, [b"", bytes(101), b"x"], key=bytes(kl), nonces=nonces)
+        ciphergrid.encrypt_batch([b"", bytes(101), b"x"], aead_name, key=bytes(kl), nonces=nonces)
     with pytest.raises(ciphergrid.InvalidLength, match="51 bytes"):
-        ciphergrid.encrypt_batch(aead_name, [b"", b"y", b"x"], key=bytes(kl), nonces=nonces,
+        ciphergrid.encrypt_batch([b"", b"y", b"x"], aead_name, key=bytes(kl), nonces=nonces,
                                  aad=[b"", bytes(51), b""])
     with pytest.raises(InvalidArgument, match="offsets must rise"):
-        ciphergrid.encrypt_batch(aead_name, bytes(120), offsets=[0, 50, 40, 120], key=bytes(kl),
+        ciphergrid.encrypt_batch(bytes(120), aead_name, offsets=[0, 50, 40, 120], key=bytes(kl),
                                  nonces=nonces)
-    got = ciphergrid.encrypt_batch(aead_name, bytes(100), offsets=[0, 100, 100, 100],
+    got = ciphergrid.encrypt_batch(bytes(100), aead_name, offsets=[0, 100, 100, 100],
                                    key=bytes(kl), nonces=nonces, aad=[bytes(50), b"", b""],
                                    device="native" if a.openssl else "auto")
     assert got.ok.all() and len(got.messages) == 3
@@ -218,13 +218,13 @@ def test_batch_mixed_lengths_keys_and_a_failure(aead_name, device, rng):
     nonces = [rng.data(nl) for _ in lens]
     aads = [rng.data(i % 5) for i in range(len(lens))]
     msgs = [rng.data(n) for n in lens]
-    r = ciphergrid.encrypt_batch(aead_name, msgs, keys=keys, nonces=nonces, aad=aads, device=device)
+    r = ciphergrid.encrypt_batch(msgs, aead_name, keys=keys, nonces=nonces, aad=aads, device=device)
     assert r.ok.all() and len(r) == len(lens)
     want = [reference_seal(aead_name, k, n, a, m, tl) for k, n, a, m in zip(keys, nonces, aads, msgs)]
     assert r.messages == want
     cts = list(r.messages)
     cts[3] = cts[3][:-1] + bytes([cts[3][-1] ^ 0x80])      # tag of message 3
-    back = ciphergrid.decrypt_batch(aead_name, cts, keys=keys, nonces=nonces, aad=aads, device=device)
+    back = ciphergrid.decrypt_batch(cts, aead_name, keys=keys, nonces=nonces, aad=aads, device=device)
     assert back.failed == [3]
     assert back.messages[3] is None and back.messages[:3] == msgs[:3] and back.messages[4:] == msgs[4:]
     assert not back.data[back.offsets[3]:back.offsets[4]].any()
@@ -238,19 +238,19 @@ def test_batch_one_buffer_with_offsets(aead_name, device, rng):
     off = np.concatenate([[0], np.cumsum(lens)])
     buf = np.frombuffer(rng.data(int(off[-1])), dtype=np.uint8)
     nonces = np.frombuffer(rng.data(nl * len(lens)), dtype=np.uint8).reshape(len(lens), nl)
-    r = ciphergrid.encrypt_batch(aead_name, buf, offsets=off, key=key, nonces=nonces, aad=b"hdr",
+    r = ciphergrid.encrypt_batch(buf, aead_name, offsets=off, key=key, nonces=nonces, aad=b"hdr",
                                  device=device)
     for i in range(len(lens)):
         m = buf[off[i]:off[i + 1]].tobytes()
         assert r.data[off[i]:off[i + 1]].tobytes() + r.tags[i].tobytes() == \
             reference_seal(aead_name, key, nonces[i].tobytes(), b"hdr", m, tl)
     out = np.full(buf.nbytes, 0xAA, dtype=np.uint8)
-    back = ciphergrid.decrypt_batch(aead_name, r.data, offsets=off, tags=r.tags, key=key,
+    back = ciphergrid.decrypt_batch(r.data, aead_name, offsets=off, tags=r.tags, key=key,
                                     nonces=nonces, aad=b"hdr", device=device, out=out)
     assert back.ok.all() and out.tobytes() == buf.tobytes()   # into the caller's buffer
     bad_tags = r.tags.copy()
     bad_tags[2, 0] ^= 1
-    back = ciphergrid.decrypt_batch(aead_name, r.data, offsets=off, tags=bad_tags, key=key,
+    back = ciphergrid.decrypt_batch(r.data, aead_name, offsets=off, tags=bad_tags, key=key,
                                     nonces=nonces, aad=b"hdr", device=device, out=out)
     assert back.failed == [2] and not out[off[2]:off[3]].any()
     assert out[off[3]:].tobytes() == buf[off[3]:].tobytes()
@@ -259,9 +259,9 @@ def test_batch_one_buffer_with_offsets(aead_name, device, rng):
 def test_batch_refuses_a_repeated_key_nonce_pair(aead_name):
     kl, nl, tl = _sizes(aead_name)
     with pytest.raises(InvalidArgument, match="repeats"):
-        ciphergrid.encrypt_batch(aead_name, [b"a", b"b"], key=bytes(kl), nonces=[bytes(nl)] * 2)
+        ciphergrid.encrypt_batch([b"a", b"b"], aead_name, key=bytes(kl), nonces=[bytes(nl)] * 2)
     # the same nonce under two different keys is fine
-    ciphergrid.encrypt_batch(aead_name, [b"a", b"b"], keys=[bytes(kl), b"\1" * kl],
+    ciphergrid.encrypt_batch([b"a", b"b"], aead_name, keys=[bytes(kl), b"\1" * kl],
                              nonces=[bytes(nl)] * 2)
 
 
@@ -278,11 +278,11 @@ def test_large_batch_refuses_a_repeated_pair_and_returns_no_ciphertext():
     off = np.arange(m + 1, dtype=np.int64) * 16
     out = np.full(16 * m, 0xEE, dtype=np.uint8)
     with pytest.raises(InvalidArgument, match="repeats"):
-        ciphergrid.encrypt_batch("aes-128-gcm", data, offsets=off, key=bytes(16), nonces=nonces,
+        ciphergrid.encrypt_batch(data, "aes-128-gcm", offsets=off, key=bytes(16), nonces=nonces,
                                  device="native", out=out)
     assert not out.any()
     nonces[m - 1, 11] ^= 1                          # all distinct: encrypted
-    r = ciphergrid.encrypt_batch("aes-128-gcm", data, offsets=off, key=bytes(16), nonces=nonces,
+    r = ciphergrid.encrypt_batch(data, "aes-128-gcm", offsets=off, key=bytes(16), nonces=nonces,
                                  device="native", out=out)
     assert r.ok.all() and out.any()
 
@@ -374,12 +374,12 @@ def test_batches_in_a_forked_child():
     nonces[:, :4] = np.arange(m, dtype="<u4").view(np.uint8).reshape(m, 4)
     data = np.zeros(64 * m, dtype=np.uint8)   # (4 MiB: several OpenSSL threads)
     off = np.arange(m + 1, dtype=np.int64) * 64
-    want = ciphergrid.encrypt_batch("aes-128-gcm", data, offsets=off, key=bytes(16),
+    want = ciphergrid.encrypt_batch(data, "aes-128-gcm", offsets=off, key=bytes(16),
                                     nonces=nonces, device="native").tags
     pid = os.fork()
     if pid == 0:  # the child: the same batch, compared; exit status 0 when equal
         try:
-            r = ciphergrid.encrypt_batch("aes-128-gcm", data, offsets=off, key=bytes(16),
+            r = ciphergrid.encrypt_batch(data, "aes-128-gcm", offsets=off, key=bytes(16),
                                          nonces=nonces, device="native")
             os._exit(0 if r.tags.tobytes() == want.tobytes() else 1)
         except BaseException:
@@ -895,8 +895,8 @@ def test_batch_in_buffers_the_pipeline_locked_in_pieces(gpu_device):
     for name in ("aes-128-gcm", "aegis-128l"):
         kl, nl, _ = _sizes(name)
         kw = dict(offsets=off, key=bytes(range(kl)), nonces=nonces[:, :nl], device=gpu_device)
-        got = ciphergrid.encrypt_batch(name, src, **kw)
-        want = ciphergrid.encrypt_batch(name, src.copy(), **kw)
+        got = ciphergrid.encrypt_batch(src, name, **kw)
+        want = ciphergrid.encrypt_batch(src.copy(), name, **kw)
         assert np.array_equal(got.data, want.data) and np.array_equal(got.tags, want.tags), name
 
 

@@ -357,6 +357,34 @@ def test_docstrings(qualname):
         assert "len(data) + n - 1" in doc and "ValueError" in doc
 
 
+# --------------------------------------------------------------------------- 5. one argument order
+
+def test_module_functions_take_the_data_first():
+    """encrypt, decrypt, encrypt_batch and decrypt_batch: the data, then the cipher name; the
+    batches called in the old order (the cipher first) say so in a TypeError before any work."""
+    import inspect
+
+    for fn, first in (("encrypt", "data"), ("decrypt", "data"), ("encrypt_batch", "messages"),
+                      ("decrypt_batch", "messages")):
+        params = list(inspect.signature(getattr(ciphergrid, fn)).parameters)
+        assert params[:2] == [first, "cipher"], (fn, params)
+    kw = {"key": bytes(16), "nonces": [bytes(12), b"\1" * 12]}
+    for fn in ("encrypt_batch", "decrypt_batch"):
+        with pytest.raises(TypeError, match=rf"^{fn}\(messages, cipher, \.\.\.\): the messages come "
+                                            r"first, then the cipher; got the cipher name 'aes-128-gcm'"):
+            getattr(ciphergrid, fn)("aes-128-gcm", [b"a" * 16, b"b" * 16], **kw)
+        with pytest.raises(TypeError, match=r"the messages are bytes-like .*, not a str"):
+            getattr(ciphergrid, fn)("ab" * 16, "aes-128-gcm", **kw)
+        with pytest.raises(TypeError, match=r"cipher is an AEAD name \(a str\), got bytes"):
+            getattr(ciphergrid, fn)([b"a" * 16, b"b" * 16], b"aes-128-gcm", **kw)
+    r = ciphergrid.encrypt_batch([b"a" * 16, b"b" * 16], "aes-128-gcm", device="native", **kw)
+    back = ciphergrid.decrypt_batch(r.messages, "aes-128-gcm", device="native", **kw)
+    assert back.messages == [b"a" * 16, b"b" * 16]
+    # pyca's classes keep pyca's order: encrypt(nonce, data, aad), encrypt_batch(nonces, messages)
+    a = ciphergrid.AESGCM(bytes(16), device="native")
+    assert a.encrypt_batch(kw["nonces"], [b"a" * 16, b"b" * 16]).messages == r.messages
+
+
 # --------------------------------------------------------------------------- 6. report without matplotlib
 
 def _results_file(tmp_path):

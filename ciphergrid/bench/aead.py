@@ -243,7 +243,7 @@ def _api_call(name, batch, device, encrypt: bool):
             return crypt(True, batch.src, name, key, nonce, aad, None, device, False, None, out)
     else:  # (distinct nonces: the repeated-nonce check runs, as for any caller)
         def enc():
-            return encrypt_batch(name, batch.src, offsets=batch.off, key=key, nonces=batch.nonces,
+            return encrypt_batch(batch.src, name, offsets=batch.off, key=key, nonces=batch.nonces,
                                  aad=None, device=device, out=out)
     if encrypt:
         return enc
@@ -256,7 +256,7 @@ def _api_call(name, batch, device, encrypt: bool):
             return crypt(False, sealed, name, key, nonce, aad, None, device, False, None, plain)
     else:
         def dec():
-            return decrypt_batch(name, sealed, offsets=batch.off, key=key, nonces=batch.nonces,
+            return decrypt_batch(sealed, name, offsets=batch.off, key=key, nonces=batch.nonces,
                                  tags=tags, device=device, out=plain)
     got = dec()
     if (not one and not np.asarray(got.ok).all()) or not np.array_equal(plain, batch.src):

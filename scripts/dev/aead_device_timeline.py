@@ -133,7 +133,7 @@ def main():
             key = batch.keys[0].tobytes()
 
             def call(name=name, batch=batch, ct=ct, tags=tags, pt=pt, key=key):
-                return ciphergrid.decrypt_batch(name, ct, offsets=batch.off, key=key,
+                return ciphergrid.decrypt_batch(ct, name, offsets=batch.off, key=key,
                                                 nonces=batch.nonces, tags=tags, device="cuda:0",
                                                 out=pt)
         if a.piece:

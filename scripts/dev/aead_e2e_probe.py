@@ -25,7 +25,7 @@ def setup(name: str, shape: str, device: str):
     out = np.zeros(batch.src.nbytes, dtype=np.uint8)
 
     def call():  # (distinct nonces: the API's repeated-nonce check runs, as for any caller)
-        return ciphergrid.encrypt_batch(name, batch.src, offsets=batch.off, key=key,
+        return ciphergrid.encrypt_batch(batch.src, name, offsets=batch.off, key=key,
                                         nonces=batch.nonces, device=device, out=out)
 
     return batch, call, int(batch.off[-1])

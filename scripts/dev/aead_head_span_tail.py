@@ -96,7 +96,7 @@ def main():
             ct, tags, pt = r.data.copy(), r.tags.copy(), np.zeros(n, np.uint8)
 
             def dec(name=name, batch=batch, ct=ct, tags=tags, pt=pt):
-                return ciphergrid.decrypt_batch(name, ct, offsets=batch.off, tags=tags,
+                return ciphergrid.decrypt_batch(ct, name, offsets=batch.off, tags=tags,
                                                 key=batch.keys[0].tobytes(), nonces=batch.nonces,
                                                 device="cuda:0", out=pt)
             todo.append(("dec", dec))

@@ -36,7 +36,7 @@ for name in names:
         plain = np.zeros_like(sealed)
 
         def dec(name=name, batch=batch, tags=tags, sealed=sealed, plain=plain):
-            return ciphergrid.decrypt_batch(name, sealed, offsets=batch.off, key=batch.keys[0].tobytes(),
+            return ciphergrid.decrypt_batch(sealed, name, offsets=batch.off, key=batch.keys[0].tobytes(),
                                             nonces=batch.nonces, tags=tags, device="cuda:0", out=plain)
         assert np.asarray(dec().ok).all() and np.array_equal(plain, batch.src)
         calls[(name, "decrypt")] = dec
