@@ -151,12 +151,12 @@ def _crypt(args, encrypt: bool, src, out) -> int:
         if out is not None:
             out.discard()
         return cmd_aead(args, encrypt)
+    spec = lookup(args.cipher)  # an unknown name (a misspelt AEAD too) says so first
     for flag, value in (("--nonce", args.nonce), ("--aad", args.aad), ("--aad-file", args.aad_file),
                         ("--tag-length", args.tag_length)):
         if value is not None:
             raise InvalidArgument(f"{flag} is for AEADs (aes-256-gcm, chacha20-poly1305, ...), "
-                                  f"not {args.cipher}")
-    spec = lookup(args.cipher)
+                                  f"not {spec.name}")
     tuning = _pipeline_flags(args)
     cipher = None
     try:
@@ -466,11 +466,13 @@ def _bytes_text(sizes: dict, default: int) -> str:
 def cmd_list(args) -> int:
     """Every cipher name with its key and IV sizes and the engines that run it, per direction
     (``--json``: one object per name)."""
-    from .registry import specs
+    from .registry import aliases, specs
 
+    short = aliases()
     rows = []
     for s in specs():
-        rows.append({"name": s.name, "algorithm": s.algorithm.name, "mode": s.mode.name,
+        rows.append({"name": s.name, "aliases": short.get(s.name, []),
+                     "algorithm": s.algorithm.name, "mode": s.mode.name,
                      "key_bytes": s.key_len, "key_bytes_accepted": list(s.key_lens),
                      "iv_bytes": s.iv_len, "block_bytes": s.block_size,
                      "engines": s.capabilities(),
@@ -508,6 +510,9 @@ def cmd_list(args) -> int:
         print()
         for t in [head] + table:
             print("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
+    if short:
+        print("OpenSSL's short names (as openssl enc takes them): "
+              + ", ".join(f"{a} = {n}" for n, al in sorted(short.items()) for a in al))
     print("device: our kernels on OpenCL / CUDA devices; openssl: OpenSSL on every core; "
           "serial: one block after the other" + ("; for an AEAD, one message on one work-item "
                                                  "(batches of them run in parallel)" if arows else ""))

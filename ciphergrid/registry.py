@@ -166,11 +166,40 @@ def _load_for(key: str) -> None:
         _load()
 
 
+#: OpenSSL's short names, as ``openssl enc`` takes them (``openssl list -cipher-algorithms``:
+#: "aes128 => AES-128-CBC"; ``openssl enc -list``: -des-ede, -des-ede3, which are ECB), where the
+#: name they stand for is ours (not desx, bf, rc2, aria, sm4...).  ``lookup`` resolves them, so
+#: the API and the command line take them alike; a spec keeps its full name.
+ALIASES = {
+    "aes128": "aes-128-cbc", "aes192": "aes-192-cbc", "aes256": "aes-256-cbc",
+    "camellia128": "camellia-128-cbc", "camellia192": "camellia-192-cbc",
+    "camellia256": "camellia-256-cbc",
+    "des": "des-cbc", "des3": "des-ede3-cbc", "des-ede": "des-ede-ecb", "des-ede3": "des-ede3-ecb",
+    "cast": "cast5-cbc", "cast-cbc": "cast5-cbc", "seed": "seed-cbc",
+}
+
+
+def canonical(name: str) -> str:
+    """The registered spelling of ``name``: lower case, an OpenSSL short name (ALIASES) resolved."""
+    key = name.strip().lower()
+    return ALIASES.get(key, key)
+
+
+def aliases() -> dict[str, list[str]]:
+    """{registered name: its OpenSSL short names} for the names that have some."""
+    _load()
+    out: dict[str, list[str]] = {}
+    for short, full in sorted(ALIASES.items()):
+        if full in _SPECS:
+            out.setdefault(full, []).append(short)
+    return out
+
+
 def known(name: str) -> bool:
     """Whether ``name`` is registered, having imported at most the module it most likely comes
     from (a cheap test before the AEADs are looked at: False may still be a name of another
     module, which ``lookup`` finds)."""
-    key = name.strip().lower()
+    key = canonical(name)
     if not _loaded and key not in _SPECS:
         head = key.split("-", 1)[0]
         if head.isidentifier():
@@ -191,11 +220,47 @@ def specs() -> list[CipherSpec]:
 
 
 def lookup(name: str) -> CipherSpec:
-    key = name.strip().lower()
+    """The spec of a block cipher·mode name (or of an OpenSSL short name, ALIASES);
+    ``UnsupportedCipher`` (:func:`unknown`) when it names none."""
+    key = canonical(name)
     _load_for(key)
     try:
         return _SPECS[key]
     except KeyError:
-        raise UnsupportedCipher(
-            f"unknown cipher {name!r}; expected one of: {', '.join(sorted(_SPECS))}"
-        ) from None
+        raise unknown(name) from None
+
+
+def unknown(name) -> UnsupportedCipher:
+    """The error for a name that is neither a block cipher·mode nor an AEAD: the closest names
+    first (a misspelling), then every name, the AEADs and OpenSSL's short names included.
+
+    The AEADs' names come from their registry (``aeads``) where it is loaded: it depends on this
+    module (``declarations``), so this one does not import it; whoever resolves a name of either
+    kind (the command line, ``api``) has asked ``aeads.is_aead`` first, which loaded it."""
+    import sys
+
+    _load()
+    aeads = sys.modules.get(f"{__package__}.aeads")
+    blocks, sealed = sorted(_SPECS), (aeads.names() if aeads is not None else [])
+    short = [a for a in sorted(ALIASES) if ALIASES[a] in _SPECS]
+    close = suggest(str(name), blocks + sealed + short)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return UnsupportedCipher(
+        f"unknown cipher {name!r}{hint}; every name (`ciphergrid list`): block ciphers "
+        f"{', '.join(blocks)}; " + (f"AEADs {', '.join(sealed)}; " if sealed else "")
+        + f"OpenSSL's short names {', '.join(f'{a} = {ALIASES[a]}' for a in short)}")
+
+
+def suggest(name: str, candidates, n: int = 3) -> list[str]:
+    """The ``n`` candidates closest to ``name`` (difflib's ratio of at least 0.6; of equal ratios,
+    the longer common start first: aes-128-cbx suggests aes-128-cbc before aes-128-ecb)."""
+    import difflib
+    import os.path
+
+    key = name.strip().lower()
+    scored = []
+    for c in candidates:
+        m = difflib.SequenceMatcher(None, key, c)
+        if m.real_quick_ratio() >= 0.6 and m.quick_ratio() >= 0.6 and (r := m.ratio()) >= 0.6:
+            scored.append((-round(r, 6), -len(os.path.commonprefix([key, c])), c))
+    return [c for *_, c in sorted(scored)[:n]]

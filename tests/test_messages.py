@@ -1,0 +1,118 @@
+"""Every message true (issue 35): what the command line and the names say is what happened.
+
+* A pipe whose length is not whole blocks: the error gives the input's whole length (not the
+  last read's), on every path (OpenSSL pieces, the device pipeline).
+* An unknown --cipher suggests the close names and lists every name, the AEADs included; a
+  misspelt AEAD name with --nonce says "unknown cipher", not "--nonce is for AEADs".
+* Decrypting a ciphertext that is not whole blocks does not suggest --pad pkcs7 (padding cannot
+  help); encrypting such an input does.
+* Exit codes as the README's table: an --out that cannot be created (no such folder, a
+  directory, a /proc file) is an I/O error, 4, said in words.
+* OpenSSL's short names (aes128, des3, seed...) are the names `openssl enc` takes them for.
+* The benchmark's tables: a header over the bench summary, selftest's columns aligned, each
+  version once in the report, no speedup printed as "0.00x".
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import ciphergrid
+from ciphergrid import registry
+from test_cli import _assert_error, cli, cli_env, ok, openssl_enc
+
+K16 = "000102030405060708090a0b0c0d0e0f"
+IV16 = "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
+
+
+def _opencl_cpu() -> bool:
+    return any(d.runtime == "opencl" and d.kind == "cpu" for d in ciphergrid.devices())
+
+
+# --------------------------------------------------------------------------- 2. unknown names
+
+def test_unknown_cipher_suggests_and_lists_every_name():
+    p = cli("encrypt", "--cipher", "aes-128-cbx", "--key", K16, "--iv", IV16, input=bytes(16))
+    _assert_error(p, "unknown cipher")
+    err = p.stderr.decode()
+    assert "unknown cipher 'aes-128-cbx' (did you mean aes-128-cbc or " in err, err
+    for name in ("aes-256-xts", "aes-128-gcm", "aes-256-gcm", "chacha20-poly1305", "ascon-aead128",
+                 "aegis-128l", "aes128 = aes-128-cbc"):
+        assert name in err, (name, err)
+    # the same words from the library
+    with pytest.raises(ciphergrid.UnsupportedCipher, match=r"did you mean aes-128-cbc .*aegis-128l"):
+        ciphergrid.encrypt(bytes(16), "aes-128-cbx", bytes(16), bytes(16))
+    # a name far from all of them: no suggestion, still every name (the AEADs' where their
+    # registry is loaded, as it is by whoever resolves names of both kinds)
+    from ciphergrid import aeads
+
+    assert not aeads.is_aead("zzz")
+    msg = str(registry.unknown("zzz"))
+    assert "did you mean" not in msg and "chacha20-poly1305" in msg and "seed-xts" in msg
+
+
+def test_misspelt_aead_with_nonce_is_an_unknown_cipher():
+    p = cli("encrypt", "--cipher", "aes-256-gcmx", "--key", K16 * 2, "--nonce", "00" * 12,
+            input=bytes(16))
+    _assert_error(p, "misspelt AEAD")
+    err = p.stderr.decode()
+    assert "unknown cipher 'aes-256-gcmx' (did you mean aes-256-gcm" in err, err
+    assert "is for AEADs" not in err, err
+    # a real block cipher with --nonce still says what the flag is for, under its full name
+    p = cli("encrypt", "--cipher", "aes256", "--key", K16 * 2, "--iv", IV16, "--nonce", "00",
+            input=bytes(16))
+    _assert_error(p, "nonce for a block cipher")
+    assert "--nonce is for AEADs (aes-256-gcm, chacha20-poly1305, ...), not aes-256-cbc" in p.stderr.decode()
+
+
+# --------------------------------------------------------------------------- 5. OpenSSL's short names
+
+SHORT = sorted(registry.ALIASES)
+
+
+@pytest.mark.parametrize("alias", SHORT)
+def test_short_name_is_the_long_one(alias, rng):
+    full = registry.ALIASES[alias]
+    spec = registry.lookup(alias)
+    assert spec.name == full and registry.lookup(alias.upper()) is spec and registry.known(alias)
+    key, iv = rng.key(full), rng.iv(full)
+    data = rng.data(spec.block_size * 9)
+    want = ciphergrid.encrypt(data, full, key, iv)
+    assert ciphergrid.encrypt(data, alias, key, iv) == want
+    assert ciphergrid.decrypt(want, alias, key, iv) == data
+    with ciphergrid.Cipher(alias, key, iv) as c:
+        assert c.spec.name == full
+
+
+@pytest.mark.parametrize("alias", SHORT)
+def test_short_name_on_the_command_line_vs_openssl(alias, openssl, rng):
+    """`ciphergrid encrypt -c aes128` = `openssl enc -aes128 -nopad` (the legacy provider loaded
+    for DES, CAST5 and SEED, as for their long names)."""
+    full = registry.ALIASES[alias]
+    spec = registry.lookup(full)
+    key, iv = rng.key(full), rng.iv(full)
+    data = rng.data(spec.block_size * 11)
+    want = openssl_enc(openssl, alias, key, iv, data)
+    assert want == openssl_enc(openssl, full, key, iv, data)
+    args = ["--key", key.hex()] + (["--iv", iv.hex()] if iv else []) + ["--allow-weak", "-q"]
+    assert ok(cli("encrypt", "--cipher", alias, *args, input=data)).stdout == want
+    assert ok(cli("decrypt", "--cipher", alias, *args, input=want)).stdout == data
+
+
+def test_list_shows_short_names():
+    text = ok(cli("list")).stdout.decode()
+    assert "aes128 = aes-128-cbc" in text and "des3 = des-ede3-cbc" in text
+    import json
+
+    rows = {r["name"]: r for r in json.loads(ok(cli("list", "--json")).stdout)}
+    assert rows["aes-128-cbc"]["aliases"] == ["aes128"] and rows["aes-128-ctr"]["aliases"] == []
+    assert sorted(rows["cast5-cbc"]["aliases"]) == ["cast", "cast-cbc"]
+
+
