@@ -36,6 +36,46 @@ def _opencl_cpu() -> bool:
     return any(d.runtime == "opencl" and d.kind == "cpu" for d in ciphergrid.devices())
 
 
+# --------------------------------------------------------------------------- 1. a pipe's length
+
+def _through_pipe(args, n: int, piece: int = 64 << 10) -> subprocess.CompletedProcess:
+    """The CLI reading ``n`` bytes from a pipe written in ``piece``-byte writes (the CLI reads it
+    in many reads of its own), its output to /dev/null."""
+    proc = subprocess.Popen([sys.executable, "-m", "ciphergrid", *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=cli_env())
+    err = []
+    reader = threading.Thread(target=lambda: err.append(proc.stderr.read()))
+    reader.start()
+    block = bytes(range(256)) * (piece // 256)
+    sent = 0
+    try:
+        while sent < n:
+            k = min(piece, n - sent)
+            proc.stdin.write(block[:k])
+            sent += k
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    rc = proc.wait(timeout=300)
+    reader.join()
+    return subprocess.CompletedProcess(args, rc, b"", err[0])
+
+
+@pytest.mark.parametrize("engine", ["native", "cpu"])  # OpenSSL's pieces; the device pipeline
+@pytest.mark.parametrize("direction", ["encrypt", "decrypt"])
+def test_pipe_partial_block_gives_whole_length(direction, engine):
+    if engine == "cpu" and not _opencl_cpu():
+        pytest.skip("no OpenCL CPU device")
+    n = 3 * (1 << 20) + 5 * 4096 + 7  # several reads of the pipe and pieces of the stream
+    args = [direction, "--cipher", "aes-128-cbc", "--key", K16, "--iv", IV16, "-q", "--device", engine]
+    p = _through_pipe(args, n)
+    _assert_error(p, "pipe partial block", 2)
+    err = p.stderr.decode()
+    assert f": {n} bytes is not a multiple of 16" in err, err
+    # the padding hint where padding would help, and only there
+    assert ("--pad pkcs7" in err) == (direction == "encrypt"), err
+
+
 # --------------------------------------------------------------------------- 2. unknown names
 
 def test_unknown_cipher_suggests_and_lists_every_name():
@@ -70,6 +110,33 @@ def test_misspelt_aead_with_nonce_is_an_unknown_cipher():
             input=bytes(16))
     _assert_error(p, "nonce for a block cipher")
     assert "--nonce is for AEADs (aes-256-gcm, chacha20-poly1305, ...), not aes-256-cbc" in p.stderr.decode()
+
+
+# --------------------------------------------------------------------------- 3. the padding hint
+
+@pytest.mark.parametrize("name", ["aes-128-cbc", "aes-128-ecb", "des-ede3-cbc"])
+def test_decrypting_partial_blocks_does_not_suggest_padding(name, tmp_path):
+    spec = registry.lookup(name)
+    key = os.urandom(spec.key_len).hex()
+    iv = ["--iv", os.urandom(spec.iv_len).hex()] if spec.iv_len else []
+    src = tmp_path / "in"
+    src.write_bytes(bytes(spec.block_size * 3 + 1))
+    n = spec.block_size * 3 + 1
+    p = cli("decrypt", "--cipher", name, "--key", key, *iv, "--in", src)
+    _assert_error(p, "decrypt partial block")
+    err = p.stderr.decode()
+    assert f"{n} bytes is not a multiple of {spec.block_size}" in err and "--pad" not in err, err
+    assert "cut short" in err, err
+    p = cli("encrypt", "--cipher", name, "--key", key, *iv, "--in", src, "--allow-weak")
+    _assert_error(p, "encrypt partial block")
+    assert "(or use --pad pkcs7)" in p.stderr.decode()
+    # the library says the same (padding= is its word)
+    k, v = bytes.fromhex(key), bytes.fromhex(iv[1]) if iv else None
+    with pytest.raises(ciphergrid.InvalidLength) as e:
+        ciphergrid.decrypt(bytes(n), name, k, v)
+    assert "padding" not in str(e.value)
+    with pytest.raises(ciphergrid.InvalidLength, match=r"or use padding='pkcs7'"):
+        ciphergrid.encrypt(bytes(n), name, k, v)
 
 
 # --------------------------------------------------------------------------- 5. OpenSSL's short names

@@ -87,7 +87,9 @@ class Mode:
     def check_length(self, req, n: int) -> None:
         """Raise InvalidLength when ``n`` bytes (after padding, on encryption) do not suit the mode."""
         if self.whole_blocks and n % req.block_size:
-            hint = " (or use padding='pkcs7')" if not req.padding else ""
+            # padding makes any plaintext whole blocks; a ciphertext already is, unless cut short
+            hint = ("" if req.padding else " (or use padding='pkcs7')") if req.encrypt else \
+                " (its ciphertexts are: this input was cut short, or is not one)"
             raise InvalidLength(f"{req.spec.name} takes whole {req.block_size}-byte blocks{hint}: "
                                 f"{n} bytes is not a multiple of {req.block_size}")
 

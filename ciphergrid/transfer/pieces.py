@@ -239,6 +239,8 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
                 return
             k, m, tail = got
             lo = k * piece
+            if mode.whole_blocks and m % bs:  # a partial block ends the input (a pipe's size is
+                req.check_length(lo + m)      # unknown until then): raises, naming its whole length
             piece_in, piece_out = buf[bs: bs + m], out[bs: bs + m]
             if serial:
                 ciphers.wait(k)
