@@ -55,6 +55,9 @@ def fs_magic(fd: int) -> int | None:
         return None
 
 
+#: the kernel's interfaces that look like regular files (statfs f_type): procfs, sysfs
+_KERNEL_FS = {0x9FA0: "proc", 0x62656572: "sysfs"}
+
 #: fallocate(2)'s mode: allocate without changing the file's size (what a reader or a killed
 #: process leaves stays what was written)
 FALLOC_FL_KEEP_SIZE = 1
@@ -236,10 +239,15 @@ class Output:
                 self.fd = os.open(self.user_path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
             except OSError as e:
                 _reraise(e, self.user_path, "cannot write --out")
+            kernel = _KERNEL_FS.get(fs_magic(self.fd))
+            if kernel:  # /proc/version, /proc/sys/...: not a file that holds data
+                os.close(self.fd)
+                raise OSError(errno.EINVAL, f"cannot write --out {self.user_path}: it is a file of "
+                                            f"the kernel's {kernel} interface, which holds no data")
             self._cut = 0
             return
         if st is not None and stat.S_ISDIR(st.st_mode):
-            raise InvalidArgument(f"--out {self.user_path}: is a directory")
+            raise OSError(errno.EISDIR, f"cannot create --out {self.user_path}: it is a directory")
         if st is not None and not stat.S_ISREG(st.st_mode):
             # a FIFO, a device, a socket: written through, never replaced
             self.kind = "through"
@@ -257,8 +265,9 @@ class Output:
         self.kind = "replace"
         self._old = st
         folder = os.path.dirname(target) or "."
-        if not os.path.isdir(folder):
-            raise InvalidArgument(f"--out {self.user_path}: no such directory {folder}")
+        if not os.path.isdir(folder):  # (an I/O error, as a folder we may not write into)
+            raise OSError(errno.ENOENT, f"cannot create --out {self.user_path}: no such directory "
+                                        f"{folder}")
         self.folder = folder
         self.fd = self._open_temp(folder)
 

@@ -139,6 +139,41 @@ def test_decrypting_partial_blocks_does_not_suggest_padding(name, tmp_path):
         ciphergrid.encrypt(bytes(n), name, k, v)
 
 
+# --------------------------------------------------------------------------- 4. exit codes
+
+def test_output_that_cannot_be_created_is_an_io_error(tmp_path):
+    src = tmp_path / "in"
+    src.write_bytes(bytes(32))
+    args = ["encrypt", "--cipher", "aes-128-ctr", "--key", K16, "--iv", IV16, "--in", src, "--out"]
+    p = cli(*args, tmp_path / "missing" / "out")
+    _assert_error(p, "no such folder", 4)
+    assert f"cannot create --out {tmp_path / 'missing' / 'out'}: no such directory " \
+           f"{tmp_path / 'missing'}" in p.stderr.decode()
+    p = cli(*args, tmp_path)
+    _assert_error(p, "a directory", 4)
+    assert f"cannot create --out {tmp_path}: it is a directory" in p.stderr.decode()
+    a_file = tmp_path / "in"
+    p = cli(*args, a_file / "out")
+    _assert_error(p, "below a file", 4)
+    assert str(a_file / "out") in p.stderr.decode()
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["in"]
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="no /proc/version")
+def test_out_proc_file_says_why_in_words(tmp_path):
+    before = open("/proc/version").read()
+    src = tmp_path / "in"
+    src.write_bytes(bytes(32))
+    p = cli("encrypt", "--cipher", "aes-128-ctr", "--key", K16, "--iv", IV16, "--in", src,
+            "--out", "/proc/version")
+    _assert_error(p, "/proc/version", 4)
+    err = p.stderr.decode()
+    assert "cannot write --out /proc/version: " in err and "Illegal seek" not in err, err
+    if os.geteuid() == 0:  # (others: permission denied, in words too)
+        assert "the kernel's proc interface" in err, err
+    assert open("/proc/version").read() == before
+
+
 # --------------------------------------------------------------------------- 5. OpenSSL's short names
 
 SHORT = sorted(registry.ALIASES)
