@@ -48,18 +48,31 @@ def run(device: str | None = None, quiet: bool = False) -> int:
             failed += row[3] or 0
             rows.append(row)
     if not quiet:
-        w = max(len(r[0]) for r in rows) if rows else 6
-        print(f"{'device'.ljust(w)}  {'cipher':<14} {'passed':>7} {'failed':>7}")
-        for spec, name, ok, bad in rows:
-            if ok is None:
-                print(f"{spec.ljust(w)}  {name:<14} {'-':>7} {'-':>7}  n/a ({spec} lacks it)")
-                continue
-            flag = "" if bad == 0 and ok else ("  FAIL" if bad else "  NO VECTORS")
-            print(f"{spec.ljust(w)}  {name:<14} {ok:>7} {bad:>7}{flag}")
-        total = sum(r[2] for r in rows if r[2] is not None)
-        print(f"{total} passed, {failed} failed")
+        print_table(rows, failed)
     missing = [r for r in rows if r[2] == 0 and r[3] == 0]  # (None: not run)
     return 1 if failed or missing else 0
+
+
+def print_table(rows, failed: int) -> None:
+    """One line per (device, cipher) under a header, every column as wide as its longest entry
+    (names up to chacha20-poly1305 and camellia-128-ecb line up), then the totals."""
+    head = ("device", "cipher", "passed", "failed")
+    w0 = max(len(r[0]) for r in rows + [head])
+    w1 = max(len(r[1]) for r in rows + [head])
+    w2 = max([len(head[2])] + [len(str(r[2])) for r in rows if r[2] is not None])
+    w3 = max([len(head[3])] + [len(str(r[3])) for r in rows if r[3] is not None])
+
+    def line(dev, name, ok, bad, note="") -> str:
+        return f"{dev:<{w0}}  {name:<{w1}}  {ok:>{w2}}  {bad:>{w3}}{note}"
+
+    print(line(*head))
+    for dev, name, ok, bad in rows:
+        if ok is None:
+            print(line(dev, name, "-", "-", f"  n/a ({dev} lacks it)"))
+            continue
+        print(line(dev, name, ok, bad, "" if bad == 0 and ok else ("  FAIL" if bad else "  NO VECTORS")))
+    total = sum(r[2] for r in rows if r[2] is not None)
+    print(f"{total} passed, {failed} failed")
 
 
 def _aead_rows(d, engine: str):

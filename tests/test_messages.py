@@ -218,3 +218,88 @@ def test_list_shows_short_names():
     assert sorted(rows["cast5-cbc"]["aliases"]) == ["cast", "cast-cbc"]
 
 
+# --------------------------------------------------------------------------- 6. tables
+
+def _rec(kind, device, gbps, size=1 << 20, cipher="aes-128-ctr", **kw):
+    from ciphergrid.bench import records
+
+    r = records.Record(cipher=cipher, algorithm="aes", key_bits=128, mode="ctr", direction="encrypt",
+                       device=device, device_name=device, device_kind="cpu", runtime="opencl",
+                       kind=kind, size=size, **kw)
+    t = size / (gbps * 1e9)
+    r.set_times([t, t * 1.1, t * 0.9])
+    return r
+
+
+def _results(records):
+    from ciphergrid.bench import records as rec_mod
+
+    host = {"packages": {"ciphergrid": "0.1.0", "numpy": "2.0", "cryptography": "44.0"},
+            "ciphergrid": {"version": "0.1.0", "git_commit": "0123456789abcdef"},
+            "python": "3.11.7", "cpu_model": "CPU", "cpu_usable": 2,
+            "openssl": {"cli": "OpenSSL 3.0.19 27 Jan 2026 (Library: OpenSSL 3.0.19 27 Jan 2026)"}}
+    run = {"suite": "ciphers", "command": "ciphergrid bench", "date": "2026-01-01", "host": host,
+           "counts": {"ok": len(records)}}
+    return rec_mod.Results(run=run, records=records)
+
+
+def test_report_speedups_and_versions():
+    from ciphergrid.bench import report
+
+    res = _results([_rec("openssl-allcores", "openssl", 16.5, threads=2),
+                    _rec("e2e", "native", 0.0254), _rec("kernel", "opencl:0:0", 0.00004),
+                    _rec("kernel", "cuda:0", 300.0)])
+    md = report.render_markdown(res)
+    assert "0.00x" not in md
+    speed = {row.split(" | ")[2]: row.split(" | ")[-1].rstrip(" |") for row in md.splitlines()
+             if row.startswith("| aes-128-ctr | encrypt |") and row.count("|") == 9}
+    assert speed == {"native e2e": "0.0015x", "opencl:0:0 kernel": "0.0000024x",
+                     "cuda:0 kernel": "18.18x"}, speed
+    versions = next(x for x in md.splitlines() if x.startswith("- **Versions:**"))
+    assert versions == ("- **Versions:** ciphergrid 0.1.0 0123456789ab, Python 3.11.7, "
+                        "cryptography 44.0, numpy 2.0"), versions
+    baseline = next(x for x in md.splitlines() if x.startswith("- **OpenSSL baseline:**"))
+    assert baseline.count("3.0.19") == 1, baseline
+    assert [report.ratio_text(x) for x in (None, 0.5, 0.04, 0.004, 0.0, 2e-8)] == \
+        ["–", "0.50x", "0.040x", "0.0040x", "0x", "<0.000001x"]
+
+
+def test_bench_summary_has_a_header_and_fixed_columns():
+    from ciphergrid import bench
+
+    recs = [_rec("openssl-1core", "openssl", 8.377, threads=1), _rec("e2e", "native", 0.0254, size=16),
+            _rec("kernel", "opencl:0:0", 4.2e-5, cipher="copy")]
+    bad = _rec("kernel", "opencl:0:0", 1.0, size=1024)
+    bad.status, bad.error = "failed", "wrong output"
+    out = io.StringIO()
+    bench.print_summary(_results(recs + [bad]), out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["cipher", "dir", "device", "kind", "size", "GB/s", "min-max"]
+    assert len({len(x) for x in lines[:4]}) == 1, lines       # the figures right-aligned under it
+    ends = {x.index(v) + len(v) for x, v in zip(lines[1:4], ("8.377", "0.0254", "4.2e-05"))}
+    assert ends == {lines[0].index("GB/s") + 4}, lines
+    assert lines[4].endswith("FAILED: wrong output")
+
+
+def test_selftest_columns_line_up():
+    from ciphergrid.selftest import print_table
+
+    rows = [("opencl:0:0", "aes-128-cbc", 1178, 0), ("opencl:0:0", "camellia-128-cbc", 16, 0),
+            ("native", "chacha20-poly1305", 576, 0), ("native", "hight-ecb", None, None),
+            ("native", "present-128-ecb", 3, 1)]
+    out = io.StringIO()
+    sys.stdout, real = out, sys.stdout
+    try:
+        print_table(rows, 1)
+    finally:
+        sys.stdout = real
+    lines = out.getvalue().splitlines()
+    head = lines[0]
+    assert head.split() == ["device", "cipher", "passed", "failed"]
+    for x in lines[1:-1]:  # every name, number and dash ends where its column's title does
+        for title in ("passed", "failed"):
+            end = head.index(title) + len(title)
+            assert x[end - 1] != " " and (len(x) == end or x[end] == " "), (title, x)
+        assert x.index(x.split()[1]) == head.index("cipher"), x
+    assert lines[-1] == "1773 passed, 1 failed"
+    assert re.search(r"present-128-ecb +3 +1  FAIL$", lines[-2])

@@ -161,24 +161,43 @@ def definitions() -> dict:
     }
 
 
+#: the columns of the summary table; a row that did not run says why in place of its figures
+SUMMARY_HEAD = ("cipher", "dir", "device", "kind", "size", "GB/s", "min-max", "MB/J")
+
+
 def print_summary(results: Results, out) -> None:
+    """One row per record under a header naming the columns: GB/s the median of the repeats,
+    min-max their range, MB/J where energy was measured."""
     from .methodology import human_size
 
-    rows = []
+    rows, why = [], []
     for r in results.records:
+        rows.append((r.cipher, r.direction[:3], r.device, r.kind, human_size(r.size)))
         if r.status == "ok":
-            span = f"[{r.throughput_min_bps / 1e9:.3g}-{r.throughput_max_bps / 1e9:.3g}]"
-            e = f"{r.mb_per_j:.3g} MB/J" if r.mb_per_j else ""
-            val = f"{r.gbps:.4g} GB/s {span} {e}".rstrip()
+            why.append((f"{r.gbps:.4g}", f"{r.throughput_min_bps / 1e9:.3g}-"
+                                         f"{r.throughput_max_bps / 1e9:.3g}",
+                        f"{r.mb_per_j:.3g}" if r.mb_per_j else "-"))
         else:
-            val = f"{r.status.upper()}: {r.error}"
-        rows.append((r.cipher, r.direction[:3], r.device, r.kind, human_size(r.size), val))
+            why.append(f"{r.status.upper()}: {r.error}")
     if not rows:
         print("no rows", file=out)
         return
-    w = [max(len(x[i]) for x in rows) for i in range(5)]
-    for x in rows:
-        print("  ".join(c.ljust(w[i]) for i, c in enumerate(x[:5])) + "  " + x[5], file=out)
+    figures = [w for w in why if isinstance(w, tuple)]
+    width = [max(len(x[i]) for x in rows + [SUMMARY_HEAD]) for i in range(5)]
+    width += [max(len(x[i]) for x in figures + [SUMMARY_HEAD[5:]]) for i in range(3)]
+    # numbers right-aligned, names left-aligned; MB/J only when some row measured energy
+    cols = 8 if any(w[2] != "-" for w in figures) else 7
+
+    def line(names, rest) -> str:
+        left = "  ".join(c.ljust(width[i]) for i, c in enumerate(names))
+        if isinstance(rest, str):
+            return f"{left}  {rest}"
+        return (left + "  " + "  ".join(c.rjust(width[5 + i]) for i, c in enumerate(rest[:cols - 5]))
+                ).rstrip()
+
+    print(line(SUMMARY_HEAD[:5], SUMMARY_HEAD[5:]), file=out)
+    for names, rest in zip(rows, why):
+        print(line(names, rest), file=out)
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:

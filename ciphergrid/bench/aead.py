@@ -30,6 +30,7 @@ from ..aeads.base import Batch
 from ..settings import parse_bytes
 from . import suites
 from .records import Record
+from .report import ratio_text
 
 DEFAULT_SHAPES = "1x1Gi,65536x16Ki,1Mix4Ki,1Mix256"
 QUICK_SHAPES = "1x1Mi,64x16Ki,256x256"
@@ -293,7 +294,7 @@ def _time_api(rec, name, batch, device, repeats, ctx, copy=None, encrypt: bool =
         if pairs:
             ratio = statistics.median(c / t for c, t in pairs)
             copy_gbps = int(batch.off[-1]) / statistics.median(c for c, _ in pairs) / 1e9
-            rec.vs_copy = round(ratio, 4)
+            rec.vs_copy = float(f"{ratio:.4g}")  # (4 digits: a ratio far below 1 is not 0)
             rec.note = (f"vs_copy: median of {len(pairs)} pairs, the copy strawman of as many "
                         f"bytes timed before each call (its median {copy_gbps:.2f} GB/s)")
     except Exception as e:
@@ -312,7 +313,7 @@ def _print_table(rows) -> None:
         mps = r.messages / r.median_s / 1e6
         print(f"{r.cipher:<18} {r.direction[:3]:<4} {r.device:<11} {r.kind:<16} {shape:>12} {r.gbps:8.2f} "
               f"{r.gbps_per_sm_ghz or float('nan'):11.3f} {mps:8.3f} "
-              f"{'' if r.vs_copy is None else f'{r.vs_copy:.3f}':>7}")
+              f"{'' if r.vs_copy is None else ratio_text(r.vs_copy, ''):>7}")
 
 
 suites.register("aead", run, help="the AEADs: one large message, batches of chunks and records",

@@ -35,6 +35,7 @@ import time
 from ..settings import parse_bytes
 from . import suites
 from .records import Record
+from .report import ratio_text
 
 CIPHER = "aes-128-ctr"
 KEY = "000102030405060708090a0b0c0d0e0f"
@@ -219,7 +220,7 @@ def _print_table(rows) -> None:
             print(f"{where[:24]:<24} {r.size >> 20:>5}M {path:<8} {r.cipher:<20} {r.device:<9} FAILED {r.error}")
             continue
         base = cat.get((where, r.size, path))
-        ratio = f"{base / r.median_s:6.2f}" if base else "     -"
+        ratio = f"{ratio_text(base / r.median_s, ''):>6}" if base else "     -"
         print(f"{where[:24]:<24} {r.size >> 20:>5}M {path:<8} {r.cipher:<20} {r.device:<9} "
               f"{r.median_s:7.3f} {r.gbps:6.2f} {ratio}")
 

@@ -33,6 +33,31 @@ def _g(x, fmt="{:.3g}") -> str:
     return "–" if x is None else fmt.format(x)
 
 
+def ratio_text(x, suffix: str = "x") -> str:
+    """A speed ratio (a speedup, "x copy", "x cat"): two decimals from 0.1 up, two significant
+    digits below ("0.0042x": a small ratio is never "0.00x"), "<0.000001x" for less; "–" for
+    None."""
+    if x is None:
+        return "–"
+    if x == 0:
+        return f"0{suffix}"
+    if x >= 0.1:
+        return f"{x:.2f}{suffix}"
+    if x < 1e-6:
+        return f"<0.000001{suffix}"
+    import math
+
+    decimals = min(7, 1 - math.floor(math.log10(x)))
+    return f"{x:.{decimals}f}{suffix}"
+
+
+def _openssl_text(version: str | None) -> str | None:
+    """``openssl version`` once: "OpenSSL 3.0.19 27 Jan 2026 (Library: OpenSSL 3.0.19 27 Jan
+    2026)" says the same version twice; the library is named only where it differs."""
+    m = re.fullmatch(r"(.*?) \(Library: (.*)\)", version or "")
+    return m.group(1) if m and m.group(1).strip() == m.group(2).strip() else version
+
+
 def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_")
 
@@ -86,16 +111,18 @@ def _header(results: Results) -> list[str]:
     if not devs:
         lines.append("- **Device:** none but the OpenSSL baseline")
     ossl = (host.get("openssl") or {})
-    lines.append(f"- **OpenSSL baseline:** {ossl.get('cli') or ossl.get('cryptography_linked')} on "
+    lines.append(f"- **OpenSSL baseline:** {_openssl_text(ossl.get('cli')) or ossl.get('cryptography_linked')} on "
                  f"{host.get('cpu_model')} ({host.get('cpu_usable')} usable cores)")
     lines.append(f"- **Host:** {host.get('cpu_model')}, {host.get('cpu_logical')} logical CPUs, "
                  f"{_g((host.get('memory_bytes') or 0) / (1 << 30), '{:.1f}')} GiB, {host.get('os')}")
     nvidia = host.get("nvidia") or {}
     cuda = host.get("cuda") or {}
     src = host.get("ciphergrid") or {}
-    versions = ([f"ciphergrid {src.get('version') or ''} {(src.get('git_commit') or '')[:12]}"
+    versions = ([f"ciphergrid {src.get('version') or pk.get('ciphergrid') or ''} "
+                 f"{(src.get('git_commit') or '')[:12]}"
                  f"{' (modified)' if src.get('git_dirty') else ''}".replace("  ", " ").strip()]
-                + [f"Python {host.get('python')}"]) + [f"{k} {v}" for k, v in sorted(pk.items())]
+                + [f"Python {host.get('python')}"])
+    versions += [f"{k} {v}" for k, v in sorted(pk.items()) if k != "ciphergrid"]  # (named first)
     if nvidia.get("driver"):
         versions.append(f"NVIDIA driver {nvidia['driver']}")
     if nvidia.get("cuda_driver"):
@@ -160,7 +187,7 @@ def _vs_openssl(results: Results, plots: dict) -> list[str]:
         for r in sorted(recs, key=lambda r: -r.throughput_bps):
             if r.device == "openssl":
                 continue
-            speedup = f"{r.throughput_bps / base.throughput_bps:.2f}x" if base else "–"
+            speedup = ratio_text(r.throughput_bps / base.throughput_bps) if base else "–"
             rows.append([cipher, direction, series_label(r), human_size(r.size), f"{r.gbps:.3g}",
                          _g(o1.gbps if o1 else None), _g(on.gbps if on else None), speedup])
     if not rows:
