@@ -22,7 +22,7 @@ Key layouts (``expand``):
   B_2 B_4 B_6 B_8; the groups the rotated half-block words of des.cl present to the key.
 * ``"bitsliced"`` (des_bs.cl): 48 masks per round, 0 or 0xffffffff, bit i + 1 of K_n;
 * ``"lop3"`` (des_lut.cl): masks that keep the bitsliced halves XORed with key bits
-  (``lop3_words``): 800 words per pass + 32.
+  (``lop3_bits``): 800 words per pass + 32.
 
 The tables below are those of FIPS 46-3 (IP, E, P, the S-boxes in its row/column layout, PC-1,
 PC-2, the left shifts); IP^-1 is computed as the inverse of IP, and the combined S-box/P tables of
@@ -30,6 +30,8 @@ the fast kernel are computed from S and P (``sp_tables``).
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -401,9 +403,10 @@ def lop3_round_c() -> str:
     return "\n".join(lines) + "\n"
 
 
-def lop3_words(keys: list[int]) -> list[int]:
-    """The "lop3" key layout (kernels/des_lut.cl) of the round keys ``keys`` in the order the
-    rounds use them (16 per pass): 0 / 0xffffffff masks.
+def lop3_bits(bits: list, zero) -> list:
+    """The bits of the "lop3" layout for the round keys' bits ``bits[r][e]`` (bit e + 1 of the
+    r-th round key the rounds use): any values XORed with ``^`` (0 / 1, or the sets of key bits
+    ``_plan`` traces), ``zero`` the XOR of none.
 
     The kernel keeps each half XORed with a mask M (bit q: the key bit at q's first place in E,
     LOP3_PRIMARY, of the next round that reads the half; 0 when none does), so the S-box inputs are
@@ -414,8 +417,7 @@ def lop3_words(keys: list[int]) -> list[int]:
     T ^ f ^ that, one three-input XOR), then 16 for the repeated inputs, K[second] ^ K[first].
     After the passes, 32 words that clear half 0's mask (the last round writes half 1, leaving its
     mask 0).  800 x passes + 32 words."""
-    n = len(keys)
-    bits = [[(k >> (47 - e)) & 1 for e in range(48)] for k in keys]
+    n = len(bits)
     target = [((r % 16) + r // 16) % 2 for r in range(n)]
 
     def first(r):                                   # M for a half next read by round r
@@ -424,7 +426,7 @@ def lop3_words(keys: list[int]) -> list[int]:
     def next_read(h, r):                            # the first round > r that reads half h
         return next((s for s in range(r + 1, n) if target[s] != h), None)
 
-    m = [[0] * 32, [0] * 32]
+    m = [[zero] * 32, [zero] * 32]
     out = []
     for r in range(n):
         h = target[r]
@@ -434,32 +436,71 @@ def lop3_words(keys: list[int]) -> list[int]:
             m[1 - h] = new
         assert m[1 - h] == first(r)
         s = next_read(h, r)
-        new = first(s) if s is not None else [0] * 32
+        new = first(s) if s is not None else [zero] * 32
         out += [a ^ b for a, b in zip(m[h], new)]
         out += [bits[r][e] ^ bits[r][LOP3_PRIMARY[E[e] - 1]] for e in LOP3_SECOND]
         m[h] = new
     assert target[-1] == 1 and not any(m[1])
     out += m[0]
-    words = [0xFFFFFFFF if b else 0 for b in out]
-    out.clear()
-    for b in bits:
-        b.clear()
     m.clear()
-    return words
+    return out
 
 
-def bitsliced_words(k: int) -> list[int]:
-    """A 48-bit round key as the "bitsliced" layout's 48 masks (bit 1 of K_n first)."""
-    return [0xFFFFFFFF if (k >> (47 - i)) & 1 else 0 for i in range(48)]
+def key_bit_rounds() -> list[list[int]]:
+    """Where each bit of K_1 .. K_16 comes from: ``[n][e]`` is the key bit (0 = the most
+    significant bit of the 8-byte key) that is bit e + 1 of K_(n+1).  The schedule only selects
+    key bits (PC-1, the left shifts, PC-2), never combines them."""
+    cd = [t - 1 for t in PC1]
+    c, d = cd[:28], cd[28:]
+    out = []
+    for s in SHIFTS:
+        c, d = c[s:] + c[:s], d[s:] + d[:s]
+        out.append([(c + d)[t - 1] for t in PC2])
+    return out
 
 
-def _sp_words(k: int) -> tuple[int, int]:
-    """A 48-bit round key as the "sp" layout's two words (see the module docstring)."""
-    g = [(k >> (42 - 6 * j)) & 0x3F for j in range(8)]  # B_1 .. B_8
-    w0 = (g[0] << 24) | (g[2] << 16) | (g[4] << 8) | g[6]
-    w1 = (g[1] << 24) | (g[3] << 16) | (g[5] << 8) | g[7]
-    g.clear()
-    return w0, w1
+#: the layouts' words: one mask word (0 / 0xffffffff) per bit, or 32 bits per word (bit 31 first)
+_MASK_LAYOUTS = ("bitsliced", "lop3")
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(key_len: int, decrypt: bool, layout: str | None) -> np.ndarray:
+    """Where each bit of a layout comes from, for every key of ``key_len`` bytes: every layout's
+    bit is the XOR of some of the key's bits (the schedule selects bits; "lop3" XORs two), so the
+    schedule is traced once on sets of key-bit numbers and ``expand`` is a gather.  Returns the
+    key-bit numbers as an int16 array (terms, bits), ``8 * key_len`` (a zero bit) padding the
+    rows of fewer terms.  Holds no key material."""
+    rounds = key_bit_rounds()
+    passes = []
+    for i, k in enumerate([0] if key_len == 8 else [0, 1, 2 if key_len == 24 else 0]):
+        ks = [[frozenset((64 * k + b,)) for b in rnd] for rnd in rounds]
+        # TDEA: E D E (encryption), D E D (decryption); pass i decrypts when i is odd, flipped
+        if (i % 2 == 1) != decrypt:
+            ks.reverse()
+        passes.append(ks)
+    if decrypt:
+        passes.reverse()
+    keys = [k for ks in passes for k in ks]
+    zero = frozenset()
+    if layout == "lop3":
+        bits = lop3_bits(keys, zero)
+    elif layout == "bitsliced":
+        bits = [b for k in keys for b in k]
+    else:
+        bits = []
+        for k in keys:
+            if layout == "sp":       # B_1 B_3 B_5 B_7, then B_2 B_4 B_6 B_8, in the bytes' low six bits
+                for first in (0, 1):
+                    for j in range(first, 8, 2):
+                        bits += [zero, zero] + k[6 * j: 6 * j + 6]
+            else:                    # bits 1..24, then 25..48, in the low 24 bits
+                bits += [zero] * 8 + k[:24] + [zero] * 8 + k[24:]
+    terms = max(len(b) for b in bits)
+    plan = np.full((terms, len(bits)), 8 * key_len, dtype=np.int16)
+    for i, b in enumerate(bits):
+        plan[: len(b), i] = sorted(b)
+    plan.setflags(write=False)
+    return plan
 
 
 def _sp(copies: int, *, keys_in_regs: int = 1, batch: int = 1) -> Implementation:
@@ -538,34 +579,25 @@ class DES(BlockCipher):
         if layout not in (None, "sp", "bitsliced", "lop3"):
             raise ValueError(f"unknown DES key layout {layout!r}")
         self.check_key(key)
-        keys = split_key(bytes(key))
-        passes = []
-        for i, k in enumerate(keys):
-            ks = round_keys(k)
-            # TDEA: E D E (encryption), D E D (decryption); pass i decrypts when i is odd, flipped
-            if (i % 2 == 1) != decrypt:
-                ks.reverse()
-            passes.append(ks)
-        if decrypt:
-            passes.reverse()
-        words = []
-        if layout == "lop3":
-            words = lop3_words([k for ks in passes for k in ks])
-            for ks in passes:
-                ks.clear()
-            passes.clear()
-        for ks in passes:
-            for k in ks:
-                if layout == "sp":
-                    words.extend(_sp_words(k))
-                elif layout == "bitsliced":
-                    words.extend(bitsliced_words(k))
-                else:
-                    words.extend((k >> 24, k & 0xFFFFFF))
-            ks.clear()
-        out = np.array(words, dtype="<u4")
-        words.clear()
-        keys.clear()
+        plan = _plan(len(key), bool(decrypt), layout)
+        raw = np.zeros(len(key) + 1, dtype=np.uint8)     # (the byte after the key: the zero bits)
+        raw[:-1] = np.frombuffer(key, dtype=np.uint8)
+        bits = np.unpackbits(raw)
+        if layout in _MASK_LAYOUTS:
+            src = np.negative(bits.astype(np.uint32))      # 0 / 0xffffffff
+        else:
+            src = bits
+        out = src[plan[0]]
+        for row in plan[1:]:
+            out ^= src[row]
+        if layout not in _MASK_LAYOUTS:
+            packed = np.packbits(out.reshape(-1, 32), axis=1)
+            words = packed.view(">u4").reshape(-1).astype("<u4")
+            packed.fill(0)
+            out.fill(0)
+            out = words
+        for arr in (raw, bits, src):
+            arr.fill(0)
         return out
 
     def encryption_policy(self, key: bytes) -> UsePolicy:

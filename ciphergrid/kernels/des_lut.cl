@@ -17,7 +17,7 @@
  * against the generator by tests/test_des.py.  des_bs.cl's Shannon-expansion circuits need about
  * 540 LOP3 per round.
  *
- * Keys folded into the state (key layout "lop3", DES.expand / des.lop3_words): each half is held
+ * Keys folded into the state (key layout "lop3", DES.expand / des.lop3_bits): each half is held
  * XORed with the key bits of the next round that reads it, at each bit's first place in E, so the
  * S-box inputs are the stored words themselves; only the 16 bits that E repeats need a key XOR
  * (a mask K[second] ^ K[first]).  A round's update of the target half, T ^ f ^ (old mask ^ new
