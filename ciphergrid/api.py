@@ -396,6 +396,9 @@ class CipherContext:
         """
         if self._done:
             raise AlreadyFinalized("update() after finalize()")
+        gpu = buffers.gpu_array(data)
+        if gpu is not None:
+            return self._update_gpu(data, gpu, None)
         arr, _ = buffers.host_array(data)
         return self._update(arr)
 
@@ -424,6 +427,9 @@ class CipherContext:
         """
         if self._done:
             raise AlreadyFinalized("update_into() after finalize()")
+        gpu = buffers.gpu_array(data)
+        if gpu is not None:
+            return self._update_gpu(data, gpu, buf)
         arr, _ = buffers.host_array(data)
         try:
             mv = memoryview(buf)
@@ -439,9 +445,62 @@ class CipherContext:
         if mv.nbytes < need:
             raise InvalidArgument(f"buffer must be at least {need} bytes for this payload "
                                   f"(got {mv.nbytes})")
+        req, n = self.req, arr.nbytes
+        if (not self._pending and not self._pos % self.bs
+                and req.mode.releasable(req, n, False) == n):
+            dst = np.frombuffer(mv, dtype=np.uint8)[:n]   # the common case: straight into buf
+            if not np.may_share_memory(dst, arr) or dst.ctypes.data == arr.ctypes.data:
+                self._process(arr, dst)
+                return n
         out = self._update(arr)
         mv[:len(out)] = out
         return len(out)
+
+    def _update_gpu(self, data, gpu, buf):
+        """A GPU-resident piece (CuPy, DLPack...): run on its device with the Cipher's session
+        (keys set up once), on CuPy's current stream; the output is a GPU array of the input's
+        kind, or goes into the GPU array ``buf`` (its first bytes; the count is returned).  The
+        piece must be one the mode releases whole (CTR: any; ECB, CBC: whole blocks; XTS: whole
+        data units of ``sector_size``), with nothing held back from host pieces."""
+        import cupy
+
+        src, wrap = gpu
+        req, n = self.req, src.nbytes
+        if self._pending or req.mode.releasable(req, n, False) != n:
+            raise InvalidArgument(
+                f"{self.spec.name}: a GPU-resident piece must be one the mode releases whole "
+                f"(whole blocks; XTS: whole data units of sector_size), with no host bytes held back")
+        if buf is not None:
+            res = buffers.gpu_array(buf)
+            if res is None or res[0].nbytes < n:
+                raise InvalidArgument(f"buf must be a GPU array of at least {n} bytes")
+            dst = res[0][:n]
+        else:
+            dst = cupy.empty_like(src)
+        if n:
+            req.admit(self._pos + n)
+            r = route(req, self.device, n, path="resident", resident_device=f"cuda:{src.device.id}")
+            if r.path != "resident":   # an engine on the host: through host copies
+                dst.set(np.frombuffer(self._process(cupy.asnumpy(src)), dtype=np.uint8))
+                return n if buf is not None else wrap(dst)
+            skip = self._pos % self.bs     # (CTR after a piece that ended inside a block)
+            run_in, run_out = src, dst
+            if skip:
+                run_in = cupy.concatenate([cupy.zeros(skip, dtype=cupy.uint8), src])
+                run_out = cupy.empty_like(run_in)
+            last_in = (cupy.asnumpy(src[-self.bs:]) if req.mode.carries and n >= self.bs
+                       else None)          # (read before an in-place run)
+            session = self._cipher._session(req, r.engine)
+            session.crypt_resident(run_in, run_out, self._pos // self.bs, self._chain,
+                                   wait=not _cupy_only(data, buf))
+            if skip:
+                dst[...] = run_out[skip:]
+            if last_in is not None:
+                chain = req.mode.carry(req, last_in, cupy.asnumpy(dst[-self.bs:]))
+                if chain is not None:
+                    self._chain = chain
+            self._pos += n
+        return n if buf is not None else wrap(dst)
 
     def _update(self, arr: np.ndarray) -> bytes:
         req = self.req
@@ -488,9 +547,10 @@ class CipherContext:
         del self._pending[:n]
         return self._process(piece)
 
-    def _process(self, piece: np.ndarray) -> bytes:
+    def _process(self, piece: np.ndarray, into: np.ndarray | None = None) -> bytes | None:
         """Run the next ``piece`` of the message: blocks from ``_pos`` on (a piece of CTR may
-        start inside a block: it is prefixed with the bytes of the block already used)."""
+        start inside a block: it is prefixed with the bytes of the block already used).  Returns
+        the output, or writes it into ``into`` (a piece starting at a block's start)."""
         n = piece.nbytes
         if not n:
             return b""
@@ -499,14 +559,17 @@ class CipherContext:
         skip = self._pos % self.bs
         if skip:
             piece = np.concatenate([np.zeros(skip, dtype=np.uint8), piece])
-        out = np.empty(piece.nbytes, dtype=np.uint8)
+        out = np.empty(piece.nbytes, dtype=np.uint8) if into is None else into
+        last_in = piece[-self.bs:]
+        if req.mode.carries and np.may_share_memory(out, piece):
+            last_in = last_in.copy()     # (an in-place run writes over it)
         eng = route(req, self.device, piece.nbytes).engine
         self._cipher._session(req, eng).crypt(piece, out, self._pos // self.bs, self._chain)
-        chain = req.mode.carry(req, piece, out)
+        chain = req.mode.carry(req, last_in, out[-self.bs:])
         if chain is not None:
             self._chain = chain
         self._pos += n
-        return out[skip:].tobytes()
+        return out[skip:].tobytes() if into is None else None
 
 
 __all__ = ["encrypt", "decrypt", "Cipher", "CipherContext", "devices", "available_ciphers"]

@@ -172,6 +172,9 @@ class Mode:
         ``n - 1`` of pyca's ``update_into`` buffer rule, len(data) + n - 1."""
         return req.block_size - 1
 
+    #: whether a piece's output depends on the pieces before it through :meth:`carry` (CBC)
+    carries = False
+
     def carry(self, req, piece_in, piece_out) -> bytes | None:
         """The chaining value after a processed piece (CBC: its last ciphertext block)."""
         return None

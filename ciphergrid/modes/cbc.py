@@ -20,6 +20,8 @@ class CBCMode(Mode):
     def reads_behind(self, req) -> bool:
         return not req.encrypt
 
+    carries = True
+
     def carry(self, req, piece_in, piece_out):
         bs = req.block_size
         last = (piece_out if req.encrypt else piece_in)[-bs:]
