@@ -75,12 +75,12 @@ class Request:
         if pol.block_limit is None or total_bytes <= pol.block_limit * self.block_size:
             return
         what = f"{self.spec.name}: more than {_blocks(pol.block_limit, self.block_size)} under one key"
-        why = f" ({pol.limit_reason})" if pol.limit_reason else ""
+        why = pol.limit_reason or "the cipher's limit"
         if pol.over_limit_refused and not self.allow_weak:
-            raise InvalidArgument(f"{what} is refused{why}; use a new key, or allow_weak=True / "
+            raise InvalidArgument(f"{what} is refused ({why}); use a new key, or allow_weak=True / "
                                   "--allow-weak to override")
-        warn_once(f"{what}, encrypted anyway (allow_weak){why}" if pol.over_limit_refused
-                  else f"{what}{why}")
+        warn_once(f"{what}, encrypted anyway (allow_weak): {why}" if pol.over_limit_refused
+                  else f"{what}: {why}")
 
     def at(self, first_block: int, chain: bytes | None = None) -> "Request":
         """The request for blocks [first_block, ...) as a message of its own (see Mode.at)."""
