@@ -142,6 +142,7 @@ def _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_len
             raise InvalidArgument(f"{cipher}: padding, sector_size and start_sector are not AEAD options")
         return True
     if nonce is not None or aad is not None or tag_length is not None:
+        lookup(cipher)   # (an unknown name: say so, with the close names, before the options)
         raise InvalidArgument(f"nonce, aad and tag_length are AEAD options; {cipher} is not an AEAD")
     return False
 
@@ -186,9 +187,10 @@ _CRYPT_ARGS = """
             (authenticated, not encrypted) and the tag's length.  Encryption returns
             ciphertext || tag; decryption takes it and returns the plaintext, or raises
             ``ciphergrid.InvalidTag`` and releases nothing (an ``out=`` buffer is zeroed).
-        allow_weak: encrypt what the cipher's policy refuses (2-key TDEA, a TDEA bundle with
-            K1 == K2 or K2 == K3, more than 2^20 blocks of 3-key TDEA under one key), with a
-            ``WeakCipherWarning`` instead; 64-bit block ciphers always warn once when encrypting.
+        allow_weak: encrypt what the cipher's policy refuses -- any DES-family cipher (single
+            DES, 2- and 3-key TDEA), more than 2^32 blocks of a 64-bit cipher under one key --
+            with a ``WeakCipherWarning`` instead (TDEA still warns past 2^20 blocks); the other
+            64-bit block ciphers warn once when encrypting (the birthday bound).
         out: a writable contiguous buffer of the output's size (may be ``data`` itself) to write
             into instead of allocating; it is returned.  Reusing buffers avoids the page faults
             of fresh memory.  Not with ``padding``.  GPU-resident data: a GPU array of the same

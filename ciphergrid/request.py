@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import InvalidArgument, InvalidKey, InvalidKeySize, WeakCipherWarning
 from .modes import padding as _padding
@@ -32,6 +32,8 @@ class Request:
     aad: bytes = b""                 # AEADs (later)
     tag_length: int | None = None    # AEADs (later)
     allow_weak: bool = False         # encryption the cipher's UsePolicy refuses is allowed (warned)
+    #: the cipher's UsePolicy for this key, worked out once when the request was made (encryption)
+    policy: object = field(default=None, repr=False)
 
     def __repr__(self) -> str:  # never shows key material
         return f"Request({self.spec.name!r}, {'encrypt' if self.encrypt else 'decrypt'})"
@@ -61,8 +63,11 @@ class Request:
         (admit)."""
         if not self.encrypt or self.allow_weak:
             return False
-        pol = self.spec.algorithm.encryption_policy(self.key)
+        pol = self._policy()
         return pol.block_limit is not None and pol.over_limit_refused
+
+    def _policy(self):
+        return self.policy if self.policy is not None else self.spec.algorithm.encryption_policy(self.key)
 
     def admit(self, total_bytes: int) -> None:
         """Check the cipher's UsePolicy for a call or context that has encrypted ``total_bytes``
@@ -71,7 +76,7 @@ class Request:
         once."""
         if not self.encrypt or _suspended["depth"]:
             return
-        pol = self.spec.algorithm.encryption_policy(self.key)
+        pol = self._policy()
         if pol.block_limit is None or total_bytes <= pol.block_limit * self.block_size:
             return
         what = f"{self.spec.name}: more than {_blocks(pol.block_limit, self.block_size)} under one key"
@@ -125,12 +130,12 @@ def _blocks(n: int, block_size: int) -> str:
     return f"{count} blocks ({size} bytes)"
 
 
-def check_policy(spec, key: bytes, allow_weak: bool) -> None:
+def check_policy(spec, key: bytes, allow_weak: bool):
     """Encrypting under ``key``: the cipher's UsePolicy (algorithms/base.py) refuses (unless
     ``allow_weak``) or warns, once per process: one message, the refusal's reason lifted by
-    allow_weak first."""
+    allow_weak first.  Returns the policy (None where policies are suspended)."""
     if _suspended["depth"]:
-        return
+        return None
     pol = spec.algorithm.encryption_policy(key)
     said = [pol.warning] if pol.warning else []
     if pol.refusal:
@@ -140,6 +145,7 @@ def check_policy(spec, key: bytes, allow_weak: bool) -> None:
         said.insert(0, f"{pol.refusal}: encrypting anyway (allow_weak)")
     if said:
         warn_once(f"{spec.name}: " + "; ".join(said))
+    return pol
 
 
 def make_request(spec, key, iv, encrypt: bool, padding=None, sector_size=None, start_sector=None,
@@ -166,7 +172,6 @@ def make_request(spec, key, iv, encrypt: bool, padding=None, sector_size=None, s
         spec.algorithm.implementation(impl)  # raises for an unknown implementation
     elif not mode.parallel(encrypt):
         impl = spec.algorithm.serial_implementation
-    if encrypt:
-        check_policy(spec, key, allow_weak)
+    policy = check_policy(spec, key, allow_weak) if encrypt else None
     return Request(spec, key, iv, bool(encrypt), padding, sector_size, start_sector or 0, impl,
-                   allow_weak=bool(allow_weak))
+                   allow_weak=bool(allow_weak), policy=policy)

@@ -33,7 +33,7 @@ def run(device: str | None = None, quiet: bool = False) -> int:
                     if not allowed or spec.capability(engine, enc) is None:
                         continue
                     f = api.encrypt if enc else api.decrypt
-                    try:  # known answers: the policy's refusals (2-key TDEA) do not apply
+                    try:  # known answers: the policy's refusals (DES, TDEA) do not apply
                         with weak_use_allowed():
                             got = f(src, name, v.key, v.iv, device=d.spec, **kw)
                     except Exception:

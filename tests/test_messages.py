@@ -110,6 +110,11 @@ def test_misspelt_aead_with_nonce_is_an_unknown_cipher():
             input=bytes(16))
     _assert_error(p, "nonce for a block cipher")
     assert "--nonce is for AEADs (aes-256-gcm, chacha20-poly1305, ...), not aes-256-cbc" in p.stderr.decode()
+    # the API the same: the unknown name, not "is not an AEAD"
+    with pytest.raises(ciphergrid.UnsupportedCipher, match="did you mean aes-256-gcm"):
+        ciphergrid.encrypt(bytes(16), "aes-256-gcmx", key=bytes(32), nonce=bytes(12))
+    with pytest.raises(ciphergrid.InvalidArgument, match="aes-256-cbc is not an AEAD"):
+        ciphergrid.encrypt(bytes(16), "aes-256-cbc", key=bytes(32), iv=bytes(16), nonce=bytes(12))
 
 
 # --------------------------------------------------------------------------- 3. the padding hint

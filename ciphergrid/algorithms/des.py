@@ -116,8 +116,16 @@ def sbox(j: int, x: int) -> int:
     return S[j][16 * row + ((x >> 1) & 15)]
 
 
+_NO_PARITY = bytes(b & 0xFE for b in range(256))
+
+
 def strip_parity(key: bytes) -> bytes:
-    return bytes(b & 0xFE for b in key)
+    return bytes(key).translate(_NO_PARITY)
+
+
+#: the weak and semi-weak keys without their parity bits (as encryption_policy compares keys)
+_WEAK = frozenset(strip_parity(k) for k in WEAK_KEYS)
+_SEMI_WEAK = frozenset(strip_parity(k) for k in SEMI_WEAK_KEYS)
 
 
 def round_keys(key8: bytes) -> list[int]:
@@ -610,8 +618,7 @@ class DES(BlockCipher):
         semi-weak DES key adds a line to the warning."""
         self.check_key(key)
         keys = [strip_parity(k) for k in split_key(bytes(key))]
-        weak = {strip_parity(k) for k in WEAK_KEYS}
-        semi = {strip_parity(k) for k in SEMI_WEAK_KEYS}
+        weak, semi = _WEAK, _SEMI_WEAK
         notes = []
         for i, k in enumerate(keys):
             what = "weak" if k in weak else "semi-weak" if k in semi else None

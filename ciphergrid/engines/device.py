@@ -269,7 +269,7 @@ class KernelRunner:
         from ..request import make_request
 
         self.b, self.src, self.dst, self.kp = b, src, dst, None
-        nbytes = src.nbytes
+        nbytes = int(getattr(src, "nbytes", None) or src.size)   # (a CuPy array, an OpenCL buffer)
         if name == "copy":
             self.prg = build_copy_program(b)
             self.nblocks = nbytes // 16
