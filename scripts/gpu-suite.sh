@@ -5,7 +5,8 @@
 # Every stage is time-boxed (STAGE_TIMEOUT_<name>) so a slow stage cannot eat the others' time;
 # logs and JSON go to $OUT (or ./gpu-out).   Usage: scripts/gpu-suite.sh [stage ...]
 #   stages: selftest tests ablation bench pipeline   (default: all of them, in this order)
-#           api (not in the default list): scripts/api_overhead.py, the public API against the kernel
+#           api (not in the default list): ciphergrid bench api, the public API against the kernel
+#             (GPU-resident 1 GiB, 4 KiB per call, one long AEAD message; API_ARGS, e.g. --mode ctr)
 #           smoke (not in the default list): scripts/dev/smoke.py on every GPU, a quick check + figures
 #           files (not in the default list): ciphergrid bench files (FILES_SIZES, FILES_ARGS)
 #           ramdisk (not in the default list): scripts/dev/ramdisk_probe.py on $RAMDISK (default /dev/shm)
@@ -41,7 +42,8 @@ run() {  # run NAME TIMEOUT CMD...: time-boxed, logged to $OUT/NAME.txt
 }
 for s in "${stages[@]}"; do
   case $s in
-    api) run api "${STAGE_TIMEOUT_api:-200}" python3 scripts/api_overhead.py --device "$CUDA" ${API_ARGS:-} ;;
+    api) run api "${STAGE_TIMEOUT_api:-400}" python3 -m ciphergrid bench api --device "$CUDA" \
+             --json "$OUT/api.json" ${API_ARGS:-} ;;
     smoke) for d in ${GPUS//,/ }; do run "smoke-${d//:/-}" "${STAGE_TIMEOUT_smoke:-300}" python3 scripts/dev/smoke.py "$d"; done ;;
     selftest) for d in ${GPUS//,/ }; do run "selftest-${d//:/-}" "${STAGE_TIMEOUT_selftest:-150}" python3 -m ciphergrid selftest --device "$d" --quiet; done ;;
     tests) CIPHERGRID_TEST_DEVICES="$GPUS,native" run tests "${STAGE_TIMEOUT_tests:-420}" \

@@ -440,3 +440,37 @@ def test_aead_suite_verifies_then_times_kernels_and_api(tmp_path, capsys):
             assert 0 < r.vs_copy < 100 and "copy strawman" in r.note
     out = capsys.readouterr().out
     assert "Mmsg/s" in out and "x copy" in out
+
+
+def test_api_suite_checks_then_times_each_call(tmp_path, capsys, monkeypatch):
+    """`bench api` without a CUDA device: the per-call rows on the devices present (one-shot and a
+    reused context on host data; their output checked against the oracle first), no resident
+    rows; a wrong output fails its rows, untimed."""
+    from conftest import all_devices
+
+    cpu = next((d for d in all_devices() if d.runtime == "opencl" and d.kind == "cpu"), None)
+    devs = [cpu.spec] if cpu is not None else []
+    argv = ["api", "--cipher", "aes-128-ctr,aes-128-cbc,seed-xts", "--api-calls", "3", "--repeats", "1",
+            "--device", "native"] + [x for d in devs for x in ("--device", d)]
+    path = tmp_path / "r.json"
+    assert bench.main(parse(argv + ["--json", str(path)]), host=HOST) == 0
+    res = records.load(path)
+    got = sorted((r.cipher, r.device, r.implementation, r.direction) for r in res.records)
+    want = sorted((c, d, i, "decrypt" if c.endswith("cbc") else "encrypt")
+                  for c in ("aes-128-ctr", "aes-128-cbc", "seed-xts") for d in ["native"] + devs
+                  for i in ("one-shot", "context"))
+    assert got == want
+    for r in res.records:
+        assert r.kind == "call" and r.status == "ok" and r.size == 4096 and r.median_s > 0, r.error
+        assert r.verification["status"] == "passed"
+    assert "us/call" in capsys.readouterr().out
+    # a wrong output is caught before anything is timed
+    import ciphergrid
+
+    real = ciphergrid.encrypt
+    monkeypatch.setattr(ciphergrid, "encrypt", lambda *a, **k: (real(*a, **k), k["out"].__setitem__(0, 0))[0])
+    assert bench.main(parse(["api", "--cipher", "aes-128-ctr", "--api-calls", "2", "--repeats", "1",
+                             "--device", "native", "--json", str(path)]), host=HOST) == 1
+    res = records.load(path)
+    assert [r.status for r in res.records] == ["failed", "failed"]
+    assert all("differs" in r.error and not r.times_s for r in res.records)

@@ -79,8 +79,8 @@ def _inputs(name: str, rng, encrypt: bool, size: int):
     if spec.mode.key_count == 2:  # XTS: the halves must differ
         key = key[: spec.key_size] + bytes(x ^ 0x5A for x in key[: spec.key_size])
     opts = {}
-    if "sector_size" in spec.mode.options and size > 4096:
-        opts["sector_size"] = 4096
+    if "sector_size" in spec.mode.options:   # (XTS: disk sectors; a context releases whole ones)
+        opts["sector_size"] = min(4096, size)
     iv = rng.bytes(spec.iv_len) if spec.iv_len and "sector_size" not in opts else None
     return key, iv, opts
 
@@ -232,7 +232,8 @@ def _per_call(ctx, name, dev, size, encrypt, calls, rng):
         else:
             x = np.frombuffer(rng.bytes(size), dtype=np.uint8)
             sync = lambda: None  # noqa: E731 (host data: every call is finished when it returns)
-        yy = (cupy if resident else np).empty(size + 16, dtype=np.uint8)  # (update_into: + n - 1)
+        # (update_into's buffer: + n - 1, n the block or, XTS with sectors, the sector size)
+        yy = (cupy if resident else np).empty(2 * size + 16, dtype=np.uint8)
         y = yy[:size]
         inputs = [_inputs(name, rng, encrypt, size) for _ in range(64)]
         key, iv, opts = inputs[0]
