@@ -256,6 +256,10 @@ class Job:
     #: once over the whole job after the last (``_tags_apart``): fewer launches, each slice's
     #: texts down as soon as its own text kernels are done
     tags_apart = False
+    #: the kernels write nothing past a message's end and read at most an upload's ``pad``
+    #: bytes past the texts: GPU-resident texts are read and written where they are, where the
+    #: backend allows (``Backend.in_place``; ``upload``, ``output_texts``)
+    texts_in_place = False
 
     def __init__(self, backend, batch, queue=None, *, slices=None, head: Head | None = None):
         """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
@@ -287,6 +291,7 @@ class Job:
         self._target = None           # host array the output texts are downloaded into
         self._bounds = None           # the slices' byte offsets in it (_texts_down)
         self._texts_q = None          # queue the output texts went down on (enqueue's down)
+        self._out_in_place = False    # texts_out is the batch's own device array (no download)
         self._tags = None
         self._out = None
         if self.m:
@@ -382,6 +387,10 @@ class Job:
         buffer where it has one (its first bytes already on their way: the copies start after
         them)."""
         b = self.b
+        if (texts_in and self.texts_in_place and not zero_pad and len(self.slices) <= 2
+                and b.in_place(arr, pad)):
+            self._hold.append(arr)   # (GPU-resident texts, read where they are)
+            return arr
         size = max(arr.nbytes + pad, 16)
         head, done = self._head if texts_in else None, 0
         if head is not None:
@@ -410,6 +419,17 @@ class Job:
             b.upload(buf, arr, self.queue, record=False)
         self._hold.append(arr)
         return buf
+
+    def output_texts(self, nbytes: int, pad: int = 0):
+        """The device buffer the kernels write the output texts into (``nbytes``, ``pad`` more
+        readable): the batch's own GPU array where ``texts_in_place`` and the backend allow it
+        (apart from the input texts; nothing to download then), else a new buffer."""
+        dst = self.batch.dst
+        if (self.texts_in_place and len(self.slices) <= 2 and not isinstance(dst, np.ndarray)
+                and self.b.in_place(dst, pad, apart=self.batch.src)):
+            self._out_in_place = True
+            return dst
+        return self.b.alloc(nbytes + pad)
 
     def _upload_later(self, n: int | None = None) -> None:
         """Enqueue the first ``n`` (None: all) slice uploads not yet enqueued."""
@@ -484,6 +504,8 @@ class Job:
         target, bounds = self._target, self._bounds
         if q is not kq:
             b.after(q, [self._done[j] if self._done else b.marker(kq)])
+        if self._out_in_place:   # (the kernels wrote the batch's own array: nothing to copy)
+            return
         for x, y in _pieces(b, target, bounds[j], bounds[j + 1]):
             b.download(target[x:y], self.texts_out, q, offset=x, record=False)
 

@@ -66,6 +66,7 @@ class ChaChaJob(Job):
     ranges = True
     cut_align = 64
     tags_apart = True
+    texts_in_place = True     # (its kernels read and write within the texts)
 
     def __init__(self, drv: "ChaChaDriver", batch, queue=None, **slicing):
         self.drv = drv
@@ -99,7 +100,7 @@ class ChaChaJob(Job):
         self.keys = dev["keys"]
         self.secret = [self.keys]
         self.level_bufs = [dev[f"level{k}"] for k in range(len(self.levels))]
-        self.dst = self.texts_out = b.alloc(total)
+        self.dst = self.texts_out = self.output_texts(total)
         self.n_items = int(self.poly_off[-1])
         sizes = [self.n_items] + [int(lv[-1]) for lv in self.levels[:-1]]
         # Poly1305 keys, powers of r and shares (key material, wiped at once); the tags apart

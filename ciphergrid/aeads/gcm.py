@@ -333,6 +333,7 @@ class GCMJob(Job):
     ranges = True
     cut_align = 16
     tags_apart = True
+    texts_in_place = True     # (gcm_ctr_out writes within each message; gcm_load reads _PAD past)
 
     def __init__(self, drv: GCMDriver, batch, queue=None, **slicing):
         self.d = drv
@@ -389,7 +390,7 @@ class GCMJob(Job):
         B["src"] = self.bufs["src"]
         self.bufs = B
         self.secret = [B["ktab"]]
-        B["dst"] = b.alloc(src.nbytes + _PAD)
+        B["dst"] = self.output_texts(src.nbytes, _PAD)
         # H powers, J0s, E(K, J0)s, partial sums (key material, wiped at once); the tags apart
         # (downloaded after the wipe is enqueued: Job.collect)
         work, views = self.scratch({"hk": self.nkeys * self.hs * 16, "j0": m * 16,

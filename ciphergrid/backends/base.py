@@ -124,6 +124,14 @@ class Backend:
     #: byte alignment of a view()'s offset
     view_align = 256
 
+    def in_place(self, arr, pad: int = 0, apart=None) -> bool:
+        """Whether a job's kernels may read and write the caller's device array ``arr`` where it
+        is (GPU-resident texts, no copy): a contiguous uint8 array on this device, aligned to
+        ``view_align``, with ``pad`` more bytes readable after it in its allocation, and not
+        overlapping the device array ``apart``.  Host arrays and memory this backend cannot see
+        into: False (the job copies)."""
+        return False
+
     def view(self, buf, offset: int, nbytes: int):
         """Bytes [offset, offset + nbytes) of device buffer ``buf`` as a buffer of their own
         (a kernel argument, an upload's or a zero's target); ``offset`` a multiple of view_align."""

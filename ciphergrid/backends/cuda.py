@@ -125,6 +125,23 @@ class CudaBackend(Backend):
         # memory would make the host wait for the copy engine)
         return self.pinned(nbytes)
 
+    def in_place(self, arr, pad: int = 0, apart=None) -> bool:
+        cupy = cp()
+        if not (isinstance(arr, cupy.ndarray) and arr.dtype == cupy.uint8 and arr.flags.c_contiguous
+                and arr.nbytes and arr.device.id == self.dev.id):
+            return False
+        ptr, mem = arr.data.ptr, getattr(arr.data, "mem", None)
+        if mem is None or not hasattr(mem, "size"):
+            return False
+        end = ptr + arr.nbytes
+        if ptr % self.view_align or not mem.ptr <= ptr or end + pad > mem.ptr + mem.size:
+            return False   # (foreign memory of unknown extent: mem.size covers the array alone)
+        if apart is not None and isinstance(apart, cupy.ndarray):
+            a = apart.data.ptr
+            if a < end and ptr < a + apart.nbytes:
+                return False
+        return True
+
     def view(self, buf, offset: int, nbytes: int):
         return buf[int(offset):int(offset) + int(nbytes)]
 
