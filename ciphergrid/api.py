@@ -104,7 +104,7 @@ def _cupy_only(data, out) -> bool:
 
 
 def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector,
-           constant_time=False, implementation=None, out=None, allow_weak=False):
+           constant_time=False, implementation=None, out=None, allow_weak=False, stats=None):
     req = _request(cipher, key, iv, encrypt, padding, sector_size, start_sector, constant_time,
                    implementation, allow_weak)
     gpu = buffers.gpu_array(data)
@@ -127,7 +127,7 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
     else:
         dst = np.empty(n, dtype=np.uint8)
     if n:
-        route(req, device, n).engine.crypt(req, arr, dst)
+        route(req, device, n).engine.crypt(req, arr, dst, stats=stats)
     if out is not None:
         return out
     if not encrypt and padding:
@@ -176,7 +176,15 @@ _CRYPT_ARGS = """
             2^128) or the XTS tweak of the single data unit; ``None`` for ECB and for XTS
             with ``sector_size``.
         device: a device spec: ``"auto"`` (the fastest engine for the cipher and size),
-            ``"native"`` (OpenSSL), ``"cpu"``, ``"gpu"``, ``"opencl[:P[:N]]"``, ``"cuda[:N]"``.
+            ``"native"`` (OpenSSL), ``"cpu"``, ``"gpu"``, ``"opencl[:P[:N]]"``, ``"cuda[:N]"``;
+            several at once: ``"all"`` (every GPU and the host's cores) or a list
+            (``"cuda:0,native"``): the message is split over them by speed, the rest
+            self-scheduled, a failed engine's ranges run again by the others
+            (``ciphergrid.EngineFailureWarning``).  Host data; GPU-resident data runs on its
+            own device.
+        stats: a ``ciphergrid.SchedulerStats()`` to fill in: the bytes, ranges and seconds of
+            each engine that ran, the failures and the bytes run again (block ciphers, host
+            data).
         padding: ``None`` or ``"pkcs7"`` (ECB and CBC only).
         sector_size, start_sector: XTS only: cut the data into data units of ``sector_size``
             bytes, unit ``i`` taking the tweak LE128(``start_sector`` + i) (disk-sector style).
@@ -225,14 +233,15 @@ def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
             padding: str | None = None, sector_size: int | None = None,
             start_sector: int | None = None, constant_time: bool = False,
             implementation: str | None = None, out=None, allow_weak: bool = False,
-            nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None):
+            nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None,
+            stats=None):
     if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
         from . import aead as _aead
 
         return _aead.crypt(True, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
                            device, constant_time, implementation, out)
     return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                  constant_time, implementation, out, allow_weak)
+                  constant_time, implementation, out, allow_weak, stats)
 
 
 encrypt.__doc__ = """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "aes-256-xts") in one call.
@@ -246,14 +255,15 @@ def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
             padding: str | None = None, sector_size: int | None = None,
             start_sector: int | None = None, constant_time: bool = False,
             implementation: str | None = None, out=None, allow_weak: bool = False,
-            nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None):
+            nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None,
+            stats=None):
     if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
         from . import aead as _aead
 
         return _aead.crypt(False, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
                            device, constant_time, implementation, out)
     return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                  constant_time, implementation, out, allow_weak)
+                  constant_time, implementation, out, allow_weak, stats)
 
 
 decrypt.__doc__ = """Decrypt ``data``: the inverse of :func:`encrypt` with the same arguments.

@@ -114,10 +114,44 @@ def _resolve(spec: str) -> DeviceInfo:
         f"bad device spec {spec!r}; expected auto, cpu, gpu, native, opencl[:P[:N]] or cuda[:N]")
 
 
+def is_multi(device: str | None) -> bool:
+    """Whether a device spec names several engines: ``all`` or a comma-separated list."""
+    d = (device or "").strip().lower()
+    return d == "all" or "," in d
+
+
+def member_specs(device: str) -> list[str]:
+    """The engines a multi-device spec names: ``all`` = every GPU (a CUDA device, not also its
+    OpenCL view) and the host's CPU engines (``native``, ``cpu``: ``route`` keeps the one that
+    fits each request); a list as written."""
+    d = device.strip().lower()
+    if d != "all":
+        specs = [s.strip() for s in d.split(",") if s.strip()]
+        if not specs or len(set(specs)) != len(specs):
+            raise InvalidArgument(f"bad device list {device!r}: name each device once")
+        return specs
+    out = []
+    if gpu_nodes_present():
+        cuda = [x for x in _runtime_devices("cuda") if x.kind == "gpu"]
+        out += [x.spec for x in cuda]
+        if not cuda:
+            out += [x.spec for x in _runtime_devices("opencl") if x.kind == "gpu"]
+    return out + ["native", "cpu"]
+
+
 def check_spec(spec: str | None) -> None:
-    """Raise now for a spec that names no device present (``auto`` always finds one)."""
-    if spec is not None and spec.strip().lower() != "auto":
-        resolve(spec)
+    """Raise now for a spec that names no device present (``auto`` and ``all`` always find
+    one; a list: each of its devices)."""
+    if spec is None:
+        return
+    s = spec.strip().lower()
+    if s in ("auto", "all"):
+        return
+    if "," in s:
+        for part in member_specs(s):
+            resolve(part)
+        return
+    resolve(s)
 
 
 _backends: dict[str, object] = {}

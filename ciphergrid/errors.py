@@ -67,3 +67,8 @@ class WeakCipherWarning(UserWarning):
     """Encryption that the cipher's rules warn about: DES or TDEA allowed by allow_weak, a
     64-bit block cipher (the birthday bound: rekey well before 2^32 blocks), a weak DES key, or
     more blocks under one key than the limit, allowed by allow_weak."""
+
+
+class EngineFailureWarning(UserWarning):
+    """An engine of a scheduled run (``device="all"`` or a list) failed or hung: its ranges were
+    run again by the others and the output is whole; the message says which and why."""

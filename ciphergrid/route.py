@@ -32,7 +32,9 @@ import os
 import threading
 from dataclasses import dataclass
 
-from .devices import first_cpu, first_gpu, resolve
+from .devices import first_cpu, first_gpu, is_multi, member_specs, resolve
+from .errors import Error
+from .settings import scheduler_fence
 from .errors import InvalidArgument, UnsupportedCipher
 
 #: below this many bytes a GPU launch costs more than OpenSSL on the host
@@ -141,6 +143,13 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
     if path not in PATHS:
         raise InvalidArgument(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     device = (device or "auto").strip().lower()
+    reason = ""
+    if is_multi(device):
+        if path != "resident":
+            eng = for_request(device, req, nbytes)
+            return Route(eng, path, eng.capability(req, nbytes), f"scheduled over {eng.info.name}")
+        reason = "GPU-resident data runs on its own device (several devices: host data)"
+        device = resident_device or "gpu"
     if path == "resident" and device in ("auto", "gpu", "cuda") and resident_device:
         device = resident_device
     if device == "auto":
@@ -150,6 +159,8 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
         return Route(eng, path, how)
     eng = engine(device)
     how = eng.capability(req, nbytes)
+    if how is not None and reason:
+        return Route(eng, path, how, reason)
     if path == "resident" and eng.info.runtime != "cuda":
         raise InvalidArgument(f"GPU-resident data needs a CUDA device, not {eng.info.spec}")
     ossl = req.spec.capability("openssl", req.encrypt) if eng.kind != "openssl" else None
@@ -166,6 +177,28 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
                + ": OpenSSL runs it")
         return Route(_openssl(), "array" if path == "resident" else path, ossl, why)
     raise UnsupportedCipher(f"{eng.info.spec} cannot run {what} and OpenSSL lacks it")
+
+
+def for_request(device: str, req, nbytes: int | None):
+    """The composite engine (the scheduler, engines/composite.py) of a multi-device spec for
+    ``req``: the named engines that run the request; with ``all``, OpenSSL where it has the
+    cipher, else the OpenCL CPU device (never both: they would share the same cores)."""
+    from .engines.composite import CompositeEngine
+
+    everything = device.strip().lower() == "all"
+    engines = []
+    for s in member_specs(device):
+        try:
+            engines.append(engine(s))
+        except Error:
+            if not everything:   # (all: "cpu" where no OpenCL CPU device is present)
+                raise
+    engines = [e for e in engines if e.capability(req, nbytes)]
+    if everything and any(e.info.runtime == "native" for e in engines):
+        engines = [e for e in engines if not (e.info.kind == "cpu" and e.info.runtime != "native")]
+    if not engines:
+        raise UnsupportedCipher(f"no engine of {device!r} runs {req.spec.name}")
+    return CompositeEngine(engines, spec=device.strip().lower(), fence=scheduler_fence())
 
 
 def _gpu_takes_host_aead(spec, gpu, nbytes: int | None, count: int) -> bool:

@@ -206,6 +206,16 @@ def runtime_disabled(runtime: str) -> bool:
     return os.environ.get(f"CIPHERGRID_NO_{runtime.upper()}") == "1"
 
 
+def scheduler_fence() -> str:
+    """``CIPHERGRID_SCHED_FENCE=direct``: a scheduled run's ranges go straight into the output
+    (no commit copy; not safe against a hung engine: for measuring what the fence costs);
+    default ``copy`` (engines/composite.py)."""
+    v = os.environ.get("CIPHERGRID_SCHED_FENCE", "").strip().lower() or "copy"
+    if v not in ("copy", "direct"):
+        raise InvalidArgument(f"CIPHERGRID_SCHED_FENCE must be copy or direct, got {v!r}")
+    return v
+
+
 def openssl_through_pyca() -> bool:
     """``CIPHERGRID_NATIVE_BACKEND=cryptography``: the OpenSSL engine calls pyca/cryptography
     instead of libcrypto through ctypes."""

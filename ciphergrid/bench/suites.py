@@ -24,6 +24,7 @@ MODULES = [
     "ciphergrid.bench.files",         # "files"
     "ciphergrid.bench.aead",          # "aead"
     "ciphergrid.bench.api",           # "api"
+    "ciphergrid.bench.scheduler",     # "scheduler"
 ]
 DEFAULT = "ciphers"
 

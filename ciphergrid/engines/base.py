@@ -54,11 +54,17 @@ class Engine:
     def session(self, req) -> Session:
         raise NotImplementedError
 
-    def crypt(self, req, src, dst) -> None:
+    def crypt(self, req, src, dst, stats=None) -> None:
         """One whole message: ``src`` through the mode into ``dst`` (host uint8 arrays of the
-        same size; ``dst`` may be ``src``)."""
+        same size; ``dst`` may be ``src``).  ``stats``: an ``engines.composite.SchedulerStats``
+        to fill in (one engine: all the bytes)."""
+        import time
+
+        t0 = time.perf_counter()
         with self.session(req) as s:
             s.crypt(src, dst)
+        if stats is not None:
+            stats.ran(self.info.spec, src.nbytes, time.perf_counter() - t0)
 
     def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
                nbytes: int | None = None) -> int:

@@ -1,0 +1,167 @@
+"""``ciphergrid bench scheduler``: one request over several engines against each engine alone.
+
+For each cipher (``--cipher``, default aes-128-ctr) and size (``--sched-size``, default 1 GiB;
+``--quick`` 8 MiB), host arrays in, host arrays out, wall clock, median of ``--repeats``:
+
+* ``kind="e2e"`` on each engine alone (``device=SPEC``), then on all of them together
+  (``--sched-devices``, default ``all``; ``implementation`` "scheduled"), and together with the
+  ranges written straight into the output (``implementation`` "scheduled-direct": what the
+  commit copy of the fence costs; CIPHERGRID_SCHED_FENCE=direct);
+* the host's memory bandwidth measured beside them: a copy of the same bytes on every core
+  (``cipher`` "copy", ``device`` "host", ``implementation`` "memcpy-N-threads");
+* the scheduled rows' notes say each engine's share of the bytes, its ranges, the failures and
+  the rework (``SchedulerStats``); every output is checked against the oracle first.
+
+The goal (issue "one job over every device"): scheduled >= min(1.3 x the fastest engine alone,
+0.9 x the host's copy) for AES-128-CTR host -> host.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+
+from .. import registry
+from ..settings import parse_bytes
+from . import suites
+from .records import Record
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--sched-size", type=lambda s: parse_bytes(s, "--sched-size"), default=1 << 30,
+                   metavar="BYTES", help="bytes per call (default 1Gi; --quick 8Mi)")
+    p.add_argument("--sched-devices", default="all", metavar="SPEC",
+                   help="the engines scheduled together: all, or a list such as cuda:0,native")
+
+
+def _record(name, spec_dev, info, kind, size, impl, encrypt=True) -> Record:
+    spec = registry.lookup(name) if name != "copy" else None
+    return Record(cipher=name, algorithm=spec.algorithm.name if spec else None,
+                  key_bits=8 * spec.key_size if spec else None, mode=spec.mode.name if spec else None,
+                  direction="encrypt" if encrypt else "decrypt", device=spec_dev,
+                  device_name=info.name if info else "host memory",
+                  device_kind=info.kind if info else "cpu", runtime=info.runtime if info else "native",
+                  kind=kind, size=size, implementation=impl)
+
+
+def host_copy(src: np.ndarray, dst: np.ndarray, threads: int) -> None:
+    """``dst[:] = src`` in ``threads`` slices at once (numpy's copy releases the interpreter)."""
+    n = src.nbytes
+    step = -(-n // threads)
+    parts = [threading.Thread(target=np.copyto, args=(dst[a:a + step], src[a:a + step]))
+             for a in range(0, n, step)]
+    for t in parts:
+        t.start()
+    for t in parts:
+        t.join()
+
+
+def run(args, ctx: suites.Context) -> dict:
+    from ..engines.composite import SchedulerStats
+    from ..testing import oracle
+    from . import sysinfo
+
+    names = [c for part in (args.cipher or ["aes-128-ctr"]) for c in part.split(",") if c]
+    size = min(args.sched_size, 8 << 20) if args.quick else args.sched_size
+    repeats = args.repeats or (3 if args.quick else 5)
+    together = args.sched_devices
+    rng = np.random.default_rng()
+    threads = os.cpu_count() or 1
+    rows = []
+    src = rng.integers(0, 256, size, dtype=np.uint8)
+    dst = np.empty_like(src)
+    dst.fill(0)   # (faulted in before anything is timed)
+
+    def timed(fn) -> list[float]:
+        fn()
+        out = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+        return out
+
+    rec = _record("copy", "host", None, "e2e", size, f"memcpy-{threads}-threads")
+    rec.timer, rec.verification = "wall-clock", {"status": "not-applicable"}
+    rec.set_times(timed(lambda: host_copy(src, dst, threads)))
+    rows.append(rec)
+    ctx.add(rec)
+    from ..devices import member_specs
+
+    singles = []
+    for dev in member_specs(together):
+        try:
+            singles.append((dev, ctx.api.get_engine(dev).info))
+        except Exception:
+            continue   # ("all" names "cpu" where there may be none)
+    with ctx.progress(len(names) * (len(singles) + 2)) as bar:
+        for name in names:
+            spec = registry.lookup(name)
+            key = rng.bytes(spec.key_len)
+            iv = rng.bytes(spec.iv_len) if spec.iv_len else None
+            want = oracle.crypt(name, key, iv, src[: 1 << 20].tobytes(), True)
+            cases = [(dev, info, None) for dev, info in singles]
+            cases += [(together, None, "scheduled"), (together, None, "scheduled-direct")]
+            for dev, info, impl in cases:
+                held = [SchedulerStats()]
+                fence = "direct" if impl == "scheduled-direct" else "copy"
+
+                def call():
+                    old = os.environ.get("CIPHERGRID_SCHED_FENCE")
+                    os.environ["CIPHERGRID_SCHED_FENCE"] = fence
+                    try:
+                        ctx.api.encrypt(src, name, key, iv, device=dev, out=dst, stats=held[0])
+                    finally:
+                        if old is None:
+                            del os.environ["CIPHERGRID_SCHED_FENCE"]
+                        else:
+                            os.environ["CIPHERGRID_SCHED_FENCE"] = old
+
+                r = _record(name, dev, info, "e2e", size, impl)
+                if info is None:
+                    r.device_name, r.device_kind, r.runtime = together, "composite", "composite"
+                try:
+                    call()
+                    if dst[: 1 << 20].tobytes() != want[: 1 << 20]:
+                        raise AssertionError(f"the output differs from {oracle.source(spec)}")
+                    r.verification = {"status": "passed", "oracle": oracle.source(spec)}
+                    held[0] = SchedulerStats()    # (what the timed calls did)
+                    r.timer = "wall-clock"
+                    r.set_times(timed(call))
+                except Exception as e:  # one failing row must not end the run
+                    r.status, r.error = "failed", f"{type(e).__name__}: {e}"[:300]
+                    r.verification = {"status": "failed", "detail": r.error}
+                    ctx.log(f"FAILED scheduler {name} on {dev}: {r.error}")
+                else:
+                    stats = held[0]
+                    if impl:
+                        share = ", ".join(f"{s} {v:.1%} ({stats.engines[s].ranges} ranges)"
+                                          for s, v in stats.share().items())
+                        r.note = (f"shares over {repeats + 1} calls: {share}; rework "
+                                  f"{stats.rework_bytes} bytes; failures: {len(stats.failures)}")
+                rows.append(r)
+                ctx.add(r)
+                bar.advance(1)
+    _print_table(rows)
+    return {"devices": [sysinfo.device_info(info) for _, info in singles],
+            "options": {"ciphers": names, "size": size, "together": together, "repeats": repeats,
+                        "copy_threads": threads}}
+
+
+def _print_table(rows) -> None:
+    copy = next((r for r in rows if r.cipher == "copy" and r.status == "ok"), None)
+    print(f"{'cipher':<16} {'device':<22} {'how':<18} {'GB/s':>8} {'x copy':>7}  note")
+    for r in rows:
+        head = f"{r.cipher:<16} {r.device:<22} {r.implementation or 'alone':<18}"
+        if r.status != "ok":
+            print(f"{head} FAILED {r.error}")
+            continue
+        vs = f"{r.gbps / copy.gbps:7.3f}" if copy else f"{'':>7}"
+        print(f"{head} {r.gbps:8.2f} {vs}  {r.note or ''}")
+
+
+suites.register("scheduler", run, help="one request over several engines against each alone and "
+                                       "the host's copy", add_arguments=add_arguments)

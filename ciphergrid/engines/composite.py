@@ -1,0 +1,461 @@
+"""The composite engine: one request over several engines at once (the scheduler).
+
+``device="all"`` (every GPU, CUDA before the OpenCL view of the same card, and the host's best CPU
+engine) or a list (``"cuda:0,native"``) routes here.  A message is cut into ranges on the mode's
+split grain (a block; XTS: a data unit; ``Request.at`` makes each range a message of its own,
+so the bytes equal one engine's), and:
+
+* **shares by speed, then a self-scheduled tail**: each engine first takes one contiguous range
+  sized by its expected speed (``speeds``: measured in earlier runs of this process, else a
+  default per kind of device) for ``1 - TAIL`` of the bytes; the rest is handed out from one
+  queue in shrinking pieces to whichever engine is free, so an engine slower than expected
+  never holds the job;
+* **faults**: a range whose engine raises is put back in the queue and run by another (the
+  engine takes no more ranges); a range running past ``HANG_FACTOR`` x its expected time (and at
+  least ``HANG_MIN_S``) is declared hung and run by another the same way.  Each range is
+  written into its worker's own buffer and **committed** (copied into the destination) only
+  while it is still that worker's: a hung engine that wakes up later cannot write into the
+  output, and an in-place job keeps every range's input until that range is committed
+  (``fence="direct"``: out-of-place ranges straight into the destination, no copy: a benchmark's
+  measure of what the fence costs, not safe against a hung engine);
+* **faults injected** for tests and demonstrations: ``CIPHERGRID_FAULT=SPEC:fail:BYTES`` (the
+  engine ``SPEC`` raises once it has run ``BYTES``) or ``SPEC:hang:BYTES`` (it stops for
+  ``HANG_INJECTED_S`` seconds); several separated by commas;
+* CBC encryption (serial) runs on one engine; XTS without ``sector_size`` (one data unit) too.
+
+What happened is kept in a :class:`SchedulerStats` (each engine's bytes, ranges, failures, the rework),
+filled in for the caller that passes one (``stats=`` of the API) and warned about
+(``EngineFailureWarning``) when an engine failed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import DeviceError, EngineFailureWarning, InvalidArgument, UnsupportedCipher
+from .base import Engine, Session
+
+#: the share of the bytes handed out as a self-scheduled tail (the rest: by expected speed)
+TAIL = 0.25
+#: the smallest piece of the tail, and the grain ranges are cut on (bytes; rounded to the unit)
+GRAIN = 1 << 20
+#: a range running longer than this many times its expected time (and HANG_MIN_S) is hung;
+#: an engine not yet measured in this process (its first range may build its kernels) gets
+#: HANG_UNMEASURED_S at least
+HANG_FACTOR = 2.0
+HANG_MIN_S = 0.25
+HANG_UNMEASURED_S = 60.0
+#: how long an injected hang lasts
+HANG_INJECTED_S = 30.0
+#: bytes per piece of a file or pipe (each piece scheduled over the engines)
+STREAM_PIECE = 256 << 20
+#: bytes per second expected of an engine never measured (by device kind)
+DEFAULT_SPEED = {"gpu": 20e9, "native": 2e9, "cpu": 0.2e9}
+
+_speeds: dict = {}
+_speeds_lock = threading.Lock()
+
+
+def expected_speed(engine, req) -> tuple[float, bool]:
+    """(bytes per second, measured?): what ``engine`` ran ``req``'s cipher and direction at in
+    this process (the last runs, smoothed), else a default for its kind of device."""
+    key = (engine.info.spec, req.spec.name, req.encrypt)
+    with _speeds_lock:
+        v = _speeds.get(key)
+    if v is not None:
+        return v, True
+    return DEFAULT_SPEED["native" if engine.info.runtime == "native" else engine.info.kind], False
+
+
+def _measured(engine, req, nbytes: int, seconds: float) -> None:
+    if nbytes < GRAIN or seconds <= 0:
+        return
+    key = (engine.info.spec, req.spec.name, req.encrypt)
+    v = nbytes / seconds
+    with _speeds_lock:
+        old = _speeds.get(key)
+        _speeds[key] = v if old is None else 0.5 * old + 0.5 * v
+
+
+@dataclass
+class EngineStats:
+    spec: str
+    bytes: int = 0               # committed
+    ranges: int = 0
+    seconds: float = 0.0         # busy time of its worker
+    failed: str | None = None    # why it stopped taking ranges (an error, a hang)
+
+
+@dataclass
+class SchedulerStats:
+    """What a scheduled run did: per engine (``engines``: spec -> EngineStats), the bytes run
+    again after a failure (``rework_bytes``), the failures (``failures``: messages)."""
+
+    engines: dict = field(default_factory=dict)
+    rework_bytes: int = 0
+    failures: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def ran(self, spec: str, nbytes: int, seconds: float) -> None:
+        """One engine ran ``nbytes`` as one range (an unscheduled run)."""
+        es = self.engines.setdefault(spec, EngineStats(spec))
+        es.bytes += nbytes
+        es.ranges += 1
+        es.seconds += seconds
+        self.seconds += seconds
+
+    def share(self) -> dict:
+        """Each engine's share of the committed bytes."""
+        total = sum(e.bytes for e in self.engines.values()) or 1
+        return {s: e.bytes / total for s, e in self.engines.items()}
+
+
+def _faults() -> dict:
+    """``CIPHERGRID_FAULT``: spec -> (what, after bytes)."""
+    from ..settings import parse_bytes
+
+    out = {}
+    for part in os.environ.get("CIPHERGRID_FAULT", "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        bits = part.rsplit(":", 2)
+        if len(bits) != 3 or bits[1] not in ("fail", "hang"):
+            raise InvalidArgument(f"CIPHERGRID_FAULT: {part!r} is not SPEC:fail:BYTES or SPEC:hang:BYTES")
+        out[bits[0].strip().lower()] = (bits[1], parse_bytes(bits[2], "CIPHERGRID_FAULT"))
+    return out
+
+
+class CompositeEngine(Engine):
+    """Several engines as one (see the module docstring)."""
+
+    kind = "composite"
+
+    def __init__(self, engines, spec: str | None = None, *, fence: str = "copy"):
+        from ..backends.base import DeviceInfo
+
+        if not engines:
+            raise InvalidArgument("a composite engine needs at least one engine")
+        if fence not in ("copy", "direct"):
+            raise InvalidArgument(f"fence must be 'copy' or 'direct', not {fence!r}")
+        self.engines = list(engines)
+        self.fence = fence
+        spec = spec or ",".join(e.info.spec for e in self.engines)
+        self.info = DeviceInfo(spec=spec, runtime="composite",
+                               name=" + ".join(e.info.spec for e in self.engines), kind="composite",
+                               compute_units=sum(e.info.compute_units for e in self.engines),
+                               memory=sum(e.info.memory for e in self.engines))
+
+    def members(self, req, nbytes: int | None = None) -> list:
+        """The engines that run ``req`` in parallel (none: a serial request, run by one)."""
+        return [e for e in self.engines if e.capability(req, nbytes) == "parallel"]
+
+    def capability(self, req, nbytes=None):
+        if self.members(req, nbytes):
+            return "parallel"
+        caps = [e.capability(req, nbytes) for e in self.engines]
+        return "serial" if "serial" in caps else None
+
+    def session(self, req) -> "CompositeSession":
+        return CompositeSession(self, req)
+
+    def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
+               nbytes: int | None = None) -> int:
+        """A file or pipe in pieces (transfer.pieces: read, enciphered, written; ``depth``
+        workers, default 2, so that one piece's reading and writing overlap another's
+        enciphering), each piece scheduled over the engines (``chunk_bytes``: bytes per piece,
+        default STREAM_PIECE)."""
+        from ..transfer import pieces
+
+        def crypt(r, a, b):   # (the pieces are memoryviews of the workers' buffers)
+            self.crypt(r, np.frombuffer(a, dtype=np.uint8), np.frombuffer(b, dtype=np.uint8))
+
+        return pieces.stream(req, src, dst, crypt,
+                             piece=chunk_bytes or STREAM_PIECE, threads=depth or 2,
+                             progress=progress)
+
+    def crypt(self, req, src, dst, stats: SchedulerStats | None = None) -> None:
+        with self.session(req) as s:
+            s.crypt(src, dst, stats=stats)
+
+
+class CompositeSession(Session):
+    """``crypt(src, dst, first_block, chain)`` over the composite's engines; a member's session
+    is made once, the first time it takes a range, and kept (its keys set up once)."""
+
+    def __init__(self, engine: CompositeEngine, req):
+        super().__init__(engine, req)
+        self._sessions: dict = {}
+        self._lock = threading.Lock()
+
+    def _member(self, eng):
+        with self._lock:
+            s = self._sessions.get(eng.info.spec)
+            if s is None:
+                s = self._sessions[eng.info.spec] = eng.session(self.req)
+            return s
+
+    def close(self) -> None:
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for s in sessions:
+            s.close()
+
+    def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None,
+              stats: SchedulerStats | None = None) -> None:
+        req = self.req.at(first_block, chain) if first_block else self.req
+        n = src.nbytes
+        req.check_length(n)
+        stats = stats if stats is not None else SchedulerStats()
+        if n == 0:
+            return
+        members = self.engine.members(req, n)
+        unit = _unit(req, n)
+        if len(members) == 1:   # nothing to schedule (and nobody to re-run a failed range)
+            members[0].crypt(req, src, dst, stats=stats)
+            return
+        if not members or unit is None:
+            # serial (CBC encryption) or not splittable (one XTS data unit): the fastest one
+            pool = members or [e for e in self.engine.engines if e.capability(req, n)]
+            if not pool:
+                raise UnsupportedCipher(f"no engine of {self.engine.info.spec} runs {req.spec.name}")
+            eng = max(pool, key=lambda e: expected_speed(e, req)[0])
+            eng.crypt(req, src, dst, stats=stats)
+            return
+        _Run(self, req, first_block, members, unit, src, dst, stats).go()
+
+
+def _unit(req, n: int) -> int | None:
+    """The bytes a range's start must be a multiple of (a block; XTS: a data unit), or None
+    when the message cannot be split (CBC encryption; XTS as one data unit)."""
+    mode = req.mode
+    if not mode.parallel(req.encrypt):
+        return None
+    if mode.name == "xts":
+        return req.sector_size if req.sector_size else None
+    return req.block_size
+
+
+class _Run:
+    """One scheduled message: the ranges, the workers, the watchdog."""
+
+    def __init__(self, session, req, first_block, members, unit, src, dst, stats):
+        # req: the message from block first_block on (the members' sessions hold the whole one)
+        self.s, self.req, self.first, self.members, self.unit = session, req, first_block, members, unit
+        self.src, self.dst, self.stats = src.reshape(-1), dst.reshape(-1), stats
+        self.n = src.nbytes
+        self.in_place = np.may_share_memory(self.src, self.dst)
+        self.fence = "copy" if self.in_place else session.engine.fence
+        self.grain = max(unit, GRAIN // unit * unit)
+        self.cv = threading.Condition()
+        self.queue: list = []          # ranges (a, b) waiting, the first taken first
+        self.owner: dict = {}          # range -> (worker index, started at, seconds before it is hung)
+        self.done_bytes = 0
+        self.error: BaseException | None = None
+        self.faults = _faults()
+        self.chains = self._chains()
+        self.shares = self._shares()
+        self.dead: set = set()         # workers that take no more ranges
+
+    def _chains(self) -> dict | None:
+        """CBC decryption: the ciphertext block before every possible cut, read before any range
+        runs (an in-place run overwrites it)."""
+        req = self.req
+        if not req.mode.reads_behind(req):
+            return None
+        bs = req.block_size
+        return {a: req.mode.chain_at(req, self.src, a // bs) for a in range(0, self.n, self.grain)}
+
+    def _shares(self) -> list:
+        """Each worker's first range, by expected speed, for 1 - TAIL of the message; the rest
+        queued as the tail."""
+        speeds = [expected_speed(e, self.req)[0] for e in self.members]
+        total = sum(speeds)
+        head = int(self.n * (1 - TAIL)) // self.grain * self.grain if len(self.members) > 1 else 0
+        out, pos = [], 0
+        for sp in speeds:
+            size = int(head * sp / total) // self.grain * self.grain
+            out.append((pos, pos + size) if size else None)
+            pos += size
+        self._tail(pos, self.n)
+        return out
+
+    def _tail(self, a: int, b: int) -> None:
+        """Queue [a, b) as pieces shrinking from 1/(2 x engines) of it down to the grain."""
+        k = max(1, len(self.members))
+        while a < b:
+            left = b - a
+            size = max(self.grain, (left // (2 * k)) // self.grain * self.grain)
+            end = b if left - size < self.grain else a + size
+            self.queue.append((a, end))
+            a = end
+
+    # -- the workers ---------------------------------------------------------------------------
+    def go(self) -> None:
+        t0 = time.perf_counter()
+        for e in self.members:
+            self.stats.engines.setdefault(e.info.spec, EngineStats(e.info.spec))
+        threads = [threading.Thread(target=self._worker, args=(i,), daemon=True,
+                                    name=f"ciphergrid-sched-{e.info.spec}")
+                   for i, e in enumerate(self.members)]
+        for t in threads:
+            t.start()
+        try:
+            self._watch()
+        except BaseException:
+            with self.cv:
+                self.error = self.error or KeyboardInterrupt()
+                self.cv.notify_all()
+            raise
+        finally:
+            self.stats.seconds += time.perf_counter() - t0
+        if self.error is not None:
+            raise self.error
+        if self.stats.failures:
+            warnings.warn("ciphergrid: " + "; ".join(self.stats.failures)
+                          + f" ({self.stats.rework_bytes} bytes run again elsewhere; the output is whole)",
+                          EngineFailureWarning, stacklevel=5)
+
+    def _take(self, i: int):
+        """The next range for worker ``i`` (its share first), or None when there is none left.
+        From the queue a worker takes at most what it runs in the time all the live workers
+        need for everything queued (at the speeds expected of them): a slow engine takes a
+        small piece, or none, and never holds the job's end."""
+        with self.cv:
+            while True:
+                if self.error is not None or i in self.dead:
+                    return None
+                share = self.shares[i]
+                if share is not None:
+                    self.shares[i] = None
+                    rng = share
+                elif self.queue:
+                    a, b = self.queue[0]
+                    allow = self._allowance(i)
+                    if allow < self.grain and len(self.dead) < len(self.members) - 1:
+                        if not self.owner:    # (nobody else is working: take it anyway)
+                            allow = b - a
+                        else:
+                            self.cv.wait(0.05)
+                            continue
+                    if b - a > allow:
+                        cut = a + max(self.grain, allow // self.grain * self.grain)
+                        rng = (a, cut)
+                        self.queue[0] = (cut, b)
+                    else:
+                        rng = self.queue.pop(0)
+                elif self.owner:
+                    # nothing queued, ranges still running: wait (one may come back)
+                    self.cv.wait(0.05)
+                    continue
+                else:
+                    return None
+                speed, measured = expected_speed(self.members[i], self.req)
+                limit = max(HANG_MIN_S if measured else HANG_UNMEASURED_S,
+                            HANG_FACTOR * (rng[1] - rng[0]) / speed)
+                self.owner[rng] = (i, time.monotonic(), limit)
+                return rng
+
+    def _allowance(self, i: int) -> int:
+        """Bytes worker ``i`` can run while the live workers run everything queued."""
+        live = [j for j in range(len(self.members)) if j not in self.dead]
+        speeds = {j: expected_speed(self.members[j], self.req)[0] for j in live}
+        queued = sum(b - a for a, b in self.queue)
+        return int(queued * speeds.get(i, 0) / (sum(speeds.values()) or 1))
+
+    def _worker(self, i: int) -> None:
+        eng = self.members[i]
+        es = self.stats.engines[eng.info.spec]
+        fault = self.faults.get(eng.info.spec)
+        buf = None
+        ran = 0
+        while True:
+            rng = self._take(i)
+            if rng is None:
+                return
+            a, b = rng
+            try:
+                if fault is not None and ran + (b - a) > fault[1]:
+                    if fault[0] == "fail":
+                        raise DeviceError(f"injected failure (CIPHERGRID_FAULT) after {ran} bytes")
+                    time.sleep(HANG_INJECTED_S)
+                    raise DeviceError("injected hang (CIPHERGRID_FAULT) ended")
+                if self.fence == "copy":
+                    if buf is None or buf.nbytes < b - a:
+                        buf = np.empty(max(b - a, self.grain), dtype=np.uint8)
+                    out = buf[: b - a]
+                else:
+                    out = self.dst[a:b]
+                t0 = time.perf_counter()
+                req = self.req
+                chain = self.chains.get(a) if self.chains is not None else None
+                self.s._member(eng).crypt(self.src[a:b], out, self.first + a // req.block_size, chain)
+                dt = time.perf_counter() - t0
+                ran += b - a
+            except BaseException as e:  # this engine takes no more ranges; the range goes back
+                self._failed(i, rng, f"{eng.info.spec} failed: {_brief(e)}",
+                             fatal=not isinstance(e, Exception))
+                return
+            with self.cv:   # commit: only a range still this worker's (not declared hung)
+                mine = (self.owner.get(rng, (None,))[0] == i and i not in self.dead
+                        and self.error is None)
+                if mine:
+                    del self.owner[rng]
+            if not mine:
+                return
+            if self.fence == "copy":
+                self.dst[a:b] = out
+            with self.cv:
+                self.done_bytes += b - a
+                es.bytes += b - a
+                es.ranges += 1
+                es.seconds += dt
+                self.cv.notify_all()
+            _measured(eng, self.req, b - a, dt)
+
+    def _failed(self, i: int, rng, why: str, fatal: bool = False) -> None:
+        with self.cv:
+            self.dead.add(i)
+            self.stats.engines[self.members[i].info.spec].failed = why
+            self.stats.failures.append(why)
+            if self.owner.get(rng, (None,))[0] == i:
+                del self.owner[rng]
+                self.queue.insert(0, rng)
+                self.stats.rework_bytes += rng[1] - rng[0]
+            if fatal:
+                self.error = self.error or DeviceError(why)
+            elif len(self.dead) == len(self.members):
+                self.error = self.error or DeviceError(
+                    "every engine failed: " + "; ".join(self.stats.failures))
+            self.cv.notify_all()
+
+    def _watch(self) -> None:
+        """Wait until every byte is committed (or an error), declaring hung ranges on the way."""
+        with self.cv:
+            while self.done_bytes < self.n and self.error is None:
+                self.cv.wait(0.02)
+                now = time.monotonic()
+                for rng, (i, started, limit) in list(self.owner.items()):
+                    if now - started > limit:
+                        spec = self.members[i].info.spec
+                        why = (f"{spec} hung: a range of {rng[1] - rng[0]} bytes ran "
+                               f"{now - started:.2f} s (limit {limit:.2f} s)")
+                        self.dead.add(i)
+                        self.stats.engines[spec].failed = why
+                        self.stats.failures.append(why)
+                        del self.owner[rng]
+                        self.queue.insert(0, rng)
+                        self.stats.rework_bytes += rng[1] - rng[0]
+                        if len(self.dead) == len(self.members):
+                            self.error = DeviceError("every engine failed: " + "; ".join(self.stats.failures))
+                        self.cv.notify_all()
+
+
+def _brief(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:200]

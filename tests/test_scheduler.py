@@ -1,0 +1,196 @@
+"""The scheduler (engines/composite.py): one request over several engines at once.
+
+On every machine: OpenSSL (``native``) and the OpenCL CPU device where present, with the split's
+grain made small (64 KiB) so that kilobytes give many ranges.  The bytes equal the one reference
+for every splittable mode, both directions, at sizes around the ranges' edges, in place too; a
+failed or hung engine (the documented fault switch, CIPHERGRID_FAULT) costs rework, not bytes;
+CBC encryption still runs serially on one engine; the command line with ``--device`` lists; a
+Ctrl-C mid-run leaves no output."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import ciphergrid
+from ciphergrid.engines import composite
+from ciphergrid.testing import oracle
+from conftest import all_devices
+
+CPU = next((d.spec for d in all_devices() if d.runtime == "opencl" and d.kind == "cpu"), None)
+#: the engines of the tests: OpenSSL and, where present, the OpenCL CPU device
+PAIR = "native" + (f",{CPU}" if CPU else "")
+GRAIN = 64 << 10
+
+
+@pytest.fixture(autouse=True)
+def small_ranges(monkeypatch):
+    monkeypatch.setattr(composite, "GRAIN", GRAIN)
+    monkeypatch.setattr(composite, "HANG_INJECTED_S", 3.0)
+    monkeypatch.setattr(composite, "_speeds", {})
+    monkeypatch.delenv("CIPHERGRID_FAULT", raising=False)
+
+
+def _inputs(name, n, rng):
+    spec = ciphergrid.registry.lookup(name)
+    key = rng.randbytes(spec.key_len)
+    if spec.mode.key_count == 2:
+        key = key[: spec.key_size] + bytes(b ^ 0x5A for b in key[: spec.key_size])
+    opts = {"sector_size": 4096} if spec.mode.name == "xts" else {}
+    iv = rng.randbytes(spec.iv_len) if spec.iv_len and not opts else None
+    return key, iv, opts, np.frombuffer(rng.randbytes(n), dtype=np.uint8)
+
+
+CASES = [("aes-128-ctr", 5 * GRAIN + 7), ("aes-128-ctr", 4 * GRAIN), ("aes-256-ecb", 3 * GRAIN + 16),
+         ("aes-128-cbc", 6 * GRAIN - 16), ("aes-128-xts", 5 * GRAIN + 4096 + 20),
+         ("camellia-128-ctr", 3 * GRAIN + 1), ("des-ede3-cbc", 2 * GRAIN + 8), ("seed-ecb", GRAIN - 16)]
+
+
+@pytest.mark.parametrize("name,n", CASES)
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_split_equals_one_engine(name, n, encrypt, rng):
+    key, iv, opts, data = _inputs(name, n, rng)
+    want = oracle.crypt(name, key, iv, data.tobytes(), encrypt, **opts)
+    st = ciphergrid.SchedulerStats()
+    f = ciphergrid.encrypt if encrypt else ciphergrid.decrypt
+    got = f(data, name, key, iv, device=PAIR, stats=st, **opts)
+    assert got.tobytes() == want
+    assert sum(e.bytes for e in st.engines.values()) == n and not st.failures
+    # in place (out= the input): every range's input kept until it is committed
+    buf = data.copy()
+    f(buf, name, key, iv, device=PAIR, out=buf, **opts)
+    assert buf.tobytes() == want
+
+
+def test_ranges_spread_over_the_engines(rng):
+    if CPU is None:
+        pytest.skip("one engine present (no OpenCL CPU device)")
+    key, iv, _, data = _inputs("aes-128-ctr", 64 * GRAIN, rng)
+    st = ciphergrid.SchedulerStats()
+    ciphergrid.encrypt(data, "aes-128-ctr", key, iv, device=PAIR, stats=st)
+    assert set(st.engines) == {"native", CPU}
+    assert all(e.ranges >= 1 and e.bytes > 0 for e in st.engines.values()), st.engines
+    assert abs(sum(st.share().values()) - 1) < 1e-9
+
+
+def test_cbc_encryption_stays_serial_on_one_engine(rng):
+    key, iv, _, data = _inputs("aes-128-cbc", 3 * GRAIN, rng)
+    st = ciphergrid.SchedulerStats()
+    got = ciphergrid.encrypt(data, "aes-128-cbc", key, iv, device=PAIR, stats=st)
+    assert got.tobytes() == oracle.encrypt(data.tobytes(), "aes-128-cbc", key, iv)
+    assert len(st.engines) == 1 and next(iter(st.engines.values())).ranges == 1
+
+
+def test_all_on_this_machine(rng):
+    """``all``: every GPU and one CPU engine (OpenSSL where it has the cipher, else the OpenCL
+    CPU device: never both on the same cores)."""
+    key, iv, _, data = _inputs("aes-128-ctr", 3 * GRAIN, rng)
+    st = ciphergrid.SchedulerStats()
+    got = ciphergrid.encrypt(data, "aes-128-ctr", key, iv, device="all", stats=st)
+    assert got.tobytes() == oracle.encrypt(data.tobytes(), "aes-128-ctr", key, iv)
+    gpus = {d.spec for d in all_devices() if d.kind == "gpu" and d.runtime == "cuda"}
+    assert set(st.engines) <= gpus | {"native"} and "native" in st.engines
+    r = ciphergrid.route.route(ciphergrid.api._request("present-80-ctr", bytes(10), bytes(8), True,
+                                                       None, None, None, False, None, True), "all", 1 << 20)
+    members = {e.info.spec for e in r.engine.engines}
+    assert "native" not in members and (CPU is None or CPU in members or members)
+
+
+@pytest.mark.parametrize("victim", ["native", "cpu"])
+@pytest.mark.parametrize("what", ["fail", "hang"])
+def test_failed_or_hung_engine_costs_rework_not_bytes(victim, what, rng, monkeypatch):
+    """The fault switch: the victim fails (raises) or hangs on its first range (its share: the
+    two engines are made to look equally fast, so that each starts with one); that range runs
+    again on the other engine, the output is whole, one warning and the stats say so; a hang is
+    noticed within 2 x the range's expected time (HANG_MIN_S at least), long before it ends."""
+    if CPU is None:
+        pytest.skip("one engine present (no OpenCL CPU device)")
+    spec = CPU if victim == "cpu" else victim
+    name = "aes-128-ctr"
+    key, iv, _, data = _inputs(name, 48 * GRAIN, rng)
+    want = oracle.encrypt(data.tobytes(), name, key, iv)
+    ciphergrid.encrypt(data, name, key, iv, device=PAIR)         # both engines measured
+    composite._speeds[(CPU, name, True)] = composite._speeds[("native", name, True)]
+    monkeypatch.setenv("CIPHERGRID_FAULT", f"{spec}:{what}:0")
+    st = ciphergrid.SchedulerStats()
+    t0 = time.perf_counter()
+    with pytest.warns(ciphergrid.EngineFailureWarning, match=spec):
+        got = ciphergrid.encrypt(data, name, key, iv, device=PAIR, stats=st)
+    took = time.perf_counter() - t0
+    assert got.tobytes() == want
+    assert st.engines[spec].failed and len(st.failures) == 1
+    # at most one range run again: the largest is an engine's first share, (1 - TAIL) of the bytes
+    assert 0 < st.rework_bytes <= (1 - composite.TAIL) * data.nbytes
+    if what == "hang":
+        assert "hung" in st.failures[0] and took < composite.HANG_INJECTED_S
+
+
+def test_every_engine_failing_raises(rng, monkeypatch):
+    key, iv, _, data = _inputs("aes-128-ctr", 4 * GRAIN, rng)
+    monkeypatch.setenv("CIPHERGRID_FAULT", ",".join(f"{s}:fail:0" for s in PAIR.split(",")))
+    with pytest.raises(ciphergrid.DeviceError, match="every engine failed"):
+        ciphergrid.encrypt(data, "aes-128-ctr", key, iv, device=PAIR)
+    monkeypatch.setenv("CIPHERGRID_FAULT", "native:explode:1")
+    with pytest.raises(ciphergrid.InvalidArgument, match="CIPHERGRID_FAULT"):
+        ciphergrid.encrypt(data, "aes-128-ctr", key, iv, device=PAIR)
+
+
+def test_context_over_several_engines(rng):
+    key, iv, _, data = _inputs("aes-128-ctr", 5 * GRAIN + 3, rng)
+    with ciphergrid.Cipher("aes-128-ctr", key, iv, device=PAIR) as c:
+        ctx = c.encryptor()
+        out = b"".join(ctx.update(data[a:a + 2 * GRAIN + 5]) for a in range(0, data.nbytes, 2 * GRAIN + 5))
+        out += ctx.finalize()
+    assert out == oracle.encrypt(data.tobytes(), "aes-128-ctr", key, iv)
+
+
+def test_bad_device_lists():
+    with pytest.raises(ciphergrid.InvalidArgument, match="name each device once"):
+        ciphergrid.encrypt(bytes(16), "aes-128-ctr", bytes(16), bytes(16), device="native,native")
+    with pytest.raises(ciphergrid.DeviceNotFound):
+        ciphergrid.Cipher("aes-128-ctr", bytes(16), bytes(16), device="native,cuda:7")
+
+
+def _cli(*args, env=None, **kw):
+    return subprocess.run([sys.executable, "-m", "ciphergrid", *args], capture_output=True,
+                          env={**os.environ, **(env or {})}, timeout=120, **kw)
+
+
+def test_cli_file_over_several_engines(tmp_path, rng):
+    key, iv, _, data = _inputs("aes-128-ctr", 3 * (1 << 20) + 11, rng)
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.write_bytes(data.tobytes())
+    p = _cli("encrypt", "-c", "aes-128-ctr", "--key", key.hex(), "--iv", iv.hex(), "--in", str(src),
+             "--out", str(dst), "--device", PAIR, "-v", "--quiet")
+    assert p.returncode == 0, p.stderr.decode()
+    assert dst.read_bytes() == oracle.encrypt(data.tobytes(), "aes-128-ctr", key, iv)
+    assert f"on {PAIR}" in p.stderr.decode()
+    # a pipe too (stdin to stdout)
+    p = _cli("decrypt", "-c", "aes-128-ctr", "--key", key.hex(), "--iv", iv.hex(), "--device", PAIR,
+             "--quiet", input=dst.read_bytes())
+    assert p.returncode == 0 and p.stdout == data.tobytes(), p.stderr.decode()
+
+
+def test_cli_interrupt_leaves_no_output(tmp_path):
+    """Ctrl-C while an engine hangs (the fault switch): exit 130, no output file, nothing left."""
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.write_bytes(os.urandom(8 << 20))
+    spec = "native"   # (the engine that would do most of the work hangs: the run is still going)
+    proc = subprocess.Popen([sys.executable, "-m", "ciphergrid", "encrypt", "-c", "aes-128-ctr",
+                             "--key", "00" * 16, "--iv", "00" * 16, "--in", str(src), "--out", str(dst),
+                             "--device", PAIR, "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "CIPHERGRID_FAULT": f"{spec}:hang:0"})
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    assert proc.returncode == 130, err.decode()
+    assert not dst.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["in"]
