@@ -307,7 +307,7 @@ class _Run:
         for t in threads:
             t.start()
         try:
-            self._watch()
+            self._watch(threads)
         except BaseException:
             with self.cv:
                 self.error = self.error or KeyboardInterrupt()
@@ -350,8 +350,9 @@ class _Run:
                         self.queue[0] = (cut, b)
                     else:
                         rng = self.queue.pop(0)
-                elif self.owner:
-                    # nothing queued, ranges still running: wait (one may come back)
+                elif self.owner or any(x is not None for x in self.shares):
+                    # nothing queued, ranges still running or not yet started: wait (one may
+                    # come back)
                     self.cv.wait(0.05)
                     continue
                 else:
@@ -435,11 +436,15 @@ class _Run:
                     "every engine failed: " + "; ".join(self.stats.failures))
             self.cv.notify_all()
 
-    def _watch(self) -> None:
+    def _watch(self, threads) -> None:
         """Wait until every byte is committed (or an error), declaring hung ranges on the way."""
         with self.cv:
             while self.done_bytes < self.n and self.error is None:
                 self.cv.wait(0.02)
+                if not any(t.is_alive() for t in threads) and self.done_bytes < self.n:
+                    self.error = DeviceError(   # (a safety net: the workers wait for each other)
+                        f"the scheduler's workers ended with {self.n - self.done_bytes} bytes not run")
+                    break
                 now = time.monotonic()
                 for rng, (i, started, limit) in list(self.owner.items()):
                     if now - started > limit:
