@@ -207,10 +207,10 @@ def runtime_disabled(runtime: str) -> bool:
 
 
 def scheduler_fence() -> str:
-    """``CIPHERGRID_SCHED_FENCE=direct``: a scheduled run's ranges go straight into the output
-    (no commit copy; not safe against a hung engine: for measuring what the fence costs);
-    default ``copy`` (engines/composite.py)."""
-    v = os.environ.get("CIPHERGRID_SCHED_FENCE", "").strip().lower() or "copy"
+    """``CIPHERGRID_SCHED_FENCE=copy``: every range of a scheduled run is written into its
+    worker's own buffer and copied into the output when committed (default ``direct``: straight
+    into the output out of place; in place always fenced; engines/composite.py)."""
+    v = os.environ.get("CIPHERGRID_SCHED_FENCE", "").strip().lower() or "direct"
     if v not in ("copy", "direct"):
         raise InvalidArgument(f"CIPHERGRID_SCHED_FENCE must be copy or direct, got {v!r}")
     return v

@@ -33,6 +33,7 @@ def small_ranges(monkeypatch):
     monkeypatch.setattr(composite, "GRAIN", GRAIN)
     monkeypatch.setattr(composite, "HANG_INJECTED_S", 3.0)
     monkeypatch.setattr(composite, "_speeds", {})
+    monkeypatch.setattr(composite, "_calibration", {"loaded": True, "saved": 1e18})
     monkeypatch.delenv("CIPHERGRID_FAULT", raising=False)
 
 
@@ -115,7 +116,8 @@ def test_failed_or_hung_engine_costs_rework_not_bytes(victim, what, rng, monkeyp
     key, iv, _, data = _inputs(name, 48 * GRAIN, rng)
     want = oracle.encrypt(data.tobytes(), name, key, iv)
     ciphergrid.encrypt(data, name, key, iv, device=PAIR)         # both engines measured
-    composite._speeds[(CPU, name, True)] = composite._speeds[("native", name, True)]
+    native = next(v for k, v in composite._speeds.items() if k[0] == "native")
+    composite._speeds.update({k: native for k in list(composite._speeds) if k[0] == CPU})
     monkeypatch.setenv("CIPHERGRID_FAULT", f"{spec}:{what}:0")
     st = ciphergrid.SchedulerStats()
     t0 = time.perf_counter()
@@ -147,6 +149,24 @@ def test_context_over_several_engines(rng):
         out = b"".join(ctx.update(data[a:a + 2 * GRAIN + 5]) for a in range(0, data.nbytes, 2 * GRAIN + 5))
         out += ctx.finalize()
     assert out == oracle.encrypt(data.tobytes(), "aes-128-ctr", key, iv)
+
+
+def test_speeds_kept_for_the_next_process(rng, monkeypatch, tmp_path):
+    """A run's measured speeds go to the cache folder; a new process splits its first call by
+    them (not by the defaults)."""
+    monkeypatch.setenv("CIPHERGRID_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(composite, "_calibration", {"loaded": True, "saved": 0.0})
+    key, iv, _, data = _inputs("aes-128-ctr", 8 * GRAIN, rng)
+    ciphergrid.encrypt(data, "aes-128-ctr", key, iv, device=PAIR)
+    assert (tmp_path / "scheduler-speeds.json").exists()    # (written after the first range)
+    composite._save()                                       # (and as it is now)
+    seen = dict(composite._speeds)
+    composite._speeds.clear()
+    composite._calibration["loaded"] = False       # (as a new process)
+    eng = ciphergrid.route.engine("native")
+    req = ciphergrid.api._request("aes-128-ctr", key, iv, True, None, None, None, False, None)
+    speed, measured = composite.expected_speed(eng, req)
+    assert measured and speed == seen[composite._key(eng, req)]
 
 
 def test_bad_device_lists():

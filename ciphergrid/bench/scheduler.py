@@ -4,9 +4,9 @@ For each cipher (``--cipher``, default aes-128-ctr) and size (``--sched-size``, 
 ``--quick`` 8 MiB), host arrays in, host arrays out, wall clock, median of ``--repeats``:
 
 * ``kind="e2e"`` on each engine alone (``device=SPEC``), then on all of them together
-  (``--sched-devices``, default ``all``; ``implementation`` "scheduled"), and together with the
-  ranges written straight into the output (``implementation`` "scheduled-direct": what the
-  commit copy of the fence costs; CIPHERGRID_SCHED_FENCE=direct);
+  (``--sched-devices``, default ``all``; ``implementation`` "scheduled"), and together with
+  every range fenced (``implementation`` "scheduled-fenced": each range into its worker's
+  buffer, copied into the output when committed; CIPHERGRID_SCHED_FENCE=copy: what that costs);
 * the host's memory bandwidth measured beside them: a copy of the same bytes on every core
   (``cipher`` "copy", ``device`` "host", ``implementation`` "memcpy-N-threads");
 * the scheduled rows' notes say each engine's share of the bytes, its ranges, the failures and
@@ -104,10 +104,10 @@ def run(args, ctx: suites.Context) -> dict:
             iv = rng.bytes(spec.iv_len) if spec.iv_len else None
             want = oracle.crypt(name, key, iv, src[: 1 << 20].tobytes(), True)
             cases = [(dev, info, None) for dev, info in singles]
-            cases += [(together, None, "scheduled"), (together, None, "scheduled-direct")]
+            cases += [(together, None, "scheduled"), (together, None, "scheduled-fenced")]
             for dev, info, impl in cases:
                 held = [SchedulerStats()]
-                fence = "direct" if impl == "scheduled-direct" else "copy"
+                fence = "copy" if impl == "scheduled-fenced" else "direct"
 
                 def call():
                     old = os.environ.get("CIPHERGRID_SCHED_FENCE")

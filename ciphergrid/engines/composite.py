@@ -12,12 +12,14 @@ so the bytes equal one engine's), and:
   never holds the job;
 * **faults**: a range whose engine raises is put back in the queue and run by another (the
   engine takes no more ranges); a range running past ``HANG_FACTOR`` x its expected time (and at
-  least ``HANG_MIN_S``) is declared hung and run by another the same way.  Each range is
-  written into its worker's own buffer and **committed** (copied into the destination) only
-  while it is still that worker's: a hung engine that wakes up later cannot write into the
-  output, and an in-place job keeps every range's input until that range is committed
-  (``fence="direct"``: out-of-place ranges straight into the destination, no copy: a benchmark's
-  measure of what the fence costs, not safe against a hung engine);
+  least ``HANG_MIN_S``) is declared hung and run by another the same way.  Out of place, the
+  ranges are written straight into the destination: a hung engine that wakes up later can only
+  write its range's bytes again, computed from an input nobody changed (the engines are
+  deterministic).  In place, that input is gone once another engine wrote the range, so every
+  range is **fenced**: written into its worker's own buffer and committed (copied into the
+  destination) only while it is still that worker's; the input of a range is kept until the range
+  is committed.  ``CIPHERGRID_SCHED_FENCE=copy`` fences every run (bench scheduler measures what
+  it costs: docs/benchmarks.md);
 * **faults injected** for tests and demonstrations: ``CIPHERGRID_FAULT=SPEC:fail:BYTES`` (the
   engine ``SPEC`` raises once it has run ``BYTES``) or ``SPEC:hang:BYTES`` (it stops for
   ``HANG_INJECTED_S`` seconds); several separated by commas;
@@ -42,9 +44,12 @@ from ..errors import DeviceError, EngineFailureWarning, InvalidArgument, Unsuppo
 from .base import Engine, Session
 
 #: the share of the bytes handed out as a self-scheduled tail (the rest: by expected speed)
-TAIL = 0.25
-#: the smallest piece of the tail, and the grain ranges are cut on (bytes; rounded to the unit)
-GRAIN = 1 << 20
+TAIL = 0.15
+#: the smallest piece of the tail, and the grain ranges are cut on (bytes; rounded to the unit):
+#: a GPU's range is a pipeline of its own, efficient from a few MiB on
+GRAIN = 4 << 20
+#: host threads each device engine's pipeline keeps when OpenSSL runs beside it (one core budget)
+CORES_PER_DEVICE = 2
 #: a range running longer than this many times its expected time (and HANG_MIN_S) is hung;
 #: an engine not yet measured in this process (its first range may build its kernels) gets
 #: HANG_UNMEASURED_S at least
@@ -60,13 +65,62 @@ DEFAULT_SPEED = {"gpu": 20e9, "native": 2e9, "cpu": 0.2e9}
 
 _speeds: dict = {}
 _speeds_lock = threading.Lock()
+#: the calibration file's state: loaded (once), when last saved
+_calibration = {"loaded": False, "saved": 0.0}
+#: seconds between two writes of the calibration file
+SAVE_EVERY_S = 10.0
+
+
+def _key(engine, req) -> tuple:
+    return (engine.info.spec, engine.info.name, req.spec.name, req.encrypt)
+
+
+def _calibration_path() -> str:
+    from ..settings import cache_dir
+
+    return os.path.join(cache_dir(), "scheduler-speeds.json")
+
+
+def _load() -> None:
+    """The speeds measured by earlier processes on this machine (the cache folder's
+    scheduler-speeds.json): a user's first large call is split by them, not measured."""
+    import json
+
+    _calibration["loaded"] = True
+    try:
+        with open(_calibration_path()) as f:
+            rows = json.load(f)
+        for r in rows:
+            _speeds.setdefault((r["spec"], r["name"], r["cipher"], bool(r["encrypt"])),
+                               float(r["bytes_per_s"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+
+
+def _save() -> None:
+    import json
+
+    rows = [{"spec": k[0], "name": k[1], "cipher": k[2], "encrypt": k[3], "bytes_per_s": v}
+            for k, v in _speeds.items()]
+    path = _calibration_path()
+    try:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(rows, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    _calibration["saved"] = time.monotonic()
 
 
 def expected_speed(engine, req) -> tuple[float, bool]:
-    """(bytes per second, measured?): what ``engine`` ran ``req``'s cipher and direction at in
-    this process (the last runs, smoothed), else a default for its kind of device."""
-    key = (engine.info.spec, req.spec.name, req.encrypt)
+    """(bytes per second, measured?): what ``engine`` ran ``req``'s cipher and direction at on
+    this machine (the last runs, smoothed; kept across processes in the cache folder), else a
+    default for its kind of device."""
+    key = _key(engine, req)
     with _speeds_lock:
+        if not _calibration["loaded"]:
+            _load()
         v = _speeds.get(key)
     if v is not None:
         return v, True
@@ -74,13 +128,17 @@ def expected_speed(engine, req) -> tuple[float, bool]:
 
 
 def _measured(engine, req, nbytes: int, seconds: float) -> None:
+    """A range's speed, into the smoothed figure (half the old, half the new); the figures
+    written to the cache folder at most every SAVE_EVERY_S."""
     if nbytes < GRAIN or seconds <= 0:
         return
-    key = (engine.info.spec, req.spec.name, req.encrypt)
+    key = _key(engine, req)
     v = nbytes / seconds
     with _speeds_lock:
         old = _speeds.get(key)
         _speeds[key] = v if old is None else 0.5 * old + 0.5 * v
+        if time.monotonic() - _calibration["saved"] > SAVE_EVERY_S:
+            _save()
 
 
 @dataclass
@@ -137,7 +195,7 @@ class CompositeEngine(Engine):
 
     kind = "composite"
 
-    def __init__(self, engines, spec: str | None = None, *, fence: str = "copy"):
+    def __init__(self, engines, spec: str | None = None, *, fence: str = "direct"):
         from ..backends.base import DeviceInfo
 
         if not engines:
@@ -199,6 +257,9 @@ class CompositeSession(Session):
             s = self._sessions.get(eng.info.spec)
             if s is None:
                 s = self._sessions[eng.info.spec] = eng.session(self.req)
+                devices = sum(e.kind == "device" for e in self.engine.engines)
+                if hasattr(s, "threads") and devices:   # (OpenSSL beside device pipelines)
+                    s.threads = max(1, (os.cpu_count() or 1) - CORES_PER_DEVICE * devices)
             return s
 
     def close(self) -> None:

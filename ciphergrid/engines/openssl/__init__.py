@@ -53,11 +53,14 @@ def _cpu_name() -> str:
 
 
 class OpenSSLSession(Session):
+    #: threads a call runs on (None: every core); the scheduler gives the GPUs' pipelines theirs
+    threads: int | None = None
+
     def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None) -> None:
         req = self.req.at(first_block, chain) if first_block else self.req
         req.check_length(src.nbytes)
         if src.nbytes:
-            run(req, src, dst, threads=os.cpu_count() or 1)
+            run(req, src, dst, threads=self.threads or os.cpu_count() or 1)
 
 
 class OpenSSLEngine(Engine):
