@@ -206,6 +206,22 @@ def runtime_disabled(runtime: str) -> bool:
     return os.environ.get(f"CIPHERGRID_NO_{runtime.upper()}") == "1"
 
 
+def injected_faults() -> dict:
+    """``CIPHERGRID_FAULT=SPEC:fail:BYTES`` or ``SPEC:hang:BYTES`` (several, comma-separated):
+    the scheduler's engine SPEC raises, or stops, once it has run BYTES (engines/composite.py:
+    the fault switch of the tests).  Returns spec -> (what, bytes)."""
+    out = {}
+    for part in os.environ.get("CIPHERGRID_FAULT", "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        bits = part.rsplit(":", 2)
+        if len(bits) != 3 or bits[1] not in ("fail", "hang"):
+            raise InvalidArgument(f"CIPHERGRID_FAULT: {part!r} is not SPEC:fail:BYTES or SPEC:hang:BYTES")
+        out[bits[0].strip().lower()] = (bits[1], parse_bytes(bits[2], "CIPHERGRID_FAULT"))
+    return out
+
+
 def scheduler_fence() -> str:
     """``CIPHERGRID_SCHED_FENCE=copy``: every range of a scheduled run is written into its
     worker's own buffer and copied into the output when committed (default ``direct``: straight

@@ -474,3 +474,25 @@ def test_api_suite_checks_then_times_each_call(tmp_path, capsys, monkeypatch):
     res = records.load(path)
     assert [r.status for r in res.records] == ["failed", "failed"]
     assert all("differs" in r.error and not r.times_s for r in res.records)
+
+
+def test_scheduler_suite_rows(tmp_path, capsys):
+    """`bench scheduler --quick` on the engines present: the host's copy, each engine alone, the
+    scheduled run and the fenced one, each checked first; the scheduled rows say the shares."""
+    from conftest import all_devices
+
+    cpu = next((d.spec for d in all_devices() if d.runtime == "opencl" and d.kind == "cpu"), None)
+    together = "native" + (f",{cpu}" if cpu else "")
+    path = tmp_path / "r.json"
+    assert bench.main(parse(["scheduler", "--quick", "--repeats", "1", "--sched-devices", together,
+                             "--json", str(path)]), host=HOST) == 0
+    res = records.load(path)
+    got = [(r.cipher, r.device, r.implementation) for r in res.records]
+    assert got[0] == ("copy", "host", got[0][2]) and got[0][2].startswith("memcpy-")
+    assert got[1:] == [("aes-128-ctr", d, None) for d in together.split(",")] + [
+        ("aes-128-ctr", together, "scheduled"), ("aes-128-ctr", together, "scheduled-fenced")]
+    for r in res.records:
+        assert r.status == "ok" and r.median_s > 0, r.error
+    assert all("shares over" in r.note for r in res.records
+               if (r.implementation or "").startswith("scheduled"))
+    assert "x copy" in capsys.readouterr().out

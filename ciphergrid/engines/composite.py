@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DeviceError, EngineFailureWarning, InvalidArgument, UnsupportedCipher
+from ..settings import injected_faults
 from .base import Engine, Session
 
 #: the share of the bytes handed out as a self-scheduled tail (the rest: by expected speed)
@@ -174,22 +175,6 @@ class SchedulerStats:
         return {s: e.bytes / total for s, e in self.engines.items()}
 
 
-def _faults() -> dict:
-    """``CIPHERGRID_FAULT``: spec -> (what, after bytes)."""
-    from ..settings import parse_bytes
-
-    out = {}
-    for part in os.environ.get("CIPHERGRID_FAULT", "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        bits = part.rsplit(":", 2)
-        if len(bits) != 3 or bits[1] not in ("fail", "hang"):
-            raise InvalidArgument(f"CIPHERGRID_FAULT: {part!r} is not SPEC:fail:BYTES or SPEC:hang:BYTES")
-        out[bits[0].strip().lower()] = (bits[1], parse_bytes(bits[2], "CIPHERGRID_FAULT"))
-    return out
-
-
 class CompositeEngine(Engine):
     """Several engines as one (see the module docstring)."""
 
@@ -277,7 +262,7 @@ class CompositeSession(Session):
         if n == 0:
             return
         members = self.engine.members(req, n)
-        unit = _unit(req, n)
+        unit = req.mode.split_unit(req)
         if len(members) == 1:   # nothing to schedule (and nobody to re-run a failed range)
             members[0].crypt(req, src, dst, stats=stats)
             return
@@ -290,17 +275,6 @@ class CompositeSession(Session):
             eng.crypt(req, src, dst, stats=stats)
             return
         _Run(self, req, first_block, members, unit, src, dst, stats).go()
-
-
-def _unit(req, n: int) -> int | None:
-    """The bytes a range's start must be a multiple of (a block; XTS: a data unit), or None
-    when the message cannot be split (CBC encryption; XTS as one data unit)."""
-    mode = req.mode
-    if not mode.parallel(req.encrypt):
-        return None
-    if mode.name == "xts":
-        return req.sector_size if req.sector_size else None
-    return req.block_size
 
 
 class _Run:
@@ -319,7 +293,7 @@ class _Run:
         self.owner: dict = {}          # range -> (worker index, started at, seconds before it is hung)
         self.done_bytes = 0
         self.error: BaseException | None = None
-        self.faults = _faults()
+        self.faults = injected_faults()
         self.chains = self._chains()
         self.shares = self._shares()
         self.dead: set = set()         # workers that take no more ranges

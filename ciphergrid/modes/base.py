@@ -185,6 +185,11 @@ class Mode:
         ``data`` (CBC decryption: the ciphertext block before it, or the IV); None elsewhere."""
         return None
 
+    def split_unit(self, req) -> int | None:
+        """The bytes a range of a message split over engines must start on (``at``'s grain: a
+        block), or None when it cannot be split (serial encryption)."""
+        return req.block_size if self.parallel(req.encrypt) else None
+
     def at(self, req, first_block: int, chain: bytes | None = None):
         """The request for the blocks of ``req`` from ``first_block`` on, as a message of its own
         (``chain``: see :meth:`chain_at`)."""

@@ -187,6 +187,10 @@ class XTSMode(Mode):
         cc = tail[16:] + pp[r:]
         return xex(cc, t_a) + pp[:r]
 
+    def split_unit(self, req) -> int | None:
+        """A data unit (ciphertext stealing needs a unit's end); one unit: not split."""
+        return req.sector_size if req.sector_size and req.sector_size % 16 == 0 else None
+
     def at(self, req, first_block: int, chain: bytes | None = None):
         if first_block == 0:
             return req
