@@ -26,7 +26,6 @@ pyca and the batch's tags.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
