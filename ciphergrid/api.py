@@ -12,7 +12,6 @@ otherwise); every other bad argument is a :class:`ciphergrid.Error` (see ``ciphe
 from __future__ import annotations
 
 import sys
-import threading
 
 from . import aeads as _aeads
 from . import buffers
@@ -20,6 +19,7 @@ from .errors import AlreadyFinalized, InvalidArgument
 from .modes import padding as _padding
 from .registry import lookup, names
 from .request import make_request
+from .engines.base import Sessions
 from .route import route
 from ._lazy import numpy_for
 
@@ -313,8 +313,7 @@ class Cipher:
         self._args = (key, iv, padding, sector_size, start_sector, impl, allow_weak)
         self.device = device
         self._reqs: dict = {}
-        self._sessions: dict = {}
-        self._lock = threading.Lock()
+        self._sessions = Sessions()
 
     def __repr__(self) -> str:  # never shows the key
         return f"Cipher({self.spec.name!r}, device={self.device!r})"
@@ -330,19 +329,11 @@ class Cipher:
     def _session(self, req, engine):
         """The session of ``req`` on ``engine``: keys set up once for every context of this
         Cipher (sessions hold no state between calls, so contexts may share them)."""
-        k = (req.encrypt, engine.info.spec)
-        with self._lock:
-            s = self._sessions.get(k)
-            if s is None:
-                s = self._sessions[k] = engine.session(req)
-            return s
+        return self._sessions.get((req.encrypt, engine.info.spec), lambda: engine.session(req))
 
     def close(self) -> None:
         """Wipe the keys this Cipher set up on its devices (also done when it is collected)."""
-        with self._lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
-        for s in sessions:
-            s.close()
+        self._sessions.close()
 
     def __enter__(self) -> "Cipher":
         return self

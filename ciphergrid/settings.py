@@ -91,6 +91,32 @@ def cache_dir() -> str:
         return tempfile.mkdtemp(prefix="ciphergrid-")
 
 
+def load_cache_json(name: str, default):
+    """The JSON file ``name`` of the cache folder, or ``default`` where it is missing or bad."""
+    import json
+
+    try:
+        with open(os.path.join(cache_dir(), name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def save_cache_json(name: str, value) -> None:
+    """Write ``value`` as the cache folder's JSON file ``name``, whole or not at all (a
+    temporary file renamed over it); a cache that cannot be written is not an error."""
+    import json
+
+    path = os.path.join(cache_dir(), name)
+    try:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(value, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 # ------------------------------------------------------------------------------- values
 def parse_bytes(text, what: str = "chunk size") -> int:
     """'4096' -> 4096, '64Ki' / '64K' / '64KiB' -> 65536, '8M' -> 8 MiB (binary multiples)."""

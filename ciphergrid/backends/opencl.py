@@ -44,17 +44,10 @@ def _compiles(plat, dev) -> bool:
     'generic'", while a system PoCL on the same host works): such a device is not offered.
     The answer is cached on disk per (platform version, device, driver), so only the first run
     on a machine pays for the probe."""
-    import json
-
-    from ..settings import cache_dir
+    from ..settings import load_cache_json, save_cache_json
 
     key = "|".join((plat.version.strip(), dev.name.strip(), dev.driver_version.strip()))
-    path = os.path.join(cache_dir(), "opencl-probe.json")
-    try:
-        with open(path) as f:
-            known = json.load(f)
-    except (OSError, ValueError):
-        known = {}
+    known = load_cache_json("opencl-probe.json", {})
     if key in known:
         return bool(known[key])
     c = cl()
@@ -64,13 +57,7 @@ def _compiles(plat, dev) -> bool:
     except Exception:
         ok = False
     known[key] = ok
-    try:
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(known, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    save_cache_json("opencl-probe.json", known)
     return ok
 
 

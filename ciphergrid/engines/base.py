@@ -16,6 +16,8 @@ which one runs.
 
 from __future__ import annotations
 
+import threading
+
 
 class Session:
     """A request bound to an engine (use as a context manager, or call close())."""
@@ -36,6 +38,28 @@ class Session:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+class Sessions:
+    """Sessions kept by a key (their keys set up once), made on first use, all closed (their
+    keys wiped) together: a Cipher's for its contexts, a composite session's for its engines."""
+
+    def __init__(self):
+        self._d: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, key, make):
+        with self._lock:
+            s = self._d.get(key)
+            if s is None:
+                s = self._d[key] = make()
+            return s
+
+    def close(self) -> None:
+        with self._lock:
+            sessions, self._d = list(self._d.values()), {}
+        for s in sessions:
+            s.close()
 
 
 class Engine:

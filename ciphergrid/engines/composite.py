@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DeviceError, EngineFailureWarning, InvalidArgument, UnsupportedCipher
-from ..settings import injected_faults
-from .base import Engine, Session
+from ..settings import injected_faults, load_cache_json, save_cache_json
+from .base import Engine, Session, Sessions
 
 #: the share of the bytes handed out as a self-scheduled tail (the rest: by expected speed)
 TAIL = 0.15
@@ -76,41 +76,25 @@ def _key(engine, req) -> tuple:
     return (engine.info.spec, engine.info.name, req.spec.name, req.encrypt)
 
 
-def _calibration_path() -> str:
-    from ..settings import cache_dir
-
-    return os.path.join(cache_dir(), "scheduler-speeds.json")
+#: the cache folder's file of the speeds measured
+CALIBRATION_FILE = "scheduler-speeds.json"
 
 
 def _load() -> None:
     """The speeds measured by earlier processes on this machine (the cache folder's
-    scheduler-speeds.json): a user's first large call is split by them, not measured."""
-    import json
-
+    CALIBRATION_FILE): a user's first large call is split by them, not measured."""
     _calibration["loaded"] = True
     try:
-        with open(_calibration_path()) as f:
-            rows = json.load(f)
-        for r in rows:
+        for r in load_cache_json(CALIBRATION_FILE, []):
             _speeds.setdefault((r["spec"], r["name"], r["cipher"], bool(r["encrypt"])),
                                float(r["bytes_per_s"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError, ValueError):
         pass
 
 
 def _save() -> None:
-    import json
-
-    rows = [{"spec": k[0], "name": k[1], "cipher": k[2], "encrypt": k[3], "bytes_per_s": v}
-            for k, v in _speeds.items()]
-    path = _calibration_path()
-    try:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(rows, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    save_cache_json(CALIBRATION_FILE, [{"spec": k[0], "name": k[1], "cipher": k[2], "encrypt": k[3],
+                                        "bytes_per_s": v} for k, v in _speeds.items()])
     _calibration["saved"] = time.monotonic()
 
 
@@ -234,24 +218,20 @@ class CompositeSession(Session):
 
     def __init__(self, engine: CompositeEngine, req):
         super().__init__(engine, req)
-        self._sessions: dict = {}
-        self._lock = threading.Lock()
+        self._sessions = Sessions()
 
     def _member(self, eng):
-        with self._lock:
-            s = self._sessions.get(eng.info.spec)
-            if s is None:
-                s = self._sessions[eng.info.spec] = eng.session(self.req)
-                devices = sum(e.kind == "device" for e in self.engine.engines)
-                if hasattr(s, "threads") and devices:   # (OpenSSL beside device pipelines)
-                    s.threads = max(1, (os.cpu_count() or 1) - CORES_PER_DEVICE * devices)
+        def make():
+            s = eng.session(self.req)
+            devices = sum(e.kind == "device" for e in self.engine.engines)
+            if hasattr(s, "threads") and devices:   # (OpenSSL beside device pipelines)
+                s.threads = max(1, (os.cpu_count() or 1) - CORES_PER_DEVICE * devices)
             return s
 
+        return self._sessions.get(eng.info.spec, make)
+
     def close(self) -> None:
-        with self._lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
-        for s in sessions:
-            s.close()
+        self._sessions.close()
 
     def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None,
               stats: SchedulerStats | None = None) -> None:
