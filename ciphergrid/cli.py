@@ -597,7 +597,8 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
         p.add_argument("--out", dest="outfile", metavar="PATH",
                        help="output (default stdout); a regular file is replaced atomically")
         p.add_argument("--device", "-d", default="auto",
-                       help="auto, cpu, gpu, native, opencl[:P[:N]], cuda[:N]")
+                       help="auto, cpu, gpu, native, opencl[:P[:N]], cuda[:N]; several at once: all, "
+                            "or a list such as cuda:0,native (the data split over them)")
         p.add_argument("--pad", choices=["pkcs7"], help="PKCS#7 padding (ECB/CBC), as openssl without -nopad")
         p.add_argument("--nopad", action="store_true", help="no padding (the default unless --pbkdf2)")
         p.add_argument("--no-sync", action="store_true",

@@ -111,7 +111,8 @@ def _resolve(spec: str) -> DeviceInfo:
     if head == "auto":
         raise InvalidArgument("'auto' is chosen per request (ciphergrid.route), not resolved alone")
     raise InvalidArgument(
-        f"bad device spec {spec!r}; expected auto, cpu, gpu, native, opencl[:P[:N]] or cuda[:N]")
+        f"bad device spec {spec!r}; expected auto, all, cpu, gpu, native, opencl[:P[:N]], cuda[:N] "
+        "or a comma-separated list of them (cuda:0,native)")
 
 
 def is_multi(device: str | None) -> bool:
