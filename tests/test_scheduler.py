@@ -164,9 +164,8 @@ def test_speeds_kept_for_the_next_process(rng, monkeypatch, tmp_path):
     composite._speeds.clear()
     composite._calibration["loaded"] = False       # (as a new process)
     eng = ciphergrid.route.engine("native")
-    req = ciphergrid.api._request("aes-128-ctr", key, iv, True, None, None, None, False, None)
-    speed, measured = composite.expected_speed(eng, req)
-    assert measured and speed == seen[composite._key(eng, req)]
+    speed, measured = composite.expected_speed(eng, "aes-128-ctr", True)
+    assert measured and speed == seen[composite._key(eng, "aes-128-ctr", True)]
 
 
 def test_bad_device_lists():

@@ -72,8 +72,8 @@ _calibration = {"loaded": False, "saved": 0.0}
 SAVE_EVERY_S = 10.0
 
 
-def _key(engine, req) -> tuple:
-    return (engine.info.spec, engine.info.name, req.spec.name, req.encrypt)
+def _key(engine, name: str, encrypt: bool) -> tuple:
+    return (engine.info.spec, engine.info.name, name, bool(encrypt))
 
 
 #: the cache folder's file of the speeds measured
@@ -98,11 +98,11 @@ def _save() -> None:
     _calibration["saved"] = time.monotonic()
 
 
-def expected_speed(engine, req) -> tuple[float, bool]:
-    """(bytes per second, measured?): what ``engine`` ran ``req``'s cipher and direction at on
+def expected_speed(engine, name: str, encrypt: bool) -> tuple[float, bool]:
+    """(bytes per second, measured?): what ``engine`` ran cipher ``name`` at in that direction on
     this machine (the last runs, smoothed; kept across processes in the cache folder), else a
     default for its kind of device."""
-    key = _key(engine, req)
+    key = _key(engine, name, encrypt)
     with _speeds_lock:
         if not _calibration["loaded"]:
             _load()
@@ -112,12 +112,12 @@ def expected_speed(engine, req) -> tuple[float, bool]:
     return DEFAULT_SPEED["native" if engine.info.runtime == "native" else engine.info.kind], False
 
 
-def _measured(engine, req, nbytes: int, seconds: float) -> None:
+def _measured(engine, name: str, encrypt: bool, nbytes: int, seconds: float) -> None:
     """A range's speed, into the smoothed figure (half the old, half the new); the figures
     written to the cache folder at most every SAVE_EVERY_S."""
     if nbytes < GRAIN or seconds <= 0:
         return
-    key = _key(engine, req)
+    key = _key(engine, name, encrypt)
     v = nbytes / seconds
     with _speeds_lock:
         old = _speeds.get(key)
@@ -251,53 +251,84 @@ class CompositeSession(Session):
             pool = members or [e for e in self.engine.engines if e.capability(req, n)]
             if not pool:
                 raise UnsupportedCipher(f"no engine of {self.engine.info.spec} runs {req.spec.name}")
-            eng = max(pool, key=lambda e: expected_speed(e, req)[0])
+            eng = max(pool, key=lambda e: expected_speed(e, req.spec.name, req.encrypt)[0])
             eng.crypt(req, src, dst, stats=stats)
             return
-        _Run(self, req, first_block, members, unit, src, dst, stats).go()
+        _Run(_Bytes(self, req, first_block, unit, src, dst), members, stats, self.engine.fence).go()
+
+
+class _Bytes:
+    """A message's bytes as a run's units: ranges cut on the mode's grain, each run through the
+    engine's session of the request (``Request.at``), written into ``out``."""
+
+    def __init__(self, session, req, first_block: int, unit: int, src, dst):
+        # req: the message from block first_block on (the members' sessions hold the whole one)
+        self.s, self.req, self.first = session, req, first_block
+        self.src, self.dst = src.reshape(-1), dst.reshape(-1)
+        self.n = self.src.nbytes
+        self.grain = max(unit, GRAIN // unit * unit)
+        self.name, self.encrypt = req.spec.name, req.encrypt
+        self.in_place = bool(np.may_share_memory(self.src, self.dst))
+        self.chains = None
+        if req.mode.reads_behind(req):
+            # CBC decryption: the ciphertext block before every possible cut, read before any
+            # range runs (an in-place run overwrites it)
+            bs = req.block_size
+            self.chains = {a: req.mode.chain_at(req, self.src, a // bs)
+                           for a in range(0, self.n, self.grain)}
+
+    def weight(self, a: int, b: int) -> int:
+        return b - a
+
+    def cut(self, a: int, b: int, nbytes: int) -> int:
+        """A cut in (a, b] about ``nbytes`` after a, on the grain (at least one grain)."""
+        p = a + max(self.grain, nbytes // self.grain * self.grain)
+        return b if b - p < self.grain else p
+
+    def buffer(self, a: int, b: int):
+        return np.empty(b - a, dtype=np.uint8)
+
+    def run(self, eng, a: int, b: int, out) -> None:
+        out = self.dst[a:b] if out is None else out
+        chain = self.chains.get(a) if self.chains is not None else None
+        self.s._member(eng).crypt(self.src[a:b], out, self.first + a // self.req.block_size, chain)
+
+    def commit(self, a: int, b: int, out) -> None:
+        self.dst[a:b] = out
 
 
 class _Run:
-    """One scheduled message: the ranges, the workers, the watchdog."""
+    """One scheduled piece of work over the members: the ranges (of ``work``'s units), the
+    workers, the watchdog."""
 
-    def __init__(self, session, req, first_block, members, unit, src, dst, stats):
-        # req: the message from block first_block on (the members' sessions hold the whole one)
-        self.s, self.req, self.first, self.members, self.unit = session, req, first_block, members, unit
-        self.src, self.dst, self.stats = src.reshape(-1), dst.reshape(-1), stats
-        self.n = src.nbytes
-        self.in_place = np.may_share_memory(self.src, self.dst)
-        self.fence = "copy" if self.in_place else session.engine.fence
-        self.grain = max(unit, GRAIN // unit * unit)
+    def __init__(self, work, members, stats, fence: str):
+        self.w, self.members, self.stats = work, members, stats
+        self.n = work.n
+        self.total = work.weight(0, work.n)
+        self.fence = "copy" if work.in_place else fence
         self.cv = threading.Condition()
         self.queue: list = []          # ranges (a, b) waiting, the first taken first
         self.owner: dict = {}          # range -> (worker index, started at, seconds before it is hung)
-        self.done_bytes = 0
+        self.done = 0                  # units committed
         self.error: BaseException | None = None
         self.faults = injected_faults()
-        self.chains = self._chains()
         self.shares = self._shares()
         self.dead: set = set()         # workers that take no more ranges
 
-    def _chains(self) -> dict | None:
-        """CBC decryption: the ciphertext block before every possible cut, read before any range
-        runs (an in-place run overwrites it)."""
-        req = self.req
-        if not req.mode.reads_behind(req):
-            return None
-        bs = req.block_size
-        return {a: req.mode.chain_at(req, self.src, a // bs) for a in range(0, self.n, self.grain)}
+    def _speed(self, i: int) -> tuple[float, bool]:
+        return expected_speed(self.members[i], self.w.name, self.w.encrypt)
 
     def _shares(self) -> list:
-        """Each worker's first range, by expected speed, for 1 - TAIL of the message; the rest
+        """Each worker's first range, by expected speed, for 1 - TAIL of the bytes; the rest
         queued as the tail."""
-        speeds = [expected_speed(e, self.req)[0] for e in self.members]
-        total = sum(speeds)
-        head = int(self.n * (1 - TAIL)) // self.grain * self.grain if len(self.members) > 1 else 0
+        speeds = [self._speed(i)[0] for i in range(len(self.members))]
+        head = int(self.total * (1 - TAIL)) if len(self.members) > 1 else 0
         out, pos = [], 0
         for sp in speeds:
-            size = int(head * sp / total) // self.grain * self.grain
-            out.append((pos, pos + size) if size else None)
-            pos += size
+            size = int(head * sp / sum(speeds))
+            end = self.w.cut(pos, self.n, size) if size >= GRAIN and pos < self.n else pos
+            out.append((pos, end) if end > pos else None)
+            pos = end
         self._tail(pos, self.n)
         return out
 
@@ -305,9 +336,7 @@ class _Run:
         """Queue [a, b) as pieces shrinking from 1/(2 x engines) of it down to the grain."""
         k = max(1, len(self.members))
         while a < b:
-            left = b - a
-            size = max(self.grain, (left // (2 * k)) // self.grain * self.grain)
-            end = b if left - size < self.grain else a + size
+            end = self.w.cut(a, b, self.w.weight(a, b) // (2 * k))
             self.queue.append((a, end))
             a = end
 
@@ -353,18 +382,17 @@ class _Run:
                 elif self.queue:
                     a, b = self.queue[0]
                     allow = self._allowance(i)
-                    if allow < self.grain and len(self.dead) < len(self.members) - 1:
-                        if not self.owner:    # (nobody else is working: take it anyway)
-                            allow = b - a
-                        else:
+                    if allow < GRAIN and len(self.dead) < len(self.members) - 1:
+                        if self.owner:        # (others are working: leave it to them)
                             self.cv.wait(0.05)
                             continue
-                    if b - a > allow:
-                        cut = a + max(self.grain, allow // self.grain * self.grain)
-                        rng = (a, cut)
+                        allow = self.w.weight(a, b)   # (nobody else is: take it anyway)
+                    cut = self.w.cut(a, b, allow)
+                    rng = (a, cut)
+                    if cut < b:
                         self.queue[0] = (cut, b)
                     else:
-                        rng = self.queue.pop(0)
+                        self.queue.pop(0)
                 elif self.owner or any(x is not None for x in self.shares):
                     # nothing queued, ranges still running or not yet started: wait (one may
                     # come back)
@@ -372,48 +400,41 @@ class _Run:
                     continue
                 else:
                     return None
-                speed, measured = expected_speed(self.members[i], self.req)
+                speed, measured = self._speed(i)
                 limit = max(HANG_MIN_S if measured else HANG_UNMEASURED_S,
-                            HANG_FACTOR * (rng[1] - rng[0]) / speed)
+                            HANG_FACTOR * self.w.weight(*rng) / speed)
                 self.owner[rng] = (i, time.monotonic(), limit)
                 return rng
 
     def _allowance(self, i: int) -> int:
         """Bytes worker ``i`` can run while the live workers run everything queued."""
         live = [j for j in range(len(self.members)) if j not in self.dead]
-        speeds = {j: expected_speed(self.members[j], self.req)[0] for j in live}
-        queued = sum(b - a for a, b in self.queue)
+        speeds = {j: self._speed(j)[0] for j in live}
+        queued = sum(self.w.weight(a, b) for a, b in self.queue)
         return int(queued * speeds.get(i, 0) / (sum(speeds.values()) or 1))
 
     def _worker(self, i: int) -> None:
         eng = self.members[i]
         es = self.stats.engines[eng.info.spec]
         fault = self.faults.get(eng.info.spec)
-        buf = None
         ran = 0
         while True:
             rng = self._take(i)
             if rng is None:
                 return
             a, b = rng
+            nbytes = self.w.weight(a, b)
             try:
-                if fault is not None and ran + (b - a) > fault[1]:
+                if fault is not None and ran + nbytes > fault[1]:
                     if fault[0] == "fail":
                         raise DeviceError(f"injected failure (CIPHERGRID_FAULT) after {ran} bytes")
                     time.sleep(HANG_INJECTED_S)
                     raise DeviceError("injected hang (CIPHERGRID_FAULT) ended")
-                if self.fence == "copy":
-                    if buf is None or buf.nbytes < b - a:
-                        buf = np.empty(max(b - a, self.grain), dtype=np.uint8)
-                    out = buf[: b - a]
-                else:
-                    out = self.dst[a:b]
+                out = self.w.buffer(a, b) if self.fence == "copy" else None
                 t0 = time.perf_counter()
-                req = self.req
-                chain = self.chains.get(a) if self.chains is not None else None
-                self.s._member(eng).crypt(self.src[a:b], out, self.first + a // req.block_size, chain)
+                self.w.run(eng, a, b, out)
                 dt = time.perf_counter() - t0
-                ran += b - a
+                ran += nbytes
             except BaseException as e:  # this engine takes no more ranges; the range goes back
                 self._failed(i, rng, f"{eng.info.spec} failed: {_brief(e)}",
                              fatal=not isinstance(e, Exception))
@@ -425,56 +446,51 @@ class _Run:
                     del self.owner[rng]
             if not mine:
                 return
-            if self.fence == "copy":
-                self.dst[a:b] = out
+            if out is not None:
+                self.w.commit(a, b, out)
             with self.cv:
-                self.done_bytes += b - a
-                es.bytes += b - a
+                self.done += b - a
+                es.bytes += nbytes
                 es.ranges += 1
                 es.seconds += dt
                 self.cv.notify_all()
-            _measured(eng, self.req, b - a, dt)
+            _measured(eng, self.w.name, self.w.encrypt, nbytes, dt)
+
+    def _requeue(self, i: int, rng, why: str) -> None:
+        """(under the lock) Worker ``i`` takes no more ranges; ``rng``, if still its, goes back."""
+        self.dead.add(i)
+        self.stats.engines[self.members[i].info.spec].failed = why
+        self.stats.failures.append(why)
+        if self.owner.get(rng, (None,))[0] == i:
+            del self.owner[rng]
+            self.queue.insert(0, rng)
+            self.stats.rework_bytes += self.w.weight(*rng)
+        if len(self.dead) == len(self.members):
+            self.error = self.error or DeviceError(
+                "every engine failed: " + "; ".join(self.stats.failures))
+        self.cv.notify_all()
 
     def _failed(self, i: int, rng, why: str, fatal: bool = False) -> None:
         with self.cv:
-            self.dead.add(i)
-            self.stats.engines[self.members[i].info.spec].failed = why
-            self.stats.failures.append(why)
-            if self.owner.get(rng, (None,))[0] == i:
-                del self.owner[rng]
-                self.queue.insert(0, rng)
-                self.stats.rework_bytes += rng[1] - rng[0]
             if fatal:
                 self.error = self.error or DeviceError(why)
-            elif len(self.dead) == len(self.members):
-                self.error = self.error or DeviceError(
-                    "every engine failed: " + "; ".join(self.stats.failures))
-            self.cv.notify_all()
+            self._requeue(i, rng, why)
 
     def _watch(self, threads) -> None:
-        """Wait until every byte is committed (or an error), declaring hung ranges on the way."""
+        """Wait until every unit is committed (or an error), declaring hung ranges on the way."""
         with self.cv:
-            while self.done_bytes < self.n and self.error is None:
+            while self.done < self.n and self.error is None:
                 self.cv.wait(0.02)
-                if not any(t.is_alive() for t in threads) and self.done_bytes < self.n:
+                if not any(t.is_alive() for t in threads) and self.done < self.n:
                     self.error = DeviceError(   # (a safety net: the workers wait for each other)
-                        f"the scheduler's workers ended with {self.n - self.done_bytes} bytes not run")
+                        f"the scheduler's workers ended with {self.n - self.done} units not run")
                     break
                 now = time.monotonic()
                 for rng, (i, started, limit) in list(self.owner.items()):
                     if now - started > limit:
-                        spec = self.members[i].info.spec
-                        why = (f"{spec} hung: a range of {rng[1] - rng[0]} bytes ran "
-                               f"{now - started:.2f} s (limit {limit:.2f} s)")
-                        self.dead.add(i)
-                        self.stats.engines[spec].failed = why
-                        self.stats.failures.append(why)
-                        del self.owner[rng]
-                        self.queue.insert(0, rng)
-                        self.stats.rework_bytes += rng[1] - rng[0]
-                        if len(self.dead) == len(self.members):
-                            self.error = DeviceError("every engine failed: " + "; ".join(self.stats.failures))
-                        self.cv.notify_all()
+                        self._requeue(i, rng, f"{self.members[i].info.spec} hung: a range of "
+                                              f"{self.w.weight(*rng)} bytes ran {now - started:.2f} s "
+                                              f"(limit {limit:.2f} s)")
 
 
 def _brief(e: BaseException) -> str:
