@@ -201,6 +201,29 @@ def for_request(device: str, req, nbytes: int | None):
     return CompositeEngine(engines, spec=device.strip().lower(), fence=scheduler_fence())
 
 
+def _aead_composite(device: str, spec, dev_cap, ossl):
+    """The composite engine of a multi-device spec for a batch of AEAD ``spec``: the named engines
+    that run it (``all``: OpenSSL where it has the AEAD, else the OpenCL CPU device)."""
+    from .engines.composite import CompositeEngine
+
+    everything = device.strip().lower() == "all"
+    engines = []
+    for s in member_specs(device):
+        try:
+            e = engine(s)
+        except Error:
+            if not everything:
+                raise
+            continue
+        if (ossl if e.kind == "openssl" else dev_cap) is not None:
+            engines.append(e)
+    if everything and any(e.kind == "openssl" for e in engines):
+        engines = [e for e in engines if not (e.info.kind == "cpu" and e.kind != "openssl")]
+    if not engines:
+        raise UnsupportedCipher(f"no engine of {device!r} runs {spec.name}")
+    return CompositeEngine(engines, spec=device.strip().lower(), fence=scheduler_fence())
+
+
 def _gpu_takes_host_aead(spec, gpu, nbytes: int | None, count: int) -> bool:
     """Whether host data of a parallel AEAD that OpenSSL also has goes to ``gpu`` rather than
     to OpenSSL: a batch (its pieces overlapped, transfer/batches.py) from AUTO_GPU_MIN_BYTES on;
@@ -230,6 +253,11 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
     device = (device or "auto").strip().lower()
     dev_cap = spec.capability("device", count=count)
     ossl = spec.capability("openssl", count=count, nonce_len=nonce_len, tag_length=tag_length)
+    if is_multi(device):
+        if path != "resident":
+            eng = _aead_composite(device, spec, dev_cap, ossl)
+            return Route(eng, "array", "parallel", f"scheduled over {eng.info.name}")
+        device = "gpu"   # (GPU-resident data runs on its own device)
     if device != "auto":
         eng = engine(device)
         how = ossl if eng.kind == "openssl" else dev_cap

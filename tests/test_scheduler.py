@@ -221,3 +221,46 @@ def test_cli_interrupt_leaves_no_output(tmp_path, own_cache):
         raise
     assert proc.returncode == 130, err.decode()
     assert not dst.exists() and sorted(p.name for p in (tmp_path / "run").iterdir()) == ["in"]
+
+
+def _aead_batch(name, count, rng):
+    from cryptography.hazmat.primitives.ciphers import aead as pyca
+
+    klen = ciphergrid.aeads.spec(name).aead.key_length(name)
+    key = rng.randbytes(klen)
+    msgs = [rng.randbytes(rng.randrange(0, 3 * GRAIN // 8)) for _ in range(count)]
+    nonces = [i.to_bytes(12, "big") for i in range(count)]
+    aads = [rng.randbytes(rng.randrange(0, 40)) for _ in range(count)]
+    cls = pyca.AESGCM if name.endswith("gcm") else pyca.ChaCha20Poly1305
+    want = [cls(key).encrypt(n, m, a) for n, m, a in zip(nonces, msgs, aads)]
+    return key, msgs, nonces, aads, want
+
+
+@pytest.mark.parametrize("name", ["aes-128-gcm", "chacha20-poly1305"])
+def test_aead_batch_split_by_messages(name, rng):
+    """A batch spread over the engines by whole messages: pyca's bytes; decryption checks each
+    tag on the engine that ran it (one flipped tag fails exactly its message)."""
+    key, msgs, nonces, aads, want = _aead_batch(name, 160, rng)
+    r = ciphergrid.encrypt_batch(msgs, name, key=key, nonces=nonces, aad=aads, device=PAIR)
+    assert r.messages == want
+    bad = list(want)
+    bad[41] = bad[41][:-1] + bytes([bad[41][-1] ^ 1])
+    d = ciphergrid.decrypt_batch(bad, name, key=key, nonces=nonces, aad=aads, device=PAIR)
+    assert d.failed == [41] and [m for i, m in enumerate(d.messages) if i != 41] == \
+        [m for i, m in enumerate(msgs) if i != 41]
+
+
+@pytest.mark.parametrize("victim", ["native", "cpu"])
+def test_aead_batch_engine_failing(victim, rng, monkeypatch):
+    if CPU is None:
+        pytest.skip("one engine present (no OpenCL CPU device)")
+    spec = CPU if victim == "cpu" else victim
+    name = "aes-128-gcm"
+    key, msgs, nonces, aads, want = _aead_batch(name, 160, rng)
+    ciphergrid.encrypt_batch(msgs, name, key=key, nonces=nonces, aad=aads, device=PAIR)
+    native = next(v for k, v in composite._speeds.items() if k[0] == "native" and k[2] == name)
+    composite._speeds.update({k: native for k in list(composite._speeds) if k[0] == CPU})
+    monkeypatch.setenv("CIPHERGRID_FAULT", f"{spec}:fail:0")
+    with pytest.warns(ciphergrid.EngineFailureWarning, match=spec):
+        r = ciphergrid.encrypt_batch(msgs, name, key=key, nonces=nonces, aad=aads, device=PAIR)
+    assert r.messages == want

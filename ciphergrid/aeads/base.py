@@ -68,6 +68,17 @@ class Batch:
         """Zero the key table (the shared layer calls it when the batch is done)."""
         self.keys.fill(0)
 
+    def part(self, a: int, b: int, dst=None) -> "Batch":
+        """Messages [a, b) as a batch of their own: views of this one's arrays (the key table
+        shared), offsets from 0; its output texts into ``dst`` (default: this batch's, in place
+        where they lie)."""
+        o0, o1 = int(self.off[a]), int(self.off[b])
+        p0, p1 = int(self.aad_off[a]), int(self.aad_off[b])
+        return Batch(self.name, self.encrypt, self.tag_length, self.keys, self.key_index[a:b],
+                     self.nonces[a:b], self.aad[p0:p1], self.aad_off[a:b + 1] - p0,
+                     self.src[o0:o1], self.off[a:b + 1] - o0,
+                     self.dst[o0:o1] if dst is None else dst)
+
 
 def make_batch(name: str, encrypt: bool, tag_length: int, keys, nonces, aads, texts,
                dst: np.ndarray | None = None) -> Batch:

@@ -23,7 +23,9 @@ so the bytes equal one engine's), and:
 * **faults injected** for tests and demonstrations: ``CIPHERGRID_FAULT=SPEC:fail:BYTES`` (the
   engine ``SPEC`` raises once it has run ``BYTES``) or ``SPEC:hang:BYTES`` (it stops for
   ``HANG_INJECTED_S`` seconds); several separated by commas;
-* CBC encryption (serial) runs on one engine; XTS without ``sector_size`` (one data unit) too.
+* CBC encryption (serial) runs on one engine; XTS without ``sector_size`` (one data unit) too;
+* AEAD batches (``seal`` / ``open``) are split by whole messages the same way (``_Messages``:
+  each engine seals or opens its ranges, the tags and the verified mask gathered in order).
 
 What happened is kept in a :class:`SchedulerStats` (each engine's bytes, ranges, failures, the rework),
 filled in for the caller that passes one (``stats=`` of the API) and warned about
@@ -192,6 +194,31 @@ class CompositeEngine(Engine):
     def session(self, req) -> "CompositeSession":
         return CompositeSession(self, req)
 
+    # -- AEAD batches: ranges of whole messages ----------------------------------------------------
+    def seal(self, batch, impl: str | None = None, beside=None, stats: SchedulerStats | None = None):
+        """Every message of ``batch`` encrypted, the messages spread over the engines; the tags."""
+        from .base import start_beside
+
+        start_beside(beside)
+        return self._batch(batch, None, impl, stats)
+
+    def open(self, batch, tags, impl: str | None = None, stats: SchedulerStats | None = None):
+        """Every message decrypted and its tag checked by the engine that ran it (the others'
+        plaintext zeroed); the mask of those that verified."""
+        return self._batch(batch, tags, impl, stats)
+
+    def _batch(self, batch, tags, impl, stats):
+        stats = stats if stats is not None else SchedulerStats()
+        work = _Messages(batch, tags, impl)
+        if work.n == 0 or len(self.engines) == 1:
+            eng = self.engines[0]
+            t0 = time.perf_counter()
+            out = eng.seal(batch, impl) if batch.encrypt else eng.open(batch, tags, impl)
+            stats.ran(eng.info.spec, int(batch.off[-1]), time.perf_counter() - t0)
+            return out
+        _Run(work, self.engines, stats, self.fence).go()
+        return work.result
+
     def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
                nbytes: int | None = None) -> int:
         """A file or pipe in pieces (transfer.pieces: read, enciphered, written; ``depth``
@@ -295,6 +322,45 @@ class _Bytes:
 
     def commit(self, a: int, b: int, out) -> None:
         self.dst[a:b] = out
+
+
+class _Messages:
+    """An AEAD batch's messages as a run's units (ranges of whole messages, ``Batch.part``),
+    each sealed or opened by the engine itself; the tags (encryption) or the verified mask
+    (decryption) gathered in message order."""
+
+    def __init__(self, batch, tags_in, impl):
+        self.b, self.tags_in, self.impl = batch, tags_in, impl
+        self.n = batch.count
+        self.name, self.encrypt = batch.name, batch.encrypt
+        self.off = np.asarray(batch.off, dtype=np.int64)
+        self.in_place = bool(np.may_share_memory(batch.src, batch.dst))
+        self.result = (np.empty((self.n, batch.tag_length), dtype=np.uint8) if batch.encrypt
+                       else np.zeros(self.n, dtype=bool))
+
+    def weight(self, a: int, b: int) -> int:
+        return int(self.off[b] - self.off[a]) + 64 * (b - a)   # (a message's own work, too)
+
+    def cut(self, a: int, b: int, nbytes: int) -> int:
+        """The message boundary in (a, b] about ``nbytes`` after message a (one message at
+        least; what is left past it, if under GRAIN, goes too)."""
+        target = self.off[a] + max(nbytes, 1)
+        p = int(np.searchsorted(self.off, target, side="left"))
+        p = min(b, max(a + 1, p))
+        return b if self.weight(p, b) < GRAIN else p
+
+    def buffer(self, a: int, b: int):
+        return np.empty(int(self.off[b] - self.off[a]), dtype=np.uint8)
+
+    def run(self, eng, a: int, b: int, out) -> None:
+        part = self.b.part(a, b, out)
+        if self.encrypt:
+            self.result[a:b] = eng.seal(part, self.impl)
+        else:
+            self.result[a:b] = eng.open(part, self.tags_in[a:b], self.impl)
+
+    def commit(self, a: int, b: int, out) -> None:
+        self.b.dst[int(self.off[a]):int(self.off[b])] = out
 
 
 class _Run:
