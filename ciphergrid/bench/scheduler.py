@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from .. import registry
+from .. import aeads, registry
 from ..settings import parse_bytes
 from . import suites
 from .records import Record
@@ -34,6 +34,9 @@ from .records import Record
 def add_arguments(p) -> None:
     p.add_argument("--sched-size", type=lambda s: parse_bytes(s, "--sched-size"), default=1 << 30,
                    metavar="BYTES", help="bytes per call (default 1Gi; --quick 8Mi)")
+    p.add_argument("--sched-aead-shape", default="1Mix4Ki", metavar="COUNTxSIZE",
+                   help="the AEAD batches' messages (--cipher aes-128-gcm ...; default 1Mix4Ki; "
+                        "--quick 256x16Ki)")
     p.add_argument("--sched-devices", default="all", metavar="SPEC",
                    help="the engines scheduled together: all, or a list such as cuda:0,native")
 
@@ -102,6 +105,17 @@ def run(args, ctx: suites.Context) -> dict:
             continue   # ("all" names "cpu" where there may be none)
     with ctx.progress(len(names) * (len(singles) + 2)) as bar:
         for name in names:
+            if aeads.is_aead(name):
+                shape = "256x16Ki" if args.quick else args.sched_aead_shape
+                for dev, info, impl in [(d, i, None) for d, i in singles] + [(together, None, "scheduled")]:
+                    r = _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed)
+                    if info is None:
+                        r.device_name, r.device_kind, r.runtime = together, "composite", "composite"
+                    rows.append(r)
+                    ctx.add(r)
+                    bar.advance(1)
+                bar.advance(1)
+                continue
             spec = registry.lookup(name)
             key = rng.bytes(spec.key_len)
             iv = rng.bytes(spec.iv_len) if spec.iv_len else None
@@ -149,6 +163,48 @@ def run(args, ctx: suites.Context) -> dict:
     return {"devices": [sysinfo.device_info(info) for _, info in singles],
             "options": {"ciphers": names, "size": size, "together": together, "repeats": repeats,
                         "copy_threads": threads}}
+
+
+def _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed) -> Record:
+    """One AEAD batch row: ``encrypt_batch`` of COUNT x SIZE messages in one buffer (counter
+    nonces), its first messages checked against pyca first."""
+    import ciphergrid
+    from cryptography.hazmat.primitives.ciphers import aead as pyca
+
+    count, _, msize = shape.lower().partition("x")
+    count, msize = parse_bytes(count, "--sched-aead-shape"), parse_bytes(msize, "--sched-aead-shape")
+    a = aeads.lookup(name)
+    r = Record(cipher=name, algorithm=a.family, key_bits=8 * a.names[name], mode="aead",
+               direction="encrypt", device=dev, device_name=info.name if info else dev,
+               device_kind=info.kind if info else "composite",
+               runtime=info.runtime if info else "composite", kind="e2e", size=count * msize,
+               implementation=impl, messages=count)
+    src = rng.integers(0, 256, count * msize, dtype=np.uint8)
+    off = np.arange(count + 1, dtype=np.int64) * msize
+    nonces = np.zeros((count, a.default_nonce_length), dtype=np.uint8)
+    nonces[:, -8:] = np.arange(count, dtype=">u8").view(np.uint8).reshape(count, 8)
+    key = rng.bytes(a.names[name])
+    out = np.empty_like(src)
+    holder = {}
+
+    def call():
+        holder["r"] = ciphergrid.encrypt_batch(src, name, key=key, nonces=nonces, offsets=off,
+                                               device=dev, out=out)
+    try:
+        call()
+        cls = pyca.AESGCM if name.endswith("gcm") else pyca.ChaCha20Poly1305
+        for i in range(min(3, count)):
+            want = cls(key).encrypt(nonces[i].tobytes(), src[off[i]:off[i + 1]].tobytes(), None)
+            if holder["r"].messages[i] != want:
+                raise AssertionError("a message differs from pyca/cryptography")
+        r.verification = {"status": "passed", "oracle": "pyca/cryptography"}
+        r.timer = "wall-clock"
+        r.set_times(timed(call))
+    except Exception as e:  # one failing row must not end the run
+        r.status, r.error = "failed", f"{type(e).__name__}: {e}"[:300]
+        r.verification = {"status": "failed", "detail": r.error}
+        ctx.log(f"FAILED scheduler {name} on {dev}: {r.error}")
+    return r
 
 
 def _print_table(rows) -> None:
