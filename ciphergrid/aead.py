@@ -227,10 +227,10 @@ os.register_at_fork(after_in_child=_Beside._after_fork_in_child)
 def _refuse_repeats(spec, index: np.ndarray, nonces: np.ndarray) -> None:
     """Encryption: a (key, nonce) pair used twice in one batch is refused (it breaks the AEAD);
     not inside ``request.weak_use_allowed()`` (the known answers of selftest repeat pairs)."""
-    from .request import _suspended
+    from .request import policy_suspended
 
     m = nonces.shape[0]
-    if m < 2 or _suspended["depth"] or _counter_word(nonces):
+    if m < 2 or policy_suspended() or _counter_word(nonces):
         return
     # a 64-bit hash per pair, sorted (64 K pairs: ~1.1 ms on a Zen 5 core, where sorting the
     # pairs themselves took 11.6 ms, and hashing them as concatenated rows 3.8 ms in all); the

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import glob
 import sys
-import threading
 
 from .backends.base import DeviceInfo
 from .errors import DeviceNotFound, InvalidArgument
@@ -155,14 +154,13 @@ def check_spec(spec: str | None) -> None:
     resolve(s)
 
 
-_backends: dict[str, object] = {}
-_lock = threading.Lock()
-
-
 def backend(info: DeviceInfo):
-    """The (cached) backend object of a device."""
-    with _lock:
-        b = _backends.get(info.spec)
+    """The backend object of a device (one per device and runtime: ``runtime.current()``)."""
+    from .runtime import current
+
+    rt = current()
+    with rt.lock:
+        b = rt.backends.get(info.spec)
         if b is None:
             if info.runtime == "opencl":
                 from .backends.opencl import OpenCLBackend
@@ -174,5 +172,5 @@ def backend(info: DeviceInfo):
                 b = CudaBackend(info)
             else:
                 raise InvalidArgument(f"{info.spec} has no kernel backend")
-            _backends[info.spec] = b
+            rt.backends[info.spec] = b
         return b

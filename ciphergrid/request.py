@@ -10,10 +10,10 @@ input's length with PKCS#7 padding.
 from __future__ import annotations
 
 import contextlib
-import threading
 import warnings
 from dataclasses import dataclass, field
 
+from .runtime import current
 from .errors import InvalidArgument, InvalidKey, InvalidKeySize, WeakCipherWarning
 from .modes import padding as _padding
 
@@ -74,7 +74,7 @@ class Request:
         under this key: past a refusing limit (64-bit blocks: 2^32 blocks, TDEA: 2^20) raise,
         unless ``allow_weak``; past a limit that allow_weak lifted (or one that only warns), warn
         once."""
-        if not self.encrypt or _suspended["depth"]:
+        if not self.encrypt or policy_suspended():
             return
         pol = self._policy()
         if pol.block_limit is None or total_bytes <= pol.block_limit * self.block_size:
@@ -92,31 +92,34 @@ class Request:
         return self.mode.at(self, first_block, chain)
 
 
-_warned: set = set()
-_warned_lock = threading.Lock()
-_suspended = {"depth": 0}
+def policy_suspended() -> bool:
+    """Whether this runtime is inside ``weak_use_allowed``."""
+    return current().policy.suspended > 0
 
 
 @contextlib.contextmanager
 def weak_use_allowed():
     """Within the block, every request is made as with allow_weak=True and says nothing: for the
     known-answer self-test and the benchmark, which encrypt random data under random keys of
-    every cipher to check and measure it (their reports say so); not for users' data."""
-    with _warned_lock:
-        _suspended["depth"] += 1
+    every cipher to check and measure it (their reports say so); not for users' data.  (Per
+    runtime: a service's clients are not covered by another's self-test.)"""
+    pol = current().policy
+    with pol.lock:
+        pol.suspended += 1
     try:
         yield
     finally:
-        with _warned_lock:
-            _suspended["depth"] -= 1
+        with pol.lock:
+            pol.suspended -= 1
 
 
 def warn_once(message: str) -> None:
-    """A WeakCipherWarning, once per message and process (the CLI prints it on stderr)."""
-    with _warned_lock:
-        if message in _warned:
+    """A WeakCipherWarning, once per message and runtime (the CLI prints it on stderr)."""
+    pol = current().policy
+    with pol.lock:
+        if message in pol.warned:
             return
-        _warned.add(message)
+        pol.warned.add(message)
     warnings.warn(message, WeakCipherWarning, stacklevel=3)
 
 
@@ -134,7 +137,7 @@ def check_policy(spec, key: bytes, allow_weak: bool):
     """Encrypting under ``key``: the cipher's UsePolicy (algorithms/base.py) refuses (unless
     ``allow_weak``) or warns, once per process: one message, the refusal's reason lifted by
     allow_weak first.  Returns the policy (None where policies are suspended)."""
-    if _suspended["depth"]:
+    if policy_suspended():
         return None
     pol = spec.algorithm.encryption_policy(key)
     said = [pol.warning] if pol.warning else []

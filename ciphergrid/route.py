@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 from dataclasses import dataclass
 
 from .devices import first_cpu, first_gpu, is_multi, member_specs, resolve
+from .runtime import current
 from .errors import Error
 from .settings import scheduler_fence
 from .errors import InvalidArgument, UnsupportedCipher
@@ -61,14 +61,11 @@ class Route:
         return self.engine.info.spec
 
 
-_engines: dict[str, object] = {}
-_lock = threading.Lock()
-
-
 def engine_of(info):
-    """The engine of a device (one per device, cached)."""
-    with _lock:
-        e = _engines.get(info.spec)
+    """The engine of a device (one per device and runtime: ``runtime.current()``)."""
+    rt = current()
+    with rt.lock:
+        e = rt.engines.get(info.spec)
         if e is None:
             if info.runtime == "native":
                 from .engines.openssl import OpenSSLEngine
@@ -78,7 +75,7 @@ def engine_of(info):
                 from .engines.device import DeviceEngine
 
                 e = DeviceEngine(info)
-            _engines[info.spec] = e
+            rt.engines[info.spec] = e
         return e
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import ciphergrid
 from ciphergrid import registry, request, selftest
+from ciphergrid.runtime import current
 from ciphergrid.algorithms.base import UsePolicy
 
 from test_cli import cli
@@ -31,7 +32,7 @@ def strict(monkeypatch):
         return UsePolicy(warning="a test warning", block_limit=4, over_limit_refused=True)
 
     monkeypatch.setattr(alg, "encryption_policy", policy)
-    monkeypatch.setattr(request, "_warned", set())
+    monkeypatch.setattr(current().policy, "warned", set())
     return alg
 
 
@@ -45,7 +46,7 @@ def _weak_warnings(w) -> list[str]:
 def test_64_bit_block_cipher_warns_once(name, key, iv, dev, monkeypatch):
     """One warning per process, naming the cipher as its designers write it and the birthday
     bound's limit; never "old data"; decryption says nothing."""
-    monkeypatch.setattr(request, "_warned", set())
+    monkeypatch.setattr(current().policy, "warned", set())
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         for _ in range(3):
@@ -83,7 +84,7 @@ def test_64_bit_policies_name_the_limit():
 def test_64_bit_limit_of_2_32_blocks(monkeypatch):
     """The real limit (32 GiB of PRESENT: counted, not encrypted): admit() refuses a call or
     context past 2^32 blocks under one key, allow_weak turns that into a warning."""
-    monkeypatch.setattr(request, "_warned", set())
+    monkeypatch.setattr(current().policy, "warned", set())
     spec = registry.lookup(NAME)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ciphergrid.WeakCipherWarning)
@@ -172,7 +173,7 @@ K1, K2, K3 = bytes(range(8)), bytes(range(8, 16)), bytes(range(16, 24))
 def test_des_family_refused_unless_allow_weak(name, key, cites, monkeypatch):
     """Every DES-family encryption (one call or a context) is refused unless allow_weak, citing
     its own document; with allow_weak one warning and OpenSSL's bytes; decryption always works."""
-    monkeypatch.setattr(request, "_warned", set())
+    monkeypatch.setattr(current().policy, "warned", set())
     pt = bytes(range(32))
     with pytest.raises(ciphergrid.InvalidKey, match="allow_weak=True / --allow-weak") as e:
         ciphergrid.encrypt(pt, name, key, bytes(8), device="native")
@@ -198,7 +199,7 @@ def test_des_family_refused_unless_allow_weak(name, key, cites, monkeypatch):
 
 
 def test_des_weak_keys_still_warn(monkeypatch):
-    monkeypatch.setattr(request, "_warned", set())
+    monkeypatch.setattr(current().policy, "warned", set())
     with pytest.warns(ciphergrid.WeakCipherWarning, match="K1 is a weak DES key"):
         ciphergrid.encrypt(bytes(8), "des-ede3-ecb", bytes.fromhex("0101010101010101") + K2 + K3,
                            device="native", allow_weak=True)
@@ -207,7 +208,7 @@ def test_des_weak_keys_still_warn(monkeypatch):
 def test_tdea_limit_of_2_20_blocks(monkeypatch):
     """3-key TDEA under allow_weak keeps SP 800-67 Rev. 2's limit: past 2^20 blocks in one
     context a warning names it (without allow_weak no TDEA encryption starts at all)."""
-    monkeypatch.setattr(request, "_warned", set())
+    monkeypatch.setattr(current().policy, "warned", set())
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         ctx = ciphergrid.Cipher("des-ede3-cbc", K1 + K2 + K3, bytes(8), device="native",
@@ -243,7 +244,7 @@ def test_cli_des_refused_without_allow_weak(tmp_path):
 
 def test_selftest_passes_the_override_itself(monkeypatch, capsys):
     """The known-answer self-test encrypts DES and TDEA with the policy in force, and says nothing."""
-    monkeypatch.setattr(request, "_warned", set())
+    monkeypatch.setattr(current().policy, "warned", set())
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         assert selftest.run("native", quiet=True) == 0
@@ -252,7 +253,7 @@ def test_selftest_passes_the_override_itself(monkeypatch, capsys):
 
 def test_selftest_and_bench_suspend_the_policy(monkeypatch):
     """weak_use_allowed(): the self-test and the benchmark measure TDEA on random keys."""
-    monkeypatch.setattr(request, "_warned", set())
+    monkeypatch.setattr(current().policy, "warned", set())
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         with request.weak_use_allowed():

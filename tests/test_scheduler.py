@@ -19,6 +19,7 @@ import pytest
 
 import ciphergrid
 from ciphergrid.engines import composite
+from ciphergrid.runtime import Runtime
 from ciphergrid.testing import oracle
 from conftest import all_devices
 
@@ -29,12 +30,15 @@ GRAIN = 64 << 10
 
 
 @pytest.fixture(autouse=True)
-def small_ranges(monkeypatch):
+def rt(monkeypatch):
+    """Each test in a runtime of its own (no speeds measured, none read or written on disk),
+    with small ranges."""
     monkeypatch.setattr(composite, "GRAIN", GRAIN)
     monkeypatch.setattr(composite, "HANG_INJECTED_S", 3.0)
-    monkeypatch.setattr(composite, "_speeds", {})
-    monkeypatch.setattr(composite, "_calibration", {"loaded": True, "saved": 1e18})
     monkeypatch.delenv("CIPHERGRID_FAULT", raising=False)
+    with Runtime("test") as r:
+        r.calibration.update(loaded=True, saved=1e18)
+        yield r
 
 
 def _inputs(name, n, rng):
@@ -104,7 +108,7 @@ def test_all_on_this_machine(rng):
 
 @pytest.mark.parametrize("victim", ["native", "cpu"])
 @pytest.mark.parametrize("what", ["fail", "hang"])
-def test_failed_or_hung_engine_costs_rework_not_bytes(victim, what, rng, monkeypatch):
+def test_failed_or_hung_engine_costs_rework_not_bytes(victim, what, rng, monkeypatch, rt):
     """The fault switch: the victim fails (raises) or hangs on its first range (its share: the
     two engines are made to look equally fast, so that each starts with one); that range runs
     again on the other engine, the output is whole, one warning and the stats say so; a hang is
@@ -116,8 +120,8 @@ def test_failed_or_hung_engine_costs_rework_not_bytes(victim, what, rng, monkeyp
     key, iv, _, data = _inputs(name, 48 * GRAIN, rng)
     want = oracle.encrypt(data.tobytes(), name, key, iv)
     ciphergrid.encrypt(data, name, key, iv, device=PAIR)         # both engines measured
-    native = next(v for k, v in composite._speeds.items() if k[0] == "native")
-    composite._speeds.update({k: native for k in list(composite._speeds) if k[0] == CPU})
+    native = next(v for k, v in rt.speeds.items() if k[0] == "native")
+    rt.speeds.update({k: native for k in list(rt.speeds) if k[0] == CPU})
     monkeypatch.setenv("CIPHERGRID_FAULT", f"{spec}:{what}:0")
     st = ciphergrid.SchedulerStats()
     t0 = time.perf_counter()
@@ -151,20 +155,19 @@ def test_context_over_several_engines(rng):
     assert out == oracle.encrypt(data.tobytes(), "aes-128-ctr", key, iv)
 
 
-def test_speeds_kept_for_the_next_process(rng, monkeypatch, tmp_path):
+def test_speeds_kept_for_the_next_process(rng, monkeypatch, tmp_path, rt):
     """A run's measured speeds go to the cache folder; a new process splits its first call by
     them (not by the defaults)."""
     monkeypatch.setenv("CIPHERGRID_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(composite, "_calibration", {"loaded": True, "saved": 0.0})
+    rt.calibration["saved"] = 0.0
     key, iv, _, data = _inputs("aes-128-ctr", 8 * GRAIN, rng)
     ciphergrid.encrypt(data, "aes-128-ctr", key, iv, device=PAIR)
     assert (tmp_path / "scheduler-speeds.json").exists()    # (written after the first range)
-    composite._save()                                       # (and as it is now)
-    seen = dict(composite._speeds)
-    composite._speeds.clear()
-    composite._calibration["loaded"] = False       # (as a new process)
+    composite._save(rt)                                     # (and as it is now)
+    seen = dict(rt.speeds)
+    fresh = Runtime("next process")
     eng = ciphergrid.route.engine("native")
-    speed, measured = composite.expected_speed(eng, "aes-128-ctr", True)
+    speed, measured = composite.expected_speed(eng, "aes-128-ctr", True, fresh)
     assert measured and speed == seen[composite._key(eng, "aes-128-ctr", True)]
 
 
@@ -251,15 +254,15 @@ def test_aead_batch_split_by_messages(name, rng):
 
 
 @pytest.mark.parametrize("victim", ["native", "cpu"])
-def test_aead_batch_engine_failing(victim, rng, monkeypatch):
+def test_aead_batch_engine_failing(victim, rng, monkeypatch, rt):
     if CPU is None:
         pytest.skip("one engine present (no OpenCL CPU device)")
     spec = CPU if victim == "cpu" else victim
     name = "aes-128-gcm"
     key, msgs, nonces, aads, want = _aead_batch(name, 160, rng)
     ciphergrid.encrypt_batch(msgs, name, key=key, nonces=nonces, aad=aads, device=PAIR)
-    native = next(v for k, v in composite._speeds.items() if k[0] == "native" and k[2] == name)
-    composite._speeds.update({k: native for k in list(composite._speeds) if k[0] == CPU})
+    native = next(v for k, v in rt.speeds.items() if k[0] == "native" and k[2] == name)
+    rt.speeds.update({k: native for k in list(rt.speeds) if k[0] == CPU})
     monkeypatch.setenv("CIPHERGRID_FAULT", f"{spec}:fail:0")
     with pytest.warns(ciphergrid.EngineFailureWarning, match=spec):
         r = ciphergrid.encrypt_batch(msgs, name, key=key, nonces=nonces, aad=aads, device=PAIR)

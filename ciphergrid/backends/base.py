@@ -85,6 +85,20 @@ def defines_prefix(defines: dict[str, int]) -> str:
 class Backend:
     """One device.  Buffers are backend objects; host arrays are numpy uint8 arrays."""
 
+    def owned(self, name: str, make):
+        """The object ``name`` this backend keeps for its users (the transfer layer's cached
+        pipelines and copy job, the AEAD drivers), made by ``make()`` the first time: it lives
+        and dies with the backend, so with the runtime that owns it."""
+        d = self.__dict__.setdefault("_owned", {})
+        v = d.get(name)
+        if v is None:
+            lock = self.__dict__.setdefault("_owned_lock", threading.Lock())
+            with lock:
+                v = d.get(name)
+                if v is None:
+                    v = d[name] = make()
+        return v
+
     info: DeviceInfo
     #: work-items per work-group used for launches
     local_size: int = 256

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DeviceError, EngineFailureWarning, InvalidArgument, UnsupportedCipher
+from ..runtime import current
 from ..settings import injected_faults, load_cache_json, save_cache_json
 from .base import Engine, Session, Sessions
 
@@ -66,10 +67,8 @@ STREAM_PIECE = 256 << 20
 #: bytes per second expected of an engine never measured (by device kind)
 DEFAULT_SPEED = {"gpu": 20e9, "native": 2e9, "cpu": 0.2e9}
 
-_speeds: dict = {}
-_speeds_lock = threading.Lock()
-#: the calibration file's state: loaded (once), when last saved
-_calibration = {"loaded": False, "saved": 0.0}
+#: the cache folder's file of the speeds measured
+CALIBRATION_FILE = "scheduler-speeds.json"
 #: seconds between two writes of the calibration file
 SAVE_EVERY_S = 10.0
 
@@ -78,54 +77,52 @@ def _key(engine, name: str, encrypt: bool) -> tuple:
     return (engine.info.spec, engine.info.name, name, bool(encrypt))
 
 
-#: the cache folder's file of the speeds measured
-CALIBRATION_FILE = "scheduler-speeds.json"
-
-
-def _load() -> None:
+def _load(rt) -> None:
     """The speeds measured by earlier processes on this machine (the cache folder's
-    CALIBRATION_FILE): a user's first large call is split by them, not measured."""
-    _calibration["loaded"] = True
+    CALIBRATION_FILE), into runtime ``rt``: a user's first large call is split by them, not
+    measured."""
+    rt.calibration["loaded"] = True
     try:
         for r in load_cache_json(CALIBRATION_FILE, []):
-            _speeds.setdefault((r["spec"], r["name"], r["cipher"], bool(r["encrypt"])),
-                               float(r["bytes_per_s"]))
+            rt.speeds.setdefault((r["spec"], r["name"], r["cipher"], bool(r["encrypt"])),
+                                 float(r["bytes_per_s"]))
     except (KeyError, TypeError, ValueError):
         pass
 
 
-def _save() -> None:
+def _save(rt) -> None:
     save_cache_json(CALIBRATION_FILE, [{"spec": k[0], "name": k[1], "cipher": k[2], "encrypt": k[3],
-                                        "bytes_per_s": v} for k, v in _speeds.items()])
-    _calibration["saved"] = time.monotonic()
+                                        "bytes_per_s": v} for k, v in rt.speeds.items()])
+    rt.calibration["saved"] = time.monotonic()
 
 
-def expected_speed(engine, name: str, encrypt: bool) -> tuple[float, bool]:
+def expected_speed(engine, name: str, encrypt: bool, rt=None) -> tuple[float, bool]:
     """(bytes per second, measured?): what ``engine`` ran cipher ``name`` at in that direction on
-    this machine (the last runs, smoothed; kept across processes in the cache folder), else a
-    default for its kind of device."""
+    this machine (the last runs, smoothed; kept in runtime ``rt``, default the current one, and
+    across processes in the cache folder), else a default for its kind of device."""
+    rt = rt or current()
     key = _key(engine, name, encrypt)
-    with _speeds_lock:
-        if not _calibration["loaded"]:
-            _load()
-        v = _speeds.get(key)
+    with rt.lock:
+        if not rt.calibration["loaded"]:
+            _load(rt)
+        v = rt.speeds.get(key)
     if v is not None:
         return v, True
     return DEFAULT_SPEED["native" if engine.info.runtime == "native" else engine.info.kind], False
 
 
-def _measured(engine, name: str, encrypt: bool, nbytes: int, seconds: float) -> None:
+def _measured(rt, engine, name: str, encrypt: bool, nbytes: int, seconds: float) -> None:
     """A range's speed, into the smoothed figure (half the old, half the new); the figures
     written to the cache folder at most every SAVE_EVERY_S."""
     if nbytes < GRAIN or seconds <= 0:
         return
     key = _key(engine, name, encrypt)
     v = nbytes / seconds
-    with _speeds_lock:
-        old = _speeds.get(key)
-        _speeds[key] = v if old is None else 0.5 * old + 0.5 * v
-        if time.monotonic() - _calibration["saved"] > SAVE_EVERY_S:
-            _save()
+    with rt.lock:
+        old = rt.speeds.get(key)
+        rt.speeds[key] = v if old is None else 0.5 * old + 0.5 * v
+        if time.monotonic() - rt.calibration["saved"] > SAVE_EVERY_S:
+            _save(rt)
 
 
 @dataclass
@@ -175,6 +172,9 @@ class CompositeEngine(Engine):
             raise InvalidArgument(f"fence must be 'copy' or 'direct', not {fence!r}")
         self.engines = list(engines)
         self.fence = fence
+        #: the runtime it was made in (its workers are threads of their own: handed it, they
+        #: keep the speeds where the caller's runtime does)
+        self.rt = current()
         spec = spec or ",".join(e.info.spec for e in self.engines)
         self.info = DeviceInfo(spec=spec, runtime="composite",
                                name=" + ".join(e.info.spec for e in self.engines), kind="composite",
@@ -216,7 +216,7 @@ class CompositeEngine(Engine):
             out = eng.seal(batch, impl) if batch.encrypt else eng.open(batch, tags, impl)
             stats.ran(eng.info.spec, int(batch.off[-1]), time.perf_counter() - t0)
             return out
-        _Run(work, self.engines, stats, self.fence).go()
+        _Run(work, self.engines, stats, self.fence, self.rt).go()
         return work.result
 
     def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
@@ -278,10 +278,12 @@ class CompositeSession(Session):
             pool = members or [e for e in self.engine.engines if e.capability(req, n)]
             if not pool:
                 raise UnsupportedCipher(f"no engine of {self.engine.info.spec} runs {req.spec.name}")
-            eng = max(pool, key=lambda e: expected_speed(e, req.spec.name, req.encrypt)[0])
+            eng = max(pool, key=lambda e: expected_speed(e, req.spec.name, req.encrypt,
+                                                         self.engine.rt)[0])
             eng.crypt(req, src, dst, stats=stats)
             return
-        _Run(_Bytes(self, req, first_block, unit, src, dst), members, stats, self.engine.fence).go()
+        _Run(_Bytes(self, req, first_block, unit, src, dst), members, stats, self.engine.fence,
+             self.engine.rt).go()
 
 
 class _Bytes:
@@ -367,8 +369,8 @@ class _Run:
     """One scheduled piece of work over the members: the ranges (of ``work``'s units), the
     workers, the watchdog."""
 
-    def __init__(self, work, members, stats, fence: str):
-        self.w, self.members, self.stats = work, members, stats
+    def __init__(self, work, members, stats, fence: str, rt):
+        self.w, self.members, self.stats, self.rt = work, members, stats, rt
         self.n = work.n
         self.total = work.weight(0, work.n)
         self.fence = "copy" if work.in_place else fence
@@ -382,7 +384,7 @@ class _Run:
         self.dead: set = set()         # workers that take no more ranges
 
     def _speed(self, i: int) -> tuple[float, bool]:
-        return expected_speed(self.members[i], self.w.name, self.w.encrypt)
+        return expected_speed(self.members[i], self.w.name, self.w.encrypt, self.rt)
 
     def _shares(self) -> list:
         """Each worker's first range, by expected speed, for 1 - TAIL of the bytes; the rest
@@ -520,7 +522,7 @@ class _Run:
                 es.ranges += 1
                 es.seconds += dt
                 self.cv.notify_all()
-            _measured(eng, self.w.name, self.w.encrypt, nbytes, dt)
+            _measured(self.rt, eng, self.w.name, self.w.encrypt, nbytes, dt)
 
     def _requeue(self, i: int, rng, why: str) -> None:
         """(under the lock) Worker ``i`` takes no more ranges; ``rng``, if still its, goes back."""

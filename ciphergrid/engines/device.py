@@ -159,12 +159,8 @@ class DeviceEngine(Engine):
     def aead_driver(self, name: str, impl: str | None = None):
         from .. import aeads
 
-        key = (name, impl or "fast")
-        drivers = self.__dict__.setdefault("_aead_drivers", {})
-        d = drivers.get(key)
-        if d is None:
-            d = drivers[key] = aeads.lookup(name).driver(self.backend, name, impl)
-        return d
+        return self.backend.owned(("aead", name, impl or "fast"),
+                                  lambda: aeads.lookup(name).driver(self.backend, name, impl))
 
     def _run_batch(self, batch, impl, received=None, beside=None):
         """The tags of ``batch`` (texts into ``batch.dst``), or with ``received`` the mask of the

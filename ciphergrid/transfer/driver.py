@@ -712,15 +712,9 @@ def flat_uint8(a) -> np.ndarray:
     return a.reshape(-1).view(np.uint8)
 
 
-_copy_jobs: dict[int, CopyJob] = {}
-
-
 def copy_job(backend) -> CopyJob:
     """The copy job of ``backend`` (its program built once)."""
-    j = _copy_jobs.get(id(backend))
-    if j is None or j.b is not backend:
-        j = _copy_jobs[id(backend)] = CopyJob(backend)
-    return j
+    return backend.owned("copy_job", lambda: CopyJob(backend))
 
 
 __all__ = ["Pipeline", "CipherJob", "CopyJob", "Chunk"]

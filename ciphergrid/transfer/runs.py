@@ -23,8 +23,6 @@ from .autotune import autotune
 from .driver import CipherJob, Pipeline, copy_job, flat_uint8
 
 # ------------------------------------------------------------------------------------ cached pipelines
-_pipes: dict[tuple, Pipeline] = {}
-_pipes_lock = threading.Lock()
 
 
 class _Lease:
@@ -53,12 +51,13 @@ def pipeline_for(backend, chunk_bytes=None, depth=None, *, transfer: str = "auto
     opts = settings or _settings.transfer()
     st = chunking.resolve(backend.info, chunk_bytes, depth, nbytes=nbytes, settings=opts,
                           tune=lambda: autotune(backend, settings=opts))
-    key = (id(backend), st.chunk_bytes, st.depth, transfer, settings)
-    with _pipes_lock:
-        pipe = _pipes.get(key)
-        if pipe is None or pipe.b is not backend:
-            pipe = _pipes[key] = Pipeline(backend, chunk_bytes=st.chunk_bytes, depth=st.depth,
-                                          transfer=transfer, settings=settings)
+    key = (st.chunk_bytes, st.depth, transfer, settings)
+    pipes, lock = backend.owned("pipelines", lambda: ({}, threading.Lock()))
+    with lock:
+        pipe = pipes.get(key)
+        if pipe is None:
+            pipe = pipes[key] = Pipeline(backend, chunk_bytes=st.chunk_bytes, depth=st.depth,
+                                         transfer=transfer, settings=settings)
     if pipe.lock.acquire(blocking=False):
         return _Lease(pipe, False)
     return _Lease(Pipeline(backend, chunk_bytes=st.chunk_bytes, depth=st.depth, transfer=transfer,
