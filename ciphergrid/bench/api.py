@@ -145,10 +145,8 @@ def _runs(name: str, dev) -> bool:
 
 
 def _fail(rec: Record, ctx, detail: str) -> Record:
-    rec.status, rec.error = "failed", detail[:300]
-    rec.verification = {"status": "failed", "detail": rec.error}
-    ctx.log(f"FAILED api {rec.cipher} {rec.kind} on {rec.device}: {rec.error}")
-    return rec
+    ctx.log(f"FAILED api {rec.cipher} {rec.kind} on {rec.device}: {detail[:300]}")
+    return rec.fail(detail)
 
 
 def _resident_pair(ctx, name, dev, size, encrypt, repeats, rng):

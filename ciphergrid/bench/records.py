@@ -122,6 +122,12 @@ class Record:
         self.gbps = self.throughput_bps / GB
         self._derive()
 
+    def fail(self, detail: str) -> "Record":
+        """Mark the row failed (wrong output or an error): no timing, the reason kept."""
+        self.status, self.error = "failed", detail[:300]
+        self.verification = {"status": "failed", "detail": self.error}
+        return self
+
     def set_resources(self, res: dict | None) -> None:
         self.resources = dict(res) if res else None
         if res and res.get("sm_count") and not self.sm_count:

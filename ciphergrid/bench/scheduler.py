@@ -137,19 +137,13 @@ def run(args, ctx: suites.Context) -> dict:
                 r = _record(name, dev, info, "e2e", size, impl)
                 if info is None:
                     r.device_name, r.device_kind, r.runtime = together, "composite", "composite"
-                try:
-                    call()
+
+                def check():
                     if dst[: 1 << 20].tobytes() != want[: 1 << 20]:
                         raise AssertionError(f"the output differs from {oracle.source(spec)}")
-                    r.verification = {"status": "passed", "oracle": oracle.source(spec)}
-                    held[0] = SchedulerStats()    # (what the timed calls did)
-                    r.timer = "wall-clock"
-                    r.set_times(timed(call))
-                except Exception as e:  # one failing row must not end the run
-                    r.status, r.error = "failed", f"{type(e).__name__}: {e}"[:300]
-                    r.verification = {"status": "failed", "detail": r.error}
-                    ctx.log(f"FAILED scheduler {name} on {dev}: {r.error}")
-                else:
+                    held[0] = SchedulerStats()    # (what the timed calls do)
+
+                if _measure(ctx, r, call, check, oracle.source(spec), timed):
                     stats = held[0]
                     if impl:
                         share = ", ".join(f"{s} {v:.1%} ({stats.engines[s].ranges} ranges)"
@@ -190,21 +184,32 @@ def _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed) -> Record:
     def call():
         holder["r"] = ciphergrid.encrypt_batch(src, name, key=key, nonces=nonces, offsets=off,
                                                device=dev, out=out)
-    try:
-        call()
+
+    def check():
         cls = pyca.AESGCM if name.endswith("gcm") else pyca.ChaCha20Poly1305
         for i in range(min(3, count)):
             want = cls(key).encrypt(nonces[i].tobytes(), src[off[i]:off[i + 1]].tobytes(), None)
             if holder["r"].messages[i] != want:
                 raise AssertionError("a message differs from pyca/cryptography")
-        r.verification = {"status": "passed", "oracle": "pyca/cryptography"}
+
+    _measure(ctx, r, call, check, "pyca/cryptography", timed)
+    return r
+
+
+def _measure(ctx, r: Record, call, check, oracle_name: str, timed) -> bool:
+    """Run ``call`` once, ``check`` its output (raises when wrong), then time it into row ``r``;
+    any failure fails the row alone (no timing).  Returns whether the row was timed."""
+    try:
+        call()
+        check()
+        r.verification = {"status": "passed", "oracle": oracle_name}
         r.timer = "wall-clock"
         r.set_times(timed(call))
+        return True
     except Exception as e:  # one failing row must not end the run
-        r.status, r.error = "failed", f"{type(e).__name__}: {e}"[:300]
-        r.verification = {"status": "failed", "detail": r.error}
-        ctx.log(f"FAILED scheduler {name} on {dev}: {r.error}")
-    return r
+        r.fail(f"{type(e).__name__}: {e}")
+        ctx.log(f"FAILED scheduler {r.cipher} on {r.device}: {r.error}")
+        return False
 
 
 def _print_table(rows) -> None:
