@@ -1,0 +1,371 @@
+"""Sealed messages in C2SP chunked encryption (c2sp.org/chunked-encryption, the C2SP repository at
+commit 5ba5ee8; docs/format.md): Cobblestone-128 (SHA-512 + AES-128-GCM, the recommended
+instantiation) and Cobblestone-256 (SHA-512 + AES-256-GCM), byte-identical to pyca/cryptography's
+``cryptography.cobblestone``.
+
+    key || base nonce || commitment = HKDF-Expand(SHA-512, prk = input key,
+        info = "c2sp.org/chunked-encryption@v1+" || "AEAD_AES_128_GCM" || 0x00 || salt || context)
+
+A sealed message is salt (24 random bytes) || commitment (32) || the chunks: the plaintext in
+16 KiB chunks, the last always shorter (possibly empty), each an AEAD message under the derived
+key with nonce = base nonce XOR its number (big-endian), no AAD, ciphertext || tag.  Every chunk is
+independent, so many go to the device in one AEAD batch (``ciphergrid.encrypt_batch``: a GPU where
+one wins, else OpenSSL on every core); decryption checks the commitment before any chunk, each
+chunk's tag before its plaintext is released, and the final chunk's length (a message cut at a
+chunk boundary is truncated).  ``decrypt_range`` authenticates only the chunks a range needs.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidArgument, InvalidKeySize, InvalidTag
+
+CHUNK = 16384
+TAG = 16
+SALT = 24
+COMMITMENT = 32
+HEADER = SALT + COMMITMENT
+SEALED_CHUNK = CHUNK + TAG
+#: the spec's limit on a message's chunks
+MAX_CHUNKS = 1 << 38
+#: chunks per AEAD batch (64 MiB of plaintext): the device's unit of work
+BATCH_CHUNKS = 4096
+PREFIX = b"c2sp.org/chunked-encryption@v1+"
+
+
+@dataclass(frozen=True)
+class Scheme:
+    name: str          # "cobblestone-128"
+    aead: str          # ciphergrid's name of the AEAD ("aes-128-gcm")
+    iana: str          # its name in the IANA AEAD registry, in the key derivation
+    key_len: int
+
+
+COBBLESTONE_128 = Scheme("cobblestone-128", "aes-128-gcm", "AEAD_AES_128_GCM", 16)
+COBBLESTONE_256 = Scheme("cobblestone-256", "aes-256-gcm", "AEAD_AES_256_GCM", 32)
+NONCE = 12
+
+
+def scheme(aes256: bool = False) -> Scheme:
+    return COBBLESTONE_256 if aes256 else COBBLESTONE_128
+
+
+def derive(sch: Scheme, input_key: bytes, salt: bytes, context: bytes) -> tuple[bytes, bytes, bytes]:
+    """(key, base nonce, commitment) of one message (the spec's key derivation)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+    if len(input_key) != sch.key_len:
+        raise InvalidKeySize(f"{sch.name} takes a {sch.key_len}-byte key, got {len(input_key)} bytes")
+    if len(salt) != SALT:
+        raise InvalidArgument(f"the salt is {SALT} bytes, got {len(salt)}")
+    info = PREFIX + sch.iana.encode() + b"\x00" + bytes(salt) + bytes(context)
+    okm = HKDFExpand(hashes.SHA512(), sch.key_len + NONCE + COMMITMENT, info).derive(bytes(input_key))
+    k = sch.key_len
+    return okm[:k], okm[k:k + NONCE], okm[k + NONCE:]
+
+
+def nonces(base: bytes, first: int, count: int) -> np.ndarray:
+    """The nonces of chunks [first, first + count): the base nonce XOR each chunk number as a
+    big-endian integer."""
+    out = np.tile(np.frombuffer(base, dtype=np.uint8), (count, 1))
+    ctr = np.arange(first, first + count, dtype=np.uint64).astype(">u8").view(np.uint8)
+    out[:, NONCE - 8:] ^= ctr.reshape(count, 8)
+    return out
+
+
+def sealed_length(n: int) -> int:
+    """Bytes of the sealed form of an n-byte message."""
+    return HEADER + n + (n // CHUNK + 1) * TAG
+
+
+def message_length(sealed: int) -> int:
+    """Bytes of the message a sealed form of ``sealed`` bytes holds (InvalidTag: no such form:
+    cut short at a chunk boundary, or a final chunk shorter than a tag)."""
+    body = sealed - HEADER
+    last = body % SEALED_CHUNK if body >= 0 else -1
+    if body < TAG or last < TAG:
+        raise InvalidTag("the sealed message is truncated or not one (its length is not a sealed "
+                         "length): nothing is released")
+    return body // SEALED_CHUNK * CHUNK + last - TAG
+
+
+def _u8(data) -> np.ndarray:
+    """Bytes-like data (or a ``mmap``, read where it lies) as a flat uint8 array."""
+    import mmap
+
+    from .. import buffers
+
+    if isinstance(data, mmap.mmap):
+        return np.frombuffer(data, dtype=np.uint8)
+    return buffers.host_array(data)[0].reshape(-1)
+
+
+class Sealer:
+    """One message's chunks sealed in batches (the engine of the encryptor and of ``encrypt``)."""
+
+    def __init__(self, sch: Scheme, input_key: bytes, context: bytes = b"", *, salt: bytes | None = None,
+                 device: str = "auto"):
+        self.sch, self.device = sch, device
+        self.salt = os.urandom(SALT) if salt is None else bytes(salt)
+        self.key, self.base, self.commitment = derive(sch, bytes(input_key), self.salt, bytes(context))
+        self.chunk = 0     # chunks sealed so far
+
+    def header(self) -> bytes:
+        return self.salt + self.commitment
+
+    def seal(self, pt: np.ndarray, final: bool) -> np.ndarray:
+        """The sealed chunks of ``pt``: whole 16 KiB chunks, and with ``final`` the shorter last
+        one (possibly empty) after them."""
+        import ciphergrid
+
+        n = pt.nbytes
+        full = n // CHUNK
+        if not final and n % CHUNK:
+            raise InvalidArgument("only whole chunks before the final one")
+        count = full + (1 if final else 0)
+        if self.chunk + count > MAX_CHUNKS:
+            raise InvalidArgument("the message passes the spec's 2^38 chunks")
+        out = np.empty(n + count * TAG, dtype=np.uint8)
+        for a in range(0, count, BATCH_CHUNKS):
+            b = min(count, a + BATCH_CHUNKS)
+            lo, hi = a * CHUNK, min(n, b * CHUNK)
+            off = np.minimum(np.arange(a, b + 1, dtype=np.int64) * CHUNK, n) - lo
+            r = ciphergrid.encrypt_batch(pt[lo:hi], self.sch.aead, key=self.key,
+                                         nonces=nonces(self.base, self.chunk + a, b - a),
+                                         offsets=off, device=self.device)
+            whole = min(b, full) - a                       # the batch's whole chunks
+            o = a * SEALED_CHUNK
+            view = out[o:o + whole * SEALED_CHUNK].reshape(whole, SEALED_CHUNK)
+            view[:, :CHUNK] = r.data[:whole * CHUNK].reshape(whole, CHUNK)
+            view[:, CHUNK:] = r.tags[:whole]
+            if b - a > whole:                              # the final chunk
+                t = o + whole * SEALED_CHUNK
+                rest = r.data[whole * CHUNK:]
+                out[t:t + rest.nbytes] = rest
+                out[t + rest.nbytes:] = r.tags[whole]
+        self.chunk += count
+        return out
+
+
+class Opener:
+    """One sealed message's chunks opened in batches (the engine of the decryptor, ``decrypt``
+    and ``decrypt_range``): the commitment checked first, each chunk's tag before its
+    plaintext is released."""
+
+    def __init__(self, sch: Scheme, input_key: bytes, context: bytes, header, *, device: str = "auto"):
+        self.sch, self.device = sch, device
+        header = bytes(header)
+        if len(header) != HEADER:
+            raise InvalidTag("the sealed message is shorter than its header: nothing is released")
+        self.key, self.base, commitment = derive(sch, bytes(input_key), header[:SALT], bytes(context))
+        if not hmac.compare_digest(commitment, header[SALT:]):
+            raise InvalidTag(f"{sch.name}: the key commitment does not match (wrong key or context, "
+                             "or not this message): nothing is released")
+
+    def open(self, ct: np.ndarray, first: int, final: bool) -> np.ndarray:
+        """The plaintext of sealed chunks ``ct`` starting at chunk ``first``: whole sealed chunks,
+        and with ``final`` the message's last (shorter) one after them."""
+        import ciphergrid
+
+        m = ct.nbytes
+        full = m // SEALED_CHUNK
+        last = m - full * SEALED_CHUNK
+        if final and last < TAG or not final and last:
+            raise InvalidTag(f"{self.sch.name}: the sealed message is truncated: nothing more is released")
+        count = full + (1 if final else 0)
+        if first + count > MAX_CHUNKS:
+            raise InvalidTag("the sealed message passes the spec's 2^38 chunks")
+        n = full * CHUNK + (last - TAG if final else 0)
+        out = np.empty(n, dtype=np.uint8)
+        for a in range(0, count, BATCH_CHUNKS):
+            b = min(count, a + BATCH_CHUNKS)
+            whole = min(b, full) - a
+            o = a * SEALED_CHUNK
+            view = ct[o:o + whole * SEALED_CHUNK].reshape(whole, SEALED_CHUNK)
+            texts = np.empty(min(n, b * CHUNK) - a * CHUNK, dtype=np.uint8)
+            texts[:whole * CHUNK].reshape(whole, CHUNK)[:] = view[:, :CHUNK]
+            tags = np.empty((b - a, TAG), dtype=np.uint8)
+            tags[:whole] = view[:, CHUNK:]
+            if b - a > whole:
+                t = o + whole * SEALED_CHUNK
+                texts[whole * CHUNK:] = ct[t:m - TAG]
+                tags[whole] = ct[m - TAG:m]
+            off = np.minimum(np.arange(a, b + 1, dtype=np.int64) * CHUNK, n) - a * CHUNK
+            r = ciphergrid.decrypt_batch(texts, self.sch.aead, key=self.key, tags=tags,
+                                         nonces=nonces(self.base, first + a, b - a), offsets=off,
+                                         device=self.device)
+            if r.failed:
+                out.fill(0)
+                raise InvalidTag(f"{self.sch.name}: chunk {first + a + r.failed[0]} does not verify "
+                                 "(altered, reordered or from another message): nothing is released")
+            out[a * CHUNK:a * CHUNK + texts.nbytes] = r.data
+        return out
+
+
+def encrypt(data, key: bytes, context: bytes = b"", *, aes256: bool = False, salt: bytes | None = None,
+            device: str = "auto") -> bytes:
+    """``data`` sealed (salt || commitment || chunks): the bytes of pyca's Cobblestone
+    encryptor's update + finalize with the same salt."""
+    s = Sealer(scheme(aes256), key, context, salt=salt, device=device)
+    return s.header() + s.seal(_u8(data), final=True).tobytes()
+
+
+def decrypt(sealed, key: bytes, context: bytes = b"", *, aes256: bool = False,
+            device: str = "auto") -> bytes:
+    """The message of ``sealed`` (InvalidTag and nothing released: a wrong key or context, an
+    altered, reordered, truncated or extended message)."""
+    ct = _u8(sealed)
+    message_length(ct.nbytes)
+    op = Opener(scheme(aes256), key, context, ct[:HEADER].tobytes(), device=device)
+    return op.open(ct[HEADER:], 0, final=True).tobytes()
+
+
+def decrypt_range(sealed, key: bytes, context: bytes = b"", offset: int = 0, length: int | None = None,
+                  *, aes256: bool = False, device: str = "auto") -> bytes:
+    """Bytes [offset, offset + length) of the message (``length`` None: to its end; a negative
+    ``offset``: from its end), authenticating only the chunks they lie in -- and the final chunk
+    wherever the range is given relative to the end or reaches it (the message's length is then
+    authenticated).  ``sealed``: anything indexable as bytes (a ``mmap`` of a file: only the
+    chunks read are paged in)."""
+    ct = _u8(sealed)
+    n = message_length(ct.nbytes)
+    op = Opener(scheme(aes256), key, context, ct[:HEADER].tobytes(), device=device)
+    from_end = offset < 0 or length is None
+    if offset < 0:
+        offset += n
+    end = n if length is None else offset + length
+    if offset < 0 or length is not None and length < 0 or end > n:
+        raise InvalidArgument(f"the range [{offset}, {end}) is not within the message's {n} bytes")
+    last = n // CHUNK                                  # the final chunk's number
+    first_c = offset // CHUNK
+    end_c = (end - 1) // CHUNK + 1 if end > offset else first_c + 1   # the chunks holding it
+    if from_end or end == n:                           # (the message's length authenticated)
+        end_c = last + 1
+    end_c = min(end_c, last + 1)
+    stop = min(ct.nbytes, HEADER + end_c * SEALED_CHUNK)
+    pt = op.open(ct[HEADER + first_c * SEALED_CHUNK:stop], first_c, final=end_c == last + 1)
+    a = offset - first_c * CHUNK
+    return pt[a:a + (end - offset)].tobytes()
+
+
+class _Encryptor:
+    """pyca's ``Cobblestone*Encryptor``: ``update`` returns the header then whole sealed chunks as
+    they fill (in batches of BATCH_CHUNKS), ``finalize`` the shorter final one."""
+
+    _scheme: Scheme = COBBLESTONE_128
+
+    def __init__(self, key: bytes, context: bytes = b"", *, device: str = "auto"):
+        self._s = Sealer(self._scheme, bytes(key), bytes(context), device=device)
+        self._head = self._s.header()
+        self._buf = bytearray()
+        self._done = False
+
+    @classmethod
+    def generate_key(cls) -> bytes:
+        return os.urandom(cls._scheme.key_len)
+
+    def _take(self, final: bool) -> bytes:
+        head, self._head = self._head, b""
+        n = len(self._buf) if final else (len(self._buf) // (BATCH_CHUNKS * CHUNK)) * BATCH_CHUNKS * CHUNK
+        if not n and not final:
+            return head
+        pt = np.frombuffer(bytes(self._buf[:n]), dtype=np.uint8)
+        del self._buf[:n]
+        return head + self._s.seal(pt, final).tobytes()
+
+    def update(self, data) -> bytes:
+        from ..errors import AlreadyFinalized
+
+        if self._done:
+            raise AlreadyFinalized("update() after finalize()")
+        self._buf += bytes(_u8(data))
+        return self._take(False)
+
+    def update_into(self, data, buf) -> int:
+        out = self.update(data)
+        memoryview(buf)[:len(out)] = out
+        return len(out)
+
+    def finalize(self) -> bytes:
+        from ..errors import AlreadyFinalized
+
+        if self._done:
+            raise AlreadyFinalized("finalize() called twice")
+        self._done = True
+        return self._take(True)
+
+
+class _Decryptor:
+    """pyca's ``Cobblestone*Decryptor``: the commitment checked once the header is in, whole
+    sealed chunks released once their tags verify, the final chunk at ``finalize`` (a message
+    that ends on a chunk boundary is truncated: InvalidTag)."""
+
+    _scheme: Scheme = COBBLESTONE_128
+
+    def __init__(self, key: bytes, context: bytes = b"", *, device: str = "auto"):
+        self._key, self._context, self._device = bytes(key), bytes(context), device
+        self._op: Opener | None = None
+        self._buf = bytearray()
+        self._chunk = 0
+        self._done = False
+
+    def update(self, data) -> bytes:
+        from ..errors import AlreadyFinalized
+
+        if self._done:
+            raise AlreadyFinalized("update() after finalize()")
+        self._buf += bytes(_u8(data))
+        if self._op is None:
+            if len(self._buf) < HEADER:
+                return b""
+            self._op = Opener(self._scheme, self._key, self._context, self._buf[:HEADER],
+                              device=self._device)
+            del self._buf[:HEADER]
+        # whole sealed chunks (never the final one: that is shorter), in batches when many
+        k = len(self._buf) // SEALED_CHUNK
+        if not k:
+            return b""
+        ct = np.frombuffer(bytes(self._buf[:k * SEALED_CHUNK]), dtype=np.uint8)
+        del self._buf[:k * SEALED_CHUNK]
+        pt = self._op.open(ct, self._chunk, final=False)
+        self._chunk += k
+        return pt.tobytes()
+
+    def update_into(self, data, buf) -> int:
+        out = self.update(data)
+        memoryview(buf)[:len(out)] = out
+        return len(out)
+
+    def finalize(self) -> bytes:
+        from ..errors import AlreadyFinalized
+
+        if self._done:
+            raise AlreadyFinalized("finalize() called twice")
+        self._done = True
+        if self._op is None:
+            raise InvalidTag("the sealed message is shorter than its header: nothing is released")
+        ct = np.frombuffer(bytes(self._buf), dtype=np.uint8)
+        self._buf = bytearray()
+        return self._op.open(ct, self._chunk, final=True).tobytes()
+
+
+class Cobblestone128Encryptor(_Encryptor):
+    _scheme = COBBLESTONE_128
+
+
+class Cobblestone128Decryptor(_Decryptor):
+    _scheme = COBBLESTONE_128
+
+
+class Cobblestone256Encryptor(_Encryptor):
+    _scheme = COBBLESTONE_256
+
+
+class Cobblestone256Decryptor(_Decryptor):
+    _scheme = COBBLESTONE_256
