@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidArgument, InvalidKeySize, InvalidTag
+from ..errors import AlreadyFinalized, InvalidArgument, InvalidKeySize, InvalidTag
 
 CHUNK = 16384
 TAG = 16
@@ -254,23 +254,51 @@ def decrypt_range(sealed, key: bytes, context: bytes = b"", offset: int = 0, len
     return pt[a:a + (end - offset)].tobytes()
 
 
-class _Encryptor:
+class _Stream:
+    """update / update_into / finalize over a buffer of what came in (pyca's context rules);
+    a subclass's ``_process(final)`` turns the buffer into output."""
+
+    def __init__(self):
+        self._buf = bytearray()
+        self._done = False
+
+    def update(self, data) -> bytes:
+        if self._done:
+            raise AlreadyFinalized("update() after finalize()")
+        self._buf += bytes(_u8(data))
+        return self._process(False)
+
+    def update_into(self, data, buf) -> int:
+        out = self.update(data)
+        memoryview(buf)[:len(out)] = out
+        return len(out)
+
+    def finalize(self) -> bytes:
+        if self._done:
+            raise AlreadyFinalized("finalize() called twice")
+        self._done = True
+        return self._process(True)
+
+    def _process(self, final: bool) -> bytes:
+        raise NotImplementedError
+
+
+class _Encryptor(_Stream):
     """pyca's ``Cobblestone*Encryptor``: ``update`` returns the header then whole sealed chunks as
     they fill (in batches of BATCH_CHUNKS), ``finalize`` the shorter final one."""
 
     _scheme: Scheme = COBBLESTONE_128
 
     def __init__(self, key: bytes, context: bytes = b"", *, device: str = "auto"):
+        super().__init__()
         self._s = Sealer(self._scheme, bytes(key), bytes(context), device=device)
         self._head = self._s.header()
-        self._buf = bytearray()
-        self._done = False
 
     @classmethod
     def generate_key(cls) -> bytes:
         return os.urandom(cls._scheme.key_len)
 
-    def _take(self, final: bool) -> bytes:
+    def _process(self, final: bool) -> bytes:
         head, self._head = self._head, b""
         n = len(self._buf) if final else (len(self._buf) // (BATCH_CHUNKS * CHUNK)) * BATCH_CHUNKS * CHUNK
         if not n and not final:
@@ -279,29 +307,8 @@ class _Encryptor:
         del self._buf[:n]
         return head + self._s.seal(pt, final).tobytes()
 
-    def update(self, data) -> bytes:
-        from ..errors import AlreadyFinalized
 
-        if self._done:
-            raise AlreadyFinalized("update() after finalize()")
-        self._buf += bytes(_u8(data))
-        return self._take(False)
-
-    def update_into(self, data, buf) -> int:
-        out = self.update(data)
-        memoryview(buf)[:len(out)] = out
-        return len(out)
-
-    def finalize(self) -> bytes:
-        from ..errors import AlreadyFinalized
-
-        if self._done:
-            raise AlreadyFinalized("finalize() called twice")
-        self._done = True
-        return self._take(True)
-
-
-class _Decryptor:
+class _Decryptor(_Stream):
     """pyca's ``Cobblestone*Decryptor``: the commitment checked once the header is in, whole
     sealed chunks released once their tags verify, the final chunk at ``finalize`` (a message
     that ends on a chunk boundary is truncated: InvalidTag)."""
@@ -309,50 +316,29 @@ class _Decryptor:
     _scheme: Scheme = COBBLESTONE_128
 
     def __init__(self, key: bytes, context: bytes = b"", *, device: str = "auto"):
+        super().__init__()
         self._key, self._context, self._device = bytes(key), bytes(context), device
         self._op: Opener | None = None
-        self._buf = bytearray()
         self._chunk = 0
-        self._done = False
 
-    def update(self, data) -> bytes:
-        from ..errors import AlreadyFinalized
-
-        if self._done:
-            raise AlreadyFinalized("update() after finalize()")
-        self._buf += bytes(_u8(data))
+    def _process(self, final: bool) -> bytes:
         if self._op is None:
             if len(self._buf) < HEADER:
+                if final:
+                    raise InvalidTag("the sealed message is shorter than its header: nothing is released")
                 return b""
             self._op = Opener(self._scheme, self._key, self._context, self._buf[:HEADER],
                               device=self._device)
             del self._buf[:HEADER]
-        # whole sealed chunks (never the final one: that is shorter), in batches when many
-        k = len(self._buf) // SEALED_CHUNK
-        if not k:
+        # whole sealed chunks (never the final one: that is shorter); at the end, the rest
+        k = len(self._buf) if final else len(self._buf) // SEALED_CHUNK * SEALED_CHUNK
+        if not k and not final:
             return b""
-        ct = np.frombuffer(bytes(self._buf[:k * SEALED_CHUNK]), dtype=np.uint8)
-        del self._buf[:k * SEALED_CHUNK]
-        pt = self._op.open(ct, self._chunk, final=False)
-        self._chunk += k
+        ct = np.frombuffer(bytes(self._buf[:k]), dtype=np.uint8)
+        del self._buf[:k]
+        pt = self._op.open(ct, self._chunk, final=final)
+        self._chunk += k // SEALED_CHUNK
         return pt.tobytes()
-
-    def update_into(self, data, buf) -> int:
-        out = self.update(data)
-        memoryview(buf)[:len(out)] = out
-        return len(out)
-
-    def finalize(self) -> bytes:
-        from ..errors import AlreadyFinalized
-
-        if self._done:
-            raise AlreadyFinalized("finalize() called twice")
-        self._done = True
-        if self._op is None:
-            raise InvalidTag("the sealed message is shorter than its header: nothing is released")
-        ct = np.frombuffer(bytes(self._buf), dtype=np.uint8)
-        self._buf = bytearray()
-        return self._op.open(ct, self._chunk, final=True).tobytes()
 
 
 class Cobblestone128Encryptor(_Encryptor):
