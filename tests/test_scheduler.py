@@ -42,12 +42,7 @@ def rt(monkeypatch):
 
 
 def _inputs(name, n, rng):
-    spec = ciphergrid.registry.lookup(name)
-    key = rng.randbytes(spec.key_len)
-    if spec.mode.key_count == 2:
-        key = key[: spec.key_size] + bytes(b ^ 0x5A for b in key[: spec.key_size])
-    opts = {"sector_size": 4096} if spec.mode.name == "xts" else {}
-    iv = rng.randbytes(spec.iv_len) if spec.iv_len and not opts else None
+    key, iv, opts = oracle.random_inputs(name, rng.randbytes, 4096)
     return key, iv, opts, np.frombuffer(rng.randbytes(n), dtype=np.uint8)
 
 

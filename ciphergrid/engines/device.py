@@ -270,14 +270,12 @@ class KernelRunner:
             self.prg = build_copy_program(b)
             self.nblocks = nbytes // 16
             return
-        rng = np.random.default_rng()
+        from ..testing.oracle import random_inputs
+
         spec = lookup(name)
         mode = spec.mode
-        key = bytes(rng.integers(0, 256, spec.key_len, dtype=np.uint8))
-        if mode.key_count == 2:  # (XTS: the halves must differ)
-            key = key[: spec.key_size] + bytes(x ^ 0x5A for x in key[: spec.key_size])
-        sector = sector_size if "sector_size" in mode.options else None
-        iv = bytes(rng.integers(0, 256, spec.iv_len, dtype=np.uint8)) if spec.iv_len and not sector else None
+        key, iv, opts = random_inputs(spec, np.random.default_rng().bytes, sector_size)
+        sector = opts.get("sector_size")
         enc = encrypt and mode.parallel(True)  # (a serial mode is timed in its parallel direction)
         req = make_request(spec, key, iv, enc, impl=impl, sector_size=sector)
         req.check_length(nbytes)

@@ -227,3 +227,16 @@ def encrypt(data, name, key, iv=None, **kw) -> bytes:
 
 def decrypt(data, name, key, iv=None, **kw) -> bytes:
     return crypt(name, key, iv, data, False, **kw)
+
+
+def random_inputs(name_or_spec, randbytes, sector_size: int | None = None):
+    """(key, iv, options) of random values for a cipher·mode, as the tests and benchmarks use
+    them: XTS's two key halves distinct (encryption refuses equal ones); with ``sector_size``,
+    XTS in data units of that size (no IV); ``randbytes(n)``: the random source."""
+    spec = _spec(name_or_spec)
+    key = bytes(randbytes(spec.key_len))
+    if spec.mode.key_count == 2:
+        key = key[: spec.key_size] + bytes(b ^ 0x5A for b in key[: spec.key_size])
+    opts = {"sector_size": sector_size} if sector_size and "sector_size" in spec.mode.options else {}
+    iv = bytes(randbytes(spec.iv_len)) if spec.iv_len and not opts else None
+    return key, iv, opts
