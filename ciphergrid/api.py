@@ -69,7 +69,7 @@ def _request(cipher: str, key, iv, encrypt: bool, padding, sector_size, start_se
                         _impl(spec, constant_time, implementation), allow_weak)
 
 
-def _crypt_resident(req, gpu, device, out, wait=True):
+def _crypt_resident(req, gpu, device, out, wait=True, stats=None):
     """The GPU-resident path: same type out, in place when ``out`` is the input.  ``wait=False``
     (CuPy arrays in and out): queued on CuPy's current stream like CuPy's own operations."""
     import cupy
@@ -87,7 +87,7 @@ def _crypt_resident(req, gpu, device, out, wait=True):
     else:
         dst = cupy.empty_like(src)
     if r.path == "resident":
-        r.engine.crypt_resident(req, src, dst, wait)
+        r.engine.crypt_resident(req, src, dst, wait, stats=stats)
     else:  # an engine on the host (the device cannot run this request): through host copies
         host = cupy.asnumpy(src)
         r.engine.crypt(req, host, host)
@@ -111,7 +111,7 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
     if gpu is not None:
         if padding:
             raise InvalidArgument("padding is not supported for GPU-resident data")
-        return _crypt_resident(req, gpu, device, out, wait=not _cupy_only(data, out))
+        return _crypt_resident(req, gpu, device, out, wait=not _cupy_only(data, out), stats=stats)
     arr, wrap = buffers.host_array(data)
     if out is not None and padding:
         raise InvalidArgument("out= cannot be used with padding (the length changes)")
@@ -180,11 +180,10 @@ _CRYPT_ARGS = """
             several at once: ``"all"`` (every GPU and the host's cores) or a list
             (``"cuda:0,native"``): the message is split over them by speed, the rest
             self-scheduled, a failed engine's ranges run again by the others
-            (``ciphergrid.EngineFailureWarning``).  Host data; GPU-resident data runs on its
-            own device.
+            (``ciphergrid.EngineFailureWarning``).  GPU-resident data: over the spec's CUDA
+            GPUs and its own (the others through peer copies), finished when the call returns.
         stats: a ``ciphergrid.SchedulerStats()`` to fill in: the bytes, ranges and seconds of
-            each engine that ran, the failures and the bytes run again (block ciphers, host
-            data).
+            each engine that ran, the failures and the bytes run again.
         padding: ``None`` or ``"pkcs7"`` (ECB and CBC only).
         sector_size, start_sector: XTS only: cut the data into data units of ``sector_size``
             bytes, unit ``i`` taking the tweak LE128(``start_sector`` + i) (disk-sector style).

@@ -145,7 +145,10 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
         if path != "resident":
             eng = for_request(device, req, nbytes)
             return Route(eng, path, eng.capability(req, nbytes), f"scheduled over {eng.info.name}")
-        reason = "GPU-resident data runs on its own device (several devices: host data)"
+        eng = _resident_composite(device, req, nbytes, resident_device)
+        if eng is not None:
+            return Route(eng, path, "parallel", f"scheduled over {eng.info.name} (peer copies)")
+        reason = "GPU-resident data runs on its own device (one GPU of this spec runs the request)"
         device = resident_device or "gpu"
     if path == "resident" and device in ("auto", "gpu", "cuda") and resident_device:
         device = resident_device
@@ -196,6 +199,29 @@ def for_request(device: str, req, nbytes: int | None):
     if not engines:
         raise UnsupportedCipher(f"no engine of {device!r} runs {req.spec.name}")
     return CompositeEngine(engines, spec=device.strip().lower(), fence=scheduler_fence())
+
+
+def _resident_composite(device: str, req, nbytes: int | None, resident_device: str | None):
+    """The composite engine of a multi-device spec for GPU-resident data on ``resident_device``:
+    the spec's CUDA GPUs that run ``req`` and the data's own GPU (it runs its ranges where the
+    data are; the others through peer copies); None when that is one GPU."""
+    from .engines.composite import CompositeEngine
+
+    if not resident_device:
+        return None
+    try:
+        everything = for_request(device, req, nbytes).engines
+    except UnsupportedCipher:
+        return None
+    gpus = [e for e in everything if e.info.runtime == "cuda"]
+    home = engine(resident_device)
+    if home.capability(req, nbytes) is None:
+        return None
+    if all(e.info.spec != home.info.spec for e in gpus):
+        gpus.insert(0, home)
+    if len(gpus) < 2:
+        return None
+    return CompositeEngine(gpus, spec=device.strip().lower(), fence=scheduler_fence())
 
 
 def _aead_composite(device: str, spec, dev_cap, ossl):

@@ -13,6 +13,10 @@
 #           aead (not in the default list): ciphergrid bench aead on $CUDA, both directions, the API
 #             rows paired with the copy strawman ("x copy"; AEAD_SHAPES, default 65536x16Ki;
 #             AEAD_REPEATS, default 40: the API rows take half as many pairs, 20)
+#           scheduler (not in the default list): ciphergrid bench scheduler host -> host, every GPU
+#             alone, then all of them, then all of them and OpenSSL (SCHED_ARGS, e.g. --cipher ...)
+#           gpus (not in the default list): ciphergrid bench gpus, GPU-resident data on every GPU
+#             at once, the peer links, one array over every GPU (GPUS_ARGS)
 #   TESTS="tests/x.py ..." replaces the test files of the tests stage
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +69,11 @@ for s in "${stages[@]}"; do
              --json "$OUT/aead.json" ;;
     files) run files "${STAGE_TIMEOUT_files:-500}" python3 -m ciphergrid bench files \
              --files-sizes "${FILES_SIZES:-256Mi,1Gi,4Gi}" ${FILES_ARGS:-} --json "$OUT/files.json" ;;
+    scheduler) CUDAS=$(python3 -c 'import ciphergrid; print(",".join(x.spec for x in ciphergrid.devices() if x.runtime=="cuda"))')
+             run scheduler "${STAGE_TIMEOUT_scheduler:-400}" python3 -m ciphergrid bench scheduler \
+             --sched-size 4Gi --repeats 3 --sched-devices "$CUDAS" --sched-devices "$CUDAS,native" \
+             ${SCHED_ARGS:---cipher aes-128-ctr,camellia-128-ctr,aes-128-gcm} --json "$OUT/scheduler.json" ;;
+    gpus) run gpus "${STAGE_TIMEOUT_gpus:-200}" python3 -m ciphergrid bench gpus ${GPUS_ARGS:-} --json "$OUT/gpus.json" ;;
     *) echo "unknown stage $s"; status=1 ;;
   esac
 done

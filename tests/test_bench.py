@@ -496,3 +496,15 @@ def test_scheduler_suite_rows(tmp_path, capsys):
     assert all("shares over" in r.note for r in res.records
                if (r.implementation or "").startswith("scheduled"))
     assert "x copy" in capsys.readouterr().out
+
+
+def test_gpus_suite_without_cuda_says_so(tmp_path, capsys):
+    """`bench gpus` (several GPUs, GPU-resident data) on a machine without a CUDA GPU: nothing
+    measured, said plainly, no failure; with one it runs in the GPU suite (scripts/gpu-suite.sh)."""
+    from conftest import all_devices
+
+    if any(d.runtime == "cuda" for d in all_devices()):
+        pytest.skip("a CUDA GPU is present: the GPU suite runs bench gpus")
+    path = tmp_path / "r.json"
+    assert bench.main(parse(["gpus", "--quick", "--json", str(path)]), host=HOST) == 0
+    assert "no CUDA GPU present" in capsys.readouterr().err

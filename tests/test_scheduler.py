@@ -35,6 +35,8 @@ def rt(monkeypatch):
     with small ranges."""
     monkeypatch.setattr(composite, "GRAIN", GRAIN)
     monkeypatch.setattr(composite, "HANG_INJECTED_S", 3.0)
+    monkeypatch.setattr(composite, "HANG_MIN_S", 0.25)
+    monkeypatch.setattr(composite, "HANG_FACTOR", 2.0)
     monkeypatch.delenv("CIPHERGRID_FAULT", raising=False)
     with Runtime("test") as r:
         r.calibration.update(loaded=True, saved=1e18)
@@ -107,7 +109,8 @@ def test_failed_or_hung_engine_costs_rework_not_bytes(victim, what, rng, monkeyp
     """The fault switch: the victim fails (raises) or hangs on its first range (its share: the
     two engines are made to look equally fast, so that each starts with one); that range runs
     again on the other engine, the output is whole, one warning and the stats say so; a hang is
-    noticed within 2 x the range's expected time (HANG_MIN_S at least), long before it ends."""
+    noticed within HANG_FACTOR x the range's expected time (HANG_MIN_S at least; both made small
+    here), long before it ends."""
     if CPU is None:
         pytest.skip("one engine present (no OpenCL CPU device)")
     spec = CPU if victim == "cpu" else victim
@@ -262,3 +265,63 @@ def test_aead_batch_engine_failing(victim, rng, monkeypatch, rt):
     with pytest.warns(ciphergrid.EngineFailureWarning, match=spec):
         r = ciphergrid.encrypt_batch(msgs, name, key=key, nonces=nonces, aad=aads, device=PAIR)
     assert r.messages == want
+
+
+# -- GPU-resident data over several GPUs (a host of two CUDA GPUs or more; the GPU suite) ----------
+CUDA_GPUS = [d.spec for d in all_devices() if d.kind == "gpu" and d.runtime == "cuda"]
+several_gpus = pytest.mark.skipif(len(CUDA_GPUS) < 2, reason="fewer than two CUDA GPUs present")
+RESIDENT = [("aes-128-ctr", 9 * GRAIN + 5), ("aes-128-cbc", 8 * GRAIN), ("aes-128-xts", 7 * GRAIN + 4096 + 20),
+            ("camellia-128-ecb", 16 * GRAIN)]
+
+
+@several_gpus
+@pytest.mark.parametrize("name,n", RESIDENT)
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_resident_split_over_gpus(name, n, encrypt, rng, monkeypatch):
+    """A CuPy array on the first GPU with ``device="all"``: its ranges run there and on every other
+    GPU through peer copies (small ranges and pieces here, so that each GPU takes some: a range
+    is four pieces, more than the ring of PEER_SLOTS buffers), the bytes equal the one
+    reference, in place too."""
+    import cupy
+
+    monkeypatch.setattr(composite, "RESIDENT_GRAIN", GRAIN)
+    monkeypatch.setattr(composite, "PEER_PIECE", GRAIN // 4)
+    key, iv, opts, data = _inputs(name, n, rng)
+    want = oracle.crypt(name, key, iv, data.tobytes(), encrypt, **opts)
+    f = ciphergrid.encrypt if encrypt else ciphergrid.decrypt
+    with cupy.cuda.Device(int(CUDA_GPUS[0].split(":")[1])):
+        g = cupy.asarray(data)
+    st = ciphergrid.SchedulerStats()
+    got = f(g, name, key, iv, device="all", stats=st, **opts)
+    assert got.device.id == g.device.id and cupy.asnumpy(got).tobytes() == want
+    assert sum(e.bytes for e in st.engines.values()) == n and not st.failures
+    if ciphergrid.registry.lookup(name).mode.parallel(encrypt):   # (CBC encryption: one GPU)
+        assert set(st.engines) == set(CUDA_GPUS)
+        assert sum(e.ranges > 0 for e in st.engines.values()) >= 2, st.engines
+    f(g, name, key, iv, device="all", out=g, **opts)
+    assert cupy.asnumpy(g).tobytes() == want
+
+
+@several_gpus
+@pytest.mark.parametrize("where", ["host", "resident"])
+def test_gpu_failing_mid_job_costs_rework_not_bytes(where, rng, monkeypatch, rt):
+    """The fault switch on the second GPU (it fails after its first range): host data over every
+    engine, and a CuPy array on the first GPU over every GPU: whole, correct output."""
+    import cupy
+
+    monkeypatch.setattr(composite, "RESIDENT_GRAIN", GRAIN)
+    monkeypatch.setattr(composite, "PEER_PIECE", GRAIN // 4)
+    name = "aes-128-ctr"
+    key, iv, _, data = _inputs(name, 64 * GRAIN, rng)
+    want = oracle.encrypt(data.tobytes(), name, key, iv)
+    monkeypatch.setenv("CIPHERGRID_FAULT", f"{CUDA_GPUS[1]}:fail:{GRAIN}")
+    st = ciphergrid.SchedulerStats()
+    with pytest.warns(ciphergrid.EngineFailureWarning, match=CUDA_GPUS[1]):
+        if where == "host":
+            got = ciphergrid.encrypt(data, name, key, iv, device="all", stats=st)
+        else:
+            with cupy.cuda.Device(int(CUDA_GPUS[0].split(":")[1])):
+                got = cupy.asnumpy(ciphergrid.encrypt(cupy.asarray(data), name, key, iv,
+                                                      device="all", stats=st))
+    assert got.tobytes() == want
+    assert st.engines[CUDA_GPUS[1]].failed and st.rework_bytes > 0

@@ -76,6 +76,8 @@ class _Event:
 class CudaBackend(Backend):
     #: cudaMemcpyAsync from pageable memory returns once it has its own copy of the bytes
     upload_copies_pageable = True
+    #: host registrations are portable (every GPU of the process): one cache domain for them all
+    pin_domain = "cuda"
 
     def __init__(self, info: DeviceInfo):
         cupy = cp()
@@ -88,7 +90,17 @@ class CudaBackend(Backend):
             self._default = cupy.cuda.Stream(non_blocking=True)
         self._programs: dict = {}
         self._lock = threading.Lock()
+        self._side = None
         self.local_size = 256
+
+    def side_streams(self):
+        """Three non-blocking streams of this GPU kept for the scheduler's peer pipelines (copy
+        in, kernels, copy out): made once, not per call."""
+        with self._lock:
+            if self._side is None:
+                with self.dev:
+                    self._side = tuple(cp().cuda.Stream(non_blocking=True) for _ in range(3))
+            return self._side
 
     def build(self, source: str, key: tuple, *, local_size=None, max_registers=None):
         with self._lock:
@@ -151,8 +163,11 @@ class CudaBackend(Backend):
     def register_host(self, ptr: int, nbytes: int, readonly: bool = False) -> bool:
         try:
             with self.dev:
-                # cudaHostRegisterReadOnly (8): a read-only mapping (an input file) can be locked
-                cp().cuda.runtime.hostRegister(int(ptr), int(nbytes), 8 if readonly else 0)
+                # cudaHostRegisterPortable (1): page-locked for every GPU of the process, not only
+                # this one (one registration serves every GPU's pipeline: a second one of the same
+                # pages is refused); cudaHostRegisterReadOnly (8): a read-only mapping (an input
+                # file) can be locked
+                cp().cuda.runtime.hostRegister(int(ptr), int(nbytes), 1 | (8 if readonly else 0))
             return True
         except Exception:  # already registered, overlapping pages, limits: caller stages instead
             return False

@@ -10,11 +10,16 @@ For each cipher (``--cipher``, default aes-128-ctr) and size (``--sched-size``, 
   costs; through the engine, not the public call);
 * the host's memory bandwidth measured beside them: a copy of the same bytes on every core
   (``cipher`` "copy", ``device`` "host", ``implementation`` "memcpy-N-threads");
+* each GPU's copy-only strawman through its pipeline (host -> GPU -> host, no cipher;
+  ``implementation`` "pipeline-copy"), and on a host of several GPUs every GPU's at once, each
+  an equal slice ("pipeline-copy-N-gpus-at-once");
 * the scheduled rows' notes say each engine's share of the bytes, its ranges, the failures and
   the rework (``SchedulerStats``); every output is checked against the oracle first.
 
-The goal (issue "one job over every device"): scheduled >= min(1.3 x the fastest engine alone,
-0.9 x the host's copy) for AES-128-CTR host -> host.
+The goals: scheduled >= min(1.3 x the fastest engine alone, 0.9 x the host's copy) for AES-128-CTR
+host -> host (issue "one job over every device"); on several GPUs >= 0.9 x the lower of the host's
+copy and the sum of the GPUs' copy strawman (issue "the scheduler on several GPUs": the table's
+first line).
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ def add_arguments(p) -> None:
     p.add_argument("--sched-aead-shape", default="1Mix4Ki", metavar="COUNTxSIZE",
                    help="the AEAD batches' messages (--cipher aes-128-gcm ...; default 1Mix4Ki; "
                         "--quick 256x16Ki)")
-    p.add_argument("--sched-devices", default="all", metavar="SPEC",
-                   help="the engines scheduled together: all, or a list such as cuda:0,native")
+    p.add_argument("--sched-devices", action="append", metavar="SPEC",
+                   help="the engines scheduled together: all (the default), or a list such as "
+                        "cuda:0,native; again for another set (each set's engines are also timed "
+                        "alone, once)")
 
 
 def _record(name, spec_dev, info, kind, size, impl, encrypt=True) -> Record:
@@ -73,7 +80,7 @@ def run(args, ctx: suites.Context) -> dict:
     names = [c for part in (args.cipher or ["aes-128-ctr"]) for c in part.split(",") if c]
     size = min(args.sched_size, 8 << 20) if args.quick else args.sched_size
     repeats = args.repeats or (3 if args.quick else 5)
-    together = args.sched_devices
+    sets = args.sched_devices or ["all"]
     rng = np.random.default_rng()
     threads = os.cpu_count() or 1
     rows = []
@@ -98,30 +105,35 @@ def run(args, ctx: suites.Context) -> dict:
     from ..devices import member_specs
 
     singles = []
-    for dev in member_specs(together):
+    for dev in dict.fromkeys(d for t in sets for d in member_specs(t)):
         try:
             singles.append((dev, ctx.api.get_engine(dev).info))
         except Exception:
             continue   # ("all" names "cpu" where there may be none)
-    with ctx.progress(len(names) * (len(singles) + 2)) as bar:
+    gpus = [(dev, info) for dev, info in singles if info.kind == "gpu"]
+    for r in _copy_rows(ctx, gpus, src, dst, threads, timed):
+        rows.append(r)
+        ctx.add(r)
+    with ctx.progress(len(names) * (len(singles) + 2 * len(sets))) as bar:
         for name in names:
             if aeads.is_aead(name):
                 shape = "256x16Ki" if args.quick else args.sched_aead_shape
-                for dev, info, impl in [(d, i, None) for d, i in singles] + [(together, None, "scheduled")]:
+                for dev, info, impl in ([(d, i, None) for d, i in singles]
+                                        + [(t, None, "scheduled") for t in sets]):
                     r = _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed)
                     if info is None:
-                        r.device_name, r.device_kind, r.runtime = together, "composite", "composite"
+                        r.device_name, r.device_kind, r.runtime = dev, "composite", "composite"
                     rows.append(r)
                     ctx.add(r)
                     bar.advance(1)
-                bar.advance(1)
+                bar.advance(len(sets))
                 continue
             spec = registry.lookup(name)
             key = rng.bytes(spec.key_len)
             iv = rng.bytes(spec.iv_len) if spec.iv_len else None
             want = oracle.crypt(name, key, iv, src[: 1 << 20].tobytes(), True)
             cases = [(dev, info, None) for dev, info in singles]
-            cases += [(together, None, "scheduled"), (together, None, "scheduled-fenced")]
+            cases += [(t, None, how) for t in sets for how in ("scheduled", "scheduled-fenced")]
             for dev, info, impl in cases:
                 held = [SchedulerStats()]
 
@@ -136,7 +148,7 @@ def run(args, ctx: suites.Context) -> dict:
 
                 r = _record(name, dev, info, "e2e", size, impl)
                 if info is None:
-                    r.device_name, r.device_kind, r.runtime = together, "composite", "composite"
+                    r.device_name, r.device_kind, r.runtime = dev, "composite", "composite"
 
                 def check():
                     if dst[: 1 << 20].tobytes() != want[: 1 << 20]:
@@ -155,8 +167,41 @@ def run(args, ctx: suites.Context) -> dict:
                 bar.advance(1)
     _print_table(rows)
     return {"devices": [sysinfo.device_info(info) for _, info in singles],
-            "options": {"ciphers": names, "size": size, "together": together, "repeats": repeats,
+            "options": {"ciphers": names, "size": size, "together": sets, "repeats": repeats,
                         "copy_threads": threads}}
+
+
+def _copy_rows(ctx, gpus, src, dst, threads, timed):
+    """The copy-only strawman through each GPU's pipeline (host -> GPU -> host, no cipher), then
+    through every GPU at once (each an equal slice): what the buses carry."""
+    from ..transfer import runs
+
+    def one(dev, a, b):
+        runs.copy(ctx.api.get_engine(dev).backend, src[a:b], dst[a:b])
+
+    n = src.nbytes
+    cases = [([dev], info.name, "pipeline-copy") for dev, info in gpus]
+    if len(gpus) > 1:
+        cases.append(([d for d, _ in gpus], "every GPU", f"pipeline-copy-{len(gpus)}-gpus-at-once"))
+    for devs, dname, impl in cases:
+        r = _record("copy", ",".join(devs), None, "e2e", n, impl)
+        r.device_name, r.device_kind, r.runtime = dname, "gpu", "composite" if len(devs) > 1 else "cuda"
+        r.timer, r.verification = "wall-clock", {"status": "not-applicable"}
+        step = -(-n // len(devs)) // 4096 * 4096 or n
+
+        def call(devs=devs, step=step):
+            parts = [threading.Thread(target=one, args=(d, k * step, min(n, (k + 1) * step)))
+                     for k, d in enumerate(devs)]
+            for t in parts:
+                t.start()
+            for t in parts:
+                t.join()
+
+        try:
+            r.set_times(timed(call))
+        except Exception as e:
+            r.fail(f"{type(e).__name__}: {e}")
+        yield r
 
 
 def _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed) -> Record:
@@ -214,6 +259,13 @@ def _measure(ctx, r: Record, call, check, oracle_name: str, timed) -> bool:
 
 def _print_table(rows) -> None:
     copy = next((r for r in rows if r.cipher == "copy" and r.status == "ok"), None)
+    alone = [r for r in rows if r.status == "ok" and r.implementation == "pipeline-copy"]
+    if copy is not None and len(alone) > 1:
+        # several GPUs: the goal's ceiling is the lower of the host's copy and the sum of each
+        # GPU's copy strawman alone
+        total = sum(r.gbps for r in alone)
+        print(f"ceiling: min(host memcpy {copy.gbps:.1f}, sum of the GPUs' copy strawman "
+              f"{total:.1f}) = {min(copy.gbps, total):.1f} GB/s")
     print(f"{'cipher':<16} {'device':<22} {'how':<18} {'GB/s':>8} {'x copy':>7}  note")
     for r in rows:
         head = f"{r.cipher:<16} {r.device:<22} {r.implementation or 'alone':<18}"

@@ -19,12 +19,13 @@ from typing import Any, Callable
 #: modules that register suites when imported (the first one's first suite is the default)
 MODULES = [
     "ciphergrid.bench.methodology",   # "ciphers"
-    "ciphergrid.bench.pipeline",      # "pipeline" (to come)
-    "ciphergrid.bench.ablation",      # "ablation" (to come)
+    "ciphergrid.bench.pipeline",      # "pipeline"
+    "ciphergrid.bench.ablation",      # "ablation"
     "ciphergrid.bench.files",         # "files"
     "ciphergrid.bench.aead",          # "aead"
     "ciphergrid.bench.api",           # "api"
     "ciphergrid.bench.scheduler",     # "scheduler"
+    "ciphergrid.bench.gpus",          # "gpus"
 ]
 DEFAULT = "ciphers"
 

@@ -8,6 +8,8 @@ it runs.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..devices import backend as _backend
@@ -133,20 +135,23 @@ class DeviceEngine(Engine):
                                  settings=self.settings)
 
     # -- GPU-resident data (CUDA backend): no host copies of the bulk data ---------------------------
-    def crypt_resident(self, req, src, dst, wait: bool = True) -> None:
+    def crypt_resident(self, req, src, dst, wait: bool = True, stats=None) -> None:
         """``src`` through the mode into ``dst``: contiguous CuPy uint8 arrays on this device of
         the same size (``dst`` may be ``src``).  Only the < 32-byte tails of CTR and XTS stealing
         pass through small temporary buffers.  Everything runs on CuPy's current stream of the
         device, as CuPy's own operations do (so it is ordered after the array's producer: importing
         a foreign array, CUDA array interface or DLPack, made that stream wait for the producer's).
         ``wait``: finished before this returns; else queued on that stream like a CuPy operation
-        (the round keys' zeroing too), and ordered before whatever is queued there next."""
+        (the round keys' zeroing too), and ordered before whatever is queued there next.
+        ``stats``: a SchedulerStats told of the bytes (the seconds are the call's, queued or
+        run)."""
         import cupy
 
         if self.info.runtime != "cuda":
             raise DeviceError("GPU-resident arrays need a CUDA device")
         if src.nbytes == 0:
             return
+        t0 = time.perf_counter()
         with self.backend.dev:
             s = cupy.cuda.get_current_stream()
             kp = KeyedProgram(self.backend, req, queue=s, record=False)
@@ -154,6 +159,8 @@ class DeviceEngine(Engine):
                 resident(kp, req, src, dst, s)
             finally:
                 kp.close(wait)  # zeroes the keys on the stream (and waits for it)
+        if stats is not None:
+            stats.ran(self.info.spec, src.nbytes, time.perf_counter() - t0)
 
     # -- AEADs (aeads/): each name's driver built once per device and implementation ------------------
     def aead_driver(self, name: str, impl: str | None = None):

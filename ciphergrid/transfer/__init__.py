@@ -54,7 +54,8 @@ chunk), and what needs the whole message: padding and XTS over one data unit do 
 
 Host memory and copies
 ----------------------
-* CUDA: an ordinary numpy array is page-locked in place (``cudaHostRegister``, flag 0) in pieces
+* CUDA: an ordinary numpy array is page-locked in place (``cudaHostRegister``, portable: every
+  GPU of the process sees the one registration, so several GPUs' pipelines share it) in pieces
   of ``pin_grain`` (``CIPHERGRID_PIN_GRAIN``, 64 MiB) on a page-aligned grid, by the prepare
   threads while earlier chunks are on the bus; the DMA engines then read and write the caller's
   arrays directly and the host copies no byte.  A copy never spans two registrations (CUDA

@@ -237,6 +237,13 @@ class PinView:
         return [(a - self.off, z - self.off) for a, z in self.regs.split(self.off + lo, self.off + hi)]
 
 
+def _domain(backend):
+    """Whose registrations a backend sees: CUDA's are portable (every GPU of the process sees
+    them as page-locked: one registration serves every GPU's pipeline, where a second one of the
+    same pages would be refused), so all its backends share one domain; others, each its own."""
+    return getattr(backend, "pin_domain", None) or id(backend)
+
+
 class _PinCache:
     """Registrations of caller buffers, kept between runs (least recently used first out).
 
@@ -265,7 +272,7 @@ class _PinCache:
                                  readonly=ro, populate=mapped and not ro)
                 regs.active += 1
                 return PinView(regs, 0)
-            key = (id(backend), id(owner))
+            key = (_domain(backend), id(owner))
             regs = self.entries.get(key)
             if regs is not None and self._current(backend, owner) is None:
                 del self.entries[key]  # stale: the owner was resized, or its id reused
@@ -325,8 +332,8 @@ class _PinCache:
     def _current(self, backend, owner):
         """The cached registrations of ``owner``'s memory on ``backend``, or None (none, or
         stale: the owner was resized, or its id reused).  Under the lock."""
-        regs = self.entries.get((id(backend), id(owner)))
-        if regs is None or (regs.b is not backend or regs.base != owner.ctypes.data
+        regs = self.entries.get((_domain(backend), id(owner)))
+        if regs is None or (_domain(regs.b) != _domain(backend) or regs.base != owner.ctypes.data
                             or regs.n != owner.nbytes or regs.owner_ref() is not owner):
             return None
         return regs
