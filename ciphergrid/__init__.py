@@ -24,7 +24,8 @@ _icd.prepare()  # before anything (ours or the caller's) makes the first OpenCL 
 
 from .errors import (AlreadyFinalized, DeviceError, DeviceNotFound, Error, InvalidArgument,
                      InvalidIVSize, InvalidKey, InvalidKeySize, InvalidLength, InvalidPadding,
-                     InvalidTag, UnsupportedCipher, WeakCipherWarning, EngineFailureWarning)
+                     InvalidTag, ServiceError, UnsupportedCipher, WeakCipherWarning,
+                     EngineFailureWarning)
 
 __version__ = "0.1.0"
 
@@ -34,7 +35,8 @@ __all__ = [
     "AEGIS128L",
     "Error", "UnsupportedCipher", "InvalidKeySize", "InvalidKey", "InvalidIVSize", "InvalidLength",
     "InvalidPadding", "InvalidArgument", "AlreadyFinalized", "DeviceError", "DeviceNotFound",
-    "InvalidTag", "WeakCipherWarning", "EngineFailureWarning", "SchedulerStats",
+    "InvalidTag", "WeakCipherWarning", "EngineFailureWarning", "SchedulerStats", "ServiceError",
+    "connect",
 ]
 
 # The public names of api and aead are imported on first use (PEP 562), not with the package: the
@@ -43,6 +45,7 @@ __all__ = [
 _LAZY = {name: "api" for name in ("encrypt", "decrypt", "Cipher", "CipherContext", "devices",
                                   "available_ciphers")}
 _LAZY["SchedulerStats"] = "engines.composite"
+_LAZY["connect"] = "service"
 _LAZY.update({name: "aead" for name in ("encrypt_batch", "decrypt_batch", "BatchResult", "AESGCM",
                                         "ChaCha20Poly1305", "AsconAEAD128", "AEGIS128L")})
 

@@ -17,7 +17,7 @@ import sys
 
 from . import __version__, interrupts
 from .errors import (DeviceError, DeviceNotFound, Error, InvalidArgument, InvalidPadding, InvalidTag,
-                     WeakCipherWarning)
+                     ServiceError, WeakCipherWarning)
 
 EXIT_OK = 0
 EXIT_USAGE = 2     # bad arguments, bad key / IV, the input does not suit the cipher
@@ -31,7 +31,8 @@ EXIT_CODES = {
     EXIT_USAGE: "usage or input error (arguments, key, IV, the input's length)",
     EXIT_AUTH: "authentication failure (bad padding; bad tags for AEADs)",
     EXIT_IO: "I/O error (cannot read the input, cannot write the output, disk full)",
-    EXIT_DEVICE: "device error (kernel build, out of device memory, driver)",
+    EXIT_DEVICE: "device or service error (kernel build, out of device memory, driver; the "
+                 "service went away)",
     EXIT_SIGNAL: "128 + N: stopped by signal N (SIGINT 130, SIGHUP 129, SIGTERM 143, SIGPIPE 141)",
 }
 
@@ -284,6 +285,11 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
         write(header)
     # an input of unknown size under a block limit goes through a context, which counts
     streams = req.mode.streams(req) and not args.base64 and (n is not None or not req.limit_refuses)
+    client = _service_client(args) if streams else None
+    if client is not None:
+        with client:
+            _run_served(args, encrypt, client, req, src, out, n, tuning)
+        return
     r = route(req, args.device, n if streams else min(n or READ_CHUNK, READ_CHUNK),
               path="stream" if streams else "array")
     if args.verbose:
@@ -326,6 +332,27 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
         write(ctx.finalize())
         if b64 is not None:
             b64.close()
+
+
+def _run_served(args, encrypt, client, req, src, out, n, tuning) -> None:
+    """The stream through the service: it reads our input's descriptor and writes our output's
+    (the output is still ours: named only when the service said the job is done)."""
+    from .progress import Progress
+
+    out.stop_reserving()
+    verb = "encrypted" if encrypt else "decrypted"
+    with Progress(n, quiet=args.quiet, verb=verb, device="service") as bar:
+        def advance(k: int) -> None:
+            out.count(k)
+            bar.advance(k)
+
+        reply = client.stream(req, src.fd, out.fd, device=args.device, progress=advance, nbytes=n,
+                              chunk_bytes=tuning[0], depth=tuning[1])
+    if args.verbose:
+        why = f" ({reply['reason']})" if reply.get("reason") else ""
+        print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} on "
+              f"{reply.get('device')}{why}, by the "
+              f"service at {client.address}", file=sys.stderr)
 
 
 #: an AEAD's decrypted output larger than this is staged in an anonymous temporary file (not in
@@ -570,6 +597,56 @@ def cmd_list(args) -> int:
     return EXIT_OK
 
 
+def cmd_serve(args) -> int:
+    """``ciphergrid serve``: run the service in the foreground until SIGTERM / SIGINT (the
+    socket removed, the running jobs given STOP_GRACE_S to end); ``--status``: ask one."""
+    import json
+
+    from .service import connect
+    from .settings import default_service_address
+
+    address = args.socket or default_service_address()
+    if args.status:
+        with connect(address, timeout=10) as c:
+            print(json.dumps(c.status(), indent=2, sort_keys=True))
+        return EXIT_OK
+    from .service.server import JOB_TIMEOUT_S, Server
+
+    server = Server(address, job_timeout=args.job_timeout or JOB_TIMEOUT_S)
+    print(f"ciphergrid: serving on {address} (pid {os.getpid()}; SIGTERM or Ctrl-C stops it)",
+          file=sys.stderr, flush=True)
+    previous = {s: signal.signal(s, lambda *_: server.stop()) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.serve_forever()
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    print("ciphergrid: service stopped", file=sys.stderr)
+    return EXIT_OK
+
+
+def _service_client(args):
+    """The service the command runs through: --service / CIPHERGRID_SERVICE ``auto`` (the
+    per-user one when its socket answers), ``off``, or an address (it must answer); None: this
+    process runs the command."""
+    from .settings import default_service_address, service_setting
+
+    where = (args.service or service_setting() or "auto").strip()
+    if where.lower() == "off":
+        return None
+    from .service import connect
+
+    if where.lower() == "auto":
+        address = default_service_address()
+        if not os.path.exists(address):
+            return None
+        try:
+            return connect(address, timeout=None)
+        except ServiceError:
+            return None   # (a stale socket, another user's: this process runs it)
+    return connect(where)
+
+
 def cmd_devices(args) -> int:
     from .devices import devices
 
@@ -671,6 +748,9 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
                        help="pipeline chunk size, e.g. 16Mi (default: tuned per device)")
         p.add_argument("--depth", type=int, metavar="N",
                        help="pipeline depth: chunks in flight (default: tuned per device)")
+        p.add_argument("--service", metavar="WHERE", default=None,
+                       help="auto (default: the per-user service when one runs, else this "
+                            "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
     for name, what in (("seal", "seal a file or stdin: C2SP chunked encryption (Cobblestone-128)"),
                        ("open", "open a sealed file or stdin (all of it, or --offset/--length)")):
         p = sub.add_parser(name, help=what, epilog=_EPILOG)
@@ -691,6 +771,13 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
             p.add_argument("--offset", type=int, metavar="N",
                            help="the first byte of the message to open (negative: from its end)")
             p.add_argument("--length", type=int, metavar="M", help="bytes to open (default: to the end)")
+    p = sub.add_parser("serve", help="run the encryption service (shares the devices among local "
+                                     "clients; docs/service.md)", epilog=_EPILOG)
+    p.add_argument("--socket", metavar="PATH",
+                   help="the Unix socket (default $XDG_RUNTIME_DIR/ciphergrid.sock)")
+    p.add_argument("--status", action="store_true", help="ask the running service what it does")
+    p.add_argument("--job-timeout", type=float, metavar="SECONDS",
+                   help="give up a job running longer than this (default 3600)")
     p = sub.add_parser("list", help="every cipher name with its key and IV sizes")
     p.add_argument("--json", action="store_true", help="as JSON")
     p = sub.add_parser("devices", help="list every device")
@@ -722,6 +809,8 @@ def _dispatch(args) -> int:
         return cmd_crypt(args, args.command == "encrypt")
     if args.command in ("seal", "open"):
         return cmd_seal(args, args.command == "seal")
+    if args.command == "serve":
+        return cmd_serve(args)
     if args.command == "list":
         return cmd_list(args)
     if args.command == "devices":

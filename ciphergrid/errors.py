@@ -58,6 +58,11 @@ class DeviceNotFound(DeviceError):
     """The requested device specification matches no device present."""
 
 
+class ServiceError(DeviceError):
+    """The encryption service failed or went away (``ciphergrid serve``): like a device's
+    failure, exit code 5 on the command line."""
+
+
 class InvalidTag(Error, _PycaInvalidTag):
     """An authentication tag did not verify (AEAD modes; nothing is released).  Also a
     ``cryptography.exceptions.InvalidTag``: ``except cryptography.exceptions.InvalidTag`` catches it."""

@@ -48,17 +48,18 @@ class Runtime:
         self.policy = PolicyState()
         self.speeds: dict = {}           # (spec, device name, cipher, encrypt) -> bytes/s
         self.calibration = {"loaded": False, "saved": 0.0}
-        self._tokens: list = []
+        self._local = threading.local()   # each thread's stack of entries (several may enter)
 
     def __repr__(self) -> str:
         return f"<Runtime {self.name!r}: {len(self.engines)} engines>"
 
     def __enter__(self) -> "Runtime":
-        self._tokens.append(_current.set(self))
+        tokens = self._local.__dict__.setdefault("tokens", [])
+        tokens.append(_current.set(self))
         return self
 
     def __exit__(self, *exc) -> None:
-        _current.reset(self._tokens.pop())
+        _current.reset(self._local.tokens.pop())
 
 
 _default = Runtime("default")

@@ -91,6 +91,22 @@ def cache_dir() -> str:
         return tempfile.mkdtemp(prefix="ciphergrid-")
 
 
+def service_setting() -> str | None:
+    """``CIPHERGRID_SERVICE``: the encryption service the command line (and, when set, the API)
+    uses: ``auto`` (the per-user one where it runs), ``off``, or an address (a socket path)."""
+    v = os.environ.get("CIPHERGRID_SERVICE", "").strip()
+    return v or None
+
+
+def default_service_address() -> str:
+    """The per-user service's socket: ``$XDG_RUNTIME_DIR/ciphergrid.sock``, else
+    ``/tmp/ciphergrid-UID/ciphergrid.sock`` (its folder made mode 0700 by the server)."""
+    run = os.environ.get("XDG_RUNTIME_DIR")
+    if run and os.path.isdir(run):
+        return os.path.join(run, "ciphergrid.sock")
+    return os.path.join("/tmp", f"ciphergrid-{os.getuid()}", "ciphergrid.sock")
+
+
 def load_cache_json(name: str, default):
     """The JSON file ``name`` of the cache folder, or ``default`` where it is missing or bad."""
     import json

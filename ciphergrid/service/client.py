@@ -1,0 +1,170 @@
+"""The client side of the service: ``ciphergrid.connect(address)``.
+
+A :class:`Client` checks who serves before it sends a key (the server process's user id,
+SO_PEERCRED, must be its own or root) and speaks protocol.py: buffers of up to INLINE_MAX bytes
+inside the messages, larger ones through a sealed memfd the server enciphers in place, files and
+pipes as their descriptors.  Padding (PKCS#7) is done here; the request's checks and the use
+policy run here first (a bad key is refused before anything is sent) and again in the server.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import socket
+import threading
+
+import numpy as np
+
+from .. import buffers, errors
+from . import protocol
+
+
+class Client:
+    """A connection to a running service (see :func:`ciphergrid.connect`)."""
+
+    def __init__(self, address: str | None = None, *, timeout: float | None = None):
+        from ..settings import default_service_address
+
+        self.address = address or default_service_address()
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.sock.settimeout(timeout)
+            self.sock.connect(self.address)
+        except OSError as e:
+            self.sock.close()
+            raise errors.ServiceError(f"no service at {self.address}: {e.strerror or e}") from None
+        try:
+            uid = protocol.peer_uid(self.sock)
+            if uid not in (os.getuid(), 0):
+                raise errors.ServiceError(f"the service at {self.address} runs as user {uid}, not "
+                                          f"as you ({os.getuid()}) or root: nothing sent to it")
+            hello = self._call({"op": "hello", "version": protocol.VERSION})
+            if hello.get("version") != protocol.VERSION:
+                raise errors.ServiceError(f"the service speaks protocol {hello.get('version')}, "
+                                          f"this client {protocol.VERSION}")
+            self.server_pid = hello.get("pid")
+        except BaseException:
+            self.sock.close()
+            raise
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ciphergrid service client of {self.address}>"
+
+    # -- the wire -----------------------------------------------------------------------------
+    def _call(self, msg: dict, fds=(), progress=None) -> dict:
+        """One request, its progress messages, its reply (an error reply raised)."""
+        with self.lock:
+            try:
+                protocol.send(self.sock, msg, fds)
+                while True:
+                    reply, extra = protocol.recv(self.sock)
+                    protocol.close_fds(extra)
+                    if reply is None:
+                        raise errors.ServiceError(f"the service at {self.address} closed the "
+                                                  "connection before it answered")
+                    if "progress" in reply and len(reply) == 1:
+                        if progress is not None:
+                            progress(int(reply["progress"]))
+                        continue
+                    break
+            except (BrokenPipeError, ConnectionResetError) as e:
+                raise errors.ServiceError(f"the service at {self.address} went away: "
+                                          f"{e.strerror or e}") from None
+            except socket.timeout:
+                raise errors.ServiceError(f"the service at {self.address} did not answer in "
+                                          "time") from None
+        if not reply.get("ok"):
+            protocol.raise_error(reply)
+        return reply
+
+    def status(self) -> dict:
+        """What the service is doing: its clients, jobs and bytes so far, its devices."""
+        reply = self._call({"op": "status"})
+        reply.pop("ok", None)
+        return reply
+
+    # -- the API's functions --------------------------------------------------------------------
+    def encrypt(self, data, cipher: str, key=None, iv=None, *, device: str = "auto", padding=None,
+                sector_size=None, start_sector=None, constant_time=False, implementation=None,
+                allow_weak=False):
+        """As :func:`ciphergrid.encrypt`, run by the service."""
+        return self._crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
+                           constant_time, implementation, allow_weak)
+
+    def decrypt(self, data, cipher: str, key=None, iv=None, *, device: str = "auto", padding=None,
+                sector_size=None, start_sector=None, constant_time=False, implementation=None,
+                allow_weak=False):
+        """As :func:`ciphergrid.decrypt`, run by the service."""
+        return self._crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
+                           constant_time, implementation, allow_weak)
+
+    def _crypt(self, encrypt, data, cipher, key, iv, device, padding, sector_size, start_sector,
+               constant_time, implementation, allow_weak):
+        from ..api import _request
+        from ..modes import padding as _padding
+
+        req = _request(cipher, key, iv, encrypt, padding, sector_size, start_sector, constant_time,
+                       implementation, allow_weak)
+        arr, wrap = buffers.host_array(data)
+        bs = req.block_size
+        raw = arr.tobytes() if (encrypt and padding) else None
+        if raw is not None:
+            arr = np.frombuffer(_padding.pad(raw, bs), dtype=np.uint8)
+        req.check_length(arr.nbytes)
+        msg = {"op": "crypt", "version": protocol.VERSION, "device": device,
+               **protocol.request_fields(req)}
+        msg["padding"] = None
+        if arr.nbytes <= protocol.INLINE_MAX:
+            msg["data"] = arr.tobytes()
+            out = np.frombuffer(bytearray(self._call(msg)["data"]), dtype=np.uint8)
+        else:
+            out = self._shared(msg, arr)
+        if not encrypt and padding:
+            out = np.frombuffer(_padding.unpad(out.tobytes(), bs), dtype=np.uint8)
+        return wrap(out, not padding)
+
+    def _shared(self, msg: dict, arr: np.ndarray) -> np.ndarray:
+        """``arr`` through a memfd sealed against shrinking and growing, enciphered in place by
+        the service; the result: an array over the mapping (no copy back)."""
+        n = arr.nbytes
+        fd = os.memfd_create("ciphergrid", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(fd, n)
+            mm = mmap.mmap(fd, n)
+            np.frombuffer(mm, dtype=np.uint8)[:] = arr.reshape(-1)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+            msg["length"] = n
+            self._call(msg, [fd])
+        finally:
+            os.close(fd)
+        return np.frombuffer(mm, dtype=np.uint8)
+
+    def stream(self, req, src: int, dst: int, *, device: str = "auto", progress=None,
+               nbytes: int | None = None, chunk_bytes: int | None = None,
+               depth: int | None = None) -> dict:
+        """Request ``req`` from descriptor ``src`` (read to its end) into descriptor ``dst``:
+        the service reads and writes them itself.  Returns the reply (``bytes``, ``device``)."""
+        msg = {"op": "stream", "version": protocol.VERSION, "device": device, "nbytes": nbytes,
+               "chunk_bytes": chunk_bytes, "depth": depth, **protocol.request_fields(req)}
+        last = [0]
+
+        def step(total: int) -> None:   # (the service says bytes so far; progress takes steps)
+            if progress is not None and total > last[0]:
+                progress(total - last[0])
+                last[0] = total
+
+        reply = self._call(msg, [src, dst], progress=step)
+        step(int(reply.get("bytes", 0)))
+        return reply

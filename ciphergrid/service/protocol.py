@@ -1,0 +1,129 @@
+"""The service's wire protocol (docs/service.md), version :data:`VERSION`.
+
+A local connection is a Unix ``SOCK_SEQPACKET`` socket: the kernel keeps each message whole, so
+one message is one packet, and its body is one MessagePack map (``msgpack``).  File descriptors
+travel beside a message (``SCM_RIGHTS``).  Bulk data never crosses the socket: files and pipes
+pass as their descriptors, buffers as a sealed ``memfd`` (at most :data:`INLINE_MAX` bytes
+travel inside a message).
+
+Requests carry ``op``; replies carry ``ok: true`` and the op's fields, or ``error: {type,
+message}`` (``type``: the name of a ciphergrid error class, which the client raises again).  A
+long job also sends ``{"progress": BYTES}`` messages before its reply.
+"""
+
+from __future__ import annotations
+
+import array
+import socket
+
+from .. import errors
+
+VERSION = 1
+#: the largest message (a packet) either side sends or takes
+MAX_MESSAGE = 128 << 10
+#: data up to this many bytes travels inside the request and the reply; more goes by memfd
+INLINE_MAX = 64 << 10
+#: descriptors one message may carry
+MAX_FDS = 4
+
+
+class ProtocolError(errors.ServiceError):
+    """A message that is not one of the protocol's (the connection is closed)."""
+
+
+def send(sock: socket.socket, msg: dict, fds=()) -> None:
+    """One message, with descriptors ``fds`` beside it."""
+    import msgpack
+
+    body = msgpack.packb(msg, use_bin_type=True)
+    if len(body) > MAX_MESSAGE:
+        raise ProtocolError(f"a message of {len(body)} bytes (at most {MAX_MESSAGE})")
+    if fds:
+        socket.send_fds(sock, [body], list(fds))
+    else:
+        sock.sendall(body)
+
+
+def recv(sock: socket.socket) -> tuple[dict | None, list]:
+    """(the next message, the descriptors that came with it); (None, []) when the peer closed the
+    connection.  A malformed message raises ProtocolError (its descriptors closed)."""
+    import msgpack
+
+    fds = array.array("i")
+    body, anc, flags, _ = sock.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(MAX_FDS * fds.itemsize))
+    got = []
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            a = array.array("i")
+            a.frombytes(data[: len(data) - len(data) % a.itemsize])
+            got += list(a)
+    try:
+        if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            raise ProtocolError("a message larger than the protocol allows")
+        if not body:
+            if got:
+                raise ProtocolError("descriptors without a message")
+            return None, []
+        try:
+            msg = msgpack.unpackb(body, raw=False, strict_map_key=True)
+        except Exception as e:
+            raise ProtocolError(f"not a MessagePack message ({type(e).__name__})") from None
+        if not isinstance(msg, dict):
+            raise ProtocolError("a message must be a map")
+        return msg, got
+    except BaseException:
+        close_fds(got)
+        raise
+
+
+def close_fds(fds) -> None:
+    import os
+
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def error_reply(exc: BaseException) -> dict:
+    """The reply for a failed request: the error's class (a ciphergrid one, else ServiceError)
+    and its one-line message (never key material: the library's messages hold none)."""
+    kind = type(exc).__name__ if isinstance(exc, errors.Error) else "ServiceError"
+    if isinstance(exc, OSError) and not isinstance(exc, errors.Error):
+        kind = "OSError"
+    text = str(exc) if isinstance(exc, (errors.Error, OSError)) else f"{type(exc).__name__}: {exc}"
+    return {"error": {"type": kind, "message": text[:1000]}}
+
+
+def raise_error(reply: dict) -> None:
+    """Raise the error a reply carries (its ciphergrid class where it names one)."""
+    err = reply.get("error")
+    if not isinstance(err, dict):
+        raise ProtocolError("a reply without ok or error")
+    kind, text = str(err.get("type", "")), str(err.get("message", ""))
+    if kind == "OSError":
+        raise OSError(text)
+    cls = getattr(errors, kind, None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.Error)):
+        cls = errors.ServiceError
+    raise cls(text)
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The user id of the process at the other end of a Unix socket (SO_PEERCRED)."""
+    import struct
+
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+REQUEST_FIELDS = ("cipher", "key", "iv", "encrypt", "padding", "sector_size", "start_sector",
+                  "impl", "allow_weak")
+
+
+def request_fields(req) -> dict:
+    """What the server needs to make the same Request (keys included: only inside the socket)."""
+    return {"cipher": req.spec.name, "key": bytes(req.key), "iv": bytes(req.iv) if req.iv else None,
+            "encrypt": bool(req.encrypt), "padding": req.padding, "sector_size": req.sector_size,
+            "start_sector": req.start_sector or None, "impl": req.impl, "allow_weak": bool(req.allow_weak)}

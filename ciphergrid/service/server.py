@@ -1,0 +1,316 @@
+"""``ciphergrid serve``: one process that owns a runtime (device contexts, compiled kernels,
+page-locked staging, the scheduler's speeds) and runs the requests of many local clients.
+
+Each connection is served by a thread of its own, under the server's one :class:`Runtime`
+(what a client's job sets up -- a GPU's kernels, its pipeline -- serves the next client too).
+Who may connect: the peer's user id (SO_PEERCRED) must be the server's own.  A job's keys live in
+its Request for the job only and are dropped with it; every error goes back as one line.
+
+Ops (protocol.py, docs/service.md): ``hello``, ``status``, ``crypt`` (a buffer: inline, or a
+sealed memfd enciphered in place), ``stream`` (the client's input and output descriptors: the
+server reads and writes the client's own open files; progress messages while it runs).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import socket
+import threading
+import time
+
+from .. import errors
+from ..runtime import Runtime
+from . import protocol
+
+#: a job running longer than this is given up: its connection is closed (a silent pipe cannot
+#: hold a client's connection for ever)
+JOB_TIMEOUT_S = 3600.0
+#: seconds between two progress messages of a stream job
+PROGRESS_EVERY_S = 0.2
+#: seconds a stopping server waits for the jobs running to end
+STOP_GRACE_S = 10.0
+
+
+class Server:
+    """A service on the Unix socket ``address`` (created; removed by :meth:`close`)."""
+
+    def __init__(self, address: str, *, job_timeout: float = JOB_TIMEOUT_S):
+        self.address = address
+        self.job_timeout = job_timeout
+        self.runtime = Runtime("service")
+        self.uid = os.getuid()
+        self.started = time.time()
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.clients: dict = {}      # connection id -> {"uid", "pid", "jobs", "bytes", "since"}
+        self.totals = {"connections": 0, "jobs": 0, "bytes": 0, "errors": 0, "refused": 0}
+        self._next = 0
+        self._threads: list = []
+        self.sock = self._listen(address)
+
+    # -- the socket ---------------------------------------------------------------------------
+    @staticmethod
+    def _listen(address: str) -> socket.socket:
+        folder = os.path.dirname(os.path.abspath(address))
+        if not os.path.isdir(folder):
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        if os.path.exists(address):
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                probe.connect(address)
+                raise errors.ServiceError(f"a service is already running at {address}")
+            except (ConnectionRefusedError, FileNotFoundError):
+                os.unlink(address)   # a stale socket, left by a server that was killed
+            finally:
+                probe.close()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        old = os.umask(0o177)        # the socket file: its owner only (rw-------)
+        try:
+            sock.bind(address)
+        finally:
+            os.umask(old)
+        sock.listen(64)
+        sock.settimeout(0.2)         # (the accept loop looks at stopping this often)
+        return sock
+
+    def serve_forever(self) -> None:
+        """Accept and serve until :meth:`stop`; then wait for the running jobs (STOP_GRACE_S)."""
+        try:
+            while not self.stopping.is_set():
+                try:
+                    conn, _ = self.sock.accept()
+                except socket.timeout:
+                    continue
+                except OSError:
+                    if self.stopping.is_set():
+                        break
+                    raise
+                t = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True,
+                                     name="ciphergrid-service-client")
+                self._threads = [x for x in self._threads if x.is_alive()] + [t]
+                t.start()
+        finally:
+            self.close()
+
+    def stop(self) -> None:
+        """Stop accepting (a signal handler may call this)."""
+        self.stopping.set()
+
+    def close(self) -> None:
+        """Remove the socket; give the jobs running STOP_GRACE_S to end."""
+        self.stopping.set()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        try:
+            os.unlink(self.address)
+        except OSError:
+            pass
+        deadline = time.monotonic() + STOP_GRACE_S
+        for t in list(self._threads):
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    # -- one client ---------------------------------------------------------------------------
+    def _serve_connection(self, conn: socket.socket) -> None:
+        with conn, self.runtime:
+            try:
+                uid = protocol.peer_uid(conn)
+            except OSError:
+                return
+            if uid != self.uid:
+                with self.lock:
+                    self.totals["refused"] += 1
+                try:   # (its first message read, so that the refusal reaches it)
+                    conn.settimeout(5)
+                    _, fds = protocol.recv(conn)
+                    protocol.close_fds(fds)
+                    protocol.send(conn, {"error": {"type": "ServiceError", "message":
+                                                   f"user {uid} may not use this service (it serves "
+                                                   f"user {self.uid} only)"}})
+                except (OSError, protocol.ProtocolError):
+                    pass
+                return
+            with self.lock:
+                self._next += 1
+                cid = self._next
+                self.totals["connections"] += 1
+                self.clients[cid] = {"uid": uid, "jobs": 0, "bytes": 0, "since": time.time()}
+            try:
+                self._loop(conn, cid)
+            finally:
+                with self.lock:
+                    self.clients.pop(cid, None)
+
+    def _loop(self, conn, cid) -> None:
+        while True:
+            try:
+                msg, fds = protocol.recv(conn)
+            except protocol.ProtocolError as e:   # a malformed message: say so, close
+                try:
+                    protocol.send(conn, protocol.error_reply(e))
+                except OSError:
+                    pass
+                return
+            except OSError:
+                return
+            if msg is None:
+                return
+            if self.stopping.is_set() and msg.get("op") not in ("hello", "status"):
+                protocol.close_fds(fds)
+                protocol.send(conn, {"error": {"type": "ServiceError",
+                                               "message": "the service is stopping"}})
+                return
+            try:
+                reply = self._handle(conn, cid, msg, fds)
+            except (BrokenPipeError, ConnectionResetError):
+                return   # the client went away mid-job: the job is given up, nothing else
+            except BaseException as e:
+                if not isinstance(e, Exception):
+                    raise
+                with self.lock:
+                    self.totals["errors"] += 1
+                reply = protocol.error_reply(e)
+            finally:
+                protocol.close_fds(fds)
+            try:
+                protocol.send(conn, reply)
+            except OSError:
+                return
+
+    def _handle(self, conn, cid, msg: dict, fds: list) -> dict:
+        op = msg.get("op")
+        if op == "hello":
+            return {"ok": True, "version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid}
+        if op == "status":
+            return {"ok": True, **self.status()}
+        if op not in ("crypt", "stream"):
+            raise protocol.ProtocolError(f"unknown op {op!r}")
+        if msg.get("version") != protocol.VERSION:
+            raise protocol.ProtocolError(f"protocol version {msg.get('version')!r}; this service "
+                                         f"speaks {protocol.VERSION}")
+        req = _request(msg)
+        with self.lock:
+            self.clients[cid]["jobs"] += 1
+            self.totals["jobs"] += 1
+        timer = threading.Timer(self.job_timeout, self._overdue, args=(conn,))
+        timer.daemon = True
+        timer.start()
+        try:
+            reply = (self._crypt(msg, req, fds) if op == "crypt"
+                     else self._stream(conn, msg, req, fds))
+        finally:
+            timer.cancel()
+        with self.lock:
+            self.clients[cid]["bytes"] += reply["bytes"]
+            self.totals["bytes"] += reply["bytes"]
+        return {"ok": True, **reply}
+
+    def _overdue(self, conn) -> None:
+        """A job past the time limit (a pipe that never delivers, say): the client is told and
+        its connection closed; the job's thread ends when its descriptor does."""
+        try:
+            protocol.send(conn, {"error": {"type": "ServiceError", "message":
+                                           f"the job ran past the service's limit of "
+                                           f"{self.job_timeout:g} s (an input that never ends?)"}})
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _crypt(self, msg, req, fds) -> dict:
+        """A buffer: inline (the reply carries the result) or a sealed memfd, in place."""
+        import numpy as np
+
+        if "data" in msg:
+            data = msg["data"]
+            if not isinstance(data, bytes) or len(data) > protocol.INLINE_MAX:
+                raise protocol.ProtocolError("inline data must be bytes of at most "
+                                             f"{protocol.INLINE_MAX}")
+            buf = np.frombuffer(bytearray(data), dtype=np.uint8)
+            device = _run_host(req, buf, msg.get("device"))
+            return {"bytes": len(data), "data": buf.tobytes(), "device": device}
+        if len(fds) != 1:
+            raise protocol.ProtocolError("a crypt request carries its data inline or one memfd")
+        fd = fds[0]
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        if not seals & fcntl.F_SEAL_SHRINK:
+            raise errors.InvalidArgument("the shared buffer must be sealed against shrinking "
+                                         "(F_SEAL_SHRINK)")
+        n = os.fstat(fd).st_size
+        if n != msg.get("length"):
+            raise errors.InvalidArgument(f"the shared buffer holds {n} bytes, the request says "
+                                         f"{msg.get('length')}")
+        if n == 0:
+            return {"bytes": 0, "device": None}
+        mm = mmap.mmap(fd, n)
+        try:
+            buf = np.frombuffer(mm, dtype=np.uint8)
+            device = _run_host(req, buf, msg.get("device"))
+            del buf
+        finally:
+            mm.close()
+        return {"bytes": n, "device": device}
+
+    def _stream(self, conn, msg, req, fds) -> dict:
+        """The client's input descriptor to its output descriptor, progress sent as it goes."""
+        from ..route import route
+
+        if len(fds) != 2:
+            raise protocol.ProtocolError("a stream request carries two descriptors (in, out)")
+        n = msg.get("nbytes")
+        r = route(req, msg.get("device") or "auto", n, path="stream")
+        start = time.monotonic()
+        state = {"done": 0, "sent": start}
+
+        def progress(k: int) -> None:
+            state["done"] += k
+            now = time.monotonic()
+            if now - state["sent"] >= PROGRESS_EVERY_S:
+                state["sent"] = now
+                protocol.send(conn, {"progress": state["done"]})   # (a client gone: raises)
+
+        done = r.engine.stream(req, fds[0], fds[1], progress=progress, nbytes=n,
+                               chunk_bytes=msg.get("chunk_bytes"), depth=msg.get("depth"))
+        return {"bytes": done, "device": r.device, "reason": r.reason}
+
+    def status(self) -> dict:
+        from ..devices import all_devices
+
+        with self.lock:
+            return {"version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid,
+                    "address": self.address, "uptime_s": round(time.time() - self.started, 3),
+                    "clients": len(self.clients), "totals": dict(self.totals),
+                    "devices": [d.spec for d in all_devices()],
+                    "engines": sorted(self.runtime.engines)}
+
+
+def _request(msg: dict):
+    """The client's Request, made again here (its checks and the use policy run here too).
+    Padding is the client's (it pads and unpads; the service runs whole blocks)."""
+    from ..registry import lookup
+    from ..request import make_request
+
+    for f in ("cipher", "key", "encrypt"):
+        if f not in msg:
+            raise protocol.ProtocolError(f"a request without {f!r}")
+    if msg.get("padding") is not None:
+        raise protocol.ProtocolError("padding is done by the client")
+    return make_request(lookup(str(msg["cipher"])), msg["key"], msg.get("iv"), bool(msg["encrypt"]),
+                        None, msg.get("sector_size"), msg.get("start_sector"),
+                        msg.get("impl"), bool(msg.get("allow_weak", False)))
+
+
+def _run_host(req, buf, device) -> str:
+    """``req`` over host bytes ``buf`` in place on the engine the route picks; its spec."""
+    from ..route import route
+
+    n = buf.nbytes
+    req.check_length(n)
+    req.admit(n)
+    if not n:
+        return ""
+    r = route(req, device or "auto", n)
+    r.engine.crypt(req, buf, buf)
+    return r.device

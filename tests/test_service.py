@@ -1,0 +1,314 @@
+"""The encryption service (ciphergrid/service/): ``ciphergrid serve``, ``ciphergrid.connect``,
+the command line through a running service.
+
+Every server here is started by the test itself, on this machine, on a socket in a fresh
+folder, and stopped by it within a bounded time: in a thread for the API's cases, as a
+``ciphergrid serve`` process where signals and killing matter.  The engines are whatever this
+machine has (OpenSSL, PoCL; the GPU suite adds the GPUs)."""
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ciphergrid
+from ciphergrid.service import protocol
+from ciphergrid.service.server import Server
+from ciphergrid.testing import oracle
+
+KEY_HEX = "000102030405060708090a0b0c0d0e0f"
+
+
+@pytest.fixture
+def folder():
+    d = tempfile.mkdtemp(prefix="cg-svc-")   # (a short path: a socket's is at most 107 bytes)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def server(folder):
+    """A service in a thread of this process; stopped (and its socket gone) at the end."""
+    s = Server(os.path.join(folder, "s.sock"), job_timeout=20)
+    t = threading.Thread(target=s.serve_forever, daemon=True)
+    t.start()
+    yield s
+    s.stop()
+    t.join(15)
+    assert not t.is_alive() and not os.path.exists(s.address)
+
+
+def _serve_process(folder, *extra):
+    """``ciphergrid serve`` as a process of its own; returns (process, socket path) once it listens."""
+    address = os.path.join(folder, "p.sock")
+    p = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", address, *extra],
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while True:   # (until it answers: a socket left by a killed one may be there already)
+        try:
+            with ciphergrid.connect(address) as c:
+                if c.server_pid == p.pid:
+                    return p, address
+        except ciphergrid.ServiceError:
+            pass
+        if p.poll() is not None or time.monotonic() > deadline:
+            p.kill()
+            raise AssertionError(f"the service did not start: {p.stderr.read()}")
+        time.sleep(0.05)
+
+
+CASES = [("aes-128-ctr", {}, 100), ("aes-128-ctr", {}, (1 << 20) + 5), ("aes-256-cbc", {"padding": "pkcs7"}, 1000),
+         ("aes-128-xts", {"sector_size": 4096, "start_sector": 7}, 300 << 10), ("camellia-128-ecb", {}, 4096)]
+
+
+@pytest.mark.parametrize("name,opts,n", CASES)
+def test_buffers_through_the_service_equal_in_process(server, name, opts, n):
+    """Inline (small) and through a sealed memfd (large): the same bytes as the in-process API
+    and the oracle, both ways, the caller's type back."""
+    rng = random.Random(n)
+    key, iv, _ = oracle.random_inputs(name, rng.randbytes, opts.get("sector_size"))
+    data = rng.randbytes(n)
+    with ciphergrid.connect(server.address) as c:
+        ct = c.encrypt(data, name, key, iv, **opts)
+        assert isinstance(ct, bytes) and ct == ciphergrid.encrypt(data, name, key, iv, **opts)
+        assert c.decrypt(ct, name, key, iv, **opts) == data
+        arr = np.frombuffer(data[: n // 16 * 16], dtype=np.uint8).copy()
+        if not opts.get("padding"):
+            got = c.encrypt(arr, name, key, iv, **opts)
+            assert isinstance(got, np.ndarray) and got.tobytes() == ciphergrid.encrypt(
+                arr, name, key, iv, **opts).tobytes()
+
+
+def test_status_and_errors(server):
+    """One line for a bad request, as in process; the status counts jobs and bytes."""
+    with ciphergrid.connect(server.address) as c:
+        with pytest.raises(ciphergrid.InvalidKeySize):
+            c.encrypt(b"x" * 16, "aes-128-ctr", b"short", bytes(16))   # (refused before sending)
+        with pytest.raises(ciphergrid.InvalidLength):
+            c.encrypt(b"x" * 17, "aes-128-cbc", bytes(16), bytes(16))
+        c.encrypt(b"y" * 64, "aes-128-ctr", bytes(16), bytes(16))
+        st = c.status()
+    assert st["totals"]["jobs"] >= 1 and st["totals"]["bytes"] >= 64 and st["uid"] == os.getuid()
+    # the server checks what it is sent, too (a client that skipped its own checks)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.connect(server.address)
+        protocol.send(s, {"op": "crypt", "version": protocol.VERSION, "cipher": "aes-128-cbc",
+                          "key": bytes(16), "iv": bytes(16), "encrypt": True, "data": b"z" * 17})
+        reply, _ = protocol.recv(s)
+    assert reply["error"]["type"] == "InvalidLength"
+
+
+def test_a_client_of_another_user_is_refused(server, monkeypatch):
+    """No policy file: only the server's own user may connect (checked on the peer's
+    credentials, not only the socket file's mode)."""
+    monkeypatch.setattr(server, "uid", os.getuid() + 1)
+    with pytest.raises(ciphergrid.ServiceError, match="may not use this service"):
+        ciphergrid.connect(server.address)
+    assert server.totals["refused"] == 1
+
+
+def test_a_server_of_another_user_gets_no_key(server, monkeypatch):
+    """The client checks who serves before it sends anything: another user's server (not root)
+    is refused."""
+    monkeypatch.setattr(protocol, "peer_uid", lambda sock: os.getuid() + 12345)
+    if os.getuid() + 12345 == 0:
+        pytest.skip("(that uid would be root)")
+    with pytest.raises(ciphergrid.ServiceError, match="nothing sent"):
+        ciphergrid.connect(server.address)
+    assert server.totals["jobs"] == 0
+
+
+def test_a_memfd_not_sealed_against_shrinking_is_refused(server):
+    """A client could shrink an unsealed buffer under the server (SIGBUS): refused."""
+    fd = os.memfd_create("t", os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, 4096)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.connect(server.address)
+            protocol.send(s, {"op": "crypt", "version": protocol.VERSION, "cipher": "aes-128-ctr",
+                              "key": bytes(16), "iv": bytes(16), "encrypt": True, "length": 4096},
+                          [fd])
+            reply, _ = protocol.recv(s)
+        assert "F_SEAL_SHRINK" in reply["error"]["message"]
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)   # sealed: served, in place
+        mm = mmap.mmap(fd, 4096)
+        mm[:] = bytes(4096)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.connect(server.address)
+            protocol.send(s, {"op": "crypt", "version": protocol.VERSION, "cipher": "aes-128-ctr",
+                              "key": bytes(16), "iv": bytes(16), "encrypt": True, "length": 4096},
+                          [fd])
+            reply, _ = protocol.recv(s)
+        assert reply["ok"] and bytes(mm) == oracle.encrypt(bytes(4096), "aes-128-ctr", bytes(16), bytes(16))
+        mm.close()
+    finally:
+        os.close(fd)
+
+
+def test_malformed_messages_close_that_connection_only(server):
+    """A fuzzer: random bytes, random maps, wrong types, a wrong version: each connection that
+    sent one gets an error or is closed; the server answers the next client."""
+    import msgpack
+
+    rng = random.Random(7)
+    junk = [rng.randbytes(rng.randrange(1, 300)) for _ in range(30)]
+    junk += [msgpack.packb(x) for x in (1, [1, 2], {"op": "crypt"}, {"op": 7}, {"op": "crypt", "version": 99},
+                                        {"op": "crypt", "version": protocol.VERSION, "cipher": "aes-128-ctr",
+                                         "key": "text", "iv": None, "encrypt": True, "data": 5},
+                                        {"op": "stream", "version": protocol.VERSION, "cipher": "aes-128-ctr",
+                                         "key": bytes(16), "iv": bytes(16), "encrypt": True},
+                                        {b"\x00": b"\x01"})]
+    for body in junk:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.settimeout(10)
+            s.connect(server.address)
+            s.sendall(body)
+            try:
+                reply, _ = protocol.recv(s)
+            except protocol.ProtocolError:
+                reply = None
+            assert reply is None or "error" in reply, reply
+    with ciphergrid.connect(server.address) as c:
+        assert c.encrypt(b"a" * 32, "aes-128-ctr", bytes(16), bytes(16)) == \
+            ciphergrid.encrypt(b"a" * 32, "aes-128-ctr", bytes(16), bytes(16))
+
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "ciphergrid", *args], capture_output=True, timeout=120, **kw)
+
+
+def test_cli_files_and_pipes_through_the_service(server, folder):
+    """The command line with --service: the service reads and writes the command's own open
+    descriptors (a file, a pipe), the output named only when it is done; the same bytes as
+    without a service and as openssl; -v says the service ran it."""
+    src = os.path.join(folder, "in")
+    data = random.Random(3).randbytes((3 << 20) + 11)
+    with open(src, "wb") as f:
+        f.write(data)
+    want = oracle.encrypt(data, "aes-128-ctr", bytes.fromhex(KEY_HEX), bytes.fromhex(KEY_HEX))
+    out = os.path.join(folder, "out")
+    r = _cli("encrypt", "-c", "aes-128-ctr", "--key", KEY_HEX, "--iv", KEY_HEX, "--in", src, "--out", out,
+             "--service", server.address, "-v", "-q")
+    assert r.returncode == 0, r.stderr
+    assert b"by the service at" in r.stderr
+    assert open(out, "rb").read() == want
+    r = _cli("decrypt", "-c", "aes-128-ctr", "--key", KEY_HEX, "--iv", KEY_HEX, "--service", server.address,
+             "-q", input=want)
+    assert r.returncode == 0 and r.stdout == data, r.stderr
+    # a passphrase's header read by the client, the rest by the service: openssl's format
+    r = _cli("encrypt", "-c", "aes-128-cbc", "--pbkdf2", "--pass", "pass:pw", "--in", src, "--out", out,
+             "--service", server.address, "-q")
+    assert r.returncode == 0, r.stderr
+    r = _cli("decrypt", "-c", "aes-128-cbc", "--pbkdf2", "--pass", "pass:pw", "--in", out,
+             "--service", server.address, "-q")
+    assert r.returncode == 0 and r.stdout == data, r.stderr
+    # --service off, and auto with none running: this process
+    r = _cli("encrypt", "-c", "aes-128-ctr", "--key", KEY_HEX, "--iv", KEY_HEX, "--in", src, "-q", "-v",
+             env={**os.environ, "CIPHERGRID_SERVICE": "auto", "XDG_RUNTIME_DIR": folder})
+    assert r.returncode == 0 and r.stdout == want and b"by the service" not in r.stderr
+    # an address where nothing answers: one line, exit 5
+    r = _cli("encrypt", "-c", "aes-128-ctr", "--key", KEY_HEX, "--iv", KEY_HEX, "--in", src, "-q",
+             "--service", os.path.join(folder, "nothing.sock"))
+    assert r.returncode == 5 and b"no service at" in r.stderr and not r.stdout
+
+
+def test_sigterm_stops_the_service_and_removes_its_socket(folder):
+    p, address = _serve_process(folder)
+    try:
+        with ciphergrid.connect(address) as c:
+            assert c.status()["pid"] == p.pid
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 0
+    finally:
+        p.kill()
+    assert not os.path.exists(address)
+    # a socket left by a killed server is taken over by the next one
+    p, address = _serve_process(folder)
+    p.kill()
+    p.wait(10)
+    assert os.path.exists(address)
+    p, address = _serve_process(folder)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(30) == 0
+
+
+def test_killed_server_or_client_mid_job(folder):
+    """A job reading a pipe that has not ended: the server killed -> the command exits 5 with
+    one line and its --out is not created; a client killed -> the server carries on serving."""
+    p, address = _serve_process(folder, "--job-timeout", "60")
+    out = os.path.join(folder, "out")
+    try:
+        cmd = [sys.executable, "-m", "ciphergrid", "encrypt", "-c", "aes-128-ctr", "--key", KEY_HEX,
+               "--iv", KEY_HEX, "--out", out, "--service", address, "-q"]
+        client = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        client.stdin.write(b"x" * 100000)
+        client.stdin.flush()
+        deadline = time.monotonic() + 30
+        with ciphergrid.connect(address) as c:   # (the job has started: it counts as one)
+            while c.status()["totals"]["jobs"] < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        p.kill()
+        p.wait(10)
+        err = client.communicate(timeout=30)[1]
+        assert client.returncode == 5, err
+        assert b"service" in err and err.count(b"error:") == 1, err
+        assert not os.path.exists(out)
+        # the client killed mid-job: the server is still there for the next one
+        p, address = _serve_process(folder, "--job-timeout", "60")
+        client = subprocess.Popen(cmd[:-3] + ["--service", address, "-q"], stdin=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        client.stdin.write(b"y" * 100000)
+        client.stdin.flush()
+        time.sleep(0.5)
+        client.kill()
+        client.wait(10)
+        client.stdin.close()   # (the job's input ends: the server's job ends with it)
+        with ciphergrid.connect(address) as c:
+            assert c.encrypt(b"z" * 48, "aes-128-ctr", bytes(16), bytes(16)) == \
+                oracle.encrypt(b"z" * 48, "aes-128-ctr", bytes(16), bytes(16))
+        assert not os.path.exists(out)
+    finally:
+        p.kill()
+        p.wait(10)
+
+
+def test_a_silent_input_is_given_up_at_the_job_limit(folder):
+    """A pipe that never delivers does not hold the client for ever: at the service's job limit
+    the client is told (exit 5, one line), and the service goes on serving others."""
+    p, address = _serve_process(folder, "--job-timeout", "1")
+    try:
+        r = subprocess.Popen([sys.executable, "-m", "ciphergrid", "encrypt", "-c", "aes-128-ctr",
+                              "--key", KEY_HEX, "--iv", KEY_HEX, "--service", address, "-q"],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        t0 = time.monotonic()
+        err = _wait_err(r, 60)
+        assert r.returncode == 5 and b"limit" in err, err
+        assert time.monotonic() - t0 < 30
+        with ciphergrid.connect(address) as c:
+            assert c.status()["totals"]["jobs"] == 1
+    finally:
+        p.kill()
+        p.wait(10)
+
+
+def _wait_err(proc, timeout):
+    """The stderr of ``proc`` once it ends, its stdin left open meanwhile (a silent pipe)."""
+    try:
+        proc.wait(timeout)
+    finally:
+        proc.kill()
+    err = proc.stderr.read()
+    proc.stdin.close()
+    return err
