@@ -238,9 +238,12 @@ def _crypt(args, encrypt: bool, src, out) -> int:
             kg.key, kg.iv = keys.derive(kg.phrase, salt, spec.key_len, spec.iv_len,
                                         pbkdf2=args.pbkdf2, iterations=args.iter or keys.DEFAULT_ITER,
                                         md=kg.md)
-        cipher = Cipher(spec.name, kg.key, kg.iv, device=args.device, padding=padding,
-                        sector_size=args.sector_size, start_sector=args.start_sector,
-                        constant_time=args.constant_time, allow_weak=args.allow_weak)
+        def keyed(device):
+            return Cipher(spec.name, kg.key, kg.iv, device=device, padding=padding,
+                          sector_size=args.sector_size, start_sector=args.start_sector,
+                          constant_time=args.constant_time, allow_weak=args.allow_weak)
+
+        cipher = keyed(None)   # (no device looked at yet: a service may run it)
         req = cipher._request(encrypt)
         out_size = None
         if n is not None:  # everything the size decides, before any output
@@ -252,11 +255,23 @@ def _crypt(args, encrypt: bool, src, out) -> int:
             if not padding:
                 req.check_length(n)
             out_size = req.out_len(n) + len(header)
+        # a stream the service runs: it checks the device itself, and this process looks at
+        # none (no CUDA import, no context); else the device is checked now
+        client = _service_client(args) if _streams(args, req, n) else None
+        if client is None:
+            cipher.close()
+            cipher = keyed(args.device)
         if out is None:
             out = Output(args.outfile, size=out_size, sync=not args.no_sync)
         try:
             with out:
-                _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning)
+                if client is not None:
+                    with client:
+                        if header:
+                            out.write(header)
+                        _run_served(args, encrypt, client, req, src, out, n, tuning)
+                else:
+                    _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning)
         except BaseException as e:
             if (isinstance(e, OSError) and not e.filename and e.errno in _OUT_ERRNOS
                     and out.name not in str(e)):
@@ -283,13 +298,7 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
         write = b64.write
     if header:
         write(header)
-    # an input of unknown size under a block limit goes through a context, which counts
-    streams = req.mode.streams(req) and not args.base64 and (n is not None or not req.limit_refuses)
-    client = _service_client(args) if streams else None
-    if client is not None:
-        with client:
-            _run_served(args, encrypt, client, req, src, out, n, tuning)
-        return
+    streams = _streams(args, req, n)
     r = route(req, args.device, n if streams else min(n or READ_CHUNK, READ_CHUNK),
               path="stream" if streams else "array")
     if args.verbose:
@@ -334,12 +343,23 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
             b64.close()
 
 
+def _streams(args, req, n) -> bool:
+    """Whether the data runs as a stream (file to file, pipe to pipe: the engine's own path);
+    else through a context.  An input of unknown size under a block limit goes through a
+    context, which counts."""
+    return req.mode.streams(req) and not args.base64 and (n is not None or not req.limit_refuses)
+
+
 def _run_served(args, encrypt, client, req, src, out, n, tuning) -> None:
     """The stream through the service: it reads our input's descriptor and writes our output's
     (the output is still ours: named only when the service said the job is done)."""
     from .progress import Progress
 
-    out.stop_reserving()
+    fresh = out.kind == "replace"   # (a new file: the service may fault its pages in ahead)
+    if fresh:
+        out.wait_reserved()
+    else:
+        out.stop_reserving()
     verb = "encrypted" if encrypt else "decrypted"
     with Progress(n, quiet=args.quiet, verb=verb, device="service") as bar:
         def advance(k: int) -> None:
@@ -347,12 +367,12 @@ def _run_served(args, encrypt, client, req, src, out, n, tuning) -> None:
             bar.advance(k)
 
         reply = client.stream(req, src.fd, out.fd, device=args.device, progress=advance, nbytes=n,
-                              chunk_bytes=tuning[0], depth=tuning[1])
+                              chunk_bytes=tuning[0], depth=tuning[1], fresh_output=fresh)
     if args.verbose:
         why = f" ({reply['reason']})" if reply.get("reason") else ""
         print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} on "
-              f"{reply.get('device')}{why}, by the "
-              f"service at {client.address}", file=sys.stderr)
+              f"{reply.get('device')}{why}, by the service at {client.address} "
+              f"({reply.get('seconds', 0):.3f} s there)", file=sys.stderr)
 
 
 #: an AEAD's decrypted output larger than this is staged in an anonymous temporary file (not in

@@ -15,9 +15,7 @@ import os
 import socket
 import threading
 
-import numpy as np
-
-from .. import buffers, errors
+from .. import errors
 from . import protocol
 
 
@@ -112,6 +110,9 @@ class Client:
 
     def _crypt(self, encrypt, data, cipher, key, iv, device, padding, sector_size, start_sector,
                constant_time, implementation, allow_weak):
+        import numpy as np
+
+        from .. import buffers
         from ..api import _request
         from ..modes import padding as _padding
 
@@ -135,9 +136,11 @@ class Client:
             out = np.frombuffer(_padding.unpad(out.tobytes(), bs), dtype=np.uint8)
         return wrap(out, not padding)
 
-    def _shared(self, msg: dict, arr: np.ndarray) -> np.ndarray:
+    def _shared(self, msg: dict, arr):
         """``arr`` through a memfd sealed against shrinking and growing, enciphered in place by
         the service; the result: an array over the mapping (no copy back)."""
+        import numpy as np
+
         n = arr.nbytes
         fd = os.memfd_create("ciphergrid", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
@@ -153,11 +156,14 @@ class Client:
 
     def stream(self, req, src: int, dst: int, *, device: str = "auto", progress=None,
                nbytes: int | None = None, chunk_bytes: int | None = None,
-               depth: int | None = None) -> dict:
+               depth: int | None = None, fresh_output: bool = False) -> dict:
         """Request ``req`` from descriptor ``src`` (read to its end) into descriptor ``dst``:
-        the service reads and writes them itself.  Returns the reply (``bytes``, ``device``)."""
+        the service reads and writes them itself (``fresh_output``: ``dst`` is a new empty
+        file of nobody else's: its pages may be faulted in ahead).  Returns the reply
+        (``bytes``, ``device``)."""
         msg = {"op": "stream", "version": protocol.VERSION, "device": device, "nbytes": nbytes,
-               "chunk_bytes": chunk_bytes, "depth": depth, **protocol.request_fields(req)}
+               "chunk_bytes": chunk_bytes, "depth": depth, "fresh_output": bool(fresh_output),
+               **protocol.request_fields(req)}
         last = [0]
 
         def step(total: int) -> None:   # (the service says bytes so far; progress takes steps)

@@ -271,9 +271,22 @@ class Server:
                 state["sent"] = now
                 protocol.send(conn, {"progress": state["done"]})   # (a client gone: raises)
 
-        done = r.engine.stream(req, fds[0], fds[1], progress=progress, nbytes=n,
-                               chunk_bytes=msg.get("chunk_bytes"), depth=msg.get("depth"))
-        return {"bytes": done, "device": r.device, "reason": r.reason}
+        t0 = time.perf_counter()
+        prefault = None
+        if msg.get("fresh_output") and r.engine.kind == "device":
+            from ..transfer.files import prefault_output
+
+            prefault = prefault_output(fds[1], n, new=True)   # (a RAM disk's pages, ahead)
+        try:
+            if prefault is not None:
+                prefault.wait()
+            done = r.engine.stream(req, fds[0], fds[1], progress=progress, nbytes=n,
+                                   chunk_bytes=msg.get("chunk_bytes"), depth=msg.get("depth"))
+        finally:
+            if prefault is not None:
+                prefault.close()
+        return {"bytes": done, "device": r.device, "reason": r.reason,
+                "seconds": round(time.perf_counter() - t0, 6)}
 
     def status(self) -> dict:
         from ..devices import all_devices
