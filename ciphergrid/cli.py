@@ -630,10 +630,37 @@ def cmd_serve(args) -> int:
         with connect(address, timeout=10) as c:
             print(json.dumps(c.status(), indent=2, sort_keys=True))
         return EXIT_OK
+    from .service.policy import Policy
     from .service.server import JOB_TIMEOUT_S, Server
 
-    server = Server(address, job_timeout=args.job_timeout or JOB_TIMEOUT_S)
-    print(f"ciphergrid: serving on {address} (pid {os.getpid()}; SIGTERM or Ctrl-C stops it)",
+    try:
+        mode = int(args.socket_mode, 8)
+    except ValueError:
+        raise InvalidArgument(f"--socket-mode: {args.socket_mode!r} is not an octal mode") from None
+    metrics = None
+    if args.metrics:
+        host, _, port = args.metrics.rpartition(":")
+        if not port.isdigit():
+            raise InvalidArgument(f"--metrics: {args.metrics!r} is not [ADDR:]PORT")
+        metrics = (host or "127.0.0.1", int(port))
+    import socket
+
+    from .settings import activation_fds
+
+    policy = Policy.load(args.policy, os.getuid())
+    fds = activation_fds()   # (systemd's socket activation: its socket, not ours to make)
+    inherited = socket.socket(fileno=fds[0]) if fds else None
+    server = Server(address, job_timeout=args.job_timeout or JOB_TIMEOUT_S, policy=policy,
+                    socket_mode=mode, socket_group=args.socket_group, inherited=inherited)
+    address = server.address
+    if metrics is not None:
+        try:
+            server.serve_metrics(metrics[1], metrics[0])
+        except BaseException:
+            server.close()
+            raise
+    print(f"ciphergrid: serving on {address} (pid {os.getpid()}; SIGTERM or Ctrl-C stops it)"
+          + (f"; metrics on http://{metrics[0]}:{metrics[1]}/metrics" if metrics else ""),
           file=sys.stderr, flush=True)
     previous = {s: signal.signal(s, lambda *_: server.stop()) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -798,6 +825,16 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     p.add_argument("--status", action="store_true", help="ask the running service what it does")
     p.add_argument("--job-timeout", type=float, metavar="SECONDS",
                    help="give up a job running longer than this (default 3600)")
+    p.add_argument("--policy", metavar="FILE",
+                   help="who may connect, with which weight and job limit (TOML; default: only "
+                        "the server's own user; docs/service.md)")
+    p.add_argument("--socket-mode", metavar="OCTAL", default="600",
+                   help="the socket file's mode (default 600; a system service: 660 with "
+                        "--socket-group)")
+    p.add_argument("--socket-group", metavar="GROUP", help="the socket file's group")
+    p.add_argument("--metrics", metavar="[ADDR:]PORT",
+                   help="Prometheus metrics on http://ADDR:PORT/metrics (default address "
+                        "127.0.0.1; needs prometheus-client)")
     p = sub.add_parser("list", help="every cipher name with its key and IV sizes")
     p.add_argument("--json", action="store_true", help="as JSON")
     p = sub.add_parser("devices", help="list every device")

@@ -98,6 +98,18 @@ def service_setting() -> str | None:
     return v or None
 
 
+def activation_fds() -> list[int]:
+    """The listening sockets systemd passed (socket activation: ``LISTEN_PID`` is this process,
+    ``LISTEN_FDS`` of them from descriptor 3 on); [] when none."""
+    if os.environ.get("LISTEN_PID", "") != str(os.getpid()):
+        return []
+    try:
+        n = int(os.environ.get("LISTEN_FDS", "0"))
+    except ValueError:
+        return []
+    return list(range(3, 3 + max(0, n)))
+
+
 def default_service_address() -> str:
     """The per-user service's socket: ``$XDG_RUNTIME_DIR/ciphergrid.sock``, else
     ``/tmp/ciphergrid-UID/ciphergrid.sock`` (its folder made mode 0700 by the server)."""

@@ -113,7 +113,9 @@ def test_status_and_errors(server):
 def test_a_client_of_another_user_is_refused(server, monkeypatch):
     """No policy file: only the server's own user may connect (checked on the peer's
     credentials, not only the socket file's mode)."""
-    monkeypatch.setattr(server, "uid", os.getuid() + 1)
+    from ciphergrid.service.policy import Policy
+
+    monkeypatch.setattr(server, "policy", Policy(os.getuid() + 1))
     with pytest.raises(ciphergrid.ServiceError, match="may not use this service"):
         ciphergrid.connect(server.address)
     assert server.totals["refused"] == 1
@@ -312,3 +314,157 @@ def _wait_err(proc, timeout):
     err = proc.stderr.read()
     proc.stdin.close()
     return err
+
+
+# -- who may connect, limits, metrics ------------------------------------------------------------
+def _policy(folder, text):
+    path = os.path.join(folder, "policy.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def test_policy_file_rules(folder):
+    from ciphergrid.service.policy import Policy
+
+    pol = Policy.load(_policy(folder, "[defaults]\nweight = 2\nmax_jobs = 3\n[[allow]]\nuid = 4242\n"
+                                      "weight = 5\n[[allow]]\ngid = 777\nmax_jobs = 1\n"), own_uid=1000)
+    assert pol.grant(4242, {1}).weight == 5 and pol.grant(4242, {1}).max_jobs == 3
+    assert pol.grant(5, {777}).max_jobs == 1 and pol.grant(5, {777}).weight == 2
+    assert pol.grant(1000, {1000}).max_jobs == 3            # the server's own user: the defaults
+    assert pol.grant(5, {6}) is None
+    assert Policy.load(None, own_uid=1000).grant(1001, {1001}) is None
+    for bad in ("[[allow]]\nuser = 'no-such-user-here'\n", "[[allow]]\nuid = 1\ngid = 2\n", "[allow]\n",
+                "[defaults]\nweight = -1\n", "[[allow]]\nuid = 1\ncolour = 'red'\n", "not toml ]]",
+                "[elsewhere]\n"):
+        with pytest.raises(ciphergrid.InvalidArgument):
+            Policy.load(_policy(folder, bad), own_uid=0)
+
+
+def _as_nobody():
+    def drop():
+        os.setgid(65534)
+        os.setgroups([])
+        os.setuid(65534)
+    return drop
+
+
+#: a client in the standard library alone (run as another user, who may not read our virtualenv):
+#: a hello in MessagePack, the reply's bytes printed
+_RAW_CLIENT = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.sendall(bytes.fromhex("82a26f70a568656c6c6fa776657273696f6e01"))   # {"op": "hello", "version": 1}
+print(s.recv(65536))
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to run a client as another user (CI runs as root)")
+def test_another_user_is_refused_by_the_policy_not_only_the_socket_mode(folder):
+    """The socket open to everyone (mode 666): a client of another user (nobody) is refused by
+    the server's check of its credentials; a policy that names it lets it in."""
+    from ciphergrid.service.policy import Policy
+
+    python = shutil.which("python3", path="/usr/bin:/bin:/usr/local/bin")
+    if python is None:
+        pytest.skip("no system python3 for a client of another user")
+    os.chmod(folder, 0o755)
+    for policy, want in ((None, b"may not use this service"), ("[[allow]]\nuid = 65534\n", b"\xa2ok\xc3")):
+        pol = Policy.load(_policy(folder, policy) if policy else None, os.getuid())
+        s = Server(os.path.join(folder, "o.sock"), policy=pol, socket_mode=0o666)
+        t = threading.Thread(target=s.serve_forever, daemon=True)
+        t.start()
+        try:
+            r = subprocess.run([python, "-c", _RAW_CLIENT, s.address], capture_output=True, timeout=60,
+                               preexec_fn=_as_nobody(), cwd="/tmp", env={"PATH": "/usr/bin:/bin"})
+        finally:
+            s.stop()
+            t.join(15)
+        import ast
+
+        got = ast.literal_eval(r.stdout.decode().strip() or "b''")   # (the bytes it printed)
+        assert want in got, (r.stdout, r.stderr[-2000:])
+
+
+def test_a_users_job_limit(server, folder, monkeypatch):
+    """Jobs at once per user (the policy's max_jobs): one more is refused with one line, and
+    accepted again once one ended."""
+    from ciphergrid.service.policy import Policy
+
+    monkeypatch.setattr(server, "policy", Policy.load(_policy(folder, "[defaults]\nmax_jobs = 1\n"),
+                                                      os.getuid()))
+    r, w = os.pipe()
+    out = os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)
+    req = ciphergrid.api._request("aes-128-ctr", bytes(16), bytes(16), True, None, None, None, False, None)
+    first = ciphergrid.connect(server.address)
+    done = []
+    t = threading.Thread(target=lambda: done.append(first.stream(req, r, out)), daemon=True)
+    t.start()
+    try:
+        deadline = time.monotonic() + 20
+        with ciphergrid.connect(server.address) as c:
+            while not server.running.get(os.getuid()) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            with pytest.raises(ciphergrid.ServiceError, match="limit"):
+                c.encrypt(b"b" * 16, "aes-128-ctr", bytes(16), bytes(16))
+            os.write(w, b"c" * 1000)
+            os.close(w)
+            w = None
+            t.join(20)
+            assert done and done[0]["bytes"] == 1000
+            assert c.encrypt(b"b" * 16, "aes-128-ctr", bytes(16), bytes(16))
+    finally:
+        first.close()
+        for fd in (r, w, out):
+            if fd is not None:
+                os.close(fd)
+
+
+def test_metrics_in_prometheus_format(folder):
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    s = Server(os.path.join(folder, "m.sock"))
+    s.serve_metrics(port)
+    t = threading.Thread(target=s.serve_forever, daemon=True)
+    t.start()
+    try:
+        with ciphergrid.connect(s.address) as c:
+            c.encrypt(b"d" * 100, "aes-128-ctr", bytes(16), bytes(16))
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    finally:
+        s.stop()
+        t.join(15)
+    assert 'ciphergrid_service_bytes_total{device="native",op="crypt"} 100.0' in text
+    assert "ciphergrid_service_jobs_running 0.0" in text
+
+
+def test_socket_activation(folder):
+    """systemd's socket activation: the socket passed as descriptor 3 (LISTEN_PID, LISTEN_FDS);
+    the service serves on it and leaves it in place when it stops (it is systemd's)."""
+    address = os.path.join(folder, "act.sock")
+    lst = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    lst.bind(address)
+    lst.listen(8)
+    fd = lst.fileno()
+
+    def as_fd3():   # (after the descriptors are inherited: close_fds would close it again)
+        os.dup2(fd, 3)
+
+    cmd = f'LISTEN_PID=$$ LISTEN_FDS=1 exec "{sys.executable}" -m ciphergrid serve'
+    p = subprocess.Popen(["sh", "-c", cmd], preexec_fn=as_fd3, close_fds=False, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        with ciphergrid.connect(address, timeout=60) as c:
+            assert c.server_pid == p.pid
+            assert c.encrypt(b"e" * 20, "aes-128-ctr", bytes(16), bytes(16)) == \
+                oracle.encrypt(b"e" * 20, "aes-128-ctr", bytes(16), bytes(16))
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 0, p.stderr.read()
+    finally:
+        p.kill()
+        lst.close()
+    assert os.path.exists(address)

@@ -36,11 +36,17 @@ STOP_GRACE_S = 10.0
 class Server:
     """A service on the Unix socket ``address`` (created; removed by :meth:`close`)."""
 
-    def __init__(self, address: str, *, job_timeout: float = JOB_TIMEOUT_S):
+    def __init__(self, address: str | None, *, job_timeout: float = JOB_TIMEOUT_S, policy=None,
+                 socket_mode: int = 0o600, socket_group: str | None = None,
+                 inherited: socket.socket | None = None):
+        from .policy import Policy
+
         self.address = address
         self.job_timeout = job_timeout
         self.runtime = Runtime("service")
         self.uid = os.getuid()
+        self.policy = policy or Policy(self.uid)
+        self.running: dict = {}      # uid -> jobs running now
         self.started = time.time()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -48,11 +54,22 @@ class Server:
         self.totals = {"connections": 0, "jobs": 0, "bytes": 0, "errors": 0, "refused": 0}
         self._next = 0
         self._threads: list = []
-        self.sock = self._listen(address)
+        self.metrics = None          # metrics.Metrics once serve_metrics() ran
+        #: a socket systemd made and passed (socket activation) stays systemd's: not removed
+        self.owns_socket = inherited is None
+        if inherited is not None:
+            if inherited.family != socket.AF_UNIX or inherited.type != socket.SOCK_SEQPACKET:
+                raise errors.InvalidArgument("the socket passed by systemd must be a Unix "
+                                             "SOCK_SEQPACKET one (ListenSequentialPacket=)")
+            inherited.settimeout(0.2)
+            self.sock = inherited
+            self.address = inherited.getsockname()
+        else:
+            self.sock = self._listen(address, socket_mode, socket_group)
 
     # -- the socket ---------------------------------------------------------------------------
     @staticmethod
-    def _listen(address: str) -> socket.socket:
+    def _listen(address: str, mode: int = 0o600, group: str | None = None) -> socket.socket:
         folder = os.path.dirname(os.path.abspath(address))
         if not os.path.isdir(folder):
             os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -66,11 +83,21 @@ class Server:
             finally:
                 probe.close()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        old = os.umask(0o177)        # the socket file: its owner only (rw-------)
+        old = os.umask(0o177)        # the socket file: its owner only (rw-------) until chmod
         try:
             sock.bind(address)
         finally:
             os.umask(old)
+        if group is not None:        # (a system service: its group's members may connect)
+            import grp
+
+            try:
+                os.chown(address, -1, grp.getgrnam(group).gr_gid)
+            except KeyError:
+                sock.close()
+                os.unlink(address)
+                raise errors.InvalidArgument(f"no group {group!r} on this machine") from None
+        os.chmod(address, mode)
         sock.listen(64)
         sock.settimeout(0.2)         # (the accept loop looks at stopping this often)
         return sock
@@ -105,31 +132,39 @@ class Server:
             self.sock.close()
         except OSError:
             pass
-        try:
-            os.unlink(self.address)
-        except OSError:
-            pass
+        if self.owns_socket:
+            try:
+                os.unlink(self.address)
+            except OSError:
+                pass
+        if self.metrics is not None and self.metrics.server is not None:
+            self.metrics.server.shutdown()
+            self.metrics.server.server_close()
         deadline = time.monotonic() + STOP_GRACE_S
         for t in list(self._threads):
             t.join(max(0.0, deadline - time.monotonic()))
 
     # -- one client ---------------------------------------------------------------------------
     def _serve_connection(self, conn: socket.socket) -> None:
+        from .policy import peer_creds, peer_groups
+
         with conn, self.runtime:
             try:
-                uid = protocol.peer_uid(conn)
+                pid, uid, gid = peer_creds(conn)
+                grant = self.policy.grant(uid, peer_groups(conn, gid))
             except OSError:
                 return
-            if uid != self.uid:
-                with self.lock:
-                    self.totals["refused"] += 1
+            if grant is None:
+                self._count("refused")
                 try:   # (its first message read, so that the refusal reaches it)
                     conn.settimeout(5)
                     _, fds = protocol.recv(conn)
                     protocol.close_fds(fds)
+                    who = (f"its policy ({self.policy.source})" if self.policy.source
+                           else f"it serves user {self.uid} only")
                     protocol.send(conn, {"error": {"type": "ServiceError", "message":
-                                                   f"user {uid} may not use this service (it serves "
-                                                   f"user {self.uid} only)"}})
+                                                   f"user {uid} may not use this service "
+                                                   f"({who})"}})
                 except (OSError, protocol.ProtocolError):
                     pass
                 return
@@ -137,14 +172,16 @@ class Server:
                 self._next += 1
                 cid = self._next
                 self.totals["connections"] += 1
-                self.clients[cid] = {"uid": uid, "jobs": 0, "bytes": 0, "since": time.time()}
+                self.clients[cid] = {"uid": uid, "pid": pid, "jobs": 0, "bytes": 0,
+                                     "since": time.time(), "weight": grant.weight}
+            self._count("connections")
             try:
-                self._loop(conn, cid)
+                self._loop(conn, cid, uid, grant)
             finally:
                 with self.lock:
                     self.clients.pop(cid, None)
 
-    def _loop(self, conn, cid) -> None:
+    def _loop(self, conn, cid, uid, grant) -> None:
         while True:
             try:
                 msg, fds = protocol.recv(conn)
@@ -164,14 +201,13 @@ class Server:
                                                "message": "the service is stopping"}})
                 return
             try:
-                reply = self._handle(conn, cid, msg, fds)
+                reply = self._handle(conn, cid, msg, fds, uid, grant)
             except (BrokenPipeError, ConnectionResetError):
                 return   # the client went away mid-job: the job is given up, nothing else
             except BaseException as e:
                 if not isinstance(e, Exception):
                     raise
-                with self.lock:
-                    self.totals["errors"] += 1
+                self._count("errors")
                 reply = protocol.error_reply(e)
             finally:
                 protocol.close_fds(fds)
@@ -180,7 +216,7 @@ class Server:
             except OSError:
                 return
 
-    def _handle(self, conn, cid, msg: dict, fds: list) -> dict:
+    def _handle(self, conn, cid, msg: dict, fds: list, uid: int, grant) -> dict:
         op = msg.get("op")
         if op == "hello":
             return {"ok": True, "version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid}
@@ -193,6 +229,10 @@ class Server:
                                          f"speaks {protocol.VERSION}")
         req = _request(msg)
         with self.lock:
+            if self.running.get(uid, 0) >= grant.max_jobs:
+                raise errors.ServiceError(f"user {uid} already runs {self.running[uid]} jobs, its "
+                                          f"limit ({grant.why})")
+            self.running[uid] = self.running.get(uid, 0) + 1
             self.clients[cid]["jobs"] += 1
             self.totals["jobs"] += 1
         timer = threading.Timer(self.job_timeout, self._overdue, args=(conn,))
@@ -203,10 +243,21 @@ class Server:
                      else self._stream(conn, msg, req, fds))
         finally:
             timer.cancel()
+            with self.lock:
+                self.running[uid] -= 1
         with self.lock:
             self.clients[cid]["bytes"] += reply["bytes"]
             self.totals["bytes"] += reply["bytes"]
+        if self.metrics is not None:
+            self.metrics.job(op, reply["bytes"], reply.get("device"))
         return {"ok": True, **reply}
+
+    def _count(self, what: str) -> None:
+        if what != "connections":
+            with self.lock:
+                self.totals[what] += 1
+        if self.metrics is not None:
+            self.metrics.count(what)
 
     def _overdue(self, conn) -> None:
         """A job past the time limit (a pipe that never delivers, say): the client is told and
@@ -295,8 +346,20 @@ class Server:
             return {"version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid,
                     "address": self.address, "uptime_s": round(time.time() - self.started, 3),
                     "clients": len(self.clients), "totals": dict(self.totals),
+                    "connections": [{"uid": c["uid"], "pid": c["pid"], "jobs": c["jobs"],
+                                     "bytes": c["bytes"], "weight": c["weight"]}
+                                    for c in self.clients.values()],
+                    "running": {str(u): n for u, n in self.running.items() if n},
+                    "policy": self.policy.source or None,
                     "devices": [d.spec for d in all_devices()],
                     "engines": sorted(self.runtime.engines)}
+
+    def serve_metrics(self, port: int, addr: str = "127.0.0.1"):
+        """Prometheus metrics (text format) on http://ADDR:PORT/metrics (prometheus-client)."""
+        from .metrics import Metrics
+
+        self.metrics = Metrics(self)
+        return self.metrics.start(port, addr)
 
 
 def _request(msg: dict):
