@@ -468,3 +468,56 @@ def test_socket_activation(folder):
         p.kill()
         lst.close()
     assert os.path.exists(address)
+
+
+# -- fairness ----------------------------------------------------------------------------------------
+def test_fair_shares_follow_the_weights():
+    """Two jobs competing for 0.6 s, weights 1 and 3: bytes about 1 : 3; a job that joins late
+    starts at once (it is behind nobody)."""
+    from ciphergrid.service.fair import Fair
+
+    fair = Fair(quantum=1 << 20)
+    got = {"a": 0, "b": 0}
+    stop = time.monotonic() + 0.6
+
+    def run(job, weight):
+        fair.join(job, weight)
+        while time.monotonic() < stop:
+            fair.take(job, 256 << 10)
+            got[job] += 256 << 10
+            time.sleep(0.0005)   # (the slice's work)
+        fair.leave(job)
+
+    threads = [threading.Thread(target=run, args=(j, w)) for j, w in (("a", 1), ("b", 3))]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    fair.join("late", 1)
+    assert fair.take("late", 4096) < 0.05
+    fair.leave("late")
+    for t in threads:
+        t.join()
+    ratio = got["b"] / got["a"]
+    assert 2.4 < ratio < 3.6, got
+
+
+@pytest.mark.parametrize("name,opts", [("aes-128-cbc", {}), ("aes-128-xts", {"sector_size": 512}),
+                                       ("aes-128-ctr", {})])
+def test_a_large_buffer_runs_in_slices_each_after_its_turn(server, monkeypatch, name, opts):
+    """A buffer larger than a slice runs slice by slice (each waits for its turn), in place in the
+    shared memory: CBC decryption's chaining block read before the slice before it is run."""
+    from ciphergrid.service import fair
+
+    monkeypatch.setattr(fair, "SLICE", 64 << 10)
+    turns = []
+    real = server.fair.take
+    monkeypatch.setattr(server.fair, "take", lambda job, n: (turns.append(n), real(job, n))[1])
+    rng = random.Random(11)
+    key, iv, _ = oracle.random_inputs(name, rng.randbytes, opts.get("sector_size"))
+    data = rng.randbytes((1 << 20) + 512)
+    with ciphergrid.connect(server.address) as c:
+        for enc in (True, False):
+            f = c.encrypt if enc else c.decrypt
+            assert f(data, name, key, iv, device="native", **opts) == \
+                oracle.crypt(name, key, iv, data, enc, **opts)
+    assert len(turns) >= 16 + 2 and sum(turns) == 2 * len(data)   # (CBC encryption: one turn)

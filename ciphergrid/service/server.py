@@ -47,6 +47,9 @@ class Server:
         self.uid = os.getuid()
         self.policy = policy or Policy(self.uid)
         self.running: dict = {}      # uid -> jobs running now
+        from .fair import Fair
+
+        self.fair = Fair()           # the devices' bytes shared by the clients' weights
         self.started = time.time()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -238,10 +241,13 @@ class Server:
         timer = threading.Timer(self.job_timeout, self._overdue, args=(conn,))
         timer.daemon = True
         timer.start()
+        job = object()
+        self.fair.join(job, grant.weight)
         try:
-            reply = (self._crypt(msg, req, fds) if op == "crypt"
-                     else self._stream(conn, msg, req, fds))
+            reply = (self._crypt(msg, req, fds, job) if op == "crypt"
+                     else self._stream(conn, msg, req, fds, job))
         finally:
+            self.fair.leave(job)
             timer.cancel()
             with self.lock:
                 self.running[uid] -= 1
@@ -270,7 +276,7 @@ class Server:
         except OSError:
             pass
 
-    def _crypt(self, msg, req, fds) -> dict:
+    def _crypt(self, msg, req, fds, job) -> dict:
         """A buffer: inline (the reply carries the result) or a sealed memfd, in place."""
         import numpy as np
 
@@ -280,7 +286,7 @@ class Server:
                 raise protocol.ProtocolError("inline data must be bytes of at most "
                                              f"{protocol.INLINE_MAX}")
             buf = np.frombuffer(bytearray(data), dtype=np.uint8)
-            device = _run_host(req, buf, msg.get("device"))
+            device = self._run_host(req, buf, msg.get("device"), job)
             return {"bytes": len(data), "data": buf.tobytes(), "device": device}
         if len(fds) != 1:
             raise protocol.ProtocolError("a crypt request carries its data inline or one memfd")
@@ -298,13 +304,43 @@ class Server:
         mm = mmap.mmap(fd, n)
         try:
             buf = np.frombuffer(mm, dtype=np.uint8)
-            device = _run_host(req, buf, msg.get("device"))
+            device = self._run_host(req, buf, msg.get("device"), job)
             del buf
         finally:
             mm.close()
         return {"bytes": n, "device": device}
 
-    def _stream(self, conn, msg, req, fds) -> dict:
+    def _run_host(self, req, buf, device, job) -> str:
+        """``req`` over host bytes ``buf`` in place on the engine the route picks, in slices of
+        fair.SLICE, each after its turn (fair.py); the engine's spec."""
+        from ..route import route
+        from .fair import SLICE
+
+        n = buf.nbytes
+        req.check_length(n)
+        req.admit(n)
+        if not n:
+            return ""
+        r = route(req, device or "auto", n)
+        unit = req.mode.split_unit(req)
+        if unit is None or n <= SLICE or r.how != "parallel":
+            self.fair.take(job, n)
+            r.engine.crypt(req, buf, buf)
+            return r.device
+        step = max(unit, SLICE // unit * unit)
+        bs = req.block_size
+        with r.engine.session(req) as session:
+            chain = None
+            for a in range(0, n, step):
+                b = min(n, a + step)
+                # (in place: the next slice's chaining block is read before this one is run)
+                following = req.mode.chain_at(req, buf, b // bs) if b < n else None
+                self.fair.take(job, b - a)
+                session.crypt(buf[a:b], buf[a:b], a // bs, chain)
+                chain = following
+        return r.device
+
+    def _stream(self, conn, msg, req, fds, job) -> dict:
         """The client's input descriptor to its output descriptor, progress sent as it goes."""
         from ..route import route
 
@@ -317,6 +353,7 @@ class Server:
 
         def progress(k: int) -> None:
             state["done"] += k
+            self.fair.take(job, k)   # (this job's turn before it goes on)
             now = time.monotonic()
             if now - state["sent"] >= PROGRESS_EVERY_S:
                 state["sent"] = now
@@ -377,16 +414,3 @@ def _request(msg: dict):
                         None, msg.get("sector_size"), msg.get("start_sector"),
                         msg.get("impl"), bool(msg.get("allow_weak", False)))
 
-
-def _run_host(req, buf, device) -> str:
-    """``req`` over host bytes ``buf`` in place on the engine the route picks; its spec."""
-    from ..route import route
-
-    n = buf.nbytes
-    req.check_length(n)
-    req.admit(n)
-    if not n:
-        return ""
-    r = route(req, device or "auto", n)
-    r.engine.crypt(req, buf, buf)
-    return r.device
