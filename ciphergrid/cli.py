@@ -172,6 +172,11 @@ def cmd_seal(args, seal: bool) -> int:
 def cmd_crypt(args, encrypt: bool) -> int:
     from .fileio import Input, Output
 
+    if args.mpi:
+        from . import mpi
+
+        return {"ok": EXIT_OK, "usage": EXIT_USAGE}.get(mpi.run(args, encrypt, _keying), EXIT_DEVICE)
+
     # The input, and an output whose opening nothing outside sees (stdout; a file to be replaced:
     # an anonymous temporary file), are opened first, before the imports and the key: a large
     # output on a RAM disk is then allocated on another core while the command starts up
@@ -795,6 +800,11 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
                        help="pipeline chunk size, e.g. 16Mi (default: tuned per device)")
         p.add_argument("--depth", type=int, metavar="N",
                        help="pipeline depth: chunks in flight (default: tuned per device)")
+        p.add_argument("--mpi", action="store_true",
+                       help="one job over every rank of an MPI run (mpiexec -n N ciphergrid ... "
+                            "--mpi; files on a shared filesystem; docs/mpi.md)")
+        p.add_argument("--mpi-range", metavar="BYTES",
+                       help="--mpi: bytes per range dealt to a worker (default 64Mi)")
         p.add_argument("--service", metavar="WHERE", default=None,
                        help="auto (default: the per-user service when one runs, else this "
                             "process), off, or a service's socket path (CIPHERGRID_SERVICE)")

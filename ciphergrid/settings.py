@@ -263,15 +263,18 @@ def runtime_disabled(runtime: str) -> bool:
 def injected_faults() -> dict:
     """``CIPHERGRID_FAULT=SPEC:fail:BYTES`` or ``SPEC:hang:BYTES`` (several, comma-separated):
     the scheduler's engine SPEC raises, or stops, once it has run BYTES (engines/composite.py:
-    the fault switch of the tests).  Returns spec -> (what, bytes)."""
+    the fault switch of the tests); ``mpi:RANK:fail|kill:BYTES``: an MPI worker rank fails, or
+    is killed (ciphergrid/mpi.py).  Returns spec -> (what, bytes)."""
     out = {}
     for part in os.environ.get("CIPHERGRID_FAULT", "").split(","):
         part = part.strip()
         if not part:
             continue
         bits = part.rsplit(":", 2)
-        if len(bits) != 3 or bits[1] not in ("fail", "hang"):
-            raise InvalidArgument(f"CIPHERGRID_FAULT: {part!r} is not SPEC:fail:BYTES or SPEC:hang:BYTES")
+        kinds = ("fail", "hang", "kill") if bits[0].strip().lower().startswith("mpi:") else ("fail", "hang")
+        if len(bits) != 3 or bits[1] not in kinds:
+            raise InvalidArgument(f"CIPHERGRID_FAULT: {part!r} is not SPEC:fail:BYTES or SPEC:hang:BYTES "
+                                  "(mpi:RANK:kill:BYTES for an MPI rank)")
         out[bits[0].strip().lower()] = (bits[1], parse_bytes(bits[2], "CIPHERGRID_FAULT"))
     return out
 

@@ -1,0 +1,349 @@
+"""One file over many nodes: ``mpiexec -n N ciphergrid encrypt|decrypt ... --mpi`` (mpi4py).
+
+Seed 002's resource manager as an MPI job (docs/mpi.md):
+
+* **rank 0 is the manager**: it checks the arguments and the key (a passphrase is asked and
+  derived there only), makes the output's partial file, and deals the message out in ranges
+  (``--mpi-range``, default 64 MiB, on the mode's grain) to whichever worker asks next, so a slow
+  worker never holds the job; it takes no range itself (one rank alone: it runs them all);
+* **the other ranks are workers**: each reads its ranges of the input file and writes them into
+  the partial output file itself (positioned I/O: the files are on a filesystem every node sees),
+  running them on its node's engines (``--device``: ``auto``, a GPU, ``all`` for the scheduler
+  over every device of the node);
+* **nothing partial**: the output is written as ``.NAME.ciphergrid-partial`` in the output's
+  folder and renamed to NAME by rank 0 only after every range was confirmed; rank 0 removes it on
+  any failure it sees, and a later run on the same output removes one a crash left (and says so);
+* **faults**: a worker whose range fails is told to stop and its range is dealt to another one
+  (``CIPHERGRID_FAULT=mpi:RANK:fail:BYTES`` makes rank RANK fail once it has run BYTES;
+  ``mpi:RANK:kill:BYTES`` kills it, which ends the MPI job: no output under the name);
+* CBC encryption (serial) runs on one worker, as one range.
+
+The keys go from rank 0 to the workers inside MPI's messages (never on a command line, never
+logged), as the request's fields.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from .errors import DeviceError, Error, InvalidArgument
+
+#: bytes per range dealt (on the mode's grain)
+RANGE = 64 << 20
+PARTIAL_SUFFIX = ".ciphergrid-partial"
+
+_READY, _DONE, _FAILED, _BROKEN = "ready", "done", "failed", "broken"
+
+
+def partial_path(out: str) -> str:
+    """The partial output of ``out``: ``.NAME.ciphergrid-partial`` in the same folder."""
+    folder, name = os.path.split(os.path.abspath(out))
+    return os.path.join(folder, f".{name}{PARTIAL_SUFFIX}")
+
+
+def run(args, encrypt: bool, keying) -> str:
+    """The command on this rank: "ok", "usage" (rank 0 refused the arguments: it raised, the
+    others return this) or "failed" (the job failed: rank 0 said why).  ``keying``: the command
+    line's key reader (cli._keying), run on rank 0 only."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise InvalidArgument("--mpi needs mpi4py and an MPI library: pip install "
+                              "'ciphergrid[mpi]' (docs/mpi.md)") from None
+    comm = MPI.COMM_WORLD
+    plan, err = None, None
+    if comm.rank == 0:
+        try:
+            plan = _make_plan(args, encrypt, comm.size, keying)
+        except (Error, OSError) as e:   # (said once, by rank 0; the workers stop quietly)
+            err = e
+    plan = comm.bcast(plan, root=0)
+    if plan is None:
+        if err is not None:
+            raise err
+        return "usage"
+    if comm.size == 1:
+        code = _alone(plan, args)
+    elif comm.rank == 0:
+        code = _manage(comm, plan, args)
+    else:
+        _work(comm, plan, args)
+        code = 0
+    code = comm.bcast(code, root=0)
+    if comm.rank == 0 and code == 0 and args.verbose:
+        print(f"ciphergrid: {plan['cipher']} {'encrypt' if encrypt else 'decrypt'} over "
+              f"{comm.size} ranks: {plan.get('summary', '')}", file=sys.stderr)
+    return "ok" if code == 0 else "failed"
+
+
+def _make_plan(args, encrypt: bool, size: int, keying) -> dict:
+    """Rank 0: the request, the input's data offset and size, the partial output made."""
+    from . import keys
+    from .fileio import Input
+    from .registry import lookup
+    from .request import make_request
+    from .settings import parse_bytes
+
+    spec = lookup(args.cipher)
+    if not args.infile or not args.outfile:
+        raise InvalidArgument("--mpi needs --in FILE and --out FILE (files every rank can open: a "
+                              "shared filesystem)")
+    if args.base64 or args.pad:
+        raise InvalidArgument("--mpi: --base64 and --pad are not supported")
+    src = Input(args.infile)
+    try:
+        if not os.path.isfile(args.infile):
+            raise InvalidArgument(f"--mpi: the input must be a regular file, not {args.infile}")
+        kg = keying(args, spec, encrypt, src)
+        header, offset = b"", 0
+        if kg.phrase is not None:
+            if spec.mode.paddable:
+                raise InvalidArgument(f"--mpi: {spec.name} with a passphrase is padded (openssl "
+                                      "enc); give --key-file, or a mode without padding")
+            if encrypt:
+                salt = keys.new_salt()
+                header = keys.make_header(salt)
+            else:
+                head = src.read(len(keys.SALT_MAGIC) + keys.SALT_LEN)
+                salt = keys.parse_header(head)
+                offset = len(head)
+            kg.key, kg.iv = keys.derive(kg.phrase, salt, spec.key_len, spec.iv_len,
+                                        pbkdf2=args.pbkdf2, iterations=args.iter or keys.DEFAULT_ITER,
+                                        md=kg.md)
+        n = os.path.getsize(args.infile) - offset
+    finally:
+        src.close()
+    req = make_request(spec, kg.key, kg.iv, encrypt, None, args.sector_size, args.start_sector,
+                       "ct" if args.constant_time else None, args.allow_weak)
+    req.admit(n)
+    req.check_length(n)
+    unit = req.mode.split_unit(req)
+    step = parse_bytes(args.mpi_range, "--mpi-range") if args.mpi_range else RANGE
+    if unit is None:
+        step = max(n, 1)                       # (serial: one range, one worker)
+    else:
+        step = max(unit, step // unit * unit)
+    partial = partial_path(args.outfile)
+    if os.path.exists(partial):
+        os.unlink(partial)
+        print(f"ciphergrid: warning: removed {partial}, left by an earlier run that did not end",
+              file=sys.stderr)
+    fd = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    try:
+        os.ftruncate(fd, len(header) + req.out_len(n))
+        if header:
+            os.pwrite(fd, header, 0)
+    finally:
+        os.close(fd)
+    return {"cipher": spec.name, "key": bytes(req.key), "iv": bytes(req.iv) if req.iv else None,
+            "encrypt": encrypt, "sector_size": req.sector_size, "start_sector": req.start_sector or None,
+            "impl": req.impl, "allow_weak": req.allow_weak, "in": os.path.abspath(args.infile),
+            "in_offset": offset, "n": n, "out": os.path.abspath(args.outfile), "partial": partial,
+            "out_offset": len(header), "step": step, "no_sync": bool(args.no_sync)}
+
+
+def _request(plan):
+    from .registry import lookup
+    from .request import make_request
+
+    return make_request(lookup(plan["cipher"]), plan["key"], plan["iv"], plan["encrypt"], None,
+                        plan["sector_size"], plan["start_sector"], plan["impl"], plan["allow_weak"])
+
+
+def _ranges(plan) -> list:
+    n, step = plan["n"], plan["step"]
+    return [(a, min(n, a + step)) for a in range(0, n, step)] or [(0, 0)]
+
+
+class _Runner:
+    """A rank's ranges: read from the input, run on this node's engines, written in place."""
+
+    def __init__(self, plan, args, rank: int):
+        from .route import route
+        from .settings import injected_faults
+
+        self.plan, self.rank = plan, rank
+        self.req = _request(plan)
+        self.fin = os.open(plan["in"], os.O_RDONLY | os.O_CLOEXEC)
+        self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
+        r = route(self.req, args.device, min(plan["n"], plan["step"]) or None)
+        self.device = r.device
+        self.session = r.engine.session(self.req)
+        self.fault = injected_faults().get(f"mpi:{rank}")
+        self.ran = 0
+
+    def run(self, a: int, b: int) -> None:
+        import numpy as np
+
+        if self.fault is not None and self.ran + (b - a) > self.fault[1]:
+            if self.fault[0] == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise DeviceError(f"injected failure (CIPHERGRID_FAULT) on rank {self.rank}")
+        if b <= a:
+            return
+        p = self.plan
+        buf = np.empty(b - a, dtype=np.uint8)
+        got = os.preadv(self.fin, [memoryview(buf)], p["in_offset"] + a)
+        if got != b - a:
+            raise OSError(f"{p['in']}: the input changed size while it was read")
+        bs = self.req.block_size
+        chain = self.req.mode.chain_at(self.req, _FileWindow(self.fin, p["in_offset"]), a // bs) \
+            if a else None
+        self.session.crypt(buf, buf, a // bs, chain)
+        done = os.pwritev(self.fout, [memoryview(buf)], p["out_offset"] + a)
+        if done != b - a:
+            raise OSError(f"{p['partial']}: short write")
+        self.ran += b - a
+
+    def close(self) -> None:
+        self.session.close()
+        for fd in (self.fin, self.fout):
+            os.close(fd)
+
+
+class _FileWindow:
+    """The input file as ``chain_at`` reads it (a slice: bytes at those offsets)."""
+
+    def __init__(self, fd: int, offset: int):
+        self.fd, self.offset = fd, offset
+
+    def __getitem__(self, sl):
+        return os.pread(self.fd, sl.stop - sl.start, self.offset + sl.start)
+
+
+def _finish(plan) -> None:
+    """Every range confirmed: the partial output synced and renamed to its name."""
+    if not plan["no_sync"]:
+        fd = os.open(plan["partial"], os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    os.replace(plan["partial"], plan["out"])
+
+
+def _discard(plan) -> None:
+    try:
+        os.unlink(plan["partial"])
+    except OSError:
+        pass
+
+
+def _alone(plan, args) -> int:
+    runner = _Runner(plan, args, 0)
+    try:
+        for a, b in _ranges(plan):
+            runner.run(a, b)
+    except BaseException:
+        runner.close()
+        _discard(plan)
+        raise
+    runner.close()
+    _finish(plan)
+    plan["summary"] = f"rank 0 alone on {runner.device}"
+    return 0
+
+
+def _manage(comm, plan, args) -> int:
+    """Rank 0: deal the ranges to the workers as they ask; re-deal a failed one; rename at the
+    end (or remove the partial output)."""
+    from mpi4py import MPI
+
+    queue = _ranges(plan)
+    live = set(range(1, comm.size))
+    waiting: list = []                  # workers that asked while nothing was left
+    out: dict = {}                      # range -> worker running it
+    shares = {w: 0 for w in live}
+    failures = []
+    done = 0
+    total = len(queue)
+    devices = {}
+    try:
+        # every worker checks in first (its engines set up, or why not), as seed 002's hosts
+        # did; then one range each, then whoever asks next
+        for _ in range(comm.size - 1):
+            st = MPI.Status()
+            msg = comm.recv(source=MPI.ANY_SOURCE, tag=0, status=st)
+            w = st.Get_source()
+            if msg[0] == _READY:
+                devices[w] = msg[1]
+                waiting.append(w)
+            else:
+                live.discard(w)
+                failures.append(f"rank {w}: {msg[1]}")
+                comm.send(("stop",), dest=w, tag=1)
+        waiting.sort()
+        while waiting and queue:
+            v = waiting.pop(0)
+            rng = queue.pop(0)
+            out[rng] = v
+            comm.send(("range",) + rng, dest=v, tag=1)
+        while done < total and live:
+            st = MPI.Status()
+            msg = comm.recv(source=MPI.ANY_SOURCE, tag=0, status=st)
+            w = st.Get_source()
+            kind = msg[0]
+            if kind == _DONE:
+                rng = (msg[1], msg[2])
+                out.pop(rng, None)
+                done += 1
+                shares[w] += rng[1] - rng[0]
+            elif kind == _FAILED:
+                rng = (msg[1], msg[2])
+                out.pop(rng, None)
+                queue.insert(0, rng)
+                live.discard(w)
+                failures.append(f"rank {w}: {msg[3]}")
+                comm.send(("stop",), dest=w, tag=1)
+            if w in live:
+                waiting.append(w)
+            while waiting and queue:
+                v = waiting.pop(0)
+                rng = queue.pop(0)
+                out[rng] = v
+                comm.send(("range",) + rng, dest=v, tag=1)
+        ok = done == total
+    finally:
+        for w in live:   # (every live worker waits for a message: the ones parked too)
+            comm.send(("stop",), dest=w, tag=1)
+    if not ok:
+        _discard(plan)
+        print("ciphergrid: error: every worker failed: " + "; ".join(failures), file=sys.stderr)
+        return 1
+    _finish(plan)
+    n = plan["n"] or 1
+    plan["summary"] = ", ".join(f"rank {w} ({devices.get(w, '?')}) {v / n:.0%}"
+                                for w, v in sorted(shares.items())) + (
+        f"; failures: {'; '.join(failures)}" if failures else "")
+    if failures:
+        print("ciphergrid: warning: " + "; ".join(failures) + " (their ranges were run again "
+              "by the others; the output is whole)", file=sys.stderr)
+    return 0
+
+
+def _work(comm, plan, args) -> None:
+    """A worker: ask, run, report, until told to stop."""
+    try:
+        runner = _Runner(plan, args, comm.rank)
+    except (Error, OSError) as e:
+        comm.send((_BROKEN, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=0)
+        comm.recv(source=0, tag=1)
+        return
+    comm.send((_READY, runner.device), dest=0, tag=0)
+    try:
+        while True:
+            msg = comm.recv(source=0, tag=1)
+            if msg[0] != "range":
+                return
+            a, b = msg[1], msg[2]
+            try:
+                runner.run(a, b)
+            except (Error, OSError) as e:
+                comm.send((_FAILED, a, b, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=0)
+                comm.recv(source=0, tag=1)   # (the stop)
+                return
+            comm.send((_DONE, a, b), dest=0, tag=0)
+    finally:
+        runner.close()

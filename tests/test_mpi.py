@@ -1,0 +1,121 @@
+"""Across ranks with MPI (ciphergrid/mpi.py): ``mpiexec -n N ciphergrid encrypt|decrypt --mpi``.
+
+Every run here is started by the test itself on this machine (2 and 3 ranks on its cores; the
+MPI library from the package index: ``pip install 'ciphergrid[mpi]'``), bounded in time.  Bytes
+equal one process's for every splittable mode at sizes straddling the ranges, both directions;
+CBC encryption on one worker; a worker made to fail: its range run by another, the output whole;
+a rank killed: no output under its name, and the next run removes the partial file it left."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ciphergrid.mpi import partial_path
+from ciphergrid.testing import oracle
+
+pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install 'ciphergrid[mpi]')")
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install 'ciphergrid[mpi]')")
+RANGE = 64 << 10
+
+
+def _mpi(n, *args, env=None, timeout=180):
+    return subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "ciphergrid", *args],
+                          capture_output=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def _files(tmp_path, name, n, rng, encrypt=True, **opts):
+    key, iv, _ = oracle.random_inputs(name, rng.randbytes, opts.get("sector_size"))
+    data = rng.randbytes(n)
+    src, kf = tmp_path / "in", tmp_path / "k"
+    src.write_bytes(data)
+    kf.write_text(key.hex())
+    args = ["-c", name, "--key-file", str(kf), "--in", str(src), "--out", str(tmp_path / "out"),
+            "--mpi", "--mpi-range", str(RANGE), "-q", "--device", "native"]
+    if iv:
+        args += ["--iv", iv.hex()]
+    if opts.get("sector_size"):
+        args += ["--sector-size", str(opts["sector_size"])]
+    return args, oracle.crypt(name, key, iv, data, encrypt, **opts)
+
+
+CASES = [("aes-128-ctr", 5 * RANGE + 7, {}), ("aes-256-cbc", 4 * RANGE, {}),
+         ("aes-128-xts", 3 * RANGE + 4096 + 20, {"sector_size": 4096}), ("camellia-128-ecb", 2 * RANGE + 32, {})]
+
+
+@pytest.mark.parametrize("name,n,opts", CASES)
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_three_ranks_equal_one_process(tmp_path, name, n, opts, encrypt):
+    rng = random.Random(f"{name}{n}{encrypt}")
+    args, want = _files(tmp_path, name, n, rng, encrypt, **opts)
+    r = _mpi(3, "encrypt" if encrypt else "decrypt", *args, "-v")
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert (tmp_path / "out").read_bytes() == want
+    assert b"over 3 ranks" in r.stderr
+    assert not os.path.exists(partial_path(str(tmp_path / "out")))
+
+
+def test_two_ranks_and_cbc_encryption_on_one_worker(tmp_path):
+    rng = random.Random(5)
+    args, want = _files(tmp_path, "aes-128-cbc", 3 * RANGE, rng)
+    r = _mpi(2, "encrypt", *args, "-v")
+    assert r.returncode == 0 and (tmp_path / "out").read_bytes() == want, r.stderr.decode()[-3000:]
+    assert b"rank 1 (native) 100%" in r.stderr
+
+
+def test_a_failing_worker_costs_rework_not_bytes(tmp_path):
+    """CIPHERGRID_FAULT=mpi:1:fail:0: rank 1 fails on its first range; that range goes to
+    rank 2; the output is whole and a warning says so."""
+    rng = random.Random(6)
+    args, want = _files(tmp_path, "aes-128-ctr", 8 * RANGE + 3, rng)
+    r = _mpi(3, "encrypt", *args, env={"CIPHERGRID_FAULT": "mpi:1:fail:0"})
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert (tmp_path / "out").read_bytes() == want
+    assert b"rank 1" in r.stderr and b"run again" in r.stderr
+
+
+def test_every_worker_failing_leaves_no_output(tmp_path):
+    rng = random.Random(7)
+    args, _ = _files(tmp_path, "aes-128-ctr", 4 * RANGE, rng)
+    r = _mpi(2, "encrypt", *args, env={"CIPHERGRID_FAULT": "mpi:1:fail:0"})
+    assert r.returncode == 5 and b"every worker failed" in r.stderr
+    assert not (tmp_path / "out").exists() and not os.path.exists(partial_path(str(tmp_path / "out")))
+
+
+def test_a_killed_rank_leaves_no_output_and_the_next_run_cleans_up(tmp_path):
+    rng = random.Random(8)
+    args, want = _files(tmp_path, "aes-128-ctr", 6 * RANGE, rng)
+    r = _mpi(3, "encrypt", *args, env={"CIPHERGRID_FAULT": "mpi:2:kill:0"}, timeout=120)
+    assert r.returncode != 0
+    assert not (tmp_path / "out").exists()
+    left = partial_path(str(tmp_path / "out"))
+    assert os.path.exists(left)   # (the job was ended by MPI: nobody could remove it)
+    r = _mpi(2, "encrypt", *args)
+    assert r.returncode == 0 and (tmp_path / "out").read_bytes() == want, r.stderr.decode()[-3000:]
+    assert not os.path.exists(left) and b"removed" in r.stderr
+
+
+def test_bad_arguments_one_line_from_rank_zero(tmp_path):
+    r = _mpi(2, "encrypt", "-c", "aes-128-ctr", "--key", "00" * 16, "--iv", "00" * 16, "--mpi")
+    assert r.returncode == 2 and r.stderr.count(b"error:") == 1 and b"--in FILE" in r.stderr
+
+
+def test_pbkdf2_header_read_and_written_by_rank_zero(tmp_path):
+    """A passphrase (CTR: no padding): rank 0 derives the key and writes the Salted__ header;
+    openssl reads the result."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command")
+    data = random.Random(9).randbytes(3 * RANGE + 5)
+    (tmp_path / "in").write_bytes(data)
+    r = _mpi(3, "encrypt", "-c", "aes-256-ctr", "--pbkdf2", "--pass", "env:PW", "--in", str(tmp_path / "in"),
+             "--out", str(tmp_path / "out"), "--mpi", "--mpi-range", str(RANGE), "-q", env={"PW": "secret"})
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    back = subprocess.run([openssl, "enc", "-d", "-aes-256-ctr", "-pbkdf2", "-pass", "pass:secret",
+                           "-in", str(tmp_path / "out")], capture_output=True)
+    assert back.returncode == 0 and back.stdout == data
