@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 from .errors import DeviceError, Error, InvalidArgument
 
@@ -260,6 +261,7 @@ def _manage(comm, plan, args) -> int:
     done = 0
     total = len(queue)
     devices = {}
+    handling, dealing = 0.0, 0.0   # the manager's own work on the messages; the dealing's span
     try:
         # every worker checks in first (its engines set up, or why not), as seed 002's hosts
         # did; then one range each, then whoever asks next
@@ -280,9 +282,11 @@ def _manage(comm, plan, args) -> int:
             rng = queue.pop(0)
             out[rng] = v
             comm.send(("range",) + rng, dest=v, tag=1)
+        t_start = time.perf_counter()
         while done < total and live:
             st = MPI.Status()
             msg = comm.recv(source=MPI.ANY_SOURCE, tag=0, status=st)
+            t0 = time.perf_counter()
             w = st.Get_source()
             kind = msg[0]
             if kind == _DONE:
@@ -304,7 +308,9 @@ def _manage(comm, plan, args) -> int:
                 rng = queue.pop(0)
                 out[rng] = v
                 comm.send(("range",) + rng, dest=v, tag=1)
+            handling += time.perf_counter() - t0
         ok = done == total
+        dealing = time.perf_counter() - t_start
     finally:
         for w in live:   # (every live worker waits for a message: the ones parked too)
             comm.send(("stop",), dest=w, tag=1)
@@ -316,6 +322,8 @@ def _manage(comm, plan, args) -> int:
     n = plan["n"] or 1
     plan["summary"] = ", ".join(f"rank {w} ({devices.get(w, '?')}) {v / n:.0%}"
                                 for w, v in sorted(shares.items())) + (
+        f"; the manager's work {1e6 * handling / max(1, total):.0f} us per range, "
+        f"{handling / dealing if dealing else 0:.2%} of the dealing") + (
         f"; failures: {'; '.join(failures)}" if failures else "")
     if failures:
         print("ciphergrid: warning: " + "; ".join(failures) + " (their ranges were run again "

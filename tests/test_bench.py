@@ -508,3 +508,16 @@ def test_gpus_suite_without_cuda_says_so(tmp_path, capsys):
     path = tmp_path / "r.json"
     assert bench.main(parse(["gpus", "--quick", "--json", str(path)]), host=HOST) == 0
     assert "no CUDA GPU present" in capsys.readouterr().err
+
+
+def test_mpi_suite_rows(tmp_path):
+    """`bench mpi --quick`: one process, then 2 ranks; the MPI output checked against the one
+    process's before it is timed; the note says the workers' shares and the manager's cost."""
+    pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install 'ciphergrid[mpi]')")
+    path = tmp_path / "r.json"
+    assert bench.main(parse(["mpi", "--quick", "--repeats", "1", "--mpi-ranks", "2",
+                             "--mpi-dir", str(tmp_path), "--json", str(path)]), host=HOST) == 0
+    res = records.load(path)
+    assert [r.implementation for r in res.records] == ["one-process", "mpi-2-ranks"]
+    assert all(r.status == "ok" for r in res.records), [r.error for r in res.records]
+    assert "manager's work" in res.records[1].note and res.records[1].verification["status"] == "passed"

@@ -26,6 +26,7 @@ MODULES = [
     "ciphergrid.bench.api",           # "api"
     "ciphergrid.bench.scheduler",     # "scheduler"
     "ciphergrid.bench.gpus",          # "gpus"
+    "ciphergrid.bench.mpi",           # "mpi"
 ]
 DEFAULT = "ciphers"
 
