@@ -521,3 +521,24 @@ def test_a_large_buffer_runs_in_slices_each_after_its_turn(server, monkeypatch, 
             assert f(data, name, key, iv, device="native", **opts) == \
                 oracle.crypt(name, key, iv, data, enc, **opts)
     assert len(turns) >= 16 + 2 and sum(turns) == 2 * len(data)   # (CBC encryption: one turn)
+
+
+@pytest.mark.parametrize("name", ["aes-256-gcm", "chacha20-poly1305", "ascon-aead128"])
+@pytest.mark.parametrize("n", [0, 1000, (1 << 20) + 3])
+def test_aead_messages_through_the_service(server, name, n):
+    """One AEAD message, inline or through shared memory: ciphertext || tag equal to the
+    in-process API's; a wrong tag raises InvalidTag and nothing comes back."""
+    rng = random.Random(f"{name}{n}")
+    a = ciphergrid.aeads.lookup(name)
+    key, nonce, aad = rng.randbytes(a.names[name]), rng.randbytes(a.default_nonce_length), b"hdr"
+    data = rng.randbytes(n)
+    with ciphergrid.connect(server.address) as c:
+        ct = c.encrypt(data, name, key, nonce=nonce, aad=aad)
+        assert ct == ciphergrid.encrypt(data, name, key, nonce=nonce, aad=aad)
+        assert c.decrypt(ct, name, key, nonce=nonce, aad=aad) == data
+        bad = bytearray(ct)
+        bad[-1] ^= 1
+        with pytest.raises(ciphergrid.InvalidTag):
+            c.decrypt(bytes(bad), name, key, nonce=nonce, aad=aad)
+        with pytest.raises(ciphergrid.InvalidIVSize):
+            c.encrypt(data, name, key, nonce=b"")

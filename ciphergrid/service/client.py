@@ -96,17 +96,62 @@ class Client:
     # -- the API's functions --------------------------------------------------------------------
     def encrypt(self, data, cipher: str, key=None, iv=None, *, device: str = "auto", padding=None,
                 sector_size=None, start_sector=None, constant_time=False, implementation=None,
-                allow_weak=False):
-        """As :func:`ciphergrid.encrypt`, run by the service."""
+                allow_weak=False, nonce=None, aad=None, tag_length=None):
+        """As :func:`ciphergrid.encrypt`, run by the service (AEADs too: ciphertext || tag)."""
+        if self._is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
+            return self._aead(True, data, cipher, key, iv, nonce, aad, tag_length, device,
+                              constant_time, implementation)
         return self._crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
                            constant_time, implementation, allow_weak)
 
     def decrypt(self, data, cipher: str, key=None, iv=None, *, device: str = "auto", padding=None,
                 sector_size=None, start_sector=None, constant_time=False, implementation=None,
-                allow_weak=False):
-        """As :func:`ciphergrid.decrypt`, run by the service."""
+                allow_weak=False, nonce=None, aad=None, tag_length=None):
+        """As :func:`ciphergrid.decrypt`, run by the service (AEADs: InvalidTag, and nothing
+        released, when the tag does not verify)."""
+        if self._is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
+            return self._aead(False, data, cipher, key, iv, nonce, aad, tag_length, device,
+                              constant_time, implementation)
         return self._crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
                            constant_time, implementation, allow_weak)
+
+    @staticmethod
+    def _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length) -> bool:
+        from ..api import _is_aead
+
+        return _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length)
+
+    def _aead(self, encrypt, data, cipher, key, iv, nonce, aad, tag_length, device, constant_time,
+              implementation):
+        """One AEAD message, checked here first (key, nonce, tag length), run by the service."""
+        from .. import aead as _aead
+        from .. import aeads, buffers
+        from ..api import _nonce
+
+        spec = aeads.spec(cipher)
+        nonce = _nonce(cipher, iv, nonce)
+        if nonce is None:
+            raise errors.InvalidArgument(f"{spec.name} needs a nonce (nonce=)")
+        key, nonce = buffers.bytes_like(key, "key"), buffers.bytes_like(nonce, "nonce")
+        aad = buffers.bytes_like(aad if aad is not None else b"", "aad")
+        tl = _aead._tag_length(spec.aead, tag_length)
+        spec.aead.check(spec.name, len(key), len(nonce), tl)
+        impl = _aead._implementation(spec.aead, constant_time, implementation)
+        arr, wrap = buffers.host_array(data)
+        n = arr.nbytes
+        msg = {"op": "aead", "version": protocol.VERSION, "cipher": spec.name, "key": key,
+               "nonce": nonce, "aad": aad, "tag_length": tl, "encrypt": bool(encrypt),
+               "device": device, "impl": impl}
+        room = n + tl if encrypt else n
+        if room <= protocol.INLINE_MAX:
+            import numpy as np
+
+            msg["data"] = arr.tobytes()
+            out = np.frombuffer(bytearray(self._call(msg)["data"]), dtype=np.uint8)
+        else:
+            msg["text_length"] = n
+            out = self._shared(msg, arr, room)[: n + tl if encrypt else n - tl]
+        return wrap(out, False)
 
     def _crypt(self, encrypt, data, cipher, key, iv, device, padding, sector_size, start_sector,
                constant_time, implementation, allow_weak):
@@ -136,17 +181,18 @@ class Client:
             out = np.frombuffer(_padding.unpad(out.tobytes(), bs), dtype=np.uint8)
         return wrap(out, not padding)
 
-    def _shared(self, msg: dict, arr):
-        """``arr`` through a memfd sealed against shrinking and growing, enciphered in place by
-        the service; the result: an array over the mapping (no copy back)."""
+    def _shared(self, msg: dict, arr, room: int | None = None):
+        """``arr`` through a memfd (``room`` bytes, default the data's) sealed against shrinking
+        and growing, enciphered in place by the service; the result: an array over the mapping
+        (no copy back)."""
         import numpy as np
 
-        n = arr.nbytes
+        n = arr.nbytes if room is None else room
         fd = os.memfd_create("ciphergrid", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(fd, n)
             mm = mmap.mmap(fd, n)
-            np.frombuffer(mm, dtype=np.uint8)[:] = arr.reshape(-1)
+            np.frombuffer(mm, dtype=np.uint8)[: arr.nbytes] = arr.reshape(-1)
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
             msg["length"] = n
             self._call(msg, [fd])

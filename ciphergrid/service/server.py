@@ -225,12 +225,12 @@ class Server:
             return {"ok": True, "version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid}
         if op == "status":
             return {"ok": True, **self.status()}
-        if op not in ("crypt", "stream"):
+        if op not in ("crypt", "stream", "aead"):
             raise protocol.ProtocolError(f"unknown op {op!r}")
         if msg.get("version") != protocol.VERSION:
             raise protocol.ProtocolError(f"protocol version {msg.get('version')!r}; this service "
                                          f"speaks {protocol.VERSION}")
-        req = _request(msg)
+        req = _request(msg) if op != "aead" else None
         with self.lock:
             if self.running.get(uid, 0) >= grant.max_jobs:
                 raise errors.ServiceError(f"user {uid} already runs {self.running[uid]} jobs, its "
@@ -245,6 +245,7 @@ class Server:
         self.fair.join(job, grant.weight)
         try:
             reply = (self._crypt(msg, req, fds, job) if op == "crypt"
+                     else self._aead(msg, fds, job) if op == "aead"
                      else self._stream(conn, msg, req, fds, job))
         finally:
             self.fair.leave(job)
@@ -291,14 +292,7 @@ class Server:
         if len(fds) != 1:
             raise protocol.ProtocolError("a crypt request carries its data inline or one memfd")
         fd = fds[0]
-        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
-        if not seals & fcntl.F_SEAL_SHRINK:
-            raise errors.InvalidArgument("the shared buffer must be sealed against shrinking "
-                                         "(F_SEAL_SHRINK)")
-        n = os.fstat(fd).st_size
-        if n != msg.get("length"):
-            raise errors.InvalidArgument(f"the shared buffer holds {n} bytes, the request says "
-                                         f"{msg.get('length')}")
+        n = _sealed_size(fd, msg.get("length"))
         if n == 0:
             return {"bytes": 0, "device": None}
         mm = mmap.mmap(fd, n)
@@ -309,6 +303,65 @@ class Server:
         finally:
             mm.close()
         return {"bytes": n, "device": device}
+
+    def _aead(self, msg, fds, job) -> dict:
+        """One AEAD message: inline, or in a sealed memfd (encryption: the text, room for the tag
+        after it; decryption: text and tag, the plaintext written over them only once the tag
+        verified -- else zeroed, and InvalidTag)."""
+        import numpy as np
+
+        from .. import aead, aeads
+
+        for f in ("cipher", "key", "nonce", "encrypt", "tag_length"):
+            if f not in msg:
+                raise protocol.ProtocolError(f"an aead request without {f!r}")
+        spec = aeads.spec(str(msg["cipher"]))
+        encrypt, tl = bool(msg["encrypt"]), int(msg["tag_length"])
+        key, nonce = msg["key"], msg["nonce"]
+        aad = msg.get("aad") or b""
+        if not all(isinstance(x, bytes) for x in (key, nonce, aad)):
+            raise protocol.ProtocolError("key, nonce and aad must be bytes")
+        spec.aead.check(spec.name, len(key), len(nonce), tl)
+        impl = aead._implementation(spec.aead, False, msg.get("impl"))
+        shared = None
+        if "data" in msg:
+            data = msg["data"]
+            if not isinstance(data, bytes) or len(data) > protocol.INLINE_MAX:
+                raise protocol.ProtocolError("inline data must be bytes of at most "
+                                             f"{protocol.INLINE_MAX}")
+            src = np.frombuffer(bytearray(data), dtype=np.uint8)
+            n = src.nbytes
+        else:
+            if len(fds) != 1:
+                raise protocol.ProtocolError("an aead request carries its data inline or one memfd")
+            n = msg.get("text_length")
+            room = _sealed_size(fds[0], msg.get("length"))
+            if not isinstance(n, int) or not 0 <= n <= room:
+                raise protocol.ProtocolError("text_length must fit the shared buffer")
+            shared = fds[0]
+            src = np.empty(n, dtype=np.uint8)   # (read, then written back: no mapping outlives it)
+            if n and os.preadv(shared, [memoryview(src)], 0) != n:
+                raise protocol.ProtocolError("the shared buffer is shorter than text_length")
+        try:
+            if not encrypt and n < tl:
+                raise errors.InvalidTag(f"{spec.name}: the input ({n} bytes) is shorter than its tag")
+            text = n if encrypt else n - tl
+            aead._check_limits(spec, text, len(aad))
+            out_n = n + tl if encrypt else n - tl
+            if shared is not None and out_n > room:
+                raise protocol.ProtocolError("the shared buffer has no room for the tag")
+            dst = np.empty(out_n, dtype=np.uint8)
+            self.fair.take(job, n)
+            device = msg.get("device") or "auto"
+            aead._one(spec, encrypt, key, nonce, aad, tl, src, text, dst, device, impl, "array")
+            reply = {"bytes": text, "device": device}
+            if shared is None:
+                reply["data"] = dst.tobytes()
+            elif out_n and os.pwritev(shared, [memoryview(dst)], 0) != out_n:
+                raise OSError("a short write into the shared buffer")
+            return reply
+        finally:
+            src[:] = 0   # (the client's plaintext or unverified text: not kept)
 
     def _run_host(self, req, buf, device, job) -> str:
         """``req`` over host bytes ``buf`` in place on the engine the route picks, in slices of
@@ -414,3 +467,15 @@ def _request(msg: dict):
                         None, msg.get("sector_size"), msg.get("start_sector"),
                         msg.get("impl"), bool(msg.get("allow_weak", False)))
 
+
+def _sealed_size(fd: int, length) -> int:
+    """The size of a client's shared buffer: sealed against shrinking (else a client could
+    shrink it under the server's mapping), and the size the request says."""
+    seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    if not seals & fcntl.F_SEAL_SHRINK:
+        raise errors.InvalidArgument("the shared buffer must be sealed against shrinking "
+                                     "(F_SEAL_SHRINK)")
+    n = os.fstat(fd).st_size
+    if n != length:
+        raise errors.InvalidArgument(f"the shared buffer holds {n} bytes, the request says {length}")
+    return n
