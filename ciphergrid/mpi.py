@@ -58,8 +58,8 @@ def run(args, encrypt: bool, keying) -> str:
     if comm.rank == 0:
         try:
             plan = _make_plan(args, encrypt, comm.size, keying)
-        except (Error, OSError) as e:   # (said once, by rank 0; the workers stop quietly)
-            err = e
+        except BaseException as e:   # (said once, by rank 0; the workers stop quietly -- and
+            err = e                  # are told, whatever it was: else they wait for ever)
     plan = comm.bcast(plan, root=0)
     if plan is None:
         if err is not None:

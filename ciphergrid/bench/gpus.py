@@ -273,7 +273,6 @@ def _split_row(ctx, name, spec, gpus, ids, total, repeats, rng, alone, rows) -> 
         first = alone.get(home)
         r.note = (f"shares over {repeats + 1} calls: {share}; rework {st.rework_bytes} bytes"
                   + (f"; {r.gbps / first:.2f} x cuda:{home} alone" if first else ""))
-        del src, dst
     except Exception as e:
         r.fail(f"{type(e).__name__}: {e}")
         ctx.log(f"FAILED gpus {name} scheduled: {r.error}")
