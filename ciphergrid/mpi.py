@@ -65,14 +65,7 @@ def run(args, encrypt: bool, keying) -> str:
         if err is not None:
             raise err
         return "usage"
-    if comm.size == 1:
-        code = _alone(plan, args)
-    elif comm.rank == 0:
-        code = _manage(comm, plan, args)
-    else:
-        _work(comm, plan, args)
-        code = 0
-    code = comm.bcast(code, root=0)
+    code = _execute(comm, plan, args.device)
     if comm.rank == 0 and code == 0 and args.verbose:
         print(f"ciphergrid: {plan['cipher']} {'encrypt' if encrypt else 'decrypt'} over "
               f"{comm.size} ranks: {plan.get('summary', '')}", file=sys.stderr)
@@ -118,15 +111,21 @@ def _make_plan(args, encrypt: bool, size: int, keying) -> dict:
         src.close()
     req = make_request(spec, kg.key, kg.iv, encrypt, None, args.sector_size, args.start_sector,
                        "ct" if args.constant_time else None, args.allow_weak)
+    step = parse_bytes(args.mpi_range, "--mpi-range") if args.mpi_range else RANGE
+    return _plan(req, args.infile, offset, n, args.outfile, header, step, not args.no_sync)
+
+
+def _plan(req, src: str, offset: int, n: int, out: str, header: bytes, step: int, sync: bool) -> dict:
+    """Rank 0: the checks the size decides, the partial output made (a crash's removed), the
+    plan every rank gets."""
     req.admit(n)
     req.check_length(n)
     unit = req.mode.split_unit(req)
-    step = parse_bytes(args.mpi_range, "--mpi-range") if args.mpi_range else RANGE
     if unit is None:
         step = max(n, 1)                       # (serial: one range, one worker)
     else:
         step = max(unit, step // unit * unit)
-    partial = partial_path(args.outfile)
+    partial = partial_path(out)
     if os.path.exists(partial):
         os.unlink(partial)
         print(f"ciphergrid: warning: removed {partial}, left by an earlier run that did not end",
@@ -138,11 +137,57 @@ def _make_plan(args, encrypt: bool, size: int, keying) -> dict:
             os.pwrite(fd, header, 0)
     finally:
         os.close(fd)
-    return {"cipher": spec.name, "key": bytes(req.key), "iv": bytes(req.iv) if req.iv else None,
-            "encrypt": encrypt, "sector_size": req.sector_size, "start_sector": req.start_sector or None,
-            "impl": req.impl, "allow_weak": req.allow_weak, "in": os.path.abspath(args.infile),
-            "in_offset": offset, "n": n, "out": os.path.abspath(args.outfile), "partial": partial,
-            "out_offset": len(header), "step": step, "no_sync": bool(args.no_sync)}
+    return {"cipher": req.spec.name, "key": bytes(req.key), "iv": bytes(req.iv) if req.iv else None,
+            "encrypt": req.encrypt, "sector_size": req.sector_size,
+            "start_sector": req.start_sector or None, "impl": req.impl, "allow_weak": req.allow_weak,
+            "in": os.path.abspath(src), "in_offset": offset, "n": n, "out": os.path.abspath(out),
+            "partial": partial, "out_offset": len(header), "step": step, "no_sync": not sync}
+
+
+def _execute(comm, plan, device: str) -> int:
+    """Every rank: its part of the plan (manager, worker, or alone); rank 0's result (0: done)."""
+    if comm.size == 1:
+        code = _alone(plan, device)
+    elif comm.rank == 0:
+        code = _manage(comm, plan)
+    else:
+        _work(comm, plan, device)
+        code = 0
+    return comm.bcast(code, root=0)
+
+
+def crypt_file(src: str, dst: str, cipher: str, key, iv=None, *, encrypt: bool = True, comm=None,
+               device: str = "auto", sector_size=None, start_sector=None, allow_weak: bool = False,
+               range_bytes: int = RANGE, sync: bool = True) -> dict:
+    """For programs that are MPI jobs already: every rank of ``comm`` (default COMM_WORLD) calls
+    this with the same arguments (collective).  Rank 0 checks them and deals ``src`` in ranges
+    to the other ranks, which encipher them on their node's ``device`` into ``dst``'s partial
+    file; ``dst`` appears when every range is done.  Returns {"bytes", "summary"} on every rank;
+    raises on every rank when the job failed (rank 0: the reason; the others: ServiceError-like
+    DeviceError)."""
+    from mpi4py import MPI
+
+    from .registry import lookup
+    from .request import make_request
+
+    comm = comm or MPI.COMM_WORLD
+    plan, err = None, None
+    if comm.rank == 0:
+        try:
+            req = make_request(lookup(cipher), bytes(key), bytes(iv) if iv is not None else None,
+                               encrypt, None, sector_size, start_sector, None, allow_weak)
+            if not os.path.isfile(src):
+                raise InvalidArgument(f"the input must be a regular file, not {src}")
+            plan = _plan(req, src, 0, os.path.getsize(src), dst, b"", range_bytes, sync)
+        except BaseException as e:
+            err = e
+    plan = comm.bcast(plan, root=0)
+    if plan is None:
+        raise err if err is not None else DeviceError("rank 0 refused the job")
+    code = _execute(comm, plan, device)
+    if code != 0:
+        raise DeviceError("the MPI job failed (rank 0 said why)")
+    return {"bytes": plan["n"], "summary": comm.bcast(plan.get("summary", ""), root=0)}
 
 
 def _request(plan):
@@ -161,7 +206,7 @@ def _ranges(plan) -> list:
 class _Runner:
     """A rank's ranges: read from the input, run on this node's engines, written in place."""
 
-    def __init__(self, plan, args, rank: int):
+    def __init__(self, plan, device: str, rank: int):
         from .route import route
         from .settings import injected_faults
 
@@ -169,7 +214,7 @@ class _Runner:
         self.req = _request(plan)
         self.fin = os.open(plan["in"], os.O_RDONLY | os.O_CLOEXEC)
         self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
-        r = route(self.req, args.device, min(plan["n"], plan["step"]) or None)
+        r = route(self.req, device, min(plan["n"], plan["step"]) or None)
         self.device = r.device
         self.session = r.engine.session(self.req)
         self.fault = injected_faults().get(f"mpi:{rank}")
@@ -232,8 +277,8 @@ def _discard(plan) -> None:
         pass
 
 
-def _alone(plan, args) -> int:
-    runner = _Runner(plan, args, 0)
+def _alone(plan, device) -> int:
+    runner = _Runner(plan, device, 0)
     try:
         for a, b in _ranges(plan):
             runner.run(a, b)
@@ -247,7 +292,7 @@ def _alone(plan, args) -> int:
     return 0
 
 
-def _manage(comm, plan, args) -> int:
+def _manage(comm, plan) -> int:
     """Rank 0: deal the ranges to the workers as they ask; re-deal a failed one; rename at the
     end (or remove the partial output)."""
     from mpi4py import MPI
@@ -331,10 +376,10 @@ def _manage(comm, plan, args) -> int:
     return 0
 
 
-def _work(comm, plan, args) -> None:
+def _work(comm, plan, device) -> None:
     """A worker: ask, run, report, until told to stop."""
     try:
-        runner = _Runner(plan, args, comm.rank)
+        runner = _Runner(plan, device, comm.rank)
     except (Error, OSError) as e:
         comm.send((_BROKEN, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=0)
         comm.recv(source=0, tag=1)

@@ -119,3 +119,23 @@ def test_pbkdf2_header_read_and_written_by_rank_zero(tmp_path):
     back = subprocess.run([openssl, "enc", "-d", "-aes-256-ctr", "-pbkdf2", "-pass", "pass:secret",
                            "-in", str(tmp_path / "out")], capture_output=True)
     assert back.returncode == 0 and back.stdout == data
+
+
+def test_python_entry_point_for_an_mpi_program(tmp_path):
+    """A program that is an MPI job already calls ciphergrid.mpi.crypt_file on every rank."""
+    data = random.Random(10).randbytes(5 * RANGE + 9)
+    (tmp_path / "in").write_bytes(data)
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import sys\n"
+        "from mpi4py import MPI\n"
+        "from ciphergrid.mpi import crypt_file\n"
+        f"r = crypt_file(sys.argv[1], sys.argv[2], 'aes-128-ctr', bytes(16), bytes(16), device='native',"
+        f" range_bytes={RANGE})\n"
+        "if MPI.COMM_WORLD.rank == 0:\n"
+        "    print(r['bytes'], r['summary'])\n")
+    r = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(prog), str(tmp_path / "in"), str(tmp_path / "out")],
+                       capture_output=True, timeout=180)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert r.stdout.decode().startswith(str(len(data))) and b"rank 2" in r.stdout
+    assert (tmp_path / "out").read_bytes() == oracle.encrypt(data, "aes-128-ctr", bytes(16), bytes(16))
