@@ -52,6 +52,7 @@ class Server:
         self.fair = Fair()           # the devices' bytes shared by the clients' weights
         self.started = time.time()
         self.lock = threading.Lock()
+        self.slots = threading.Condition(self.lock)   # (a job waiting for its user's slot)
         self.stopping = threading.Event()
         self.clients: dict = {}      # connection id -> {"uid", "pid", "jobs", "bytes", "since"}
         self.totals = {"connections": 0, "jobs": 0, "bytes": 0, "errors": 0, "refused": 0}
@@ -231,10 +232,14 @@ class Server:
             raise protocol.ProtocolError(f"protocol version {msg.get('version')!r}; this service "
                                          f"speaks {protocol.VERSION}")
         req = _request(msg) if op != "aead" else None
-        with self.lock:
-            if self.running.get(uid, 0) >= grant.max_jobs:
-                raise errors.ServiceError(f"user {uid} already runs {self.running[uid]} jobs, its "
-                                          f"limit ({grant.why})")
+        with self.slots:   # (past the user's max_jobs a job waits for one of its jobs to end)
+            deadline = time.monotonic() + self.job_timeout
+            while self.running.get(uid, 0) >= grant.max_jobs:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping.is_set():
+                    raise errors.ServiceError(f"user {uid} runs {self.running[uid]} jobs, its limit "
+                                              f"({grant.why}), and none ended in time")
+                self.slots.wait(min(left, 0.5))
             self.running[uid] = self.running.get(uid, 0) + 1
             self.clients[cid]["jobs"] += 1
             self.totals["jobs"] += 1
@@ -250,8 +255,9 @@ class Server:
         finally:
             self.fair.leave(job)
             timer.cancel()
-            with self.lock:
+            with self.slots:
                 self.running[uid] -= 1
+                self.slots.notify_all()
         with self.lock:
             self.clients[cid]["bytes"] += reply["bytes"]
             self.totals["bytes"] += reply["bytes"]
