@@ -658,14 +658,18 @@ def cmd_serve(args) -> int:
     server = Server(address, job_timeout=args.job_timeout or JOB_TIMEOUT_S, policy=policy,
                     socket_mode=mode, socket_group=args.socket_group, inherited=inherited)
     address = server.address
-    if metrics is not None:
-        try:
+    remote = None
+    try:
+        if metrics is not None:
             server.serve_metrics(metrics[1], metrics[0])
-        except BaseException:
-            server.close()
-            raise
+        if args.listen:
+            remote = _serve_remote_options(args, server)
+    except BaseException:
+        server.close()
+        raise
     print(f"ciphergrid: serving on {address} (pid {os.getpid()}; SIGTERM or Ctrl-C stops it)"
-          + (f"; metrics on http://{metrics[0]}:{metrics[1]}/metrics" if metrics else ""),
+          + (f"; metrics on http://{metrics[0]}:{metrics[1]}/metrics" if metrics else "")
+          + (f"; remote clients on {remote}" if remote else ""),
           file=sys.stderr, flush=True)
     previous = {s: signal.signal(s, lambda *_: server.stop()) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -675,6 +679,38 @@ def cmd_serve(args) -> int:
             signal.signal(s, h)
     print("ciphergrid: service stopped", file=sys.stderr)
     return EXIT_OK
+
+
+def _serve_remote_options(args, server) -> str:
+    """--listen and its TLS options: the remote listener started; its address."""
+    host, _, port = args.listen.rpartition(":")
+    if not port.isdigit() or not host:
+        raise InvalidArgument(f"--listen: {args.listen!r} is not HOST:PORT")
+    tls = None
+    if args.tls_cert or args.tls_key or args.tls_client_ca:
+        import ssl
+
+        if not (args.tls_cert and args.tls_key):
+            raise InvalidArgument("TLS needs --tls-cert and --tls-key")
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            tls.load_cert_chain(args.tls_cert, args.tls_key)
+            if args.tls_client_ca:
+                tls.load_verify_locations(args.tls_client_ca)
+                tls.verify_mode = ssl.CERT_REQUIRED
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidArgument(f"TLS: {getattr(e, 'strerror', None) or e}") from None
+    tokens = None
+    if args.token_file:
+        try:
+            with open(args.token_file) as f:
+                tokens = [line.strip() for line in f if line.strip()]
+        except OSError as e:
+            raise InvalidArgument(f"--token-file: {e.strerror}: {args.token_file}") from None
+    got = server.listen_remote(host.strip("[]"), int(port), tls=tls, tokens=tokens,
+                               insecure_loopback=args.insecure_loopback)
+    return f"{'tls' if tls else 'tcp'}://{host}:{got}"
 
 
 def _service_client(args):
@@ -696,6 +732,9 @@ def _service_client(args):
             return connect(address, timeout=None)
         except ServiceError:
             return None   # (a stale socket, another user's: this process runs it)
+    if where.startswith(("tls://", "tcp://")):
+        raise InvalidArgument("--service: a command's files go to a local service (a socket "
+                              "path); a remote one takes buffers (ciphergrid.connect)")
     return connect(where)
 
 
@@ -842,6 +881,17 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
                    help="the socket file's mode (default 600; a system service: 660 with "
                         "--socket-group)")
     p.add_argument("--socket-group", metavar="GROUP", help="the socket file's group")
+    p.add_argument("--listen", metavar="HOST:PORT",
+                   help="also serve remote clients over TCP with TLS (docs/service.md)")
+    p.add_argument("--tls-cert", metavar="PEM", help="the server's certificate (chain)")
+    p.add_argument("--tls-key", metavar="PEM", help="the server's private key")
+    p.add_argument("--tls-client-ca", metavar="PEM",
+                   help="require client certificates signed by these CAs")
+    p.add_argument("--token-file", metavar="PATH",
+                   help="remote clients may present one of these tokens (one per line)")
+    p.add_argument("--insecure-loopback", action="store_true",
+                   help="--listen on a loopback address without TLS (tokens still required): "
+                        "anyone on this machine can reach it")
     p.add_argument("--metrics", metavar="[ADDR:]PORT",
                    help="Prometheus metrics on http://ADDR:PORT/metrics (default address "
                         "127.0.0.1; needs prometheus-client)")

@@ -591,3 +591,127 @@ def test_many_clients_at_once_then_nothing_left_behind(server):
         time.sleep(0.05)   # (the connections' threads ending)
     assert fds() <= before
     assert server.status()["clients"] == 0 and not any(server.running.values())
+
+
+# -- remote clients (TCP + TLS) ------------------------------------------------------------------
+def _pki(folder):
+    """A CA, a server certificate for 127.0.0.1 / localhost and a client certificate, as PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def cert(cn, key, issuer_cert=None, issuer_key=None, ca=False, san=None):
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+        b = (x509.CertificateBuilder().subject_name(name)
+             .issuer_name(issuer_cert.subject if issuer_cert else name).public_key(key.public_key())
+             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+             .not_valid_after(now + datetime.timedelta(days=2))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if san:
+            b = b.add_extension(x509.SubjectAlternativeName(san), critical=False)
+        return b.sign(issuer_key or key, hashes.SHA256())
+
+    def write(name, obj):
+        path = os.path.join(folder, name)
+        with open(path, "wb") as f:
+            f.write(obj.public_bytes(serialization.Encoding.PEM) if hasattr(obj, "public_bytes") and
+                    not hasattr(obj, "private_bytes") else obj.private_bytes(
+                        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                        serialization.NoEncryption()))
+        return path
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = cert("test CA", ca_key, ca=True)
+    srv_key = ec.generate_private_key(ec.SECP256R1())
+    srv = cert("localhost", srv_key, ca, ca_key, san=[x509.DNSName("localhost"),
+                                                     x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    cli_key = ec.generate_private_key(ec.SECP256R1())
+    cli = cert("alice", cli_key, ca, ca_key)
+    other_key = ec.generate_private_key(ec.SECP256R1())
+    other_ca = cert("other CA", other_key, ca=True)
+    return {"ca": write("ca.pem", ca), "cert": write("srv.pem", srv), "key": write("srv.key", srv_key),
+            "client_cert": write("cli.pem", cli), "client_key": write("cli.key", cli_key),
+            "other_ca": write("other.pem", other_ca)}
+
+
+@pytest.fixture
+def remote(folder):
+    """A service with a TLS listener on 127.0.0.1 (any free port): tokens, or client certificates."""
+    import ssl
+
+    pki = _pki(folder)
+    started = []
+
+    def start(certs=False, tokens=("s3cret",)):
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(pki["cert"], pki["key"])
+        if certs:
+            tls.load_verify_locations(pki["ca"])
+            tls.verify_mode = ssl.CERT_REQUIRED
+        s = Server(os.path.join(folder, f"r{len(started)}.sock"))
+        port = s.listen_remote("127.0.0.1", 0, tls=tls, tokens=None if certs else tokens)
+        t = threading.Thread(target=s.serve_forever, daemon=True)
+        t.start()
+        started.append((s, t))
+        return s, f"tls://127.0.0.1:{port}"
+
+    yield start, pki
+    for s, t in started:
+        s.stop()
+        t.join(15)
+
+
+def test_remote_over_tls_with_a_token(remote, monkeypatch):
+    """The server's certificate verified, a token; data in the messages, a large buffer in
+    pieces (CBC's chaining value carried, CTR's counter, XTS's sectors): the in-process bytes."""
+    start, pki = remote
+    server, address = start()
+    monkeypatch.setattr(protocol, "REMOTE_PIECE", 64 << 10)
+    rng = random.Random(12)
+    data = rng.randbytes((300 << 10) + 32)
+    with ciphergrid.connect(address, cafile=pki["ca"], token="s3cret") as c:
+        for name, opts in (("aes-128-cbc", {}), ("aes-128-ctr", {}), ("aes-128-xts", {"sector_size": 512})):
+            key, iv, _ = oracle.random_inputs(name, rng.randbytes, opts.get("sector_size"))
+            for enc in (True, False):
+                f = c.encrypt if enc else c.decrypt
+                assert f(data, name, key, iv, **opts) == oracle.crypt(name, key, iv, data, enc, **opts)
+        ct = c.encrypt(b"m" * 1000, "aes-128-gcm", bytes(16), nonce=bytes(12))
+        assert ct == ciphergrid.encrypt(b"m" * 1000, "aes-128-gcm", bytes(16), nonce=bytes(12))
+        with pytest.raises(ciphergrid.InvalidArgument, match="local"):
+            c.stream(None, 0, 1)
+        assert c.status()["connections"][0]["uid"] == "remote token #1"
+
+
+def test_remote_refusals(remote, folder):
+    """A wrong token, no token, an unknown server certificate, no TLS: refused, with one line."""
+    start, pki = remote
+    server, address = start()
+    with pytest.raises(ciphergrid.ServiceError, match="unknown token"):
+        ciphergrid.connect(address, cafile=pki["ca"], token="guess")
+    with pytest.raises(ciphergrid.ServiceError, match="unknown token"):
+        ciphergrid.connect(address, cafile=pki["ca"])
+    with pytest.raises(ciphergrid.ServiceError, match="TLS"):
+        ciphergrid.connect(address, cafile=pki["other_ca"], token="s3cret")
+    with pytest.raises(ciphergrid.InvalidArgument):
+        ciphergrid.connect(address.replace("tls://", "tcp://"), token="s3cret")
+    with pytest.raises(ciphergrid.InvalidArgument, match="TLS"):
+        Server(os.path.join(folder, "x.sock")).listen_remote("0.0.0.0", 0, tokens=["t"])
+    assert server.totals["refused"] == 2
+
+
+def test_remote_with_client_certificates(remote):
+    start, pki = remote
+    server, address = start(certs=True)
+    with ciphergrid.connect(address, cafile=pki["ca"], certfile=pki["client_cert"],
+                            keyfile=pki["client_key"]) as c:
+        assert c.encrypt(b"n" * 32, "aes-128-ctr", bytes(16), bytes(16)) == \
+            oracle.encrypt(b"n" * 32, "aes-128-ctr", bytes(16), bytes(16))
+        assert c.status()["connections"][0]["uid"] == "remote certificate alice"
+    with pytest.raises(ciphergrid.ServiceError):
+        ciphergrid.connect(address, cafile=pki["ca"], token="s3cret")   # (no certificate)

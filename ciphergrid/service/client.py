@@ -34,6 +34,7 @@ class Client:
         except OSError as e:
             self.sock.close()
             raise errors.ServiceError(f"no service at {self.address}: {e.strerror or e}") from None
+        self.ch = protocol.Channel(self.sock)
         try:
             uid = protocol.peer_uid(self.sock)
             if uid not in (os.getuid(), 0):
@@ -65,9 +66,9 @@ class Client:
         """One request, its progress messages, its reply (an error reply raised)."""
         with self.lock:
             try:
-                protocol.send(self.sock, msg, fds)
+                self.ch.send(msg, fds)
                 while True:
-                    reply, extra = protocol.recv(self.sock)
+                    reply, extra = self.ch.recv()
                     protocol.close_fds(extra)
                     if reply is None:
                         raise errors.ServiceError(f"the service at {self.address} closed the "
@@ -77,12 +78,12 @@ class Client:
                             progress(int(reply["progress"]))
                         continue
                     break
-            except (BrokenPipeError, ConnectionResetError) as e:
-                raise errors.ServiceError(f"the service at {self.address} went away: "
-                                          f"{e.strerror or e}") from None
             except socket.timeout:
                 raise errors.ServiceError(f"the service at {self.address} did not answer in "
                                           "time") from None
+            except OSError as e:   # (a reset, a closed pipe, TLS refusing us)
+                raise errors.ServiceError(f"the service at {self.address} went away: "
+                                          f"{e.strerror or e}") from None
         if not reply.get("ok"):
             protocol.raise_error(reply)
         return reply
@@ -143,7 +144,11 @@ class Client:
                "nonce": nonce, "aad": aad, "tag_length": tl, "encrypt": bool(encrypt),
                "device": device, "impl": impl}
         room = n + tl if encrypt else n
-        if room <= protocol.INLINE_MAX:
+        if room > protocol.REMOTE_PIECE and not self.ch.local:
+            raise errors.InvalidArgument(f"one AEAD message through a remote service is at most "
+                                         f"{protocol.REMOTE_PIECE - tl} bytes (a batch or a "
+                                         "sealed file for more)")
+        if room <= protocol.INLINE_MAX or not self.ch.local:
             import numpy as np
 
             msg["data"] = arr.tobytes()
@@ -175,11 +180,35 @@ class Client:
         if arr.nbytes <= protocol.INLINE_MAX:
             msg["data"] = arr.tobytes()
             out = np.frombuffer(bytearray(self._call(msg)["data"]), dtype=np.uint8)
-        else:
+        elif self.ch.local:
             out = self._shared(msg, arr)
+        else:
+            out = self._pieces(msg, req, arr)
         if not encrypt and padding:
             out = np.frombuffer(_padding.unpad(out.tobytes(), bs), dtype=np.uint8)
         return wrap(out, not padding)
+
+    def _pieces(self, msg: dict, req, arr):
+        """A buffer too large for one remote message: in pieces of REMOTE_PIECE on the mode's
+        grain, each a message of its own (its first block, the chaining value carried)."""
+        import numpy as np
+
+        n = arr.nbytes
+        unit = req.mode.split_unit(req) or (req.block_size if req.mode.carries else None)
+        if unit is None:
+            raise errors.InvalidArgument(f"{req.spec.name}: one data unit of {n} bytes does not "
+                                         f"fit a remote message ({protocol.REMOTE_PIECE} bytes)")
+        step = max(unit, protocol.REMOTE_PIECE // unit * unit)
+        out = np.empty(n, dtype=np.uint8)
+        chain = None
+        bs = req.block_size
+        for a in range(0, n, step):
+            b = min(n, a + step)
+            piece = dict(msg, data=arr[a:b].tobytes(), first_block=a // bs, chain=chain)
+            out[a:b] = np.frombuffer(self._call(piece)["data"], dtype=np.uint8)
+            if req.mode.carries:   # (CBC: the chaining value of the next piece)
+                chain = req.mode.carry(req, arr[a:b], out[a:b])
+        return out
 
     def _shared(self, msg: dict, arr, room: int | None = None):
         """``arr`` through a memfd (``room`` bytes, default the data's) sealed against shrinking
@@ -220,3 +249,55 @@ class Client:
         reply = self._call(msg, [src, dst], progress=step)
         step(int(reply.get("bytes", 0)))
         return reply
+
+
+class RemoteClient(Client):
+    """A connection to a remote service over TCP: TLS (the server's certificate verified
+    against ``cafile`` or the system's roots; a client certificate, or a ``token``), or --
+    ``insecure=True``, a loopback address only -- none.  The data travel inside the messages
+    (a buffer larger than REMOTE_PIECE in pieces); files and pipes are local only."""
+
+    def __init__(self, host: str, port: int, *, cafile=None, certfile=None, keyfile=None,
+                 token: str | None = None, insecure: bool = False, timeout: float | None = None,
+                 server_hostname: str | None = None):
+        import ssl
+
+        self.address = f"{host}:{port}"
+        self.lock = threading.Lock()
+        try:
+            raw = socket.create_connection((host, port), timeout=timeout)
+        except OSError as e:
+            raise errors.ServiceError(f"no service at {self.address}: {e.strerror or e}") from None
+        try:
+            if insecure:
+                import ipaddress
+
+                try:
+                    loopback = ipaddress.ip_address(host).is_loopback
+                except ValueError:
+                    loopback = host == "localhost"
+                if not loopback:
+                    raise errors.InvalidArgument("insecure (no TLS) only to a loopback address")
+                self.sock = raw
+            else:
+                ctx = ssl.create_default_context(cafile=cafile)
+                if certfile:
+                    ctx.load_cert_chain(certfile, keyfile)
+                try:
+                    self.sock = ctx.wrap_socket(raw, server_hostname=server_hostname or host)
+                except ssl.SSLError as e:
+                    raise errors.ServiceError(f"TLS with {self.address} failed: {e.reason or e}") from None
+            self.ch = protocol.StreamChannel(self.sock)
+            hello = self._call({"op": "hello", "version": protocol.VERSION, "token": token})
+            if hello.get("version") != protocol.VERSION:
+                raise errors.ServiceError(f"the service speaks protocol {hello.get('version')}")
+            self.server_pid = hello.get("pid")
+        except BaseException:
+            raw.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"<ciphergrid remote service client of {self.address}>"
+
+    def stream(self, *a, **kw):
+        raise errors.InvalidArgument("files and pipes pass only to a local service")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import array
 import socket
+import threading
 
 from .. import errors
 
@@ -127,3 +128,78 @@ def request_fields(req) -> dict:
     return {"cipher": req.spec.name, "key": bytes(req.key), "iv": bytes(req.iv) if req.iv else None,
             "encrypt": bool(req.encrypt), "padding": req.padding, "sector_size": req.sector_size,
             "start_sector": req.start_sector or None, "impl": req.impl, "allow_weak": bool(req.allow_weak)}
+
+
+#: the largest message on a stream connection (TCP + TLS: the data travels inside)
+MAX_STREAM_MESSAGE = 64 << 20
+#: the largest buffer one remote request carries (the client sends larger ones in pieces)
+REMOTE_PIECE = 32 << 20
+
+
+class Channel:
+    """A connection's messages: ``send(msg, fds=())``, ``recv() -> (msg | None, fds)``,
+    ``shutdown()``; ``local``: descriptors and shared memory can travel."""
+
+    local = True
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def send(self, msg: dict, fds=()) -> None:
+        send(self.sock, msg, fds)
+
+    def recv(self):
+        return recv(self.sock)
+
+    def shutdown(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class StreamChannel(Channel):
+    """MessagePack maps back to back on a stream socket (TCP, TLS): msgpack's streaming unpacker
+    finds their ends; no descriptors."""
+
+    local = False
+
+    def __init__(self, sock):
+        import msgpack
+
+        super().__init__(sock)
+        self.lock = threading.Lock()
+        self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=True,
+                                         max_buffer_size=2 * MAX_STREAM_MESSAGE)
+
+    def send(self, msg: dict, fds=()) -> None:
+        import msgpack
+
+        if fds:
+            raise ProtocolError("descriptors travel only over a local socket")
+        body = msgpack.packb(msg, use_bin_type=True)
+        if len(body) > MAX_STREAM_MESSAGE:
+            raise ProtocolError(f"a message of {len(body)} bytes (at most {MAX_STREAM_MESSAGE})")
+        with self.lock:   # (a job's progress and the time limit's notice: one at a time)
+            self.sock.sendall(body)
+
+    def recv(self):
+        import msgpack
+
+        while True:
+            try:
+                msg = next(self.unpacker)
+            except StopIteration:
+                data = self.sock.recv(1 << 20)
+                if not data:
+                    return None, []
+                try:
+                    self.unpacker.feed(data)
+                except msgpack.BufferFull:
+                    raise ProtocolError("a message larger than the protocol allows") from None
+                continue
+            except Exception as e:
+                raise ProtocolError(f"not a MessagePack message ({type(e).__name__})") from None
+            if not isinstance(msg, dict):
+                raise ProtocolError("a message must be a map")
+            return msg, []

@@ -106,22 +106,64 @@ class Server:
         sock.settimeout(0.2)         # (the accept loop looks at stopping this often)
         return sock
 
+    def listen_remote(self, host: str, port: int, *, tls=None, tokens=None,
+                      insecure_loopback: bool = False) -> int:
+        """Also serve remote clients on TCP ``host:port`` (0: any free port; the port is
+        returned): over TLS (``tls``: a server ``ssl.SSLContext``; clients known by their
+        certificate when it requires one, else by a token), or -- on the loopback address only,
+        and only with ``insecure_loopback`` -- without TLS, a token required."""
+        import ipaddress
+        import ssl
+
+        if tls is None:
+            try:
+                loopback = ipaddress.ip_address(host).is_loopback
+            except ValueError:
+                loopback = host == "localhost"
+            if not (insecure_loopback and loopback):
+                raise errors.InvalidArgument("a remote listener needs TLS (--tls-cert, --tls-key); "
+                                             "without it only the loopback address, with "
+                                             "--insecure-loopback")
+        certs = tls is not None and tls.verify_mode == ssl.CERT_REQUIRED
+        if not certs and not tokens:
+            raise errors.InvalidArgument("remote clients need client certificates (--tls-client-ca) "
+                                         "or a token (--token-file)")
+        self.remote = {"tls": tls, "tokens": [t for t in tokens or () if t], "certs": certs}
+        tcp = socket.create_server((host, port))
+        tcp.settimeout(0.2)
+        self.tcp = tcp
+        return tcp.getsockname()[1]
+
+    remote = None
+    tcp = None
+
     def serve_forever(self) -> None:
         """Accept and serve until :meth:`stop`; then wait for the running jobs (STOP_GRACE_S)."""
+        import select
+
         try:
             while not self.stopping.is_set():
+                socks = [self.sock] + ([self.tcp] if self.tcp is not None else [])
                 try:
-                    conn, _ = self.sock.accept()
-                except socket.timeout:
-                    continue
-                except OSError:
+                    ready, _, _ = select.select(socks, [], [], 0.2)
+                except (OSError, ValueError):
                     if self.stopping.is_set():
                         break
                     raise
-                t = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True,
-                                     name="ciphergrid-service-client")
-                self._threads = [x for x in self._threads if x.is_alive()] + [t]
-                t.start()
+                for lst in ready:
+                    try:
+                        conn, _ = lst.accept()
+                    except (socket.timeout, BlockingIOError):
+                        continue
+                    except OSError:
+                        if self.stopping.is_set():
+                            break
+                        raise
+                    serve = self._serve_connection if lst is self.sock else self._serve_remote
+                    t = threading.Thread(target=serve, args=(conn,), daemon=True,
+                                         name="ciphergrid-service-client")
+                    self._threads = [x for x in self._threads if x.is_alive()] + [t]
+                    t.start()
         finally:
             self.close()
 
@@ -132,10 +174,12 @@ class Server:
     def close(self) -> None:
         """Remove the socket; give the jobs running STOP_GRACE_S to end."""
         self.stopping.set()
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        for lst in (self.sock, self.tcp):
+            try:
+                if lst is not None:
+                    lst.close()
+            except OSError:
+                pass
         if self.owns_socket:
             try:
                 os.unlink(self.address)
@@ -153,6 +197,7 @@ class Server:
         from .policy import peer_creds, peer_groups
 
         with conn, self.runtime:
+            ch = protocol.Channel(conn)
             try:
                 pid, uid, gid = peer_creds(conn)
                 grant = self.policy.grant(uid, peer_groups(conn, gid))
@@ -162,13 +207,12 @@ class Server:
                 self._count("refused")
                 try:   # (its first message read, so that the refusal reaches it)
                     conn.settimeout(5)
-                    _, fds = protocol.recv(conn)
+                    _, fds = ch.recv()
                     protocol.close_fds(fds)
                     who = (f"its policy ({self.policy.source})" if self.policy.source
                            else f"it serves user {self.uid} only")
-                    protocol.send(conn, {"error": {"type": "ServiceError", "message":
-                                                   f"user {uid} may not use this service "
-                                                   f"({who})"}})
+                    ch.send({"error": {"type": "ServiceError",
+                                       "message": f"user {uid} may not use this service ({who})"}})
                 except (OSError, protocol.ProtocolError):
                     pass
                 return
@@ -180,18 +224,74 @@ class Server:
                                      "since": time.time(), "weight": grant.weight}
             self._count("connections")
             try:
-                self._loop(conn, cid, uid, grant)
+                self._loop(ch, cid, uid, grant)
             finally:
                 with self.lock:
                     self.clients.pop(cid, None)
 
-    def _loop(self, conn, cid, uid, grant) -> None:
+    def _serve_remote(self, raw: socket.socket) -> None:
+        """A remote client: TLS (its certificate, else a token in its hello), then as a local
+        one, the data inside the messages (no descriptors, no shared memory)."""
+        import hmac
+
+        from .policy import Grant
+
+        conn = raw
+        with self.runtime:
+            try:
+                raw.settimeout(10)   # (the handshake and the hello: no slow loris)
+                if self.remote["tls"] is not None:
+                    conn = self.remote["tls"].wrap_socket(raw, server_side=True)
+                ch = protocol.StreamChannel(conn)
+                who = None
+                if self.remote["certs"]:
+                    subject = dict(x[0] for x in conn.getpeercert().get("subject", ()))
+                    who = f"certificate {subject.get('commonName', '?')}"
+                hello, _ = ch.recv()
+                if not hello or hello.get("op") != "hello":
+                    raise protocol.ProtocolError("a remote connection starts with hello")
+                if who is None:
+                    token = hello.get("token")
+                    known = [i for i, t in enumerate(self.remote["tokens"])
+                             if isinstance(token, str) and hmac.compare_digest(token, t)]
+                    if not known:
+                        self._count("refused")
+                        ch.send({"error": {"type": "ServiceError",
+                                           "message": "not allowed: an unknown token"}})
+                        return
+                    who = f"token #{known[0] + 1}"
+                conn.settimeout(None)
+                d = self.policy.defaults
+                grant = Grant(d.weight, d.max_jobs, f"remote client ({who})")
+                with self.lock:
+                    self._next += 1
+                    cid = self._next
+                    self.totals["connections"] += 1
+                    self.clients[cid] = {"uid": f"remote {who}", "pid": None, "jobs": 0,
+                                         "bytes": 0, "since": time.time(), "weight": grant.weight}
+                self._count("connections")
+                ch.send({"ok": True, "version": protocol.VERSION, "pid": os.getpid(),
+                         "uid": self.uid, "remote": True})
+                try:
+                    self._loop(ch, cid, f"remote {who}", grant)
+                finally:
+                    with self.lock:
+                        self.clients.pop(cid, None)
+            except (OSError, protocol.ProtocolError, ValueError):
+                return   # (a failed handshake, a client gone: that connection only)
+            finally:
+                try:
+                    conn.close()
+                except OSError:
+                    pass
+
+    def _loop(self, ch, cid, uid, grant) -> None:
         while True:
             try:
-                msg, fds = protocol.recv(conn)
+                msg, fds = ch.recv()
             except protocol.ProtocolError as e:   # a malformed message: say so, close
                 try:
-                    protocol.send(conn, protocol.error_reply(e))
+                    ch.send(protocol.error_reply(e))
                 except OSError:
                     pass
                 return
@@ -201,11 +301,10 @@ class Server:
                 return
             if self.stopping.is_set() and msg.get("op") not in ("hello", "status"):
                 protocol.close_fds(fds)
-                protocol.send(conn, {"error": {"type": "ServiceError",
-                                               "message": "the service is stopping"}})
+                ch.send({"error": {"type": "ServiceError", "message": "the service is stopping"}})
                 return
             try:
-                reply = self._handle(conn, cid, msg, fds, uid, grant)
+                reply = self._handle(ch, cid, msg, fds, uid, grant)
             except (BrokenPipeError, ConnectionResetError):
                 return   # the client went away mid-job: the job is given up, nothing else
             except BaseException as e:
@@ -216,11 +315,11 @@ class Server:
             finally:
                 protocol.close_fds(fds)
             try:
-                protocol.send(conn, reply)
-            except OSError:
+                ch.send(reply)
+            except (OSError, protocol.ProtocolError):
                 return
 
-    def _handle(self, conn, cid, msg: dict, fds: list, uid: int, grant) -> dict:
+    def _handle(self, ch, cid, msg: dict, fds: list, uid, grant) -> dict:
         op = msg.get("op")
         if op == "hello":
             return {"ok": True, "version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid}
@@ -243,15 +342,17 @@ class Server:
             self.running[uid] = self.running.get(uid, 0) + 1
             self.clients[cid]["jobs"] += 1
             self.totals["jobs"] += 1
-        timer = threading.Timer(self.job_timeout, self._overdue, args=(conn,))
+        if op == "stream" and not ch.local:
+            raise protocol.ProtocolError("files and pipes pass only over a local socket")
+        timer = threading.Timer(self.job_timeout, self._overdue, args=(ch,))
         timer.daemon = True
         timer.start()
         job = object()
         self.fair.join(job, grant.weight)
         try:
-            reply = (self._crypt(msg, req, fds, job) if op == "crypt"
-                     else self._aead(msg, fds, job) if op == "aead"
-                     else self._stream(conn, msg, req, fds, job))
+            reply = (self._crypt(msg, req, fds, job, ch.local) if op == "crypt"
+                     else self._aead(msg, fds, job, ch.local) if op == "aead"
+                     else self._stream(ch, msg, req, fds, job))
         finally:
             self.fair.leave(job)
             timer.cancel()
@@ -272,26 +373,26 @@ class Server:
         if self.metrics is not None:
             self.metrics.count(what)
 
-    def _overdue(self, conn) -> None:
+    def _overdue(self, ch) -> None:
         """A job past the time limit (a pipe that never delivers, say): the client is told and
         its connection closed; the job's thread ends when its descriptor does."""
         try:
-            protocol.send(conn, {"error": {"type": "ServiceError", "message":
-                                           f"the job ran past the service's limit of "
-                                           f"{self.job_timeout:g} s (an input that never ends?)"}})
-            conn.shutdown(socket.SHUT_RDWR)
-        except OSError:
+            ch.send({"error": {"type": "ServiceError", "message":
+                               f"the job ran past the service's limit of "
+                               f"{self.job_timeout:g} s (an input that never ends?)"}})
+        except (OSError, protocol.ProtocolError):
             pass
+        ch.shutdown()
 
-    def _crypt(self, msg, req, fds, job) -> dict:
+    def _crypt(self, msg, req, fds, job, local: bool = True) -> dict:
         """A buffer: inline (the reply carries the result) or a sealed memfd, in place."""
         import numpy as np
 
         if "data" in msg:
             data = msg["data"]
-            if not isinstance(data, bytes) or len(data) > protocol.INLINE_MAX:
-                raise protocol.ProtocolError("inline data must be bytes of at most "
-                                             f"{protocol.INLINE_MAX}")
+            limit = protocol.INLINE_MAX if local else protocol.REMOTE_PIECE
+            if not isinstance(data, bytes) or len(data) > limit:
+                raise protocol.ProtocolError(f"inline data must be bytes of at most {limit}")
             buf = np.frombuffer(bytearray(data), dtype=np.uint8)
             device = self._run_host(req, buf, msg.get("device"), job)
             return {"bytes": len(data), "data": buf.tobytes(), "device": device}
@@ -310,7 +411,7 @@ class Server:
             mm.close()
         return {"bytes": n, "device": device}
 
-    def _aead(self, msg, fds, job) -> dict:
+    def _aead(self, msg, fds, job, local: bool = True) -> dict:
         """One AEAD message: inline, or in a sealed memfd (encryption: the text, room for the tag
         after it; decryption: text and tag, the plaintext written over them only once the tag
         verified -- else zeroed, and InvalidTag)."""
@@ -332,9 +433,9 @@ class Server:
         shared = None
         if "data" in msg:
             data = msg["data"]
-            if not isinstance(data, bytes) or len(data) > protocol.INLINE_MAX:
-                raise protocol.ProtocolError("inline data must be bytes of at most "
-                                             f"{protocol.INLINE_MAX}")
+            limit = protocol.INLINE_MAX if local else protocol.REMOTE_PIECE
+            if not isinstance(data, bytes) or len(data) > limit:
+                raise protocol.ProtocolError(f"inline data must be bytes of at most {limit}")
             src = np.frombuffer(bytearray(data), dtype=np.uint8)
             n = src.nbytes
         else:
@@ -399,7 +500,7 @@ class Server:
                 chain = following
         return r.device
 
-    def _stream(self, conn, msg, req, fds, job) -> dict:
+    def _stream(self, ch, msg, req, fds, job) -> dict:
         """The client's input descriptor to its output descriptor, progress sent as it goes."""
         from ..route import route
 
@@ -416,7 +517,7 @@ class Server:
             now = time.monotonic()
             if now - state["sent"] >= PROGRESS_EVERY_S:
                 state["sent"] = now
-                protocol.send(conn, {"progress": state["done"]})   # (a client gone: raises)
+                ch.send({"progress": state["done"]})   # (a client gone: raises)
 
         t0 = time.perf_counter()
         prefault = None
@@ -469,9 +570,19 @@ def _request(msg: dict):
             raise protocol.ProtocolError(f"a request without {f!r}")
     if msg.get("padding") is not None:
         raise protocol.ProtocolError("padding is done by the client")
-    return make_request(lookup(str(msg["cipher"])), msg["key"], msg.get("iv"), bool(msg["encrypt"]),
-                        None, msg.get("sector_size"), msg.get("start_sector"),
-                        msg.get("impl"), bool(msg.get("allow_weak", False)))
+    req = make_request(lookup(str(msg["cipher"])), msg["key"], msg.get("iv"), bool(msg["encrypt"]),
+                       None, msg.get("sector_size"), msg.get("start_sector"),
+                       msg.get("impl"), bool(msg.get("allow_weak", False)))
+    first = msg.get("first_block") or 0   # (a piece of a longer message: its place in it)
+    if first:
+        chain = msg.get("chain")
+        if not isinstance(first, int) or first < 0 or not (chain is None or isinstance(chain, bytes)):
+            raise protocol.ProtocolError("first_block must be a count, chain bytes")
+        try:
+            req = req.at(first, chain)
+        except ValueError as e:
+            raise errors.InvalidArgument(str(e)) from None
+    return req
 
 
 def _sealed_size(fd: int, length) -> int:
