@@ -685,7 +685,8 @@ def test_remote_over_tls_with_a_token(remote, monkeypatch):
         assert ct == ciphergrid.encrypt(b"m" * 1000, "aes-128-gcm", bytes(16), nonce=bytes(12))
         with pytest.raises(ciphergrid.InvalidArgument, match="local"):
             c.stream(None, 0, 1)
-        assert c.status()["connections"][0]["uid"] == "remote token #1"
+        assert "connections" not in c.status()   # (other clients' details: not for remote ones)
+        assert server.status()["connections"][0]["uid"] == "remote token #1"
 
 
 def test_remote_refusals(remote, folder):
@@ -712,6 +713,6 @@ def test_remote_with_client_certificates(remote):
                             keyfile=pki["client_key"]) as c:
         assert c.encrypt(b"n" * 32, "aes-128-ctr", bytes(16), bytes(16)) == \
             oracle.encrypt(b"n" * 32, "aes-128-ctr", bytes(16), bytes(16))
-        assert c.status()["connections"][0]["uid"] == "remote certificate alice"
+        assert server.status()["connections"][0]["uid"] == "remote certificate alice"
     with pytest.raises(ciphergrid.ServiceError):
         ciphergrid.connect(address, cafile=pki["ca"], token="s3cret")   # (no certificate)

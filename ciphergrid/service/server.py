@@ -312,6 +312,12 @@ class Server:
                     raise
                 self._count("errors")
                 reply = protocol.error_reply(e)
+                if isinstance(e, protocol.ProtocolError):   # (not the protocol: said, closed)
+                    try:
+                        ch.send(reply)
+                    except (OSError, protocol.ProtocolError):
+                        pass
+                    return
             finally:
                 protocol.close_fds(fds)
             try:
@@ -323,8 +329,8 @@ class Server:
         op = msg.get("op")
         if op == "hello":
             return {"ok": True, "version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid}
-        if op == "status":
-            return {"ok": True, **self.status()}
+        if op == "status":   # (the other clients' connections: for the server's user and root)
+            return {"ok": True, **self.status(full=uid in (self.uid, 0))}
         if op not in ("crypt", "stream", "aead"):
             raise protocol.ProtocolError(f"unknown op {op!r}")
         if msg.get("version") != protocol.VERSION:
@@ -536,11 +542,13 @@ class Server:
         return {"bytes": done, "device": r.device, "reason": r.reason,
                 "seconds": round(time.perf_counter() - t0, 6)}
 
-    def status(self) -> dict:
+    def status(self, full: bool = True) -> dict:
+        """What the service does; ``full``: with each connection's user, pid, jobs and bytes
+        (not shown to other users' clients)."""
         from ..devices import all_devices
 
         with self.lock:
-            return {"version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid,
+            out = {"version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid,
                     "address": self.address, "uptime_s": round(time.time() - self.started, 3),
                     "clients": len(self.clients), "totals": dict(self.totals),
                     "connections": [{"uid": c["uid"], "pid": c["pid"], "jobs": c["jobs"],
@@ -550,6 +558,10 @@ class Server:
                     "policy": self.policy.source or None,
                     "devices": [d.spec for d in all_devices()],
                     "engines": sorted(self.runtime.engines)}
+        if not full:
+            out.pop("connections")
+            out.pop("running")
+        return out
 
     def serve_metrics(self, port: int, addr: str = "127.0.0.1"):
         """Prometheus metrics (text format) on http://ADDR:PORT/metrics (prometheus-client)."""
