@@ -110,6 +110,15 @@ def activation_fds() -> list[int]:
     return list(range(3, 3 + max(0, n)))
 
 
+def mpiexec_path() -> str | None:
+    """The ``mpiexec`` of this Python's environment (the ``mpi`` extra installs MPICH's beside
+    it), else the one on ``PATH``; None where there is none."""
+    import shutil
+
+    return shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep
+                        + os.environ.get("PATH", ""))
+
+
 def default_service_address() -> str:
     """The per-user service's socket: ``$XDG_RUNTIME_DIR/ciphergrid.sock``, else
     ``/tmp/ciphergrid-UID/ciphergrid.sock`` (its folder made mode 0700 by the server)."""

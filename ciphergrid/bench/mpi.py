@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from ..settings import parse_bytes
+from ..settings import mpiexec_path, parse_bytes
 from . import suites
 from .records import Record
 
@@ -37,8 +37,7 @@ def run(args, ctx: suites.Context) -> dict:
 
     from .. import registry
 
-    mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep
-                           + os.environ.get("PATH", ""))
+    mpiexec = mpiexec_path()
     if mpiexec is None:
         ctx.log("bench mpi: no mpiexec (pip install 'ciphergrid[mpi]'): nothing measured")
         return {"devices": [], "options": {}}
