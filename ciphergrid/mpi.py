@@ -33,6 +33,8 @@ from .errors import DeviceError, Error, InvalidArgument
 
 #: bytes per range dealt (on the mode's grain)
 RANGE = 64 << 20
+#: the manager's longest sleep between two looks for a worker's message
+POLL_MAX_S = 0.001
 PARTIAL_SUFFIX = ".ciphergrid-partial"
 
 _READY, _DONE, _FAILED, _BROKEN = "ready", "done", "failed", "broken"
@@ -312,7 +314,7 @@ def _manage(comm, plan) -> int:
         # did; then one range each, then whoever asks next
         for _ in range(comm.size - 1):
             st = MPI.Status()
-            msg = comm.recv(source=MPI.ANY_SOURCE, tag=0, status=st)
+            msg = _next_message(comm, st)
             w = st.Get_source()
             if msg[0] == _READY:
                 devices[w] = msg[1]
@@ -330,7 +332,7 @@ def _manage(comm, plan) -> int:
         t_start = time.perf_counter()
         while done < total and live:
             st = MPI.Status()
-            msg = comm.recv(source=MPI.ANY_SOURCE, tag=0, status=st)
+            msg = _next_message(comm, st)
             t0 = time.perf_counter()
             w = st.Get_source()
             kind = msg[0]
@@ -374,6 +376,18 @@ def _manage(comm, plan) -> int:
         print("ciphergrid: warning: " + "; ".join(failures) + " (their ranges were run again "
               "by the others; the output is whole)", file=sys.stderr)
     return 0
+
+
+def _next_message(comm, st):
+    """The next worker's message (``st``: its source).  Polled with short sleeps, not MPI's
+    blocking receive, which spins a core: the manager usually shares its node with a worker."""
+    from mpi4py import MPI
+
+    pause = 0.00005
+    while not comm.Iprobe(source=MPI.ANY_SOURCE, tag=0, status=st):
+        time.sleep(pause)
+        pause = min(pause * 2, POLL_MAX_S)
+    return comm.recv(source=st.Get_source(), tag=0)
 
 
 def _work(comm, plan, device) -> None:
