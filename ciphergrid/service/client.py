@@ -19,6 +19,10 @@ from .. import errors
 from . import protocol
 
 
+#: seconds a service has to answer the connection and its hello (a hung one is not waited for)
+HELLO_TIMEOUT_S = 10.0
+
+
 class Client:
     """A connection to a running service (see :func:`ciphergrid.connect`)."""
 
@@ -29,7 +33,7 @@ class Client:
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.sock.settimeout(timeout)
+            self.sock.settimeout(timeout if timeout is not None else HELLO_TIMEOUT_S)
             self.sock.connect(self.address)
         except OSError as e:
             self.sock.close()
@@ -45,6 +49,7 @@ class Client:
                 raise errors.ServiceError(f"the service speaks protocol {hello.get('version')}, "
                                           f"this client {protocol.VERSION}")
             self.server_pid = hello.get("pid")
+            self.sock.settimeout(timeout)   # (a job may run long: no limit unless asked)
         except BaseException:
             self.sock.close()
             raise

@@ -414,7 +414,10 @@ class Server:
             device = self._run_host(req, buf, msg.get("device"), job)
             del buf
         finally:
-            mm.close()
+            try:
+                mm.close()
+            except BufferError:   # (a view still held somewhere: unmapped when it goes)
+                pass
         return {"bytes": n, "device": device}
 
     def _aead(self, msg, fds, job, local: bool = True) -> dict:
