@@ -844,6 +844,10 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
                             "--mpi; files on a shared filesystem; docs/mpi.md)")
         p.add_argument("--mpi-range", metavar="BYTES",
                        help="--mpi: bytes per range dealt to a worker (default 64Mi)")
+        p.add_argument("--mpi-send", action="store_true",
+                       help="--mpi: rank 0 reads the input and writes the output, sending the "
+                            "data to the workers (the files on its node only; the default for "
+                            "stdin, pipes and stdout)")
         p.add_argument("--service", metavar="WHERE", default=None,
                        help="auto (default: the per-user service when one runs, else this "
                             "process), off, or a service's socket path (CIPHERGRID_SERVICE)")

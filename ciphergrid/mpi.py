@@ -56,10 +56,10 @@ def run(args, encrypt: bool, keying) -> str:
         raise InvalidArgument("--mpi needs mpi4py and an MPI library: pip install "
                               "'ciphergrid[mpi]' (docs/mpi.md)") from None
     comm = MPI.COMM_WORLD
-    plan, err = None, None
+    plan, err, local = None, None, None
     if comm.rank == 0:
         try:
-            plan = _make_plan(args, encrypt, comm.size, keying)
+            plan, local = _make_plan(args, encrypt, comm.size, keying)
         except BaseException as e:   # (said once, by rank 0; the workers stop quietly -- and
             err = e                  # are told, whatever it was: else they wait for ever)
     plan = comm.bcast(plan, root=0)
@@ -67,10 +67,15 @@ def run(args, encrypt: bool, keying) -> str:
         if err is not None:
             raise err
         return "usage"
-    code = _execute(comm, plan, args.device)
+    try:
+        code = _execute(comm, plan, args.device, local)
+    finally:
+        if local is not None:
+            local.close()
     if comm.rank == 0 and code == 0 and args.verbose:
+        summary = (local.plan if local is not None else plan).get("summary", "")
         print(f"ciphergrid: {plan['cipher']} {'encrypt' if encrypt else 'decrypt'} over "
-              f"{comm.size} ranks: {plan.get('summary', '')}", file=sys.stderr)
+              f"{comm.size} ranks: {summary}", file=sys.stderr)
     return "ok" if code == 0 else "failed"
 
 
@@ -83,15 +88,14 @@ def _make_plan(args, encrypt: bool, size: int, keying) -> dict:
     from .settings import parse_bytes
 
     spec = lookup(args.cipher)
-    if not args.infile or not args.outfile:
-        raise InvalidArgument("--mpi needs --in FILE and --out FILE (files every rank can open: a "
-                              "shared filesystem)")
     if args.base64 or args.pad:
         raise InvalidArgument("--mpi: --base64 and --pad are not supported")
+    # the workers read and write the files themselves where they can (a regular input, an
+    # output named); else (a pipe, stdin, stdout, --mpi-send) this rank sends them the data
+    send = bool(args.mpi_send) or not (args.infile and os.path.isfile(args.infile) and args.outfile)
     src = Input(args.infile)
+    keep = False
     try:
-        if not os.path.isfile(args.infile):
-            raise InvalidArgument(f"--mpi: the input must be a regular file, not {args.infile}")
         kg = keying(args, spec, encrypt, src)
         header, offset = b"", 0
         if kg.phrase is not None:
@@ -108,47 +112,69 @@ def _make_plan(args, encrypt: bool, size: int, keying) -> dict:
             kg.key, kg.iv = keys.derive(kg.phrase, salt, spec.key_len, spec.iv_len,
                                         pbkdf2=args.pbkdf2, iterations=args.iter or keys.DEFAULT_ITER,
                                         md=kg.md)
-        n = os.path.getsize(args.infile) - offset
+        n = src.size if send else os.path.getsize(args.infile) - offset
+        req = make_request(spec, kg.key, kg.iv, encrypt, None, args.sector_size,
+                           args.start_sector, "ct" if args.constant_time else None, args.allow_weak)
+        step = parse_bytes(args.mpi_range, "--mpi-range") if args.mpi_range else RANGE
+        if not send:
+            return _plan(req, args.infile, offset, n, args.outfile, header, step,
+                         not args.no_sync), None
+        if n is None and req.limit_refuses:
+            raise InvalidArgument(f"--mpi: {spec.name} over an input of unknown size (its block "
+                                  "limit must be counted): give a file, or --allow-weak")
+        plan = _plan(req, None, offset, n, args.outfile, header, step, not args.no_sync)
+        local = _Sender(plan, src, header)
+        keep = True
+        return plan, local
     finally:
-        src.close()
-    req = make_request(spec, kg.key, kg.iv, encrypt, None, args.sector_size, args.start_sector,
-                       "ct" if args.constant_time else None, args.allow_weak)
-    step = parse_bytes(args.mpi_range, "--mpi-range") if args.mpi_range else RANGE
-    return _plan(req, args.infile, offset, n, args.outfile, header, step, not args.no_sync)
+        if not keep:
+            src.close()
 
 
-def _plan(req, src: str, offset: int, n: int, out: str, header: bytes, step: int, sync: bool) -> dict:
+def _plan(req, src, offset: int, n, out, header: bytes, step: int, sync: bool) -> dict:
     """Rank 0: the checks the size decides, the partial output made (a crash's removed), the
-    plan every rank gets."""
-    req.admit(n)
-    req.check_length(n)
+    plan every rank gets.  ``src`` None: rank 0 sends the data (``n`` None: until the input
+    ends); ``out`` None: stdout."""
+    if n is not None:
+        req.admit(n)
+        req.check_length(n)
     unit = req.mode.split_unit(req)
     if unit is None:
-        step = max(n, 1)                       # (serial: one range, one worker)
+        # serial: one range, one worker -- or, sent, ranges one after the other (each waits
+        # for the one before: its chaining value)
+        step = max(n or 1, 1) if src is not None else max(req.block_size, step // req.block_size
+                                                          * req.block_size)
     else:
         step = max(unit, step // unit * unit)
-    partial = partial_path(out)
-    if os.path.exists(partial):
-        os.unlink(partial)
-        print(f"ciphergrid: warning: removed {partial}, left by an earlier run that did not end",
-              file=sys.stderr)
-    fd = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
-    try:
-        os.ftruncate(fd, len(header) + req.out_len(n))
-        if header:
-            os.pwrite(fd, header, 0)
-    finally:
-        os.close(fd)
+    partial = partial_path(out) if out else None
+    if partial is not None:
+        if os.path.exists(partial):
+            os.unlink(partial)
+            print(f"ciphergrid: warning: removed {partial}, left by an earlier run that did not "
+                  "end", file=sys.stderr)
+        fd = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        try:
+            if n is not None:
+                os.ftruncate(fd, len(header) + req.out_len(n))
+            if header:
+                os.pwrite(fd, header, 0)
+        finally:
+            os.close(fd)
     return {"cipher": req.spec.name, "key": bytes(req.key), "iv": bytes(req.iv) if req.iv else None,
             "encrypt": req.encrypt, "sector_size": req.sector_size,
             "start_sector": req.start_sector or None, "impl": req.impl, "allow_weak": req.allow_weak,
-            "in": os.path.abspath(src), "in_offset": offset, "n": n, "out": os.path.abspath(out),
-            "partial": partial, "out_offset": len(header), "step": step, "no_sync": not sync}
+            "in": os.path.abspath(src) if src else None, "in_offset": offset, "n": n,
+            "out": os.path.abspath(out) if out else None, "partial": partial,
+            "out_offset": len(header), "step": step, "no_sync": not sync, "send": src is None,
+            "serial": unit is None}
 
 
-def _execute(comm, plan, device: str) -> int:
-    """Every rank: its part of the plan (manager, worker, or alone); rank 0's result (0: done)."""
-    if comm.size == 1:
+def _execute(comm, plan, device: str, local=None) -> int:
+    """Every rank: its part of the plan (manager, worker, or alone); rank 0's result (0: done).
+    ``local``: rank 0's _Sender when it sends the data."""
+    if plan["send"] and comm.rank == 0:
+        code = local.manage(comm, device)
+    elif comm.size == 1:
         code = _alone(plan, device)
     elif comm.rank == 0:
         code = _manage(comm, plan)
@@ -181,6 +207,7 @@ def crypt_file(src: str, dst: str, cipher: str, key, iv=None, *, encrypt: bool =
             if not os.path.isfile(src):
                 raise InvalidArgument(f"the input must be a regular file, not {src}")
             plan = _plan(req, src, 0, os.path.getsize(src), dst, b"", range_bytes, sync)
+            plan["send"] = False
         except BaseException as e:
             err = e
     plan = comm.bcast(plan, root=0)
@@ -214,9 +241,12 @@ class _Runner:
 
         self.plan, self.rank = plan, rank
         self.req = _request(plan)
-        self.fin = os.open(plan["in"], os.O_RDONLY | os.O_CLOEXEC)
-        self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
-        r = route(self.req, device, min(plan["n"], plan["step"]) or None)
+        self.fin = self.fout = None
+        if not plan["send"]:
+            self.fin = os.open(plan["in"], os.O_RDONLY | os.O_CLOEXEC)
+            self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
+        size = plan["step"] if plan["n"] is None else min(plan["n"], plan["step"])
+        r = route(self.req, device, size or None)
         self.device = r.device
         self.session = r.engine.session(self.req)
         self.fault = injected_faults().get(f"mpi:{rank}")
@@ -243,10 +273,25 @@ class _Runner:
             raise OSError(f"{p['partial']}: a write stopped short (disk full?)")
         self.ran += b - a
 
+    def crypt(self, a: int, data: bytes, chain) -> bytes:
+        """Range ``a`` sent by the manager: its bytes back."""
+        import numpy as np
+
+        if self.fault is not None and self.ran + len(data) > self.fault[1]:
+            if self.fault[0] == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise DeviceError(f"injected failure (CIPHERGRID_FAULT) on rank {self.rank}")
+        buf = np.frombuffer(bytearray(data), dtype=np.uint8)
+        if buf.nbytes:
+            self.session.crypt(buf, buf, a // self.req.block_size, chain)
+        self.ran += len(data)
+        return buf.tobytes()
+
     def close(self) -> None:
         self.session.close()
         for fd in (self.fin, self.fout):
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
 
 
 def _positioned(call, fd: int, buf, offset: int) -> int:
@@ -400,6 +445,170 @@ def _next_message(comm, st):
     return comm.recv(source=st.Get_source(), tag=0)
 
 
+class _Sender:
+    """Rank 0 when it sends the data (a pipe, stdin, stdout, --mpi-send), as seed 002's manager
+    did: it reads the input in ranges and deals each with its bytes to the next worker that
+    asks (two per worker in flight at most; a serial mode's one at a time, each after the one
+    before, whose output gives its chaining value), and writes the results: into the partial
+    output file where they belong, or in order to a stream."""
+
+    def __init__(self, plan, src, header: bytes):
+        self.plan, self.src, self.header = plan, src, header
+        self.req = _request(plan)
+        self.fd = (os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC) if plan["partial"]
+                   else 1)
+        self.ahead: dict = {}    # a stream's results waiting for the ones before them
+        self.next = 0            # a stream: the next byte to write
+        if header and self.fd == 1:
+            _write_all(1, header)
+
+    def close(self) -> None:
+        self.src.close()
+        if self.fd != 1:
+            os.close(self.fd)
+
+    def _read(self, k: int) -> bytes:
+        parts, got = [], 0
+        while got < k:
+            b = self.src.read(k - got)
+            if not b:
+                break
+            parts.append(b)
+            got += len(b)
+        return b"".join(parts)
+
+    def _write(self, a: int, out: bytes) -> None:
+        if self.fd != 1:
+            if os.pwrite(self.fd, out, self.plan["out_offset"] + a) != len(out):
+                raise OSError(f"{self.plan['partial']}: a write stopped short (disk full?)")
+            return
+        self.ahead[a] = out
+        while self.next in self.ahead:
+            piece = self.ahead.pop(self.next)
+            _write_all(1, piece)
+            self.next += len(piece)
+
+    def _chain(self, a: int, prev_in, prev_out):
+        if not a or not self.req.mode.carries:
+            return None
+        return self.req.mode.carry(self.req, prev_in, prev_out)
+
+    def manage(self, comm, device) -> int:
+        from mpi4py import MPI
+
+        plan, req = self.plan, self.req
+        step, serial = plan["step"], plan["serial"]
+        if comm.size == 1:   # (alone: it runs the ranges itself)
+            runner = _Runner(plan, device, 0)
+            try:
+                pos, prev_in, prev_out = 0, None, None
+                while True:
+                    data = self._read(step)
+                    if len(data) < step:
+                        req.check_length(pos + len(data))
+                    if not data and pos:
+                        break
+                    out = runner.crypt(pos, data, self._chain(pos, prev_in, prev_out))
+                    self._write(pos, out)
+                    prev_in, prev_out, pos = data, out, pos + len(data)
+                    if len(data) < step:
+                        break
+            except BaseException:
+                runner.close()
+                if plan["partial"]:
+                    _discard(plan)
+                raise
+            runner.close()
+            return self._done(pos, {0: pos}, [])
+        live, waiting, failures = set(range(1, comm.size)), [], []
+        shares = {w: 0 for w in live}
+        for _ in range(comm.size - 1):   # (the check-in)
+            st = MPI.Status()
+            msg = comm.recv(source=MPI.ANY_SOURCE, tag=0, status=st)
+            w = st.Get_source()
+            if msg[0] == _READY:
+                waiting.append(w)
+            else:
+                live.discard(w)
+                failures.append(f"rank {w}: {msg[1]}")
+                comm.send(("stop",), dest=w, tag=1)
+        pending: dict = {}   # a -> (data, chain, worker)
+        again: list = []     # (a, data, chain) to deal again
+        pos, eof, prev_in, prev_out = 0, False, None, None
+        try:
+            while True:
+                limit = 1 if serial else 2 * max(1, len(live))
+                while waiting and (again or (not eof and len(pending) < limit)):
+                    if again:
+                        a, data, chain = again.pop(0)
+                    else:
+                        data = self._read(step)
+                        if len(data) < step:
+                            eof = True
+                            req.check_length(pos + len(data))
+                            if not data and pos:
+                                break
+                        a, chain = pos, self._chain(pos, prev_in, prev_out)
+                        prev_in, pos = data, pos + len(data)
+                    w = waiting.pop(0)
+                    pending[a] = (data, chain, w)
+                    comm.send(("data", a, data, chain), dest=w, tag=1)
+                if eof and not pending and not again:
+                    break
+                if not live:
+                    raise DeviceError("every worker failed: " + "; ".join(failures))
+                st = MPI.Status()
+                msg = _next_message(comm, st)
+                w = st.Get_source()
+                if msg[0] == _DONE:
+                    a = msg[1]
+                    data = pending.pop(a)[0]
+                    self._write(a, msg[3])
+                    shares[w] += len(data)
+                    if serial:
+                        prev_out = msg[3]
+                    waiting.append(w)
+                elif msg[0] == _FAILED:
+                    a = msg[1]
+                    data, chain, _ = pending.pop(a)
+                    again.append((a, data, chain))
+                    live.discard(w)
+                    failures.append(f"rank {w}: {msg[3]}")
+                    comm.send(("stop",), dest=w, tag=1)
+        except BaseException as e:
+            if plan["partial"]:
+                _discard(plan)
+            if isinstance(e, (Error, OSError)):
+                print(f"ciphergrid: error: {e}", file=sys.stderr)
+                return 1
+            raise
+        finally:
+            for w in live:
+                comm.send(("stop",), dest=w, tag=1)
+        return self._done(pos, shares, failures)
+
+    def _done(self, total: int, shares: dict, failures: list) -> int:
+        plan = self.plan
+        if plan["partial"]:
+            if plan["n"] is None:
+                os.ftruncate(self.fd, plan["out_offset"] + total)
+            _finish(plan)
+        n = total or 1
+        plan["summary"] = (f"rank 0 sent {total} bytes; " + ", ".join(
+            f"rank {w} {v / n:.0%}" for w, v in sorted(shares.items())))
+        if failures:
+            print("ciphergrid: warning: " + "; ".join(failures) + " (their ranges were run "
+                  "again by the others; the output is whole)", file=sys.stderr)
+        return 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        k = os.write(fd, view)
+        view = view[k:]
+
+
 def _work(comm, plan, device) -> None:
     """A worker: ask, run, report, until told to stop."""
     try:
@@ -412,15 +621,20 @@ def _work(comm, plan, device) -> None:
     try:
         while True:
             msg = comm.recv(source=0, tag=1)
-            if msg[0] != "range":
+            if msg[0] not in ("range", "data"):
                 return
-            a, b = msg[1], msg[2]
+            a = msg[1]
+            b = msg[2] if msg[0] == "range" else a + len(msg[2])
             try:
-                runner.run(a, b)
+                if msg[0] == "range":
+                    runner.run(a, b)
+                    reply = (_DONE, a, b)
+                else:
+                    reply = (_DONE, a, b, runner.crypt(a, msg[2], msg[3]))
             except (Error, OSError) as e:
                 comm.send((_FAILED, a, b, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=0)
                 comm.recv(source=0, tag=1)   # (the stop)
                 return
-            comm.send((_DONE, a, b), dest=0, tag=0)
+            comm.send(reply, dest=0, tag=0)
     finally:
         runner.close()
