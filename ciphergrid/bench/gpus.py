@@ -100,7 +100,7 @@ def run(args, ctx: suites.Context) -> dict:
                     if cupy.asnumpy(data[i][1][: 1 << 20]).tobytes() != want:
                         raise AssertionError(f"the output differs from {oracle.source(spec)}")
                     r.verification = {"status": "passed", "oracle": oracle.source(spec)}
-                    r.set_times(_timed(lambda: call(i), repeats))
+                    r.set_times(suites.wall_times(lambda: call(i), repeats))
                     alone[i] = r.gbps
                 except Exception as e:
                     r.fail(f"{type(e).__name__}: {e}")
@@ -135,16 +135,6 @@ def run(args, ctx: suites.Context) -> dict:
     return {"devices": [sysinfo.device_info(d) for d in gpus],
             "options": {"ciphers": names, "size_per_gpu": size, "repeats": repeats,
                         "peer_access": _peer_matrix(ids)}}
-
-
-def _timed(fn, repeats: int) -> list[float]:
-    fn()
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def _at_once(ids, call, repeats: int) -> list[float]:
@@ -231,7 +221,7 @@ def _peer_rows(ids, gpus, size, repeats, sync_all):
             f"{a}->{b} {'yes' if access[f'{a}->{b}'] else 'no (through the host)'}" for a, b in pairs)
         try:
             sync_all()
-            r.set_times(_timed(copies(pairs), repeats))
+            r.set_times(suites.wall_times(copies(pairs), repeats))
         except Exception as e:
             r.fail(f"{type(e).__name__}: {e}")
         yield r
@@ -267,7 +257,7 @@ def _split_row(ctx, name, spec, gpus, ids, total, repeats, rng, alone, rows) -> 
             raise AssertionError(f"the output differs from {oracle.source(spec)}")
         r.verification = {"status": "passed", "oracle": oracle.source(spec), "bytes_checked": total}
         held[0] = SchedulerStats()
-        r.set_times(_timed(call, repeats))
+        r.set_times(suites.wall_times(call, repeats))
         st = held[0]
         share = ", ".join(f"{s} {v:.1%} ({st.engines[s].ranges} ranges)" for s, v in st.share().items())
         first = alone.get(home)

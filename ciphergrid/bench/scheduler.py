@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import numpy as np
 
@@ -89,13 +88,7 @@ def run(args, ctx: suites.Context) -> dict:
     dst.fill(0)   # (faulted in before anything is timed)
 
     def timed(fn) -> list[float]:
-        fn()
-        out = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
-        return out
+        return suites.wall_times(fn, repeats)
 
     rec = _record("copy", "host", None, "e2e", size, f"memcpy-{threads}-threads")
     rec.timer, rec.verification = "wall-clock", {"status": "not-applicable"}

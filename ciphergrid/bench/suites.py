@@ -61,6 +61,19 @@ def directions(args) -> tuple[bool, ...]:
     return {"encrypt": (True,), "decrypt": (False,), "both": (True, False)}[d]
 
 
+def wall_times(fn, repeats: int) -> list[float]:
+    """Wall seconds of ``repeats`` calls of ``fn`` after one untimed warm-up call."""
+    import time
+
+    fn()
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
 def register(name: str, run, *, help: str = "", add_arguments=None) -> Suite:
     suite = Suite(name, run, help, add_arguments)
     _SUITES[name] = suite

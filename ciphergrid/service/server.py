@@ -395,13 +395,9 @@ class Server:
         import numpy as np
 
         if "data" in msg:
-            data = msg["data"]
-            limit = protocol.INLINE_MAX if local else protocol.REMOTE_PIECE
-            if not isinstance(data, bytes) or len(data) > limit:
-                raise protocol.ProtocolError(f"inline data must be bytes of at most {limit}")
-            buf = np.frombuffer(bytearray(data), dtype=np.uint8)
+            buf = _inline(msg, local)
             device = self._run_host(req, buf, msg.get("device"), job)
-            return {"bytes": len(data), "data": buf.tobytes(), "device": device}
+            return {"bytes": buf.nbytes, "data": buf.tobytes(), "device": device}
         if len(fds) != 1:
             raise protocol.ProtocolError("a crypt request carries its data inline or one memfd")
         fd = fds[0]
@@ -441,11 +437,7 @@ class Server:
         impl = aead._implementation(spec.aead, False, msg.get("impl"))
         shared = None
         if "data" in msg:
-            data = msg["data"]
-            limit = protocol.INLINE_MAX if local else protocol.REMOTE_PIECE
-            if not isinstance(data, bytes) or len(data) > limit:
-                raise protocol.ProtocolError(f"inline data must be bytes of at most {limit}")
-            src = np.frombuffer(bytearray(data), dtype=np.uint8)
+            src = _inline(msg, local)
             n = src.nbytes
         else:
             if len(fds) != 1:
@@ -611,3 +603,15 @@ def _sealed_size(fd: int, length) -> int:
     if n != length:
         raise errors.InvalidArgument(f"the shared buffer holds {n} bytes, the request says {length}")
     return n
+
+
+def _inline(msg: dict, local: bool):
+    """A request's inline data, as a writable array of its own (at most INLINE_MAX bytes on a
+    local connection, REMOTE_PIECE on a remote one)."""
+    import numpy as np
+
+    data = msg["data"]
+    limit = protocol.INLINE_MAX if local else protocol.REMOTE_PIECE
+    if not isinstance(data, bytes) or len(data) > limit:
+        raise protocol.ProtocolError(f"inline data must be bytes of at most {limit}")
+    return np.frombuffer(bytearray(data), dtype=np.uint8)
