@@ -75,6 +75,15 @@ class _Keying:
         self.key, self.iv, self.phrase, self.md = key, iv, phrase, md
 
 
+def _file_bytes(path: str, flag: str) -> bytes:
+    """A small file named by an option (associated data, a context), whole."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise InvalidArgument(f"{flag} {path}: cannot read: {e.strerror}") from None
+
+
 def _keying(args, spec, encrypt: bool, src) -> _Keying:
     """From --key-file / --key / --pbkdf2 --pass (exactly one way)."""
     given = [f for f, v in (("--key", args.key), ("--key-file", args.key_file),
@@ -131,11 +140,7 @@ def cmd_seal(args, seal: bool) -> int:
     key = keys.read_key_file(args.key_file, sch.key_len, sch.name)
     context = args.context.encode() if args.context is not None else b""
     if args.context_file is not None:
-        try:
-            with open(args.context_file, "rb") as f:
-                context = f.read()
-        except OSError as e:
-            raise InvalidArgument(f"--context-file {args.context_file}: {e.strerror}") from None
+        context = _file_bytes(args.context_file, "--context-file")
     ranged = not seal and (args.offset is not None or args.length is not None)
     src = Input(args.infile)
     try:
@@ -460,11 +465,7 @@ def cmd_aead(args, encrypt: bool) -> int:
     if args.aad is not None:
         aad = _hex(args.aad, "--aad")
     elif args.aad_file is not None:
-        try:
-            with open(args.aad_file, "rb") as f:
-                aad = f.read()
-        except OSError as e:
-            raise InvalidArgument(f"--aad-file {args.aad_file}: cannot read: {e.strerror}") from None
+        aad = _file_bytes(args.aad_file, "--aad-file")
     tl = _tag_length(aead, args.tag_length)
     src = Input(args.infile)
     try:

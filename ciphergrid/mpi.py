@@ -255,10 +255,7 @@ class _Runner:
     def run(self, a: int, b: int) -> None:
         import numpy as np
 
-        if self.fault is not None and self.ran + (b - a) > self.fault[1]:
-            if self.fault[0] == "kill":
-                os.kill(os.getpid(), signal.SIGKILL)
-            raise DeviceError(f"injected failure (CIPHERGRID_FAULT) on rank {self.rank}")
+        self._injected(b - a)
         if b <= a:
             return
         p = self.plan
@@ -273,14 +270,18 @@ class _Runner:
             raise OSError(f"{p['partial']}: a write stopped short (disk full?)")
         self.ran += b - a
 
+    def _injected(self, nbytes: int) -> None:
+        """The fault switch (mpi:RANK:fail|kill:BYTES): this rank fails, or dies, once it ran BYTES."""
+        if self.fault is not None and self.ran + nbytes > self.fault[1]:
+            if self.fault[0] == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise DeviceError(f"injected failure (CIPHERGRID_FAULT) on rank {self.rank}")
+
     def crypt(self, a: int, data: bytes, chain) -> bytes:
         """Range ``a`` sent by the manager: its bytes back."""
         import numpy as np
 
-        if self.fault is not None and self.ran + len(data) > self.fault[1]:
-            if self.fault[0] == "kill":
-                os.kill(os.getpid(), signal.SIGKILL)
-            raise DeviceError(f"injected failure (CIPHERGRID_FAULT) on rank {self.rank}")
+        self._injected(len(data))
         buf = np.frombuffer(bytearray(data), dtype=np.uint8)
         if buf.nbytes:
             self.session.crypt(buf, buf, a // self.req.block_size, chain)
@@ -355,62 +356,34 @@ def _manage(comm, plan) -> int:
     from mpi4py import MPI
 
     queue = _ranges(plan)
-    live = set(range(1, comm.size))
-    waiting: list = []                  # workers that asked while nothing was left
-    out: dict = {}                      # range -> worker running it
-    shares = {w: 0 for w in live}
-    failures = []
     done = 0
     total = len(queue)
-    devices = {}
     handling, dealing = 0.0, 0.0   # the manager's own work on the messages; the dealing's span
+    live, waiting, devices, failures = _check_in(comm)   # (waiting: asked, nothing dealt yet)
+    shares = {w: 0 for w in range(1, comm.size)}
     try:
-        # every worker checks in first (its engines set up, or why not), as seed 002's hosts
-        # did; then one range each, then whoever asks next
-        for _ in range(comm.size - 1):
-            st = MPI.Status()
-            msg = _next_message(comm, st)
-            w = st.Get_source()
-            if msg[0] == _READY:
-                devices[w] = msg[1]
-                waiting.append(w)
-            else:
-                live.discard(w)
-                failures.append(f"rank {w}: {msg[1]}")
-                comm.send(("stop",), dest=w, tag=1)
-        waiting.sort()
-        while waiting and queue:
-            v = waiting.pop(0)
-            rng = queue.pop(0)
-            out[rng] = v
-            comm.send(("range",) + rng, dest=v, tag=1)
-        t_start = time.perf_counter()
-        while done < total and live:
+        t_start, t0 = time.perf_counter(), None
+        while True:
+            while waiting and queue:   # (one range each first, then whoever asks next)
+                comm.send(("range",) + queue.pop(0), dest=waiting.pop(0), tag=1)
+            if t0 is not None:
+                handling += time.perf_counter() - t0
+            if done == total or not live:
+                break
             st = MPI.Status()
             msg = _next_message(comm, st)
             t0 = time.perf_counter()
             w = st.Get_source()
-            kind = msg[0]
-            if kind == _DONE:
-                rng = (msg[1], msg[2])
-                out.pop(rng, None)
+            rng = (msg[1], msg[2])
+            if msg[0] == _DONE:
                 done += 1
                 shares[w] += rng[1] - rng[0]
-            elif kind == _FAILED:
-                rng = (msg[1], msg[2])
-                out.pop(rng, None)
+                waiting.append(w)
+            elif msg[0] == _FAILED:
                 queue.insert(0, rng)
                 live.discard(w)
                 failures.append(f"rank {w}: {msg[3]}")
                 comm.send(("stop",), dest=w, tag=1)
-            if w in live:
-                waiting.append(w)
-            while waiting and queue:
-                v = waiting.pop(0)
-                rng = queue.pop(0)
-                out[rng] = v
-                comm.send(("range",) + rng, dest=v, tag=1)
-            handling += time.perf_counter() - t0
         ok = done == total
         dealing = time.perf_counter() - t_start
     finally:
@@ -431,6 +404,26 @@ def _manage(comm, plan) -> int:
         print("ciphergrid: warning: " + "; ".join(failures) + " (their ranges were run again "
               "by the others; the output is whole)", file=sys.stderr)
     return 0
+
+
+def _check_in(comm):
+    """Rank 0: every worker checks in first (its engines set up, or why not), as seed 002's
+    hosts did.  (live workers, the ready ones in rank order, their devices, the failures)."""
+    from mpi4py import MPI
+
+    live, waiting, devices, failures = set(range(1, comm.size)), [], {}, []
+    for _ in range(comm.size - 1):
+        st = MPI.Status()
+        msg = _next_message(comm, st)
+        w = st.Get_source()
+        if msg[0] == _READY:
+            devices[w] = msg[1]
+            waiting.append(w)
+        else:
+            live.discard(w)
+            failures.append(f"rank {w}: {msg[1]}")
+            comm.send(("stop",), dest=w, tag=1)
+    return live, sorted(waiting), devices, failures
 
 
 def _next_message(comm, st):
@@ -520,18 +513,8 @@ class _Sender:
                 raise
             runner.close()
             return self._done(pos, {0: pos}, [])
-        live, waiting, failures = set(range(1, comm.size)), [], []
-        shares = {w: 0 for w in live}
-        for _ in range(comm.size - 1):   # (the check-in)
-            st = MPI.Status()
-            msg = comm.recv(source=MPI.ANY_SOURCE, tag=0, status=st)
-            w = st.Get_source()
-            if msg[0] == _READY:
-                waiting.append(w)
-            else:
-                live.discard(w)
-                failures.append(f"rank {w}: {msg[1]}")
-                comm.send(("stop",), dest=w, tag=1)
+        live, waiting, _, failures = _check_in(comm)
+        shares = {w: 0 for w in range(1, comm.size)}
         pending: dict = {}   # a -> (data, chain, worker)
         again: list = []     # (a, data, chain) to deal again
         pos, eof, prev_in, prev_out = 0, False, None, None

@@ -146,8 +146,3 @@ def peer_groups(sock: socket.socket, primary: int) -> set:
         pass
     return out
 
-
-def peer_creds(sock: socket.socket) -> tuple[int, int, int]:
-    """(pid, uid, gid) of the process at the other end (SO_PEERCRED)."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)

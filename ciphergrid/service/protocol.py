@@ -111,16 +111,17 @@ def raise_error(reply: dict) -> None:
     raise cls(text)
 
 
-def peer_uid(sock: socket.socket) -> int:
-    """The user id of the process at the other end of a Unix socket (SO_PEERCRED)."""
+def peer_creds(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end of a Unix socket (SO_PEERCRED)."""
     import struct
 
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+    return struct.unpack("3i", creds)
 
 
-REQUEST_FIELDS = ("cipher", "key", "iv", "encrypt", "padding", "sector_size", "start_sector",
-                  "impl", "allow_weak")
+def peer_uid(sock: socket.socket) -> int:
+    """The user id of the process at the other end of a Unix socket."""
+    return peer_creds(sock)[1]
 
 
 def request_fields(req) -> dict:

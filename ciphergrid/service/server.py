@@ -194,12 +194,12 @@ class Server:
 
     # -- one client ---------------------------------------------------------------------------
     def _serve_connection(self, conn: socket.socket) -> None:
-        from .policy import peer_creds, peer_groups
+        from .policy import peer_groups
 
         with conn, self.runtime:
             ch = protocol.Channel(conn)
             try:
-                pid, uid, gid = peer_creds(conn)
+                pid, uid, gid = protocol.peer_creds(conn)
                 grant = self.policy.grant(uid, peer_groups(conn, gid))
             except OSError:
                 return
@@ -216,18 +216,21 @@ class Server:
                 except (OSError, protocol.ProtocolError):
                     pass
                 return
+            self._serve_client(ch, uid, pid, grant)
+
+    def _serve_client(self, ch, uid, pid, grant) -> None:
+        """An admitted client: listed in the status while it is served."""
+        with self.lock:
+            self._next += 1
+            cid = self._next
+            self.clients[cid] = {"uid": uid, "pid": pid, "jobs": 0, "bytes": 0,
+                                 "since": time.time(), "weight": grant.weight}
+        self._count("connections")
+        try:
+            self._loop(ch, cid, uid, grant)
+        finally:
             with self.lock:
-                self._next += 1
-                cid = self._next
-                self.totals["connections"] += 1
-                self.clients[cid] = {"uid": uid, "pid": pid, "jobs": 0, "bytes": 0,
-                                     "since": time.time(), "weight": grant.weight}
-            self._count("connections")
-            try:
-                self._loop(ch, cid, uid, grant)
-            finally:
-                with self.lock:
-                    self.clients.pop(cid, None)
+                self.clients.pop(cid, None)
 
     def _serve_remote(self, raw: socket.socket) -> None:
         """A remote client: TLS (its certificate, else a token in its hello), then as a local
@@ -263,20 +266,8 @@ class Server:
                 conn.settimeout(None)
                 d = self.policy.defaults
                 grant = Grant(d.weight, d.max_jobs, f"remote client ({who})")
-                with self.lock:
-                    self._next += 1
-                    cid = self._next
-                    self.totals["connections"] += 1
-                    self.clients[cid] = {"uid": f"remote {who}", "pid": None, "jobs": 0,
-                                         "bytes": 0, "since": time.time(), "weight": grant.weight}
-                self._count("connections")
-                ch.send({"ok": True, "version": protocol.VERSION, "pid": os.getpid(),
-                         "uid": self.uid, "remote": True})
-                try:
-                    self._loop(ch, cid, f"remote {who}", grant)
-                finally:
-                    with self.lock:
-                        self.clients.pop(cid, None)
+                ch.send(self._hello())
+                self._serve_client(ch, f"remote {who}", None, grant)
             except (OSError, protocol.ProtocolError, ValueError):
                 return   # (a failed handshake, a client gone: that connection only)
             finally:
@@ -328,7 +319,7 @@ class Server:
     def _handle(self, ch, cid, msg: dict, fds: list, uid, grant) -> dict:
         op = msg.get("op")
         if op == "hello":
-            return {"ok": True, "version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid}
+            return self._hello()
         if op == "status":   # (the other clients' connections: for the server's user and root)
             return {"ok": True, **self.status(full=uid in (self.uid, 0))}
         if op not in ("crypt", "stream", "aead"):
@@ -372,10 +363,12 @@ class Server:
             self.metrics.job(op, reply["bytes"], reply.get("device"))
         return {"ok": True, **reply}
 
+    def _hello(self) -> dict:
+        return {"ok": True, "version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid}
+
     def _count(self, what: str) -> None:
-        if what != "connections":
-            with self.lock:
-                self.totals[what] += 1
+        with self.lock:
+            self.totals[what] += 1
         if self.metrics is not None:
             self.metrics.count(what)
 
