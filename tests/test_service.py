@@ -716,3 +716,14 @@ def test_remote_with_client_certificates(remote):
         assert server.status()["connections"][0]["uid"] == "remote certificate alice"
     with pytest.raises(ciphergrid.ServiceError):
         ciphergrid.connect(address, cafile=pki["ca"], token="s3cret")   # (no certificate)
+
+
+def test_an_os_error_keeps_its_errno_across_the_socket():
+    """A full disk in the service is the same OSError for the command (its errno: the command
+    names its output, as in process)."""
+    import errno
+
+    reply = protocol.error_reply(OSError(errno.ENOSPC, "No space left on device"))
+    with pytest.raises(OSError) as got:
+        protocol.raise_error(reply)
+    assert got.value.errno == errno.ENOSPC and got.value.strerror == "No space left on device"

@@ -94,7 +94,10 @@ def error_reply(exc: BaseException) -> dict:
     if isinstance(exc, OSError) and not isinstance(exc, errors.Error):
         kind = "OSError"
     text = str(exc) if isinstance(exc, (errors.Error, OSError)) else f"{type(exc).__name__}: {exc}"
-    return {"error": {"type": kind, "message": text[:1000]}}
+    out = {"error": {"type": kind, "message": text[:1000]}}
+    if kind == "OSError" and exc.errno:   # (the client raises the same errno: a full disk is one)
+        out["error"].update(errno=exc.errno, message=(exc.strerror or text)[:1000])
+    return out
 
 
 def raise_error(reply: dict) -> None:
@@ -104,7 +107,8 @@ def raise_error(reply: dict) -> None:
         raise ProtocolError("a reply without ok or error")
     kind, text = str(err.get("type", "")), str(err.get("message", ""))
     if kind == "OSError":
-        raise OSError(text)
+        code = err.get("errno")
+        raise OSError(code, text) if isinstance(code, int) else OSError(text)
     cls = getattr(errors, kind, None)
     if not (isinstance(cls, type) and issubclass(cls, errors.Error)):
         cls = errors.ServiceError
