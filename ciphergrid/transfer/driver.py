@@ -29,6 +29,8 @@ from .staging import Staging, transfer_mode
 from .workers import Workers
 
 U64 = np.uint64
+#: the end-to-end rate a job kind's first large run is expected at (bytes/s; see _wait_last)
+RATE_GUESS = 40e9
 #: the end of a GPU run is polled for at most this long before blocking (see _wait_last)
 SPIN_S = 0.0015
 #: a message of fewer chunks than this is cut into this many (see Pipeline._chunk_for)
@@ -76,6 +78,8 @@ class CipherJob:
         self.req = req or kp.req
         self.bs = kp.bs
         self.layout = layout
+        #: what the pipeline learns its end-to-end rate for (_wait_last): each kernel its own
+        self.rate_key = (self.req.spec.name, self.req.impl, self.req.encrypt)
         if layout is None and self.req.sector_size:  # a stream in data units: the grid of units
             self.layout = self.req.mode.layout(self.req, self.req.sector_size)
 
@@ -146,7 +150,9 @@ class Pipeline:
         #: it small
         self.pin_grain: int | None = None
         self._workers = None
-        self._rate = 40e9  # bytes/s end to end, learnt from large runs (for _wait_last)
+        #: bytes/s end to end per job kind (``job.rate_key``), learnt from large runs (for
+        #: _wait_last: a slow cipher's rate must not make a fast one's wait oversleep)
+        self._rates: dict = {}
 
     def __repr__(self) -> str:
         return (f"Pipeline({self.b.info.spec}, chunk={self.chunk_bytes}, depth={self.depth}, "
@@ -239,7 +245,8 @@ class Pipeline:
                         break
                 evs = [c.ev for c in done if c.ev is not None]
                 if evs:  # in-order D2H queue: the last copy back ends last
-                    self._wait_last(evs[-1], sum(c.nbytes for c in done), t0)
+                    self._wait_last(evs[-1], sum(c.nbytes for c in done), t0,
+                                    getattr(job, "rate_key", "copy"))
                 while done:
                     ch = done.pop(0)
                     ch.ev = None
@@ -354,7 +361,7 @@ class Pipeline:
             self._forget_events()
             self.stats = {"chunks": nchunks, "seconds": time.perf_counter() - t0, "cap": cap}
 
-    def _wait_last(self, ev, nbytes: int, t0: float) -> None:
+    def _wait_last(self, ev, nbytes: int, t0: float, key=None) -> None:
         """Wait for the run's last event: sleep through most of the expected time, then poll
         briefly (a blocking wait's wake-up can cost a GPU run of a few MiB a third of its time),
         then block.  Only where the device is a GPU and the backend can poll."""
@@ -362,7 +369,8 @@ class Pipeline:
         if b.info.kind == "cpu" or b.query(ev) is None:
             b.wait(ev)
             return
-        left = nbytes / self._rate - (time.perf_counter() - t0)
+        rate = self._rates.get(key, RATE_GUESS)
+        left = nbytes / rate - (time.perf_counter() - t0)
         if left > 2 * SPIN_S:  # (80%: an underestimated rate must not make us oversleep much)
             time.sleep(0.8 * (left - SPIN_S))
         end = time.perf_counter() + SPIN_S
@@ -373,7 +381,7 @@ class Pipeline:
             b.wait(ev)
         dt = time.perf_counter() - t0
         if nbytes >= 64 * self.chunk_bytes // 8 and dt > 0:  # learn the rate on large runs
-            self._rate = max(1e9, min(1e12, 0.7 * self._rate + 0.3 * nbytes / dt))
+            self._rates[key] = max(1e9, min(1e12, 0.7 * rate + 0.3 * nbytes / dt))
 
     def _forget_events(self) -> None:
         """Drop the slots' last events (all complete now): an OpenCL copy event keeps its host
