@@ -100,7 +100,8 @@ def main(args: argparse.Namespace, *, api=None, host: dict | None = None) -> int
 
     def results(complete: bool) -> Results:
         counts = {s: sum(r.status == s for r in recs) for s in records.STATUSES}
-        code = 130 if state["interrupted"] else (1 if counts["failed"] else 0)
+        failed = counts["failed"] + int(parts.get("failed", 0))  # (rows a suite keeps itself)
+        code = 130 if state["interrupted"] else (1 if failed else 0)
         run = {
             "suite": suite.name, "command": command_line(args), "argv": list(sys.argv),
             "date": started, "finished": _now(), "duration_s": round(time.perf_counter() - t0, 3),
@@ -131,7 +132,8 @@ def main(args: argparse.Namespace, *, api=None, host: dict | None = None) -> int
         state["interrupted"] = True
         log(f"interrupted after {len(recs)} rows")
     final = results(complete=not state["interrupted"])
-    print_summary(final, sys.stdout)
+    if recs or not parts:  # (a suite that keeps its rows in its own files printed them)
+        print_summary(final, sys.stdout)
     if path:
         save(final, path)
         print(f"results written to {path}", file=sys.stdout)
@@ -207,8 +209,14 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def report_main(args: argparse.Namespace) -> int:
-    from . import report
+    from . import report, study_report
 
+    if study_report.is_study(args.results):  # (bench study's merged file)
+        doc = study_report.load_study(args.results)
+        out = args.out or report.default_out_dir(args.results)
+        for p in study_report.write(doc, out):
+            print(p)
+        return 0
     results = load(args.results)
     out = args.out or report.default_out_dir(args.results)
     written = report.write_report(results, out)

@@ -51,6 +51,41 @@ def _correct(api, name: str, dev: str, impl: str) -> str | None:
     return None
 
 
+def measure(api, eng, dev, name: str, impl: str, size: int, repeats: int, log) -> Record:
+    """One implementation of cipher ``name`` on device ``dev`` (engine ``eng``): checked against
+    the oracle, then timed device-resident over ``size`` bytes; its resources and area-time
+    product.  A wrong or failing implementation gives a failed row (``log`` says why)."""
+    spec = registry.lookup(name)
+    rec = Record(cipher=name, algorithm=spec.algorithm.name, key_bits=8 * spec.key_size,
+                 mode=spec.mode.name, direction="encrypt", device=dev.spec,
+                 device_name=dev.name, device_kind=dev.kind, runtime=dev.runtime,
+                 kind="kernel", size=size, implementation=impl,
+                 verification={"status": "not-run"})
+    problem = _correct(api, name, dev.spec, impl)
+    if problem:
+        log(f"FAILED ablation {impl} on {dev.spec}: {problem}")
+        return rec.fail(problem)
+    rec.verification = {"status": "passed", "oracle": oracle.source(spec)}
+    try:
+        times = eng.time_kernel(name, size, repeats=repeats, impl=impl,
+                                sector_size=4096 if "sector_size" in spec.mode.options else None)
+    except Exception as e:  # one implementation failing must not end the run
+        rec.status, rec.error = "failed", f"{type(e).__name__}: {e}"[:300]
+        log(f"FAILED ablation {impl} on {dev.spec}: {rec.error}")
+        return rec
+    clk = eng.sm_clock_mhz()
+    rec.timer, rec.sm_count = "device-events", dev.compute_units
+    if clk:
+        rec.sm_clock_mhz, rec.clock_source = clk, "measured"
+    elif dev.clock_mhz:
+        rec.sm_clock_mhz, rec.clock_source = float(dev.clock_mhz), "nominal"
+    res = eng.kernel_resources(name, impl=impl)
+    res["implementation"] = impl
+    rec.set_resources(res)
+    rec.set_times(times)
+    return rec
+
+
 def run(args, ctx: suites.Context) -> dict:
     from . import sysinfo
 
@@ -70,38 +105,7 @@ def run(args, ctx: suites.Context) -> dict:
         for dev in devs:
             eng = ctx.api.get_engine(dev.spec)
             for impl in impls:
-                rec = Record(cipher=name, algorithm=spec.algorithm.name, key_bits=8 * spec.key_size,
-                             mode=spec.mode.name, direction="encrypt", device=dev.spec,
-                             device_name=dev.name, device_kind=dev.kind, runtime=dev.runtime,
-                             kind="kernel", size=size, implementation=impl,
-                             verification={"status": "not-run"})
-                problem = _correct(ctx.api, name, dev.spec, impl)
-                if problem:
-                    rec.status, rec.error = "failed", problem
-                    rec.verification = {"status": "failed", "detail": problem}
-                    ctx.log(f"FAILED ablation {impl} on {dev.spec}: {problem}")
-                else:
-                    rec.verification = {"status": "passed", "oracle": oracle.source(spec)}
-                    try:
-                        times = eng.time_kernel(name, size, repeats=repeats, impl=impl,
-                                                sector_size=4096 if "sector_size" in spec.mode.options else None)
-                    except Exception as e:  # one implementation failing must not end the run
-                        rec.status, rec.error = "failed", f"{type(e).__name__}: {e}"[:300]
-                        ctx.log(f"FAILED ablation {impl} on {dev.spec}: {rec.error}")
-                        rows.append(rec)
-                        ctx.add(rec)
-                        bar.advance(1)
-                        continue
-                    clk = eng.sm_clock_mhz()
-                    rec.timer, rec.sm_count = "device-events", dev.compute_units
-                    if clk:
-                        rec.sm_clock_mhz, rec.clock_source = clk, "measured"
-                    elif dev.clock_mhz:
-                        rec.sm_clock_mhz, rec.clock_source = float(dev.clock_mhz), "nominal"
-                    res = eng.kernel_resources(name, impl=impl)
-                    res["implementation"] = impl
-                    rec.set_resources(res)
-                    rec.set_times(times)
+                rec = measure(ctx.api, eng, dev, name, impl, size, repeats, ctx.log)
                 rows.append(rec)
                 ctx.add(rec)
                 bar.advance(1)

@@ -204,29 +204,19 @@ def _time_kernel(rec, eng, batch, impl, repeats, problem, ctx) -> Record:
 
 
 def _copy_strawman(ctx, dev, batch):
-    """``copy()``: the copy-only strawman through the block ciphers' pipeline on ``dev`` (as
-    ``bench pipeline`` runs it: its tuned chunk size and depth), as many bytes as ``batch``'s
-    texts, host -> host; None where it cannot run (``dev`` has no pipeline)."""
-    from ..transfer import chunking
-    from ..transfer.autotune import autotune
-    from ..transfer.driver import Pipeline
+    """``copy()``: the copy-only strawman (:func:`pipeline.copy_strawman`) over as many bytes as
+    ``batch``'s texts, host -> host; None where it cannot run (``dev`` has no pipeline)."""
+    from .pipeline import copy_strawman
 
     n = int(batch.off[-1])
     if n < 1 << 20:
         return None
     try:
-        b = ctx.api.get_engine(dev.spec).backend
-        st = chunking.resolve(b.info, None, None, nbytes=n, tune=lambda: autotune(b))
-        pipe = Pipeline(b, chunk_bytes=st.chunk_bytes, depth=st.depth, transfer="auto")
         src = np.ascontiguousarray(batch.src[:n])   # (the batch's texts: the copy only reads them)
-        dst = np.zeros(n, dtype=np.uint8)
-        pipe.copy(src, dst)
-        if not np.array_equal(src, dst):
-            raise RuntimeError("the copy pipeline returned wrong bytes")
+        return copy_strawman(ctx.api, dev, src, np.zeros(n, dtype=np.uint8))
     except Exception as e:  # the row is still timed, without the comparison
         ctx.log(f"no copy strawman on {dev.spec}: {type(e).__name__}: {e}"[:300])
         return None
-    return lambda: pipe.copy(src, dst)
 
 
 def _api_call(name, batch, device, encrypt: bool):

@@ -200,12 +200,14 @@ class Row:
     threads: int | None = None
     skip: str | None = None
     note: str | None = None
+    impl: str | None = None   # a kernel implementation by name (None: the default, "fast")
 
     @property
     def label(self) -> str:
         where = self.device.spec if self.device is not None else f"openssl x{self.threads}"
         d = "enc" if self.encrypt else "dec"
-        return f"{self.cipher} {d} {where} {self.kind} {human_size(self.size)}"
+        what = f"{self.cipher}[{self.impl}]" if self.impl else self.cipher
+        return f"{what} {d} {where} {self.kind} {human_size(self.size)}"
 
 
 def human_size(n: int) -> str:
@@ -259,6 +261,12 @@ def plan(ciphers: list[str], sizes: list[int], devices: list, *, directions=(Tru
                 for t in openssl_threads:
                     kind = "openssl-1core" if t == 1 else "openssl-allcores"
                     rows.append(Row(kind, name, spec, size, enc, None, threads=t))
+    return settle(rows, host_mem)
+
+
+def settle(rows: list[Row], host_mem: int | None) -> list[Row]:
+    """Mark the rows that cannot run (the size does not suit the mode, or the memory is too
+    small; a serial cipher·direction has no kernel row) and note what a serial e2e row measures."""
     for r in rows:
         r.skip = _size_problem(r.spec, r.size) or _memory_problem(r.size, r.device, host_mem)
         serial = _serial_note(r.spec, r.encrypt)
@@ -310,11 +318,12 @@ class Runner:
             self._meters[key] = energy.meter_for(dev) if dev is not None else energy.rapl_meter()
         return self._meters[key]
 
-    def resources(self, dev, name: str, encrypt: bool) -> dict | None:
-        k = (dev.spec, name, encrypt)
+    def resources(self, dev, name: str, encrypt: bool, impl: str | None = None) -> dict | None:
+        k = (dev.spec, name, encrypt, impl)
         if k not in self._resources:
             try:
-                res = self.engine(dev).kernel_resources(name, encrypt=encrypt)
+                kw = {"impl": impl} if impl else {}
+                res = self.engine(dev).kernel_resources(name, encrypt=encrypt, **kw)
                 self._resources[k] = dict(res) if res else None
             except Exception:
                 self._resources[k] = None
@@ -331,11 +340,12 @@ class Runner:
     # -- the three timers
     def time_kernel(self, row: Row) -> Measurement:
         eng = self.engine(row.device)
-        probe = eng.time_kernel(row.cipher, row.size, repeats=1, encrypt=row.encrypt)
+        kw = dict(encrypt=row.encrypt, impl=row.impl) if row.impl else dict(encrypt=row.encrypt)
+        probe = eng.time_kernel(row.cipher, row.size, repeats=1, **kw)
         n = self.policy.repeats_for(min(probe))
         meter = self.meter(row.device)
         meter.start()
-        times = eng.time_kernel(row.cipher, row.size, repeats=n, encrypt=row.encrypt)
+        times = eng.time_kernel(row.cipher, row.size, repeats=n, **kw)
         reading = meter.stop()
         if len(times) != n:
             raise DeviceError(f"time_kernel returned {len(times)} times for {n} repeats")
@@ -350,12 +360,13 @@ class Runner:
         data = self._rng.integers(0, 256, row.size, dtype=np.uint8)
         out = np.zeros(row.size, dtype=np.uint8)
         key, iv = random_key(spec), random_iv(spec)
+        kw = {"implementation": row.impl} if row.impl else {}
 
         def once():
             try:
-                fn(data, cipher=row.cipher, key=key, iv=iv, device=dev.spec, out=out)
+                fn(data, cipher=row.cipher, key=key, iv=iv, device=dev.spec, out=out, **kw)
             except TypeError:  # an injected API without out=
-                fn(data, cipher=row.cipher, key=key, iv=iv, device=dev.spec)
+                fn(data, cipher=row.cipher, key=key, iv=iv, device=dev.spec, **kw)
 
         t0 = time.perf_counter()
         once()  # warm-up, excluded
@@ -401,7 +412,7 @@ class Runner:
         return Record(cipher=row.cipher, algorithm=spec.algorithm.name if spec else None,
                       key_bits=8 * spec.key_size if spec else None, mode=spec.mode.name if spec else None,
                       direction="encrypt" if row.encrypt else "decrypt", kind=row.kind,
-                      size=row.size, threads=row.threads, timestamp=_now(),
+                      size=row.size, threads=row.threads, timestamp=_now(), implementation=row.impl,
                       verification={"status": "not-run"}, note=row.note, **where)
 
     def run_row(self, row: Row) -> Record:
@@ -422,7 +433,7 @@ class Runner:
                                         "detail": "copy-only strawman kernel: nothing to check"}
                 else:
                     rec.verification = self.gate.check(row.spec, row.device.spec, row.size,
-                                                       row.encrypt)
+                                                       row.encrypt, impl=row.impl)
                 m = self.time_kernel(row) if row.kind == "kernel" else self.time_e2e(row)
         except VerificationFailed as e:
             rec.status, rec.error = "failed", f"WRONG OUTPUT, not timed: {e}"
@@ -459,7 +470,7 @@ class Runner:
             elif dev.clock_mhz:
                 rec.sm_clock_mhz, rec.clock_source = float(dev.clock_mhz), "nominal"
             if dev.runtime != "native":
-                rec.set_resources(self.resources(dev, row.cipher, row.encrypt))
+                rec.set_resources(self.resources(dev, row.cipher, row.encrypt, row.impl))
         rec.set_times(m.times)
         rec.set_energy(m.reading)
 

@@ -241,6 +241,23 @@ def run_pipeline(args, ctx: suites.Context) -> dict:
     }
 
 
+def copy_strawman(api, dev, src: np.ndarray, dst: np.ndarray):
+    """``copy()``: the copy-only strawman through the block ciphers' pipeline on ``dev`` (as this
+    suite runs it: its tuned chunk size and depth), ``src`` into ``dst`` host -> host, checked
+    once; raises where it cannot run (``dev`` has no pipeline) or copies wrong bytes."""
+    from ..transfer import chunking
+    from ..transfer.autotune import autotune
+    from ..transfer.driver import Pipeline
+
+    b = api.get_engine(dev.spec).backend
+    st = chunking.resolve(b.info, None, None, nbytes=src.nbytes, tune=lambda: autotune(b))
+    pipe = Pipeline(b, chunk_bytes=st.chunk_bytes, depth=st.depth, transfer="auto")
+    pipe.copy(src, dst)
+    if not np.array_equal(src, dst):
+        raise DeviceError("the copy pipeline returned wrong bytes")
+    return lambda: pipe.copy(src, dst)
+
+
 def _record(dev, name: str, spec, encrypt: bool, size: int) -> Record:
     return Record(cipher=name, algorithm=spec.algorithm.name if spec else None,
                   key_bits=8 * spec.key_size if spec else None, mode=spec.mode.name if spec else None,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections import defaultdict
 
 from .records import Record, Results
@@ -272,23 +271,17 @@ def render_markdown(results: Results, plots: dict | None = None) -> str:
     lines = (_header(results) + _failures(results) + _throughput_tables(results, plots)
              + _vs_openssl(results, plots) + _energy(results, plots) + _resources(results)
              + _rankings(results, plots))
-    if plots.get("_note"):
-        lines += [f"_{plots['_note']}_", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
 # ------------------------------------------------------------------------- plots
 def make_plots(results: Results, out_dir: str) -> dict:
     """Write the PNGs; return {key: file name relative to out_dir}."""
-    try:
-        import matplotlib
+    import matplotlib  # (a dependency: the report always has its plots)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("ciphergrid: warning: PNG plots skipped: matplotlib is not installed "
-              "(pip install 'ciphergrid[plot]' to get them)", file=sys.stderr)
-        return {"_note": "matplotlib is not installed: no plots (pip install matplotlib)"}
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     plots: dict = {}
     title_suffix = f"\n{results.run.get('date', '')}"
 
@@ -367,5 +360,5 @@ def write_report(results: Results, out_dir: str) -> list[str]:
     path = os.path.join(out_dir, "report.md")
     with open(path, "w", encoding="utf-8") as f:
         f.write(md)
-    pngs = [os.path.join(out_dir, v) for k, v in plots.items() if k != "_note"]
+    pngs = [os.path.join(out_dir, v) for v in plots.values()]
     return [path] + pngs

@@ -27,6 +27,7 @@ MODULES = [
     "ciphergrid.bench.scheduler",     # "scheduler"
     "ciphergrid.bench.gpus",          # "gpus"
     "ciphergrid.bench.mpi",           # "mpi"
+    "ciphergrid.bench.study",         # "study"
 ]
 DEFAULT = "ciphers"
 

@@ -66,6 +66,10 @@ def _first_diff(a: bytes, b: bytes) -> str:
     return f"{idx.size} of {len(a)} bytes differ, first at byte {int(idx[0])}"
 
 
+def _what(spec, impl: str | None) -> str:
+    return f"{spec.name} [{impl}]" if impl else spec.name
+
+
 class Gate:
     """Checks (and caches) that a cipher·device·direction produces right output."""
 
@@ -75,10 +79,12 @@ class Gate:
         self._kat: dict[tuple, tuple[int, str | None]] = {}
         self._done: dict[tuple, dict] = {}
 
-    def _device_crypt(self, name, device, key, iv, data: bytes, encrypt: bool) -> bytes:
+    def _device_crypt(self, name, device, key, iv, data: bytes, encrypt: bool,
+                      impl: str | None = None) -> bytes:
         fn = self.api.encrypt if encrypt else self.api.decrypt
         arr = np.frombuffer(data, dtype=np.uint8).copy()
-        return _as_bytes(fn(arr, cipher=name, key=key, iv=iv, device=device))
+        kw = {"implementation": impl} if impl else {}
+        return _as_bytes(fn(arr, cipher=name, key=key, iv=iv, device=device, **kw))
 
     def _check_size(self, spec, size: int) -> int:
         n = min(size, self.cap)
@@ -86,7 +92,8 @@ class Gate:
             n = max(n - n % spec.block_size, spec.block_size)
         return n
 
-    def oracle(self, spec, device: str, size: int, encrypt: bool) -> tuple[str | None, int]:
+    def oracle(self, spec, device: str, size: int, encrypt: bool,
+               impl: str | None = None) -> tuple[str | None, int]:
         """Compare on random inputs; return (oracle name or None if there is none, bytes checked)."""
         n = self._check_size(spec, size)
         key, iv = random_key(spec), random_iv(spec)
@@ -98,16 +105,16 @@ class Gate:
             want = oracle.crypt(spec, key, iv, data, encrypt)
         except oracle.Unavailable:
             return None, 0
-        got = self._device_crypt(spec.name, device, key, iv, data, encrypt)
+        got = self._device_crypt(spec.name, device, key, iv, data, encrypt, impl)
         if got != want:
             raise VerificationFailed(
-                f"{spec.name} {'encrypt' if encrypt else 'decrypt'} on {device}: output on {n} random "
+                f"{_what(spec, impl)} {'encrypt' if encrypt else 'decrypt'} on {device}: output on {n} random "
                 f"bytes differs from {source}: {_first_diff(got, want)}")
         return source, n
 
-    def kats(self, spec, device: str, encrypt: bool) -> tuple[int, str | None]:
+    def kats(self, spec, device: str, encrypt: bool, impl: str | None = None) -> tuple[int, str | None]:
         """Run the known-answer vectors; return (number run, note)."""
-        k = (spec.name, device, encrypt)
+        k = (spec.name, device, encrypt, impl)
         if k in self._kat:
             return self._kat[k]
         try:
@@ -130,23 +137,24 @@ class Gate:
                 continue
             src, want = (pt, ct) if encrypt else (ct, pt)
             got = self._device_crypt(spec.name, device, _as_bytes(v.key), _as_bytes(v.iv) or None,
-                                     src, encrypt)
+                                     src, encrypt, impl)
             if got != want:
                 raise VerificationFailed(
-                    f"{spec.name} {'encrypt' if encrypt else 'decrypt'} on {device}: known answer "
+                    f"{_what(spec, impl)} {'encrypt' if encrypt else 'decrypt'} on {device}: known answer "
                     f"#{ran} ({getattr(v, 'source', '?')}, {len(src)} bytes) wrong: "
                     f"{_first_diff(got, want)}")
             ran += 1
         self._kat[k] = (ran, None if ran else "no usable vectors")
         return self._kat[k]
 
-    def check(self, spec, device: str, size: int, encrypt: bool) -> dict:
-        """Verify one row; returns the record's ``verification`` dict or raises."""
-        k = (spec.name, device, size, encrypt)
+    def check(self, spec, device: str, size: int, encrypt: bool, *, impl: str | None = None) -> dict:
+        """Verify one row (of kernel implementation ``impl``; None: the default); returns the
+        record's ``verification`` dict or raises."""
+        k = (spec.name, device, size, encrypt, impl)
         if k not in self._done:
             try:
-                kat_n, kat_note = self.kats(spec, device, encrypt)
-                oracle, n = self.oracle(spec, device, size, encrypt)
+                kat_n, kat_note = self.kats(spec, device, encrypt, impl)
+                oracle, n = self.oracle(spec, device, size, encrypt, impl)
                 if oracle is None and kat_n == 0:
                     raise Unverifiable(f"{spec.name}: no oracle and no known-answer vectors "
                                        f"({kat_note}); not timed")
