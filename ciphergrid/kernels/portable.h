@@ -82,13 +82,16 @@ DEVICE_FN uint cg_prmt(uint x, uint y, uint s)
 }
 #define BYTE_PERM(x, y, s) cg_prmt((x), (y), (s))
 #else
+/* one byte of the result: byte (s >> 4k) & 7 of y:x, as 32-bit selects and shifts (a constant
+ * selector folds to one shift and mask; a 64-bit shift by a variable amount in a loop kept CPU
+ * compilers from vectorizing the kernels that extract bytes this way) */
+#define CG_PRMT_BYTE(x, y, s, k)                                                        \
+    (((((((s) >> (4 * (k))) & 4u) ? (y) : (x)) >> (8 * (((s) >> (4 * (k))) & 3u))) & 0xffu) \
+     << (8 * (k)))
 DEVICE_FN uint cg_prmt(uint x, uint y, uint s)
 {
-    ulong v = ((ulong)y << 32) | x;
-    uint r = 0;
-    for (int i = 0; i < 4; i++)
-        r |= (uint)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
-    return r;
+    return CG_PRMT_BYTE(x, y, s, 0) | CG_PRMT_BYTE(x, y, s, 1) | CG_PRMT_BYTE(x, y, s, 2) |
+           CG_PRMT_BYTE(x, y, s, 3);
 }
 #define BYTE_PERM(x, y, s) cg_prmt((x), (y), (s))
 #endif
