@@ -17,6 +17,9 @@
 #             alone, then all of them, then all of them and OpenSSL (SCHED_ARGS, e.g. --cipher ...)
 #           gpus (not in the default list): ciphergrid bench gpus, GPU-resident data on every GPU
 #             at once, the peer links, one array over every GPU (GPUS_ARGS)
+#           study-PART (not in the default list): one part of ciphergrid bench study (practices,
+#             ciphers, energy) into $OUT/study, the report rebuilt from the parts there
+#             (docs/study.md; each part within 8 minutes on an H200: one part per device call)
 #   TESTS="tests/x.py ..." replaces the test files of the tests stage
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +77,8 @@ for s in "${stages[@]}"; do
              --sched-size 4Gi --repeats 3 --sched-devices "$CUDAS" --sched-devices "$CUDAS,native" \
              ${SCHED_ARGS:---cipher aes-128-ctr,camellia-128-ctr,aes-128-gcm} --json "$OUT/scheduler.json" ;;
     gpus) run gpus "${STAGE_TIMEOUT_gpus:-200}" python3 -m ciphergrid bench gpus ${GPUS_ARGS:-} --json "$OUT/gpus.json" ;;
+    study-*) run "$s" "${STAGE_TIMEOUT_study:-480}" python3 -m ciphergrid bench study --part "${s#study-}" \
+             --study-dir "$OUT/study" ;;
     *) echo "unknown stage $s"; status=1 ;;
   esac
 done

@@ -182,3 +182,27 @@ def test_energy_gain_geomean_and_verdicts():
     s = study_report.energy(_results(recs))["summary"]
     assert s["verdict"].startswith("not measurable here: no RAPL") and "geomean_gain" not in s
     assert s["geomean_throughput_gain"] == pytest.approx(40000 / 900)
+
+
+# ------------------------------------------------------------------------- the committed study
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+RUN = os.path.join(DOCS, "study", "h200-2026-11-29")
+
+
+def test_committed_study_regenerates_from_its_json(tmp_path):
+    """docs/study/h200-2026-11-29/study.md is what its study.json gives, and every figure in
+    the tables of docs/study.md is one of that report's."""
+    import re
+
+    doc = study_report.load_study(os.path.join(RUN, "study.json"))
+    study_report.write(doc, str(tmp_path))
+    report = (tmp_path / "study.md").read_text()
+    with open(os.path.join(RUN, "study.md"), encoding="utf-8") as f:
+        assert f.read() == report
+    with open(os.path.join(DOCS, "study.md"), encoding="utf-8") as f:
+        tables = [ln for ln in f if ln.startswith("| ") and not ln.startswith("| part")]
+    figures = set(re.findall(r"\d[\d,]*\.?\d*x?", report))
+    for line in tables:
+        for cell in line.split("|")[2:]:
+            for number in re.findall(r"\d[\d,]*\.\d+x?|\d{1,3}(?:,\d{3})+", cell):
+                assert number in figures, (number, line)
