@@ -492,6 +492,10 @@ def cmd_aead(args, encrypt: bool) -> int:
             raise InvalidArgument(f"{spec.name}: the input ({n} bytes) is shorter than its tag "
                                   f"({tl} bytes)")
         out_n = n + tl if encrypt else n - tl
+        client = _service_client(args)
+        if client is not None:
+            with client:
+                return _aead_served(args, encrypt, client, spec, key, nonce, aad, tl, data, out_n)
         if args.verbose:
             from .route import route_aead
 
@@ -525,6 +529,40 @@ def cmd_aead(args, encrypt: bool) -> int:
             bar.advance(n)
     finally:
         src.close()
+    return EXIT_OK
+
+
+def _aead_served(args, encrypt, client, spec, key, nonce, aad, tl, data, out_n) -> int:
+    """cmd_aead's message run by the service (the data and the result in sealed shared memory
+    past a few KiB); the output written only once the service answered (decryption: the tag
+    verified there first; a failed tag: InvalidTag, nothing written)."""
+    from .fileio import Output
+    from .progress import Progress
+
+    with Progress(data.nbytes, quiet=args.quiet, verb="encrypted" if encrypt else "decrypted",
+                  device="service") as bar:
+        out = Output(args.outfile, size=out_n, sync=not args.no_sync)
+        res = None
+        try:
+            with out:
+                fn = client.encrypt if encrypt else client.decrypt
+                res = fn(data, spec.name, key, nonce=nonce, aad=aad, tag_length=tl,
+                         device=args.device, constant_time=args.constant_time)
+                view = memoryview(res).cast("B")
+                step = 64 << 20
+                for a in range(0, out_n, step):
+                    out.write(view[a:a + step])
+        except BaseException as e:
+            if out.kind == "through" and not isinstance(e, (BrokenPipeError, InvalidTag)):
+                e.ciphergrid_written = (out.written, out.name)
+            raise
+        finally:
+            if res is not None and not encrypt and not isinstance(res, bytes):
+                res[:] = 0   # (the plaintext's copy in our memory)
+        bar.advance(data.nbytes)
+    if args.verbose:
+        print(f"ciphergrid: {spec.name} {'encrypt' if encrypt else 'decrypt'} by the service at "
+              f"{client.address}", file=sys.stderr)
     return EXIT_OK
 
 

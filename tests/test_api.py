@@ -1,7 +1,7 @@
 """The Python API in the idiom of pyca/cryptography: numpy arrays keep their shape and dtype,
 keys and IVs must be bytes-like (TypeError naming the argument), CipherContext.update_into,
-a bad device fails when the Cipher is made, docstrings, and the `ciphergrid report` notice when
-matplotlib is missing."""
+a bad device fails when the Cipher is made, docstrings, and `ciphergrid report`'s error when
+matplotlib (a dependency) is missing."""
 
 from __future__ import annotations
 
@@ -385,7 +385,7 @@ def test_module_functions_take_the_data_first():
     assert a.encrypt_batch(kw["nonces"], [b"a" * 16, b"b" * 16]).messages == r.messages
 
 
-# --------------------------------------------------------------------------- 6. report without matplotlib
+# --------------------------------------------------------------------------- 6. report and matplotlib
 
 def _results_file(tmp_path):
     from ciphergrid.bench import records
@@ -406,18 +406,16 @@ def _report(path, out):
     return bench.report_main(parser.parse_args([str(path), "--out", str(out)]))
 
 
-def test_report_without_matplotlib_says_so_on_stderr(tmp_path, monkeypatch, capsys):
+def test_report_without_matplotlib_is_a_clear_error_before_any_file(tmp_path, monkeypatch):
+    """matplotlib is a dependency: missing (a broken install), one clear error, nothing written."""
+    from ciphergrid.errors import Error
+
     path = _results_file(tmp_path)
     monkeypatch.setitem(sys.modules, "matplotlib", None)          # `import matplotlib` fails
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    assert _report(path, tmp_path / "rep") == 0
-    cap = capsys.readouterr()
-    lines = [ln for ln in cap.err.splitlines() if ln.strip()]
-    assert len(lines) == 1, cap.err
-    assert "matplotlib is not installed" in lines[0] and "PNG" in lines[0]
-    assert "pip install 'ciphergrid[plot]'" in lines[0]
-    assert (tmp_path / "rep" / "report.md").exists()
-    assert cap.out.split() == [str(tmp_path / "rep" / "report.md")]   # stdout as before
+    with pytest.raises(Error, match="plots need matplotlib.*pip install matplotlib"):
+        _report(path, tmp_path / "rep")
+    assert not (tmp_path / "rep").exists()
 
 
 def test_report_with_matplotlib_is_quiet(tmp_path, capsys):

@@ -521,3 +521,27 @@ def test_mpi_suite_rows(tmp_path):
     assert [r.implementation for r in res.records] == ["one-process", "mpi-2-ranks"]
     assert all(r.status == "ok" for r in res.records), [r.error for r in res.records]
     assert "manager's work" in res.records[1].note and res.records[1].verification["status"] == "passed"
+
+
+def test_service_suite_rows(tmp_path, capsys):
+    """`bench service`: a service of its own (started and stopped by the suite), each phase a row
+    checked against pyca response by response: round trips, one client, N clients, two equal
+    clients (shares in the note), 1 MiB beside a stream job, a soak (the server's use before and
+    after); the service is gone afterwards."""
+    pytest.importorskip("msgpack")
+    path = tmp_path / "r.json"
+    argv = ["service", "--quick", "--device", "native", "--svc-clients", "3", "--svc-seconds", "0.5",
+            "--svc-soak-seconds", "0.5", "--svc-big", "512Mi", "--svc-sizes", "4Ki,64Ki",
+            "--json", str(path)]
+    assert bench.main(parse(argv), host=HOST) == 0
+    res = records.load(path)
+    assert [r.implementation for r in res.records] == [
+        "round trip 4 KiB", "1 client", "3 clients", "2 equal clients", "1 MiB under load", "soak"]
+    for r in res.records:
+        assert r.status == "ok" and r.median_s > 0, r.error
+        assert r.verification["oracle"].startswith("pyca")
+    assert "each client's share" in res.records[3].note and "x one client" in res.records[2].note
+    assert "beside a 512 MiB stream job" in res.records[4].note
+    soak = res.records[5]
+    assert soak.resources["server_after"]["fds"] is not None and "descriptors" in soak.note
+    assert "phase" in capsys.readouterr().out

@@ -226,6 +226,39 @@ def test_cli_files_and_pipes_through_the_service(server, folder):
     assert r.returncode == 5 and b"no service at" in r.stderr and not r.stdout
 
 
+def test_cli_aead_through_the_service(server, folder):
+    """An AEAD on the command line through the service: the same bytes as pyca both ways (a
+    small message inline, a larger one in shared memory); a changed byte: exit 3, one line, no
+    output file."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+    key, nonce = bytes(range(32)), bytes(range(12))
+    keyf = os.path.join(folder, "k")
+    with open(keyf, "w") as f:
+        f.write(key.hex())
+    for name, ref, n in (("aes-256-gcm", AESGCM, 1000), ("chacha20-poly1305", ChaCha20Poly1305, (1 << 20) + 3)):
+        data = random.Random(n).randbytes(n)
+        src, out, back = (os.path.join(folder, x) for x in ("in", "out", "back"))
+        with open(src, "wb") as f:
+            f.write(data)
+        want = ref(key).encrypt(nonce, data, b"hdr")
+        common = ["-c", name, "--key-file", keyf, "--nonce", nonce.hex(), "--aad", b"hdr".hex(),
+                  "--service", server.address, "-q"]
+        r = _cli("encrypt", *common, "--in", src, "--out", out, "-v")
+        assert r.returncode == 0 and b"by the service at" in r.stderr, r.stderr
+        assert open(out, "rb").read() == want
+        r = _cli("decrypt", *common, "--in", out, "--out", back)
+        assert r.returncode == 0 and open(back, "rb").read() == data, r.stderr
+        bad = bytearray(want)
+        bad[n // 2] ^= 1
+        with open(out, "wb") as f:
+            f.write(bad)
+        os.unlink(back)
+        r = _cli("decrypt", *common, "--in", out, "--out", back)
+        assert r.returncode == 3 and not os.path.exists(back), r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
 def test_sigterm_stops_the_service_and_removes_its_socket(folder):
     p, address = _serve_process(folder)
     try:

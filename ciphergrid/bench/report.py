@@ -275,13 +275,25 @@ def render_markdown(results: Results, plots: dict | None = None) -> str:
 
 
 # ------------------------------------------------------------------------- plots
+def pyplot():
+    """matplotlib's pyplot on the Agg backend: a dependency (the reports always have their
+    plots); missing, a clear error before anything is written."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        from ..errors import Error
+
+        raise Error(f"the report's plots need matplotlib, a dependency of ciphergrid missing here "
+                    f"({e}): pip install matplotlib") from None
+    return plt
+
+
 def make_plots(results: Results, out_dir: str) -> dict:
     """Write the PNGs; return {key: file name relative to out_dir}."""
-    import matplotlib  # (a dependency: the report always has its plots)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     plots: dict = {}
     title_suffix = f"\n{results.run.get('date', '')}"
 
@@ -354,6 +366,7 @@ def _bars(plt, recs: list[Record], value, xlabel: str, title: str):
 # ------------------------------------------------------------------------- entry
 def write_report(results: Results, out_dir: str) -> list[str]:
     """Write report.md and the plots into out_dir; return the paths written."""
+    pyplot()   # (missing: the error before any file)
     os.makedirs(out_dir, exist_ok=True)
     plots = make_plots(results, out_dir)
     md = render_markdown(results, plots)

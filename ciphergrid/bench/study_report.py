@@ -76,6 +76,9 @@ def build(folder: str) -> list[str]:
 
 def write(doc: dict, out: str) -> list[str]:
     """study.md and the PNGs of a study document into ``out``; the paths written."""
+    from .report import pyplot
+
+    pyplot()   # (missing: the error before any file)
     os.makedirs(out, exist_ok=True)
     parts = _results(doc)
     derived = derive(parts)
@@ -493,11 +496,9 @@ def render(parts: dict[str, Results], derived: dict, plots: dict | None = None) 
 # ------------------------------------------------------------------------- plots
 def make_plots(parts: dict[str, Results], derived: dict, out: str) -> dict:
     """The PNGs; {key: file name relative to ``out``}."""
-    import matplotlib
+    from .report import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     plots: dict[str, str] = {}
 
     def save(fig, key: str, name: str) -> None:

@@ -28,6 +28,7 @@ MODULES = [
     "ciphergrid.bench.gpus",          # "gpus"
     "ciphergrid.bench.mpi",           # "mpi"
     "ciphergrid.bench.study",         # "study"
+    "ciphergrid.bench.service",       # "service"
 ]
 DEFAULT = "ciphers"
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import mmap
 import os
+import sys
 import socket
 import threading
 import time
@@ -545,7 +546,7 @@ class Server:
                     "running": {str(u): n for u, n in self.running.items() if n},
                     "policy": self.policy.source or None,
                     "devices": [d.spec for d in all_devices()],
-                    "engines": sorted(self.runtime.engines)}
+                    "engines": sorted(self.runtime.engines), "pinned_bytes": _pinned_bytes()}
         if not full:
             out.pop("connections")
             out.pop("running")
@@ -557,6 +558,12 @@ class Server:
 
         self.metrics = Metrics(self)
         return self.metrics.start(port, addr)
+
+
+def _pinned_bytes() -> int:
+    """Host memory the service keeps page-locked for its devices (0 before any GPU run)."""
+    pinning = sys.modules.get("ciphergrid.transfer.pinning")   # (not imported for a status)
+    return int(pinning.PINS.locked_bytes()) if pinning is not None else 0
 
 
 def _request(msg: dict):

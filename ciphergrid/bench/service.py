@@ -1,0 +1,337 @@
+"""``ciphergrid bench service``: the encryption service under load (docs/service.md).
+
+A service of its own (``ciphergrid serve`` on a temporary socket, stopped at the end), or the one at
+``--svc-socket``; requests of AES-128-CTR on ``--device`` (default: the service's choice), every
+response compared with pyca/cryptography's ciphertext of the same input (a wrong byte fails the
+row).  Phases, one row each (kind ``api``, the phase in ``implementation``):
+
+* ``round trip 4 KiB``: one 4 KiB request at a time on a warm connection (median, p90 in the note);
+* ``1 client`` / ``N clients``: mixed sizes (``--svc-sizes``) for ``--svc-seconds``, one
+  connection per client thread; the sum's GB/s, its ratio to one client's, each client's share;
+* ``2 equal clients``: the same load twice; each client's share of the sum (fair: 0.5 each);
+* ``1 MiB under load``: one client's 1 MiB requests alone, then while another client's stream job
+  of ``--svc-big`` bytes runs (a sparse file to /dev/null): the added latency;
+* ``soak``: the mixed clients for ``--svc-soak-seconds``; the server's resident memory,
+  descriptors and page-locked bytes before and after (the growth in the note).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from ..settings import parse_bytes
+from . import suites
+from .records import Record
+
+CIPHER = "aes-128-ctr"
+DEFAULT_SIZES = "4Ki,64Ki,1Mi,4Mi"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--svc-socket", metavar="PATH",
+                   help="a running service's socket (default: start one, stop it at the end)")
+    p.add_argument("--svc-clients", type=int, metavar="N", help="concurrent clients (default 64; --quick 4)")
+    p.add_argument("--svc-seconds", type=float, metavar="S",
+                   help="seconds of each load phase (default 60; --quick 2)")
+    p.add_argument("--svc-soak-seconds", type=float, metavar="S",
+                   help="seconds of the soak (default 480; --quick 3; 0: no soak)")
+    p.add_argument("--svc-big", type=lambda s: parse_bytes(s, "--svc-big"), metavar="BYTES",
+                   help="the other client's job in the latency phase (default 64Gi; --quick 256Mi)")
+    p.add_argument("--svc-sizes", default=DEFAULT_SIZES, metavar="LIST",
+                   help=f"request sizes of the load phases (default {DEFAULT_SIZES})")
+
+
+# ------------------------------------------------------------------------- the service
+@contextlib.contextmanager
+def _service(path: str | None, log):
+    """The socket of a service: ``path``'s, or one started here and stopped on leaving."""
+    import ciphergrid
+
+    if path:
+        yield path
+        return
+    folder = tempfile.mkdtemp(prefix="cg-bench-svc-")
+    sock = os.path.join(folder, "s.sock")
+    srv = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", sock],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                ciphergrid.connect(sock).close()
+                break
+            except ciphergrid.ServiceError:
+                if srv.poll() is not None or time.monotonic() > deadline:
+                    raise ciphergrid.ServiceError(
+                        f"the benchmark's service did not start: {srv.stderr.read()[-300:]}") from None
+                time.sleep(0.05)
+        yield sock
+    finally:
+        srv.terminate()
+        try:
+            srv.wait(30)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+            log("the benchmark's service did not stop in 30 s: killed")
+        with contextlib.suppress(OSError):
+            os.unlink(sock)
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
+def _server_use(pid: int, client) -> dict:
+    """The server's resident bytes, open descriptors and page-locked bytes now."""
+    rss = None
+    with contextlib.suppress(OSError):
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+    fds = None
+    with contextlib.suppress(OSError):
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    return {"rss_bytes": rss, "fds": fds, "pinned_bytes": client.status().get("pinned_bytes")}
+
+
+# ------------------------------------------------------------------------- the load
+class Load:
+    """Client threads, each with its own connection, sending requests of the sizes in turn until
+    ``stop`` is set; every response checked against pyca's ciphertext of the same input."""
+
+    def __init__(self, sock: str, sizes: list[int], device: str):
+        import numpy as np
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+        rng = np.random.default_rng()
+        self.sock, self.device = sock, device
+        self.key, self.iv = os.urandom(16), os.urandom(16)
+        self.inputs = [rng.integers(0, 256, n, dtype=np.uint8) for n in sizes]
+        c = Cipher(algorithms.AES(self.key), modes.CTR(self.iv))
+        self.expected = [c.encryptor().update(a.tobytes()) for a in self.inputs]
+
+    def client(self, stop: threading.Event, out: dict, i: int) -> None:
+        import numpy as np
+
+        import ciphergrid
+
+        moved = done = 0
+        try:
+            with ciphergrid.connect(self.sock) as c:
+                while not stop.is_set():
+                    k = done % len(self.inputs)
+                    got = c.encrypt(self.inputs[k], CIPHER, self.key, self.iv, device=self.device)
+                    got = np.frombuffer(got, np.uint8) if isinstance(got, bytes) else np.asarray(got)
+                    if got.tobytes() != self.expected[k]:
+                        raise AssertionError(f"client {i}: a response of {got.nbytes} bytes differs "
+                                             "from pyca/cryptography's")
+                    moved += got.nbytes
+                    done += 1
+        except BaseException as e:   # (reported in the row)
+            out[i] = {"bytes": moved, "requests": done, "error": f"{type(e).__name__}: {e}"[:200]}
+            stop.set()
+            return
+        out[i] = {"bytes": moved, "requests": done}
+
+    def run(self, clients: int, seconds: float) -> tuple[dict, float]:
+        stop, out = threading.Event(), {}
+        threads = [threading.Thread(target=self.client, args=(stop, out, i), daemon=True)
+                   for i in range(clients)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        stop.wait(seconds)
+        stop.set()
+        for t in threads:
+            t.join()
+        return out, time.perf_counter() - t0
+
+
+def _record(device: str, phase: str, size: int) -> Record:
+    return Record(cipher=CIPHER, algorithm="aes", key_bits=128, mode="ctr", direction="encrypt",
+                  device=device, device_name=f"the service ({device})", device_kind="service",
+                  runtime="service", kind="api", size=size, implementation=phase,
+                  timer="wall-clock", verification={"status": "passed",
+                                                     "oracle": "pyca/cryptography, every response"})
+
+
+def _load_row(device, phase, out: dict, seconds: float) -> Record:
+    total = sum(v["bytes"] for v in out.values())
+    rec = _record(device, phase, max(total, 1))
+    bad = [v["error"] for v in out.values() if "error" in v]
+    if bad:
+        return rec.fail(bad[0])
+    if not total:
+        return rec.fail("no request completed")
+    rec.set_times([seconds])
+    shares = sorted(v["bytes"] / total for v in out.values())
+    rec.note = (f"{len(out)} clients, {sum(v['requests'] for v in out.values())} requests in "
+                f"{seconds:.1f} s; each client's share of the bytes {shares[0]:.3f}..{shares[-1]:.3f}")
+    return rec
+
+
+# ------------------------------------------------------------------------- the suite
+def run(args, ctx: suites.Context) -> dict:
+    import numpy as np
+
+    import ciphergrid
+
+    quick = bool(args.quick)
+    clients = args.svc_clients or (4 if quick else 64)
+    seconds = args.svc_seconds or (2.0 if quick else 60.0)
+    soak = args.svc_soak_seconds if args.svc_soak_seconds is not None else (3.0 if quick else 480.0)
+    big = args.svc_big or ((256 << 20) if quick else (64 << 30))
+    sizes = [parse_bytes(s, "--svc-sizes") for s in args.svc_sizes.split(",") if s.strip()]
+    device = ",".join(args.device) if args.device else "auto"
+    rows: list[Record] = []
+
+    def add(rec: Record) -> None:
+        rows.append(rec)
+        ctx.add(rec)
+        if rec.status != "ok":
+            ctx.log(f"FAILED {rec.implementation}: {rec.error}")
+
+    with _service(args.svc_socket, ctx.log) as sock, ciphergrid.connect(sock) as c:
+        pid = c.status()["pid"]
+        load = Load(sock, sizes, device)
+        # -- one 4 KiB request at a time
+        data, key = np.frombuffer(os.urandom(4096), np.uint8), os.urandom(16)
+        for _ in range(50):
+            c.encrypt(data, CIPHER, key, key, device=device)
+        times = []
+        for _ in range(200 if quick else 2000):
+            t0 = time.perf_counter()
+            c.encrypt(data, CIPHER, key, key, device=device)
+            times.append(time.perf_counter() - t0)
+        rec = _record(device, "round trip 4 KiB", 4096)
+        rec.set_times(times)
+        rec.note = f"p90 {sorted(times)[int(0.9 * len(times))] * 1e3:.3f} ms"
+        add(rec)
+        # -- one client, N clients, two equal clients
+        one, t1 = load.run(1, seconds)
+        add(_load_row(device, "1 client", one, t1))
+        many, tn = load.run(clients, seconds)
+        rec = _load_row(device, f"{clients} clients", many, tn)
+        if rec.status == "ok" and rows[-1].status == "ok":
+            rec.note += f"; {rec.throughput_bps / rows[-1].throughput_bps:.2f} x one client"
+        add(rec)
+        two, t2 = load.run(2, seconds)
+        add(_load_row(device, "2 equal clients", two, t2))
+        # -- a 1 MiB request alone, then beside another client's long job
+        add(_latency(sock, load, device, big, quick))
+        # -- soak
+        if soak > 0:
+            before = _server_use(pid, c)
+            out, ts = load.run(clients, soak)
+            time.sleep(1.0)   # (the clients' connections closed: their server threads end)
+            after = _server_use(pid, c)
+            rec = _load_row(device, "soak", out, ts)
+            if rec.status == "ok":
+                grew = {k: (after[k] - before[k]) for k in before if before[k] is not None and after[k] is not None}
+                rss = (after["rss_bytes"] / before["rss_bytes"] - 1) if before["rss_bytes"] else None
+                rec.note += (f"; server before/after: RSS {before['rss_bytes']}/{after['rss_bytes']} B"
+                             + (f" ({rss * 100:+.1f} %)" if rss is not None else "")
+                             + f", descriptors {before['fds']}/{after['fds']}, page-locked "
+                               f"{before['pinned_bytes']}/{after['pinned_bytes']} B")
+                rec.resources = {"server_before": before, "server_after": after, "growth": grew}
+            add(rec)
+    _print(rows)
+    return {"devices": [], "options": {"clients": clients, "seconds": seconds, "soak_seconds": soak,
+                                       "big": big, "sizes": sizes, "device": device,
+                                       "socket": args.svc_socket or "(its own)"}}
+
+
+def _latency(sock: str, load: Load, device: str, big: int, quick: bool) -> Record:
+    """1 MiB requests alone, then while a stream job of ``big`` bytes runs in another client."""
+    import numpy as np
+
+    import ciphergrid
+    from ..registry import lookup
+    from ..request import make_request
+
+    n = 1 << 20
+    data = np.frombuffer(os.urandom(n), np.uint8)
+    reps = 20 if quick else 100
+
+    def timed(c) -> list[float]:
+        out = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            c.encrypt(data, CIPHER, load.key, load.iv, device=device)
+            out.append(time.perf_counter() - t0)
+        return out
+
+    rec = _record(device, "1 MiB under load", n)
+    folder = tempfile.mkdtemp(prefix="cg-bench-big-")
+    src_path = os.path.join(folder, "sparse")
+    job: dict = {}
+    try:
+        with open(src_path, "wb") as f:
+            f.truncate(big)   # (a sparse file: zeros at memory speed, no space used)
+        with ciphergrid.connect(sock) as c, ciphergrid.connect(sock) as other:
+            timed(c)
+            alone = timed(c)
+            req = make_request(lookup(CIPHER), load.key, load.iv, True)
+            started = threading.Event()
+
+            def run_job():
+                src = os.open(src_path, os.O_RDONLY)
+                dst = os.open(os.devnull, os.O_WRONLY)
+                try:
+                    t0 = time.perf_counter()
+                    r = other.stream(req, src, dst, device=device, nbytes=big,
+                                     progress=lambda k: started.set())
+                    job.update(bytes=r.get("bytes"), seconds=time.perf_counter() - t0)
+                except BaseException as e:
+                    job["error"] = f"{type(e).__name__}: {e}"[:200]
+                finally:
+                    started.set()
+                    os.close(src)
+                    os.close(dst)
+
+            th = threading.Thread(target=run_job, daemon=True)
+            th.start()
+            started.wait(120)
+            loaded = timed(c) if "error" not in job and "seconds" not in job else []
+            running = "seconds" not in job
+            th.join()
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(src_path)
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+    if "error" in job:
+        return rec.fail(f"the other client's job: {job['error']}")
+    if not loaded or not running:
+        return rec.fail(f"the other client's job of {big} bytes ended before the 1 MiB requests "
+                        "did: give a larger --svc-big")
+    rec.set_times(loaded)
+    a, b = statistics.median(alone), statistics.median(loaded)
+    rec.note = (f"alone {a * 1e3:.3f} ms, beside a {big >> 20} MiB stream job "
+                f"({job['bytes'] / job['seconds'] / 1e9:.2f} GB/s) {b * 1e3:.3f} ms: "
+                f"+{(b - a) * 1e3:.3f} ms (median of {reps})")
+    rec.resources = {"alone_median_s": a, "loaded_median_s": b, "added_s": b - a,
+                     "other_job_gbps": job["bytes"] / job["seconds"] / 1e9}
+    return rec
+
+
+def _print(rows) -> None:
+    print(f"{'phase':<20} {'GB/s':>8} {'median ms':>10}  note")
+    for r in rows:
+        if r.status != "ok":
+            print(f"{r.implementation:<20} {'FAILED':>8}  {r.error}")
+            continue
+        print(f"{r.implementation:<20} {r.gbps:8.3f} {r.median_s * 1e3:10.3f}  {r.note or ''}")
+
+
+suites.register("service", run, add_arguments=add_arguments,
+                help="the encryption service under load: round trips, many clients, fairness, "
+                     "latency beside a long job, a soak (docs/service.md)")
