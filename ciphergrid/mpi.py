@@ -35,6 +35,8 @@ from .errors import DeviceError, Error, InvalidArgument
 RANGE = 64 << 20
 #: the manager's longest sleep between two looks for a worker's message
 POLL_MAX_S = 0.001
+#: ranges a worker holds at once (the file mode): one running, the next already in its queue
+IN_FLIGHT = 2
 PARTIAL_SUFFIX = ".ciphergrid-partial"
 
 _READY, _DONE, _FAILED, _BROKEN = "ready", "done", "failed", "broken"
@@ -351,21 +353,31 @@ def _alone(plan, device) -> int:
 
 
 def _manage(comm, plan) -> int:
-    """Rank 0: deal the ranges to the workers as they ask; re-deal a failed one; rename at the
-    end (or remove the partial output)."""
+    """Rank 0: deal the ranges to the workers, IN_FLIGHT each (the next one waits in a worker's
+    queue while it runs one: the manager's answer is hidden behind the range); re-deal a failed
+    worker's ranges; rename at the end (or remove the partial output)."""
     from mpi4py import MPI
 
     queue = _ranges(plan)
     done = 0
     total = len(queue)
     handling, dealing = 0.0, 0.0   # the manager's own work on the messages; the dealing's span
-    live, waiting, devices, failures = _check_in(comm)   # (waiting: asked, nothing dealt yet)
+    live, ready, devices, failures = _check_in(comm)
     shares = {w: 0 for w in range(1, comm.size)}
+    inflight: dict = {w: [] for w in ready}   # each live worker's ranges, oldest first
+
+    def deal() -> None:   # (one range each first, then a second each)
+        for depth in range(1, IN_FLIGHT + 1):
+            for w in ready:
+                if w in live and len(inflight[w]) < depth and queue:
+                    rng = queue.pop(0)
+                    inflight[w].append(rng)
+                    comm.send(("range",) + rng, dest=w, tag=1)
+
     try:
         t_start, t0 = time.perf_counter(), None
         while True:
-            while waiting and queue:   # (one range each first, then whoever asks next)
-                comm.send(("range",) + queue.pop(0), dest=waiting.pop(0), tag=1)
+            deal()
             if t0 is not None:
                 handling += time.perf_counter() - t0
             if done == total or not live:
@@ -378,9 +390,9 @@ def _manage(comm, plan) -> int:
             if msg[0] == _DONE:
                 done += 1
                 shares[w] += rng[1] - rng[0]
-                waiting.append(w)
+                inflight[w].remove(rng)
             elif msg[0] == _FAILED:
-                queue.insert(0, rng)
+                queue[:0] = inflight.pop(w)   # (its ranges first, in their order)
                 live.discard(w)
                 failures.append(f"rank {w}: {msg[3]}")
                 comm.send(("stop",), dest=w, tag=1)
@@ -616,7 +628,8 @@ def _work(comm, plan, device) -> None:
                     reply = (_DONE, a, b, runner.crypt(a, msg[2], msg[3]))
             except (Error, OSError) as e:
                 comm.send((_FAILED, a, b, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=0)
-                comm.recv(source=0, tag=1)   # (the stop)
+                while comm.recv(source=0, tag=1)[0] != "stop":   # (a range dealt ahead: not ours now)
+                    pass
                 return
             comm.send(reply, dest=0, tag=0)
     finally:

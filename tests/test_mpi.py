@@ -203,3 +203,22 @@ def test_a_pipe_that_does_not_fit_the_mode_is_refused(tmp_path):
     feeder.join(10)
     assert r.returncode == 5 and b"error:" in r.stderr
     assert not (tmp_path / "out").exists() and not os.path.exists(partial_path(str(tmp_path / "out")))
+
+
+def test_weak_scaling_model():
+    """docs/mpi.md's model: no loss where nothing limits, the shared file system's cap, the
+    manager's saturation, and two ranges in flight hiding the manager's answer."""
+    from ciphergrid.bench.mpi import MODEL, model_table, weak_scaling
+
+    free = weak_scaling(8, None)
+    assert free["e_range"] == 1.0 and free["efficiency"] > 0.99
+    fs = weak_scaling(16, 1e12)
+    assert fs["limit"] == "file system" and fs["aggregate_bps"] == pytest.approx(1e12 / 2, rel=0.01)
+    one = weak_scaling(8, None, in_flight=1)
+    assert one["limit"] == "ranges" and one["efficiency"] < free["efficiency"]
+    t = MODEL["range_bytes"] / MODEL["node_bps"]
+    assert one["e_range"] == pytest.approx(t / (t + one["answer_s"]))
+    busy = weak_scaling(10_000, None)
+    assert busy["efficiency"] == 0.0 and busy["limit"] == "manager"
+    table = model_table(nodes=(2, 64))
+    assert table.count("\n") == 3 and "shared FS 200 GB/s" in table

@@ -13,6 +13,7 @@ manager's own work per range (its part of the job's time).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,8 +107,83 @@ def run(args, ctx: suites.Context) -> dict:
     for r in rows:
         print(f"{r.cipher:<14} {r.implementation:<14} "
               + (f"{r.gbps:7.2f}  {r.note or ''}" if r.status == "ok" else f"FAILED {r.error}"))
+    costs = [float(m.group(1)) * 1e-6 for r in rows if r.note
+             for m in [re.search(r"manager's work (\d+(?:\.\d+)?) us per range", r.note)] if m]
+    if costs:
+        print(f"\nweak scaling modelled with this run's manager cost ({max(costs) * 1e6:.0f} us per "
+              f"range) and GPU nodes of {MODEL['node_bps'] / 1e9:g} GB/s (docs/mpi.md):")
+        print(model_table(manager_s=max(costs)))
     return {"devices": [], "options": {"ciphers": names, "size": size, "ranks": ranks,
                                        "device": device, "repeats": repeats}}
+
+
+# ------------------------------------------------------------------------- weak scaling, modelled
+#: the model's defaults (docs/mpi.md, "Weak scaling"): measured where a figure exists
+MODEL = {
+    "range_bytes": 64 << 20,      # --mpi-range's default
+    "node_bps": 37e9,             # one H200 node host -> host (docs/study.md: 36.4-38.8 GB/s)
+    "manager_s": 27e-6,           # the manager's work per range (bench mpi, 2-core EPYC: 21-27 us)
+    "poll_s": 1e-3,               # its polling's worst delay (mpi.POLL_MAX_S)
+    "latency_s": 5e-6,            # one MPI message (assumed: an InfiniBand-class interconnect)
+    "per_node_bytes": 64 << 30,   # each node's share of the job (weak scaling: fixed per node)
+    "in_flight": 2,               # ranges a worker holds (mpi.IN_FLIGHT)
+}
+
+
+def weak_scaling(nodes: int, fs_bps: float | None, **kw) -> dict:
+    """The modelled efficiency of ``nodes`` worker nodes, each with ``per_node_bytes`` of the job,
+    against ``nodes`` times one node alone (1.0: no loss).  Factors:
+
+    * the manager: each range costs it ``manager_s``; ``nodes`` workers finishing a range every
+      ``t = range_bytes / node_bps`` keep it busy ``U = nodes * manager_s / t``, and a message
+      waits ``manager_s * U / (2 (1 - U))`` on average (M/D/1);
+    * a range's answer: its message there and the next range back (``2 latency_s``), the
+      polling's delay, the manager's work and wait; a worker holding ``in_flight`` >= 2 ranges
+      idles only for what exceeds the range's own time;
+    * the file system: ``nodes`` read and write at their rate; ``fs_bps`` (None: each node's
+      own storage, or a file system that grows with them: no shared limit) caps the sum of
+      reads and writes;
+    * the tail: the last ranges end unevenly (half a range on average).
+    A rank's start (Python, imports, MPI: about 0.3 s, measured on 2 cores) is paid by one node
+    alone too: it is not a loss of the scaling (mpiexec's launch over many nodes is assumed
+    to take as long).
+    """
+    m = {**MODEL, **kw}
+    t = m["range_bytes"] / m["node_bps"]
+    u = nodes * m["manager_s"] / t
+    if u >= 1:
+        return {"nodes": nodes, "efficiency": 0.0, "manager_busy": u, "limit": "manager"}
+    wait = m["manager_s"] * u / (2 * (1 - u))
+    answer = 2 * m["latency_s"] + m["poll_s"] + m["manager_s"] + wait
+    idle = max(0.0, answer - t) if m["in_flight"] >= 2 else answer
+    e_range = t / (t + idle)
+    demand = 2 * nodes * m["node_bps"] * e_range
+    e_fs = 1.0 if fs_bps is None else min(1.0, fs_bps / demand)
+    job = m["per_node_bytes"] / m["node_bps"]
+    e_tail = job / (job + t / 2)
+    e = e_range * e_fs * e_tail
+    limit = min((("ranges", e_range), ("file system", e_fs), ("tail", e_tail)),
+                key=lambda x: x[1])[0]
+    return {"nodes": nodes, "efficiency": e, "aggregate_bps": nodes * m["node_bps"] * e,
+            "manager_busy": u, "range_s": t, "answer_s": answer, "e_range": e_range,
+            "e_fs": e_fs, "e_tail": e_tail, "limit": limit}
+
+
+def model_table(nodes=(2, 4, 8, 16, 32, 64), fs=(None, 1e12, 200e9), **kw) -> str:
+    """Markdown: the modelled efficiency (and aggregate GB/s) per node count and file system."""
+    def name(f):
+        return "no shared limit" if f is None else f"shared FS {f / 1e9:g} GB/s"
+
+    head = "| nodes | " + " | ".join(name(f) for f in fs) + " | manager busy |"
+    lines = [head, "|" + "---|" * (len(fs) + 2)]
+    for n in nodes:
+        cells = []
+        for f in fs:
+            r = weak_scaling(n, f, **kw)
+            cells.append(f"{r['efficiency']:.3f} ({r.get('aggregate_bps', 0) / 1e9:,.0f} GB/s, "
+                         f"{r['limit']})")
+        lines.append(f"| {n} | " + " | ".join(cells) + f" | {r['manager_busy']:.2%} |")
+    return "\n".join(lines)
 
 
 def _same(a: str, b: str) -> bool:
