@@ -545,3 +545,24 @@ def test_service_suite_rows(tmp_path, capsys):
     soak = res.records[5]
     assert soak.resources["server_after"]["fds"] is not None and "descriptors" in soak.note
     assert "phase" in capsys.readouterr().out
+
+
+def test_seal_suite_rows(tmp_path):
+    """`bench seal --quick`: cat, seal and open through ciphergrid and through pyca's stream,
+    each output checked before it is timed; the random-access rows read ranges of zeros."""
+    pytest.importorskip("cryptography.cobblestone", reason="cryptography >= 50 has cobblestone")
+    path = tmp_path / "r.json"
+    argv = ["seal", "--quick", "--device", "native", "--dir", str(tmp_path), "--seal-big", "32Mi",
+            "--seal-ranges", "5", "--json", str(path)]
+    assert bench.main(parse(argv), host=HOST) == 0
+    res = records.load(path)
+    got = [(r.device, r.implementation) for r in res.records]
+    assert got == [("-", "copy"), ("native", "seal"), ("native", "open"), ("pyca", "seal"),
+                   ("pyca", "open"), ("native", "seal (the random-access file)"),
+                   ("native", "open 1 MiB at a random offset (API)"),
+                   ("native", "open 1 MiB at a random offset (CLI)")]
+    for r in res.records:
+        assert r.status == "ok" and r.median_s > 0, r.error
+        assert r.verification["status"] == ("not-applicable" if r.device == "-" else "passed"), r
+    assert "x cat" in res.records[1].note and "x pyca's single-core stream" in res.records[1].note
+    assert "start-up" in res.records[-1].note and not list(tmp_path.glob("cg-bench-seal-*"))

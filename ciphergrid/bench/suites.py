@@ -29,6 +29,7 @@ MODULES = [
     "ciphergrid.bench.mpi",           # "mpi"
     "ciphergrid.bench.study",         # "study"
     "ciphergrid.bench.service",       # "service"
+    "ciphergrid.bench.seal",          # "seal"
 ]
 DEFAULT = "ciphers"
 

@@ -232,6 +232,9 @@ class Server:
         finally:
             with self.lock:
                 self.clients.pop(cid, None)
+                idle = not self.clients
+            if idle:
+                _trim_heap()
 
     def _serve_remote(self, raw: socket.socket) -> None:
         """A remote client: TLS (its certificate, else a token in its hello), then as a local
@@ -558,6 +561,26 @@ class Server:
 
         self.metrics = Metrics(self)
         return self.metrics.start(port, addr)
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc's malloc_trim) once no client is
+    connected: the connections' threads and buffers leave free memory in malloc's arenas, which
+    a resident process would otherwise keep for good (bench service's soak)."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            _MALLOC_TRIM = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):   # (not glibc: nothing to trim)
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
 
 
 def _pinned_bytes() -> int:
