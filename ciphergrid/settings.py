@@ -165,6 +165,21 @@ def parse_bytes(text, what: str = "chunk size") -> int:
     return int(m.group(1)) * _SUFFIX[m.group(2).lower()]
 
 
+def bytes_option(flag: str):
+    """An argparse ``type`` for a byte count with binary suffixes (a bad one: argparse's one-line
+    usage error naming ``flag``)."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            return parse_bytes(text, flag)
+        except InvalidArgument as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = "byte count"
+    return parse
+
+
 def check_chunk(n: int) -> int:
     n = int(n)
     if not MIN_CHUNK <= n <= MAX_CHUNK:

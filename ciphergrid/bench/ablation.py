@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import registry
+from ..settings import bytes_option
 from ..testing import oracle
 from . import suites
 from .records import Record
@@ -23,7 +24,8 @@ from .records import Record
 
 def add_arguments(p) -> None:
     p.add_argument("--ablation-cipher", default="aes-128-ctr", help="cipher of the ablation")
-    p.add_argument("--ablation-size", type=int, default=256 << 20, help="bytes per run")
+    p.add_argument("--ablation-size", type=bytes_option("--ablation-size"),
+                   default=256 << 20, metavar="BYTES", help="bytes per run (default 256Mi)")
     p.add_argument("--ablation-impls", nargs="*", help="implementations (default: all)")
 
 

@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from .. import registry
-from ..settings import parse_bytes
+from ..settings import bytes_option
 from . import suites
 from .records import Record
 
@@ -44,13 +44,13 @@ CHECK_BYTES = 64 << 10
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--api-size", type=lambda s: parse_bytes(s, "--api-size"), default=1 << 30,
+    p.add_argument("--api-size", type=bytes_option("--api-size"), default=1 << 30,
                    metavar="BYTES", help="GPU-resident bytes per API row (default 1Gi; --quick 1Mi)")
-    p.add_argument("--api-call-size", type=lambda s: parse_bytes(s, "--api-call-size"),
+    p.add_argument("--api-call-size", type=bytes_option("--api-call-size"),
                    default=4096, metavar="BYTES", help="bytes per call of the per-call rows (4Ki)")
     p.add_argument("--api-calls", type=int, default=2000, metavar="N",
                    help="calls per per-call row (default 2000; --quick 50)")
-    p.add_argument("--api-aead-size", type=lambda s: parse_bytes(s, "--api-aead-size"),
+    p.add_argument("--api-aead-size", type=bytes_option("--api-aead-size"),
                    default=256 << 20, metavar="BYTES",
                    help="bytes of the one-message AEAD rows (default 256Mi; 0: none)")
 

@@ -46,7 +46,8 @@ def add_arguments(p) -> None:
     p.add_argument("--files-sizes", metavar="LIST", default="256Mi,1Gi",
                    help="file sizes of `bench files` (default 256Mi,1Gi)")
     p.add_argument("--dir", action="append", metavar="DIR",
-                   help="folder(s) of `bench files` (default: the temporary folder and /dev/shm)")
+                   help="folder(s) of `bench files` (default: the temporary folder and /dev/shm); "
+                        "`bench seal`: its folder (default /dev/shm)")
 
 
 def _fs_type(path: str) -> str:

@@ -28,13 +28,13 @@ import time
 import numpy as np
 
 from .. import registry
-from ..settings import parse_bytes
+from ..settings import bytes_option
 from . import suites
 from .records import Record
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--gpus-size", type=lambda s: parse_bytes(s, "--gpus-size"), default=1 << 30,
+    p.add_argument("--gpus-size", type=bytes_option("--gpus-size"), default=1 << 30,
                    metavar="BYTES", help="GPU-resident bytes per GPU (default 1Gi; --quick 64Mi)")
 
 

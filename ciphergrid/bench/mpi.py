@@ -20,13 +20,13 @@ import sys
 import tempfile
 import time
 
-from ..settings import mpiexec_path, parse_bytes
+from ..settings import bytes_option, mpiexec_path
 from . import suites
 from .records import Record
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--mpi-size", type=lambda s: parse_bytes(s, "--mpi-size"), default=1 << 30,
+    p.add_argument("--mpi-size", type=bytes_option("--mpi-size"), default=1 << 30,
                    metavar="BYTES", help="the file's bytes (default 1Gi; --quick 16Mi)")
     p.add_argument("--mpi-ranks", default="2,3", metavar="R,R...", help="rank counts (default 2,3)")
     p.add_argument("--mpi-dir", metavar="DIR", help="where the files go (default /dev/shm)")

@@ -30,13 +30,13 @@ import threading
 import numpy as np
 
 from .. import aeads, registry
-from ..settings import parse_bytes
+from ..settings import bytes_option, parse_bytes
 from . import suites
 from .records import Record
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--sched-size", type=lambda s: parse_bytes(s, "--sched-size"), default=1 << 30,
+    p.add_argument("--sched-size", type=bytes_option("--sched-size"), default=1 << 30,
                    metavar="BYTES", help="bytes per call (default 1Gi; --quick 8Mi)")
     p.add_argument("--sched-aead-shape", default="1Mix4Ki", metavar="COUNTxSIZE",
                    help="the AEAD batches' messages (--cipher aes-128-gcm ...; default 1Mix4Ki; "

@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from ..settings import parse_bytes
+from ..settings import bytes_option, parse_bytes
 from . import suites
 from .files import _time
 from .records import Record
@@ -48,7 +48,7 @@ PYCA_STREAM = ("import sys\nfrom cryptography.cobblestone import Cobblestone128{
 def add_arguments(p) -> None:
     p.add_argument("--seal-sizes", metavar="LIST", default="256Mi,1Gi",
                    help="file sizes of `bench seal` (default 256Mi,1Gi; --quick 16Mi)")
-    p.add_argument("--seal-big", type=lambda s: parse_bytes(s, "--seal-big"), metavar="BYTES",
+    p.add_argument("--seal-big", type=bytes_option("--seal-big"), metavar="BYTES",
                    help="the random-access file's message bytes (default 16Gi; --quick 64Mi)")
     p.add_argument("--seal-ranges", type=int, default=50, metavar="N",
                    help="1 MiB ranges read at random offsets (default 50)")

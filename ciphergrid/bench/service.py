@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 
-from ..settings import parse_bytes
+from ..settings import bytes_option, parse_bytes
 from . import suites
 from .records import Record
 
@@ -42,7 +42,7 @@ def add_arguments(p) -> None:
                    help="seconds of each load phase (default 60; --quick 2)")
     p.add_argument("--svc-soak-seconds", type=float, metavar="S",
                    help="seconds of the soak (default 480; --quick 3; 0: no soak)")
-    p.add_argument("--svc-big", type=lambda s: parse_bytes(s, "--svc-big"), metavar="BYTES",
+    p.add_argument("--svc-big", type=bytes_option("--svc-big"), metavar="BYTES",
                    help="the other client's job in the latency phase (default 64Gi; --quick 256Mi)")
     p.add_argument("--svc-sizes", default=DEFAULT_SIZES, metavar="LIST",
                    help=f"request sizes of the load phases (default {DEFAULT_SIZES})")

@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import aeads, registry
 from ..errors import InvalidArgument
-from ..settings import parse_bytes
+from ..settings import bytes_option
 from . import ablation, aead as aead_bench, suites, sysinfo
 from .methodology import COPY, Policy, Row, Runner, settle
 from .records import Record, Results, load, save
@@ -93,7 +93,7 @@ def add_arguments(p) -> None:
     p.add_argument("--study-dir", default="ciphergrid-study", metavar="DIR",
                    help="where the parts, study.json, study.md and the plots go "
                         "(default ./ciphergrid-study)")
-    p.add_argument("--study-size", type=lambda s: parse_bytes(s, "--study-size"), metavar="BYTES",
+    p.add_argument("--study-size", type=bytes_option("--study-size"), metavar="BYTES",
                    help="bytes per call of the tables' rows (default 256Mi on a GPU, 16Mi on a CPU)")
 
 
