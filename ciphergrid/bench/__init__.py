@@ -130,9 +130,9 @@ def main(args: argparse.Namespace, *, api=None, host: dict | None = None) -> int
             parts = suite.run(args, ctx) or {}
     except KeyboardInterrupt:
         state["interrupted"] = True
-        log(f"interrupted after {len(recs)} rows")
+        log("interrupted" + (f" after {len(recs)} rows" if recs else ""))
     final = results(complete=not state["interrupted"])
-    if recs or not parts:  # (a suite that keeps its rows in its own files printed them)
+    if recs or not (parts or state["interrupted"]):  # (a suite keeping its own files said)
         print_summary(final, sys.stdout)
     if path:
         save(final, path)
