@@ -232,9 +232,7 @@ class Server:
         finally:
             with self.lock:
                 self.clients.pop(cid, None)
-                idle = not self.clients
-            if idle:
-                _trim_heap()
+            _trim_heap()
 
     def _serve_remote(self, raw: socket.socket) -> None:
         """A remote client: TLS (its certificate, else a token in its hello), then as a local
@@ -564,9 +562,9 @@ class Server:
 
 
 def _trim_heap() -> None:
-    """Give the C heap's free pages back to the system (glibc's malloc_trim) once no client is
-    connected: the connections' threads and buffers leave free memory in malloc's arenas, which
-    a resident process would otherwise keep for good (bench service's soak)."""
+    """Give the C heap's free pages back to the system (glibc's malloc_trim) when a connection
+    ends: its thread and buffers leave free memory in malloc's arenas, which a resident process
+    would otherwise keep for good (bench service's soak)."""
     global _MALLOC_TRIM
     if _MALLOC_TRIM is None:
         import ctypes
