@@ -156,21 +156,60 @@ def cmd_seal(args, seal: bool) -> int:
             with Output(args.outfile, sync=not args.no_sync) as out:
                 out.write(data)
             return EXIT_OK
-        if seal:
-            cls = cb.Cobblestone256Encryptor if args.aes256 else cb.Cobblestone128Encryptor
-        else:
-            cls = cb.Cobblestone256Decryptor if args.aes256 else cb.Cobblestone128Decryptor
-        ctx = cls(key, context, device=args.device)
         with Output(args.outfile, sync=not args.no_sync) as out:
-            while True:
-                piece = src.read(READ_CHUNK)
-                if not piece:
-                    break
-                out.write(ctx.update(piece))
-            out.write(ctx.finalize())
+            (_seal_stream if seal else _open_stream)(src, out, sch, key, context, args.device)
     finally:
         src.close()
     return EXIT_OK
+
+
+def _seal_stream(src, out, sch, key: bytes, context: bytes, device: str) -> None:
+    """The input sealed piece by piece into ``out``: READ_CHUNK bytes (whole chunks) read into
+    one buffer and sealed into another, both reused (no fresh memory per piece); the piece that
+    ends the input is the final one (its last chunk shorter, possibly empty)."""
+    import numpy as np
+
+    from .formats import cobblestone as cb
+
+    s = cb.Sealer(sch, key, context, device=device)
+    out.write(s.header())
+    pt = np.empty(READ_CHUNK, dtype=np.uint8)
+    ct = np.empty(cb.sealed_length(READ_CHUNK), dtype=np.uint8)
+    while True:
+        n = src.readinto(pt)
+        final = n < READ_CHUNK
+        out.write(s.seal(pt[:n], final, out=ct))
+        if final:
+            return
+
+
+def _open_stream(src, out, sch, key: bytes, context: bytes, device: str) -> None:
+    """The sealed input opened piece by piece into ``out``: each piece's chunks verified before
+    any of its plaintext is written; a piece is final when nothing follows it (read ahead into
+    a second buffer: the two, and the plaintext's, reused)."""
+    import numpy as np
+
+    from .formats import cobblestone as cb
+
+    header = np.empty(cb.HEADER, dtype=np.uint8)
+    got = src.readinto(header)
+    if got < cb.HEADER:
+        raise InvalidTag(f"{sch.name}: the sealed message is shorter than its header: nothing is "
+                         "released")
+    op = cb.Opener(sch, key, context, header.tobytes(), device=device)
+    step = READ_CHUNK // cb.CHUNK * cb.SEALED_CHUNK
+    bufs = [np.empty(step, dtype=np.uint8), np.empty(step, dtype=np.uint8)]
+    pt = np.empty(READ_CHUNK, dtype=np.uint8)
+    n, first = src.readinto(bufs[0]), 0
+    while True:
+        nxt = src.readinto(bufs[1]) if n == step else 0
+        final = nxt == 0
+        out.write(op.open(bufs[0][:n], first, final, out=pt))
+        if final:
+            return
+        first += n // cb.SEALED_CHUNK
+        bufs.reverse()
+        n = nxt
 
 
 # ------------------------------------------------------------------------------------ encrypt / decrypt

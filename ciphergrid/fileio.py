@@ -187,6 +187,19 @@ class Input:
             self.size = max(0, self.size - len(data))
         return data
 
+    def readinto(self, buf) -> int:
+        """Fill ``buf`` (fewer bytes only at the end of the input); the bytes read."""
+        view = memoryview(buf).cast("B")
+        done = 0
+        while done < len(view):
+            k = self.f.readinto(view[done:])
+            if not k:
+                break
+            done += k
+        if self.size is not None:
+            self.size = max(0, self.size - done)
+        return done
+
     def close(self) -> None:
         if not self.is_stdin:
             self.f.close()

@@ -115,13 +115,14 @@ class Sealer:
         self.salt = os.urandom(SALT) if salt is None else bytes(salt)
         self.key, self.base, self.commitment = derive(sch, bytes(input_key), self.salt, bytes(context))
         self.chunk = 0     # chunks sealed so far
+        self._texts = None  # a batch's ciphertexts, before the tags go between them (reused)
 
     def header(self) -> bytes:
         return self.salt + self.commitment
 
-    def seal(self, pt: np.ndarray, final: bool) -> np.ndarray:
+    def seal(self, pt: np.ndarray, final: bool, out: np.ndarray | None = None) -> np.ndarray:
         """The sealed chunks of ``pt``: whole 16 KiB chunks, and with ``final`` the shorter last
-        one (possibly empty) after them."""
+        one (possibly empty) after them; in ``out`` (its first bytes) when given."""
         import ciphergrid
 
         n = pt.nbytes
@@ -131,14 +132,20 @@ class Sealer:
         count = full + (1 if final else 0)
         if self.chunk + count > MAX_CHUNKS:
             raise InvalidArgument("the message passes the spec's 2^38 chunks")
-        out = np.empty(n + count * TAG, dtype=np.uint8)
+        need = n + count * TAG
+        out = np.empty(need, dtype=np.uint8) if out is None else out[:need]
+        if out.nbytes != need:
+            raise InvalidArgument(f"out holds {out.nbytes} bytes, the sealed chunks {need}")
+        if self._texts is None or self._texts.nbytes < min(n, BATCH_CHUNKS * CHUNK):
+            self._texts = np.empty(min(n, BATCH_CHUNKS * CHUNK), dtype=np.uint8)
         for a in range(0, count, BATCH_CHUNKS):
             b = min(count, a + BATCH_CHUNKS)
             lo, hi = a * CHUNK, min(n, b * CHUNK)
             off = np.minimum(np.arange(a, b + 1, dtype=np.int64) * CHUNK, n) - lo
             r = ciphergrid.encrypt_batch(pt[lo:hi], self.sch.aead, key=self.key,
                                          nonces=nonces(self.base, self.chunk + a, b - a),
-                                         offsets=off, device=self.device)
+                                         offsets=off, device=self.device,
+                                         out=self._texts[:hi - lo])
             whole = min(b, full) - a                       # the batch's whole chunks
             o = a * SEALED_CHUNK
             view = out[o:o + whole * SEALED_CHUNK].reshape(whole, SEALED_CHUNK)
@@ -167,10 +174,12 @@ class Opener:
         if not hmac.compare_digest(commitment, header[SALT:]):
             raise InvalidTag(f"{sch.name}: the key commitment does not match (wrong key or context, "
                              "or not this message): nothing is released")
+        self._texts = None  # a batch's ciphertexts without their tags (reused)
 
-    def open(self, ct: np.ndarray, first: int, final: bool) -> np.ndarray:
+    def open(self, ct: np.ndarray, first: int, final: bool, out: np.ndarray | None = None) -> np.ndarray:
         """The plaintext of sealed chunks ``ct`` starting at chunk ``first``: whole sealed chunks,
-        and with ``final`` the message's last (shorter) one after them."""
+        and with ``final`` the message's last (shorter) one after them; in ``out`` (its first
+        bytes) when given (zeroed, and InvalidTag, when a chunk does not verify)."""
         import ciphergrid
 
         m = ct.nbytes
@@ -182,13 +191,17 @@ class Opener:
         if first + count > MAX_CHUNKS:
             raise InvalidTag("the sealed message passes the spec's 2^38 chunks")
         n = full * CHUNK + (last - TAG if final else 0)
-        out = np.empty(n, dtype=np.uint8)
+        out = np.empty(n, dtype=np.uint8) if out is None else out[:n]
+        if out.nbytes != n:
+            raise InvalidArgument(f"out holds {out.nbytes} bytes, the opened chunks {n}")
+        if self._texts is None or self._texts.nbytes < min(n, BATCH_CHUNKS * CHUNK):
+            self._texts = np.empty(min(n, BATCH_CHUNKS * CHUNK), dtype=np.uint8)
         for a in range(0, count, BATCH_CHUNKS):
             b = min(count, a + BATCH_CHUNKS)
             whole = min(b, full) - a
             o = a * SEALED_CHUNK
             view = ct[o:o + whole * SEALED_CHUNK].reshape(whole, SEALED_CHUNK)
-            texts = np.empty(min(n, b * CHUNK) - a * CHUNK, dtype=np.uint8)
+            texts = self._texts[:min(n, b * CHUNK) - a * CHUNK]
             texts[:whole * CHUNK].reshape(whole, CHUNK)[:] = view[:, :CHUNK]
             tags = np.empty((b - a, TAG), dtype=np.uint8)
             tags[:whole] = view[:, CHUNK:]
@@ -199,12 +212,12 @@ class Opener:
             off = np.minimum(np.arange(a, b + 1, dtype=np.int64) * CHUNK, n) - a * CHUNK
             r = ciphergrid.decrypt_batch(texts, self.sch.aead, key=self.key, tags=tags,
                                          nonces=nonces(self.base, first + a, b - a), offsets=off,
-                                         device=self.device)
+                                         device=self.device,
+                                         out=out[a * CHUNK:a * CHUNK + texts.nbytes])
             if r.failed:
                 out.fill(0)
                 raise InvalidTag(f"{self.sch.name}: chunk {first + a + r.failed[0]} does not verify "
                                  "(altered, reordered or from another message): nothing is released")
-            out[a * CHUNK:a * CHUNK + texts.nbytes] = r.data
         return out
 
 
