@@ -17,7 +17,7 @@ Random access: one sealed file of ``--seal-big`` bytes (default 16 GiB, bounded 
 free space; ``--quick`` 64 MiB) of zeros (a sparse input), then 1 MiB at random offsets through
 the API (``ciphergrid.cobblestone.decrypt_range`` over a ``mmap`` of the file: only the chunks
 read are paged in) and through the command line (``ciphergrid open --offset --length``, its
-start-up measured apart as ``ciphergrid open --help``); every range checked (zeros).
+start-up measured apart as the same command with ``--length 0``); every range checked (zeros).
 """
 
 from __future__ import annotations
@@ -236,7 +236,8 @@ def _random_access(ctx, folder: str, kf: str, key: bytes, big: int, count: int, 
     start, times = [], []
     out = os.path.join(folder, "range")
     for _ in range(max(3, count // 5)):
-        start += _time(_cg("open", "--help"), out, 1)
+        start += _time(_cg("open", "--key-file", kf, "--device", device, "--in", sealed,
+                           "--offset", "0", "--length", "0", "--out", out), out, 1)
         off = rng.randrange(0, big - n)
         times += _time(_cg("open", "--key-file", kf, "--device", device, "--in", sealed,
                            "--offset", str(off), "--length", str(n), "--out", out), out, 1)
@@ -246,8 +247,8 @@ def _random_access(ctx, folder: str, kf: str, key: bytes, big: int, count: int, 
     cli.set_times(times)
     cli.verification = {"status": "passed", "oracle": "the zeros sealed"}
     s = statistics.median(start)
-    cli.note += (f"; start-up (ciphergrid open --help) {s * 1e3:.1f} ms: the range "
-                 f"{(cli.median_s - s) * 1e3:+.1f} ms beyond it")
+    cli.note += (f"; start-up (the same command with --length 0: its imports, the key's "
+                 f"commitment) {s * 1e3:.1f} ms: the range {(cli.median_s - s) * 1e3:+.1f} ms beyond it")
     return [seal, api, cli]
 
 
