@@ -12,7 +12,8 @@ row).  Phases, one row each (kind ``api``, the phase in ``implementation``):
 * ``1 MiB under load``: one client's 1 MiB requests alone, then while another client's stream job
   of ``--svc-big`` bytes runs (a sparse file to /dev/null): the added latency;
 * ``soak``: the mixed clients for ``--svc-soak-seconds``; the server's resident memory,
-  descriptors and page-locked bytes before and after (the growth in the note).
+  descriptors and page-locked bytes before and after (the growth in the note), both sampled
+  once the same load's connections are gone (a first round of at most 10 s before it).
 """
 
 from __future__ import annotations
@@ -86,6 +87,16 @@ def _service(path: str | None, log):
             os.unlink(sock)
         with contextlib.suppress(OSError):
             os.rmdir(folder)
+
+
+def _settled(pid: int, client, wait_s: float = 30.0) -> dict:
+    """The server's use once the load's connections are gone (only ``client``'s left) and a
+    second has passed: their threads ended, the heap trimmed."""
+    deadline = time.monotonic() + wait_s
+    while client.status()["clients"] > 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    return _server_use(pid, client)
 
 
 def _server_use(pid: int, client) -> dict:
@@ -228,11 +239,11 @@ def run(args, ctx: suites.Context) -> dict:
         # -- a 1 MiB request alone, then beside another client's long job
         add(_latency(sock, load, device, big, quick))
         # -- soak
-        if soak > 0:
-            before = _server_use(pid, c)
+        if soak > 0:   # (both samples after the same load ended: its connections closed)
+            load.run(clients, min(10.0, soak))
+            before = _settled(pid, c)
             out, ts = load.run(clients, soak)
-            time.sleep(1.0)   # (the clients' connections closed: their server threads end)
-            after = _server_use(pid, c)
+            after = _settled(pid, c)
             rec = _load_row(device, "soak", out, ts)
             if rec.status == "ok":
                 grew = {k: (after[k] - before[k]) for k in before if before[k] is not None and after[k] is not None}
