@@ -98,6 +98,11 @@ def service_setting() -> str | None:
     return v or None
 
 
+def malloc_arena_max_set() -> bool:
+    """Whether the user sets glibc's MALLOC_ARENA_MAX (the service then leaves it alone)."""
+    return "MALLOC_ARENA_MAX" in os.environ
+
+
 def activation_fds() -> list[int]:
     """The listening sockets systemd passed (socket activation: ``LISTEN_PID`` is this process,
     ``LISTEN_FDS`` of them from descriptor 3 on); [] when none."""

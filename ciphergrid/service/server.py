@@ -142,6 +142,7 @@ class Server:
         """Accept and serve until :meth:`stop`; then wait for the running jobs (STOP_GRACE_S)."""
         import select
 
+        _limit_arenas()
         try:
             while not self.stopping.is_set():
                 socks = [self.sock] + ([self.tcp] if self.tcp is not None else [])
@@ -559,6 +560,27 @@ class Server:
 
         self.metrics = Metrics(self)
         return self.metrics.start(port, addr)
+
+
+#: malloc arenas the service's threads share (glibc's default is 8 per core): each connection
+#: has a thread, and with one arena per few threads their free memory scattered over many arenas
+#: (2-core EPYC, 64 clients for 3 minutes: the server's RSS +2.0 % with the default, +0.2 % with 2)
+ARENAS = 2
+
+
+def _limit_arenas() -> None:
+    """glibc's M_ARENA_MAX for the threads to come (unless the user's MALLOC_ARENA_MAX says)."""
+    from ..settings import malloc_arena_max_set
+
+    if malloc_arena_max_set():
+        return
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt(-8, ARENAS)   # M_ARENA_MAX
+    except (OSError, AttributeError):   # (not glibc)
+        pass
 
 
 def _trim_heap() -> None:
