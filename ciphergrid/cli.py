@@ -325,8 +325,7 @@ def _crypt(args, encrypt: bool, src, out) -> int:
             if (isinstance(e, OSError) and not e.filename and e.errno in _OUT_ERRNOS
                     and out.name not in str(e)):
                 e.filename = out.name  # a full disk is the output's
-            if out.kind == "through" and not isinstance(e, BrokenPipeError):
-                e.ciphergrid_written = (out.written, out.name)  # for the one-line message
+            _note_written(e, out)
             raise
     finally:
         if cipher is not None:
@@ -556,8 +555,7 @@ def cmd_aead(args, encrypt: bool) -> int:
                     for a in range(0, out_n, step):
                         out.write(memoryview(buf[a:a + step]))
             except BaseException as e:
-                if out.kind == "through" and not isinstance(e, (BrokenPipeError, InvalidTag)):
-                    e.ciphergrid_written = (out.written, out.name)
+                _note_written(e, out, InvalidTag)
                 raise
             finally:
                 if held is None:
@@ -569,6 +567,13 @@ def cmd_aead(args, encrypt: bool) -> int:
     finally:
         src.close()
     return EXIT_OK
+
+
+def _note_written(e: BaseException, out, *quiet) -> None:
+    """For the one-line message: how much of a write-through output (stdout, a pipe) was already
+    written when ``e`` ended the run (not for a broken pipe, nor for the types ``quiet``)."""
+    if out.kind == "through" and not isinstance(e, (BrokenPipeError, *quiet)):
+        e.ciphergrid_written = (out.written, out.name)
 
 
 def _aead_served(args, encrypt, client, spec, key, nonce, aad, tl, data, out_n) -> int:
@@ -592,8 +597,7 @@ def _aead_served(args, encrypt, client, spec, key, nonce, aad, tl, data, out_n) 
                 for a in range(0, out_n, step):
                     out.write(view[a:a + step])
         except BaseException as e:
-            if out.kind == "through" and not isinstance(e, (BrokenPipeError, InvalidTag)):
-                e.ciphergrid_written = (out.written, out.name)
+            _note_written(e, out, InvalidTag)
             raise
         finally:
             if res is not None and not encrypt and not isinstance(res, bytes):

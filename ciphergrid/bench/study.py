@@ -39,7 +39,7 @@ import numpy as np
 from .. import aeads, registry
 from ..errors import InvalidArgument
 from ..settings import bytes_option
-from . import ablation, aead as aead_bench, suites, sysinfo
+from . import _now, ablation, aead as aead_bench, command_line, definitions, suites, sysinfo
 from .methodology import COPY, Policy, Row, Runner, settle
 from .records import Record, Results, load, save
 
@@ -143,8 +143,6 @@ class Part:
             self.last = time.monotonic()
 
     def save(self, complete: bool, **options) -> None:
-        from . import definitions
-
         counts = {s: sum(r.status == s for r in self.records) for s in ("ok", "failed", "skipped")}
         self.run["options"].update(options)
         run = dict(self.run, finished=_now(), complete=complete, interrupted=not complete,
@@ -154,23 +152,11 @@ class Part:
         save(Results(run=run, records=list(self.records)), self.path)
 
 
-def _now() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def _command(args, part: str) -> str:
-    import shlex
+    """The command that measures this part again (bench's canonical command, --part its own)."""
+    import argparse
 
-    cmd = ["ciphergrid", "bench", "study", "--part", part, "--study-dir", args.study_dir]
-    if args.quick:
-        cmd.append("--quick")
-    if args.study_size:
-        cmd += ["--study-size", str(args.study_size)]
-    for d in args.device or []:
-        cmd += ["--device", d]
-    return shlex.join(cmd)
+    return command_line(argparse.Namespace(**{**vars(args), "part": [part]}))
 
 
 def _runner(ctx, policy: Policy) -> Runner:

@@ -106,6 +106,11 @@ def _u8(data) -> np.ndarray:
     return buffers.host_array(data)[0].reshape(-1)
 
 
+def _scratch(buf: np.ndarray | None, n: int) -> np.ndarray:
+    """``buf`` when it holds ``n`` bytes, else a new buffer of ``n`` (a batch's texts, reused)."""
+    return buf if buf is not None and buf.nbytes >= n else np.empty(n, dtype=np.uint8)
+
+
 class Sealer:
     """One message's chunks sealed in batches (the engine of the encryptor and of ``encrypt``)."""
 
@@ -136,8 +141,7 @@ class Sealer:
         out = np.empty(need, dtype=np.uint8) if out is None else out[:need]
         if out.nbytes != need:
             raise InvalidArgument(f"out holds {out.nbytes} bytes, the sealed chunks {need}")
-        if self._texts is None or self._texts.nbytes < min(n, BATCH_CHUNKS * CHUNK):
-            self._texts = np.empty(min(n, BATCH_CHUNKS * CHUNK), dtype=np.uint8)
+        self._texts = _scratch(self._texts, min(n, BATCH_CHUNKS * CHUNK))
         for a in range(0, count, BATCH_CHUNKS):
             b = min(count, a + BATCH_CHUNKS)
             lo, hi = a * CHUNK, min(n, b * CHUNK)
@@ -194,8 +198,7 @@ class Opener:
         out = np.empty(n, dtype=np.uint8) if out is None else out[:n]
         if out.nbytes != n:
             raise InvalidArgument(f"out holds {out.nbytes} bytes, the opened chunks {n}")
-        if self._texts is None or self._texts.nbytes < min(n, BATCH_CHUNKS * CHUNK):
-            self._texts = np.empty(min(n, BATCH_CHUNKS * CHUNK), dtype=np.uint8)
+        self._texts = _scratch(self._texts, min(n, BATCH_CHUNKS * CHUNK))
         for a in range(0, count, BATCH_CHUNKS):
             b = min(count, a + BATCH_CHUNKS)
             whole = min(b, full) - a

@@ -568,19 +568,24 @@ class Server:
 ARENAS = 2
 
 
-def _limit_arenas() -> None:
-    """glibc's M_ARENA_MAX for the threads to come (unless the user's MALLOC_ARENA_MAX says)."""
-    from ..settings import malloc_arena_max_set
-
-    if malloc_arena_max_set():
-        return
+def _glibc(name: str):
+    """glibc's function ``name`` (None where the C library is not glibc)."""
     import ctypes
     import ctypes.util
 
     try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt(-8, ARENAS)   # M_ARENA_MAX
-    except (OSError, AttributeError):   # (not glibc)
-        pass
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
+    except (OSError, AttributeError):
+        return None
+
+
+def _limit_arenas() -> None:
+    """glibc's M_ARENA_MAX for the threads to come (unless the user's MALLOC_ARENA_MAX says)."""
+    from ..settings import malloc_arena_max_set
+
+    mallopt = None if malloc_arena_max_set() else _glibc("mallopt")
+    if mallopt is not None:
+        mallopt(-8, ARENAS)   # M_ARENA_MAX
 
 
 def _trim_heap() -> None:
@@ -589,13 +594,7 @@ def _trim_heap() -> None:
     would otherwise keep for good (bench service's soak)."""
     global _MALLOC_TRIM
     if _MALLOC_TRIM is None:
-        import ctypes
-        import ctypes.util
-
-        try:
-            _MALLOC_TRIM = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError):   # (not glibc: nothing to trim)
-            _MALLOC_TRIM = False
+        _MALLOC_TRIM = _glibc("malloc_trim") or False   # (False: not glibc, nothing to trim)
     if _MALLOC_TRIM:
         _MALLOC_TRIM(0)
 
