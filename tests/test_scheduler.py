@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -135,6 +136,25 @@ def test_failed_or_hung_engine_costs_rework_not_bytes(victim, what, rng, monkeyp
     assert 0 < st.rework_bytes <= (1 - composite.TAIL) * data.nbytes
     if what == "hang":
         assert "hung" in st.failures[0] and took < composite.HANG_INJECTED_S
+
+
+def test_watchdog_keeps_the_workers_error():
+    """The last worker's failure sets the job's error and its thread ends while the watchdog
+    waits: the watchdog reports that error, not its own safety net's "units not run" (CI saw
+    the race under load on 2026-11-29)."""
+    run = object.__new__(composite._Run)
+    gone = threading.Thread(target=lambda: None)
+    gone.start()
+    gone.join()
+
+    class Cv(threading.Condition):
+        def wait(self, timeout=None):           # the worker's failure, during the wait
+            run.error = ciphergrid.DeviceError("every engine failed: a; b")
+            return True
+
+    run.cv, run.done, run.n, run.error, run.owner = Cv(), 0, 8, None, {}
+    run._watch([gone])
+    assert str(run.error) == "every engine failed: a; b"
 
 
 def test_every_engine_failing_raises(rng, monkeypatch):

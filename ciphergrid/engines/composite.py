@@ -758,7 +758,9 @@ class _Run:
         with self.cv:
             while self.done < self.n and self.error is None:
                 self.cv.wait(0.02)
-                if not any(t.is_alive() for t in threads) and self.done < self.n:
+                if self.error is not None or self.done >= self.n:
+                    break                       # (set while waiting: the workers' own word)
+                if not any(t.is_alive() for t in threads):
                     self.error = DeviceError(   # (a safety net: the workers wait for each other)
                         f"the scheduler's workers ended with {self.n - self.done} units not run")
                     break
