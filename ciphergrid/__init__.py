@@ -42,12 +42,14 @@ __all__ = [
 # The public names of api and aead are imported on first use (PEP 562), not with the package: the
 # command line imports only what its command runs (no AEAD modules for a block cipher, numpy
 # after the output is open), and ``import ciphergrid`` costs no numpy import.
-_LAZY = {name: "api" for name in ("encrypt", "decrypt", "Cipher", "CipherContext", "devices",
-                                  "available_ciphers")}
+# encrypt, decrypt and the batches come from front.py: the library's own, or a service's when
+# CIPHERGRID_SERVICE asks for one.
+_LAZY = {name: "api" for name in ("Cipher", "CipherContext", "devices", "available_ciphers")}
+_LAZY.update({name: "front" for name in ("encrypt", "decrypt", "encrypt_batch", "decrypt_batch")})
 _LAZY["SchedulerStats"] = "engines.composite"
 _LAZY["connect"] = "service"
-_LAZY.update({name: "aead" for name in ("encrypt_batch", "decrypt_batch", "BatchResult", "AESGCM",
-                                        "ChaCha20Poly1305", "AsconAEAD128", "AEGIS128L")})
+_LAZY.update({name: "aead" for name in ("BatchResult", "AESGCM", "ChaCha20Poly1305", "AsconAEAD128",
+                                        "AEGIS128L")})
 
 
 def __getattr__(name: str):

@@ -487,6 +487,16 @@ def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tag
     table, index = _key_table(spec, key, keys, m)
     non = _nonce_table(spec, nonces, m, tl, table.shape[1])
     aad_arr, aad_off = _aad_table(aad, m)
+    return _run_tables(spec, encrypt, tl, impl, src, off, got, longest, table, index, non,
+                       aad_arr, aad_off, device, out)
+
+
+def _run_tables(spec, encrypt: bool, tl: int, impl, src, off, got, longest: int, table, index,
+                non, aad_arr, aad_off, device, out=None) -> BatchResult:
+    """A batch from its checked tables (``_batch`` makes them from the caller's arguments, the
+    service from a client's request): the limits, nonce repeats, the run, the result."""
+    aead = spec.aead
+    m = off.size - 1
     _check_limits(spec, longest, _longest(aad_off, aead.max_aad))
     repeats = None
     if encrypt:

@@ -17,7 +17,7 @@ import sys
 
 from . import __version__, interrupts
 from .errors import (DeviceError, DeviceNotFound, Error, InvalidArgument, InvalidPadding, InvalidTag,
-                     ServiceError, WeakCipherWarning)
+                     WeakCipherWarning)
 
 EXIT_OK = 0
 EXIT_USAGE = 2     # bad arguments, bad key / IV, the input does not suit the cipher
@@ -799,25 +799,15 @@ def _service_client(args):
     """The service the command runs through: --service / CIPHERGRID_SERVICE ``auto`` (the
     per-user one when its socket answers), ``off``, or an address (it must answer); None: this
     process runs the command."""
-    from .settings import default_service_address, service_setting
+    from .settings import service_setting
 
     where = (args.service or service_setting() or "auto").strip()
-    if where.lower() == "off":
-        return None
-    from .service import connect
-
-    if where.lower() == "auto":
-        address = default_service_address()
-        if not os.path.exists(address):
-            return None
-        try:
-            return connect(address, timeout=None)
-        except ServiceError:
-            return None   # (a stale socket, another user's: this process runs it)
     if where.startswith(("tls://", "tcp://")):
         raise InvalidArgument("--service: a command's files go to a local service (a socket "
                               "path); a remote one takes buffers (ciphergrid.connect)")
-    return connect(where)
+    from .service import resolve
+
+    return resolve(where)
 
 
 def cmd_devices(args) -> int:

@@ -582,6 +582,138 @@ def test_aead_messages_through_the_service(server, name, n):
             c.encrypt(data, name, key, nonce=b"")
 
 
+def _batch_case(name, rng, m, size, keys=False):
+    a = ciphergrid.aeads.lookup(name)
+    kl = a.names[name]
+    msgs = [rng.randbytes(rng.randrange(size + 1)) for _ in range(m)]
+    nonces = [rng.randbytes(a.default_nonce_length) for _ in range(m)]
+    kw = {"keys": [rng.randbytes(kl) for _ in range(m)]} if keys else {"key": rng.randbytes(kl)}
+    aad = [rng.randbytes(rng.randrange(20)) for _ in range(m)]
+    return msgs, nonces, aad, kw
+
+
+@pytest.mark.parametrize("name,m,size,keys", [
+    ("aes-128-gcm", 5, 200, False),             # inline
+    ("chacha20-poly1305", 300, 1000, True),     # sealed memfd, a key per message
+    ("aes-256-gcm", 0, 0, False)])              # nothing
+def test_aead_batches_through_the_service(server, name, m, size, keys):
+    """encrypt_batch / decrypt_batch through the service: the in-process library's texts and
+    tags; a message whose tag fails is withheld (zeros, ok False) and the others returned; a
+    repeated (key, nonce) refused as in process."""
+    rng = random.Random(f"{name}{m}")
+    msgs, nonces, aad, kw = _batch_case(name, rng, m, size, keys)
+    want = ciphergrid.encrypt_batch(msgs, name, nonces=nonces, aad=aad, **kw)
+    with ciphergrid.connect(server.address) as c:
+        got = c.encrypt_batch(msgs, name, nonces=nonces, aad=aad, **kw)
+        assert got.messages == want.messages and len(got) == m
+        sealed = list(got.messages)
+        if m:
+            sealed[m // 2] = sealed[m // 2][:-1] + bytes([sealed[m // 2][-1] ^ 1])
+        back = c.decrypt_batch(sealed, name, nonces=nonces, aad=aad, **kw)
+        assert back.failed == ([m // 2] if m else [])
+        assert [x for i, x in enumerate(back.messages) if i != m // 2] == \
+            [x for i, x in enumerate(msgs) if i != m // 2]
+        if m:
+            assert not back.data[back.offsets[m // 2]:back.offsets[m // 2 + 1]].any()
+        if m > 1 and not keys:
+            with pytest.raises(ciphergrid.InvalidArgument, match="nonce"):
+                c.encrypt_batch(msgs, name, nonces=[nonces[0]] * m, **kw)
+        with pytest.raises(TypeError, match="messages come first"):
+            c.encrypt_batch(name, msgs, nonces=nonces, **kw)
+
+
+def test_the_library_uses_a_service_only_when_asked(server, folder, monkeypatch):
+    """``ciphergrid.encrypt`` and the batches run in this process unless CIPHERGRID_SERVICE names
+    a service (a path, or ``auto`` with the per-user one answering): then the service runs them,
+    ``out=`` gets the result, and ``api``'s own functions still run here."""
+    from ciphergrid import api, service
+
+    def jobs():
+        return server.status()["totals"]["jobs"]
+
+    key, iv, data = bytes(range(16)), bytes(16), bytes(range(256)) * 40
+    want = oracle.encrypt(data, "aes-128-ctr", key, iv)
+    msgs, nonces = [b"a" * 100, b"b" * 7], [bytes(12), bytes(11) + b"\1"]
+    sealed = ciphergrid.aead.encrypt_batch(msgs, "aes-128-gcm", key=key, nonces=nonces).messages
+    for where in (None, "off", "auto"):   # (auto: no per-user service in this test's runtime dir)
+        if where is None:
+            monkeypatch.delenv("CIPHERGRID_SERVICE", raising=False)
+        else:
+            monkeypatch.setenv("CIPHERGRID_SERVICE", where)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", folder)
+        before = jobs()
+        assert ciphergrid.encrypt(data, "aes-128-ctr", key, iv) == want
+        assert jobs() == before
+    monkeypatch.setenv("CIPHERGRID_SERVICE", server.address)
+    try:
+        before = jobs()
+        assert ciphergrid.encrypt(data, "aes-128-ctr", key, iv) == want
+        out = bytearray(len(data))
+        assert ciphergrid.decrypt(want, "aes-128-ctr", key, iv, out=out) is out and out == data
+        assert ciphergrid.encrypt_batch(msgs, "aes-128-gcm", key=key, nonces=nonces).messages == sealed
+        assert ciphergrid.decrypt_batch(sealed, "aes-128-gcm", key=key, nonces=nonces).messages == msgs
+        assert jobs() == before + 4
+        assert api.encrypt(data, "aes-128-ctr", key, iv) == want     # (api: this process)
+        st = ciphergrid.SchedulerStats()
+        ciphergrid.encrypt(data, "aes-128-ctr", key, iv, stats=st)  # (stats: this process's)
+        assert jobs() == before + 4
+        monkeypatch.setenv("CIPHERGRID_SERVICE", os.path.join(folder, "none.sock"))
+        with pytest.raises(ciphergrid.ServiceError, match="no service"):
+            ciphergrid.encrypt(data, "aes-128-ctr", key, iv)
+        monkeypatch.setenv("CIPHERGRID_SERVICE", "tls://127.0.0.1:1")
+        with pytest.raises(ciphergrid.InvalidArgument, match="connect"):
+            ciphergrid.encrypt(data, "aes-128-ctr", key, iv)
+    finally:
+        service.forget()
+
+
+def test_aead_batch_through_a_remote_service_in_groups(remote, monkeypatch):
+    """Over TLS a batch larger than one remote message goes in groups of whole messages: the
+    in-process results, tags verified back; one message larger than a message: one clear error."""
+    start, pki = remote
+    server, address = start()
+    monkeypatch.setattr(protocol, "REMOTE_PIECE", 64 << 10)
+    rng = random.Random(41)
+    msgs, nonces, aad, kw = _batch_case("aes-128-gcm", rng, 100, 3000, keys=True)
+    want = ciphergrid.encrypt_batch(msgs, "aes-128-gcm", nonces=nonces, aad=aad, **kw)
+    with ciphergrid.connect(address, cafile=pki["ca"], token="s3cret") as c:
+        got = c.encrypt_batch(msgs, "aes-128-gcm", nonces=nonces, aad=aad, **kw)
+        assert got.messages == want.messages
+        back = c.decrypt_batch(got.messages, "aes-128-gcm", nonces=nonces, aad=aad, **kw)
+        assert back.messages == msgs and not back.failed
+        with pytest.raises(ciphergrid.InvalidArgument, match="does not fit"):
+            c.encrypt_batch([bytes(40 << 10)], "aes-128-gcm", nonces=nonces[:1], key=bytes(16))
+
+
+def test_a_batch_with_lying_tables_is_refused(server):
+    """A client's batch buffer whose offsets or key indices point outside it: a clear error,
+    the service stays up (its tables are copied and checked before any engine reads them)."""
+    import msgpack
+
+    m, n = 2, 32
+    layout, total = protocol.batch_layout(m, n, 16, 1, 16, 12, 0)
+    for bad in ("off", "index"):
+        region = np.zeros(total, dtype=np.uint8)
+        v = protocol.batch_views(region, layout)
+        v["off"][:] = [0, 16, 32]
+        if bad == "off":
+            v["off"][2] = 1 << 40
+        else:
+            v["index"][1] = 5
+        msg = {"op": "batch", "version": protocol.VERSION, "cipher": "aes-128-gcm",
+               "encrypt": True, "tag_length": 16, "m": m, "n": n, "keys": 1,
+               "nonce_length": 12, "aad_length": 0, "data": region.tobytes()}
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sk:
+            sk.connect(server.address)
+            sk.sendall(msgpack.packb({"op": "hello", "version": protocol.VERSION}))
+            sk.recv(1 << 16)
+            sk.sendall(msgpack.packb(msg, use_bin_type=True))
+            reply = msgpack.unpackb(sk.recv(1 << 16))
+        assert reply["error"]["type"] == "InvalidArgument", reply
+    with ciphergrid.connect(server.address) as c:
+        assert c.status()["totals"]["errors"] >= 2
+
+
 def test_many_clients_at_once_then_nothing_left_behind(server):
     """16 clients at once, mixed sizes (inline, shared memory) and ciphers, for ~2 s: every byte
     checked; afterwards the server holds no more descriptors than before (a short soak; the

@@ -9,7 +9,7 @@ instantiation) and Cobblestone-256 (SHA-512 + AES-256-GCM), byte-identical to py
 A sealed message is salt (24 random bytes) || commitment (32) || the chunks: the plaintext in
 16 KiB chunks, the last always shorter (possibly empty), each an AEAD message under the derived
 key with nonce = base nonce XOR its number (big-endian), no AAD, ciphertext || tag.  Every chunk is
-independent, so many go to the device in one AEAD batch (``ciphergrid.encrypt_batch``: a GPU where
+independent, so many go to the device in one AEAD batch (``aead.encrypt_batch``: a GPU where
 one wins, else OpenSSL on every core); decryption checks the commitment before any chunk, each
 chunk's tag before its plaintext is released, and the final chunk's length (a message cut at a
 chunk boundary is truncated).  ``decrypt_range`` authenticates only the chunks a range needs.
@@ -128,7 +128,7 @@ class Sealer:
     def seal(self, pt: np.ndarray, final: bool, out: np.ndarray | None = None) -> np.ndarray:
         """The sealed chunks of ``pt``: whole 16 KiB chunks, and with ``final`` the shorter last
         one (possibly empty) after them; in ``out`` (its first bytes) when given."""
-        import ciphergrid
+        from .. import aead
 
         n = pt.nbytes
         full = n // CHUNK
@@ -146,10 +146,9 @@ class Sealer:
             b = min(count, a + BATCH_CHUNKS)
             lo, hi = a * CHUNK, min(n, b * CHUNK)
             off = np.minimum(np.arange(a, b + 1, dtype=np.int64) * CHUNK, n) - lo
-            r = ciphergrid.encrypt_batch(pt[lo:hi], self.sch.aead, key=self.key,
-                                         nonces=nonces(self.base, self.chunk + a, b - a),
-                                         offsets=off, device=self.device,
-                                         out=self._texts[:hi - lo])
+            r = aead.encrypt_batch(pt[lo:hi], self.sch.aead, key=self.key,
+                                   nonces=nonces(self.base, self.chunk + a, b - a),
+                                   offsets=off, device=self.device, out=self._texts[:hi - lo])
             whole = min(b, full) - a                       # the batch's whole chunks
             o = a * SEALED_CHUNK
             view = out[o:o + whole * SEALED_CHUNK].reshape(whole, SEALED_CHUNK)
@@ -184,7 +183,7 @@ class Opener:
         """The plaintext of sealed chunks ``ct`` starting at chunk ``first``: whole sealed chunks,
         and with ``final`` the message's last (shorter) one after them; in ``out`` (its first
         bytes) when given (zeroed, and InvalidTag, when a chunk does not verify)."""
-        import ciphergrid
+        from .. import aead
 
         m = ct.nbytes
         full = m // SEALED_CHUNK
@@ -213,10 +212,9 @@ class Opener:
                 texts[whole * CHUNK:] = ct[t:m - TAG]
                 tags[whole] = ct[m - TAG:m]
             off = np.minimum(np.arange(a, b + 1, dtype=np.int64) * CHUNK, n) - a * CHUNK
-            r = ciphergrid.decrypt_batch(texts, self.sch.aead, key=self.key, tags=tags,
-                                         nonces=nonces(self.base, first + a, b - a), offsets=off,
-                                         device=self.device,
-                                         out=out[a * CHUNK:a * CHUNK + texts.nbytes])
+            r = aead.decrypt_batch(texts, self.sch.aead, key=self.key, tags=tags,
+                                   nonces=nonces(self.base, first + a, b - a), offsets=off,
+                                   device=self.device, out=out[a * CHUNK:a * CHUNK + texts.nbytes])
             if r.failed:
                 out.fill(0)
                 raise InvalidTag(f"{self.sch.name}: chunk {first + a + r.failed[0]} does not verify "

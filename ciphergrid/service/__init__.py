@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import threading
+
 
 def connect(address: str | None = None, *, timeout: float | None = None, cafile=None,
             certfile=None, keyfile=None, token: str | None = None, insecure: bool = False):
@@ -42,3 +44,76 @@ def default_address() -> str:
     from ..settings import default_service_address
 
     return default_service_address()
+
+
+def resolve(where: str, *, timeout: float | None = None):
+    """The local service a setting names (``--service``, ``CIPHERGRID_SERVICE``): ``off`` -> None;
+    ``auto`` -> the per-user one where its socket answers as yours, else None; a socket path ->
+    that one (ServiceError when it does not answer)."""
+    import os
+
+    from ..settings import default_service_address
+
+    where = where.strip()
+    if where.lower() == "off":
+        return None
+    if where.lower() == "auto":
+        from ..errors import ServiceError
+
+        address = default_service_address()
+        if not os.path.exists(address):
+            return None
+        try:
+            return connect(address, timeout=timeout)
+        except ServiceError:
+            return None   # (a stale socket, another user's: this process runs it)
+    return connect(where, timeout=timeout)
+
+
+_mine = threading.local()   # this thread's: held (setting, client); serving (a service's thread)
+
+
+def serving_thread() -> None:
+    """Mark this thread as one of a service's (the library called on it never calls a service:
+    no service asks itself)."""
+    _mine.serving = True
+
+
+def for_library(data=None):
+    """The service the library's one-shot and batch functions use: ``CIPHERGRID_SERVICE`` set to
+    ``auto`` (the per-user one, when it answers) or a socket path -- this thread's connection,
+    kept between calls; None (this process runs the call) when unset or ``off``, for GPU-resident
+    data, and on a service's own threads.  A remote address is for :func:`connect`, with its
+    certificates."""
+    from ..settings import service_setting
+
+    where = service_setting()
+    if where is None or where.lower() == "off" or getattr(_mine, "serving", False):
+        return None
+    if data is not None:
+        from ..buffers import gpu_array
+
+        if gpu_array(data) is not None:
+            return None
+    held = getattr(_mine, "held", None)
+    if held is not None and held[0] == where:
+        return held[1]
+    if where.startswith(("tls://", "tcp://")):
+        from ..errors import InvalidArgument
+
+        raise InvalidArgument("CIPHERGRID_SERVICE: the library takes a local service (auto or a "
+                              "socket path); a remote one through ciphergrid.connect(address, "
+                              "cafile=..., token=...)")
+    forget()
+    client = resolve(where)
+    if client is not None:
+        _mine.held = (where, client)
+    return client
+
+
+def forget() -> None:
+    """Close this thread's library connection (after it failed: the next call connects again)."""
+    held = getattr(_mine, "held", None)
+    _mine.held = None
+    if held is not None:
+        held[1].close()

@@ -163,6 +163,135 @@ class Client:
             out = self._shared(msg, arr, room)[: n + tl if encrypt else n - tl]
         return wrap(out, False)
 
+    def encrypt_batch(self, messages, cipher: str, *, nonces, key=None, keys=None, aad=None,
+                      offsets=None, tag_length=None, device: str = "auto",
+                      constant_time: bool = False, implementation=None):
+        """As :func:`ciphergrid.encrypt_batch`, run by the service."""
+        return self._batch(True, "encrypt_batch", messages, cipher, nonces, key, keys, aad,
+                           offsets, None, tag_length, device, constant_time, implementation)
+
+    def decrypt_batch(self, messages, cipher: str, *, nonces, key=None, keys=None, aad=None,
+                      offsets=None, tags=None, tag_length=None, device: str = "auto",
+                      constant_time: bool = False, implementation=None):
+        """As :func:`ciphergrid.decrypt_batch`, run by the service: a message whose tag fails is
+        withheld (zeros, ``ok[i]`` False), nothing raised."""
+        return self._batch(False, "decrypt_batch", messages, cipher, nonces, key, keys, aad,
+                           offsets, tags, tag_length, device, constant_time, implementation)
+
+    def _batch(self, encrypt, fn, messages, cipher, nonces, key, keys, aad, offsets, tags,
+               tag_length, device, constant_time, implementation):
+        """The batch's tables made and checked here as the library makes them (aead.py), sent in
+        one buffer (protocol.batch_layout): inline, or a sealed memfd; over a remote connection
+        in groups of whole messages of at most REMOTE_PIECE."""
+        import numpy as np
+
+        from .. import aead as _aead
+        from .. import aeads
+
+        _aead._check_order(fn, messages, cipher)
+        spec = aeads.spec(cipher)
+        tl = _aead._tag_length(spec.aead, tag_length)
+        impl = _aead._implementation(spec.aead, constant_time, implementation)
+        src, off, got, longest = _aead._texts(spec, messages, offsets, encrypt, tags, tl)
+        m = off.size - 1
+        table, index = _aead._key_table(spec, key, keys, m)
+        try:
+            non = _aead._nonce_table(spec, nonces, m, tl, table.shape[1])
+            aad_arr, aad_off = _aead._aad_table(aad, m)
+            _aead._check_limits(spec, longest, _aead._longest(aad_off, spec.aead.max_aad))
+            head = {"op": "batch", "version": protocol.VERSION, "cipher": spec.name,
+                    "encrypt": bool(encrypt), "tag_length": tl, "impl": impl, "device": device}
+            out = np.empty(src.nbytes, dtype=np.uint8)
+            res = np.empty((m, tl), dtype=np.uint8) if encrypt else np.empty(m, dtype=bool)
+            groups = self._groups(off, tl, non.shape[1], aad_off, table.size)
+            for i, j in groups:
+                rows = np.unique(index[i:j]) if j > i else np.zeros(0, dtype=index.dtype)
+                a, b = int(off[i]), int(off[j])
+                part = self._batch_call(
+                    head, src[a:b], off[i:j + 1] - a, None if got is None else got[i:j],
+                    table[rows], np.searchsorted(rows, index[i:j]).astype(np.int32), non[i:j],
+                    aad_arr[int(aad_off[i]):int(aad_off[j])], aad_off[i:j + 1] - aad_off[i])
+                if len(groups) == 1:   # (one group: its arrays are the result's)
+                    out, res = part
+                else:
+                    out[a:b], res[i:j] = part
+        finally:
+            table.fill(0)
+        if encrypt:
+            return _aead.BatchResult(True, out, off, res, np.ones(m, dtype=bool))
+        return _aead.BatchResult(False, out, off, None, res)
+
+    def _groups(self, off, tl: int, nl: int, aad_off, key_bytes: int):
+        """[(first message, end)] of the batch's requests: one (a local connection), or groups
+        whose buffers fit REMOTE_PIECE (a remote one)."""
+        import numpy as np
+
+        m = off.size - 1
+        if self.ch.local or m == 0:
+            return [(0, m)]
+        per = 2 * np.diff(off) + np.diff(aad_off) + (tl + nl + 1 + 4 + 16 + 8)
+        budget = protocol.REMOTE_PIECE - key_bytes - (1 << 12)
+        ends, i, csum = [], 0, np.concatenate(([0], np.cumsum(per)))
+        while i < m:
+            j = int(np.searchsorted(csum, csum[i] + budget, side="right")) - 1
+            if j <= i:
+                raise errors.InvalidArgument(
+                    f"message {i} ({int(off[i + 1] - off[i])} bytes) does not fit one request "
+                    f"to a remote service ({protocol.REMOTE_PIECE} bytes)")
+            ends.append((i, j))
+            i = j
+        return ends
+
+    def _batch_call(self, head, src, off, got, table, index, non, aad, aad_off):
+        """One batch request; (the texts out, the tags (encryption) or the ok mask)."""
+        import numpy as np
+
+        m = off.size - 1
+        tl = head["tag_length"]
+        layout, total = protocol.batch_layout(m, src.nbytes, tl, table.shape[0], table.shape[1],
+                                              non.shape[1], aad.nbytes)
+        msg = dict(head, m=m, n=int(src.nbytes), keys=int(table.shape[0]),
+                   nonce_length=int(non.shape[1]), aad_length=int(aad.nbytes))
+        inline = total <= protocol.INLINE_MAX or not self.ch.local
+        if inline:
+            mm, region = None, np.zeros(total, dtype=np.uint8)
+        else:
+            fd = os.memfd_create("ciphergrid", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            try:
+                os.ftruncate(fd, total)
+                mm = mmap.mmap(fd, total)
+            except BaseException:
+                os.close(fd)
+                raise
+            region = np.frombuffer(mm, dtype=np.uint8)
+        v = protocol.batch_views(region, layout)
+        try:
+            v["text"][:] = src
+            if got is not None:
+                v["tags"][:] = got.reshape(-1)
+            v["off"][:], v["index"][:], v["keys"][:] = off, index, table.reshape(-1)
+            v["nonces"][:], v["aad"][:], v["aad_off"][:] = non.reshape(-1), aad, aad_off
+            if inline:
+                msg["data"] = region.tobytes()
+                v["keys"][:] = 0
+                back = self._call(msg)["data"]
+                start = layout["out"][0]
+                if not isinstance(back, bytes) or len(back) != layout["ok"][0] + m - start:
+                    raise protocol.ProtocolError("a batch reply of the wrong size")
+                region[start:start + len(back)] = np.frombuffer(back, dtype=np.uint8)
+            else:
+                try:
+                    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+                    msg["length"] = total
+                    self._call(msg, [fd])
+                finally:
+                    os.close(fd)
+        finally:
+            v["keys"][:] = 0
+        if head["encrypt"]:
+            return v["out"], v["tags"].reshape(m, tl)
+        return v["out"], v["ok"].astype(bool)
+
     def _crypt(self, encrypt, data, cipher, key, iv, device, padding, sector_size, start_sector,
                constant_time, implementation, allow_weak):
         import numpy as np

@@ -135,6 +135,40 @@ def request_fields(req) -> dict:
             "start_sector": req.start_sector or None, "impl": req.impl, "allow_weak": bool(req.allow_weak)}
 
 
+#: a batch request's sections, in their order in its buffer: (name, element type); the client
+#: writes text, tags (decryption), off, index, keys, nonces, aad and aad_off, the service out,
+#: tags (encryption) and ok
+BATCH_SECTIONS = (("text", "u1"), ("out", "u1"), ("tags", "u1"), ("ok", "u1"), ("off", "<i8"),
+                  ("index", "<i4"), ("keys", "u1"), ("nonces", "u1"), ("aad", "u1"),
+                  ("aad_off", "<i8"))
+
+
+def batch_layout(m: int, n: int, tag_length: int, keys: int, key_length: int,
+                 nonce_length: int, aad_length: int) -> tuple[dict, int]:
+    """Where each section of a batch of ``m`` messages (``n`` bytes of text) lies in its buffer:
+    ({name: (start byte, element count, element type)}, the buffer's size); every section starts
+    on 8 bytes."""
+    counts = {"text": n, "out": n, "tags": m * tag_length, "ok": m, "off": m + 1, "index": m,
+              "keys": keys * key_length, "nonces": m * nonce_length, "aad": aad_length,
+              "aad_off": m + 1}
+    import numpy as np
+
+    out, pos = {}, 0
+    for name, dtype in BATCH_SECTIONS:
+        out[name] = (pos, counts[name], dtype)
+        pos += -(-counts[name] * np.dtype(dtype).itemsize // 8) * 8
+    return out, pos
+
+
+def batch_views(region, layout: dict) -> dict:
+    """numpy views of ``region`` (a uint8 array) for each section of ``layout``."""
+    import numpy as np
+
+    return {name: np.frombuffer(region, dtype=dtype, count=count, offset=start)
+            if count else np.zeros(0, dtype=dtype)
+            for name, (start, count, dtype) in layout.items()}
+
+
 #: the largest message on a stream connection (TCP + TLS: the data travels inside)
 MAX_STREAM_MESSAGE = 64 << 20
 #: the largest buffer one remote request carries (the client sends larger ones in pieces)

@@ -228,6 +228,9 @@ class Server:
             self.clients[cid] = {"uid": uid, "pid": pid, "jobs": 0, "bytes": 0,
                                  "since": time.time(), "weight": grant.weight}
         self._count("connections")
+        from . import serving_thread
+
+        serving_thread()
         try:
             self._loop(ch, cid, uid, grant)
         finally:
@@ -325,12 +328,12 @@ class Server:
             return self._hello()
         if op == "status":   # (the other clients' connections: for the server's user and root)
             return {"ok": True, **self.status(full=uid in (self.uid, 0))}
-        if op not in ("crypt", "stream", "aead"):
+        if op not in ("crypt", "stream", "aead", "batch"):
             raise protocol.ProtocolError(f"unknown op {op!r}")
         if msg.get("version") != protocol.VERSION:
             raise protocol.ProtocolError(f"protocol version {msg.get('version')!r}; this service "
                                          f"speaks {protocol.VERSION}")
-        req = _request(msg) if op != "aead" else None
+        req = _request(msg) if op in ("crypt", "stream") else None
         with self.slots:   # (past the user's max_jobs a job waits for one of its jobs to end)
             deadline = time.monotonic() + self.job_timeout
             while self.running.get(uid, 0) >= grant.max_jobs:
@@ -352,6 +355,7 @@ class Server:
         try:
             reply = (self._crypt(msg, req, fds, job, ch.local) if op == "crypt"
                      else self._aead(msg, fds, job, ch.local) if op == "aead"
+                     else self._batch(msg, fds, job, ch.local) if op == "batch"
                      else self._stream(ch, msg, req, fds, job))
         finally:
             self.fair.leave(job)
@@ -466,6 +470,83 @@ class Server:
             return reply
         finally:
             src[:] = 0   # (the client's plaintext or unverified text: not kept)
+
+    def _batch(self, msg, fds, job, local: bool = True) -> dict:
+        """A batch of AEAD messages in one buffer (protocol.batch_layout): inline, or a sealed
+        memfd.  Its tables (offsets, key indices, keys, nonces, AAD) are copied out and checked as
+        the library checks its own, so a client changing the buffer meanwhile changes only its
+        own results; decryption runs into a buffer of the service's, and only verified texts
+        (zeros for the others) are written back."""
+        import numpy as np
+
+        from .. import aead, aeads
+
+        need = ("cipher", "encrypt", "tag_length", "m", "n", "keys", "nonce_length", "aad_length")
+        for f in need:
+            if f not in msg:
+                raise protocol.ProtocolError(f"a batch request without {f!r}")
+        if not all(isinstance(msg[f], int) and msg[f] >= 0 for f in need[2:]):
+            raise protocol.ProtocolError("a batch request's sizes must be counts")
+        spec = aeads.spec(str(msg["cipher"]))
+        encrypt, tl, m, n = bool(msg["encrypt"]), msg["tag_length"], msg["m"], msg["n"]
+        k, nl, kl = msg["keys"], msg["nonce_length"], spec.key_len
+        spec.aead.check(spec.name, kl, nl, tl)
+        impl = aead._implementation(spec.aead, False, msg.get("impl"))
+        layout, total = protocol.batch_layout(m, n, tl, k, kl, nl, msg["aad_length"])
+        mm = None
+        if "data" in msg:
+            region = _inline(msg, local)
+            if region.nbytes != total:
+                raise protocol.ProtocolError(f"a batch buffer of {region.nbytes} bytes, its "
+                                             f"sizes say {total}")
+        elif len(fds) == 1:
+            if _sealed_size(fds[0], msg.get("length")) != total:
+                raise protocol.ProtocolError(f"a batch buffer of {msg.get('length')} bytes, its "
+                                             f"sizes say {total}")
+            mm = mmap.mmap(fds[0], total) if total else None
+            region = np.frombuffer(mm, dtype=np.uint8) if mm is not None else np.zeros(0, np.uint8)
+        else:
+            raise protocol.ProtocolError("a batch request carries its buffer inline or one memfd")
+        v = protocol.batch_views(region, layout)
+        table = v["keys"].reshape(k, kl).copy()
+        try:
+            index = v["index"].copy()
+            if m and (k == 0 or int(index.min()) < 0 or int(index.max()) >= k):
+                raise errors.InvalidArgument("a batch's key index outside its key table")
+            src, off, got, longest = aead._texts(
+                spec, v["text"], v["off"].copy(), encrypt,
+                None if encrypt else v["tags"].reshape(m, tl).copy(), tl)
+            non = aead._nonce_table(spec, v["nonces"].reshape(m, nl).copy(), m, tl, kl)
+            aad, aad_off = v["aad"].copy(), v["aad_off"].copy()
+            if (aad_off.size != m + 1 or aad_off[0] != 0 or aad_off[-1] != aad.nbytes
+                    or not bool((aad_off[1:] >= aad_off[:-1]).all())):
+                raise errors.InvalidArgument("a batch's AAD offsets must rise from 0 to its size")
+            self.fair.take(job, n)
+            device = msg.get("device") or "auto"
+            res = aead._run_tables(spec, encrypt, tl, impl, src, off, got, longest, table, index,
+                                   non, aad, aad_off, device,
+                                   out=v["out"] if encrypt else None)
+            if encrypt:
+                v["tags"][:] = res.tags.reshape(-1)
+            else:
+                v["out"][:] = res.data
+                v["ok"][:] = res.ok
+                res.data[...] = 0
+            reply = {"bytes": n, "device": device}
+            if mm is None:
+                start = layout["out"][0]
+                reply["data"] = region[start:layout["ok"][0] + m].tobytes()
+            return reply
+        finally:
+            table.fill(0)
+            if mm is None:
+                region[:] = 0   # (the client's texts and keys: not kept)
+            else:
+                del v, region
+                try:
+                    mm.close()
+                except BufferError:   # (a view still held somewhere: unmapped when it goes)
+                    pass
 
     def _run_host(self, req, buf, device, job) -> str:
         """``req`` over host bytes ``buf`` in place on the engine the route picks, in slices of
