@@ -330,6 +330,13 @@ class Cipher:
         Cipher (sessions hold no state between calls, so contexts may share them)."""
         return self._sessions.get((req.encrypt, engine.info.spec), lambda: engine.session(req))
 
+    def _run(self, req, piece, out, first_block: int, chain) -> None:
+        """One piece of a context's message (its blocks from ``first_block`` on, ``chain``: CBC's
+        chaining value) into ``out``: on the engine the route picks, through this Cipher's
+        session (a service's Cipher sends it to the service instead)."""
+        eng = route(req, self.device, piece.nbytes).engine
+        self._session(req, eng).crypt(piece, out, first_block, chain)
+
     def close(self) -> None:
         """Wipe the keys this Cipher set up on its devices (also done when it is collected)."""
         self._sessions.close()
@@ -565,8 +572,7 @@ class CipherContext:
         last_in = piece[-self.bs:]
         if req.mode.carries and np.may_share_memory(out, piece):
             last_in = last_in.copy()     # (an in-place run writes over it)
-        eng = route(req, self.device, piece.nbytes).engine
-        self._cipher._session(req, eng).crypt(piece, out, self._pos // self.bs, self._chain)
+        self._cipher._run(req, piece, out, self._pos // self.bs, self._chain)
         chain = req.mode.carry(req, last_in, out[-self.bs:])
         if chain is not None:
             self._chain = chain

@@ -622,6 +622,36 @@ def test_aead_batches_through_the_service(server, name, m, size, keys):
             c.encrypt_batch(name, msgs, nonces=nonces, **kw)
 
 
+CONTEXT_CASES = [("aes-128-ctr", {}), ("aes-256-cbc", {"padding": "pkcs7"}), ("camellia-128-ecb", {}),
+                 ("aes-128-xts", {"sector_size": 512, "start_sector": 3})]
+
+
+@pytest.mark.parametrize("name,opts", CONTEXT_CASES)
+def test_contexts_through_the_service(server, name, opts):
+    """``connect().Cipher(...)``'s contexts over an odd split (pieces inline and, past 64 KiB,
+    in shared memory): the one-shot bytes, both ways; the service ran them."""
+    rng = random.Random(name)
+    n = (200 << 10) if "xts" in name else (200 << 10) + (0 if "ecb" in name else 5)
+    key, iv, _ = oracle.random_inputs(name, rng.randbytes, opts.get("sector_size"))
+    data = rng.randbytes(n)
+    want = ciphergrid.encrypt(data, name, key, iv, **opts)
+    cuts = [0, 1, 17, 4096, 70000 + 512, n] if "xts" not in name else [0, 512, 1024, 100 << 10, n]
+    with ciphergrid.connect(server.address) as c:
+        jobs = server.status()["totals"]["jobs"]
+        for enc, src, res in ((True, data, want), (False, want, data)):
+            cipher = c.Cipher(name, key, iv, **opts)
+            ctx = cipher.encryptor() if enc else cipher.decryptor()
+            at = [x for x in cuts if x < len(src)] + [len(src)]
+            got = b"".join(ctx.update(src[a:b]) for a, b in zip(at, at[1:])) + ctx.finalize()
+            assert got == res
+        assert server.status()["totals"]["jobs"] > jobs
+        buf = bytearray(len(data) + 512)
+        ctx = c.Cipher(name, key, iv, **opts).encryptor()
+        k = ctx.update_into(data, buf)
+        assert bytes(buf[:k]) + ctx.finalize() == want
+        assert "service" in repr(c.Cipher(name, key, iv, **opts)) and key.hex() not in repr(ctx)
+
+
 def test_the_library_uses_a_service_only_when_asked(server, folder, monkeypatch):
     """``ciphergrid.encrypt`` and the batches run in this process unless CIPHERGRID_SERVICE names
     a service (a path, or ``auto`` with the per-user one answering): then the service runs them,
@@ -683,6 +713,11 @@ def test_aead_batch_through_a_remote_service_in_groups(remote, monkeypatch):
         assert back.messages == msgs and not back.failed
         with pytest.raises(ciphergrid.InvalidArgument, match="does not fit"):
             c.encrypt_batch([bytes(40 << 10)], "aes-128-gcm", nonces=nonces[:1], key=bytes(16))
+        data = rng.randbytes(300 << 10)           # (a context's piece past REMOTE_PIECE: pieces)
+        key, iv = rng.randbytes(16), rng.randbytes(16)
+        ctx = c.Cipher("aes-128-cbc", key, iv).encryptor()
+        got = ctx.update(data[:100]) + ctx.update(data[100:]) + ctx.finalize()
+        assert got == oracle.encrypt(data, "aes-128-cbc", key, iv)
 
 
 def test_a_batch_with_lying_tables_is_refused(server):

@@ -163,6 +163,35 @@ class Client:
             out = self._shared(msg, arr, room)[: n + tl if encrypt else n - tl]
         return wrap(out, False)
 
+    def Cipher(self, name: str, key, iv=None, *, device: str = "auto", padding=None,
+               sector_size=None, start_sector=None, constant_time=False, implementation=None,
+               allow_weak=False):
+        """As :class:`ciphergrid.Cipher`, its contexts (``encryptor()``, ``decryptor()``:
+        ``update``, ``update_into``, ``finalize`` over any split) run by the service; host data."""
+        from .contexts import ServiceCipher
+
+        return ServiceCipher(self, name, key, iv, device=device, padding=padding,
+                             sector_size=sector_size, start_sector=start_sector,
+                             constant_time=constant_time, implementation=implementation,
+                             allow_weak=allow_weak)
+
+    def _piece(self, req, arr, out, first_block: int, chain, device: str) -> None:
+        """A context's piece: the blocks of ``req``'s message from ``first_block`` on (``chain``:
+        CBC's chaining value before them) into ``out``."""
+        import numpy as np
+
+        msg = {"op": "crypt", "version": protocol.VERSION, "device": device,
+               **protocol.request_fields(req)}
+        msg["padding"] = None   # (the context pads and unpads)
+        if arr.nbytes <= protocol.INLINE_MAX:
+            msg.update(data=arr.tobytes(), first_block=first_block, chain=chain)
+            out[:] = np.frombuffer(self._call(msg)["data"], dtype=np.uint8)
+        elif self.ch.local:
+            msg.update(first_block=first_block, chain=chain)
+            out[:] = self._shared(msg, arr)
+        else:
+            out[:] = self._pieces(msg, req, arr, first_block, chain)
+
     def encrypt_batch(self, messages, cipher: str, *, nonces, key=None, keys=None, aad=None,
                       offsets=None, tag_length=None, device: str = "auto",
                       constant_time: bool = False, implementation=None):
@@ -322,9 +351,10 @@ class Client:
             out = np.frombuffer(_padding.unpad(out.tobytes(), bs), dtype=np.uint8)
         return wrap(out, not padding)
 
-    def _pieces(self, msg: dict, req, arr):
-        """A buffer too large for one remote message: in pieces of REMOTE_PIECE on the mode's
-        grain, each a message of its own (its first block, the chaining value carried)."""
+    def _pieces(self, msg: dict, req, arr, first: int = 0, chain=None):
+        """A buffer too large for one remote message (the blocks of ``req`` from ``first`` on,
+        ``chain`` before them): in pieces of REMOTE_PIECE on the mode's grain, each a message
+        of its own (its first block, the chaining value carried)."""
         import numpy as np
 
         n = arr.nbytes
@@ -334,11 +364,10 @@ class Client:
                                          f"fit a remote message ({protocol.REMOTE_PIECE} bytes)")
         step = max(unit, protocol.REMOTE_PIECE // unit * unit)
         out = np.empty(n, dtype=np.uint8)
-        chain = None
         bs = req.block_size
         for a in range(0, n, step):
             b = min(n, a + step)
-            piece = dict(msg, data=arr[a:b].tobytes(), first_block=a // bs, chain=chain)
+            piece = dict(msg, data=arr[a:b].tobytes(), first_block=first + a // bs, chain=chain)
             out[a:b] = np.frombuffer(self._call(piece)["data"], dtype=np.uint8)
             if req.mode.carries:   # (CBC: the chaining value of the next piece)
                 chain = req.mode.carry(req, arr[a:b], out[a:b])
