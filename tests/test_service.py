@@ -652,6 +652,35 @@ def test_contexts_through_the_service(server, name, opts):
         assert "service" in repr(c.Cipher(name, key, iv, **opts)) and key.hex() not in repr(ctx)
 
 
+def test_a_connection_reuses_one_shared_buffer(server):
+    """Past 64 KiB a connection's requests share one sealed memfd (its arena), enlarged when a
+    request needs more and mapped once on each side: every result right and the caller's own
+    (a later request does not change an earlier result); the mappings do not pile up."""
+    import gc
+
+    def mapped():
+        with open("/proc/self/maps") as f:
+            return sum("memfd:ciphergrid" in line for line in f)
+
+    rng = random.Random(7)
+    key, iv = rng.randbytes(16), rng.randbytes(16)
+    base = mapped()
+    with ciphergrid.connect(server.address) as c:
+        results = []
+        for n in (100 << 10, (3 << 20) + 5, 100 << 10, 200 << 10):
+            data = rng.randbytes(n)
+            results.append((data, c.encrypt(data, "aes-128-ctr", key, iv)))
+            msgs = [rng.randbytes(n // 64) for _ in range(64)]
+            got = c.encrypt_batch(msgs, "aes-128-gcm", key=key, nonces=[bytes(11) + bytes([i]) for i in range(64)])
+            assert got.messages == ciphergrid.aead.encrypt_batch(
+                msgs, "aes-128-gcm", key=key, nonces=[bytes(11) + bytes([i]) for i in range(64)]).messages
+        for data, ct in results:
+            assert ct == oracle.encrypt(data, "aes-128-ctr", key, iv)
+        gc.collect()
+        assert mapped() - base <= 2    # (the client's arena, and the service's mapping of it)
+    gc.collect()
+
+
 def test_the_library_uses_a_service_only_when_asked(server, folder, monkeypatch):
     """``ciphergrid.encrypt`` and the batches run in this process unless CIPHERGRID_SERVICE names
     a service (a path, or ``auto`` with the per-user one answering): then the service runs them,

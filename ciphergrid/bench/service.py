@@ -11,6 +11,9 @@ row).  Phases, one row each (kind ``api``, the phase in ``implementation``):
 * ``2 equal clients``: the same load twice; each client's share of the sum (fair: 0.5 each);
 * ``1 MiB under load``: one client's 1 MiB requests alone, then while another client's stream job
   of ``--svc-big`` bytes runs (a sparse file to /dev/null): the added latency;
+* ``AEAD batch``: one AES-128-GCM batch of 16 KiB messages (``--svc-batch`` of them) through
+  ``connect().encrypt_batch`` against the same batch in the client's own process, every message's
+  ciphertext and tag compared with pyca's;
 * ``soak``: the mixed clients for ``--svc-soak-seconds``; the server's resident memory,
   descriptors and page-locked bytes before and after (the growth in the note), both sampled
   once the same load's connections are gone (a first round of at most 10 s before it).
@@ -47,6 +50,8 @@ def add_arguments(p) -> None:
                    help="the other client's job in the latency phase (default 64Gi; --quick 256Mi)")
     p.add_argument("--svc-sizes", default=DEFAULT_SIZES, metavar="LIST",
                    help=f"request sizes of the load phases (default {DEFAULT_SIZES})")
+    p.add_argument("--svc-batch", type=int, metavar="N",
+                   help="16 KiB messages of the AEAD batch phase (default 4096; --quick 64)")
 
 
 # ------------------------------------------------------------------------- the service
@@ -166,8 +171,9 @@ class Load:
         return out, time.perf_counter() - t0
 
 
-def _record(device: str, phase: str, size: int) -> Record:
-    return Record(cipher=CIPHER, algorithm="aes", key_bits=128, mode="ctr", direction="encrypt",
+def _record(device: str, phase: str, size: int, cipher: str = CIPHER) -> Record:
+    return Record(cipher=cipher, algorithm="aes", key_bits=128, mode=cipher.rpartition("-")[2],
+                  direction="encrypt",
                   device=device, device_name=f"the service ({device})", device_kind="service",
                   runtime="service", kind="api", size=size, implementation=phase,
                   timer="wall-clock", verification={"status": "passed",
@@ -238,6 +244,8 @@ def run(args, ctx: suites.Context) -> dict:
         add(_load_row(device, "2 equal clients", two, t2))
         # -- a 1 MiB request alone, then beside another client's long job
         add(_latency(sock, load, device, big, quick))
+        # -- an AEAD batch, through the service and in this process
+        add(_batch_row(c, device, args.svc_batch or (64 if quick else 4096), 3 if quick else 10))
         # -- soak
         if soak > 0:   # (both samples after the same load ended: its connections closed)
             load.run(clients, min(10.0, soak))
@@ -258,6 +266,46 @@ def run(args, ctx: suites.Context) -> dict:
     return {"devices": [], "options": {"clients": clients, "seconds": seconds, "soak_seconds": soak,
                                        "big": big, "sizes": sizes, "device": device,
                                        "socket": args.svc_socket or "(its own)"}}
+
+
+def _batch_row(c, device: str, m: int, repeats: int) -> Record:
+    """``m`` AES-128-GCM messages of 16 KiB in one batch: through the service (the row's times)
+    and in this process (the note), each checked against pyca before it is timed."""
+    import numpy as np
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    import ciphergrid
+
+    name, size = "aes-128-gcm", 16 << 10
+    key = os.urandom(16)
+    texts = np.frombuffer(os.urandom(m * size), dtype=np.uint8)
+    off = np.arange(m + 1, dtype=np.int64) * size
+    nonces = np.frombuffer(os.urandom(12 * m), dtype=np.uint8).reshape(m, 12)
+    rec = _record(device, "AEAD batch", m * size, cipher=name)
+    rec.verification = {"status": "passed", "oracle": "pyca/cryptography AESGCM, every message"}
+    rec.messages = m
+    ref = AESGCM(key)
+    runs = {"service": lambda: c.encrypt_batch(texts, name, key=key, nonces=nonces, offsets=off,
+                                                device=device),
+            "in process": lambda: ciphergrid.aead.encrypt_batch(texts, name, key=key, nonces=nonces,
+                                                                offsets=off, device=device)}
+    times = {}
+    for how, run in runs.items():
+        got = run()
+        for i in range(m):
+            want = ref.encrypt(nonces[i].tobytes(), texts[i * size:(i + 1) * size].tobytes(), None)
+            if got.data[i * size:(i + 1) * size].tobytes() + got.tags[i].tobytes() != want:
+                return rec.fail(f"{how}: message {i} differs from pyca's")
+        times[how] = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            run()
+            times[how].append(time.perf_counter() - t0)
+    rec.set_times(times["service"])
+    here = m * size / statistics.median(times["in process"]) / 1e9
+    rec.note = (f"{m} x 16 KiB; in this process {here:.3f} GB/s: the service "
+                f"{statistics.median(times['in process']) / statistics.median(times['service']):.2f} x that")
+    return rec
 
 
 def _latency(sock: str, load: Load, device: str, big: int, quick: bool) -> Record:

@@ -21,16 +21,35 @@ from . import protocol
 
 #: seconds a service has to answer the connection and its hello (a hung one is not waited for)
 HELLO_TIMEOUT_S = 10.0
+#: the largest shared buffer a connection keeps for its next requests (its arena: its pages stay
+#: mapped on both sides, so a request does not fault them in again); a larger request gets a
+#: memfd of its own
+ARENA_MAX = 256 << 20
+
+
+def _sealed_memfd(size: int):
+    """(a memfd of ``size`` bytes sealed against shrinking and growing, its mapping)."""
+    fd = os.memfd_create("ciphergrid", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, size)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+        return fd, mmap.mmap(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class Client:
     """A connection to a running service (see :func:`ciphergrid.connect`)."""
+
+    _arena = None   # (memfd, mapping, size, token): the shared buffer kept for the next requests
 
     def __init__(self, address: str | None = None, *, timeout: float | None = None):
         from ..settings import default_service_address
 
         self.address = address or default_service_address()
         self.lock = threading.Lock()
+        self.arena_lock = threading.Lock()   # (one request fills, sends and reads it at a time)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.sock.settimeout(timeout if timeout is not None else HELLO_TIMEOUT_S)
@@ -56,6 +75,28 @@ class Client:
 
     def close(self) -> None:
         self.sock.close()
+        arena, self._arena = self._arena, None
+        if arena is not None:
+            os.close(arena[0])
+            try:
+                arena[1].close()
+            except BufferError:   # (a view still held: unmapped when it goes)
+                pass
+
+    def _buffer(self, n: int):
+        """(memfd, mapping, arena token or None) for a request of ``n`` shared bytes (under
+        arena_lock): the connection's arena, made or enlarged here, up to ARENA_MAX; past it a
+        memfd of the request's own (the caller closes it)."""
+        if n > ARENA_MAX:
+            return (*_sealed_memfd(n), None)
+        a = self._arena
+        if a is None or a[2] < n:
+            size = min(ARENA_MAX, max(n, 2 * a[2] if a is not None else 1 << 20))
+            if a is not None:
+                os.close(a[0])
+            fd, mm = _sealed_memfd(size)
+            a = self._arena = (fd, mm, size, os.urandom(8))
+        return a[0], a[1], a[3]
 
     def __enter__(self) -> "Client":
         return self
@@ -281,18 +322,27 @@ class Client:
                                               non.shape[1], aad.nbytes)
         msg = dict(head, m=m, n=int(src.nbytes), keys=int(table.shape[0]),
                    nonce_length=int(non.shape[1]), aad_length=int(aad.nbytes))
-        inline = total <= protocol.INLINE_MAX or not self.ch.local
-        if inline:
-            mm, region = None, np.zeros(total, dtype=np.uint8)
-        else:
-            fd = os.memfd_create("ciphergrid", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        if total <= protocol.INLINE_MAX or not self.ch.local:
+            return self._batch_fill(msg, layout, np.zeros(total, dtype=np.uint8), None, None,
+                                    src, off, got, table, index, non, aad, aad_off)
+        with self.arena_lock:
+            fd, mm, token = self._buffer(total)
             try:
-                os.ftruncate(fd, total)
-                mm = mmap.mmap(fd, total)
-            except BaseException:
-                os.close(fd)
-                raise
-            region = np.frombuffer(mm, dtype=np.uint8)
+                region = np.frombuffer(mm, dtype=np.uint8, count=total)
+                return self._batch_fill(msg, layout, region, fd, token, src, off, got, table,
+                                        index, non, aad, aad_off)
+            finally:
+                if token is None:
+                    os.close(fd)
+
+    def _batch_fill(self, msg, layout, region, fd, token, src, off, got, table, index, non, aad,
+                    aad_off):
+        """Write a batch's sections into ``region`` (inline: sent in the message; else the memfd
+        ``fd``, the arena ``token``'s or its own), run it, read the results (copied out of an
+        arena, which the next request reuses)."""
+        import numpy as np
+
+        m = off.size - 1
         v = protocol.batch_views(region, layout)
         try:
             v["text"][:] = src
@@ -300,7 +350,7 @@ class Client:
                 v["tags"][:] = got.reshape(-1)
             v["off"][:], v["index"][:], v["keys"][:] = off, index, table.reshape(-1)
             v["nonces"][:], v["aad"][:], v["aad_off"][:] = non.reshape(-1), aad, aad_off
-            if inline:
+            if fd is None:
                 msg["data"] = region.tobytes()
                 v["keys"][:] = 0
                 back = self._call(msg)["data"]
@@ -309,17 +359,17 @@ class Client:
                     raise protocol.ProtocolError("a batch reply of the wrong size")
                 region[start:start + len(back)] = np.frombuffer(back, dtype=np.uint8)
             else:
-                try:
-                    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
-                    msg["length"] = total
-                    self._call(msg, [fd])
-                finally:
-                    os.close(fd)
+                msg["length"] = region.nbytes
+                if token is not None:
+                    msg["arena"] = token
+                self._call(msg, [fd])
         finally:
             v["keys"][:] = 0
-        if head["encrypt"]:
-            return v["out"], v["tags"].reshape(m, tl)
-        return v["out"], v["ok"].astype(bool)
+        out = v["out"] if token is None else v["out"].copy()
+        if msg["encrypt"]:
+            tags = v["tags"].reshape(m, msg["tag_length"])
+            return out, tags if token is None else tags.copy()
+        return out, v["ok"].astype(bool)
 
     def _crypt(self, encrypt, data, cipher, key, iv, device, padding, sector_size, start_sector,
                constant_time, implementation, allow_weak):
@@ -380,17 +430,19 @@ class Client:
         import numpy as np
 
         n = arr.nbytes if room is None else room
-        fd = os.memfd_create("ciphergrid", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        try:
-            os.ftruncate(fd, n)
-            mm = mmap.mmap(fd, n)
-            np.frombuffer(mm, dtype=np.uint8)[: arr.nbytes] = arr.reshape(-1)
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
-            msg["length"] = n
-            self._call(msg, [fd])
-        finally:
-            os.close(fd)
-        return np.frombuffer(mm, dtype=np.uint8)
+        with self.arena_lock:
+            fd, mm, token = self._buffer(n)
+            try:
+                region = np.frombuffer(mm, dtype=np.uint8, count=n)
+                region[: arr.nbytes] = arr.reshape(-1)
+                msg["length"] = n
+                if token is not None:
+                    msg["arena"] = token
+                self._call(msg, [fd])
+                return region if token is None else region.copy()
+            finally:
+                if token is None:
+                    os.close(fd)
 
     def stream(self, req, src: int, dst: int, *, device: str = "auto", progress=None,
                nbytes: int | None = None, chunk_bytes: int | None = None,

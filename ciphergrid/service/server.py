@@ -60,6 +60,7 @@ class Server:
         self._next = 0
         self._threads: list = []
         self.metrics = None          # metrics.Metrics once serve_metrics() ran
+        self._conn = threading.local()   # the connection this thread serves: its mapped arena
         #: a socket systemd made and passed (socket activation) stays systemd's: not removed
         self.owns_socket = inherited is None
         if inherited is not None:
@@ -231,9 +232,13 @@ class Server:
         from . import serving_thread
 
         serving_thread()
+        self._conn.maps = {}   # (this connection's arena, mapped)
         try:
             self._loop(ch, cid, uid, grant)
         finally:
+            for mm in self._conn.maps.values():
+                _unmap(mm)
+            self._conn.maps = {}
             with self.lock:
                 self.clients.pop(cid, None)
             _trim_heap()
@@ -392,29 +397,47 @@ class Server:
 
     def _crypt(self, msg, req, fds, job, local: bool = True) -> dict:
         """A buffer: inline (the reply carries the result) or a sealed memfd, in place."""
-        import numpy as np
-
         if "data" in msg:
             buf = _inline(msg, local)
             device = self._run_host(req, buf, msg.get("device"), job)
             return {"bytes": buf.nbytes, "data": buf.tobytes(), "device": device}
         if len(fds) != 1:
             raise protocol.ProtocolError("a crypt request carries its data inline or one memfd")
-        fd = fds[0]
-        n = _sealed_size(fd, msg.get("length"))
+        buf, mm = self._map(fds[0], msg)
+        n = buf.nbytes
         if n == 0:
             return {"bytes": 0, "device": None}
-        mm = mmap.mmap(fd, n)
         try:
-            buf = np.frombuffer(mm, dtype=np.uint8)
             device = self._run_host(req, buf, msg.get("device"), job)
-            del buf
         finally:
-            try:
-                mm.close()
-            except BufferError:   # (a view still held somewhere: unmapped when it goes)
-                pass
+            del buf
+            _unmap(mm)
         return {"bytes": n, "device": device}
+
+    def _map(self, fd: int, msg: dict):
+        """A client's sealed memfd as (an array of the request's ``length`` bytes, the mapping to
+        close after the request or None).  A memfd the request names as the connection's
+        ``arena`` (a token of the client's) stays mapped for its next requests: its pages are
+        not faulted in again each time; a new arena replaces the connection's old one."""
+        import numpy as np
+
+        n = _sealed_size(fd, msg.get("length"), arena="arena" in msg)
+        if "arena" not in msg:
+            mm = mmap.mmap(fd, n) if n else None
+            return (np.frombuffer(mm, dtype=np.uint8) if mm is not None
+                    else np.zeros(0, dtype=np.uint8)), mm
+        token, st = msg["arena"], os.fstat(fd)
+        if not isinstance(token, bytes):
+            raise protocol.ProtocolError("arena must be bytes")
+        maps = self._conn.maps
+        key = (token, st.st_dev, st.st_ino, st.st_size)
+        mm = maps.get(key)
+        if mm is None:
+            for old in maps.values():
+                _unmap(old)
+            maps.clear()
+            mm = maps[key] = mmap.mmap(fd, st.st_size)
+        return np.frombuffer(mm, dtype=np.uint8, count=n), None
 
     def _aead(self, msg, fds, job, local: bool = True) -> dict:
         """One AEAD message: inline, or in a sealed memfd (encryption: the text, room for the tag
@@ -443,7 +466,7 @@ class Server:
             if len(fds) != 1:
                 raise protocol.ProtocolError("an aead request carries its data inline or one memfd")
             n = msg.get("text_length")
-            room = _sealed_size(fds[0], msg.get("length"))
+            room = _sealed_size(fds[0], msg.get("length"), arena="arena" in msg)
             if not isinstance(n, int) or not 0 <= n <= room:
                 raise protocol.ProtocolError("text_length must fit the shared buffer")
             shared = fds[0]
@@ -477,8 +500,6 @@ class Server:
         the library checks its own, so a client changing the buffer meanwhile changes only its
         own results; decryption runs into a buffer of the service's, and only verified texts
         (zeros for the others) are written back."""
-        import numpy as np
-
         from .. import aead, aeads
 
         need = ("cipher", "encrypt", "tag_length", "m", "n", "keys", "nonce_length", "aad_length")
@@ -493,20 +514,16 @@ class Server:
         spec.aead.check(spec.name, kl, nl, tl)
         impl = aead._implementation(spec.aead, False, msg.get("impl"))
         layout, total = protocol.batch_layout(m, n, tl, k, kl, nl, msg["aad_length"])
-        mm = None
-        if "data" in msg:
+        mm, inline = None, "data" in msg
+        if inline:
             region = _inline(msg, local)
-            if region.nbytes != total:
-                raise protocol.ProtocolError(f"a batch buffer of {region.nbytes} bytes, its "
-                                             f"sizes say {total}")
         elif len(fds) == 1:
-            if _sealed_size(fds[0], msg.get("length")) != total:
-                raise protocol.ProtocolError(f"a batch buffer of {msg.get('length')} bytes, its "
-                                             f"sizes say {total}")
-            mm = mmap.mmap(fds[0], total) if total else None
-            region = np.frombuffer(mm, dtype=np.uint8) if mm is not None else np.zeros(0, np.uint8)
+            region, mm = self._map(fds[0], msg)
         else:
             raise protocol.ProtocolError("a batch request carries its buffer inline or one memfd")
+        if region.nbytes != total:
+            raise protocol.ProtocolError(f"a batch buffer of {region.nbytes} bytes, its sizes "
+                                         f"say {total}")
         v = protocol.batch_views(region, layout)
         table = v["keys"].reshape(k, kl).copy()
         try:
@@ -533,20 +550,16 @@ class Server:
                 v["ok"][:] = res.ok
                 res.data[...] = 0
             reply = {"bytes": n, "device": device}
-            if mm is None:
+            if inline:
                 start = layout["out"][0]
                 reply["data"] = region[start:layout["ok"][0] + m].tobytes()
             return reply
         finally:
             table.fill(0)
-            if mm is None:
+            if inline:
                 region[:] = 0   # (the client's texts and keys: not kept)
-            else:
-                del v, region
-                try:
-                    mm.close()
-                except BufferError:   # (a view still held somewhere: unmapped when it goes)
-                    pass
+            del v, region
+            _unmap(mm)
 
     def _run_host(self, req, buf, device, job) -> str:
         """``req`` over host bytes ``buf`` in place on the engine the route picks, in slices of
@@ -715,17 +728,28 @@ def _request(msg: dict):
     return req
 
 
-def _sealed_size(fd: int, length) -> int:
-    """The size of a client's shared buffer: sealed against shrinking (else a client could
-    shrink it under the server's mapping), and the size the request says."""
+def _sealed_size(fd: int, length, arena: bool = False) -> int:
+    """The bytes of a client's shared buffer a request uses: sealed against shrinking (else a
+    client could shrink it under the server's mapping), and the size the request says (an
+    arena's first ``length`` bytes: at most its size)."""
     seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
     if not seals & fcntl.F_SEAL_SHRINK:
         raise errors.InvalidArgument("the shared buffer must be sealed against shrinking "
                                      "(F_SEAL_SHRINK)")
     n = os.fstat(fd).st_size
-    if n != length:
+    if not isinstance(length, int) or not (0 <= length <= n if arena else length == n):
         raise errors.InvalidArgument(f"the shared buffer holds {n} bytes, the request says {length}")
-    return n
+    return length
+
+
+def _unmap(mm) -> None:
+    """Close a mapping of a client's buffer (None: nothing; one still viewed somewhere is
+    unmapped when the view goes)."""
+    if mm is not None:
+        try:
+            mm.close()
+        except BufferError:
+            pass
 
 
 def _inline(msg: dict, local: bool):
