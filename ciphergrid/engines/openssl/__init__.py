@@ -22,6 +22,7 @@ from ..base import Engine, Session
 from .bulk import crypt, run
 from .evp_speed import speed
 from .libcrypto import BACKEND_NAME, openssl_version, speed_loop
+from .threads import CORES
 
 __all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "speed", "openssl_version",
            "BACKEND_NAME", "speed_loop"]
@@ -37,7 +38,7 @@ def device_info():
         ver = "OpenSSL"
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
     return DeviceInfo(spec="native", runtime="native", name=f"{ver} ({_cpu_name()})", kind="cpu",
-                      compute_units=os.cpu_count() or 1, memory=int(mem), vendor="OpenSSL",
+                      compute_units=CORES, memory=int(mem), vendor="OpenSSL",
                       platform=BACKEND_NAME)
 
 
@@ -60,7 +61,7 @@ class OpenSSLSession(Session):
         req = self.req.at(first_block, chain) if first_block else self.req
         req.check_length(src.nbytes)
         if src.nbytes:
-            run(req, src, dst, threads=self.threads or os.cpu_count() or 1)
+            run(req, src, dst, threads=self.threads or CORES)
 
 
 class OpenSSLEngine(Engine):

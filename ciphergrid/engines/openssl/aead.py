@@ -10,9 +10,8 @@ returning the mask of those that verified.
 
 from __future__ import annotations
 
-import os
 
-from .threads import run_all
+from .threads import CORES as _CORES, NEVER, run_all
 from ..._lazy import numpy_for
 
 np = numpy_for(__name__)
@@ -20,7 +19,6 @@ np = numpy_for(__name__)
 #: below this many messages (or bytes) a batch runs on the calling thread
 _THREADED_MIN_MESSAGES = 64
 _THREADED_MIN_BYTES = 4 << 20
-_CORES = os.cpu_count() or 1
 #: one message below this many bytes goes through pyca's one-shot call, not the C loop
 _C_LOOP_MIN_BYTES = 1 << 20
 
@@ -76,15 +74,6 @@ def _one(name: str, kind: str, encrypt: bool, key: bytes, nonce: bytes, aad: byt
     return ctx.tag[:tag_length] if encrypt else True
 
 
-class _Never:
-    @staticmethod
-    def is_set() -> bool:
-        return False
-
-
-_NEVER = _Never()
-
-
 def _run(batch, tags_in):
     from ... import aeads
 
@@ -108,7 +97,7 @@ def _run(batch, tags_in):
     threads = _CORES
     small = m < _THREADED_MIN_MESSAGES and batch.src.nbytes < _THREADED_MIN_BYTES
     if small or threads == 1 or m == 1:
-        part(0, m)(_NEVER)
+        part(0, m)(NEVER)
         return results
     step = -(-m // threads)
     run_all([part(lo, min(m, lo + step)) for lo in range(0, m, max(1, step))] or [lambda c: None])

@@ -14,13 +14,12 @@ with ``sector_size=S`` the buffer is a run of S-byte units with dm-crypt ``plain
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 
 from ... import buffers, registry
 from ...errors import InvalidArgument
 from . import contexts, xts
-from .threads import run_all, split
+from .threads import CORES, run_all, split
 from ..._lazy import numpy_for
 
 np = numpy_for(__name__)
@@ -51,7 +50,7 @@ def crypt(name: str, key: bytes, iv: bytes | None, data, encrypt: bool, *,
     req = make_request(registry.lookup(name), key, iv, encrypt, sector_size=sector_size,
                        start_sector=start_sector if sector_size is not None else None)
     if threads is None:
-        threads = os.cpu_count() or 1
+        threads = CORES
     threads = int(threads)
     if threads < 1:
         raise InvalidArgument(f"threads must be >= 1, got {threads}")

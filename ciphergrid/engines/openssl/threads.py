@@ -38,6 +38,11 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+#: the host's logical cores, read once (os.cpu_count reads /sys on every call: ~6 us a time on
+#: a VM, more than a 4 KiB AES call takes)
+CORES = os.cpu_count() or 1
+
+
 def _pool(workers: int) -> ThreadPoolExecutor:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -46,7 +51,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         forked = _POOL is not None and _POOL_PID != os.getpid()
         if _POOL is None or _POOL_SIZE < workers or forked:
             old = _POOL
-            _POOL_SIZE = max(workers, os.cpu_count() or 1)
+            _POOL_SIZE = max(workers, CORES)
             _POOL = ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="cg-native")
             _POOL_PID = os.getpid()
             if old is not None and not forked:  # (a child must not wait for threads it lacks)
@@ -64,6 +69,17 @@ def check_cancel(cancel) -> None:
         raise Cancelled()
 
 
+class _Never:
+    """The cancel event of a run with nobody to cancel it (one job): never set."""
+
+    @staticmethod
+    def is_set() -> bool:
+        return False
+
+
+NEVER = _Never()
+
+
 def run_all(jobs) -> None:
     """Run callables ``job(cancel)``: the first in this thread, the rest on the pool; wait for
     all, then raise the first error.
@@ -72,10 +88,10 @@ def run_all(jobs) -> None:
     ``cancel``: the other workers stop at their next step.  This returns only when no worker is
     inside OpenSSL any more, even when interrupted while waiting: the callers free the EVP
     contexts right after, and the interpreter may be about to exit."""
-    cancel = threading.Event()
-    if len(jobs) == 1:
-        jobs[0](cancel)
+    if len(jobs) == 1:   # (no other worker to stop: an interrupt reaches this one directly)
+        jobs[0](NEVER)
         return
+    cancel = threading.Event()
     from concurrent.futures import wait
 
     pool = _pool(len(jobs) - 1)
