@@ -164,32 +164,40 @@ def cmd_seal(args, seal: bool) -> int:
 
 
 def _seal_stream(src, out, sch, key: bytes, context: bytes, device: str) -> None:
-    """The input sealed piece by piece into ``out``: READ_CHUNK bytes (whole chunks) read into
-    one buffer and sealed into another, both reused (no fresh memory per piece); the piece that
-    ends the input is the final one (its last chunk shorter, possibly empty)."""
+    """The input sealed piece by piece into ``out``: READ_CHUNK bytes (whole chunks) at a time,
+    the next piece read and the last one written while one is sealed (transfer.pieces.overlapped,
+    over reused buffers: no fresh memory per piece); the piece that ends the input is the final
+    one (its last chunk shorter, possibly empty)."""
     import numpy as np
 
     from .formats import cobblestone as cb
+    from .transfer.pieces import overlapped
 
     s = cb.Sealer(sch, key, context, device=device)
     out.write(s.header())
-    pt = np.empty(READ_CHUNK, dtype=np.uint8)
-    ct = np.empty(cb.sealed_length(READ_CHUNK), dtype=np.uint8)
-    while True:
-        n = src.readinto(pt)
-        final = n < READ_CHUNK
-        out.write(s.seal(pt[:n], final, out=ct))
-        if final:
-            return
+
+    def pieces(take):
+        while True:
+            pt = take()
+            n = src.readinto(pt)
+            yield pt, n, n < READ_CHUNK
+            if n < READ_CHUNK:
+                return
+
+    overlapped(pieces, lambda pt, n, final, ct: s.seal(pt[:n], final, out=ct), out.write,
+               inputs=[np.empty(READ_CHUNK, dtype=np.uint8) for _ in range(2)],
+               outputs=[np.empty(cb.sealed_length(READ_CHUNK), dtype=np.uint8) for _ in range(2)])
 
 
 def _open_stream(src, out, sch, key: bytes, context: bytes, device: str) -> None:
     """The sealed input opened piece by piece into ``out``: each piece's chunks verified before
     any of its plaintext is written; a piece is final when nothing follows it (read ahead into
-    a second buffer: the two, and the plaintext's, reused)."""
+    another buffer).  Reading, opening and writing overlap (transfer.pieces.overlapped), over
+    reused buffers."""
     import numpy as np
 
     from .formats import cobblestone as cb
+    from .transfer.pieces import overlapped
 
     header = np.empty(cb.HEADER, dtype=np.uint8)
     got = src.readinto(header)
@@ -198,18 +206,27 @@ def _open_stream(src, out, sch, key: bytes, context: bytes, device: str) -> None
                          "released")
     op = cb.Opener(sch, key, context, header.tobytes(), device=device)
     step = READ_CHUNK // cb.CHUNK * cb.SEALED_CHUNK
-    bufs = [np.empty(step, dtype=np.uint8), np.empty(step, dtype=np.uint8)]
-    pt = np.empty(READ_CHUNK, dtype=np.uint8)
-    n, first = src.readinto(bufs[0]), 0
-    while True:
-        nxt = src.readinto(bufs[1]) if n == step else 0
-        final = nxt == 0
-        out.write(op.open(bufs[0][:n], first, final, out=pt))
-        if final:
-            return
-        first += n // cb.SEALED_CHUNK
-        bufs.reverse()
-        n = nxt
+    first = [0]   # (the next piece's first chunk)
+
+    def pieces(take):
+        buf = take()
+        n = src.readinto(buf)
+        while True:
+            ahead = take() if n == step else None
+            nxt = src.readinto(ahead) if ahead is not None else 0
+            yield buf, n, nxt == 0
+            if nxt == 0:
+                return
+            buf, n = ahead, nxt
+
+    def process(buf, n, final, pt):
+        view = op.open(buf[:n], first[0], final, out=pt)
+        first[0] += n // cb.SEALED_CHUNK
+        return view
+
+    overlapped(pieces, process, out.write,
+               inputs=[np.empty(step, dtype=np.uint8) for _ in range(3)],
+               outputs=[np.empty(READ_CHUNK, dtype=np.uint8) for _ in range(2)])
 
 
 # ------------------------------------------------------------------------------------ encrypt / decrypt

@@ -139,6 +139,58 @@ def _run_workers(n: int, body, stop: threading.Event, name: str, on_stop=None) -
         raise state["error"]
 
 
+def overlapped(pieces, process, write, *, inputs: list, outputs: list) -> None:
+    """Read, work and write at once over reused buffers, each stage in a thread of its own (the
+    calling thread only waits: :func:`_run_workers`, so a signal or a stage's failure stops the
+    others after their current step, then goes up).
+
+    ``pieces(take)`` yields ``(buffer, bytes, final)`` in order, each buffer from ``take()`` (the
+    ``inputs``, handed back once processed); ``process(buffer, bytes, final, out)`` returns the
+    view of ``out`` (one of ``outputs``) to write; ``write(view)`` writes them in order.  The
+    last piece is the one marked final."""
+    import queue
+
+    stop = threading.Event()
+    free_in, free_out, full, done = (queue.Queue() for _ in range(4))
+    for b in inputs:
+        free_in.put(b)
+    for b in outputs:
+        free_out.put(b)
+
+    def get(q):
+        while True:
+            try:
+                return q.get(timeout=0.05)
+            except queue.Empty:
+                if stop.is_set():
+                    raise _Stop from None
+
+    def body(i: int) -> None:
+        if i == 0:                                  # the reader
+            for item in pieces(lambda: get(free_in)):
+                full.put(item)
+                if item[2] or stop.is_set():
+                    return
+        elif i == 1:                                # the work
+            while True:
+                buf, n, final = get(full)
+                out = get(free_out)
+                view = process(buf, n, final, out)
+                free_in.put(buf)
+                done.put((out, view, final))
+                if final:
+                    return
+        else:                                       # the writer
+            while True:
+                out, view, final = get(done)
+                write(view)
+                free_out.put(out)
+                if final:
+                    return
+
+    _run_workers(3, body, stop, "stage")
+
+
 def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | None = None,
            progress=None) -> int:
     """Encipher ``src`` into ``dst`` (binary file objects or descriptors) with
