@@ -712,6 +712,24 @@ def test_the_library_uses_a_service_only_when_asked(server, folder, monkeypatch)
         assert ciphergrid.encrypt_batch(msgs, "aes-128-gcm", key=key, nonces=nonces).messages == sealed
         assert ciphergrid.decrypt_batch(sealed, "aes-128-gcm", key=key, nonces=nonces).messages == msgs
         assert jobs() == before + 4
+        conns = server.status()["totals"]["connections"]
+        pid = os.fork()   # (a child connects on its own: the parent's connection stays the parent's)
+        if pid == 0:
+            ok = False
+            try:
+                ok = ciphergrid.encrypt(data, "aes-128-ctr", key, iv) == want
+            finally:
+                os._exit(0 if ok else 1)
+        deadline = time.monotonic() + 30   # (bounded: a child forked beside threads could hang)
+        while (got := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if got[0] == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        assert got[0] == pid and got[1] == 0
+        assert server.status()["totals"]["connections"] == conns + 1
+        assert ciphergrid.encrypt(data, "aes-128-ctr", key, iv) == want and jobs() == before + 6
+        before += 2
         assert api.encrypt(data, "aes-128-ctr", key, iv) == want     # (api: this process)
         st = ciphergrid.SchedulerStats()
         ciphergrid.encrypt(data, "aes-128-ctr", key, iv, stats=st)  # (stats: this process's)

@@ -70,7 +70,7 @@ def resolve(where: str, *, timeout: float | None = None):
     return connect(where, timeout=timeout)
 
 
-_mine = threading.local()   # this thread's: held (setting, client); serving (a service's thread)
+_mine = threading.local()   # this thread's: held (setting, client, pid); serving (a service's thread)
 
 
 def serving_thread() -> None:
@@ -95,8 +95,10 @@ def for_library(data=None):
 
         if gpu_array(data) is not None:
             return None
+    import os
+
     held = getattr(_mine, "held", None)
-    if held is not None and held[0] == where:
+    if held is not None and held[0] == where and held[2] == os.getpid():
         return held[1]
     if where.startswith(("tls://", "tcp://")):
         from ..errors import InvalidArgument
@@ -106,8 +108,8 @@ def for_library(data=None):
                               "cafile=..., token=...)")
     forget()
     client = resolve(where)
-    if client is not None:
-        _mine.held = (where, client)
+    if client is not None:   # (a forked child makes its own: the parent's socket stays its own)
+        _mine.held = (where, client, os.getpid())
     return client
 
 
