@@ -459,6 +459,33 @@ def test_a_users_job_limit(server, folder, monkeypatch):
                 os.close(fd)
 
 
+def test_a_users_memory_limit(server, folder, monkeypatch):
+    """The policy's max_memory: a job that would make the service hold more of its own memory
+    for the user (an AEAD message's copies, a batch decryption's output) is refused with one
+    line; one in the client's shared memory costs none; the count is back to 0 after."""
+    from ciphergrid.service.policy import Policy
+
+    monkeypatch.setattr(server, "policy", Policy.load(_policy(folder, "[defaults]\nmax_memory = \"1Mi\"\n"),
+                                                      own_uid=os.getuid()))
+    assert server.policy.grant(os.getuid(), set()).max_memory == 1 << 20
+    rng = random.Random(5)
+    key, nonce, data = rng.randbytes(16), rng.randbytes(12), rng.randbytes(600 << 10)
+    msgs = [rng.randbytes(16 << 10) for _ in range(100)]   # (1.6 MiB)
+    nonces = [rng.randbytes(12) for _ in range(100)]
+    with ciphergrid.connect(server.address) as c:
+        with pytest.raises(ciphergrid.ServiceError, match="max_memory|may hold 1048576"):
+            c.encrypt(data, "aes-128-gcm", key, nonce=nonce)      # (2 x 600 KiB of copies)
+        sealed = c.encrypt_batch(msgs, "aes-128-gcm", key=key, nonces=nonces)   # (in place: none)
+        with pytest.raises(ciphergrid.ServiceError, match="may hold 1048576"):
+            c.decrypt_batch(sealed.messages, "aes-128-gcm", key=key, nonces=nonces)
+        assert c.decrypt_batch(sealed.messages[:40], "aes-128-gcm", key=key,
+                               nonces=nonces[:40]).messages == msgs[:40]
+        assert c.encrypt(data, "aes-128-ctr", key, key) == oracle.encrypt(data, "aes-128-ctr", key, key)
+        assert server.status()["memory"] == {}
+    with pytest.raises(ciphergrid.InvalidArgument, match="max_memory"):
+        Policy.load(_policy(folder, "[defaults]\nmax_memory = \"lots\"\n"), own_uid=0)
+
+
 def test_metrics_in_prometheus_format(folder):
     import urllib.request
 

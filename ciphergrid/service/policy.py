@@ -5,6 +5,8 @@ A TOML file::
     [defaults]            # for every client the file allows (and the server's own user)
     weight = 1            # its share when clients compete for the devices
     max_jobs = 4          # jobs it may run at once (over all its connections)
+    max_memory = "8Gi"    # the service's memory its running jobs may hold at once (default: no
+                          # limit): its copies of AEAD messages, batch decryptions' outputs
 
     [[allow]]
     user = "alice"        # or uid = 1001
@@ -30,6 +32,7 @@ from ..errors import InvalidArgument
 #: the defaults where neither the file nor an entry says
 WEIGHT = 1.0
 MAX_JOBS = 4
+MAX_MEMORY = None   # (no limit)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class Grant:
     weight: float = WEIGHT
     max_jobs: int = MAX_JOBS
     why: str = "the server's own user"
+    max_memory: int | None = MAX_MEMORY
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class _Entry:
     weight: float
     max_jobs: int
     text: str
+    max_memory: int | None
 
 
 class Policy:
@@ -77,14 +82,14 @@ class Policy:
         if unknown:
             raise InvalidArgument(f"{path}: unknown tables {sorted(unknown)} (defaults, allow)")
         defaults = Grant(_number(d, "weight", WEIGHT, path), int(_number(d, "max_jobs", MAX_JOBS, path)),
-                         "the policy's defaults")
+                         "the policy's defaults", _memory(d, MAX_MEMORY, path))
         entries = []
         if not isinstance(doc.get("allow", []), list):
             raise InvalidArgument(f"{path}: allow is a list of tables ([[allow]])")
         for i, e in enumerate(doc.get("allow", [])):
             if not isinstance(e, dict):
                 raise InvalidArgument(f"{path}: allow[{i}] must be a table")
-            extra = set(e) - {"user", "uid", "group", "gid", "weight", "max_jobs"}
+            extra = set(e) - {"user", "uid", "group", "gid", "weight", "max_jobs", "max_memory"}
             if extra:
                 raise InvalidArgument(f"{path}: allow[{i}] has unknown keys {sorted(extra)}")
             uid = _id(e, "user", "uid", pwd.getpwnam, "pw_uid", path, i)
@@ -94,19 +99,21 @@ class Policy:
                                       "(group/gid)")
             text = (f"user {e.get('user', uid)}" if uid is not None else f"group {e.get('group', gid)}")
             entries.append(_Entry(uid, gid, _number(e, "weight", defaults.weight, path),
-                                  int(_number(e, "max_jobs", defaults.max_jobs, path)), text))
+                                  int(_number(e, "max_jobs", defaults.max_jobs, path)), text,
+                                  _memory(e, defaults.max_memory, path)))
         return cls(own_uid, entries, defaults, path)
 
     def grant(self, uid: int, gids) -> Grant | None:
         """What the client of user ``uid`` in groups ``gids`` may do; None: refused."""
         for e in self.entries:   # (a user's own entry before a group's)
             if e.uid is not None and e.uid == uid:
-                return Grant(e.weight, e.max_jobs, f"{self.source}: {e.text}")
+                return Grant(e.weight, e.max_jobs, f"{self.source}: {e.text}", e.max_memory)
         for e in self.entries:
             if e.gid is not None and e.gid in gids:
-                return Grant(e.weight, e.max_jobs, f"{self.source}: {e.text}")
+                return Grant(e.weight, e.max_jobs, f"{self.source}: {e.text}", e.max_memory)
         if uid == self.own_uid:
-            return Grant(self.defaults.weight, self.defaults.max_jobs, "the server's own user")
+            return Grant(self.defaults.weight, self.defaults.max_jobs, "the server's own user",
+                         self.defaults.max_memory)
         return None
 
 
@@ -115,6 +122,23 @@ def _number(d: dict, key: str, default, path: str):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
         raise InvalidArgument(f"{path}: {key} must be a positive number, not {v!r}")
     return v
+
+
+def _memory(d: dict, default, path: str):
+    """``max_memory``: bytes (a number, or a string such as "8Gi"), positive; absent: ``default``."""
+    from ..settings import parse_bytes
+
+    v = d.get("max_memory", default)
+    if v is None:
+        return None
+    try:
+        n = parse_bytes(v, "max_memory") if isinstance(v, str) else v
+    except InvalidArgument:
+        n = None
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise InvalidArgument(f"{path}: max_memory must be a positive byte count (e.g. 8Gi), "
+                              f"not {v!r}")
+    return n
 
 
 def _id(e: dict, name_key: str, id_key: str, lookup, attr: str, path: str, i: int):

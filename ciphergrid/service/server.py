@@ -48,6 +48,7 @@ class Server:
         self.uid = os.getuid()
         self.policy = policy or Policy(self.uid)
         self.running: dict = {}      # uid -> jobs running now
+        self.memory: dict = {}       # uid -> bytes of the service's memory its running jobs hold
         from .fair import Fair
 
         self.fair = Fair()           # the devices' bytes shared by the clients' weights
@@ -276,7 +277,7 @@ class Server:
                     who = f"token #{known[0] + 1}"
                 conn.settimeout(None)
                 d = self.policy.defaults
-                grant = Grant(d.weight, d.max_jobs, f"remote client ({who})")
+                grant = Grant(d.weight, d.max_jobs, f"remote client ({who})", d.max_memory)
                 ch.send(self._hello())
                 self._serve_client(ch, f"remote {who}", None, grant)
             except (OSError, protocol.ProtocolError, ValueError):
@@ -339,15 +340,24 @@ class Server:
             raise protocol.ProtocolError(f"protocol version {msg.get('version')!r}; this service "
                                          f"speaks {protocol.VERSION}")
         req = _request(msg) if op in ("crypt", "stream") else None
-        with self.slots:   # (past the user's max_jobs a job waits for one of its jobs to end)
+        need = _memory_need(op, msg)
+        if grant.max_memory is not None and need > grant.max_memory:
+            raise errors.ServiceError(f"this job would hold {need} bytes of the service's memory; "
+                                      f"user {uid} may hold {grant.max_memory} ({grant.why}): "
+                                      "smaller messages, or a sealed file")
+        with self.slots:   # (past the user's max_jobs or max_memory a job waits for its turn)
             deadline = time.monotonic() + self.job_timeout
-            while self.running.get(uid, 0) >= grant.max_jobs:
+            while (self.running.get(uid, 0) >= grant.max_jobs
+                   or (grant.max_memory is not None
+                       and self.memory.get(uid, 0) + need > grant.max_memory)):
                 left = deadline - time.monotonic()
                 if left <= 0 or self.stopping.is_set():
-                    raise errors.ServiceError(f"user {uid} runs {self.running[uid]} jobs, its limit "
+                    raise errors.ServiceError(f"user {uid} runs {self.running[uid]} jobs holding "
+                                              f"{self.memory.get(uid, 0)} bytes, its limits "
                                               f"({grant.why}), and none ended in time")
                 self.slots.wait(min(left, 0.5))
             self.running[uid] = self.running.get(uid, 0) + 1
+            self.memory[uid] = self.memory.get(uid, 0) + need
             self.clients[cid]["jobs"] += 1
             self.totals["jobs"] += 1
         if op == "stream" and not ch.local:
@@ -367,6 +377,7 @@ class Server:
             timer.cancel()
             with self.slots:
                 self.running[uid] -= 1
+                self.memory[uid] -= need
                 self.slots.notify_all()
         with self.lock:
             self.clients[cid]["bytes"] += reply["bytes"]
@@ -640,12 +651,14 @@ class Server:
                                      "bytes": c["bytes"], "weight": c["weight"]}
                                     for c in self.clients.values()],
                     "running": {str(u): n for u, n in self.running.items() if n},
+                    "memory": {str(u): n for u, n in self.memory.items() if n},
                     "policy": self.policy.source or None,
                     "devices": [d.spec for d in all_devices()],
                     "engines": sorted(self.runtime.engines), "pinned_bytes": _pinned_bytes()}
         if not full:
             out.pop("connections")
             out.pop("running")
+            out.pop("memory")
         return out
 
     def serve_metrics(self, port: int, addr: str = "127.0.0.1"):
@@ -694,6 +707,26 @@ def _trim_heap() -> None:
 
 
 _MALLOC_TRIM = None
+
+
+def _memory_need(op: str, msg: dict) -> int:
+    """Bytes of the service's own memory a job holds (the policy's max_memory counts them): its
+    inline data and reply, an AEAD message's copies (the text in, the text and tag out), a batch's
+    tables and, decrypting, its private output.  Buffers in the client's shared memory, files and
+    pipes cost none (the devices' staging is the service's, shared by every job)."""
+    def count(key: str) -> int:
+        v = msg.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+
+    data = msg.get("data")
+    inline = 2 * len(data) if isinstance(data, bytes) else 0
+    if op == "aead":
+        return inline + 2 * count("text_length") + count("tag_length")
+    if op == "batch":
+        m = count("m")
+        tables = m * (count("nonce_length") + count("tag_length") + 21) + count("aad_length")
+        return inline + tables + (0 if msg.get("encrypt") else count("n"))
+    return inline
 
 
 def _pinned_bytes() -> int:
