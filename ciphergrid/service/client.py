@@ -271,16 +271,22 @@ class Client:
             _aead._check_limits(spec, longest, _aead._longest(aad_off, spec.aead.max_aad))
             head = {"op": "batch", "version": protocol.VERSION, "cipher": spec.name,
                     "encrypt": bool(encrypt), "tag_length": tl, "impl": impl, "device": device}
-            out = np.empty(src.nbytes, dtype=np.uint8)
-            res = np.empty((m, tl), dtype=np.uint8) if encrypt else np.empty(m, dtype=bool)
             groups = self._groups(off, tl, non.shape[1], aad_off, table.size)
+            if len(groups) > 1:
+                out = np.empty(src.nbytes, dtype=np.uint8)
+                res = np.empty((m, tl), dtype=np.uint8) if encrypt else np.empty(m, dtype=bool)
             for i, j in groups:
                 rows = np.unique(index[i:j]) if j > i else np.zeros(0, dtype=index.dtype)
                 a, b = int(off[i]), int(off[j])
-                part = self._batch_call(
-                    head, src[a:b], off[i:j + 1] - a, None if got is None else got[i:j],
-                    table[rows], np.searchsorted(rows, index[i:j]).astype(np.int32), non[i:j],
-                    aad_arr[int(aad_off[i]):int(aad_off[j])], aad_off[i:j + 1] - aad_off[i])
+                keys_used = table[rows]   # (a copy: wiped below, as the table is)
+                try:
+                    part = self._batch_call(
+                        head, src[a:b], off[i:j + 1] - a, None if got is None else got[i:j],
+                        keys_used, np.searchsorted(rows, index[i:j]).astype(np.int32),
+                        non[i:j], aad_arr[int(aad_off[i]):int(aad_off[j])],
+                        aad_off[i:j + 1] - aad_off[i])
+                finally:
+                    keys_used.fill(0)
                 if len(groups) == 1:   # (one group: its arrays are the result's)
                     out, res = part
                 else:
