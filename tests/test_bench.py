@@ -526,8 +526,8 @@ def test_mpi_suite_rows(tmp_path):
 def test_service_suite_rows(tmp_path, capsys):
     """`bench service`: a service of its own (started and stopped by the suite), each phase a row
     checked against pyca response by response: round trips, one client, N clients, two equal
-    clients (shares in the note), 1 MiB beside a stream job, an AEAD batch (through the service
-    and in process), a soak (the server's use before and
+    clients (shares in the note), 1 MiB beside a stream job, remote clients over TLS on loopback,
+    an AEAD batch (through the service and in process), a soak (the server's use before and
     after); the service is gone afterwards."""
     pytest.importorskip("msgpack")
     path = tmp_path / "r.json"
@@ -538,14 +538,15 @@ def test_service_suite_rows(tmp_path, capsys):
     res = records.load(path)
     assert [r.implementation for r in res.records] == [
         "round trip 4 KiB", "1 client", "3 clients", "2 equal clients", "1 MiB under load",
-        "AEAD batch", "soak"]
+        "remote TLS, 1 connection", "remote TLS, 2 connections", "AEAD batch", "soak"]
     for r in res.records:
         assert r.status == "ok" and r.median_s > 0, r.error
         assert r.verification["oracle"].startswith("pyca")
     assert "each client's share" in res.records[3].note and "x one client" in res.records[2].note
     assert "beside a 512 MiB stream job" in res.records[4].note
-    assert "in this process" in res.records[5].note and res.records[5].cipher == "aes-128-gcm"
-    soak = res.records[6]
+    assert "x one connection" in res.records[6].note
+    assert "in this process" in res.records[7].note and res.records[7].cipher == "aes-128-gcm"
+    soak = res.records[8]
     assert soak.resources["server_after"]["fds"] is not None and "descriptors" in soak.note
     assert "phase" in capsys.readouterr().out
 

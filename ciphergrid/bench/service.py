@@ -11,6 +11,10 @@ row).  Phases, one row each (kind ``api``, the phase in ``implementation``):
 * ``2 equal clients``: the same load twice; each client's share of the sum (fair: 0.5 each);
 * ``1 MiB under load``: one client's 1 MiB requests alone, then while another client's stream job
   of ``--svc-big`` bytes runs (a sparse file to /dev/null): the added latency;
+* ``remote TLS, 1 connection`` / ``remote TLS, N connections``: the service's own TLS listener on
+  the loopback address (a throwaway self-signed certificate, a token), ``--svc-remote-size``
+  requests (32 MiB) for ``--svc-seconds``, one connection, then ``--svc-remote-clients`` (8);
+  only with the benchmark's own service;
 * ``AEAD batch``: one AES-128-GCM batch of 16 KiB messages (``--svc-batch`` of them) through
   ``connect().encrypt_batch`` against the same batch in the client's own process, every message's
   ciphertext and tag compared with pyca's;
@@ -50,6 +54,10 @@ def add_arguments(p) -> None:
                    help="the other client's job in the latency phase (default 64Gi; --quick 256Mi)")
     p.add_argument("--svc-sizes", default=DEFAULT_SIZES, metavar="LIST",
                    help=f"request sizes of the load phases (default {DEFAULT_SIZES})")
+    p.add_argument("--svc-remote-clients", type=int, metavar="N",
+                   help="TLS connections of the remote phase (default 8; --quick 2)")
+    p.add_argument("--svc-remote-size", type=bytes_option("--svc-remote-size"), metavar="BYTES",
+                   help="request size of the remote phase (default 32Mi; --quick 1Mi)")
     p.add_argument("--svc-batch", type=int, metavar="N",
                    help="16 KiB messages of the AEAD batch phase (default 4096; --quick 64)")
 
@@ -61,11 +69,15 @@ def _service(path: str | None, log):
     import ciphergrid
 
     if path:
-        yield path
+        yield path, None
         return
     folder = tempfile.mkdtemp(prefix="cg-bench-svc-")
     sock = os.path.join(folder, "s.sock")
-    srv = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", sock],
+    remote = _tls_files(folder)
+    srv = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", sock,
+                            "--listen", f"127.0.0.1:{remote['port']}", "--tls-cert",
+                            remote["cafile"], "--tls-key", remote["keyfile"], "--token-file",
+                            remote["tokens"]],
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
     try:
@@ -79,7 +91,7 @@ def _service(path: str | None, log):
                     raise ciphergrid.ServiceError(
                         f"the benchmark's service did not start: {srv.stderr.read()[-300:]}") from None
                 time.sleep(0.05)
-        yield sock
+        yield sock, remote
     finally:
         srv.terminate()
         try:
@@ -88,10 +100,51 @@ def _service(path: str | None, log):
             srv.kill()
             srv.wait()
             log("the benchmark's service did not stop in 30 s: killed")
-        with contextlib.suppress(OSError):
-            os.unlink(sock)
+        for name in (sock, remote["cafile"], remote["keyfile"], remote["tokens"]):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
         with contextlib.suppress(OSError):
             os.rmdir(folder)
+
+
+def _tls_files(folder: str) -> dict:
+    """A throwaway self-signed certificate for 127.0.0.1 (its own CA), its key, a token file and
+    a free loopback port: the benchmark's own service's TLS listener."""
+    import datetime
+    import ipaddress
+    import secrets
+    import socket
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ciphergrid bench")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    out = {"cafile": os.path.join(folder, "cert.pem"), "keyfile": os.path.join(folder, "key.pem"),
+           "tokens": os.path.join(folder, "tokens"), "token": secrets.token_hex(16)}
+    with open(os.open(out["keyfile"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    with open(out["cafile"], "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(os.open(out["tokens"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(out["token"] + "\n")
+    with socket.socket() as s:   # (a free port: bound, read, let go)
+        s.bind(("127.0.0.1", 0))
+        out["port"] = s.getsockname()[1]
+    out["address"] = f"tls://127.0.0.1:{out['port']}"
+    return out
 
 
 def _settled(pid: int, client, wait_s: float = 30.0) -> dict:
@@ -123,12 +176,12 @@ class Load:
     """Client threads, each with its own connection, sending requests of the sizes in turn until
     ``stop`` is set; every response checked against pyca's ciphertext of the same input."""
 
-    def __init__(self, sock: str, sizes: list[int], device: str):
+    def __init__(self, sock: str, sizes: list[int], device: str, **connect):
         import numpy as np
         from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
         rng = np.random.default_rng()
-        self.sock, self.device = sock, device
+        self.sock, self.device, self.connect = sock, device, connect
         self.key, self.iv = os.urandom(16), os.urandom(16)
         self.inputs = [rng.integers(0, 256, n, dtype=np.uint8) for n in sizes]
         c = Cipher(algorithms.AES(self.key), modes.CTR(self.iv))
@@ -141,7 +194,7 @@ class Load:
 
         moved = done = 0
         try:
-            with ciphergrid.connect(self.sock) as c:
+            with ciphergrid.connect(self.sock, **self.connect) as c:
                 while not stop.is_set():
                     k = done % len(self.inputs)
                     got = c.encrypt(self.inputs[k], CIPHER, self.key, self.iv, device=self.device)
@@ -216,7 +269,7 @@ def run(args, ctx: suites.Context) -> dict:
         if rec.status != "ok":
             ctx.log(f"FAILED {rec.implementation}: {rec.error}")
 
-    with _service(args.svc_socket, ctx.log) as sock, ciphergrid.connect(sock) as c:
+    with _service(args.svc_socket, ctx.log) as (sock, remote), ciphergrid.connect(sock) as c:
         pid = c.status()["pid"]
         load = Load(sock, sizes, device)
         # -- one 4 KiB request at a time
@@ -244,6 +297,20 @@ def run(args, ctx: suites.Context) -> dict:
         add(_load_row(device, "2 equal clients", two, t2))
         # -- a 1 MiB request alone, then beside another client's long job
         add(_latency(sock, load, device, big, quick))
+        # -- remote clients over TLS on the loopback address (the benchmark's own service)
+        if remote is not None:
+            far = Load(remote["address"], [args.svc_remote_size or ((1 << 20) if quick else 32 << 20)],
+                       device, cafile=remote["cafile"], token=remote["token"])
+            n_far = args.svc_remote_clients or (2 if quick else 8)
+            one_far, t1 = far.run(1, seconds)
+            add(_load_row(device, "remote TLS, 1 connection", one_far, t1))
+            many_far, tn = far.run(n_far, seconds)
+            rec = _load_row(device, f"remote TLS, {n_far} connections", many_far, tn)
+            if rec.status == "ok" and rows[-1].status == "ok":
+                rec.note += f"; {rec.throughput_bps / rows[-1].throughput_bps:.2f} x one connection"
+            add(rec)
+        else:
+            ctx.log("remote TLS phases: only with the benchmark's own service (no --svc-socket)")
         # -- an AEAD batch, through the service and in this process
         add(_batch_row(c, device, args.svc_batch or (64 if quick else 4096), 3 if quick else 10))
         # -- soak
