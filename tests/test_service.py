@@ -758,6 +758,8 @@ def test_the_library_uses_a_service_only_when_asked(server, folder, monkeypatch)
         assert ciphergrid.encrypt(data, "aes-128-ctr", key, iv) == want and jobs() == before + 6
         before += 2
         assert api.encrypt(data, "aes-128-ctr", key, iv) == want     # (api: this process)
+        with service.in_process():                                  # (what `ciphergrid bench` runs in)
+            assert ciphergrid.encrypt(data, "aes-128-ctr", key, iv) == want
         st = ciphergrid.SchedulerStats()
         ciphergrid.encrypt(data, "aes-128-ctr", key, iv, stats=st)  # (stats: this process's)
         assert jobs() == before + 4

@@ -86,7 +86,16 @@ CHECKPOINT_S = 5.0
 
 
 def main(args: argparse.Namespace, *, api=None, host: dict | None = None) -> int:
-    """Run the chosen suite; write --json; print a summary on stdout; return the exit code."""
+    """Run the chosen suite; write --json; print a summary on stdout; return the exit code.
+    The library's calls run in this process (its engines are what the records name), also
+    where ``CIPHERGRID_SERVICE`` names a service; ``bench service`` connects to one itself."""
+    from ..service import in_process
+
+    with in_process():
+        return _main(args, api, host)
+
+
+def _main(args: argparse.Namespace, api, host: dict | None) -> int:
     from . import methodology
 
     suite = suites.get(getattr(args, "suite", None) or suites.DEFAULT)

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 
@@ -73,6 +74,24 @@ def resolve(where: str, *, timeout: float | None = None):
 _mine = threading.local()   # this thread's: held (setting, client, pid); serving (a service's thread)
 
 
+_in_process = {"depth": 0}   # > 0: the library runs every call in this process (see in_process)
+_depth_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def in_process():
+    """Within the block the library's functions run in this process, whatever
+    ``CIPHERGRID_SERVICE`` says, on every thread: ``ciphergrid bench`` measures this process's
+    engines (its records name them), not a service's."""
+    with _depth_lock:
+        _in_process["depth"] += 1
+    try:
+        yield
+    finally:
+        with _depth_lock:
+            _in_process["depth"] -= 1
+
+
 def serving_thread() -> None:
     """Mark this thread as one of a service's (the library called on it never calls a service:
     no service asks itself)."""
@@ -88,7 +107,8 @@ def for_library(data=None):
     from ..settings import service_setting
 
     where = service_setting()
-    if where is None or where.lower() == "off" or getattr(_mine, "serving", False):
+    if (where is None or where.lower() == "off" or getattr(_mine, "serving", False)
+            or _in_process["depth"]):
         return None
     if data is not None:
         from ..buffers import gpu_array
