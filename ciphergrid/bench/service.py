@@ -248,6 +248,19 @@ def _load_row(device, phase, out: dict, seconds: float) -> Record:
     return rec
 
 
+def _one_then_many(load: Load, n: int, seconds: float, device: str, prefix: str,
+                   unit: str) -> list:
+    """The load from one client, then from ``n`` at once: two rows, the second noting its ratio
+    to the first ("1.11 x one client")."""
+    one, t1 = load.run(1, seconds)
+    first = _load_row(device, f"{prefix}1 {unit}", one, t1)
+    many, tn = load.run(n, seconds)
+    rec = _load_row(device, f"{prefix}{n} {unit}s", many, tn)
+    if rec.status == "ok" and first.status == "ok":
+        rec.note += f"; {rec.throughput_bps / first.throughput_bps:.2f} x one {unit}"
+    return [first, rec]
+
+
 # ------------------------------------------------------------------------- the suite
 def run(args, ctx: suites.Context) -> dict:
     import numpy as np
@@ -286,13 +299,8 @@ def run(args, ctx: suites.Context) -> dict:
         rec.note = f"p90 {sorted(times)[int(0.9 * len(times))] * 1e3:.3f} ms"
         add(rec)
         # -- one client, N clients, two equal clients
-        one, t1 = load.run(1, seconds)
-        add(_load_row(device, "1 client", one, t1))
-        many, tn = load.run(clients, seconds)
-        rec = _load_row(device, f"{clients} clients", many, tn)
-        if rec.status == "ok" and rows[-1].status == "ok":
-            rec.note += f"; {rec.throughput_bps / rows[-1].throughput_bps:.2f} x one client"
-        add(rec)
+        for rec in _one_then_many(load, clients, seconds, device, "", "client"):
+            add(rec)
         two, t2 = load.run(2, seconds)
         add(_load_row(device, "2 equal clients", two, t2))
         # -- a 1 MiB request alone, then beside another client's long job
@@ -302,13 +310,8 @@ def run(args, ctx: suites.Context) -> dict:
             far = Load(remote["address"], [args.svc_remote_size or ((1 << 20) if quick else 32 << 20)],
                        device, cafile=remote["cafile"], token=remote["token"])
             n_far = args.svc_remote_clients or (2 if quick else 8)
-            one_far, t1 = far.run(1, seconds)
-            add(_load_row(device, "remote TLS, 1 connection", one_far, t1))
-            many_far, tn = far.run(n_far, seconds)
-            rec = _load_row(device, f"remote TLS, {n_far} connections", many_far, tn)
-            if rec.status == "ok" and rows[-1].status == "ok":
-                rec.note += f"; {rec.throughput_bps / rows[-1].throughput_bps:.2f} x one connection"
-            add(rec)
+            for rec in _one_then_many(far, n_far, seconds, device, "remote TLS, ", "connection"):
+                add(rec)
         else:
             ctx.log("remote TLS phases: only with the benchmark's own service (no --svc-socket)")
         # -- an AEAD batch, through the service and in this process
@@ -450,12 +453,12 @@ def _latency(sock: str, load: Load, device: str, big: int, quick: bool) -> Recor
 
 
 def _print(rows) -> None:
-    print(f"{'phase':<20} {'GB/s':>8} {'median ms':>10}  note")
+    print(f"{'phase':<26} {'GB/s':>8} {'median ms':>10}  note")
     for r in rows:
         if r.status != "ok":
-            print(f"{r.implementation:<20} {'FAILED':>8}  {r.error}")
+            print(f"{r.implementation:<26} {'FAILED':>8}  {r.error}")
             continue
-        print(f"{r.implementation:<20} {r.gbps:8.3f} {r.median_s * 1e3:10.3f}  {r.note or ''}")
+        print(f"{r.implementation:<26} {r.gbps:8.3f} {r.median_s * 1e3:10.3f}  {r.note or ''}")
 
 
 suites.register("service", run, add_arguments=add_arguments,
