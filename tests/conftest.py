@@ -10,6 +10,12 @@ Parametrization (done at collection time, so every case shows in the test ids):
 * ``gpu_device``: only the GPU devices; with none present the test is reported as skipped
   ("no GPU device present").  A test marked ``gpu`` by hand is skipped the same way.
 
+No test names a device spec of the machine it was written on (``opencl:0:0``, ``cuda:0``: the
+numbers are one machine's layout; tests/test_structure.py checks): a test takes the devices present
+from ``device``, ``gpu_device``, ``cpu_device`` (the first OpenCL CPU device selected, e.g. PoCL;
+skipped when there is none), ``cpu_spec()`` or ``all_devices()``, and a spec that must name no
+device (errors, fake devices, fake benchmark records) from ``absent_spec()``.
+
 Fixtures: ``rng`` (seeded random source with helpers; the seed is printed when a test fails;
 ``CIPHERGRID_TEST_SEED`` changes the base seed), ``ref`` (the one reference,
 ``ciphergrid.testing.oracle``: pyca/cryptography where it has the cipher·mode; same arguments as
@@ -99,6 +105,44 @@ def lean_names(spec: str, names) -> list:
 
 def gpu_specs() -> list[str]:
     return [d.spec for d in all_devices() if d.kind == "gpu"]
+
+
+_NO_CPU = "no OpenCL CPU device present (or none selected by CIPHERGRID_TEST_DEVICES)"
+
+
+def cpu_spec() -> str | None:
+    """The spec of the first OpenCL CPU device selected (PoCL: the wheel's or the system's,
+    whichever platform number it has), or None."""
+    return next((d.spec for d in all_devices() if d.runtime == "opencl" and d.kind == "cpu"), None)
+
+
+@pytest.fixture
+def cpu_device() -> str:
+    """``cpu_spec()``; the test is reported as skipped when there is none."""
+    spec = cpu_spec()
+    if spec is None:
+        pytest.skip(_NO_CPU)
+    return spec
+
+
+def absent_spec(runtime: str, depth: int = 1, *, on_present_platform: bool = False) -> str:
+    """A well-formed spec of ``runtime`` ("cuda" or "opencl") that names no device on this
+    machine, whatever CIPHERGRID_TEST_DEVICES selects: depth 1 ``cuda:N`` / ``opencl:P``;
+    depth 2 ``opencl:P:N`` of a platform that is absent, or with ``on_present_platform`` of the
+    first OpenCL platform present (0 where there is none) and a device number it lacks."""
+    import ciphergrid
+
+    present = [d.spec for d in ciphergrid.devices()]
+    head = f"{runtime}:"
+    if depth == 2 and on_present_platform:
+        first = next((s for s in present if s.startswith(head)), None)
+        head += (first.split(":")[1] if first else "0") + ":"
+    for n in range(7, 1000):
+        s = f"{head}{n}" + (":0" if depth == 2 and not on_present_platform else "")
+        cut = f"{head}{n}"
+        if not any(p == cut or p.startswith(cut + ":") for p in present):
+            return s
+    raise AssertionError(f"every {runtime} device number up to 999 is present")
 
 
 def base_seed() -> int:

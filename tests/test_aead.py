@@ -156,6 +156,49 @@ def test_numpy_in_numpy_out_and_out_buffer(aead_name, device, rng):
     assert isinstance(back, np.ndarray) and back.tobytes() == pt
 
 
+STATS_AEAD = "aes-128-gcm"
+
+
+def test_stats_of_one_message(device, rng):
+    """``stats=`` of ciphergrid.encrypt/decrypt with an AEAD name is filled in: with one engine,
+    what it ran (its spec, the message's bytes, one range)."""
+    _check_device(STATS_AEAD, device)
+    kl, nl, tl = _sizes(STATS_AEAD)
+    key, nonce, pt = rng.data(kl), rng.data(nl), rng.data(777)
+    st = ciphergrid.SchedulerStats()
+    ct = ciphergrid.encrypt(pt, STATS_AEAD, key, nonce=nonce, device=device, stats=st)
+    assert ct == reference_seal(STATS_AEAD, key, nonce, b"", pt, tl)
+    assert set(st.engines) == {device}
+    assert st.engines[device].bytes == len(pt) and st.engines[device].ranges == 1
+    st = ciphergrid.SchedulerStats()
+    assert ciphergrid.decrypt(ct, STATS_AEAD, key, nonce=nonce, device=device, stats=st) == pt
+    assert set(st.engines) == {device} and st.engines[device].bytes == len(pt)
+
+
+def test_stats_of_one_message_over_several_engines(rng):
+    """With a list of devices (the scheduler), ``stats=`` gets the scheduler's record: every
+    member listed, the message's range run by one of them, no failure."""
+    from conftest import all_devices
+
+    specs = [d.spec for d in all_devices() if _runs(STATS_AEAD, d.spec)]
+    if len(specs) < 2:
+        pytest.skip(f"fewer than two devices run {STATS_AEAD}")
+    several = ",".join(specs)
+    kl, nl, tl = _sizes(STATS_AEAD)
+    key, nonce, pt = rng.data(kl), rng.data(nl), rng.data(777)
+    for encrypt in (True, False):
+        st = ciphergrid.SchedulerStats()
+        if encrypt:
+            ct = ciphergrid.encrypt(pt, STATS_AEAD, key, nonce=nonce, device=several, stats=st)
+            assert ct == reference_seal(STATS_AEAD, key, nonce, b"", pt, tl)
+        else:
+            assert ciphergrid.decrypt(ct, STATS_AEAD, key, nonce=nonce, device=several,
+                                      stats=st) == pt
+        assert set(st.engines) == set(specs) and not st.failures
+        ran = [e for e in st.engines.values() if e.ranges]
+        assert len(ran) == 1 and ran[0].bytes >= len(pt) and st.seconds > 0
+
+
 def test_arguments_are_checked(aead_name):
     kl, nl, tl = _sizes(aead_name)
     key, nonce = bytes(kl), bytes(nl)
@@ -576,7 +619,7 @@ def _cut_every(step: int):
 
 
 @pytest.mark.parametrize("name", ["aes-128-gcm", "chacha20-poly1305"])
-def test_layout_remembered_for_equal_offsets_only(name, rng, monkeypatch):
+def test_layout_remembered_for_equal_offsets_only(name, cpu_device, rng, monkeypatch):
     """DeviceAEAD.shape: a job's layout-only host work is derived once for equal offsets (the
     equal pieces of a batch, repeated calls) and again for any other layout or GCM's other
     GHASH pass (several keys); its arrays are read-only; a refused layout is never remembered;
@@ -585,7 +628,7 @@ def test_layout_remembered_for_equal_offsets_only(name, rng, monkeypatch):
     from ciphergrid.aeads.base import make_batch
     from ciphergrid.route import engine
 
-    device = "opencl:0:0"
+    device = cpu_device
     _check_device(name, device)
     kl, nl, tl = _sizes(name)
     drv = engine(device).aead_driver(name)
@@ -644,7 +687,8 @@ def _extra(name: str) -> tuple:
 
 
 @pytest.mark.parametrize("name", ["aes-128-gcm", "chacha20-poly1305", "ascon-aead128"])
-def test_tags_kernels_once_per_job_where_slices_cut_between_messages(name, rng, monkeypatch):
+def test_tags_kernels_once_per_job_where_slices_cut_between_messages(name, cpu_device, rng,
+                                                                     monkeypatch):
     """A job class with ``tags_apart`` (GCM, ChaCha20-Poly1305) launches each slice's text
     kernels alone and the tags' kernels once over the whole job, after the last slice, where
     every cut lies between messages; with a cut inside a message, or one slice, each slice
@@ -653,7 +697,7 @@ def test_tags_kernels_once_per_job_where_slices_cut_between_messages(name, rng, 
     from ciphergrid.aeads.base import make_batch
     from ciphergrid.route import engine
 
-    device = "opencl:0:0"
+    device = cpu_device
     _check_device(name, device)
     kl, nl, tl = _sizes(name)
     drv = engine(device).aead_driver(name)
