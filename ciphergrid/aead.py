@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -263,28 +264,58 @@ def _aad_table(aad, m: int):
     return np.frombuffer(b"".join(aad), dtype=np.uint8), off
 
 
-def _run(spec, batch: Batch, tags_in, device: str, impl: str | None, path: str = "array",
-         beside=None):
-    """Route and run; returns the tags (encryption) or the verified mask (decryption).
-    ``beside``: encryption's host work for the engine to start while its device works."""
+def _route(spec, batch: Batch, device: str, path: str = "array"):
+    """The route of ``batch`` (route.route_aead: the one decision)."""
     from .route import route_aead
 
-    r = route_aead(spec, device, int(batch.src.nbytes), batch.count,
-                   nonce_len=int(batch.nonces.shape[1]), tag_length=batch.tag_length, path=path)
+    return route_aead(spec, device, int(batch.src.nbytes), batch.count,
+                      nonce_len=int(batch.nonces.shape[1]), tag_length=batch.tag_length, path=path)
+
+
+def _run(spec, batch: Batch, tags_in, r, impl: str | None, beside=None, stats=None):
+    """Run ``batch`` on route ``r`` (a ``route.Route``); returns the tags (encryption) or the
+    verified mask (decryption).  ``beside``: encryption's host work for the engine to start
+    while its device works; ``stats``: a SchedulerStats filled in (a composite engine: its
+    scheduler's shares; one engine: what it ran)."""
+    eng = r.engine
+    composite = eng.kind == "composite"
+    kw = {"stats": stats} if composite and stats is not None else {}
+    t0 = time.perf_counter()
     try:
         if batch.encrypt:
-            return r.engine.seal(batch, impl, beside=beside)
-        return r.engine.open(batch, tags_in, impl)
+            res = eng.seal(batch, impl, beside=beside, **kw)
+        else:
+            res = eng.open(batch, tags_in, impl, **kw)
     finally:
         batch.wipe()
+    if stats is not None and not composite:
+        stats.ran(eng.info.spec, int(batch.off[-1]), time.perf_counter() - t0)
+    return res
 
 
 # --------------------------------------------------------------------------- one message
 
+def route_message(cipher, encrypt: bool, nbytes: int, nonce_len: int,
+                  tag_length: int | None = None, device: str = "auto", path: str = "array"):
+    """Where one message of ``nbytes`` input bytes (decryption: its text, then its tag) of AEAD
+    ``cipher`` (a name or an ``aeads.AEADSpec``) runs: the ``route.Route`` that :func:`crypt`
+    runs it on.  ``path``: "array" (host data), "stream" (a file's: the command line),
+    "resident" (GPU arrays).  A caller that says where a message runs (the command line's
+    ``-v``) computes it once here and hands it to ``crypt(route=)``."""
+    from .route import route_aead
+
+    spec = aeads.spec(cipher) if isinstance(cipher, str) else cipher
+    tl = _tag_length(spec.aead, tag_length)
+    text = nbytes if encrypt else max(0, nbytes - tl)
+    return route_aead(spec, device, text, 1, nonce_len=nonce_len, tag_length=tl, path=path)
+
+
 def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device, constant_time,
-          implementation, out, path: str = "array"):
+          implementation, out, path: str = "array", *, route=None, stats=None):
     """ciphergrid.encrypt/decrypt of an AEAD name (api.py hands them here); ``path`` "stream":
-    the data is a file's (the command line: route.route_aead)."""
+    the data is a file's (the command line).  ``route``: where it runs (``route_message``'s
+    answer for this message), computed here when None.  ``stats``: a SchedulerStats filled in
+    with what ran."""
     spec = aeads.spec(cipher)
     aead = spec.aead
     key = buffers.bytes_like(key, "key")
@@ -308,27 +339,32 @@ def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device,
     _check_limits(spec, text, len(aad))
     out_n = n + tl if encrypt else n - tl
     if gpu is not None:
-        return _crypt_gpu(encrypt, arr, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl, out)
+        return _crypt_gpu(encrypt, arr, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl,
+                          out, route, stats)
     if out is not None:
         dst = buffers.out_array(out, out_n)
         buffers.check_no_overlap(arr, dst)
     else:
         dst = np.empty(out_n, dtype=np.uint8)
-    _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path)
+    if route is None:
+        route = route_message(spec, encrypt, n, len(nonce), tl, device, path)
+    _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path, route, stats)
     return out if out is not None else wrap(dst, False)
 
 
-def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path) -> None:
+def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path, route=None,
+         stats=None) -> None:
     """One message ``arr`` (its text, then its tag when decrypting) into ``dst`` (the text, then
     the tag when encrypting): host arrays (``path`` "array", or "stream": a file's), or GPU
-    arrays on a CUDA device ("resident").
+    arrays on a CUDA device ("resident"); on ``route`` (routed for ``device`` when None).
     A tag that fails zeroes ``dst`` and raises InvalidTag."""
     batch = Batch(spec.name, encrypt, tl, np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
                   np.zeros(1, dtype=np.int32), np.frombuffer(nonce, dtype=np.uint8).reshape(1, -1),
                   np.frombuffer(aad, dtype=np.uint8), np.array([0, len(aad)], dtype=I64),
                   arr[:text], np.array([0, text], dtype=I64), dst[:text])
+    r = route if route is not None else _route(spec, batch, device, path)
     if encrypt:
-        tag = _run(spec, batch, None, device, impl, path)[0]
+        tag = _run(spec, batch, None, r, impl, stats=stats)[0]
         if path == "resident":
             dst[text:].set(tag)
         else:
@@ -337,7 +373,7 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path)
     tag = arr[text:]
     tag = (tag.get() if path == "resident" else tag).reshape(1, tl)
     try:
-        ok = _run(spec, batch, tag, device, impl, path)
+        ok = _run(spec, batch, tag, r, impl, stats=stats)
     except BaseException:
         dst[:] = 0   # (a device error or an interrupt mid-way: no unverified plaintext stays)
         raise
@@ -347,7 +383,8 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path)
                          "data, or the data was altered): no plaintext is released")
 
 
-def _crypt_gpu(encrypt, src, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl, out):
+def _crypt_gpu(encrypt, src, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl, out,
+               route=None, stats=None):
     """GPU-resident data (CuPy arrays, CUDA DLPack tensors): on the data's CUDA device unless
     told otherwise, the texts copied device to device into the drivers' padded buffers and back
     (only key, nonce, AAD and tag cross the bus); through host copies where the engine routed to
@@ -355,11 +392,11 @@ def _crypt_gpu(encrypt, src, wrap, spec, key, nonce, aad, tl, text, out_n, devic
     failure zeroes the output and raises InvalidTag)."""
     import cupy
 
-    from .route import route_aead
-
-    want = (device or "auto").strip().lower()
-    dev = f"cuda:{src.device.id}" if want in ("auto", "gpu", "cuda") else want
-    r = route_aead(spec, dev, text, 1, nonce_len=len(nonce), tag_length=tl, path="resident")
+    r = route
+    if r is None:
+        want = (device or "auto").strip().lower()
+        dev = f"cuda:{src.device.id}" if want in ("auto", "gpu", "cuda") else want
+        r = route_message(spec, encrypt, src.nbytes, len(nonce), tl, dev, "resident")
     if out is not None:
         o = buffers.gpu_array(out)
         if o is None or o[0].nbytes != out_n:
@@ -370,12 +407,13 @@ def _crypt_gpu(encrypt, src, wrap, spec, key, nonce, aad, tl, text, out_n, devic
             dst = cupy.empty(out_n, dtype=cupy.uint8)
     if r.path == "resident":
         cupy.cuda.get_current_stream().synchronize()  # the caller's work on its arrays is done
-        _one(spec, encrypt, key, nonce, aad, tl, src, text, dst, r.device, impl, "resident")
+        _one(spec, encrypt, key, nonce, aad, tl, src, text, dst, r.device, impl, "resident", r,
+             stats)
     else:
         host = np.empty(out_n, dtype=np.uint8)
         try:
             _one(spec, encrypt, key, nonce, aad, tl, cupy.asnumpy(src), text, host, r.device,
-                 impl, "array")
+                 impl, "array", r, stats)
             dst.set(host)
         except InvalidTag:
             dst.fill(0)
@@ -514,7 +552,7 @@ def _run_tables(spec, encrypt: bool, tl: int, impl, src, off, got, longest: int,
         batch.wipe()
         return BatchResult(encrypt, dst, off, np.zeros((0, tl), np.uint8), np.ones(0, bool))
     try:
-        res = _run(spec, batch, got, device, impl, beside=repeats)
+        res = _run(spec, batch, got, _route(spec, batch, device), impl, beside=repeats)
     except BaseException:
         if not encrypt:   # (a device error or an interrupt mid-way: slices or pieces already
             dst[...] = 0  # down hold plaintext whose tag was not compared)

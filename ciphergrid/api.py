@@ -238,7 +238,7 @@ def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
         from . import aead as _aead
 
         return _aead.crypt(True, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
-                           device, constant_time, implementation, out)
+                           device, constant_time, implementation, out, stats=stats)
     return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
                   constant_time, implementation, out, allow_weak, stats)
 
@@ -260,7 +260,7 @@ def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
         from . import aead as _aead
 
         return _aead.crypt(False, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
-                           device, constant_time, implementation, out)
+                           device, constant_time, implementation, out, stats=stats)
     return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
                   constant_time, implementation, out, allow_weak, stats)
 
