@@ -13,6 +13,7 @@ import pytest
 
 import ciphergrid
 from ciphergrid import registry
+from conftest import absent_spec
 
 
 def _key_iv(name: str, rng):
@@ -286,14 +287,14 @@ def test_update_into_errors():
 
 # --------------------------------------------------------------------------- 5. device at Cipher()
 
-def _absent(prefix: str) -> str:
-    present = {d.spec for d in ciphergrid.devices()}
-    return next(f"{prefix}{n}" for n in (7, 97, 98, 99) if f"{prefix}{n}" not in present)
-
-
-@pytest.mark.parametrize("prefix", ["cuda:", "opencl:9:", "opencl:0:"])
-def test_bad_device_fails_at_cipher_construction(prefix):
-    spec = _absent(prefix) if prefix != "opencl:0:" else _absent("opencl:0:9")
+@pytest.mark.parametrize("form", [
+    pytest.param(("cuda", 1, False), id="cuda-N"),
+    pytest.param(("opencl", 2, False), id="opencl-absent-P-N"),
+    pytest.param(("opencl", 2, True), id="opencl-present-P-absent-N"),
+])
+def test_bad_device_fails_at_cipher_construction(form):
+    runtime, depth, on_present = form
+    spec = absent_spec(runtime, depth, on_present_platform=on_present)
     with pytest.raises(ciphergrid.DeviceNotFound) as ei:
         ciphergrid.Cipher("aes-128-ctr", bytes(16), bytes(16), device=spec)
     assert spec in str(ei.value)

@@ -16,6 +16,7 @@ from ciphergrid import bench, registry
 from ciphergrid.testing import oracle
 from ciphergrid.bench import energy, methodology, records, suites, sysinfo, verify
 from ciphergrid.errors import DeviceError
+from conftest import absent_spec
 
 pytest.importorskip("cryptography")
 
@@ -38,7 +39,7 @@ class FakeDevice:
     extra: dict = field(default_factory=dict)
 
 
-GPU = FakeDevice("opencl:9:0", "opencl", "Fake GPU", "gpu", 4, 1 << 30, 1000, "FakeVendor")
+GPU = FakeDevice(absent_spec("opencl", 2), "opencl", "Fake GPU", "gpu", 4, 1 << 30, 1000, "FakeVendor")
 NATIVE = FakeDevice("native", "native", "OpenSSL threads", "cpu", 2, 8 << 30, None, "openssl")
 
 
@@ -204,7 +205,7 @@ def test_selection_and_sizes():
     assert methodology.select_devices(api, ["gpu"]) == [GPU]
     assert methodology.select_devices(api, ["openssl"]) == []
     with pytest.raises(ciphergrid.errors.DeviceNotFound):
-        methodology.select_devices(api, ["cuda:7"])
+        methodology.select_devices(api, [absent_spec("cuda")])
 
 
 def test_skips_are_recorded_with_reason(tmp_path):
@@ -316,7 +317,7 @@ def test_rapl_meter_reads_powercap(tmp_path):
 
 
 def test_no_nvml_means_unavailable_not_estimated():
-    nv_gpu = FakeDevice("cuda:0", "cuda", "Fake NVIDIA", "gpu", 1, 1 << 30, 1000, "NVIDIA Corporation")
+    nv_gpu = FakeDevice(absent_spec("cuda"), "cuda", "Fake NVIDIA", "gpu", 1, 1 << 30, 1000, "NVIDIA Corporation")
     m = energy.meter_for(nv_gpu)
     if isinstance(m, (energy.NvmlCounterMeter, energy.NvmlSampledMeter)):
         pytest.skip("a real NVIDIA GPU is present")
@@ -348,7 +349,7 @@ def test_progress_only_on_a_tty():
     plain = io.StringIO()
     with Progress(2, stream=plain) as p:
         assert not p.enabled
-        p.row("aes-128-ctr enc cuda:0 kernel 1 MiB")
+        p.row(f"aes-128-ctr enc {GPU.spec} kernel 1 MiB")
         p.advance()
         p.log("FAILED  something")
     assert plain.getvalue() == "FAILED  something\n"

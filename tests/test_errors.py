@@ -11,6 +11,7 @@ import pytest
 
 import ciphergrid
 from ciphergrid import registry
+from conftest import absent_spec
 
 ARGUMENT_ERRORS = ["UnsupportedCipher", "InvalidKeySize", "InvalidKey", "InvalidIVSize",
                    "InvalidLength", "InvalidPadding", "InvalidArgument"]
@@ -272,19 +273,15 @@ def test_other_numpy_arrays(label, ref):
 
 # --------------------------------------------------------------------------- DeviceNotFound
 
-def _absent(prefix: str, candidates) -> str:
-    present = {d.spec for d in ciphergrid.devices()}
-    for c in candidates:
-        if f"{prefix}{c}" not in present:
-            return f"{prefix}{c}"
-    raise AssertionError("no absent spec found")
-
-
-@pytest.mark.parametrize("spec", ["cuda:7", "opencl:9", "opencl:0:99", "opencl:9:0"])
-def test_device_not_found(spec, cipher_name):
-    present = {d.spec for d in ciphergrid.devices()}
-    if spec in present:  # e.g. an 8-GPU host really has cuda:7
-        spec = _absent(spec.split(":")[0] + ":", [97, 98, 99])
+@pytest.mark.parametrize("form", [
+    pytest.param(("cuda", 1, False), id="cuda-N"),
+    pytest.param(("opencl", 1, False), id="opencl-P"),
+    pytest.param(("opencl", 2, True), id="opencl-present-P-absent-N"),
+    pytest.param(("opencl", 2, False), id="opencl-absent-P-N"),
+])
+def test_device_not_found(form, cipher_name):
+    runtime, depth, on_present = form
+    spec = absent_spec(runtime, depth, on_present_platform=on_present)
     s = registry.lookup(cipher_name)
     key = bytes(range(1, s.key_len + 1))
     iv = bytes(s.iv_len) if s.iv_len else None

@@ -51,3 +51,76 @@ def test_environment_is_read_in_settings_only():
                     continue
                 bad.append(f"{rel}:{i}: {line.strip()}")
     assert bad == []
+
+
+TESTS = Path(__file__).resolve().parent
+
+#: a numbered device spec: one machine's layout (opencl:0:0 is the wheel's PoCL on one machine,
+#: the system's on another, absent on a third)
+NUMBERED_SPEC = re.compile(r"\b(?:opencl|cuda):\d")
+
+#: the tests that may name a numbered spec literally, as {(file, test): why}: only tests of the
+#: spec language itself whose outcome cannot depend on the devices present (conftest.absent_spec
+#: gives a spec that is certainly absent, so such a test rarely needs to be here)
+SPEC_LITERALS_ALLOWED: dict[tuple[str, str], str] = {
+    ("test_structure.py", "test_numbered_spec_literals_are_found"): "the check's own sample",
+}
+
+
+def numbered_spec_literals(source: str) -> list[tuple[int, str, str]]:
+    """(line, enclosing function or "", text) of every string constant of ``source`` (f-strings'
+    literal parts included) that names a numbered device spec; docstrings, which show the
+    language by example, are not looked at."""
+    import ast
+
+    found = []
+
+    def visit(node, func):
+        body = getattr(node, "body", None)
+        doc = None
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                doc = body[0].value
+            if not isinstance(node, (ast.Module, ast.ClassDef)):
+                func = node.name
+        for child in ast.iter_child_nodes(node):
+            if child is doc or (isinstance(child, ast.Expr) and child.value is doc):
+                continue
+            if (isinstance(child, ast.Constant) and isinstance(child.value, str)
+                    and NUMBERED_SPEC.search(child.value)):
+                found.append((child.lineno, func, child.value))
+            visit(child, func)
+
+    visit(ast.parse(source), "")
+    return sorted(found)
+
+
+def test_numbered_spec_literals_are_found():
+    """The check below sees a spec in a plain string, a command's argument list and an
+    f-string's fixed part, and not in a docstring or a spec built from the devices present."""
+    src = '''
+def test_x(d):
+    """Runs on opencl:0:0."""
+    a = "opencl:0:0"
+    b = ["--device", "cuda:0"]
+    c = f"opencl:1:{d}"
+    e = f"native,{d}"
+    f = "opencl:" + d
+'''
+    assert [(line, func) for line, func, _ in numbered_spec_literals(src)] == [
+        (4, "test_x"), (5, "test_x"), (6, "test_x")]
+
+
+def test_tests_name_no_device_spec():
+    """No test names a numbered device spec (``opencl:0:0``, ``cuda:0``): the devices a test runs
+    on come from the conftest fixtures (``device``, ``gpu_device``, ``cpu_device``) or
+    ``all_devices()``; a spec that must name no device (errors, fake devices and records) from
+    ``absent_spec()``.  A machine whose PoCL is ``opencl:1:0`` (the wheel's PoCL refused by its CPU,
+    the system's in its place) runs every test.  Role names (``native``, ``cpu``, ``gpu``,
+    ``opencl``, ``cuda``, ``auto``, ``all``) resolve on any machine and are not counted."""
+    bad = []
+    for path in sorted(TESTS.glob("*.py")):
+        for line, func, text in numbered_spec_literals(path.read_text()):
+            if (path.name, func) not in SPEC_LITERALS_ALLOWED:
+                bad.append(f"tests/{path.name}:{line}: {text!r}")
+    assert bad == []

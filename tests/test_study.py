@@ -16,6 +16,7 @@ import pytest
 from ciphergrid import bench
 from ciphergrid.bench import records, study, study_report
 from ciphergrid.bench.records import Record, Results
+from conftest import absent_spec
 
 
 def parse(argv):
@@ -115,7 +116,11 @@ def test_study_refuses_json(tmp_path):
 
 
 # ------------------------------------------------------------------------- derived figures
-def _rec(cipher, impl, mbps, *, device="cuda:0", kind="kernel", occ=None, sms=132, kind_dev="gpu",
+#: devices of the made-up rows (specs that name no device here)
+FAKE_GPU, FAKE_CPU = absent_spec("cuda"), absent_spec("opencl", 2)
+
+
+def _rec(cipher, impl, mbps, *, device=FAKE_GPU, kind="kernel", occ=None, sms=132, kind_dev="gpu",
          mbj=None, threads=None):
     from ciphergrid import registry
 
@@ -155,7 +160,7 @@ def test_ranks_coefficients_and_disagreements():
     assert len(t["disagreements"]) == 3 and any(d.startswith("hight: #4 as reference, #2") for d in t["disagreements"])
     assert "spearman" in e["per_area"]
     # a CPU device without occupancy: throughput only
-    cpu = [_rec(r.cipher, r.implementation, r.throughput_bps / 1e6, device="opencl:0:0",
+    cpu = [_rec(r.cipher, r.implementation, r.throughput_bps / 1e6, device=FAKE_CPU,
                 kind_dev="cpu") for r in recs]
     (c,) = study_report.ranks(_results(cpu))
     assert "spearman" in c["throughput"] and "no occupancy" in c["per_area"]["note"]
