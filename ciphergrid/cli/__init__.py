@@ -1,0 +1,120 @@
+"""ciphergrid command line: encrypt | decrypt | seal | open | serve | list | devices | selftest |
+bench | report (a module per command).
+
+Output bytes match ``openssl enc -NAME -nopad -K HEX -iv HEX`` (``--pad pkcs7``: OpenSSL's default
+padding; ``--pbkdf2 --pass``: ``openssl enc -pbkdf2 -pass``, its ``Salted__`` header included).
+Errors print one line, ``ciphergrid: error: ...``, before any output where the sizes decide them,
+and exit with the codes of :data:`EXIT_CODES`.  A regular output file is replaced atomically (see
+``fileio``); stdout, FIFOs and devices are written through, every write checked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from .. import interrupts
+from ..errors import DeviceError, DeviceNotFound, Error, InvalidPadding, InvalidTag, WeakCipherWarning
+from .common import (EXIT_AUTH, EXIT_CODES, EXIT_DEVICE, EXIT_IO, EXIT_OK, EXIT_SIGNAL,  # noqa: F401
+                     EXIT_USAGE, _error, _warn, _written)
+from .parser import build_parser  # noqa: F401
+
+
+def _dispatch(args) -> int:
+    if args.command in ("encrypt", "decrypt"):
+        from .crypt import cmd_crypt
+
+        return cmd_crypt(args, args.command == "encrypt")
+    if args.command in ("seal", "open"):
+        from .seal import cmd_seal
+
+        return cmd_seal(args, args.command == "seal")
+    if args.command == "serve":
+        from .serve import cmd_serve
+
+        return cmd_serve(args)
+    if args.command == "list":
+        from .info import cmd_list
+
+        return cmd_list(args)
+    if args.command == "devices":
+        from .info import cmd_devices
+
+        return cmd_devices(args)
+    if args.command == "selftest":
+        from .info import cmd_selftest
+
+        return cmd_selftest(args)
+    from .. import bench
+
+    if args.command == "bench":
+        return bench.main(args)
+    return bench.report_main(args)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    _warn(str(message))
+
+
+def main(argv=None) -> int:
+    """Run one command; returns the exit code (see :data:`EXIT_CODES`)."""
+    import warnings
+
+    warnings.showwarning = _show_warning  # the library's warnings as one line each
+    # the cipher's own warnings (64-bit blocks, TDEA) are messages of this command, said once
+    # (request.warn_once) even where PYTHONWARNINGS silences Python's warnings
+    warnings.simplefilter("always", WeakCipherWarning)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    ap = build_parser(argv)
+    args = ap.parse_args(argv)
+    interrupts.install()
+    try:
+        return _dispatch(args)
+    except BrokenPipeError:  # the reader of our output went away: quietly, as coreutils
+        return EXIT_SIGNAL + signal.SIGPIPE
+    except (InvalidPadding, InvalidTag) as e:
+        _error(str(e), e)
+        return EXIT_AUTH
+    except DeviceNotFound as e:
+        _error(str(e))
+        return EXIT_USAGE
+    except DeviceError as e:
+        _error(str(e), e)
+        return EXIT_DEVICE
+    except Error as e:
+        _error(str(e), e)
+        return EXIT_USAGE
+    except OSError as e:  # a full disk, an I/O error: one line, no partial output
+        where = f": {e.filename}" if e.filename else ""
+        _error(f"{e.strerror or e}{where}", e)
+        return EXIT_IO
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"ciphergrid: interrupted by {signal.Signals(signum).name}{_written(e)}",
+              file=sys.stderr)
+        return EXIT_SIGNAL + signum
+    finally:
+        interrupts.restore()
+
+
+def console() -> None:
+    """The ``ciphergrid`` program: :func:`main`, then exit.  After a signal or a closed output
+    pipe the process ends at once (``os._exit``) once our cleanup is done: worker threads still
+    parked in a runtime must not meet the interpreter's shutdown."""
+    from ..settings import one_blas_thread
+
+    one_blas_thread()  # (before numpy's import)
+    code = main()
+    if code >= EXIT_SIGNAL:
+        for f in (sys.stderr, sys.stdout):
+            try:
+                f.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    console()

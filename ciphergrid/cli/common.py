@@ -1,0 +1,115 @@
+"""What every command shares: exit codes, warnings and error lines, hex options, the
+service the command runs through."""
+
+from __future__ import annotations
+
+import errno
+import sys
+
+from ..errors import InvalidArgument
+
+EXIT_OK = 0
+EXIT_USAGE = 2     # bad arguments, bad key / IV, the input does not suit the cipher
+EXIT_AUTH = 3      # authentication failed: bad padding on decryption (bad tags later)
+EXIT_IO = 4        # reading the input or writing the output failed (disk full, permissions...)
+EXIT_DEVICE = 5    # a device or its runtime failed (compile error, out of memory, driver)
+EXIT_SIGNAL = 128  # + the signal number: 130 SIGINT, 129 SIGHUP, 143 SIGTERM; 141: the reader of
+#                    the output pipe went away (quietly, like coreutils)
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_USAGE: "usage or input error (arguments, key, IV, the input's length)",
+    EXIT_AUTH: "authentication failure (bad padding; bad tags for AEADs)",
+    EXIT_IO: "I/O error (cannot read the input, cannot write the output, disk full)",
+    EXIT_DEVICE: "device or service error (kernel build, out of device memory, driver; the "
+                 "service went away)",
+    EXIT_SIGNAL: "128 + N: stopped by signal N (SIGINT 130, SIGHUP 129, SIGTERM 143, SIGPIPE 141)",
+}
+
+#: bytes read per step when the data goes through a streaming context (not the device pipeline)
+READ_CHUNK = 64 << 20
+
+#: errors that can only come from writing the output
+_OUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+#: the API's words in messages, as the command line spells them
+_FLAG_WORDS = (("padding='pkcs7'", "--pad pkcs7"), ("sector_size", "--sector-size"),
+               ("start_sector", "--start-sector"), ("constant_time=True", "--constant-time"))
+
+
+def _flags(message: str) -> str:
+    for word, flag in _FLAG_WORDS:
+        message = message.replace(word, flag)
+    return message
+
+
+def _warn(message: str) -> None:
+    print(f"ciphergrid: warning: {message}", file=sys.stderr)
+
+
+def _hex(value: str, what: str) -> bytes:
+    v = value.strip()
+    try:
+        return bytes.fromhex(v)
+    except ValueError:  # never echo the value: it may be a key
+        why = "an odd number of digits" if len(v.replace(" ", "")) % 2 else "characters other than 0-9, a-f"
+        raise InvalidArgument(f"{what} must be hexadecimal: the {len(v)} characters given contain {why}") \
+            from None
+
+
+
+
+def _file_bytes(path: str, flag: str) -> bytes:
+    """A small file named by an option (associated data, a context), whole."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise InvalidArgument(f"{flag} {path}: cannot read: {e.strerror}") from None
+
+
+
+def _note_written(e: BaseException, out, *quiet) -> None:
+    """For the one-line message: how much of a write-through output (stdout, a pipe) was already
+    written when ``e`` ended the run (not for a broken pipe, nor for the types ``quiet``)."""
+    if out.kind == "through" and not isinstance(e, (BrokenPipeError, *quiet)):
+        e.ciphergrid_written = (out.written, out.name)
+
+
+
+def _pipeline_flags(args):
+    """--chunk-size / --depth, validated; handed to the pipeline (None: the device's tuning)."""
+    from ..settings import check_chunk, check_depth, parse_bytes
+
+    chunk = depth = None
+    if getattr(args, "chunk_size", None) is not None:
+        chunk = check_chunk(parse_bytes(args.chunk_size, "--chunk-size"))
+    if getattr(args, "depth", None) is not None:
+        depth = check_depth(args.depth)
+    return chunk, depth
+
+
+
+def _service_client(args):
+    """The service the command runs through: --service / CIPHERGRID_SERVICE ``auto`` (the
+    per-user one when its socket answers), ``off``, or an address (it must answer); None: this
+    process runs the command."""
+    from ..settings import service_setting
+
+    where = (args.service or service_setting() or "auto").strip()
+    if where.startswith(("tls://", "tcp://")):
+        raise InvalidArgument("--service: a command's files go to a local service (a socket "
+                              "path); a remote one takes buffers (ciphergrid.connect)")
+    from ..service import resolve
+
+    return resolve(where)
+
+
+
+def _error(message: str, exc: BaseException | None = None) -> None:
+    print(f"ciphergrid: error: {_flags(message)}{_written(exc)}", file=sys.stderr)
+
+
+def _written(exc: BaseException | None) -> str:
+    """"; N bytes were written to NAME" for an output written through (stdout, FIFO, device)."""
+    w = getattr(exc, "ciphergrid_written", None)
+    return f"; {w[0]} bytes were written to {w[1]}" if w else ""

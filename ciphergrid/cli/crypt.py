@@ -1,0 +1,225 @@
+"""``ciphergrid encrypt`` / ``decrypt`` of a block cipher (AEAD names go to cli.aead)."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import InvalidArgument, InvalidPadding
+from .common import (_OUT_ERRNOS, EXIT_DEVICE, EXIT_OK, EXIT_USAGE, READ_CHUNK, _note_written,
+                     _pipeline_flags, _service_client, _warn)
+from .keying import _keying
+
+
+# ------------------------------------------------------------------------------------ encrypt / decrypt
+def cmd_crypt(args, encrypt: bool) -> int:
+    from ..fileio import Input, Output
+
+    if args.mpi:
+        from .. import mpi
+
+        return {"ok": EXIT_OK, "usage": EXIT_USAGE}.get(mpi.run(args, encrypt, _keying), EXIT_DEVICE)
+
+    # The input, and an output whose opening nothing outside sees (stdout; a file to be replaced:
+    # an anonymous temporary file), are opened first, before the imports and the key: a large
+    # output on a RAM disk is then allocated on another core while the command starts up
+    # (Output.reserve).  Any failure before the run gives it up unwritten.
+    src = Input(args.infile)
+    out = None
+    try:
+        if Output.opens_quietly(args.outfile):
+            out = Output(args.outfile, sync=not args.no_sync)
+            if not args.base64:
+                out.reserve(src.size)
+        return _crypt(args, encrypt, src, out)
+    except BaseException:
+        if out is not None:
+            out.discard()
+        raise
+    finally:
+        src.close()
+
+
+def _crypt(args, encrypt: bool, src, out) -> int:
+    """cmd_crypt with its input open (and its output, where already opened)."""
+    from .. import aeads
+    from ..api import Cipher
+    from ..fileio import Output, read_exact
+    from ..registry import known, lookup
+
+    if not known(args.cipher) and aeads.is_aead(args.cipher):  # (a block cipher: no AEAD import)
+        if out is not None:
+            out.discard()
+        from .aead import cmd_aead
+
+        return cmd_aead(args, encrypt)
+    spec = lookup(args.cipher)  # an unknown name (a misspelt AEAD too) says so first
+    for flag, value in (("--nonce", args.nonce), ("--aad", args.aad), ("--aad-file", args.aad_file),
+                        ("--tag-length", args.tag_length)):
+        if value is not None:
+            raise InvalidArgument(f"{flag} is for AEADs (aes-256-gcm, chacha20-poly1305, ...), "
+                                  f"not {spec.name}")
+    tuning = _pipeline_flags(args)
+    cipher = None
+    try:
+        kg = _keying(args, spec, encrypt, src)
+        padding = None if args.nopad else (args.pad or ("pkcs7" if kg.phrase is not None else None))
+        if kg.phrase is not None and not spec.mode.paddable:
+            padding = None  # openssl enc pads block modes only
+        reader = src.read
+        if args.base64 and not encrypt:
+            from ..b64 import Base64Reader
+
+            reader = Base64Reader(src.read).read
+        header = b""
+        n = None if args.base64 else src.size  # the data's bytes, when known
+        if kg.phrase is not None:  # the Salted__ header: written first, or read before the data
+            from .. import keys
+
+            if encrypt:
+                salt = keys.new_salt()
+                header = keys.make_header(salt)
+            else:
+                salt = keys.parse_header(read_exact(reader, len(keys.SALT_MAGIC) + keys.SALT_LEN))
+                n = None if args.base64 else src.size
+            if not args.pbkdf2:
+                _warn("decrypting with the legacy key derivation (EVP_BytesToKey, one iteration): "
+                      "re-encrypt with --pbkdf2")
+            kg.key, kg.iv = keys.derive(kg.phrase, salt, spec.key_len, spec.iv_len,
+                                        pbkdf2=args.pbkdf2, iterations=args.iter or keys.DEFAULT_ITER,
+                                        md=kg.md)
+        def keyed(device):
+            return Cipher(spec.name, kg.key, kg.iv, device=device, padding=padding,
+                          sector_size=args.sector_size, start_sector=args.start_sector,
+                          constant_time=args.constant_time, allow_weak=args.allow_weak)
+
+        cipher = keyed(None)   # (no device looked at yet: a service may run it)
+        req = cipher._request(encrypt)
+        out_size = None
+        if n is not None:  # everything the size decides, before any output
+            req.admit(n)
+            bs = spec.block_size
+            if padding and not encrypt and (n == 0 or n % bs):
+                raise InvalidPadding(f"{spec.name}: padded data is a positive multiple of {bs} "
+                                     f"bytes, the input holds {n}")
+            if not padding:
+                req.check_length(n)
+            out_size = req.out_len(n) + len(header)
+        # a stream the service runs: it checks the device itself, and this process looks at
+        # none (no CUDA import, no context); else the device is checked now
+        client = _service_client(args) if _streams(args, req, n) else None
+        if client is None:
+            cipher.close()
+            cipher = keyed(args.device)
+        if out is None:
+            out = Output(args.outfile, size=out_size, sync=not args.no_sync)
+        try:
+            with out:
+                if client is not None:
+                    with client:
+                        if header:
+                            out.write(header)
+                        _run_served(args, encrypt, client, req, src, out, n, tuning)
+                else:
+                    _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning)
+        except BaseException as e:
+            if (isinstance(e, OSError) and not e.filename and e.errno in _OUT_ERRNOS
+                    and out.name not in str(e)):
+                e.filename = out.name  # a full disk is the output's
+            _note_written(e, out)
+            raise
+    finally:
+        if cipher is not None:
+            cipher.close()  # the keys it set up on a device are wiped
+    return EXIT_OK
+
+
+def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning) -> None:
+    from ..progress import Progress
+    from ..route import route
+
+    write = out.write
+    b64 = None
+    if args.base64 and encrypt:
+        from ..b64 import Base64Writer
+
+        b64 = Base64Writer(out.write)
+        write = b64.write
+    if header:
+        write(header)
+    streams = _streams(args, req, n)
+    r = route(req, args.device, n if streams else min(n or READ_CHUNK, READ_CHUNK),
+              path="stream" if streams else "array")
+    if args.verbose:
+        why = f" ({r.reason})" if r.reason else (" (chosen by auto)" if args.device == "auto" else "")
+        print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} on {r.device}{why}",
+              file=sys.stderr)
+    verb = "encrypted" if encrypt else "decrypted"
+    with Progress(n, quiet=args.quiet, verb=verb, device=r.device) as bar:
+        if streams:
+            prefault = None
+            if r.engine.kind == "device" and out.kind == "replace":
+                from ..transfer.files import prefault_output
+
+                out.wait_reserved()
+                prefault = prefault_output(out.fd, n, new=True)  # on a RAM disk: faulted in
+            else:
+                out.stop_reserving()  # (what the start-up left unreserved, the writes allocate)
+            try:
+                if prefault is not None:
+                    prefault.wait()
+
+                def advance(k: int) -> None:
+                    out.count(k)
+                    bar.advance(k)
+
+                r.engine.stream(req, src.f, out.fd, progress=advance, chunk_bytes=tuning[0],
+                                depth=tuning[1], nbytes=n)
+            finally:
+                if prefault is not None:
+                    prefault.close()
+            return
+        out.stop_reserving()
+        ctx = cipher.encryptor() if encrypt else cipher.decryptor()
+        while True:
+            chunk = reader(READ_CHUNK)
+            if not chunk:
+                break
+            write(ctx.update(chunk))
+            bar.advance(len(chunk))
+        write(ctx.finalize())
+        if b64 is not None:
+            b64.close()
+
+
+def _streams(args, req, n) -> bool:
+    """Whether the data runs as a stream (file to file, pipe to pipe: the engine's own path);
+    else through a context.  An input of unknown size under a block limit goes through a
+    context, which counts."""
+    return req.mode.streams(req) and not args.base64 and (n is not None or not req.limit_refuses)
+
+
+def _run_served(args, encrypt, client, req, src, out, n, tuning) -> None:
+    """The stream through the service: it reads our input's descriptor and writes our output's
+    (the output is still ours: named only when the service said the job is done)."""
+    from ..progress import Progress
+
+    fresh = out.kind == "replace"   # (a new file: the service may fault its pages in ahead)
+    if fresh:
+        out.wait_reserved()
+    else:
+        out.stop_reserving()
+    verb = "encrypted" if encrypt else "decrypted"
+    with Progress(n, quiet=args.quiet, verb=verb, device="service") as bar:
+        def advance(k: int) -> None:
+            out.count(k)
+            bar.advance(k)
+
+        reply = client.stream(req, src.fd, out.fd, device=args.device, progress=advance, nbytes=n,
+                              chunk_bytes=tuning[0], depth=tuning[1], fresh_output=fresh)
+    if args.verbose:
+        why = f" ({reply['reason']})" if reply.get("reason") else ""
+        print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} on "
+              f"{reply.get('device')}{why}, by the service at {client.address} "
+              f"({reply.get('seconds', 0):.3f} s there)", file=sys.stderr)
+
+

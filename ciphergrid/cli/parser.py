@@ -1,0 +1,170 @@
+"""The argument parser of every command."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import __version__
+from .common import EXIT_CODES, EXIT_SIGNAL, EXIT_USAGE
+
+DESCRIPTION = ("bulk encryption and decryption on GPUs, OpenCL devices and OpenSSL: encrypt, decrypt, "
+               "seal, open, serve, list, devices, selftest, bench, report")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, the terminal's width from settings.terminal_columns (argparse
+    makes a formatter for every add_argument, and its own imports shutil for the width)."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None, **kw):
+        if width is None:
+            from ..settings import terminal_columns
+
+            width = terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width, **kw)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, ``ciphergrid: error: ...``, exit code 2; help at the terminal's
+    width (_Formatter)."""
+
+    def __init__(self, *a, **kw):
+        kw.setdefault("formatter_class", _Formatter)
+        super().__init__(*a, **kw)
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"ciphergrid: error: {message} (see `{self.prog} --help`)\n")
+
+
+_EPILOG = "exit codes: " + "; ".join(f"{k}{'+N' if k == EXIT_SIGNAL else ''} {v.split(' (')[0]}"
+                                     for k, v in EXIT_CODES.items() if k != EXIT_SIGNAL) \
+    + "; 128+N stopped by signal N"
+
+
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    """The parser; the benchmark's options (and its imports) only when ``argv`` runs ``bench``
+    or ``report`` (None: always), so that encrypting does not pay for them at start-up."""
+    ap = _Parser(prog="ciphergrid", description=DESCRIPTION, epilog=_EPILOG)
+    ap.add_argument("--version", action="version", version=f"ciphergrid {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in ("encrypt", "decrypt"):
+        p = sub.add_parser(name, help=f"{name} a file or stdin", epilog=_EPILOG)
+        p.add_argument("--cipher", "-c", required=True, help="e.g. aes-128-ctr, aes-256-xts (see `ciphergrid list`)")
+        k = p.add_argument_group("key (one of)")
+        k.add_argument("--key-file", metavar="PATH",
+                       help="the key as hex text, or raw bytes when the file's size is the key's")
+        k.add_argument("--key", "-K", help="the key in hex (XTS: both keys); visible in ps: prefer --key-file")
+        k.add_argument("--pass", dest="passphrase", metavar="SOURCE",
+                       help="passphrase as openssl: pass:TEXT, env:VAR, file:PATH, fd:N, stdin "
+                            "(default with --pbkdf2: asked on the terminal)")
+        k.add_argument("--pbkdf2", action="store_true",
+                       help="derive key and IV from a passphrase as `openssl enc -pbkdf2` "
+                            "(Salted__ header, PKCS#7 padding for ECB/CBC)")
+        k.add_argument("--iter", type=int, metavar="N", help="PBKDF2 iterations (default 10000; implies --pbkdf2)")
+        k.add_argument("--md", metavar="DIGEST", help="passphrase digest (default sha256)")
+        p.add_argument("--iv", help="IV / initial counter / XTS tweak in hex (GCM: the nonce)")
+        p.add_argument("--nonce", help="AEADs: the nonce in hex (never reuse one under a key)")
+        p.add_argument("--aad", metavar="HEX", help="AEADs: associated data in hex (authenticated, not encrypted)")
+        p.add_argument("--aad-file", metavar="PATH", help="AEADs: associated data from a file")
+        p.add_argument("--tag-length", type=int, metavar="BYTES",
+                       help="AEADs: tag bytes (default 16; GCM 12-16, AEGIS 16 or 32)")
+        p.add_argument("--in", dest="infile", metavar="PATH", help="input file or device (default stdin)")
+        p.add_argument("--out", dest="outfile", metavar="PATH",
+                       help="output (default stdout); a regular file is replaced atomically")
+        p.add_argument("--device", "-d", default="auto",
+                       help="auto, cpu, gpu, native, opencl[:P[:N]], cuda[:N]; several at once: all, "
+                            "or a list such as cuda:0,native (the data split over them)")
+        p.add_argument("--pad", choices=["pkcs7"], help="PKCS#7 padding (ECB/CBC), as openssl without -nopad")
+        p.add_argument("--nopad", action="store_true", help="no padding (the default unless --pbkdf2)")
+        p.add_argument("--no-sync", action="store_true",
+                       help="name the output without waiting for it to reach the disk (as cat and "
+                            "openssl enc); a crash can then leave it incomplete under its name")
+        p.add_argument("--allow-weak", action="store_true",
+                       help="encrypt what the cipher's rules refuse, with a warning: DES and TDEA "
+                            "(withdrawn by NIST), more than 2^32 blocks of a 64-bit block cipher "
+                            "under one key (2^20 for TDEA); decryption never needs it")
+        p.add_argument("--base64", "-a", action="store_true",
+                       help="base64 output on encryption, input on decryption (openssl -a)")
+        p.add_argument("--sector-size", type=int, help="XTS data-unit size in bytes (tweak = sector number)")
+        p.add_argument("--start-sector", type=int, help="XTS sector number of the first unit")
+        p.add_argument("--constant-time", action="store_true",
+                       help="bitsliced table-free kernel (no secret-dependent memory access)")
+        p.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+        p.add_argument("--verbose", "-v", action="store_true", help="say which device runs the job")
+        p.add_argument("--chunk-size", metavar="BYTES",
+                       help="pipeline chunk size, e.g. 16Mi (default: tuned per device)")
+        p.add_argument("--depth", type=int, metavar="N",
+                       help="pipeline depth: chunks in flight (default: tuned per device)")
+        p.add_argument("--mpi", action="store_true",
+                       help="one job over every rank of an MPI run (mpiexec -n N ciphergrid ... "
+                            "--mpi; files on a shared filesystem; docs/mpi.md)")
+        p.add_argument("--mpi-range", metavar="BYTES",
+                       help="--mpi: bytes per range dealt to a worker (default 64Mi)")
+        p.add_argument("--mpi-send", action="store_true",
+                       help="--mpi: rank 0 reads the input and writes the output, sending the "
+                            "data to the workers (the files on its node only; the default for "
+                            "stdin, pipes and stdout)")
+        p.add_argument("--service", metavar="WHERE", default=None,
+                       help="auto (default: the per-user service when one runs, else this "
+                            "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
+    for name, what in (("seal", "seal a file or stdin: C2SP chunked encryption (Cobblestone-128)"),
+                       ("open", "open a sealed file or stdin (all of it, or --offset/--length)")):
+        p = sub.add_parser(name, help=what, epilog=_EPILOG)
+        p.add_argument("--key-file", required=True, metavar="PATH",
+                       help="the input key: 16 bytes (32 with --aes256), raw or as hex text")
+        p.add_argument("--aes256", action="store_true",
+                       help="Cobblestone-256 (SHA-512 + AES-256-GCM) instead of Cobblestone-128")
+        c = p.add_mutually_exclusive_group()
+        c.add_argument("--context", metavar="TEXT", help="the context the message is bound to")
+        c.add_argument("--context-file", metavar="PATH", help="the context, from a file")
+        p.add_argument("--in", dest="infile", metavar="PATH", help="input file (default stdin)")
+        p.add_argument("--out", dest="outfile", metavar="PATH",
+                       help="output (default stdout); a regular file is replaced atomically")
+        p.add_argument("--device", "-d", default="auto",
+                       help="where the chunks run: auto, native, cpu, gpu, cuda[:N], all, ...")
+        p.add_argument("--no-sync", action="store_true", help="do not sync a new output before naming it")
+        if name == "open":
+            p.add_argument("--offset", type=int, metavar="N",
+                           help="the first byte of the message to open (negative: from its end)")
+            p.add_argument("--length", type=int, metavar="M", help="bytes to open (default: to the end)")
+    p = sub.add_parser("serve", help="run the encryption service (shares the devices among local "
+                                     "clients; docs/service.md)", epilog=_EPILOG)
+    p.add_argument("--socket", metavar="PATH",
+                   help="the Unix socket (default $XDG_RUNTIME_DIR/ciphergrid.sock)")
+    p.add_argument("--status", action="store_true", help="ask the running service what it does")
+    p.add_argument("--job-timeout", type=float, metavar="SECONDS",
+                   help="give up a job running longer than this (default 3600)")
+    p.add_argument("--policy", metavar="FILE",
+                   help="who may connect, with which weight and job limit (TOML; default: only "
+                        "the server's own user; docs/service.md)")
+    p.add_argument("--socket-mode", metavar="OCTAL", default="600",
+                   help="the socket file's mode (default 600; a system service: 660 with "
+                        "--socket-group)")
+    p.add_argument("--socket-group", metavar="GROUP", help="the socket file's group")
+    p.add_argument("--listen", metavar="HOST:PORT",
+                   help="also serve remote clients over TCP with TLS (docs/service.md)")
+    p.add_argument("--tls-cert", metavar="PEM", help="the server's certificate (chain)")
+    p.add_argument("--tls-key", metavar="PEM", help="the server's private key")
+    p.add_argument("--tls-client-ca", metavar="PEM",
+                   help="require client certificates signed by these CAs")
+    p.add_argument("--token-file", metavar="PATH",
+                   help="remote clients may present one of these tokens (one per line)")
+    p.add_argument("--insecure-loopback", action="store_true",
+                   help="--listen on a loopback address without TLS (tokens still required): "
+                        "anyone on this machine can reach it")
+    p.add_argument("--metrics", metavar="[ADDR:]PORT",
+                   help="Prometheus metrics on http://ADDR:PORT/metrics (default address "
+                        "127.0.0.1; needs prometheus-client)")
+    p = sub.add_parser("list", help="every cipher name with its key and IV sizes")
+    p.add_argument("--json", action="store_true", help="as JSON")
+    p = sub.add_parser("devices", help="list every device")
+    p = sub.add_parser("selftest", help="known-answer tests on every device")
+    p.add_argument("--device", "-d", default=None, help="only this device")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p = sub.add_parser("bench", help="the benchmark methodology (see docs/benchmarks.md)")
+    r = sub.add_parser("report", help="Markdown tables and plots from bench JSON")
+    if argv is None or any(a in ("bench", "report") for a in argv):
+        from .. import bench
+
+        bench.add_arguments(p)
+        bench.add_report_arguments(r)
+    return ap
