@@ -21,9 +21,10 @@ import hmac
 import os
 from dataclasses import dataclass
 
-import numpy as np
-
+from .._lazy import numpy_for
 from ..errors import AlreadyFinalized, InvalidArgument, InvalidKeySize, InvalidTag
+
+np = numpy_for(__name__)
 
 CHUNK = 16384
 TAG = 16
@@ -111,43 +112,130 @@ def _scratch(buf: np.ndarray | None, n: int) -> np.ndarray:
     return buf if buf is not None and buf.nbytes >= n else np.empty(n, dtype=np.uint8)
 
 
+def address(buf) -> int:
+    """The address of a contiguous buffer's first byte (a numpy array, a bytearray, a writable
+    memoryview or mapping; numpy is imported only for a read-only one)."""
+    import sys
+
+    numpy = sys.modules.get("numpy")   # (no array without it: not imported for one)
+    if numpy is not None and isinstance(buf, numpy.ndarray):
+        if not buf.flags.c_contiguous:
+            raise InvalidArgument("the chunks' buffers must be contiguous")
+        return buf.ctypes.data
+    import ctypes
+
+    view = memoryview(buf)
+    if view.readonly:
+        return np.frombuffer(view, dtype=np.uint8).ctypes.data
+    return ctypes.addressof(ctypes.c_char.from_buffer(view)) if view.nbytes else 0
+
+
+def _native(sch: Scheme, device: str, path: str, nbytes: int, count: int) -> bool:
+    """Whether chunks run in OpenSSL's C loop (one call per run of chunks, no batch tables):
+    ``native``; ``auto`` on a file (``path`` "stream", the command line: as route.route_aead
+    sends a file's AEAD message to OpenSSL), or where route.route_aead sends such a batch to
+    OpenSSL."""
+    if device == "native" or device == "auto" and path == "stream":
+        return True
+    if device != "auto":
+        return False
+    from .. import aeads
+    from ..route import route_aead
+
+    r = route_aead(aeads.spec(sch.aead), "auto", nbytes, count, nonce_len=NONCE, tag_length=TAG)
+    return r.engine.kind == "openssl"
+
+
+def _cores() -> int:
+    """The cores this process may run on (an affinity mask, ``taskset``, limits them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _u8_of(buf, n: int) -> np.ndarray:
+    """The first ``n`` bytes of a buffer as a uint8 array (an array: itself)."""
+    return buf[:n] if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8, count=n)
+
+
 class Sealer:
-    """One message's chunks sealed in batches (the engine of the encryptor and of ``encrypt``)."""
+    """One message's chunks sealed in OpenSSL's C loop or in batches (the engine of the
+    encryptor, of ``encrypt`` and of the command line's file path)."""
 
     def __init__(self, sch: Scheme, input_key: bytes, context: bytes = b"", *, salt: bytes | None = None,
-                 device: str = "auto"):
-        self.sch, self.device = sch, device
+                 device: str = "auto", path: str = "array"):
+        import threading
+
+        self.sch, self.device, self.path = sch, device, path
         self.salt = os.urandom(SALT) if salt is None else bytes(salt)
         self.key, self.base, self.commitment = derive(sch, bytes(input_key), self.salt, bytes(context))
         self.chunk = 0     # chunks sealed so far
         self._texts = None  # a batch's ciphertexts, before the tags go between them (reused)
+        self._lock = threading.Lock()   # (the batch path's scratch: one batch at a time)
 
     def header(self) -> bytes:
         return self.salt + self.commitment
 
+    def _check(self, first: int, n: int, final: bool) -> int:
+        """The bytes sealing ``n`` bytes from chunk ``first`` on gives."""
+        if not final and n % CHUNK:
+            raise InvalidArgument("only whole chunks before the final one")
+        count = n // CHUNK + (1 if final else 0)
+        if first + count > MAX_CHUNKS:
+            raise InvalidArgument("the message passes the spec's 2^38 chunks")
+        return n + count * TAG
+
     def seal(self, pt: np.ndarray, final: bool, out: np.ndarray | None = None) -> np.ndarray:
         """The sealed chunks of ``pt``: whole 16 KiB chunks, and with ``final`` the shorter last
         one (possibly empty) after them; in ``out`` (its first bytes) when given."""
+        n = pt.nbytes
+        need = self._check(self.chunk, n, final)
+        out = np.empty(need, dtype=np.uint8) if out is None else out[:need]
+        if out.nbytes != need:
+            raise InvalidArgument(f"out holds {out.nbytes} bytes, the sealed chunks {need}")
+        self._run(self.chunk, pt, n, final, out, None)
+        self.chunk += n // CHUNK + (1 if final else 0)
+        return out
+
+    def seal_at(self, first: int, src, n: int, final: bool, dst, threads: int | None = None) -> int:
+        """Chunks ``first``, ``first`` + 1, ... sealed from the first ``n`` bytes of ``src`` into
+        ``dst`` (contiguous buffers: a bytearray, a writable memoryview, an array), whole chunks
+        and with ``final`` the shorter last one; in any order, from several threads at once (the
+        command line's file path, transfer/sealed.py).  ``threads``: OpenSSL's threads for this
+        call (None: the cores).  Returns the bytes written."""
+        need = self._check(first, n, final)
+        if memoryview(dst).nbytes < need or memoryview(src).nbytes < n:
+            raise InvalidArgument(f"the buffers hold less than {n} bytes and their {need} sealed")
+        self._run(first, src, n, final, dst, threads)
+        return need
+
+    def _run(self, first: int, src, n: int, final: bool, dst, threads: int | None) -> None:
+        if _native(self.sch, self.device, self.path, n, n // CHUNK + 1):
+            from ..engines.openssl import aead as ossl
+
+            if ossl.chunked(True, self.sch.aead, self.key, self.base, first, address(src),
+                            address(dst), n, final, CHUNK, TAG,
+                            _cores() if threads is None else threads) is not None:
+                return
+        with self._lock:
+            self._batches(first, _u8_of(src, n), final, _u8_of(dst, self._check(first, n, final)))
+
+    def _batches(self, first: int, pt: np.ndarray, final: bool, out: np.ndarray) -> None:
+        """The chunks through ``aead.encrypt_batch`` (the device's batch path), BATCH_CHUNKS at
+        a time, the tags put between the ciphertexts."""
         from .. import aead
 
         n = pt.nbytes
         full = n // CHUNK
-        if not final and n % CHUNK:
-            raise InvalidArgument("only whole chunks before the final one")
         count = full + (1 if final else 0)
-        if self.chunk + count > MAX_CHUNKS:
-            raise InvalidArgument("the message passes the spec's 2^38 chunks")
-        need = n + count * TAG
-        out = np.empty(need, dtype=np.uint8) if out is None else out[:need]
-        if out.nbytes != need:
-            raise InvalidArgument(f"out holds {out.nbytes} bytes, the sealed chunks {need}")
         self._texts = _scratch(self._texts, min(n, BATCH_CHUNKS * CHUNK))
         for a in range(0, count, BATCH_CHUNKS):
             b = min(count, a + BATCH_CHUNKS)
             lo, hi = a * CHUNK, min(n, b * CHUNK)
             off = np.minimum(np.arange(a, b + 1, dtype=np.int64) * CHUNK, n) - lo
             r = aead.encrypt_batch(pt[lo:hi], self.sch.aead, key=self.key,
-                                   nonces=nonces(self.base, self.chunk + a, b - a),
+                                   nonces=nonces(self.base, first + a, b - a),
                                    offsets=off, device=self.device, out=self._texts[:hi - lo])
             whole = min(b, full) - a                       # the batch's whole chunks
             o = a * SEALED_CHUNK
@@ -159,17 +247,18 @@ class Sealer:
                 rest = r.data[whole * CHUNK:]
                 out[t:t + rest.nbytes] = rest
                 out[t + rest.nbytes:] = r.tags[whole]
-        self.chunk += count
-        return out
 
 
 class Opener:
-    """One sealed message's chunks opened in batches (the engine of the decryptor, ``decrypt``
-    and ``decrypt_range``): the commitment checked first, each chunk's tag before its
-    plaintext is released."""
+    """One sealed message's chunks opened in OpenSSL's C loop or in batches (the engine of the
+    decryptor, ``decrypt``, ``decrypt_range`` and the command line's file path): the commitment
+    checked first, each chunk's tag before its plaintext is released."""
 
-    def __init__(self, sch: Scheme, input_key: bytes, context: bytes, header, *, device: str = "auto"):
-        self.sch, self.device = sch, device
+    def __init__(self, sch: Scheme, input_key: bytes, context: bytes, header, *, device: str = "auto",
+                 path: str = "array"):
+        import threading
+
+        self.sch, self.device, self.path = sch, device, path
         header = bytes(header)
         if len(header) != HEADER:
             raise InvalidTag("the sealed message is shorter than its header: nothing is released")
@@ -178,25 +267,72 @@ class Opener:
             raise InvalidTag(f"{sch.name}: the key commitment does not match (wrong key or context, "
                              "or not this message): nothing is released")
         self._texts = None  # a batch's ciphertexts without their tags (reused)
+        self._lock = threading.Lock()   # (the batch path's scratch: one batch at a time)
+
+    def _check(self, first: int, m: int, final: bool) -> int:
+        """The plaintext bytes of ``m`` sealed bytes from chunk ``first`` on (InvalidTag: cut
+        short)."""
+        full = m // SEALED_CHUNK
+        last = m - full * SEALED_CHUNK
+        if final and last < TAG or not final and last:
+            raise InvalidTag(f"{self.sch.name}: the sealed message is truncated: nothing more is released")
+        if first + full + (1 if final else 0) > MAX_CHUNKS:
+            raise InvalidTag("the sealed message passes the spec's 2^38 chunks")
+        return full * CHUNK + (last - TAG if final else 0)
 
     def open(self, ct: np.ndarray, first: int, final: bool, out: np.ndarray | None = None) -> np.ndarray:
         """The plaintext of sealed chunks ``ct`` starting at chunk ``first``: whole sealed chunks,
         and with ``final`` the message's last (shorter) one after them; in ``out`` (its first
         bytes) when given (zeroed, and InvalidTag, when a chunk does not verify)."""
+        m = ct.nbytes
+        n = self._check(first, m, final)
+        out = np.empty(n, dtype=np.uint8) if out is None else out[:n]
+        if out.nbytes != n:
+            raise InvalidArgument(f"out holds {out.nbytes} bytes, the opened chunks {n}")
+        self._run(first, ct, m, final, out, n, None)
+        return out
+
+    def open_at(self, first: int, src, m: int, final: bool, dst, threads: int | None = None) -> int:
+        """Sealed chunks ``first``, ``first`` + 1, ... (the first ``m`` bytes of ``src``: whole
+        sealed chunks, and with ``final`` the message's last one) opened into ``dst``; in any
+        order, from several threads at once (the command line's file path, transfer/sealed.py).
+        InvalidTag (the plaintext in ``dst`` zeroed) when one does not verify or the message is
+        cut short.  ``threads``: OpenSSL's threads for this call (None: the cores).  Returns the
+        bytes written."""
+        n = self._check(first, m, final)
+        if memoryview(dst).nbytes < n or memoryview(src).nbytes < m:
+            raise InvalidArgument(f"the buffers hold less than {m} sealed bytes and their {n}")
+        self._run(first, src, m, final, dst, n, threads)
+        return n
+
+    def _run(self, first: int, src, m: int, final: bool, dst, n: int, threads: int | None) -> None:
+        if _native(self.sch, self.device, self.path, m, m // SEALED_CHUNK + 1):
+            import ctypes
+
+            from ..engines.openssl import aead as ossl
+
+            to = address(dst)
+            bad = ossl.chunked(False, self.sch.aead, self.key, self.base, first, address(src), to,
+                               m, final, CHUNK, TAG, _cores() if threads is None else threads)
+            if bad is not None:
+                if bad >= 0:
+                    ctypes.memset(to, 0, n)
+                    raise InvalidTag(f"{self.sch.name}: chunk {first + bad} does not verify "
+                                     "(altered, reordered or from another message): nothing is "
+                                     "released")
+                return
+        with self._lock:
+            self._batches(first, _u8_of(src, m), final, _u8_of(dst, n))
+
+    def _batches(self, first: int, ct: np.ndarray, final: bool, out: np.ndarray) -> None:
+        """The chunks through ``aead.decrypt_batch`` (the device's batch path), BATCH_CHUNKS at
+        a time, their texts and tags taken apart first."""
         from .. import aead
 
         m = ct.nbytes
         full = m // SEALED_CHUNK
-        last = m - full * SEALED_CHUNK
-        if final and last < TAG or not final and last:
-            raise InvalidTag(f"{self.sch.name}: the sealed message is truncated: nothing more is released")
         count = full + (1 if final else 0)
-        if first + count > MAX_CHUNKS:
-            raise InvalidTag("the sealed message passes the spec's 2^38 chunks")
-        n = full * CHUNK + (last - TAG if final else 0)
-        out = np.empty(n, dtype=np.uint8) if out is None else out[:n]
-        if out.nbytes != n:
-            raise InvalidArgument(f"out holds {out.nbytes} bytes, the opened chunks {n}")
+        n = out.nbytes
         self._texts = _scratch(self._texts, min(n, BATCH_CHUNKS * CHUNK))
         for a in range(0, count, BATCH_CHUNKS):
             b = min(count, a + BATCH_CHUNKS)
@@ -219,7 +355,6 @@ class Opener:
                 out.fill(0)
                 raise InvalidTag(f"{self.sch.name}: chunk {first + a + r.failed[0]} does not verify "
                                  "(altered, reordered or from another message): nothing is released")
-        return out
 
 
 def encrypt(data, key: bytes, context: bytes = b"", *, aes256: bool = False, salt: bytes | None = None,

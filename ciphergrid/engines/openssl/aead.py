@@ -21,6 +21,10 @@ _THREADED_MIN_MESSAGES = 64
 _THREADED_MIN_BYTES = 4 << 20
 #: one message below this many bytes goes through pyca's one-shot call, not the C loop
 _C_LOOP_MIN_BYTES = 1 << 20
+#: chunked encryption: the least bytes given to one thread, and the chunks one C call takes
+#: between two looks at its run's cancel flag (about threads.STEP bytes of 16 KiB chunks)
+_C_RUN_MIN_BYTES = 1 << 20
+_STEP_CHUNKS = 2048
 
 
 def _algorithm(name: str, key: bytes):
@@ -157,6 +161,69 @@ def _c_run(batch, tags: np.ndarray, ok: np.ndarray) -> bool:
 
     run_all([part(a, b) for a, b in ranges] or [lambda c: None])
     return True
+
+
+def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src: int, dst: int,
+            n: int, final: bool, chunk: int, tag: int, threads: int = 1) -> int | None:
+    """Chunks of C2SP chunked encryption (formats/cobblestone.py) in the C loop, no Python per
+    chunk: chunk j is AEAD ``name`` under ``key`` with nonce ``base`` XOR (``first`` + j), no AAD.
+    ``src``/``dst`` are addresses: sealing reads ``n`` plaintext bytes (whole chunks of ``chunk``
+    bytes; with ``final`` the shorter last one after them) and writes ciphertext || tag per chunk;
+    opening reads ``n`` sealed bytes and writes the plaintext, each chunk's tag checked inside
+    OpenSSL.  The chunks are cut into ``threads`` runs on the engine's pool.
+
+    Returns -1 when every chunk was sealed or verified, else the number of the first chunk (from
+    0) whose tag did not verify (its plaintext zeroed; the others' left to the caller); None where
+    there is no C loop (the caller takes the batch path).  An OpenSSL failure raises DeviceError."""
+    import ctypes
+
+    from .libcrypto import LIB, c_loop, fail, fn_addr, evp_cipher
+
+    loop = c_loop()
+    if loop is None or LIB is None or name not in EVP_NAMES:
+        return None
+    cipher = evp_cipher(EVP_NAMES[name])
+    enc = 1 if encrypt else 0
+    step = chunk if encrypt else chunk + tag          # input bytes per whole chunk
+    out_step = chunk + tag if encrypt else chunk
+    count = n // step + (1 if final else 0)
+    if not count:
+        return -1
+    fns = [fn_addr(f) for f in (LIB.EVP_CipherInit_ex, LIB.EVP_CipherUpdate, LIB.EVP_CipherFinal_ex,
+                                LIB.EVP_CIPHER_CTX_ctrl, LIB.ERR_clear_error)]
+    runs = max(1, min(threads, count * step // _C_RUN_MIN_BYTES, count))
+    per = -(-count // runs)
+    bad = [-1] * runs
+
+    def part(r: int, lo: int, hi: int):
+        def job(cancel):
+            ctx = LIB.EVP_CIPHER_CTX_new()
+            if not ctx:
+                fail("EVP_CIPHER_CTX_new")
+            try:
+                if LIB.EVP_CipherInit_ex(ctx, cipher, None, key, None, enc) != 1:
+                    fail("EVP_CipherInit_ex")
+                why = ctypes.c_int(0)
+                for a in range(lo, hi, _STEP_CHUNKS):      # (a look at cancel between steps)
+                    if cancel.is_set():
+                        return
+                    b = min(hi, a + _STEP_CHUNKS)
+                    last = b == count and final
+                    done = loop.cg_chunked(*fns, ctx, enc, base, first + a, src + a * step,
+                                           dst + a * out_step, (n if last else b * step) - a * step,
+                                           1 if last else 0, chunk, tag, ctypes.byref(why))
+                    if why.value == 2:
+                        fail(f"{name} chunk {first + a + done}")
+                    if why.value == 1:
+                        bad[r] = a + done
+                        return
+            finally:
+                LIB.EVP_CIPHER_CTX_free(ctx)
+        return job
+
+    run_all([part(r, lo, min(count, lo + per)) for r, lo in enumerate(range(0, count, per))])
+    failed = [b for b in bad if b >= 0]
+    return min(failed) if failed else -1
 
 
 def seal(batch) -> np.ndarray:

@@ -309,6 +309,64 @@ long long cg_aead_batch(cg_init_t init, cg_upd_t upd, cg_fin_t fin, cg_ctrl_t ct
 }
 """
 
+_LOOP_SRC += r"""
+/* Chunks of C2SP chunked encryption (docs/format.md): chunk j (j = 0, 1, ...) is AES-GCM under
+   the key ctx holds with nonce = base XOR (first + j) big-endian in its last 8 bytes, no AAD.
+   enc: src holds n plaintext bytes: whole chunks of `chunk` bytes, and with `final` the shorter
+   last one (n % chunk bytes, possibly none); dst gets ciphertext || tag (chunk + tlen bytes) per
+   chunk.  !enc: src holds n sealed bytes, whole sealed chunks and with `final` the shorter last
+   one; dst gets the plaintext, each chunk's tag checked inside OpenSSL.  Returns the chunks done
+   with *bad = 0; else the number of the chunk that stopped it, *bad = 1 where its tag did not
+   verify (its plaintext zeroed), 2 where OpenSSL failed. */
+long long cg_chunked(cg_init_t init, cg_upd_t upd, cg_fin_t fin, cg_ctrl_t ctrl, cg_clear_t clr,
+                     void *ctx, int enc, const unsigned char *base, unsigned long long first,
+                     const unsigned char *src, unsigned char *dst, long long n, int final,
+                     int chunk, int tlen, int *bad)
+{
+    unsigned char nonce[12], fin_buf[32];
+    unsigned long long c;
+    long long j, count, in_step = enc ? chunk : chunk + tlen, out_step = enc ? chunk + tlen : chunk;
+    long long pos;
+    int outl, m, k, r;
+    *bad = 0;
+    count = n / in_step + (final ? 1 : 0);
+    if (ctrl(ctx, CG_SET_IVLEN, 12, 0) != 1) {
+        *bad = 2;
+        return 0;
+    }
+    for (j = 0; j < count; j++) {
+        const unsigned char *in = src + j * in_step;
+        unsigned char *out = dst + j * out_step;
+        m = (j < n / in_step) ? chunk : (int)(n - j * in_step) - (enc ? 0 : tlen);
+        c = first + (unsigned long long)j;
+        for (k = 0; k < 12; k++)
+            nonce[k] = base[k];
+        for (k = 0; k < 8; k++)
+            nonce[4 + k] ^= (unsigned char)(c >> (56 - 8 * k));
+        if (init(ctx, 0, 0, 0, nonce, enc) != 1
+            || (!enc && ctrl(ctx, CG_SET_TAG, tlen, (void *)(in + m)) != 1)
+            || (m > 0 && (upd(ctx, out, &outl, in, m) != 1 || outl != m))) {
+            *bad = 2;
+            return j;
+        }
+        r = fin(ctx, fin_buf, &outl);
+        if (enc) {
+            if (r != 1 || ctrl(ctx, CG_GET_TAG, tlen, out + m) != 1) {
+                *bad = 2;
+                return j;
+            }
+        } else if (r != 1) {
+            clr();
+            for (pos = 0; pos < m; pos++)
+                out[pos] = 0;
+            *bad = 1;
+            return j;
+        }
+    }
+    return count;
+}
+"""
+
 _LOOP = None          # the loaded helper (ctypes CDLL), or False when it cannot be had
 _LOOP_LOCK = threading.Lock()
 
@@ -339,6 +397,9 @@ def _build_loop():
     lib.cg_aead_batch.restype = ll
     lib.cg_aead_batch.argtypes = (vp, vp, vp, vp, vp, vp, i, vp, i, vp, vp, i, vp, vp, vp, vp, vp,
                                   vp, i, vp, ll, ll)
+    lib.cg_chunked.restype = ll
+    lib.cg_chunked.argtypes = (vp, vp, vp, vp, vp, vp, i, vp, ctypes.c_ulonglong, vp, vp, ll, i, i, i,
+                               vp)
     return lib
 
 
