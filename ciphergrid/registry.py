@@ -231,8 +231,9 @@ def lookup(name: str) -> CipherSpec:
 
 
 def unknown(name) -> UnsupportedCipher:
-    """The error for a name that is neither a block cipher·mode nor an AEAD: the closest names
-    first (a misspelling), then every name, the AEADs and OpenSSL's short names included.
+    """The error for a name that is neither a block cipher·mode nor an AEAD, one line: the
+    closest names (a misspelling), the block ciphers', the AEADs' and OpenSSL's short names
+    alike, and where every name is listed (``ciphergrid list``).
 
     The AEADs' names come from their registry (``aeads``) where it is loaded: it depends on this
     module (``declarations``), so this one does not import it; whoever resolves a name of either
@@ -241,14 +242,13 @@ def unknown(name) -> UnsupportedCipher:
 
     _load()
     aeads = sys.modules.get(f"{__package__}.aeads")
-    blocks, sealed = sorted(_SPECS), (aeads.names() if aeads is not None else [])
+    sealed = aeads.names() if aeads is not None else []
     short = [a for a in sorted(ALIASES) if ALIASES[a] in _SPECS]
-    close = suggest(str(name), blocks + sealed + short)
-    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
-    return UnsupportedCipher(
-        f"unknown cipher {name!r}{hint}; every name (`ciphergrid list`): block ciphers "
-        f"{', '.join(blocks)}; " + (f"AEADs {', '.join(sealed)}; " if sealed else "")
-        + f"OpenSSL's short names {', '.join(f'{a} = {ALIASES[a]}' for a in short)}")
+    shown = str(name) if len(str(name)) <= 40 else str(name)[:37] + "..."
+    close = suggest(str(name), sorted(_SPECS) + sealed + short)
+    hint = f" (did you mean {', '.join(close[:-1])} or {close[-1]}?)" if len(close) > 1 else \
+        f" (did you mean {close[0]}?)" if close else ""
+    return UnsupportedCipher(f"unknown cipher {shown!r}{hint}; `ciphergrid list` gives every name")
 
 
 def suggest(name: str, candidates, n: int = 3) -> list[str]:
