@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import sys
 import types
 from dataclasses import dataclass, field
@@ -531,9 +533,11 @@ def test_service_suite_rows(tmp_path, capsys):
     an AEAD batch (through the service and in process), a soak (the server's use before and
     after); the service is gone afterwards."""
     pytest.importorskip("msgpack")
+    from ciphergrid.bench import preflight, service
+
     path = tmp_path / "r.json"
     argv = ["service", "--quick", "--device", "native", "--svc-clients", "3", "--svc-seconds", "0.5",
-            "--svc-soak-seconds", "0.5", "--svc-big", "512Mi", "--svc-sizes", "4Ki,64Ki",
+            "--svc-soak-seconds", "0.5", "--svc-sizes", "4Ki,64Ki",
             "--json", str(path)]
     assert bench.main(parse(argv), host=HOST) == 0
     res = records.load(path)
@@ -544,7 +548,9 @@ def test_service_suite_rows(tmp_path, capsys):
         assert r.status == "ok" and r.median_s > 0, r.error
         assert r.verification["oracle"].startswith("pyca")
     assert "each client's share" in res.records[3].note and "x one client" in res.records[2].note
-    assert "beside a 512 MiB stream job" in res.records[4].note
+    latency = res.records[4].resources   # (the other job sized from its measured rate)
+    assert latency["other_job_bytes"] >= service.MIN_BIG and latency["other_job_sized_from_gbps"] > 0
+    assert f"beside a {preflight.size_text(latency['other_job_bytes'])} stream job" in res.records[4].note
     assert "x one connection" in res.records[6].note
     assert "in this process" in res.records[7].note and res.records[7].cipher == "aes-128-gcm"
     soak = res.records[8]
@@ -571,3 +577,172 @@ def test_seal_suite_rows(tmp_path):
         assert r.verification["status"] == ("not-applicable" if r.device == "-" else "passed"), r
     assert "x cat" in res.records[1].note and "x pyca's single-core stream" in res.records[1].note
     assert "start-up" in res.records[-1].note and not list(tmp_path.glob("cg-bench-seal-*"))
+
+
+# ------------------------------------------------------------------------- issue 46
+def _absent_cuda_spec() -> str:
+    """A CUDA spec beyond the CUDA devices present (never one that exists here)."""
+    n = sum(1 for d in ciphergrid.devices() if d.runtime == "cuda")
+    return f"cuda:{n}"
+
+
+@pytest.mark.parametrize("suite", suites.names())
+def test_every_suite_refuses_an_absent_device(suite, capsys):
+    """`ciphergrid bench SUITE --device <absent>`: one line and exit 2 before anything starts (no
+    plan line, no table, no service, no file)."""
+    import time
+
+    from ciphergrid.cli import main
+
+    absent = _absent_cuda_spec()
+    t0 = time.monotonic()
+    assert main(["bench", suite, "--quick", "--device", absent]) == 2
+    assert time.monotonic() - t0 < 30
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and absent in err, err
+    if suite == "scheduler":
+        assert main(["bench", suite, "--quick", "--sched-devices", f"native,{absent}"]) == 2
+
+
+def test_gpu_token_without_a_gpu_is_refused():
+    from ciphergrid.bench import preflight
+
+    api = methodology.Api(devices=lambda: [NATIVE])
+    with pytest.raises(ciphergrid.errors.DeviceNotFound, match="no GPU"):
+        preflight.check_devices(api, parse(["api", "--device", "gpu"]))
+    preflight.check_devices(api, parse(["api", "--device", "native,auto", "--device", "openssl"]))
+    preflight.check_devices(make_api(), parse(["api", "--device", GPU.spec, "--device", "gpu"]))
+
+
+def test_latency_job_is_sized_to_outlast_the_requests():
+    """The other client's job: at its measured rate it lasts 10x the 1 MiB requests' time alone
+    plus a second, in whole 64 MiB; a slow host gets a larger job, never a fixed 256 MiB."""
+    from ciphergrid.bench import service
+
+    alone = [0.004] * 20                       # a loaded 2-core VM: 4 ms per 1 MiB request
+    for rate in (0.2e9, 1e9, 5e9):
+        big = service.big_for(rate, alone)
+        assert big % service.MIN_BIG == 0 and big >= service.MIN_BIG
+        assert big / rate >= service.SLOWDOWN * sum(alone) + service.MARGIN_S
+    assert service.big_for(1e9, alone) > 256 << 20
+    assert service.big_for(1e3, [1e-6]) == service.MIN_BIG
+
+
+def test_plan_line_and_time_left(capsys):
+    """Before a suite starts: what it will do and roughly how long; after its first step: the
+    time left at that pace."""
+    import io
+
+    from ciphergrid.bench.progress import Progress
+
+    api = make_api()
+    for name in suites.names():
+        out = io.StringIO()
+        line = bench.announce(suites.get(name), parse([name]), api, out=out)
+        assert line.startswith(f"bench {name}: ") and out.getvalue() == line + "\n"
+    long = bench.announce(suites.get("service"), parse(["service"]), api, out=io.StringIO())
+    assert "a soak of 480 s" in long and "min (estimated from its sizes" in long
+    quick = bench.announce(suites.get("service"), parse(["service", "--quick"]), api, out=io.StringIO())
+    assert " s (estimated" in quick
+    err = io.StringIO()
+    p = Progress(10, stream=err, name="bench api")
+    p._t0 -= 20.0
+    p.advance()
+    assert err.getvalue().startswith("bench api: 1 of 10 steps in 20.") and "~3 min left" in err.getvalue()
+
+
+def test_room_on_a_ram_disk_and_the_random_access_file(tmp_path, monkeypatch):
+    """A RAM disk's room is half the memory available, not its free space; the random-access
+    file is cut to whole 64 MiB that fit (its zeros counted where they cannot be sparse)."""
+    import shutil as sh
+
+    from ciphergrid.bench import preflight, seal
+
+    monkeypatch.setattr(preflight, "fs_type", lambda p: "tmpfs")
+    monkeypatch.setattr(preflight, "mem_available", lambda: 1 << 30)
+    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda p: sh._ntuple_diskusage(20 << 30, 4 << 30, 16 << 30))
+    allowed, bound = preflight.room(str(tmp_path))
+    assert allowed == 512 << 20 and "RAM disk" in bound
+    monkeypatch.setattr(preflight, "fs_type", lambda p: "ext4")
+    assert preflight.room(str(tmp_path))[0] == 16 << 30
+    length = lambda n: n + n // 1000   # noqa: E731 (a sealed file a little longer than its message)
+    assert seal.big_fit(16 << 30, 512 << 20, True, length) == 384 << 20
+    assert seal.big_fit(16 << 30, 512 << 20, False, length) == 192 << 20
+    assert seal.big_fit(64 << 20, 32 << 20, True, length) == 0
+    assert seal.big_fit(64 << 20, 1 << 30, False, length) == 64 << 20
+    f = tmp_path / "z"
+    if preflight.sparse_zeros(str(f), 256 << 20):   # (a file system with holes keeps it sparse)
+        assert preflight.allocated(str(f)) < 1 << 20 and f.stat().st_size == 256 << 20
+
+
+def test_fs_type_from_the_mount_table(tmp_path):
+    """`bench files` names the file system as /proc/mounts does (ext4, not statfs's ext2/ext3)."""
+    from ciphergrid.bench import files, preflight
+
+    with open("/proc/mounts") as f:
+        root = [line.split()[2] for line in f if line.split()[1] == "/"]
+    assert files._fs_type("/") == root[-1] != "ext2/ext3"
+    if os.path.isdir("/dev/shm"):
+        assert preflight.fs_type("/dev/shm") == "tmpfs" and preflight.is_ram_fs("/dev/shm")
+
+
+def _ok(rec, seconds=0.01):
+    rec.set_times([seconds, seconds])
+    return rec
+
+
+def test_summary_labels_each_row(capsys):
+    """The summary table of files, ablation, seal, service: each row says its path or phase;
+    seal's open rows are decryptions; sizes in the largest unit that gives >= 1."""
+    from ciphergrid.bench import seal, service
+
+    rows = [_ok(service._record("native", p, 1285632000)) for p in ("1 client", "4 clients", "soak")]
+    rows += [_ok(seal._record(seal.SCHEME, "native", p, 16 << 20, "")) for p in ("seal", "open")]
+    out = io.StringIO()
+    bench.print_summary(records.Results(run={}, records=rows), out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split()[:4] == ["cipher", "dir", "what", "device"]
+    assert len(set(x.split("  native")[0] for x in lines[1:])) == 5, lines
+    assert "1 client" in lines[1] and "1.20 GiB" in lines[1] and "KiB" not in lines[1]
+    assert " dec  open " in lines[5] and " enc  seal " in lines[4]
+
+
+def test_table_units():
+    from ciphergrid.bench import ablation, preflight
+    from ciphergrid.bench.methodology import human_size
+    from ciphergrid.bench.report import human_size as report_size
+
+    assert [preflight.size_text(n) for n in (16, 4096, 1255500 << 10, 3 << 29, 100 << 20, 1500)] == \
+        ["16 B", "4 KiB", "1.20 GiB", "1.50 GiB", "100 MiB", "1.46 KiB"]
+    assert human_size(1255500 << 10) == report_size(1255500 << 10) == "1.20 GiB"
+    assert preflight.signed_ms(-0.063e-3) == "-0.063 ms" and preflight.signed_ms(0.12e-3) == "+0.120 ms"
+    rec = _ok(records.Record(cipher="aes-128-ctr", algorithm="aes", key_bits=128, mode="ctr", direction="encrypt",
+                     device="opencl:9:0", device_name="x", device_kind="cpu", runtime="opencl",
+                     kind="kernel", size=1 << 20, implementation="baseline"))
+    buf = io.StringIO()
+    real, sys.stdout = sys.stdout, buf
+    try:
+        ablation._print_table([rec])
+    finally:
+        sys.stdout = real
+    row = buf.getvalue().splitlines()[1]
+    assert "nan" not in row and row.split()[-1] == "-", row
+
+
+def test_tdea_deprecation_unsaid_in_a_bench(monkeypatch, capsys):
+    """A suite that touches pyca's TripleDES (its oracle) prints no CryptographyDeprecationWarning;
+    other warnings still show."""
+    import warnings
+
+    def run(args, ctx):
+        from cryptography.hazmat.primitives.ciphers import algorithms
+
+        algorithms.TripleDES   # (pyca warns on this name)
+        warnings.warn("another warning", UserWarning)
+        return {}
+
+    monkeypatch.setitem(suites._SUITES, "tdea", suites.Suite("tdea", run))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        assert bench.main(argparse.Namespace(suite="tdea", json=None), api=make_api(), host=HOST) == 0
+    assert [str(w.message) for w in got] == ["another warning"]

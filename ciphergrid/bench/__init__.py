@@ -18,7 +18,7 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from . import records, suites, sysinfo
+from . import preflight, records, suites, sysinfo
 from .progress import Progress
 from .records import Record, Results, load, save
 
@@ -100,6 +100,8 @@ def _main(args: argparse.Namespace, api, host: dict | None) -> int:
 
     suite = suites.get(getattr(args, "suite", None) or suites.DEFAULT)
     api = api or methodology.Api()
+    preflight.check_devices(api, args)   # (before anything starts: a device not present is exit 2)
+    announce(suite, args, api)
     started, t0 = _now(), time.perf_counter()
     host = host if host is not None else sysinfo.collect()
     path = getattr(args, "json", None)
@@ -130,12 +132,13 @@ def _main(args: argparse.Namespace, api, host: dict | None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    ctx = suites.Context(api=api, records=recs, host=host, progress=lambda n: Progress(n),
-                         log=log, add=add)
+    ctx = suites.Context(api=api, records=recs, host=host,
+                         progress=lambda n: Progress(n, name=f"bench {suite.name}"), log=log, add=add)
     from ..request import weak_use_allowed
 
     try:
-        with weak_use_allowed():  # random keys of every cipher, TDEA included: measured, not refused
+        # random keys of every cipher, TDEA included: measured, not refused, pyca's deprecation unsaid
+        with weak_use_allowed(), preflight.tdea_warnings_quiet():
             parts = suite.run(args, ctx) or {}
     except KeyboardInterrupt:
         state["interrupted"] = True
@@ -150,6 +153,22 @@ def _main(args: argparse.Namespace, api, host: dict | None) -> int:
     if failed:
         log(f"{failed} row(s) FAILED: see above (no timing was recorded for them)")
     return final.run["exit_code"]
+
+
+def announce(suite, args, api, out=None) -> str:
+    """Say before the suite starts what it will do and roughly how long (its estimate from the
+    sizes and a first measured rate), on stderr; returns the line."""
+    out = out if out is not None else sys.stderr
+    line = f"bench {suite.name}: "
+    if suite.estimate is not None:
+        rate = preflight.host_rate()
+        what, seconds = suite.estimate(args, rate, api)
+        line += (f"{what}; {preflight.duration_text(seconds)} (estimated from its sizes and "
+                 f"{rate / 1e9:.2f} GB/s measured on one core; the time left is said as it runs)")
+    else:
+        line += "the time left is said once its first step ran"
+    print(line, file=out, flush=True)
+    return line
 
 
 def definitions() -> dict:
@@ -172,41 +191,47 @@ def definitions() -> dict:
     }
 
 
-#: the columns of the summary table; a row that did not run says why in place of its figures
-SUMMARY_HEAD = ("cipher", "dir", "device", "kind", "size", "GB/s", "min-max", "MB/J")
+#: the columns of the summary table ("what" only where a suite names its rows' path or phase);
+#: a row that did not run says why in place of its figures
+SUMMARY_HEAD = ("cipher", "dir", "what", "device", "kind", "size", "GB/s", "min-max", "MB/J")
 
 
 def print_summary(results: Results, out) -> None:
-    """One row per record under a header naming the columns: GB/s the median of the repeats,
-    min-max their range, MB/J where energy was measured."""
-    from .methodology import human_size
-
+    """One row per record under a header naming the columns: dir the direction, what the path or
+    phase the suite names (its rows' labels), GB/s the median of the repeats, min-max their
+    range, MB/J where energy was measured."""
+    recs = results.records
+    if not recs:
+        print("no rows", file=out)
+        return
+    named = any(r.implementation for r in recs)
+    head = [h for h in SUMMARY_HEAD[:6] if named or h != "what"]
     rows, why = [], []
-    for r in results.records:
-        rows.append((r.cipher, r.direction[:3], r.device, r.kind, human_size(r.size)))
+    for r in recs:
+        d = {"encrypt": "enc", "decrypt": "dec"}.get(r.direction, r.direction or "-")
+        rows.append((r.cipher, d) + ((r.implementation or "-",) if named else ())
+                    + (r.device, r.kind, preflight.size_text(r.size)))
         if r.status == "ok":
             why.append((f"{r.gbps:.4g}", f"{r.throughput_min_bps / 1e9:.3g}-"
                                          f"{r.throughput_max_bps / 1e9:.3g}",
                         f"{r.mb_per_j:.3g}" if r.mb_per_j else "-"))
         else:
             why.append(f"{r.status.upper()}: {r.error}")
-    if not rows:
-        print("no rows", file=out)
-        return
+    k = len(head)
     figures = [w for w in why if isinstance(w, tuple)]
-    width = [max(len(x[i]) for x in rows + [SUMMARY_HEAD]) for i in range(5)]
-    width += [max(len(x[i]) for x in figures + [SUMMARY_HEAD[5:]]) for i in range(3)]
+    width = [max(len(x[i]) for x in rows + [head]) for i in range(k)]
+    width += [max(len(x[i]) for x in figures + [SUMMARY_HEAD[6:]]) for i in range(3)]
     # numbers right-aligned, names left-aligned; MB/J only when some row measured energy
-    cols = 8 if any(w[2] != "-" for w in figures) else 7
+    cols = 3 if any(w[2] != "-" for w in figures) else 2
 
     def line(names, rest) -> str:
         left = "  ".join(c.ljust(width[i]) for i, c in enumerate(names))
         if isinstance(rest, str):
             return f"{left}  {rest}"
-        return (left + "  " + "  ".join(c.rjust(width[5 + i]) for i, c in enumerate(rest[:cols - 5]))
+        return (left + "  " + "  ".join(c.rjust(width[k + i]) for i, c in enumerate(rest[:cols]))
                 ).rstrip()
 
-    print(line(SUMMARY_HEAD[:5], SUMMARY_HEAD[5:]), file=out)
+    print(line(head, SUMMARY_HEAD[6:]), file=out)
     for names, rest in zip(rows, why):
         print(line(names, rest), file=out)
 

@@ -19,6 +19,7 @@ from .. import registry
 from ..settings import bytes_option
 from ..testing import oracle
 from . import suites
+from .preflight import opt, size_text
 from .records import Record
 
 
@@ -94,10 +95,7 @@ def run(args, ctx: suites.Context) -> dict:
     name = args.ablation_cipher
     spec = registry.lookup(name)
     impls = args.ablation_impls or list(spec.algorithm.implementations)
-    devs = [d for d in ctx.api.devices() if d.runtime in ("opencl", "cuda")]
-    if args.device:
-        wanted = set(sum((d.split(",") for d in args.device), []))
-        devs = [d for d in devs if d.spec in wanted]
+    devs = _devices(ctx.api, args.device)
     size = args.ablation_size
     repeats = args.repeats or (3 if args.quick else 15)
     if args.quick:
@@ -126,11 +124,37 @@ def _print_table(rows) -> None:
             print(f"{r.device:<11} {impl:<22} {'FAILED':>7}  {r.error}")
             continue
         occ = res.get("occupancy")
-        print(f"{r.device:<11} {impl:<22} {r.gbps:7.1f} {r.gbps_per_sm_ghz or float('nan'):11.3f} "
+        print(f"{r.device:<11} {impl:<22} {r.gbps:7.1f} {opt(r.gbps_per_sm_ghz):>11} "
               f"{res.get('registers_per_item') or '-':>5} {res.get('local_mem_bytes') or 0:>6} "
-              f"{res.get('private_mem_bytes') or 0:>5} {occ if occ is not None else '-':>5} "
-              f"{r.area_time if r.area_time is not None else float('nan'):8.3f}")
+              f"{res.get('private_mem_bytes') or 0:>5} {opt(occ, '{}'):>5} "
+              f"{opt(r.area_time):>8}")
 
+
+def _devices(api, device_args) -> list:
+    devs = [d for d in api.devices() if d.runtime in ("opencl", "cuda")]
+    if device_args:
+        wanted = set(sum((d.split(",") for d in device_args), []))
+        devs = [d for d in devs if d.spec in wanted]
+    return devs
+
+
+def estimate(args, rate: float, api) -> tuple[str, float]:
+    """Each implementation checked, then timed ``repeats`` times over the size, on each device;
+    an OpenCL CPU device's kernels taken as ``CPU_SLOWDOWN`` times one core's pyca rate, a GPU's
+    as ``GPU_SPEEDUP`` times it, each implementation's build ``BUILD_S``."""
+    impls = args.ablation_impls or list(registry.lookup(args.ablation_cipher).algorithm.implementations)
+    devs = _devices(api, args.device)
+    size = min(args.ablation_size, 1 << 20) if args.quick else args.ablation_size
+    repeats = args.repeats or (3 if args.quick else 15)
+    seconds = sum(len(impls) * (BUILD_S + (repeats + 2) * size
+                                / (rate * (GPU_SPEEDUP if d.kind == "gpu" else 1 / CPU_SLOWDOWN)))
+                  for d in devs)
+    return (f"{len(impls)} implementations x {len(devs)} device(s) x {repeats} repeats of "
+            f"{size_text(size)}", seconds)
+
+
+#: the estimate's rates against one core's pyca AES-128-CTR, and each build's seconds
+CPU_SLOWDOWN, GPU_SPEEDUP, BUILD_S = 8.0, 20.0, 2.0
 
 suites.register("ablation", run, help="the practice ablation of the AES kernels (seed 000 Table 2)",
-                add_arguments=add_arguments)
+                add_arguments=add_arguments, estimate=estimate)

@@ -89,10 +89,7 @@ def run(args, ctx: suites.Context) -> dict:
     from . import sysinfo
 
     names = _names(args)
-    devs = ctx.api.devices()
-    if args.device:
-        keep = set(sum((d.split(",") for d in args.device), []))
-        devs = [d for d in devs if d.spec in keep or d.kind in keep or d.runtime in keep]
+    devs = _devices(ctx.api, args.device)
     size = min(args.api_size, 1 << 20) if args.quick else args.api_size
     calls = min(args.api_calls, 50) if args.quick else args.api_calls
     repeats = args.repeats or (3 if args.quick else 20)
@@ -351,5 +348,39 @@ def _print_table(rows) -> None:
         print(f"{head} {r.gbps:8.2f} {gbs} {per_call} {vs}")
 
 
+def _devices(api, device_args) -> list:
+    devs = api.devices()
+    if device_args:
+        keep = set(sum((d.split(",") for d in device_args), []))
+        devs = [d for d in devs if d.spec in keep or d.kind in keep or d.runtime in keep]
+    return list(devs)
+
+
+#: the estimate's seconds per call of 4 KiB (OpenSSL's engine, a GPU, an OpenCL CPU device), per
+#: build of a cipher's kernels, and the bytes/s of a GPU-resident row against one core's pyca rate
+CALL_S = {"native": 5e-5, "gpu": 2e-4, "cpu": 1e-3}
+BUILD_S, GPU_SPEEDUP = 3.0, 20.0
+
+
+def estimate(args, rate: float, api) -> tuple[str, float]:
+    """Per cipher and device: its per-call rows (4 x --api-calls calls each, a build first on a
+    device that compiles kernels), on CUDA its resident pair and the AEAD rows."""
+    names = _names(args)
+    devs = _devices(api, args.device)
+    calls = min(args.api_calls, 50) if args.quick else args.api_calls
+    size = min(args.api_size, 1 << 20) if args.quick else args.api_size
+    repeats = args.repeats or (3 if args.quick else 20)
+    per_name = 0.0
+    for d in devs:
+        cost = CALL_S["native" if d.runtime == "native" else d.kind if d.kind in CALL_S else "cpu"]
+        per_name += 8 * calls * cost + (0 if d.runtime == "native" else BUILD_S)
+        if d.runtime == "cuda":
+            per_name += 2 * (repeats + 1) * size / (rate * GPU_SPEEDUP)
+    return (f"{len(names)} cipher(s) x {len(devs)} device(s): {calls} calls per row"
+            + (", GPU-resident rows" if any(d.runtime == "cuda" for d in devs) else ""),
+            len(names) * per_name)
+
+
 suites.register("api", run, help="the public API against the kernel it runs: GPU-resident 1 GiB, "
-                                 "4 KiB per call, one long AEAD message", add_arguments=add_arguments)
+                                 "4 KiB per call, one long AEAD message", add_arguments=add_arguments,
+                estimate=estimate)

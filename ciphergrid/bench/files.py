@@ -34,6 +34,7 @@ import time
 
 from ..settings import parse_bytes
 from . import suites
+from .preflight import fs_type, room, size_text
 from .records import Record
 from .report import ratio_text
 
@@ -51,12 +52,9 @@ def add_arguments(p) -> None:
 
 
 def _fs_type(path: str) -> str:
-    try:
-        out = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True, text=True,
-                             timeout=10)
-        return out.stdout.strip() or "?"
-    except (OSError, subprocess.SubprocessError):
-        return "?"
+    """The folder's file system as the mount table names it (``ext4``: statfs's magic number
+    would say ``ext2/ext3``)."""
+    return fs_type(path)
 
 
 def _folders(args) -> list[str]:
@@ -111,10 +109,10 @@ def run(args, ctx: suites.Context) -> dict:
         for folder in folders:
             fs = _fs_type(folder)
             for size in sizes:
-                free = shutil.disk_usage(folder).free
-                if free < 3 * size + (64 << 20):
-                    ctx.log(f"bench files: {folder} has {free >> 20} MiB free, too little for "
-                            f"{size >> 20} MiB (three copies): skipped")
+                allowed, bound = room(folder)
+                if allowed < 3 * size + (64 << 20):
+                    bar.log(f"bench files: {size_text(size)} in {folder} skipped: three copies of "
+                            f"it do not fit {bound}")
                     bar.advance(1)
                     continue
                 rows += _one(ctx, folder, fs, size, repeats, engines, openssl)
@@ -209,7 +207,7 @@ def _failed(ctx, rec, check: bool, e: Exception) -> None:
 
 
 def _print_table(rows) -> None:
-    print(f"{'folder':<24} {'size':>6} {'path':<8} {'command':<20} {'device':<9} {'s':>7} "
+    print(f"{'folder':<24} {'size':>9} {'path':<8} {'command':<20} {'device':<9} {'s':>7} "
           f"{'GB/s':>6} {'x cat':>6}")
     cat = {}
     for r in rows:
@@ -218,13 +216,33 @@ def _print_table(rows) -> None:
     for r in rows:
         path, where = r.note.split("; ", 1)
         if r.status != "ok":
-            print(f"{where[:24]:<24} {r.size >> 20:>5}M {path:<8} {r.cipher:<20} {r.device:<9} FAILED {r.error}")
+            print(f"{where[:24]:<24} {size_text(r.size):>9} {path:<8} {r.cipher:<20} {r.device:<9} FAILED {r.error}")
             continue
         base = cat.get((where, r.size, path))
         ratio = f"{ratio_text(base / r.median_s, ''):>6}" if base else "     -"
-        print(f"{where[:24]:<24} {r.size >> 20:>5}M {path:<8} {r.cipher:<20} {r.device:<9} "
+        print(f"{where[:24]:<24} {size_text(r.size):>9} {path:<8} {r.cipher:<20} {r.device:<9} "
               f"{r.median_s:7.3f} {r.gbps:6.2f} {ratio}")
 
 
+def estimate(args, rate: float, api) -> tuple[str, float]:
+    """Per folder and size: the input written, then its commands once checked and ``repeats``
+    times, each START_S of start-up plus its bytes at ``rate`` (three passes for a pipe)."""
+    sizes = [parse_bytes(s, "--files-sizes") for s in args.files_sizes.split(",") if s.strip()]
+    if args.quick:
+        sizes = [min(s, 16 << 20) for s in sizes[:1]]
+    repeats = args.repeats or (1 if args.quick else 3)
+    engines = (sum((d.split(",") for d in args.device), []) if args.device
+               else ["auto", "native"] + [d.spec for d in api.devices() if d.kind == "gpu"])
+    folders = _folders(args)
+    cases = 3 + len(engines) + 4
+    seconds = len(folders) * sum(cases * (repeats + 1) * (START_S + 2 * size / rate) + size / rate
+                                 for size in sizes)
+    return (f"{len(folders)} folder(s) x {len(sizes)} size(s) ({', '.join(size_text(x) for x in sizes)})"
+            f" x {cases} commands x {repeats} repeats", seconds)
+
+
+#: the estimate's start-up of one command (a Python process importing ciphergrid)
+START_S = 0.4
+
 suites.register("files", run, help="encrypting files, redirections and pipes against cat/cp/openssl enc",
-                add_arguments=add_arguments)
+                add_arguments=add_arguments, estimate=estimate)

@@ -211,10 +211,10 @@ class Row:
 
 
 def human_size(n: int) -> str:
-    for unit, k in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if n >= k and n % k == 0:
-            return f"{n // k} {unit}"
-    return f"{n} B"
+    """Bytes in the largest binary unit that gives a number >= 1 (``1.20 GiB``)."""
+    from .preflight import size_text
+
+    return size_text(n)
 
 
 def _size_problem(spec, size: int) -> str | None:

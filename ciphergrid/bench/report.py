@@ -22,10 +22,10 @@ def default_out_dir(results_path: str) -> str:
 
 
 def human_size(n: int) -> str:
-    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= k and n % k == 0:
-            return f"{n // k} {unit}"
-    return f"{n} B"
+    """Bytes in the largest binary unit that gives a number >= 1 (``1.20 GiB``)."""
+    from .preflight import size_text
+
+    return size_text(n)
 
 
 def _g(x, fmt="{:.3g}") -> str:

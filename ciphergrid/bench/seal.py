@@ -13,8 +13,12 @@ interleaved, wall clock of the whole command (start-up included), no fsync:
 Each output is checked once before it is timed: the sealed file opens with pyca and gives the
 input back; the opened file equals the input.
 
-Random access: one sealed file of ``--seal-big`` bytes (default 16 GiB, bounded by the folder's
-free space; ``--quick`` 64 MiB) of zeros (a sparse input), then 1 MiB at random offsets through
+Before a file is written it must fit the folder's room (preflight.room: its free space and, on a
+RAM disk, half the memory available): a size that does not is skipped with a line saying so.
+
+Random access: one sealed file of ``--seal-big`` bytes (default 16 GiB, cut to whole 64 MiB that
+fit the folder's room, with a line saying so; ``--quick`` 64 MiB) of zeros (a sparse input: its
+allocated blocks checked; where the folder cannot hold it sparse, its bytes count too), then 1 MiB at random offsets through
 the API (``ciphergrid.cobblestone.decrypt_range`` over a ``mmap`` of the file: only the chunks
 read are paged in) and through the command line (``ciphergrid open --offset --length``, its
 start-up measured apart as the same command with ``--length 0``); every range checked (zeros).
@@ -35,6 +39,7 @@ import time
 from ..settings import bytes_option, parse_bytes
 from . import suites
 from .files import _time
+from .preflight import room, size_text, sparse_zeros
 from .records import Record
 
 SCHEME = "cobblestone-128"
@@ -56,7 +61,8 @@ def add_arguments(p) -> None:
 
 def _record(name: str, device: str, path: str, size: int, note: str) -> Record:
     return Record(cipher=name, algorithm="aes" if name == SCHEME else None, key_bits=128 if name == SCHEME else None,
-                  mode="gcm" if name == SCHEME else None, direction="encrypt", device=device,
+                  mode="gcm" if name == SCHEME else None,
+                  direction="decrypt" if path.startswith("open") else "encrypt", device=device,
                   device_name=device, device_kind="cpu" if device in ("-", "native", "pyca") else "gpu",
                   runtime="native", kind="file", size=size, implementation=path, timer="wall-clock",
                   note=note, verification={"status": "not-applicable"})
@@ -88,8 +94,16 @@ def run(args, ctx: suites.Context) -> dict:
     kf = os.path.join(folder, "k")
     with open(kf, "w") as f:
         f.write(key.hex())
+    bar = ctx.progress(len(sizes) + 1)
     try:
+        bar.__enter__()
         for size in sizes:
+            allowed, bound = room(folder)
+            if 3 * size + (16 << 20) > allowed:   # (the input, the sealed reference, an output)
+                bar.log(f"bench seal: {size_text(size)} skipped: three files of it do not fit "
+                        f"{bound}")
+                bar.advance(1)
+                continue
             src, sealed, out = (os.path.join(folder, x) for x in ("in", "in.cg", "out"))
             np.random.default_rng().integers(0, 256, size, dtype=np.uint8).tofile(src)
             q = {k: shlex.quote(v) for k, v in (("src", src), ("sealed", sealed), ("out", out))}
@@ -134,10 +148,13 @@ def run(args, ctx: suites.Context) -> dict:
             for p in (src, sealed, out):
                 if os.path.exists(p):
                     os.unlink(p)
+            bar.advance(1)
         big = args.seal_big or ((64 << 20) if quick else (16 << 30))
-        for rec in _random_access(ctx, folder, kf, key, big, args.seal_ranges, devices[0]):
+        for rec in _random_access(bar, folder, kf, key, big, args.seal_ranges, devices[0]):
             add(rec)
+        bar.advance(1)
     finally:
+        bar.__exit__(None, None, None)
         shutil.rmtree(folder, ignore_errors=True)
     _print(rows)
     return {"devices": [], "options": {"sizes": sizes, "devices": devices, "folder": base,
@@ -188,20 +205,42 @@ def _versus_pyca(rows: list[Record], size: int) -> None:
             r.note += f"; {pyca[r.implementation] / r.median_s:.2f} x pyca's single-core stream"
 
 
-def _random_access(ctx, folder: str, kf: str, key: bytes, big: int, count: int, device: str) -> list[Record]:
+def big_fit(big: int, allowed: int, sparse: bool, sealed_length) -> int:
+    """The random-access file's message bytes: ``big``, or the whole 64 MiB below it whose sealed
+    file (and input, where it cannot be sparse) fit 0.8 of ``allowed``; 0: not even 64 MiB."""
+    def need(n: int) -> int:
+        return sealed_length(n) + (0 if sparse else n)
+
+    if need(big) <= 0.8 * allowed:
+        return big
+    step = 64 << 20
+    n = min(big, int(0.8 * allowed) // (1 if sparse else 2)) // step * step
+    while n > 0 and need(n) > 0.8 * allowed:
+        n -= step
+    return n
+
+
+def _random_access(bar, folder: str, kf: str, key: bytes, big: int, count: int, device: str) -> list[Record]:
     """1 MiB at random offsets of a sealed file of ``big`` zeros: the API's time, the CLI's."""
     import mmap
 
     from .. import cobblestone as cb
 
-    free = shutil.disk_usage(folder).free
-    if cb.sealed_length(big) > 0.8 * free:
-        big = int(0.8 * free) // (1 << 30) << 30 or (64 << 20)
-        ctx.log(f"bench seal: the random-access file is cut to {big >> 20} MiB (the folder's free space)")
     zeros, sealed = os.path.join(folder, "zeros"), os.path.join(folder, "big.cg")
-    with open(zeros, "wb") as f:
-        f.truncate(big)   # (sparse: read at memory speed, no space)
-    seal = _record(SCHEME, device, "seal (the random-access file)", big, f"zeros, sparse input, in {folder}")
+    sparse = sparse_zeros(zeros, 64 << 20)   # (can this folder hold the zeros sparse?)
+    allowed, bound = room(folder)
+    fit = big_fit(big, allowed, sparse, cb.sealed_length)
+    if fit < big:
+        if not fit:
+            bar.log(f"bench seal: random access skipped: a sealed file of 64 MiB does not fit {bound}")
+            os.unlink(zeros)
+            return []
+        bar.log(f"bench seal: the random-access file is cut to {size_text(fit)} (from "
+                f"{size_text(big)}): {bound}" + ("" if sparse else "; its zeros cannot be sparse there"))
+        big = fit
+    sparse_zeros(zeros, big)   # (read at memory speed, no space where sparse)
+    seal = _record(SCHEME, device, "seal (the random-access file)", big,
+                   f"zeros, {'sparse' if sparse else 'allocated (not sparse)'} input, in {folder}")
     t0 = time.perf_counter()
     p = subprocess.run(shlex.split(_cg("seal", "--key-file", kf, "--no-sync", "--device", device,
                                        "--in", zeros, "--out", sealed)), capture_output=True)
@@ -211,9 +250,9 @@ def _random_access(ctx, folder: str, kf: str, key: bytes, big: int, count: int, 
     os.unlink(zeros)
     n, rng = 1 << 20, random.Random()
     api = _record(SCHEME, device, "open 1 MiB at a random offset (API)", n,
-                  f"of a {big >> 20} MiB sealed file: decrypt_range over a mmap")
+                  f"of a {size_text(big)} sealed file: decrypt_range over a mmap")
     cli = _record(SCHEME, device, "open 1 MiB at a random offset (CLI)", n,
-                  f"of a {big >> 20} MiB sealed file: ciphergrid open --offset --length")
+                  f"of a {size_text(big)} sealed file: ciphergrid open --offset --length")
     zero = bytes(n)
     with open(sealed, "rb") as f:
         m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
@@ -253,15 +292,37 @@ def _random_access(ctx, folder: str, kf: str, key: bytes, big: int, count: int, 
 
 
 def _print(rows) -> None:
-    print(f"{'what':<40} {'device':<8} {'size':>10} {'GB/s':>7} {'ms':>9}  note")
+    print(f"{'what':<52} {'device':<8} {'size':>10} {'GB/s':>7} {'ms':>9}  note")
     for r in rows:
-        what = f"{r.cipher} {r.implementation}"
+        what, size = f"{r.cipher} {r.implementation}", size_text(r.size)
         if r.status != "ok":
-            print(f"{what:<40} {r.device:<8} {r.size:>10} FAILED {r.error}")
+            print(f"{what:<52} {r.device:<8} {size:>10} FAILED {r.error}")
             continue
-        print(f"{what:<40} {r.device:<8} {r.size:>10} {r.gbps:7.3f} {r.median_s * 1e3:9.2f}  {r.note}")
+        print(f"{what:<52} {r.device:<8} {size:>10} {r.gbps:7.3f} {r.median_s * 1e3:9.2f}  {r.note}")
 
 
-suites.register("seal", run, add_arguments=add_arguments,
+def estimate(args, rate: float, api=None) -> tuple[str, float]:
+    """Each size's commands (cat, seal and open per device, pyca's two) once checked and
+    ``repeats`` times, each START_S of start-up plus its bytes at ``rate`` per core used; the
+    input written and sealed by pyca first; the random-access file sealed, its ranges read."""
+    quick = bool(args.quick)
+    sizes = [16 << 20] if quick else [parse_bytes(s, "--seal-sizes") for s in args.seal_sizes.split(",") if s.strip()]
+    devices = [t for a in (args.device or ["auto"]) for t in a.split(",") if t] or ["auto"]
+    repeats = args.repeats or (1 if quick else 3)
+    big = args.seal_big or ((64 << 20) if quick else (16 << 30))
+    runs = (1 + 2 * len(devices) + 2) * (repeats + 1)
+    seconds = sum(runs * START_S + (repeats + 1) * size * (2 * len(devices) + 2) / rate
+                  + 3 * size / rate for size in sizes)
+    seconds += big / rate + (max(3, args.seal_ranges // 5) * 2 + 2) * START_S
+    return (f"{len(sizes)} size(s) ({', '.join(size_text(x) for x in sizes)}) x "
+            f"{1 + 2 * len(devices) + 2} commands x {repeats} repeats, then random access in a "
+            f"{size_text(big)} sealed file (the folder's room allowing)", seconds)
+
+
+#: the estimate's start-up of one command (a Python process importing ciphergrid)
+START_S = 0.4
+
+
+suites.register("seal", run, add_arguments=add_arguments, estimate=estimate,
                 help="sealed files (Cobblestone) against cat and pyca's single-core stream; "
                      "random access")

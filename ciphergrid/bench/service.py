@@ -10,7 +10,10 @@ row).  Phases, one row each (kind ``api``, the phase in ``implementation``):
   connection per client thread; the sum's GB/s, its ratio to one client's, each client's share;
 * ``2 equal clients``: the same load twice; each client's share of the sum (fair: 0.5 each);
 * ``1 MiB under load``: one client's 1 MiB requests alone, then while another client's stream job
-  of ``--svc-big`` bytes runs (a sparse file to /dev/null): the added latency;
+  runs (a sparse file to /dev/null): the added latency.  The job's bytes: ``--svc-big``, or sized
+  from its rate measured first (a short stream job) so that it outlasts the 1 MiB requests with
+  margin (:data:`SLOWDOWN` times their time alone, plus :data:`MARGIN_S`); a sized job that still
+  ends first is run again :data:`GROWTH` times larger (at most :data:`RETRIES` times);
 * ``remote TLS, 1 connection`` / ``remote TLS, N connections``: the service's own TLS listener on
   the loopback address (a throwaway self-signed certificate, a token), ``--svc-remote-size``
   requests (32 MiB) for ``--svc-seconds``, one connection, then ``--svc-remote-clients`` (8);
@@ -36,10 +39,17 @@ import time
 
 from ..settings import bytes_option, parse_bytes
 from . import suites
+from .preflight import signed_ms, size_text
 from .records import Record
 
 CIPHER = "aes-128-ctr"
 DEFAULT_SIZES = "4Ki,64Ki,1Mi,4Mi"
+#: the latency phase's sized job lasts SLOWDOWN x the 1 MiB requests' time alone + MARGIN_S
+SLOWDOWN, MARGIN_S = 10.0, 1.0
+#: a sized job that ended before the requests did: run again GROWTH x larger, at most RETRIES times
+GROWTH, RETRIES = 4, 2
+#: the smallest job, and the bytes of the first job that measures the stream's rate
+MIN_BIG, PROBE = 64 << 20, 64 << 20
 
 
 def add_arguments(p) -> None:
@@ -51,7 +61,8 @@ def add_arguments(p) -> None:
     p.add_argument("--svc-soak-seconds", type=float, metavar="S",
                    help="seconds of the soak (default 480; --quick 3; 0: no soak)")
     p.add_argument("--svc-big", type=bytes_option("--svc-big"), metavar="BYTES",
-                   help="the other client's job in the latency phase (default 64Gi; --quick 256Mi)")
+                   help="the other client's job in the latency phase (default: sized from its "
+                        "measured rate to outlast the 1 MiB requests)")
     p.add_argument("--svc-sizes", default=DEFAULT_SIZES, metavar="LIST",
                    help=f"request sizes of the load phases (default {DEFAULT_SIZES})")
     p.add_argument("--svc-remote-clients", type=int, metavar="N",
@@ -271,18 +282,21 @@ def run(args, ctx: suites.Context) -> dict:
     clients = args.svc_clients or (4 if quick else 64)
     seconds = args.svc_seconds or (2.0 if quick else 60.0)
     soak = args.svc_soak_seconds if args.svc_soak_seconds is not None else (3.0 if quick else 480.0)
-    big = args.svc_big or ((256 << 20) if quick else (64 << 30))
+    big = args.svc_big   # (None: sized from the stream's measured rate)
     sizes = [parse_bytes(s, "--svc-sizes") for s in args.svc_sizes.split(",") if s.strip()]
     device = ",".join(args.device) if args.device else "auto"
     rows: list[Record] = []
+    phases = 6 + (0 if args.svc_socket else 2) + (1 if soak > 0 else 0)
 
     def add(rec: Record) -> None:
         rows.append(rec)
         ctx.add(rec)
+        bar.advance(1)
         if rec.status != "ok":
-            ctx.log(f"FAILED {rec.implementation}: {rec.error}")
+            bar.log(f"FAILED {rec.implementation}: {rec.error}")
 
-    with _service(args.svc_socket, ctx.log) as (sock, remote), ciphergrid.connect(sock) as c:
+    with ctx.progress(phases) as bar, _service(args.svc_socket, ctx.log) as (sock, remote), \
+            ciphergrid.connect(sock) as c:
         pid = c.status()["pid"]
         load = Load(sock, sizes, device)
         # -- one 4 KiB request at a time
@@ -304,7 +318,9 @@ def run(args, ctx: suites.Context) -> dict:
         two, t2 = load.run(2, seconds)
         add(_load_row(device, "2 equal clients", two, t2))
         # -- a 1 MiB request alone, then beside another client's long job
-        add(_latency(sock, load, device, big, quick))
+        rec = _latency(sock, load, device, big, quick, bar.log)
+        big = rec.resources["other_job_bytes"] if rec.resources else big
+        add(rec)
         # -- remote clients over TLS on the loopback address (the benchmark's own service)
         if remote is not None:
             far = Load(remote["address"], [args.svc_remote_size or ((1 << 20) if quick else 32 << 20)],
@@ -378,8 +394,16 @@ def _batch_row(c, device: str, m: int, repeats: int) -> Record:
     return rec
 
 
-def _latency(sock: str, load: Load, device: str, big: int, quick: bool) -> Record:
-    """1 MiB requests alone, then while a stream job of ``big`` bytes runs in another client."""
+def big_for(rate_bps: float, alone_s: list[float]) -> int:
+    """The sized job's bytes: at ``rate_bps`` (its stream's rate measured alone) it lasts
+    SLOWDOWN x the 1 MiB requests' time alone plus MARGIN_S; whole 64 MiB, at least MIN_BIG."""
+    need = rate_bps * (SLOWDOWN * sum(alone_s) + MARGIN_S)
+    return max(MIN_BIG, -(-int(need) // MIN_BIG) * MIN_BIG)
+
+
+def _latency(sock: str, load: Load, device: str, big: int | None, quick: bool, log=print) -> Record:
+    """1 MiB requests alone, then while a stream job runs in another client: ``big`` bytes, or
+    (None) sized from the job's rate measured first to outlast the requests (big_for)."""
     import numpy as np
 
     import ciphergrid
@@ -401,37 +425,55 @@ def _latency(sock: str, load: Load, device: str, big: int, quick: bool) -> Recor
     rec = _record(device, "1 MiB under load", n)
     folder = tempfile.mkdtemp(prefix="cg-bench-big-")
     src_path = os.path.join(folder, "sparse")
-    job: dict = {}
-    try:
+    req = make_request(lookup(CIPHER), load.key, load.iv, True)
+
+    def stream(other, nbytes: int, job: dict, started: threading.Event) -> None:
         with open(src_path, "wb") as f:
-            f.truncate(big)   # (a sparse file: zeros at memory speed, no space used)
+            f.truncate(nbytes)   # (a sparse file: zeros at memory speed, no space used)
+        src = os.open(src_path, os.O_RDONLY)
+        dst = os.open(os.devnull, os.O_WRONLY)
+        try:
+            t0 = time.perf_counter()
+            r = other.stream(req, src, dst, device=device, nbytes=nbytes,
+                             progress=lambda k: started.set())
+            job.update(bytes=r.get("bytes"), seconds=time.perf_counter() - t0)
+        except BaseException as e:
+            job["error"] = f"{type(e).__name__}: {e}"[:200]
+        finally:
+            started.set()
+            os.close(src)
+            os.close(dst)
+
+    sized = big is None
+    rate = None
+    try:
         with ciphergrid.connect(sock) as c, ciphergrid.connect(sock) as other:
             timed(c)
             alone = timed(c)
-            req = make_request(lookup(CIPHER), load.key, load.iv, True)
-            started = threading.Event()
-
-            def run_job():
-                src = os.open(src_path, os.O_RDONLY)
-                dst = os.open(os.devnull, os.O_WRONLY)
-                try:
-                    t0 = time.perf_counter()
-                    r = other.stream(req, src, dst, device=device, nbytes=big,
-                                     progress=lambda k: started.set())
-                    job.update(bytes=r.get("bytes"), seconds=time.perf_counter() - t0)
-                except BaseException as e:
-                    job["error"] = f"{type(e).__name__}: {e}"[:200]
-                finally:
-                    started.set()
-                    os.close(src)
-                    os.close(dst)
-
-            th = threading.Thread(target=run_job, daemon=True)
-            th.start()
-            started.wait(120)
-            loaded = timed(c) if "error" not in job and "seconds" not in job else []
-            running = "seconds" not in job
-            th.join()
+            if sized:   # (the job's rate alone: a short job first, doubled until it lasts 0.2 s)
+                probe, job = PROBE, {}
+                while True:
+                    stream(other, probe, job, threading.Event())
+                    if "error" in job or job["seconds"] >= 0.2 or probe >= (1 << 30):
+                        break
+                    probe *= 2
+                if "error" in job:
+                    return rec.fail(f"the other client's job: {job['error']}")
+                rate = job["bytes"] / job["seconds"]
+                big = big_for(rate, alone)
+            for attempt in range(RETRIES + 1 if sized else 1):
+                job, started = {}, threading.Event()
+                th = threading.Thread(target=stream, args=(other, big, job, started), daemon=True)
+                th.start()
+                started.wait(120)
+                loaded = timed(c) if "error" not in job and "seconds" not in job else []
+                running = "seconds" not in job
+                th.join()
+                if "error" in job or (loaded and running) or attempt == RETRIES or not sized:
+                    break
+                log(f"bench service: the other client's job of {size_text(big)} ended before the "
+                    f"1 MiB requests did: again with {size_text(big * GROWTH)}")
+                big *= GROWTH
     finally:
         with contextlib.suppress(OSError):
             os.unlink(src_path)
@@ -440,16 +482,31 @@ def _latency(sock: str, load: Load, device: str, big: int, quick: bool) -> Recor
     if "error" in job:
         return rec.fail(f"the other client's job: {job['error']}")
     if not loaded or not running:
-        return rec.fail(f"the other client's job of {big} bytes ended before the 1 MiB requests "
-                        "did: give a larger --svc-big")
+        return rec.fail(f"the other client's job of {size_text(big)} ended before the 1 MiB "
+                        "requests did: give a larger --svc-big")
     rec.set_times(loaded)
     a, b = statistics.median(alone), statistics.median(loaded)
-    rec.note = (f"alone {a * 1e3:.3f} ms, beside a {big >> 20} MiB stream job "
+    rec.note = (f"alone {a * 1e3:.3f} ms, beside a {size_text(big)} stream job "
                 f"({job['bytes'] / job['seconds'] / 1e9:.2f} GB/s) {b * 1e3:.3f} ms: "
-                f"+{(b - a) * 1e3:.3f} ms (median of {reps})")
+                f"{signed_ms(b - a)} (median of {reps})")
     rec.resources = {"alone_median_s": a, "loaded_median_s": b, "added_s": b - a,
-                     "other_job_gbps": job["bytes"] / job["seconds"] / 1e9}
+                     "other_job_gbps": job["bytes"] / job["seconds"] / 1e9,
+                     "other_job_bytes": big,
+                     "other_job_sized_from_gbps": rate / 1e9 if rate else None}
     return rec
+
+
+def estimate(args, rate: float, api=None) -> tuple[str, float]:
+    """Its phases' seconds: five loads of --svc-seconds, the latency phase (its job at ``rate``
+    when --svc-big gives it), the soak and its first round; the service's start."""
+    quick = bool(args.quick)
+    clients = args.svc_clients or (4 if quick else 64)
+    seconds = args.svc_seconds or (2.0 if quick else 60.0)
+    soak = args.svc_soak_seconds if args.svc_soak_seconds is not None else (3.0 if quick else 480.0)
+    latency = (args.svc_big / rate) if args.svc_big else 2 * MARGIN_S + 1
+    total = 3 + 5 * seconds + latency + ((min(10.0, soak) + soak + 3) if soak > 0 else 0)
+    return (f"loads of {seconds:g} s from 1, {clients} and 2 clients and over TLS, 1 MiB latency "
+            f"beside a long job, an AEAD batch, a soak of {soak:g} s", total)
 
 
 def _print(rows) -> None:
@@ -461,6 +518,6 @@ def _print(rows) -> None:
         print(f"{r.implementation:<26} {r.gbps:8.3f} {r.median_s * 1e3:10.3f}  {r.note or ''}")
 
 
-suites.register("service", run, add_arguments=add_arguments,
+suites.register("service", run, add_arguments=add_arguments, estimate=estimate,
                 help="the encryption service under load: round trips, many clients, fairness, "
                      "latency beside a long job, a soak (docs/service.md)")

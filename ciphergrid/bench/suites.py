@@ -8,6 +8,10 @@ seconds, so a crash or an interrupt keeps what was measured) and returns the hea
 
 Adding a suite: write ``ciphergrid/bench/<name>.py`` that calls :func:`register` at import, and add
 the module name to :data:`MODULES`.  A listed module that fails to import is reported, not fatal.
+
+A suite may register ``estimate(args, rate, api) -> (what, seconds)``: what it will do and roughly
+how long, from its sizes and ``rate`` (bytes/s, a first measured rate: preflight.host_rate);
+printed before it starts.  Every suite's progress shows the time left once its first step ran.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class Suite:
     run: Callable[[Any, Context], dict]
     help: str = ""
     add_arguments: Callable[[Any], None] | None = None
+    estimate: Callable[[Any, float, Any], tuple] | None = None
 
 
 _SUITES: dict[str, Suite] = {}
@@ -77,8 +82,8 @@ def wall_times(fn, repeats: int) -> list[float]:
     return out
 
 
-def register(name: str, run, *, help: str = "", add_arguments=None) -> Suite:
-    suite = Suite(name, run, help, add_arguments)
+def register(name: str, run, *, help: str = "", add_arguments=None, estimate=None) -> Suite:
+    suite = Suite(name, run, help, add_arguments, estimate)
     _SUITES[name] = suite
     return suite
 
