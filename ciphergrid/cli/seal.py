@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from ..errors import InvalidArgument, InvalidTag
-from .common import EXIT_OK, READ_CHUNK, _file_bytes
+from .common import EXIT_OK, _file_bytes
 
 
 def cmd_seal(args, seal: bool) -> int:
     """``ciphergrid seal`` / ``open``: C2SP chunked encryption (Cobblestone-128, or -256 with
-    --aes256); the chunks in AEAD batches of 64 MiB (formats/cobblestone.py).  ``open`` releases
+    --aes256); the chunks in OpenSSL's C loop on every core, or in AEAD batches of 64 MiB on a
+    device (formats/cobblestone.py, transfer/sealed.py).  ``open`` releases
     each chunk once its tag verified (a regular --out appears only when the whole message did);
     with --offset / --length it maps the file and reads only the chunks of that range."""
     from .. import keys
@@ -43,67 +44,28 @@ def cmd_seal(args, seal: bool) -> int:
 
 
 def _seal_stream(src, out, sch, key: bytes, context: bytes, device: str) -> None:
-    """The input sealed piece by piece into ``out``: READ_CHUNK bytes (whole chunks) at a time,
-    the next piece read and the last one written while one is sealed (transfer.pieces.overlapped,
-    over reused buffers: no fresh memory per piece); the piece that ends the input is the final
-    one (its last chunk shorter, possibly empty)."""
-    import numpy as np
-
+    """The input sealed into ``out`` after the header, in pieces of whole chunks read, sealed
+    and written by workers at once (transfer/sealed.py); the piece that ends the input is the
+    final one (its last chunk shorter, possibly empty)."""
     from ..formats import cobblestone as cb
-    from ..transfer.pieces import overlapped
+    from ..transfer import sealed
 
-    s = cb.Sealer(sch, key, context, device=device)
+    s = cb.Sealer(sch, key, context, device=device, path="stream")
     out.write(s.header())
-
-    def pieces(take):
-        while True:
-            pt = take()
-            n = src.readinto(pt)
-            yield pt, n, n < READ_CHUNK
-            if n < READ_CHUNK:
-                return
-
-    overlapped(pieces, lambda pt, n, final, ct: s.seal(pt[:n], final, out=ct), out.write,
-               inputs=[np.empty(READ_CHUNK, dtype=np.uint8) for _ in range(2)],
-               outputs=[np.empty(cb.sealed_length(READ_CHUNK), dtype=np.uint8) for _ in range(2)])
+    sealed.seal(src.f, out.fd, s, progress=out.count)
 
 
 def _open_stream(src, out, sch, key: bytes, context: bytes, device: str) -> None:
-    """The sealed input opened piece by piece into ``out``: each piece's chunks verified before
-    any of its plaintext is written; a piece is final when nothing follows it (read ahead into
-    another buffer).  Reading, opening and writing overlap (transfer.pieces.overlapped), over
-    reused buffers."""
-    import numpy as np
-
+    """The sealed input opened into ``out`` in pieces (transfer/sealed.py): each piece's chunks
+    verified before any of its plaintext is written."""
     from ..formats import cobblestone as cb
-    from ..transfer.pieces import overlapped
+    from ..transfer import sealed
 
-    header = np.empty(cb.HEADER, dtype=np.uint8)
+    header = bytearray(cb.HEADER)
     got = src.readinto(header)
     if got < cb.HEADER:
         raise InvalidTag(f"{sch.name}: the sealed message is shorter than its header: nothing is "
                          "released")
-    op = cb.Opener(sch, key, context, header.tobytes(), device=device)
-    step = READ_CHUNK // cb.CHUNK * cb.SEALED_CHUNK
-    first = [0]   # (the next piece's first chunk)
-
-    def pieces(take):
-        buf = take()
-        n = src.readinto(buf)
-        while True:
-            ahead = take() if n == step else None
-            nxt = src.readinto(ahead) if ahead is not None else 0
-            yield buf, n, nxt == 0
-            if nxt == 0:
-                return
-            buf, n = ahead, nxt
-
-    def process(buf, n, final, pt):
-        view = op.open(buf[:n], first[0], final, out=pt)
-        first[0] += n // cb.SEALED_CHUNK
-        return view
-
-    overlapped(pieces, process, out.write,
-               inputs=[np.empty(step, dtype=np.uint8) for _ in range(3)],
-               outputs=[np.empty(READ_CHUNK, dtype=np.uint8) for _ in range(2)])
+    op = cb.Opener(sch, key, context, bytes(header), device=device, path="stream")
+    sealed.open_(src.f, out.fd, op, progress=out.count)
 

@@ -1,0 +1,172 @@
+"""Sealed files (C2SP chunked encryption, formats/cobblestone.py) from file to file in pieces: the
+command line's ``seal`` and ``open``.
+
+A piece is a run of whole chunks (:data:`PIECE` bytes of plaintext, its sealed form
+``PIECE // CHUNK`` sealed chunks), so piece k's chunks are numbered from k × PIECE // CHUNK and
+it lies at a known offset on both sides.  Workers (:func:`plan`: one per core the process may run
+on where OpenSSL's C loop runs the chunks) each take the next piece, read it into their own buffer
+(allocated once, reused), seal or open it on their own thread (``Sealer.seal_at`` /
+``Opener.open_at``, the GIL released) into their own output buffer, and write it.  As in
+:mod:`.pieces`: a regular input is read at the piece's offset by every worker at once, a pipe in
+order under a lock; a regular output is written at the piece's offset, one write at a time under
+a lock, a pipe or a terminal in order.  The piece that ends the input is the final one (its last
+chunk shorter, possibly empty); a pipe's final piece is the first that reads short.
+
+Opening: each piece's tags are checked before any of its plaintext is written; a piece that does
+not verify stops every worker (its plaintext zeroed) and raises InvalidTag.  A regular input's
+length is checked before anything is read (a sealed length or InvalidTag).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from ..errors import InvalidArgument
+from . import files
+from .pieces import _run_workers, _Turns
+
+#: plaintext bytes per piece (whole chunks): a few pieces per worker stay in the last-level cache
+#: between the read, the cipher and the write
+PIECE = 1 << 20
+#: the batch path (a device): a piece is one AEAD batch of the format
+BATCH_PIECE = 64 << 20
+
+
+def cores() -> int:
+    """The cores this process may run on (an affinity mask, ``taskset``, limits them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def plan(engine, piece: int | None = None, threads: int | None = None) -> tuple[int, int, int]:
+    """(plaintext bytes per piece, workers, OpenSSL threads per piece) for a Sealer or Opener:
+    where its chunks run in OpenSSL's C loop, small pieces and a worker per core, each piece on
+    its worker's thread; else (a device's batch path) a batch per piece, two workers (one reads
+    and writes while the other's batch runs), the batch spread as the device does."""
+    from ..formats import cobblestone as cb
+
+    native = cb._native(engine.sch, engine.device, engine.path, BATCH_PIECE, BATCH_PIECE // cb.CHUNK)
+    if piece is None:
+        piece = PIECE if native else BATCH_PIECE
+    piece = max(cb.CHUNK, piece // cb.CHUNK * cb.CHUNK)
+    if threads is None:
+        threads = cores() if native else 2
+    return piece, max(1, threads), 1 if native else None
+
+
+def seal(src, dst, sealer, *, piece: int | None = None, threads: int | None = None,
+         progress=None) -> int:
+    """The rest of ``src`` sealed by ``sealer`` (formats.cobblestone.Sealer, its header already
+    written) into ``dst`` (binary file objects or descriptors); returns the bytes written.
+    ``progress(n)``: bytes written, in order where the output is written in order."""
+    from ..formats import cobblestone as cb
+
+    piece, threads, per = plan(sealer, piece, threads)
+    q = piece // cb.CHUNK
+    return _run(src, dst, piece, q * cb.SEALED_CHUNK, q, threads, progress,
+                lambda first, a, m, final, b: sealer.seal_at(first, a, m, final, b, per), None)
+
+
+def open_(src, dst, opener, *, piece: int | None = None, threads: int | None = None,
+          progress=None) -> int:
+    """The rest of ``src`` (the sealed chunks: the header already read) opened by ``opener``
+    (formats.cobblestone.Opener) into ``dst``; returns the bytes written.  InvalidTag where the
+    message does not verify or is cut short (nothing more written)."""
+    from ..formats import cobblestone as cb
+
+    piece, threads, per = plan(opener, piece, threads)
+    q = piece // cb.CHUNK
+    return _run(src, dst, q * cb.SEALED_CHUNK, piece, q, threads, progress,
+                lambda first, a, m, final, b: opener.open_at(first, a, m, final, b, per),
+                lambda size: cb.message_length(cb.HEADER + size))
+
+
+def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, work,
+         check) -> int:
+    """Pieces of ``in_step`` input bytes (``q`` chunks) turned by ``work(first chunk, in, bytes,
+    final, out)`` (returns the bytes it wrote) into at most ``out_step`` bytes each."""
+    ends = files.ends(src, dst)
+    for fd in (ends.fd_in, ends.fd_out):
+        files.widen_pipe(fd)
+    size = ends.size
+    if size is not None:
+        if check is not None:
+            check(size)                       # (InvalidTag before anything is read)
+        npieces = size // in_step + 1         # (the last one shorter, possibly empty)
+        threads = min(threads, npieces)
+    stop = threading.Event()
+    cond = threading.Condition()
+    writes = _Turns(stop, cond)
+    state = {"next": 0, "eof": False, "written": 0}
+    lock = threading.Lock()
+    write_lock = threading.Lock()
+
+    def wrote(m: int) -> None:
+        with lock:
+            state["written"] += m
+            if progress is not None:
+                progress(m)
+
+    def wake() -> None:
+        with cond:
+            cond.notify_all()
+
+    def claim(buf: memoryview):
+        """The next piece: (its index, its bytes, whether it is the final one), or None."""
+        if ends.reg_in:
+            with lock:
+                k = state["next"]
+                if k >= npieces:
+                    return None
+                state["next"] = k + 1
+            lo = k * in_step
+            want = min(in_step, size - lo)
+            got = files.read_full(ends.fd_in, buf[:want], ends.base_in + lo) if want else 0
+            if got != want:
+                raise InvalidArgument(f"the input changed while it was read (it ends at {lo + got} "
+                                      f"of {size} bytes)")
+            return k, got, k == npieces - 1
+        with lock:                            # a pipe: one reader at a time, in order
+            if state["eof"] or stop.is_set():
+                return None
+            k = state["next"]
+            got = files.read_full(ends.fd_in, buf, None)
+            state["next"] = k + 1
+            state["eof"] = got < in_step
+            return k, got, got < in_step
+
+    def body(i: int) -> None:
+        buf = memoryview(bytearray(in_step))
+        out = memoryview(bytearray(out_step))
+        while not stop.is_set():
+            got = claim(buf)
+            if got is None:
+                return
+            k, m, final = got
+            n = work(k * q, buf, m, final, out)
+            if stop.is_set():
+                return
+            if ends.reg_out:
+                with write_lock:              # one pwrite at a time: see pieces
+                    files.write_all(ends.fd_out, out[:n], ends.base_out + k * out_step)
+                wrote(n)
+            else:
+                writes.wait(k)
+                try:
+                    files.write_all(ends.fd_out, out[:n], None)
+                    wrote(n)
+                finally:
+                    writes.done(k)
+            if final:
+                return
+
+    _run_workers(threads, body, stop, "sealed", on_stop=wake)
+    if ends.reg_out:
+        files.seek_to(dst, ends.fd_out, ends.base_out + state["written"])
+    return state["written"]
+
+
+__all__ = ["seal", "open_", "plan", "cores", "PIECE", "BATCH_PIECE"]
