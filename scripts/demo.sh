@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install ciphergrid into .venv, then encrypt and decrypt a 256 MiB file on the best device present
 # (a GPU if there is one, else OpenSSL on every core), check the bytes against the openssl command,
-# and print the devices and the throughput.
+# and print the devices and the throughput.  Run as root on a machine with apt and no working
+# OpenCL CPU device, setup-venv.sh first installs the system PoCL (pocl-opencl-icd), saying so in
+# one line; apt's output goes to .venv/apt-pocl.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh

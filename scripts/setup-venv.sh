@@ -20,9 +20,17 @@ sys.exit(0 if any(x.runtime == "opencl" and x.kind == "cpu" for x in all_devices
 }
 if ! has_cpu_device; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "setup: no working OpenCL CPU device; installing the system PoCL (pocl-opencl-icd)" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd) \
-      >/dev/null || echo "setup: apt-get failed; OpenCL CPU tests will have no device" >&2
+    # apt's and debconf's output goes to the log, which the failure message names
+    log="$PWD/.venv/apt-pocl.log"
+    echo "setup: no OpenCL CPU device works here (the pyopencl wheel's PoCL cannot compile for" \
+         "this CPU, or there is none): installing the system PoCL with apt (pocl-opencl-icd) ..." >&2
+    if (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+          -o Dpkg::Use-Pty=0 pocl-opencl-icd) >"$log" 2>&1; then
+      has_cpu_device || echo "setup: warning: the system PoCL is installed but offers no working" \
+                             "OpenCL CPU device; OpenCL CPU tests will have no device" >&2
+    else
+      echo "setup: apt-get failed (its output: $log); OpenCL CPU tests will have no device" >&2
+    fi
   else
     echo "setup: warning: no working OpenCL CPU device; install your system's PoCL" \
          "(Debian/Ubuntu: apt-get install pocl-opencl-icd)" >&2
