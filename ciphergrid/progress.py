@@ -26,8 +26,9 @@ class Progress:
             from rich.progress import (BarColumn, DownloadColumn, Progress as RP, TextColumn,
                                        TimeRemainingColumn, TransferSpeedColumn)
 
-            self._p = RP(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                         TransferSpeedColumn(), TimeRemainingColumn(), transient=True,
+            # (bytes in binary units, as the summary line; speed in decimal, as its GB/s)
+            self._p = RP(TextColumn("{task.description}"), BarColumn(),
+                         DownloadColumn(binary_units=True), TransferSpeedColumn(), TimeRemainingColumn(), transient=True,
                          console=__import__("rich.console").console.Console(stderr=True))
             self._p.__enter__()
             self._task = self._p.add_task(self.label, total=self.total)

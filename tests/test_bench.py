@@ -746,3 +746,20 @@ def test_tdea_deprecation_unsaid_in_a_bench(monkeypatch, capsys):
         warnings.simplefilter("always")
         assert bench.main(argparse.Namespace(suite="tdea", json=None), api=make_api(), host=HOST) == 0
     assert [str(w.message) for w in got] == ["another warning"]
+
+
+def test_progress_bar_and_summary_share_units(monkeypatch):
+    """The file progress bar counts bytes in binary units (MiB), as its summary line does."""
+    from rich.progress import DownloadColumn
+
+    from ciphergrid import progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Tty())
+    with progress.Progress(3 << 20, verb="encrypted") as p:
+        p.advance(3 << 20)
+        col = next(c for c in p._p.columns if isinstance(c, DownloadColumn))
+        assert col.binary_units and "3.0 MiB" in p.summary()
