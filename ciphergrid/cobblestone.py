@@ -1,11 +1,18 @@
 """C2SP chunked encryption (Cobblestone-128 and -256) with the names of pyca/cryptography's
 ``cryptography.cobblestone``, plus one-shot ``encrypt`` / ``decrypt`` and ``decrypt_range``;
-the chunks go to the device in AEAD batches (ciphergrid/formats/cobblestone.py)."""
+the chunks go to the device in AEAD batches (ciphergrid/formats/cobblestone.py).
 
+A message that does not open raises one of three ``InvalidTag`` subclasses (each still pyca's
+``InvalidTag``): :class:`CommitmentMismatch` (a wrong key, passphrase or context, or a damaged
+header: the commitment cannot tell them apart), :class:`ChunkFailed` (a chunk does not verify;
+``.chunk`` its number) and :class:`Truncated` (cut at a chunk boundary, or not a sealed length).
+"""
+
+from .errors import ChunkFailed, CommitmentMismatch, Truncated  # noqa: F401
 from .formats.cobblestone import (Cobblestone128Decryptor, Cobblestone128Encryptor,  # noqa: F401
                                   Cobblestone256Decryptor, Cobblestone256Encryptor, decrypt,
                                   decrypt_range, encrypt, message_length, sealed_length)
 
 __all__ = ["Cobblestone128Encryptor", "Cobblestone128Decryptor", "Cobblestone256Encryptor",
            "Cobblestone256Decryptor", "encrypt", "decrypt", "decrypt_range", "sealed_length",
-           "message_length"]
+           "message_length", "CommitmentMismatch", "ChunkFailed", "Truncated"]

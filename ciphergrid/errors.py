@@ -68,6 +68,28 @@ class InvalidTag(Error, _PycaInvalidTag):
     ``cryptography.exceptions.InvalidTag``: ``except cryptography.exceptions.InvalidTag`` catches it."""
 
 
+class CommitmentMismatch(InvalidTag):
+    """A sealed message's key commitment does not match its key: a wrong key, passphrase or
+    context, or a damaged header (the commitment cannot tell them apart); nothing is released.
+    An ``InvalidTag`` (exit code 8 on the command line)."""
+
+
+class ChunkFailed(InvalidTag):
+    """A chunk of a sealed message does not verify: altered, reordered, from another message, or
+    the final chunk cut short.  ``chunk``: its number.  An ``InvalidTag`` (exit code 9 on the
+    command line)."""
+
+    def __init__(self, message: str = "", chunk: int | None = None):
+        super().__init__(message)
+        self.chunk = chunk
+
+
+class Truncated(InvalidTag):
+    """A sealed message ends where no sealed message can: at a chunk boundary (its final chunk
+    is gone), inside its header, or too short for a final chunk's tag.  An ``InvalidTag`` (exit
+    code 10 on the command line)."""
+
+
 class WeakCipherWarning(UserWarning):
     """Encryption that the cipher's rules warn about: DES or TDEA allowed by allow_weak, a
     64-bit block cipher (the birthday bound: rekey well before 2^32 blocks), a weak DES key, or

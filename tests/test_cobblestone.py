@@ -72,25 +72,31 @@ def _sealed(rng, n=4 * K + 100, ctx=b"ctx"):
 
 def test_every_wrong_message_refused(rng):
     key, ctx, msg, s = _sealed(rng)
+    header, chunk, cut = cb.CommitmentMismatch, cb.ChunkFailed, cb.Truncated
     bad = {
-        "salt": s[:3] + bytes([s[3] ^ 1]) + s[4:],
-        "commitment": s[:30] + bytes([s[30] ^ 1]) + s[31:],
-        "a chunk's text": s[:100] + bytes([s[100] ^ 1]) + s[101:],
-        "a chunk's tag": s[:56 + SEALED - 1] + bytes([s[56 + SEALED - 1] ^ 1]) + s[56 + SEALED:],
-        "truncated at a chunk": s[:56 + 4 * SEALED],
-        "truncated by a byte": s[:-1],
-        "extended by a chunk": s + s[56:56 + SEALED],
-        "chunks reordered": s[:56] + s[56 + SEALED:56 + 2 * SEALED] + s[56:56 + SEALED] + s[56 + 2 * SEALED:],
-        "the header alone": s[:56],
-        "shorter than a header": s[:40],
+        "salt": (header, s[:3] + bytes([s[3] ^ 1]) + s[4:]),
+        "commitment": (header, s[:30] + bytes([s[30] ^ 1]) + s[31:]),
+        "a chunk's text": (chunk, s[:100] + bytes([s[100] ^ 1]) + s[101:]),
+        "a chunk's tag": (chunk, s[:56 + SEALED - 1] + bytes([s[56 + SEALED - 1] ^ 1]) + s[56 + SEALED:]),
+        "truncated at a chunk": (cut, s[:56 + 4 * SEALED]),
+        "truncated by a byte": (chunk, s[:-1]),
+        "extended by a chunk": (chunk, s + s[56:56 + SEALED]),
+        "chunks reordered": (chunk, s[:56] + s[56 + SEALED:56 + 2 * SEALED] + s[56:56 + SEALED]
+                             + s[56 + 2 * SEALED:]),
+        "the header alone": (cut, s[:56]),
+        "shorter than a header": (cut, s[:40]),
     }
-    for what, x in bad.items():
-        with pytest.raises(ciphergrid.InvalidTag):
+    for what, (cls, x) in bad.items():
+        with pytest.raises(cls) as e:
             cb.decrypt(x, key, ctx)
+        assert isinstance(e.value, ciphergrid.InvalidTag), what
         d = cb.Cobblestone128Decryptor(key, ctx)
-        with pytest.raises(ciphergrid.InvalidTag):    # (pyca's class too: ours is one)
+        with pytest.raises(cls):    # (pyca's InvalidTag too: ours is one)
             d.update(x)
             d.finalize()
+    with pytest.raises(cb.ChunkFailed) as e:
+        cb.decrypt(bad["chunks reordered"][1], key, ctx)
+    assert e.value.chunk == 0
     with pytest.raises(ciphergrid.InvalidTag, match="commitment"):
         cb.decrypt(s, bytes(16), ctx)
     with pytest.raises(ciphergrid.InvalidTag, match="commitment"):
@@ -121,6 +127,23 @@ def test_ranges_authenticate_what_they_read(rng):
             cb.decrypt_range(badf, key, ctx, off, ln)
     with pytest.raises(ciphergrid.InvalidArgument, match="not within"):
         cb.decrypt_range(s, key, ctx, n - 5, 6)
+
+
+def test_range_past_the_end_is_one_usage_error(rng):
+    """An offset past the message's end is an error whatever the length (issue 48: without a
+    length it gave nothing for an offset inside the final chunk's room, and 'truncated' -- a
+    false tamper report -- past it); the end itself gives nothing."""
+    key, ctx, msg, s = _sealed(rng)
+    n = len(msg)
+    assert cb.decrypt_range(s, key, ctx, n) == b""
+    assert cb.decrypt_range(s, key, ctx, n, 0) == b""
+    for off in (n + 1, n + 200, 5 * K, 5 * K + 1, 10 * K):
+        with pytest.raises(ciphergrid.InvalidArgument, match=f"not within the message's {n} bytes"):
+            cb.decrypt_range(s, key, ctx, off)
+        with pytest.raises(ciphergrid.InvalidArgument, match=f"not within the message's {n} bytes"):
+            cb.decrypt_range(s, key, ctx, off, 1)
+    with pytest.raises(ciphergrid.InvalidArgument, match="not within"):
+        cb.decrypt_range(s, key, ctx, -(n + 1))
 
 
 @pytest.mark.skipif(CPU is None, reason="no OpenCL CPU device")
@@ -161,9 +184,9 @@ def test_cli_seal_and_open(tmp_path, rng):
     assert p.returncode == 0 and p.stdout == msg[K + 5:K + 105], p.stderr.decode()
     back.unlink()
     p = _cli("open", "--key-file", str(kf), "--context", "backup 2", "--in", str(sealed), "--out", str(back))
-    assert p.returncode == 3 and b"commitment" in p.stderr and not back.exists()
+    assert p.returncode == 8 and b"commitment" in p.stderr and not back.exists()
     p = _cli("open", "--key-file", str(kf), "--context", "backup 1", "--out", str(back),
              input=sealed.read_bytes()[:56 + 2 * SEALED])
-    assert p.returncode == 3 and b"truncated" in p.stderr and not back.exists()
+    assert p.returncode == 10 and b"truncated" in p.stderr and not back.exists()
     p = _cli("seal", "--key-file", str(kf), "--aes256", input=b"x")
-    assert p.returncode == 2 and b"32-byte key" in p.stderr
+    assert p.returncode == 2 and b"32-byte (256-bit) key" in p.stderr

@@ -15,10 +15,16 @@ import signal
 import sys
 
 from .. import interrupts
-from ..errors import DeviceError, DeviceNotFound, Error, InvalidPadding, InvalidTag, WeakCipherWarning
-from .common import (EXIT_AUTH, EXIT_CODES, EXIT_DEVICE, EXIT_IO, EXIT_OK, EXIT_SIGNAL,  # noqa: F401
-                     EXIT_USAGE, _error, _warn, _written)
+from ..errors import (ChunkFailed, CommitmentMismatch, DeviceError, DeviceNotFound, Error, InvalidPadding,
+                      InvalidTag, Truncated, WeakCipherWarning)
+from .common import (EXIT_AUTH, EXIT_CHUNK, EXIT_CODES, EXIT_COMMITMENT, EXIT_DEVICE,  # noqa: F401
+                     EXIT_IO, EXIT_OK, EXIT_SIGNAL, EXIT_TRUNCATED, EXIT_USAGE, _error, _warn,
+                     _written)
 from .parser import build_parser  # noqa: F401
+
+
+#: a sealed file's failures, each its own exit code (every other failed tag: EXIT_AUTH)
+_SEALED_EXITS = {CommitmentMismatch: EXIT_COMMITMENT, ChunkFailed: EXIT_CHUNK, Truncated: EXIT_TRUNCATED}
 
 
 def _dispatch(args) -> int:
@@ -75,7 +81,7 @@ def main(argv=None) -> int:
         return EXIT_SIGNAL + signal.SIGPIPE
     except (InvalidPadding, InvalidTag) as e:
         _error(str(e), e)
-        return EXIT_AUTH
+        return _SEALED_EXITS.get(type(e), EXIT_AUTH)
     except DeviceNotFound as e:
         _error(str(e))
         return EXIT_USAGE

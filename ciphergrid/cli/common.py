@@ -13,6 +13,11 @@ EXIT_USAGE = 2     # bad arguments, bad key / IV, the input does not suit the ci
 EXIT_AUTH = 3      # authentication failed: bad padding on decryption (bad tags later)
 EXIT_IO = 4        # reading the input or writing the output failed (disk full, permissions...)
 EXIT_DEVICE = 5    # a device or its runtime failed (compile error, out of memory, driver)
+# a sealed file that does not open (seal/open): codes of their own, above any bitwise OR of the
+# codes 0-5 (an MPI launcher may OR its ranks' codes)
+EXIT_COMMITMENT = 8  # wrong key, passphrase or context, or a damaged header
+EXIT_CHUNK = 9       # a chunk does not verify
+EXIT_TRUNCATED = 10  # cut at a chunk boundary (or not a sealed length)
 EXIT_SIGNAL = 128  # + the signal number: 130 SIGINT, 129 SIGHUP, 143 SIGTERM; 141: the reader of
 #                    the output pipe went away (quietly, like coreutils)
 EXIT_CODES = {
@@ -22,6 +27,10 @@ EXIT_CODES = {
     EXIT_IO: "I/O error (cannot read the input, cannot write the output, disk full)",
     EXIT_DEVICE: "device or service error (kernel build, out of device memory, driver; the "
                  "service went away)",
+    EXIT_COMMITMENT: "a sealed file's key commitment does not match (wrong key, passphrase or "
+                     "context, or a damaged header)",
+    EXIT_CHUNK: "a sealed file's chunk does not verify (altered, reordered, from another message)",
+    EXIT_TRUNCATED: "a sealed file is truncated (at a chunk boundary, or not a sealed length)",
     EXIT_SIGNAL: "128 + N: stopped by signal N (SIGINT 130, SIGHUP 129, SIGTERM 143, SIGPIPE 141)",
 }
 

@@ -22,7 +22,8 @@ import os
 from dataclasses import dataclass
 
 from .._lazy import numpy_for
-from ..errors import AlreadyFinalized, InvalidArgument, InvalidKeySize, InvalidTag
+from ..errors import (AlreadyFinalized, ChunkFailed, CommitmentMismatch, InvalidArgument, InvalidKeySize,
+                      InvalidTag, Truncated)
 
 np = numpy_for(__name__)
 
@@ -91,8 +92,8 @@ def message_length(sealed: int) -> int:
     body = sealed - HEADER
     last = body % SEALED_CHUNK if body >= 0 else -1
     if body < TAG or last < TAG:
-        raise InvalidTag("the sealed message is truncated or not one (its length is not a sealed "
-                         "length): nothing is released")
+        raise Truncated("the sealed message is truncated or not one (its length is not a sealed "
+                        "length): nothing is released")
     return body // SEALED_CHUNK * CHUNK + last - TAG
 
 
@@ -261,11 +262,12 @@ class Opener:
         self.sch, self.device, self.path = sch, device, path
         header = bytes(header)
         if len(header) != HEADER:
-            raise InvalidTag("the sealed message is shorter than its header: nothing is released")
+            raise Truncated("the sealed message is shorter than its header: nothing is released")
         self.key, self.base, commitment = derive(sch, bytes(input_key), header[:SALT], bytes(context))
         if not hmac.compare_digest(commitment, header[SALT:]):
-            raise InvalidTag(f"{sch.name}: the key commitment does not match (wrong key or context, "
-                             "or not this message): nothing is released")
+            raise CommitmentMismatch(f"{sch.name}: the key commitment does not match (wrong key, "
+                                     "passphrase or context, or a damaged header): nothing is "
+                                     "released")
         self._texts = None  # a batch's ciphertexts without their tags (reused)
         self._lock = threading.Lock()   # (the batch path's scratch: one batch at a time)
 
@@ -275,7 +277,7 @@ class Opener:
         full = m // SEALED_CHUNK
         last = m - full * SEALED_CHUNK
         if final and last < TAG or not final and last:
-            raise InvalidTag(f"{self.sch.name}: the sealed message is truncated: nothing more is released")
+            raise Truncated(f"{self.sch.name}: the sealed message is truncated: nothing more is released")
         if first + full + (1 if final else 0) > MAX_CHUNKS:
             raise InvalidTag("the sealed message passes the spec's 2^38 chunks")
         return full * CHUNK + (last - TAG if final else 0)
@@ -317,9 +319,9 @@ class Opener:
             if bad is not None:
                 if bad >= 0:
                     ctypes.memset(to, 0, n)
-                    raise InvalidTag(f"{self.sch.name}: chunk {first + bad} does not verify "
-                                     "(altered, reordered or from another message): nothing is "
-                                     "released")
+                    raise ChunkFailed(f"{self.sch.name}: chunk {first + bad} does not verify "
+                                      "(altered, reordered or from another message): nothing is "
+                                      "released", first + bad)
                 return
         with self._lock:
             self._batches(first, _u8_of(src, m), final, _u8_of(dst, n))
@@ -353,8 +355,9 @@ class Opener:
                                    device=self.device, out=out[a * CHUNK:a * CHUNK + texts.nbytes])
             if r.failed:
                 out.fill(0)
-                raise InvalidTag(f"{self.sch.name}: chunk {first + a + r.failed[0]} does not verify "
-                                 "(altered, reordered or from another message): nothing is released")
+                raise ChunkFailed(f"{self.sch.name}: chunk {first + a + r.failed[0]} does not verify "
+                                  "(altered, reordered or from another message): nothing is released",
+                                  first + a + r.failed[0])
 
 
 def encrypt(data, key: bytes, context: bytes = b"", *, aes256: bool = False, salt: bytes | None = None,
@@ -389,7 +392,9 @@ def decrypt_range(sealed, key: bytes, context: bytes = b"", offset: int = 0, len
     if offset < 0:
         offset += n
     end = n if length is None else offset + length
-    if offset < 0 or length is not None and length < 0 or end > n:
+    if length is None and offset > n:
+        raise InvalidArgument(f"the offset {offset} is not within the message's {n} bytes")
+    if offset < 0 or offset > n or length is not None and length < 0 or end > n:
         raise InvalidArgument(f"the range [{offset}, {end}) is not within the message's {n} bytes")
     last = n // CHUNK                                  # the final chunk's number
     first_c = offset // CHUNK
@@ -474,7 +479,7 @@ class _Decryptor(_Stream):
         if self._op is None:
             if len(self._buf) < HEADER:
                 if final:
-                    raise InvalidTag("the sealed message is shorter than its header: nothing is released")
+                    raise Truncated("the sealed message is shorter than its header: nothing is released")
                 return b""
             self._op = Opener(self._scheme, self._key, self._context, self._buf[:HEADER],
                               device=self._device)
