@@ -1,4 +1,4 @@
-"""ciphergrid command line: encrypt | decrypt | seal | open | serve | list | devices | selftest |
+"""ciphergrid command line: encrypt | decrypt | seal | open | keygen | serve | list | devices | selftest |
 bench | report (a module per command).
 
 Output bytes match ``openssl enc -NAME -nopad -K HEX -iv HEX`` (``--pad pkcs7``: OpenSSL's default
@@ -36,6 +36,10 @@ def _dispatch(args) -> int:
         from .seal import cmd_seal
 
         return cmd_seal(args, args.command == "seal")
+    if args.command == "keygen":
+        from .keygen import cmd_keygen
+
+        return cmd_keygen(args)
     if args.command == "serve":
         from .serve import cmd_serve
 

@@ -8,7 +8,7 @@ from .. import __version__
 from .common import EXIT_CODES, EXIT_SIGNAL, EXIT_USAGE
 
 DESCRIPTION = ("bulk encryption and decryption on GPUs, OpenCL devices and OpenSSL: encrypt, decrypt, "
-               "seal, open, serve, list, devices, selftest, bench, report")
+               "seal, open, keygen, serve, list, devices, selftest, bench, report")
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -126,6 +126,11 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
             p.add_argument("--offset", type=int, metavar="N",
                            help="the first byte of the message to open (negative: from its end)")
             p.add_argument("--length", type=int, metavar="M", help="bytes to open (default: to the end)")
+    p = sub.add_parser("keygen", help="make a new random key file (hex text) for seal and open",
+                       epilog=_EPILOG)
+    p.add_argument("--out", dest="outfile", metavar="PATH", required=True,
+                   help="the new key file (mode 0600; an existing name is refused); - for stdout")
+    p.add_argument("--aes256", action="store_true", help="a 32-byte key (Cobblestone-256) instead of 16")
     p = sub.add_parser("serve", help="run the encryption service (shares the devices among local "
                                      "clients; docs/service.md)", epilog=_EPILOG)
     p.add_argument("--socket", metavar="PATH",
