@@ -763,3 +763,28 @@ def test_progress_bar_and_summary_share_units(monkeypatch):
         p.advance(3 << 20)
         col = next(c for c in p._p.columns if isinstance(c, DownloadColumn))
         assert col.binary_units and "3.0 MiB" in p.summary()
+
+
+def test_scheduler_and_mpi_fit_memory(monkeypatch, tmp_path):
+    """`bench scheduler`'s arrays are cut to what memory allows (a line says so); `bench mpi`'s
+    files that cannot fit its folder are refused in one line before anything is written."""
+    from ciphergrid.bench import mpi, preflight, scheduler
+    from ciphergrid.settings import mpiexec_path
+
+    said = []
+    monkeypatch.setattr(preflight, "mem_available", lambda: 1 << 30)
+    assert scheduler._fit(1 << 30, said.append) == 128 << 20 and "cut to 128 MiB" in said[0]
+    assert scheduler._fit(64 << 20, said.append) == 64 << 20 and len(said) == 1
+    if mpiexec_path() is None:
+        return
+    monkeypatch.setattr(mpi, "room", lambda folder: (2 << 20, "the free space of x"))
+    with pytest.raises(ciphergrid.errors.InvalidArgument, match="do not fit the free space"):
+        bench.main(parse(["mpi", "--quick", "--mpi-dir", str(tmp_path)]), api=make_api(), host=HOST)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ablation_without_a_kernel_device_says_so():
+    """`bench ablation --device native`: the native engine has no kernels: one line, exit 2,
+    not an empty table."""
+    with pytest.raises(ciphergrid.errors.DeviceNotFound, match="OpenCL or CUDA"):
+        bench.main(parse(["ablation", "--quick", "--device", "native"]), api=make_api(), host=HOST)

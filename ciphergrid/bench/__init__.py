@@ -161,8 +161,14 @@ def announce(suite, args, api, out=None) -> str:
     out = out if out is not None else sys.stderr
     line = f"bench {suite.name}: "
     if suite.estimate is not None:
+        import warnings
+
+        from ..request import weak_use_allowed
+
         rate = preflight.host_rate()
-        what, seconds = suite.estimate(args, rate, api)
+        with weak_use_allowed(), warnings.catch_warnings():   # (its plan: said when it runs)
+            warnings.simplefilter("ignore")
+            what, seconds = suite.estimate(args, rate, api)
         line += (f"{what}; {preflight.duration_text(seconds)} (estimated from its sizes and "
                  f"{rate / 1e9:.2f} GB/s measured on one core; the time left is said as it runs)")
     else:

@@ -30,6 +30,7 @@ import numpy as np
 from .. import registry
 from ..settings import bytes_option
 from . import suites
+from .preflight import size_text
 from .records import Record
 
 
@@ -291,6 +292,23 @@ def _print_table(rows) -> None:
                       f"({r.gbps / ceiling:.2f} of it)")
 
 
-suites.register("gpus", run, add_arguments=add_arguments,
+def estimate(args, rate: float, api) -> tuple[str, float]:
+    """Nothing without a CUDA GPU; else per cipher each GPU alone and all at once, ``repeats``
+    + 1 runs of the size at GPU_SPEEDUP x ``rate``, the peer links and the scheduled array."""
+    gpus = [d for d in api.devices() if d.runtime == "cuda" and d.kind == "gpu"]
+    if not gpus:
+        return "no CUDA GPU present: nothing to measure", 0.0
+    names = [c for part in (args.cipher or ["aes-128-ctr"]) for c in part.split(",") if c]
+    size = min(args.gpus_size, 64 << 20) if args.quick else args.gpus_size
+    repeats = args.repeats or (3 if args.quick else 10)
+    rows = len(names) * (len(gpus) + 2) + 2 * len(gpus) + 2
+    return (f"{len(names)} cipher(s) on {len(gpus)} GPU(s), {size_text(size)} each",
+            rows * (2.0 + (repeats + 1) * size * len(gpus) / (GPU_SPEEDUP * rate)))
+
+
+#: the estimate's bytes/s of a GPU against one core's pyca rate
+GPU_SPEEDUP = 20.0
+
+suites.register("gpus", run, add_arguments=add_arguments, estimate=estimate,
                 help="several GPUs of one host: GPU-resident data on each at once, "
                                   "the peer links, one array over every GPU")

@@ -514,5 +514,34 @@ def run_ciphers(args, ctx: suites.Context) -> dict:
     return header
 
 
-suites.register("ciphers", run_ciphers,
+#: the estimate's seconds per row beyond its timed time (set-up, check), per build of a cipher's
+#: kernels on a device, and a device's bytes/s against one core's pyca rate (CPU, GPU)
+ROW_S, BUILD_S, DEVICE_SPEEDUP = 0.05, 3.0, {"cpu": 0.5, "gpu": 20.0}
+
+
+def estimate(args, rate: float, api) -> tuple[str, float]:
+    """Its rows (the plan) each the policy's timed time or its repeats over the size, whichever
+    is longer, plus ROW_S; OpenSSL's rows their fixed seconds; a build per cipher and device."""
+    quick = bool(getattr(args, "quick", False))
+    policy = QUICK if quick else FULL
+    ciphers = select_ciphers(getattr(args, "cipher", None), getattr(args, "mode", None), quick)
+    sizes = parse_sizes(getattr(args, "sizes", None)) or (QUICK_SIZES if quick else DEFAULT_SIZES)
+    devices = select_devices(api, getattr(args, "device", None))
+    threads = [] if getattr(args, "no_openssl", False) else [1, 2]
+    rows = [r for r in plan(ciphers, sizes, devices, directions=suites.directions(args),
+                            openssl_threads=threads, copy=not getattr(args, "no_copy", False))
+            if not r.skip]
+    seconds = len(ciphers) * sum(BUILD_S for d in devices if d.runtime != "native")
+    for r in rows:
+        if r.device is None:
+            seconds += OPENSSL_ROW_S if not quick else policy.openssl_seconds * policy.openssl_repeats
+            continue
+        speed = rate * (1.0 if r.device.runtime == "native" else DEVICE_SPEEDUP.get(r.device.kind, 1.0))
+        reps = policy.fixed or policy.min_repeats
+        seconds += ROW_S + max(policy.target_s, (reps + 2) * r.size / speed)
+    return (f"{len(rows)} rows: {len(ciphers)} cipher(s) x {len(sizes)} size(s) on "
+            f"{len(devices)} device(s) and OpenSSL", seconds)
+
+
+suites.register("ciphers", run_ciphers, estimate=estimate,
                 help="every cipher·mode on every device and OpenSSL, kernel-only and end to end")

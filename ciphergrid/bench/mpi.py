@@ -21,7 +21,9 @@ import tempfile
 import time
 
 from ..settings import bytes_option, mpiexec_path
+from ..errors import InvalidArgument
 from . import suites
+from .preflight import room, size_text
 from .records import Record
 
 
@@ -50,6 +52,16 @@ def run(args, ctx: suites.Context) -> dict:
     base = args.mpi_dir or ("/dev/shm" if os.path.isdir("/dev/shm") else None)
     folder = tempfile.mkdtemp(prefix="cg-bench-mpi-", dir=base)
     rows = []
+    allowed, bound = room(folder)   # (the input, one process's output, each rank count's)
+    fit = int(allowed * 0.8) // (len(ranks) + 2) // (1 << 20) << 20
+    if fit < size:
+        if fit < 1 << 20:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise InvalidArgument(f"bench mpi: {len(ranks) + 2} files of {size_text(size)} do not fit "
+                                  f"{bound}: give --mpi-dir or a smaller --mpi-size")
+        ctx.log(f"bench mpi: the file is cut to {size_text(fit)} (from {size_text(size)}): "
+                f"{len(ranks) + 2} files of it must fit {bound}")
+        size = fit
     try:
         src, keyf = os.path.join(folder, "in"), os.path.join(folder, "k")
         np.random.default_rng().integers(0, 256, size, dtype=np.uint8).tofile(src)
@@ -196,5 +208,20 @@ def _same(a: str, b: str) -> bool:
                 return True
 
 
-suites.register("mpi", run, add_arguments=add_arguments,
+def estimate(args, rate: float, api=None) -> tuple[str, float]:
+    """Per cipher: one process and each rank count, ``repeats`` + 1 runs each of START_S plus
+    the file at ``rate``."""
+    names = [c for part in (args.cipher or ["aes-128-ctr"]) for c in part.split(",") if c]
+    size = min(args.mpi_size, 16 << 20) if args.quick else args.mpi_size
+    ranks = [int(r) for r in args.mpi_ranks.split(",") if r.strip()]
+    repeats = args.repeats or 3
+    runs = len(names) * (len(ranks) + 1) * (repeats + 1)
+    return (f"{len(names)} cipher(s) x a {size_text(size)} file in one process and over "
+            f"{args.mpi_ranks} ranks x {repeats} repeats", runs * (START_S + size / rate) + size / rate)
+
+
+#: the estimate's start-up of one run (mpiexec and its Python processes)
+START_S = 1.5
+
+suites.register("mpi", run, add_arguments=add_arguments, estimate=estimate,
                 help="one file over 1..N MPI ranks against one process")

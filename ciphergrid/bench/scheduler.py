@@ -32,6 +32,7 @@ import numpy as np
 from .. import aeads, registry
 from ..settings import bytes_option, parse_bytes
 from . import suites
+from .preflight import size_text
 from .records import Record
 
 
@@ -78,6 +79,7 @@ def run(args, ctx: suites.Context) -> dict:
 
     names = [c for part in (args.cipher or ["aes-128-ctr"]) for c in part.split(",") if c]
     size = min(args.sched_size, 8 << 20) if args.quick else args.sched_size
+    size = _fit(size, ctx.log)
     repeats = args.repeats or (3 if args.quick else 5)
     sets = args.sched_devices or ["all"]
     rng = np.random.default_rng()
@@ -269,5 +271,36 @@ def _print_table(rows) -> None:
         print(f"{head} {r.gbps:8.2f} {vs}  {r.note or ''}")
 
 
+def _fit(size: int, log) -> int:
+    """The arrays' bytes: ``size``, or the whole MiB of which four arrays fit half the memory
+    available (the input, the output, the oracle's and a device's copies), with a line saying so."""
+    from .preflight import mem_available
+
+    mem = mem_available()
+    if mem is None or 4 * size <= mem // 2:
+        return size
+    fit = max(1 << 20, mem // 8 >> 20 << 20)
+    log(f"bench scheduler: --sched-size cut to {size_text(fit)} (from {size_text(size)}): four "
+        f"arrays of it must fit half the memory available ({size_text(mem)})")
+    return fit
+
+
+def estimate(args, rate: float, api) -> tuple[str, float]:
+    """Per cipher: each engine alone and each set twice, ``repeats`` + 2 runs of the size at
+    ``rate`` per core used; the host's copy first."""
+    from ..devices import member_specs
+
+    names = [c for part in (args.cipher or ["aes-128-ctr"]) for c in part.split(",") if c]
+    size = min(args.sched_size, 8 << 20) if args.quick else args.sched_size
+    repeats = args.repeats or (3 if args.quick else 5)
+    sets = args.sched_devices or ["all"]
+    singles = list(dict.fromkeys(d for t in sets for d in member_specs(t)))
+    rows = len(names) * (len(singles) + 2 * len(sets))
+    return (f"{len(names)} cipher(s) x ({len(singles)} engines alone, {len(sets)} set(s) scheduled) "
+            f"x {repeats} repeats of {size_text(size)}",
+            rows * (0.5 + (repeats + 2) * size / rate) + 2 * repeats * size / rate)
+
+
 suites.register("scheduler", run, help="one request over several engines against each alone and "
-                                       "the host's copy", add_arguments=add_arguments)
+                                       "the host's copy", add_arguments=add_arguments,
+                estimate=estimate)
