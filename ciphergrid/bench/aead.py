@@ -306,5 +306,33 @@ def _print_table(rows) -> None:
               f"{'' if r.vs_copy is None else ratio_text(r.vs_copy, ''):>7}")
 
 
+#: the estimate's seconds per row beyond its timed runs and per build of an AEAD's kernels on a
+#: device, and a device's bytes/s against one core's pyca rate (CPU, GPU)
+ROW_S, BUILD_S, DEVICE_SPEEDUP = 0.1, 3.0, {"cpu": 0.5, "gpu": 20.0}
+
+
+def estimate(args, rate: float, api) -> tuple[str, float]:
+    """Per AEAD, shape and device: its kernel and API rows, ``repeats`` + 2 runs of the shape's
+    bytes each at the device's rate, plus ROW_S; OpenSSL's rows at ``rate``; a build each."""
+    wanted = sum((c.split(",") for c in (args.aead_cipher or [])), []) or aeads.names()
+    devs = [d for d in api.devices() if d.runtime in ("opencl", "cuda")]
+    if args.device:
+        keep = set(sum((d.split(",") for d in args.device), []))
+        devs = [d for d in devs if d.spec in keep or d.kind in keep]
+    quick = args.quick or not any(d.kind == "gpu" for d in devs)
+    shapes = _shapes(args.aead_shapes or (QUICK_SHAPES if quick else DEFAULT_SHAPES))
+    repeats = args.repeats or (3 if args.quick else 10)
+    rows = (len(args.aead_impls or ["fast"]) + (0 if args.aead_no_e2e else len(suites.directions(args))))
+    seconds = len(wanted) * len(devs) * BUILD_S
+    for count, size in shapes:
+        for d in devs:
+            speed = rate * DEVICE_SPEEDUP.get(d.kind, 1.0)
+            seconds += len(wanted) * rows * (ROW_S + (repeats + 2) * count * size / speed)
+        if not args.aead_no_e2e:
+            seconds += len(wanted) * len(suites.directions(args)) * (ROW_S + (repeats + 2) * count * size / rate)
+    return (f"{len(wanted)} AEAD(s) x {len(shapes)} shape(s) on {len(devs)} device(s) and OpenSSL",
+            seconds)
+
+
 suites.register("aead", run, help="the AEADs: one large message, batches of chunks and records",
-                add_arguments=add_arguments)
+                add_arguments=add_arguments, estimate=estimate)

@@ -102,10 +102,10 @@ def _now() -> str:
 
 
 def human(n: int) -> str:
-    for unit, k in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if n >= k and n % k == 0:
-            return f"{n // k} {unit}"
-    return f"{n} B"
+    """Bytes in the largest binary unit that gives a number >= 1 (``1.20 GiB``)."""
+    from .preflight import size_text
+
+    return size_text(n)
 
 
 def _devices(ctx, tokens) -> list:
