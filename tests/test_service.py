@@ -1003,3 +1003,264 @@ def test_an_os_error_keeps_its_errno_across_the_socket():
     with pytest.raises(OSError) as got:
         protocol.raise_error(reply)
     assert got.value.errno == errno.ENOSPC and got.value.strerror == "No space left on device"
+
+
+# -- every request checked against its op's schema before any work ---------------------------------
+def _stream_msg(**fields):
+    msg = {"op": "stream", "version": protocol.VERSION, "cipher": "aes-128-ctr", "key": bytes(16),
+           "iv": bytes(16), "encrypt": True, "device": "auto", "nbytes": None, "chunk_bytes": None,
+           "depth": None, "fresh_output": False}
+    msg.update(fields)
+    return msg
+
+
+def _ask(address, msg, fds=(), timeout=10):
+    """One request on a connection of its own (a raw client: no checks of the client's); the
+    reply (None: closed without one)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.settimeout(timeout)
+        s.connect(address)
+        protocol.send(s, msg, fds)
+        while True:
+            reply, extra = protocol.recv(s)
+            protocol.close_fds(extra)
+            if reply is None or set(reply) != {"progress"}:
+                return reply
+
+
+def _stream_fds(folder, data=b"q" * 4096):
+    """(a pipe's read end holding ``data``, its writer closed; a fresh output file)."""
+    r, w = os.pipe()
+    os.write(w, data)
+    os.close(w)
+    return r, os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)
+
+
+def _threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.parametrize("field,values", [
+    ("depth", [65, 0, 1_000_000, (1 << 64) - 1, -1]),
+    ("chunk_bytes", [8 << 30, 1 << 40, (1 << 64) - 1, 1, 0])])
+def test_a_streams_depth_and_chunk_are_bounded(server, folder, field, values):
+    """A stream's depth and chunk size from a client are the command line's (1-64 chunks, 4 KiB
+    to 1 GiB): past them the request is refused at once, naming the field and the rule; no
+    thread is started, the descriptors are not kept, and the server serves on."""
+    before = _threads()
+    for v in values:
+        r, out = _stream_fds(folder)
+        try:
+            reply = _ask(server.address, _stream_msg(**{field: v}), [r, out])
+        finally:
+            os.close(r)
+            os.close(out)
+        assert reply["error"]["type"] == "InvalidArgument", (v, reply)
+        text = reply["error"]["message"]
+        assert f"stream: {field} must be an integer from" in text and str(v) in text, text
+        assert _threads() <= before + 8   # (at most the connections' threads, ending)
+    r, out = _stream_fds(folder)
+    try:   # the edges are taken
+        reply = _ask(server.address, _stream_msg(depth=64, chunk_bytes=4096), [r, out])
+        assert reply["ok"] and reply["bytes"] == 4096 and os.pread(out, 8192, 0) == \
+            oracle.encrypt(b"q" * 4096, "aes-128-ctr", bytes(16), bytes(16))
+    finally:
+        os.close(r)
+        os.close(out)
+    deadline = time.monotonic() + 5
+    while _threads() > before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _threads() <= before
+
+
+@pytest.mark.parametrize("field,value,rule", [
+    ("nbytes", "12", "an integer from 0"), ("chunk_bytes", "1Mi", "an integer from 4096"),
+    ("depth", "4", "an integer from 1"), ("depth", 2.5, "an integer from 1"),
+    ("depth", True, "an integer from 1"), ("key", "00" * 16, "bin of 0 to"),
+    ("encrypt", 1, "a boolean"), ("fresh_output", "yes", "a boolean"), ("padding", "pkcs7", "nil")])
+def test_wrong_typed_fields_are_named_not_pythons_internals(server, folder, field, value, rule):
+    """A field of the wrong type: InvalidArgument naming the op, the field and its rule (not
+    "TypeError: '<' not supported ..."); a key's value is never echoed."""
+    r, out = _stream_fds(folder)
+    try:
+        reply = _ask(server.address, _stream_msg(**{field: value}), [r, out])
+    finally:
+        os.close(r)
+        os.close(out)
+    text = reply["error"]["message"]
+    assert reply["error"]["type"] == "InvalidArgument", reply
+    assert text.startswith(f"stream: {field} must be {rule}") and "Error" not in text, text
+    assert "00" * 8 not in text
+
+
+def test_missing_and_unknown_fields_are_named(server):
+    msg = {"op": "crypt", "version": protocol.VERSION, "cipher": "aes-128-ctr", "iv": bytes(16),
+           "encrypt": True, "data": b"x" * 16}
+    reply = _ask(server.address, msg)
+    assert reply["error"]["message"].startswith("crypt: key is missing"), reply
+    reply = _ask(server.address, dict(msg, key=bytes(16), colour="red"))
+    assert reply["error"]["message"].startswith("crypt: unknown field 'colour'"), reply
+    reply = _ask(server.address, dict(msg, key=bytes(16), length=16))
+    assert "data (inline) or length (a memfd), not both" in reply["error"]["message"], reply
+    reply = _ask(server.address, dict(msg, key=bytes(16)))
+    assert reply["ok"] and reply["data"] == oracle.encrypt(b"x" * 16, "aes-128-ctr", bytes(16), bytes(16))
+
+
+def test_memory_a_request_asks_for_is_admitted_before_it_is_allocated(server, folder, monkeypatch):
+    """max_memory counts every field that sizes the service's memory: a stream's chunk_bytes x
+    depth (the client's own buffers' size), a batch's tables: past the limit, refused at once in
+    one line naming the fields, before anything is allocated (the server's RSS does not move);
+    within it, served."""
+    from ciphergrid.service.policy import Policy
+
+    monkeypatch.setattr(server, "policy", Policy.load(
+        _policy(folder, "[defaults]\nmax_memory = \"64Mi\"\n"), own_uid=os.getuid()))
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    before = rss()
+    for fields in ({"chunk_bytes": 128 << 20, "depth": 1}, {"chunk_bytes": 16 << 20, "depth": 4},
+                   {"chunk_bytes": 1 << 30}, {"depth": 64}):
+        r, out = _stream_fds(folder)
+        try:
+            reply = _ask(server.address, _stream_msg(**fields), [r, out])
+        finally:
+            os.close(r)
+            os.close(out)
+        assert reply["error"]["type"] == "ServiceError", (fields, reply)
+        assert "chunk_bytes x depth" in reply["error"]["message"] and "may hold 67108864" in \
+            reply["error"]["message"], reply
+    batch = {"op": "batch", "version": protocol.VERSION, "cipher": "aes-128-gcm", "encrypt": False,
+             "tag_length": 16, "m": 1 << 30, "n": 1 << 40, "keys": 1 << 30, "nonce_length": 12,
+             "aad_length": 0, "data": b""}
+    reply = _ask(server.address, batch)
+    assert "may hold 67108864" in reply["error"]["message"], reply
+    assert rss() - before < 32 << 20
+    r, out = _stream_fds(folder)
+    try:
+        reply = _ask(server.address, _stream_msg(chunk_bytes=1 << 20, depth=8), [r, out])
+        assert reply["ok"] and reply["bytes"] == 4096
+    finally:
+        os.close(r)
+        os.close(out)
+    assert server.status()["memory"] == {} and not any(server.running.values())
+
+
+def _sealed(data: bytes, seal=True):
+    fd = os.memfd_create("t", os.MFD_ALLOW_SEALING)
+    os.write(fd, data)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    return fd
+
+
+def _refusals(folder, local: bool):
+    """(what, request, its descriptors) for every way the service refuses a request: the
+    schema's refusals of each op, a protocol error, the request's own checks, the memory limit,
+    a job failing after it was admitted."""
+    key, iv = bytes(range(16)), bytes(16)
+    crypt = {"op": "crypt", "version": protocol.VERSION, "cipher": "aes-128-ctr", "key": key,
+             "iv": iv, "encrypt": True, "data": b"d" * 32}
+    aead = {"op": "aead", "version": protocol.VERSION, "cipher": "aes-128-gcm", "key": key,
+            "nonce": bytes(12), "aad": b"", "tag_length": 16, "encrypt": False,
+            "data": b"t" * 48}
+    m, n = 2, 32
+    layout, total = protocol.batch_layout(m, n, 16, 1, 16, 12, 0)
+    region = np.zeros(total, dtype=np.uint8)
+    v = protocol.batch_views(region, layout)
+    v["off"][:] = [0, 16, 32]
+    v["index"][1] = 5
+    batch = {"op": "batch", "version": protocol.VERSION, "cipher": "aes-128-gcm", "encrypt": True,
+             "tag_length": 16, "m": m, "n": n, "keys": 1, "nonce_length": 12, "aad_length": 0,
+             "data": region.tobytes()}
+    out = [("schema: crypt", dict(crypt, key="k"), None), ("schema: aead", dict(aead, tag_length="16"), None),
+           ("schema: batch", dict(batch, m=-1), None),
+           ("schema: stream", _stream_msg(depth=0), (lambda: _stream_fds(folder)) if local else None),
+           ("schema: hello", {"op": "hello", "token": 5}, None),
+           ("schema: status", {"op": "status", "extra": 1}, None),
+           ("unknown op", {"op": "launch"}, None), ("version", dict(crypt, version=99), None),
+           ("key size", dict(crypt, key=b"short"), None),
+           ("length", dict(crypt, cipher="aes-128-cbc", data=b"d" * 17), None),
+           ("tag", aead, None), ("batch tables", batch, None),
+           ("memory", dict(aead, encrypt=True, data=b"t" * (600 << 10)), None)]
+    if local:
+        big = dict(aead, encrypt=True, length=600 << 10, text_length=(600 << 10) - 16)
+        del big["data"]
+        unsealed = dict(crypt, length=4096)
+        del unsealed["data"]
+        out[-1] = ("memory", big, lambda: (_sealed(bytes(600 << 10)),))
+        out += [("unsealed memfd", unsealed, lambda: (_sealed(bytes(4096), seal=False),)),
+                ("stream from a folder", _stream_msg(), lambda: (os.open(folder, os.O_RDONLY),
+                                                                 os.open(folder, os.O_TMPFILE | os.O_RDWR)))]
+    else:
+        out.append(("stream over TLS", _stream_msg(), None))
+        out.append(("memfd over TLS", dict({k: x for k, x in crypt.items() if k != "data"}, length=16), None))
+    return out
+
+
+@pytest.mark.parametrize("where", ["local", "remote"])
+def test_every_refusal_gives_back_what_admission_took(server, remote, folder, monkeypatch, where):
+    """One job slot (max_jobs 1, max_memory 1 MiB), a short job limit: after each kind of
+    refused request -- refused by the schema, the protocol, the request's checks, the memory
+    limit, or failing once admitted; over TLS a stream -- a normal job of the same identity runs
+    at once (a slot not given back would make it wait the job limit, then fail)."""
+    from ciphergrid.service.policy import Policy
+
+    if where == "remote":
+        start, pki = remote
+        srv, address = start()
+        who = "remote token #1"
+
+        def connect():
+            return ciphergrid.connect(address, cafile=pki["ca"], token="s3cret")
+    else:
+        srv, address, who = server, server.address, os.getuid()
+
+        def connect():
+            return ciphergrid.connect(address)
+    monkeypatch.setattr(srv, "policy", Policy.load(_policy(
+        folder, "[defaults]\nmax_jobs = 1\nmax_memory = \"1Mi\"\n"), own_uid=os.getuid()))
+    monkeypatch.setattr(srv, "job_timeout", 3)
+    for what, msg, make_fds in _refusals(folder, where == "local"):
+        fds = make_fds() if make_fds else ()
+        try:
+            with connect() as c:
+                c.ch.send(msg, fds)
+                reply, _ = c.ch.recv()
+        finally:
+            protocol.close_fds(fds)
+        assert reply is not None and "error" in reply, (what, reply)
+        assert not srv.running.get(who) and not srv.memory.get(who), (what, srv.status())
+        t0 = time.monotonic()
+        with connect() as c:
+            assert c.encrypt(b"n" * 32, "aes-128-ctr", bytes(16), bytes(16)) == \
+                oracle.encrypt(b"n" * 32, "aes-128-ctr", bytes(16), bytes(16)), what
+        assert time.monotonic() - t0 < 2, what
+
+
+def test_serve_refuses_bad_options_in_one_line(folder):
+    """Ports past 65535, a policy file that is not text, a job limit that is not a positive
+    number, a socket in a folder that does not exist: one line, exit 2, before serving (no
+    socket left, no folder made)."""
+    binary = os.path.join(folder, "policy.bin")
+    with open(binary, "wb") as f:
+        f.write(b"\x00\xff\xfe\x80 binary")
+    tokens = os.path.join(folder, "tokens")
+    with open(tokens, "w") as f:
+        f.write("t0ken\n")
+    sock = os.path.join(folder, "v.sock")
+    for args, says in ((["--metrics", "99999"], "--metrics"),
+                       (["--listen", "127.0.0.1:99999", "--insecure-loopback", "--token-file", tokens], "--listen"),
+                       (["--policy", binary], "policy"), (["--job-timeout", "-1"], "--job-timeout"),
+                       (["--job-timeout", "nan"], "--job-timeout"), (["--job-timeout", "0"], "--job-timeout")):
+        r = _cli("serve", "--socket", sock, *args)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and len(err.strip().splitlines()) == 1, (args, err)
+        assert says in err and "Traceback" not in err, (args, err)
+        assert not os.path.exists(sock)
+    deep = os.path.join(folder, "a", "b", "c.sock")
+    r = _cli("serve", "--socket", deep)
+    assert r.returncode == 2 and b"no folder" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(folder, "a"))

@@ -43,7 +43,8 @@ def cmd_serve(args) -> int:
     policy = Policy.load(args.policy, os.getuid())
     fds = activation_fds()   # (systemd's socket activation: its socket, not ours to make)
     inherited = socket.socket(fileno=fds[0]) if fds else None
-    server = Server(address, job_timeout=args.job_timeout or JOB_TIMEOUT_S, policy=policy,
+    timeout = JOB_TIMEOUT_S if args.job_timeout is None else args.job_timeout   # (0: refused)
+    server = Server(address, job_timeout=timeout, policy=policy,
                     socket_mode=mode, socket_group=args.socket_group, inherited=inherited)
     address = server.address
     remote = None

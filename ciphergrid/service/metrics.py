@@ -35,5 +35,8 @@ class Metrics:
     def start(self, port: int, addr: str = "127.0.0.1"):
         from prometheus_client import start_http_server
 
-        self.server, _thread = start_http_server(port, addr, registry=self.registry)
+        try:
+            self.server, _thread = start_http_server(port, addr, registry=self.registry)
+        except OSError as e:   # (an address not here, a port taken)
+            raise InvalidArgument(f"--metrics {addr}:{port}: {e.strerror or e}") from None
         return self.server

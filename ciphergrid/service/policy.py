@@ -77,6 +77,8 @@ class Policy:
             raise InvalidArgument(f"cannot read the policy file {path}: {e.strerror}") from None
         except tomllib.TOMLDecodeError as e:
             raise InvalidArgument(f"the policy file {path} is not TOML: {e}") from None
+        except UnicodeDecodeError:
+            raise InvalidArgument(f"the policy file {path} is not TOML: not UTF-8 text") from None
         d = doc.get("defaults", {})
         unknown = set(doc) - {"defaults", "allow"}
         if unknown:

@@ -13,7 +13,9 @@ server reads and writes the client's own open files; progress messages while it 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import math
 import mmap
 import os
 import sys
@@ -23,7 +25,7 @@ import time
 
 from .. import errors
 from ..runtime import Runtime
-from . import protocol
+from . import protocol, schema
 
 #: a job running longer than this is given up: its connection is closed (a silent pipe cannot
 #: hold a client's connection for ever)
@@ -43,7 +45,7 @@ class Server:
         from .policy import Policy
 
         self.address = address
-        self.job_timeout = job_timeout
+        self.job_timeout = check_job_timeout(job_timeout)
         self.runtime = Runtime("service")
         self.uid = os.getuid()
         self.policy = policy or Policy(self.uid)
@@ -77,8 +79,12 @@ class Server:
     # -- the socket ---------------------------------------------------------------------------
     @staticmethod
     def _listen(address: str, mode: int = 0o600, group: str | None = None) -> socket.socket:
+        from ..settings import default_service_address
+
         folder = os.path.dirname(os.path.abspath(address))
-        if not os.path.isdir(folder):
+        if not os.path.isdir(folder):   # (the per-user default's folder is made; another is not)
+            if os.path.abspath(address) != os.path.abspath(default_service_address()):
+                raise errors.InvalidArgument(f"--socket {address}: no folder {folder}")
             os.makedirs(folder, mode=0o700, exist_ok=True)
         if os.path.exists(address):
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -118,6 +124,7 @@ class Server:
         import ipaddress
         import ssl
 
+        check_port(port, "--listen")
         if tls is None:
             try:
                 loopback = ipaddress.ip_address(host).is_loopback
@@ -132,7 +139,10 @@ class Server:
             raise errors.InvalidArgument("remote clients need client certificates (--tls-client-ca) "
                                          "or a token (--token-file)")
         self.remote = {"tls": tls, "tokens": [t for t in tokens or () if t], "certs": certs}
-        tcp = socket.create_server((host, port))
+        try:
+            tcp = socket.create_server((host, port))
+        except OSError as e:   # (an address not here, a port taken)
+            raise errors.InvalidArgument(f"--listen {host}:{port}: {e.strerror or e}") from None
         tcp.settimeout(0.2)
         self.tcp = tcp
         return tcp.getsockname()[1]
@@ -329,62 +339,74 @@ class Server:
                 return
 
     def _handle(self, ch, cid, msg: dict, fds: list, uid, grant) -> dict:
-        op = msg.get("op")
+        """One request: checked against its op's schema, its memory computed from its fields
+        and admitted against the user's limits, all before any work; what admission took is
+        given back however the job ends (:meth:`_admitted`)."""
+        op = schema.check(msg, fds, ch.local)
         if op == "hello":
             return self._hello()
         if op == "status":   # (the other clients' connections: for the server's user and root)
             return {"ok": True, **self.status(full=uid in (self.uid, 0))}
-        if op not in ("crypt", "stream", "aead", "batch"):
-            raise protocol.ProtocolError(f"unknown op {op!r}")
-        if msg.get("version") != protocol.VERSION:
-            raise protocol.ProtocolError(f"protocol version {msg.get('version')!r}; this service "
-                                         f"speaks {protocol.VERSION}")
         req = _request(msg) if op in ("crypt", "stream") else None
         need = _memory_need(op, msg)
         if grant.max_memory is not None and need > grant.max_memory:
-            raise errors.ServiceError(f"this job would hold {need} bytes of the service's memory; "
-                                      f"user {uid} may hold {grant.max_memory} ({grant.why}): "
-                                      "smaller messages, or a sealed file")
-        with self.slots:   # (past the user's max_jobs or max_memory a job waits for its turn)
-            deadline = time.monotonic() + self.job_timeout
-            while (self.running.get(uid, 0) >= grant.max_jobs
-                   or (grant.max_memory is not None
-                       and self.memory.get(uid, 0) + need > grant.max_memory)):
-                left = deadline - time.monotonic()
-                if left <= 0 or self.stopping.is_set():
-                    raise errors.ServiceError(f"user {uid} runs {self.running[uid]} jobs holding "
-                                              f"{self.memory.get(uid, 0)} bytes, its limits "
-                                              f"({grant.why}), and none ended in time")
-                self.slots.wait(min(left, 0.5))
-            self.running[uid] = self.running.get(uid, 0) + 1
-            self.memory[uid] = self.memory.get(uid, 0) + need
-            self.clients[cid]["jobs"] += 1
-            self.totals["jobs"] += 1
-        if op == "stream" and not ch.local:
-            raise protocol.ProtocolError("files and pipes pass only over a local socket")
-        timer = threading.Timer(self.job_timeout, self._overdue, args=(ch,))
-        timer.daemon = True
-        timer.start()
-        job = object()
-        self.fair.join(job, grant.weight)
-        try:
+            raise errors.ServiceError(f"this job would hold {need} bytes of the service's memory "
+                                      f"({_memory_fields(op)}); user {uid} may hold "
+                                      f"{grant.max_memory} ({grant.why}): smaller messages or "
+                                      "chunks, or a sealed file")
+        with self._admitted(cid, uid, grant, need), self._job(ch, grant) as job:
             reply = (self._crypt(msg, req, fds, job, ch.local) if op == "crypt"
                      else self._aead(msg, fds, job, ch.local) if op == "aead"
                      else self._batch(msg, fds, job, ch.local) if op == "batch"
                      else self._stream(ch, msg, req, fds, job))
-        finally:
-            self.fair.leave(job)
-            timer.cancel()
-            with self.slots:
-                self.running[uid] -= 1
-                self.memory[uid] -= need
-                self.slots.notify_all()
         with self.lock:
             self.clients[cid]["bytes"] += reply["bytes"]
             self.totals["bytes"] += reply["bytes"]
         if self.metrics is not None:
             self.metrics.job(op, reply["bytes"], reply.get("device"))
         return {"ok": True, **reply}
+
+    @contextlib.contextmanager
+    def _admitted(self, cid, uid, grant, need: int):
+        """One of the user's job slots and ``need`` bytes of its memory, for the block: waits
+        past ``max_jobs`` or ``max_memory`` (up to the job time limit); given back when the
+        block ends, whatever ends it."""
+        with self.slots:
+            deadline = time.monotonic() + self.job_timeout
+            while (self.running.get(uid, 0) >= grant.max_jobs
+                   or (grant.max_memory is not None
+                       and self.memory.get(uid, 0) + need > grant.max_memory)):
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping.is_set():
+                    raise errors.ServiceError(f"user {uid} runs {self.running.get(uid, 0)} jobs "
+                                              f"holding {self.memory.get(uid, 0)} bytes, its "
+                                              f"limits ({grant.why}), and none ended in time")
+                self.slots.wait(min(left, 0.5))
+            self.running[uid] = self.running.get(uid, 0) + 1
+            self.memory[uid] = self.memory.get(uid, 0) + need
+            self.clients[cid]["jobs"] += 1
+            self.totals["jobs"] += 1
+        try:
+            yield
+        finally:
+            with self.slots:
+                self.running[uid] -= 1
+                self.memory[uid] -= need
+                self.slots.notify_all()
+
+    @contextlib.contextmanager
+    def _job(self, ch, grant):
+        """A running job: its time limit and its place among the fair shares, for the block."""
+        timer = threading.Timer(self.job_timeout, self._overdue, args=(ch,))
+        timer.daemon = True
+        timer.start()
+        job = object()
+        self.fair.join(job, grant.weight)
+        try:
+            yield job
+        finally:
+            self.fair.leave(job)
+            timer.cancel()
 
     def _hello(self) -> dict:
         return {"ok": True, "version": protocol.VERSION, "pid": os.getpid(), "uid": self.uid}
@@ -412,8 +434,6 @@ class Server:
             buf = _inline(msg, local)
             device = self._run_host(req, buf, msg.get("device"), job)
             return {"bytes": buf.nbytes, "data": buf.tobytes(), "device": device}
-        if len(fds) != 1:
-            raise protocol.ProtocolError("a crypt request carries its data inline or one memfd")
         buf, mm = self._map(fds[0], msg)
         n = buf.nbytes
         if n == 0:
@@ -458,15 +478,10 @@ class Server:
 
         from .. import aead, aeads
 
-        for f in ("cipher", "key", "nonce", "encrypt", "tag_length"):
-            if f not in msg:
-                raise protocol.ProtocolError(f"an aead request without {f!r}")
-        spec = aeads.spec(str(msg["cipher"]))
-        encrypt, tl = bool(msg["encrypt"]), int(msg["tag_length"])
+        spec = aeads.spec(msg["cipher"])   # (the fields: checked by schema.check)
+        encrypt, tl = msg["encrypt"], msg["tag_length"]
         key, nonce = msg["key"], msg["nonce"]
         aad = msg.get("aad") or b""
-        if not all(isinstance(x, bytes) for x in (key, nonce, aad)):
-            raise protocol.ProtocolError("key, nonce and aad must be bytes")
         spec.aead.check(spec.name, len(key), len(nonce), tl)
         impl = aead._implementation(spec.aead, False, msg.get("impl"))
         shared = None
@@ -474,16 +489,13 @@ class Server:
             src = _inline(msg, local)
             n = src.nbytes
         else:
-            if len(fds) != 1:
-                raise protocol.ProtocolError("an aead request carries its data inline or one memfd")
-            n = msg.get("text_length")
-            room = _sealed_size(fds[0], msg.get("length"), arena="arena" in msg)
-            if not isinstance(n, int) or not 0 <= n <= room:
-                raise protocol.ProtocolError("text_length must fit the shared buffer")
+            n = msg["text_length"]
+            room = _sealed_size(fds[0], msg["length"], arena="arena" in msg)
             shared = fds[0]
             src = np.empty(n, dtype=np.uint8)   # (read, then written back: no mapping outlives it)
             if n and os.preadv(shared, [memoryview(src)], 0) != n:
-                raise protocol.ProtocolError("the shared buffer is shorter than text_length")
+                raise errors.InvalidArgument("aead: the shared buffer is shorter than "
+                                             "text_length")
         try:
             if not encrypt and n < tl:
                 raise errors.InvalidTag(f"{spec.name}: the input ({n} bytes) is shorter than its tag")
@@ -491,7 +503,7 @@ class Server:
             aead._check_limits(spec, text, len(aad))
             out_n = n + tl if encrypt else n - tl
             if shared is not None and out_n > room:
-                raise protocol.ProtocolError("the shared buffer has no room for the tag")
+                raise errors.InvalidArgument("aead: length leaves no room for the tag")
             dst = np.empty(out_n, dtype=np.uint8)
             self.fair.take(job, n)
             device = msg.get("device") or "auto"
@@ -513,14 +525,8 @@ class Server:
         (zeros for the others) are written back."""
         from .. import aead, aeads
 
-        need = ("cipher", "encrypt", "tag_length", "m", "n", "keys", "nonce_length", "aad_length")
-        for f in need:
-            if f not in msg:
-                raise protocol.ProtocolError(f"a batch request without {f!r}")
-        if not all(isinstance(msg[f], int) and msg[f] >= 0 for f in need[2:]):
-            raise protocol.ProtocolError("a batch request's sizes must be counts")
-        spec = aeads.spec(str(msg["cipher"]))
-        encrypt, tl, m, n = bool(msg["encrypt"]), msg["tag_length"], msg["m"], msg["n"]
+        spec = aeads.spec(msg["cipher"])   # (the fields: checked by schema.check)
+        encrypt, tl, m, n = msg["encrypt"], msg["tag_length"], msg["m"], msg["n"]
         k, nl, kl = msg["keys"], msg["nonce_length"], spec.key_len
         spec.aead.check(spec.name, kl, nl, tl)
         impl = aead._implementation(spec.aead, False, msg.get("impl"))
@@ -528,13 +534,13 @@ class Server:
         mm, inline = None, "data" in msg
         if inline:
             region = _inline(msg, local)
-        elif len(fds) == 1:
-            region, mm = self._map(fds[0], msg)
         else:
-            raise protocol.ProtocolError("a batch request carries its buffer inline or one memfd")
+            region, mm = self._map(fds[0], msg)
         if region.nbytes != total:
-            raise protocol.ProtocolError(f"a batch buffer of {region.nbytes} bytes, its sizes "
-                                         f"say {total}")
+            del region
+            _unmap(mm)
+            raise errors.InvalidArgument(f"batch: a buffer of {region.nbytes} bytes; m, n, keys, "
+                                         f"nonce_length, aad_length and tag_length say {total}")
         v = protocol.batch_views(region, layout)
         table = v["keys"].reshape(k, kl).copy()
         try:
@@ -606,9 +612,10 @@ class Server:
         """The client's input descriptor to its output descriptor, progress sent as it goes."""
         from ..route import route
 
-        if len(fds) != 2:
-            raise protocol.ProtocolError("a stream request carries two descriptors (in, out)")
-        n = msg.get("nbytes")
+        # the size the client says is a hint for the route; what sizes work here (the output's
+        # pages faulted in ahead) is the input's own size, where it is a regular file
+        size = _remaining(fds[0])
+        n = size if size is not None else msg.get("nbytes")
         r = route(req, msg.get("device") or "auto", n, path="stream")
         start = time.monotonic()
         state = {"done": 0, "sent": start}
@@ -623,7 +630,7 @@ class Server:
 
         t0 = time.perf_counter()
         prefault = None
-        if msg.get("fresh_output") and r.engine.kind == "device":
+        if msg.get("fresh_output") and r.engine.kind == "device" and size is not None:
             from ..transfer.files import prefault_output
 
             prefault = prefault_output(fds[1], n, new=True)   # (a RAM disk's pages, ahead)
@@ -665,8 +672,27 @@ class Server:
         """Prometheus metrics (text format) on http://ADDR:PORT/metrics (prometheus-client)."""
         from .metrics import Metrics
 
+        check_port(port, "--metrics")
         self.metrics = Metrics(self)
         return self.metrics.start(port, addr)
+
+
+def check_job_timeout(seconds) -> float:
+    """A job time limit: a finite number of seconds above 0 (InvalidArgument naming
+    --job-timeout otherwise)."""
+    ok = (isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+          and math.isfinite(seconds) and seconds > 0)
+    if not ok:
+        raise errors.InvalidArgument(f"--job-timeout must be a number of seconds above 0, not "
+                                     f"{seconds!r}")
+    return float(seconds)
+
+
+def check_port(port, flag: str) -> int:
+    """A TCP port: 0 (any free one) to 65535 (InvalidArgument naming ``flag`` otherwise)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise errors.InvalidArgument(f"{flag}: the port must be 0 to 65535, not {port!r}")
+    return port
 
 
 #: malloc arenas the service's threads share (glibc's default is 8 per core): each connection
@@ -709,11 +735,19 @@ def _trim_heap() -> None:
 _MALLOC_TRIM = None
 
 
+#: a stream's chunk and depth counted where the client sizes one of them and not the other
+#: (the largest of the engines' defaults: transfer.chunking.DEFAULTS, transfer.pieces)
+STREAM_CHUNK, STREAM_DEPTH = 16 << 20, 4
+
+
 def _memory_need(op: str, msg: dict) -> int:
-    """Bytes of the service's own memory a job holds (the policy's max_memory counts them): its
-    inline data and reply, an AEAD message's copies (the text in, the text and tag out), a batch's
-    tables and, decrypting, its private output.  Buffers in the client's shared memory, files and
-    pipes cost none (the devices' staging is the service's, shared by every job)."""
+    """Bytes of the service's own memory a job holds (the policy's max_memory counts them),
+    from every field that sizes an allocation (schema.py has bounded each): its inline data and
+    reply; an AEAD message's copies (the text in, the text and tag out); a batch's tables (keys,
+    nonces, tags, offsets, indices, AAD) and, decrypting, its private output; a stream's buffers
+    where the client sizes them (``chunk_bytes`` x ``depth``, in and out).  Buffers in the
+    client's shared memory, files and pipes cost none, nor does a stream the service sizes
+    itself (the devices' staging is the service's, shared by every job)."""
     def count(key: str) -> int:
         v = msg.get(key)
         return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
@@ -723,10 +757,22 @@ def _memory_need(op: str, msg: dict) -> int:
     if op == "aead":
         return inline + 2 * count("text_length") + count("tag_length")
     if op == "batch":
+        from .. import aeads
+
         m = count("m")
-        tables = m * (count("nonce_length") + count("tag_length") + 21) + count("aad_length")
+        tables = (m * (count("nonce_length") + count("tag_length") + 8 + 4 + 8 + 1)
+                  + count("keys") * aeads.spec(msg["cipher"]).key_len + count("aad_length"))
         return inline + tables + (0 if msg.get("encrypt") else count("n"))
+    if op == "stream" and (count("chunk_bytes") or count("depth")):
+        return 2 * (count("chunk_bytes") or STREAM_CHUNK) * (count("depth") or STREAM_DEPTH)
     return inline
+
+
+def _memory_fields(op: str) -> str:
+    """The fields that make a job's memory (for its refusal)."""
+    return {"aead": "data, text_length, tag_length",
+            "batch": "data, m, nonce_length, tag_length, keys, aad_length, n",
+            "stream": "chunk_bytes x depth"}.get(op, "data")
 
 
 def _pinned_bytes() -> int:
@@ -741,24 +787,30 @@ def _request(msg: dict):
     from ..registry import lookup
     from ..request import make_request
 
-    for f in ("cipher", "key", "encrypt"):
-        if f not in msg:
-            raise protocol.ProtocolError(f"a request without {f!r}")
-    if msg.get("padding") is not None:
-        raise protocol.ProtocolError("padding is done by the client")
-    req = make_request(lookup(str(msg["cipher"])), msg["key"], msg.get("iv"), bool(msg["encrypt"]),
+    req = make_request(lookup(msg["cipher"]), msg["key"], msg.get("iv"), msg["encrypt"],
                        None, msg.get("sector_size"), msg.get("start_sector"),
-                       msg.get("impl"), bool(msg.get("allow_weak", False)))
+                       msg.get("impl"), bool(msg.get("allow_weak")))
     first = msg.get("first_block") or 0   # (a piece of a longer message: its place in it)
     if first:
-        chain = msg.get("chain")
-        if not isinstance(first, int) or first < 0 or not (chain is None or isinstance(chain, bytes)):
-            raise protocol.ProtocolError("first_block must be a count, chain bytes")
         try:
-            req = req.at(first, chain)
+            req = req.at(first, msg.get("chain"))
         except ValueError as e:
             raise errors.InvalidArgument(str(e)) from None
     return req
+
+
+def _remaining(fd: int) -> int | None:
+    """The bytes of a regular file from the descriptor's offset to its end; None for a pipe,
+    a socket, a device."""
+    import stat
+
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return max(0, st.st_size - os.lseek(fd, 0, os.SEEK_CUR))
+    except OSError:
+        return None
 
 
 def _sealed_size(fd: int, length, arena: bool = False) -> int:
