@@ -652,9 +652,10 @@ class _AEADClass:
         name = self._names.get(len(key))
         if name is None:
             from .errors import InvalidKeySize
+            from .registry import key_words
 
-            raise InvalidKeySize(f"{type(self).__name__} takes a key of "
-                                 f"{' or '.join(str(8 * k) for k in self._names)} bits, got {len(key)} bytes")
+            raise InvalidKeySize(f"{type(self).__name__} takes {key_words(self._names)}, got "
+                                 f"{len(key)} bytes")
         self._spec = aeads.spec(name)
         self._key = bytearray(key)
         self._tl = _tag_length(self._spec.aead, tag_length)

@@ -2,8 +2,8 @@
 
 Three ways to a key:
 
-* ``--key-file PATH`` (:func:`read_key_file`): the key as raw bytes (a file of exactly the
-  key's size) or as hex text.
+* ``--key-file PATH`` (:func:`read_key_file`): the key as hex text, or as raw bytes
+  (``--raw-key``; without it only a file that is not hex text, of exactly the key's size).
 * ``--pass SOURCE`` (:func:`read_passphrase`) and :func:`derive`: a passphrase turned into the
   key and IV the way ``openssl enc`` does it, either PBKDF2-HMAC (``-pbkdf2``) or the legacy
   ``EVP_BytesToKey`` with one iteration (files made by ``openssl enc`` without ``-pbkdf2``).
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # (cryptography is imported where a passphrase is derived: no
 from .errors import InvalidArgument
 
 __all__ = [
-    "SALT_MAGIC", "SALT_LEN", "HEADER_LEN", "DEFAULT_ITER", "DEFAULT_MD", "DIGESTS",
+    "SALT_MAGIC", "SALT_LEN", "HEADER_LEN", "DEFAULT_ITER", "MAX_ITER", "DEFAULT_MD", "DIGESTS",
     "PASS_LINE_MAX",
     "digest", "read_key_file", "read_passphrase", "derive", "make_header", "parse_header",
     "new_salt", "wipe",
@@ -62,6 +62,7 @@ SALT_MAGIC = b"Salted__"  # openssl enc header: magic (8 bytes) + salt (8 bytes)
 SALT_LEN = 8
 HEADER_LEN = len(SALT_MAGIC) + SALT_LEN
 DEFAULT_ITER = 10000  # openssl enc -pbkdf2 default
+MAX_ITER = 2**31 - 1  # PBKDF2's iteration count is a C int in OpenSSL (and in pyca's call to it)
 DEFAULT_MD = "sha256"  # openssl enc default digest since 1.1.0, for both derivations
 
 PASS_LINE_MAX = 1023  # openssl: BIO_gets(buf, APP_PASS_LEN = 1024) -> at most 1023 bytes a line
@@ -140,21 +141,22 @@ def wipe(buf) -> None:
 _HEX_TEXT = re.compile(rb"\s*([0-9A-Fa-f]*)\s*")
 
 
-def read_key_file(path: str, key_len, what: str | None = None) -> bytes:
-    """The key in ``--key-file PATH``: the file's bytes when its size is exactly ``key_len``,
-    else hex text (whitespace around it, such as a trailing newline, is ignored; nothing else
-    is).  ``what`` (the cipher's name) is used in messages.  ``key_len`` may be a tuple of the
-    lengths a cipher takes (CAST-128: 5..16): then hex text of one of them comes first (a file of
-    10 hex digits is a 5-byte key), else raw bytes of one of them."""
+def read_key_file(path: str, key_len, what: str | None = None, *, raw: bool = False) -> bytes:
+    """The key in ``--key-file PATH``.
+
+    A file whose content, whitespace around it ignored (a trailing newline), is all hex digits
+    is hex text, whatever its size.  Raw bytes are taken with ``raw=True`` (``--raw-key``): the
+    file's bytes, its size exactly the key's.  Without it a file that is not hex text is taken
+    as raw bytes only where nothing else can be meant: a size that is the key's.  ``key_len``
+    may be a tuple of the lengths a cipher takes (CAST-128: 5..16).  ``what`` (the cipher's
+    name) is used in messages; they never show the file's bytes."""
+    from .registry import key_words
+
     lens = (key_len,) if isinstance(key_len, int) else tuple(sorted(key_len))
     key_len = lens[-1]
-    who = what or "the cipher"
-    if len(lens) == 1:
-        want = (f"{who} takes a {key_len}-byte key: give {2 * key_len} hex digits or "
-                f"{key_len} raw bytes")
-    else:
-        want = (f"{who} takes a {lens[0]}- to {key_len}-byte key: give {2 * lens[0]} to "
-                f"{2 * key_len} hex digits or as many raw bytes")
+    who = f"{what or 'the cipher'} takes {key_words(lens)}"
+    digits = (f"{2 * lens[0]}" if len(lens) == 1 else f"{2 * lens[0]} to {2 * key_len}") + " hex digits"
+    where = f"--key-file {path}"
     limit = 4 * key_len + 4096  # anything longer is not a key file; read no more than this
     buf = bytearray(limit + 1)
     try:
@@ -168,29 +170,27 @@ def read_key_file(path: str, key_len, what: str | None = None) -> bytes:
                 n += got
     except OSError as e:
         wipe(buf)
-        raise InvalidArgument(f"--key-file {path}: cannot read: {e.strerror or e}") from None
+        raise InvalidArgument(f"{where}: cannot read: {e.strerror or e}") from None
+    m = None
     try:
-        if len(lens) > 1:
-            m = _HEX_TEXT.fullmatch(buf, 0, n)
-            if m is not None and (m.end(1) - m.start(1)) % 2 == 0 and (m.end(1) - m.start(1)) // 2 in lens:
+        if n > limit:
+            raise InvalidArgument(f"{where}: {who}; the file holds more than {limit} bytes")
+        if raw:
+            if n not in lens:
+                raise InvalidArgument(f"{where}: {who}; the file holds {n} raw bytes (--raw-key)")
+            return bytes(memoryview(buf)[:n])
+        m = _HEX_TEXT.fullmatch(buf, 0, n)
+        if m is not None and m.end(1) > m.start(1):
+            count = m.end(1) - m.start(1)
+            if count % 2 == 0 and count // 2 in lens:
                 with memoryview(buf) as mv:
                     return binascii.a2b_hex(mv[m.start(1):m.end(1)])
-            if n in lens:
-                return bytes(memoryview(buf)[:n])
-            raise InvalidArgument(f"--key-file {path}: {want}; the file holds {n} bytes")
-        if n == key_len:
+            hint = "; give --raw-key if the file holds raw bytes" if n in lens else ""
+            raise InvalidArgument(f"{where}: {who}: give {digits}, got {count} hex digits{hint}")
+        if n in lens:
             return bytes(memoryview(buf)[:n])
-        if n > limit:
-            raise InvalidArgument(f"--key-file {path}: {want}, the file holds more than {limit} bytes")
-        m = _HEX_TEXT.fullmatch(buf, 0, n)
-        if m is None:
-            raise InvalidArgument(f"--key-file {path}: {want}; the file holds {n} bytes that are "
-                                  "not hex text")
-        start, end = m.span(1)
-        if end - start != 2 * key_len:
-            raise InvalidArgument(f"--key-file {path}: {want}, got {end - start} hex digits")
-        with memoryview(buf) as mv:
-            return binascii.a2b_hex(mv[start:end])
+        raise InvalidArgument(f"{where}: {who}: give {digits} (or the raw bytes with --raw-key); "
+                              f"the file holds {n} bytes that are not hex text")
     finally:
         m = None
         wipe(buf)
@@ -343,8 +343,9 @@ def derive(passphrase: bytes, salt: bytes | None, key_len: int, iv_len: int, *, 
     may be ``None`` (``openssl enc -nosalt``).  ``iv`` is ``None`` when ``iv_len`` is 0.
     """
     algo = digest(md)
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise InvalidArgument(f"--iter must be a whole number of at least 1 (got {iterations!r})")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITER:
+        raise InvalidArgument(f"--iter must be a whole number from 1 to {MAX_ITER} "
+                              f"(got {iterations!r})")
     if key_len < 0 or iv_len < 0 or key_len + iv_len == 0:
         raise InvalidArgument(f"cannot derive a {key_len}-byte key and a {iv_len}-byte IV")
     if salt is None:

@@ -251,6 +251,27 @@ def unknown(name) -> UnsupportedCipher:
     return UnsupportedCipher(f"unknown cipher {shown!r}{hint}; `ciphergrid list` gives every name")
 
 
+def key_words(lens, parts: int = 1) -> str:
+    """The key sizes ``lens`` (bytes) as every message says them: "a 16-byte (128-bit) key",
+    "a 16-, 24- or 32-byte (128-, 192- or 256-bit) key", "a 5- to 16-byte (40- to 128-bit) key";
+    ``parts`` keys in one (XTS): "a 32-byte (256-bit) key (two 128-bit keys)"."""
+    lens = sorted(set(lens))
+
+    span = len(lens) > 2 and lens == list(range(lens[0], lens[-1] + 1))
+
+    def said(xs, unit):
+        if span:
+            return f"{xs[0]}- to {xs[-1]}-{unit}"
+        head = ", ".join(f"{x}-" for x in xs[:-1])
+        return f"{head} or {xs[-1]}-{unit}" if head else f"{xs[-1]}-{unit}"
+
+    words = f"a {said(lens, 'byte')} ({said([8 * k for k in lens], 'bit')}) key"
+    if parts > 1 and len(lens) == 1:
+        count = {2: "two", 3: "three"}.get(parts, str(parts))
+        words += f" ({count} {8 * lens[0] // parts}-bit keys)"
+    return words
+
+
 def suggest(name: str, candidates, n: int = 3) -> list[str]:
     """The ``n`` candidates closest to ``name`` (difflib's ratio of at least 0.6; of equal ratios,
     the longer common start first: aes-128-cbx suggests aes-128-cbc before aes-128-ecb)."""

@@ -158,13 +158,10 @@ def make_request(spec, key, iv, encrypt: bool, padding=None, sector_size=None, s
     mode = spec.mode
     key = bytes(key) if key is not None else b""
     if len(key) not in spec.key_lens:
-        if len(spec.key_lens) > 1:
-            lo, hi = min(spec.key_lens), max(spec.key_lens)
-            what = f"{lo}- to {hi}-byte ({8 * lo}- to {8 * hi}-bit)"
-        else:
-            what = f"{spec.key_len} bytes ({8 * spec.key_len} bits"
-            what += f": {mode.key_count} keys of {8 * spec.key_size} bits)" if mode.key_count > 1 else ")"
-        raise InvalidKeySize(f"{spec.name} takes a {what} key, got {len(key)} bytes")
+        from .registry import key_words
+
+        raise InvalidKeySize(f"{spec.name} takes {key_words(spec.key_lens, mode.key_count)}, "
+                             f"got {len(key)} bytes")
     if padding is not None and padding not in _padding.SCHEMES:
         raise InvalidArgument(f"padding must be None or 'pkcs7', got {padding!r}")
     if padding and not mode.paddable:

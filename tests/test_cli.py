@@ -398,3 +398,199 @@ def test_openssl_file_and_pipe_path_imports_no_numpy(name, tmp_path, rng):
     p = subprocess.run(base + ["decrypt", *common], input=ct, capture_output=True, env=cli_env(),
                        timeout=TIMEOUT)
     assert ok(p).stdout == data
+
+
+# --------------------------------------------------------------------------- in process (issue 46-48)
+
+def run_main(*args) -> int:
+    """``ciphergrid.cli.main`` in this process; argparse's exits as their codes."""
+    from ciphergrid.cli import main
+
+    try:
+        return main([str(a) for a in args])
+    except SystemExit as e:
+        return e.code
+
+
+def _one_error_line(err: str) -> str:
+    lines = [x for x in err.rstrip("\n").split("\n") if not x.startswith("ciphergrid: warning:")]
+    assert len(lines) == 1 and lines[0].startswith("ciphergrid: error:"), err
+    return lines[0]
+
+
+def test_help_lists_every_command_with_its_line(capsys):
+    """`ciphergrid --help`: every command on a line of its own with its help text (seal, open and
+    serve included; a command added without help= shows no text and fails here)."""
+    import argparse
+    import re
+
+    from ciphergrid.cli.parser import build_parser
+
+    assert run_main("--help") == 0
+    out = capsys.readouterr().out
+    sub = next(a for a in build_parser([])._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {a.dest: a.help for a in sub._choices_actions}
+    assert set(helps) == set(sub.choices) and {"seal", "open", "serve"} <= set(helps)
+    for name, text in helps.items():
+        assert text, f"{name} has no help text"
+        first = " ".join(text.split()[:2])
+        assert re.search(rf"^\s+{re.escape(name)}\s+{re.escape(first)}", out, re.M), (name, out)
+
+
+def test_unrecognised_option_points_to_the_commands_help(tmp_path, capsys):
+    """The command's own help is named, and no value among the extra arguments is shown (a
+    mistyped option's value may be a key)."""
+    assert run_main("encrypt", "-c", "aes-128-ctr", "--key-file", tmp_path / "k", "--bogus",
+                    "--kye", "00112233445566778899aabbccddeeff") == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line == ("ciphergrid: error: unrecognized arguments: --bogus --kye and 1 more "
+                    "(see `ciphergrid encrypt --help`)"), line
+    assert run_main("list", "extra") == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "see `ciphergrid list --help`" in line and "extra" not in line, line
+    # what the top-level parser itself refuses still names the top-level help
+    assert run_main("nosuchcommand") == 2
+    assert "see `ciphergrid --help`" in _one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("iv,why", [("xyz", "characters other than 0-9, a-f"),
+                                    ("zz" * 16, "characters other than 0-9, a-f"),
+                                    ("abc", "an odd number of digits (3)"),
+                                    ("00" * 15 + "0", "an odd number of digits (31)")])
+def test_bad_hex_names_what_is_wrong(iv, why, tmp_path, capsys):
+    """Characters that are not hex digits are said first (not "odd number of digits" for
+    "xyz"), then the digits' parity."""
+    (tmp_path / "k").write_text(K16)
+    assert run_main("encrypt", "-c", "aes-128-cbc", "--key-file", tmp_path / "k", "--iv", iv,
+                    "--in", tmp_path / "k", "--out", tmp_path / "o") == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("ciphergrid: error: --iv must be hexadecimal") and line.endswith(why), line
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("pad", [[], ["--pad", "pkcs7"]])
+def test_partial_block_is_an_input_error_padded_or_not(pad, tmp_path, capsys):
+    """17 bytes to a CBC decryption: exit 2 with or without --pad pkcs7 (the length is the
+    input's error); 3 stays for padding that does not check."""
+    (tmp_path / "k").write_text(K16)
+    src = tmp_path / "in"
+    src.write_bytes(bytes(17))
+    common = ["decrypt", "-c", "aes-128-cbc", "--key-file", tmp_path / "k", "--iv", IV16, *pad,
+              "--out", tmp_path / "o"]
+    assert run_main(*common, "--in", src) == 2
+    assert "17 bytes is not a multiple of 16" in _one_error_line(capsys.readouterr().err)
+    if pad:
+        src.write_bytes(_bad_padding_input())
+        assert run_main(*common, "--in", src) == 3
+        assert "padding" in _one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("n", ["0", "-1", str(2**31), str(2**32 - 1), str(2**32), str(10**11),
+                               str(2**64), "1e3", "ten", ""])
+def test_iter_out_of_range_is_one_line(n, capsys):
+    """--iter outside 1 .. 2^31-1 (what OpenSSL's PBKDF2 takes): exit 2, one line, before any
+    derivation (was: 0 taken as 10000; 2^31 a Rust panic; 2^64 an OverflowError)."""
+    assert run_main("encrypt", "-c", "aes-128-cbc", "--pbkdf2", "--pass", "pass:pw",
+                    "--iter", n) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "--iter" in line and "1 to 2147483647" in line and "see `ciphergrid encrypt --help`" in line
+
+
+def test_iter_bounds_accepted():
+    from ciphergrid import keys
+    from ciphergrid.cli.parser import _iterations
+
+    assert _iterations("1") == 1 and _iterations(str(2**31 - 1)) == keys.MAX_ITER == 2**31 - 1
+    with pytest.raises(ciphergrid.InvalidArgument, match="from 1 to 2147483647"):
+        keys.derive(b"pw", bytes(8), 16, 16, pbkdf2=True, iterations=2**31)
+
+
+# --------------------------------------------------------------------------- --service for every job
+
+@pytest.fixture
+def service():
+    """A service in a thread of this process (as tests/test_service.py's), on a socket in a
+    fresh short folder; stopped, its socket gone, at the end."""
+    import tempfile
+    import threading
+
+    from ciphergrid.service.server import Server
+
+    d = tempfile.mkdtemp(prefix="cg-cli-")
+    s = Server(os.path.join(d, "s.sock"), job_timeout=20)
+    t = threading.Thread(target=s.serve_forever, daemon=True)
+    t.start()
+    yield s
+    s.stop()
+    t.join(15)
+    shutil.rmtree(d, ignore_errors=True)
+    assert not t.is_alive()
+
+
+#: jobs that go through a context, not a stream: (name, options, data length)
+CONTEXT_JOBS = {
+    "pad": ("aes-128-cbc", ["--pad", "pkcs7"], 1000),
+    "base64": ("aes-128-ctr", ["-a"], 1000),
+    "passphrase": ("aes-128-cbc", ["--pbkdf2", "--pass", "env:CG_CLI_PW", "--iter", "2"], 1000),
+}
+
+
+@pytest.mark.parametrize("job", list(CONTEXT_JOBS))
+def test_context_jobs_run_through_the_named_service(job, service, tmp_path, capsys, monkeypatch):
+    """--pad pkcs7, -a and passphrase jobs with --service: run by the service (-v says so), the
+    same bytes as in this process, both ways (they were run here, the service ignored)."""
+    from ciphergrid import keys
+
+    name, opts, n = CONTEXT_JOBS[job]
+    monkeypatch.setenv("CG_CLI_PW", "pw")
+    monkeypatch.setattr(keys, "new_salt", lambda: bytes(range(8)))   # (the same header twice)
+    (tmp_path / "k").write_text(K16)
+    keyed = [] if "--pbkdf2" in opts else ["--key-file", tmp_path / "k", "--iv", IV16]
+    src = tmp_path / "in"
+    data = bytes(range(256)) * (n // 256) + bytes(n % 256)
+    src.write_bytes(data)
+    outs = {}
+    for where in (service.address, "off"):
+        out = tmp_path / f"out-{where == 'off'}"
+        assert run_main("encrypt", "-c", name, *keyed, *opts, "--in", src, "--out", out, "-v", "-q",
+                        "--service", where) == 0
+        err = capsys.readouterr().err
+        assert ("by the service at " + service.address in err) == (where != "off"), err
+        outs[where] = out.read_bytes()
+    assert outs[service.address] == outs["off"] and outs["off"] != data
+    back = tmp_path / "back"
+    assert run_main("decrypt", "-c", name, *keyed, *opts, "--in", tmp_path / "out-False",
+                    "--out", back, "-v", "-q", "--service", service.address) == 0
+    assert "by the service at" in capsys.readouterr().err
+    assert back.read_bytes() == data
+
+
+#: every kind of job the command line takes: (name, options); a stream, contexts, an AEAD
+EVERY_JOB = {
+    "stream": ("aes-128-ctr", []),
+    "pad": ("aes-128-cbc", ["--pad", "pkcs7"]),
+    "base64": ("aes-128-ctr", ["-a"]),
+    "passphrase": ("aes-128-cbc", ["--pbkdf2", "--pass", "env:CG_CLI_PW"]),
+    "aead": ("aes-128-gcm", ["--nonce", "00" * 12]),
+}
+
+
+@pytest.mark.parametrize("direction", ["encrypt", "decrypt"])
+@pytest.mark.parametrize("job", list(EVERY_JOB))
+def test_a_named_service_that_does_not_answer_fails_every_job(job, direction, tmp_path, capsys,
+                                                               monkeypatch):
+    """--service PATH where nothing answers: exit 5, one line, no output, for every kind of job
+    (it was ignored, the job run here, for contexts and passphrases)."""
+    name, opts = EVERY_JOB[job]
+    monkeypatch.setenv("CG_CLI_PW", "pw")
+    (tmp_path / "k").write_text(K16)
+    keyed = [] if "--pbkdf2" in opts else ["--key-file", tmp_path / "k"]
+    keyed += ["--iv", IV16] if not opts or opts[0] in ("--pad", "-a") else []
+    src = tmp_path / "in"
+    src.write_bytes(bytes(64))
+    out = tmp_path / "o"
+    assert run_main(direction, "-c", name, *keyed, *opts, "--in", src, "--out", out,
+                    "--service", tmp_path / "nothing.sock") == 5
+    assert "no service at" in _one_error_line(capsys.readouterr().err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "k"]

@@ -163,15 +163,65 @@ def test_nopad_with_pbkdf2(openssl, rng):
     assert ossl(openssl, "-d", "-aes-128-cbc", "-pbkdf2", "-nopad", "-pass", f"pass:{PW}", data=ct) == data
 
 
-@pytest.mark.parametrize("form", ["hex", "hex-newline", "raw"])
+@pytest.mark.parametrize("form", ["hex", "hex-newline", "raw", "raw-key"])
 def test_key_file(tmp_path, rng, ref, form):
     key, iv, data = rng.randbytes(32), rng.randbytes(16), rng.data(100)
+    if form == "raw":
+        key = b"\xff" + key[1:]   # (not hex text: taken as raw bytes without --raw-key)
     kf = tmp_path / "k"
-    kf.write_bytes({"hex": key.hex().encode(), "hex-newline": key.hex().encode() + b"\n",
-                    "raw": key}[form])
-    p = ok(cli("encrypt", "-c", "aes-256-ctr", "--key-file", kf, "--iv", iv.hex(), input=data))
+    kf.write_bytes({"hex": key.hex().encode(), "hex-newline": key.hex().encode() + b"\n"}.get(form, key))
+    raw = ["--raw-key"] if form == "raw-key" else []
+    p = ok(cli("encrypt", "-c", "aes-256-ctr", "--key-file", kf, *raw, "--iv", iv.hex(), input=data))
     assert p.stdout == ref.encrypt(data, "aes-256-ctr", key, iv)
     assert b"warning" not in p.stderr
+
+
+def _main(*args) -> int:
+    from test_cli import run_main
+
+    return run_main(*args)
+
+
+@pytest.mark.parametrize("newline", [b"", b"\n"])
+def test_key_file_of_32_hex_characters_for_a_256_bit_cipher(newline, tmp_path, capsys, ref):
+    """32 ASCII hex characters (and no newline) for aes-256-ctr: hex text, a 16-byte key, refused
+    in one line (it was silently taken as 32 raw bytes; with a newline as hex); --raw-key takes
+    the 32 bytes."""
+    text = bytes(range(16)).hex().encode()
+    kf, src, out = tmp_path / "k", tmp_path / "in", tmp_path / "o"
+    kf.write_bytes(text + newline)
+    src.write_bytes(b"attack at dawn")
+    common = ["encrypt", "-c", "aes-256-ctr", "--key-file", kf, "--iv", "00" * 16, "--in", src,
+              "--out", out]
+    assert _main(*common) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"ciphergrid: error: --key-file {kf}: aes-256-ctr takes a 32-byte (256-bit) key: "
+                   "give 64 hex digits, got 32 hex digits"
+                   + ("; give --raw-key if the file holds raw bytes" if not newline else "")), err
+    assert not out.exists()
+    if not newline:
+        assert _main(*common, "--raw-key") == 0
+        assert out.read_bytes() == ref.encrypt(b"attack at dawn", "aes-256-ctr", text, bytes(16))
+    else:
+        assert _main(*common, "--raw-key") == 2
+        assert "33 raw bytes" in capsys.readouterr().err
+    assert _main("encrypt", "-c", "aes-256-ctr", "--key", "00" * 32, "--raw-key", "--in", src) == 2
+    assert "--raw-key says how --key-file holds the key" in capsys.readouterr().err
+
+
+def test_key_size_wording_is_one_everywhere(tmp_path, capsys):
+    """--key, --key-file, a block cipher and an AEAD: "takes a 16-byte (128-bit) key"."""
+    kf, src = tmp_path / "k", tmp_path / "in"
+    kf.write_text("00" * 5)
+    src.write_bytes(bytes(16))
+    for cipher, more in (("aes-128-ctr", ["--iv", "00" * 16]), ("aes-128-gcm", ["--nonce", "00" * 12])):
+        for key in (["--key", "00" * 5], ["--key-file", kf]):
+            assert _main("encrypt", "-c", cipher, *key, *more, "--in", src) == 2
+            err = capsys.readouterr().err
+            assert f"{cipher} takes a 16-byte (128-bit) key" in err, err
+    assert _main("encrypt", "-c", "aes-128-xts", "--key", "00" * 16, "--iv", "00" * 16, "--in", src) == 2
+    assert "aes-128-xts takes a 32-byte (256-bit) key (two 128-bit keys), got 16 bytes" in \
+        capsys.readouterr().err
 
 
 def test_key_file_wrong_size_does_not_show_the_key(tmp_path, rng):

@@ -150,9 +150,9 @@ def test_wipe():
 
 
 # ------------------------------------------------------------------------------------ --key-file
-def _key_error(path, key_len, what=None) -> str:
+def _key_error(path, key_len, what=None, raw=False) -> str:
     with pytest.raises(InvalidArgument) as ei:
-        keys.read_key_file(str(path), key_len, what)
+        keys.read_key_file(str(path), key_len, what, raw=raw)
     return str(ei.value)
 
 
@@ -164,11 +164,30 @@ def test_key_file_raw_and_hex(tmp_path):
     for text in (key.hex(), key.hex() + "\n", key.hex().upper() + "\r\n", "  \n" + key.hex() + " \t\n"):
         kf.write_text(text)
         assert keys.read_key_file(str(kf), 16, "aes-128-ctr") == key
-    raw = b"0123456789abcdef"  # 16 bytes that look like hex: the size says raw
+    raw = b"0123456789abcdef"  # 16 raw bytes that are hex digits: hex (8 bytes) unless --raw-key
     kf.write_bytes(raw)
-    assert keys.read_key_file(str(kf), 16) == raw
+    assert keys.read_key_file(str(kf), 16, raw=True) == raw
+    assert _key_error(kf, 16, "aes-128-ctr") == (
+        f"--key-file {kf}: aes-128-ctr takes a 16-byte (128-bit) key: give 32 hex digits, got 16 "
+        "hex digits; give --raw-key if the file holds raw bytes")
     kf.write_bytes(b"\n" * 32)  # raw bytes that look like whitespace
     assert keys.read_key_file(str(kf), 32) == b"\n" * 32
+
+
+def test_key_file_of_exactly_the_hex_digits_of_a_shorter_key(tmp_path):
+    """32 hex digits, no newline, for a 256-bit cipher: hex text (16 bytes: refused), not 32 raw
+    bytes; with a newline the same; --raw-key takes the 32 bytes."""
+    kf = tmp_path / "k"
+    text = os.urandom(16).hex().encode()
+    for content in (text, text + b"\n"):
+        kf.write_bytes(content)
+        msg = _key_error(kf, 32, "aes-256-ctr")
+        assert "got 32 hex digits" in msg and text.decode()[:8] not in msg
+        assert ("--raw-key" in msg) == (len(content) == 32)
+    kf.write_bytes(text)
+    assert keys.read_key_file(str(kf), 32, raw=True) == text
+    kf.write_bytes(text + b"\n")
+    assert "33 raw bytes (--raw-key)" in _key_error(kf, 32, raw=True)
 
 
 def test_key_file_wrong_sizes_do_not_show_the_key(tmp_path):
@@ -176,8 +195,8 @@ def test_key_file_wrong_sizes_do_not_show_the_key(tmp_path):
     secret = os.urandom(10).hex()
     kf.write_text(secret + "\n")
     msg = _key_error(kf, 16, "aes-128-ctr")
-    assert msg == (f"--key-file {kf}: aes-128-ctr takes a 16-byte key: give 32 hex digits or "
-                   "16 raw bytes, got 20 hex digits")
+    assert msg == (f"--key-file {kf}: aes-128-ctr takes a 16-byte (128-bit) key: give 32 hex "
+                   "digits, got 20 hex digits")
     assert "\n" not in msg
     kf.write_text(secret[:-1])  # odd number of digits
     assert "got 19 hex digits" in _key_error(kf, 16)
@@ -186,7 +205,7 @@ def test_key_file_wrong_sizes_do_not_show_the_key(tmp_path):
     for content in (os.urandom(20), ("00" * 8 + " " + "00" * 8).encode(), b"0x" + b"00" * 16, b""):
         kf.write_bytes(content)
         msg = _key_error(kf, 16)
-        assert str(kf) in msg and "16-byte key" in msg
+        assert str(kf) in msg and "16-byte (128-bit) key" in msg
         if len(content) > 4:
             assert content.hex() not in msg and repr(content) not in msg
             assert content[2:10].decode("latin-1") not in msg
@@ -505,5 +524,5 @@ def test_key_file_of_a_cipher_with_many_key_sizes(tmp_path):
     p.write_bytes(bytes(range(1, 11)))
     assert keys.read_key_file(str(p), lens, "cast5-ecb") == bytes(range(1, 11))
     p.write_bytes(bytes(3))
-    with pytest.raises(InvalidArgument, match="5- to 16-byte key"):
+    with pytest.raises(InvalidArgument, match=r"5- to 16-byte \(40- to 128-bit\) key"):
         keys.read_key_file(str(p), lens, "cast5-ecb")

@@ -128,10 +128,10 @@ class BlockCipher:
 
     def check_key(self, key: bytes) -> None:
         if len(key) not in self.key_sizes:
-            sizes = ", ".join(str(8 * k) for k in self.key_sizes)
-            raise InvalidKeySize(
-                f"{self.name} takes a {sizes}-bit key, got {len(key)} bytes ({8 * len(key)} bits)"
-            )
+            from ..registry import key_words
+
+            raise InvalidKeySize(f"{self.name} takes {key_words(self.key_sizes)}, got {len(key)} "
+                                 f"bytes")
 
     def openssl_name(self, spec) -> str | None:
         """OpenSSL's EVP name of a cipher·mode (None: OpenSSL lacks it)."""

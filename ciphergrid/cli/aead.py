@@ -92,13 +92,18 @@ def cmd_aead(args, encrypt: bool) -> int:
         aad = _file_bytes(args.aad_file, "--aad-file")
     tl = _tag_length(aead, args.tag_length)
     src = Input(args.infile)
+    client = None
     try:
+        # a service named that does not answer fails the job here (exit 5), before the key
+        client = _service_client(args)
         if args.key_file is not None and args.key is not None:
             raise InvalidArgument("give one of --key, --key-file")
+        if args.raw_key and args.key_file is None:
+            raise InvalidArgument("--raw-key says how --key-file holds the key: give --key-file")
         if args.key_file is not None:
             from .. import keys
 
-            key = keys.read_key_file(args.key_file, (spec.key_len,), spec.name)
+            key = keys.read_key_file(args.key_file, (spec.key_len,), spec.name, raw=args.raw_key)
         elif args.key is not None:
             _warn("--key puts the key on the command line, where other users can read it (ps, "
                   "/proc); prefer --key-file")
@@ -116,10 +121,8 @@ def cmd_aead(args, encrypt: bool) -> int:
             raise InvalidArgument(f"{spec.name}: the input ({n} bytes) is shorter than its tag "
                                   f"({tl} bytes)")
         out_n = n + tl if encrypt else n - tl
-        client = _service_client(args)
         if client is not None:
-            with client:
-                return _aead_served(args, encrypt, client, spec, key, nonce, aad, tl, data, out_n)
+            return _aead_served(args, encrypt, client, spec, key, nonce, aad, tl, data, out_n)
         if args.verbose:
             from ..route import route_aead
 
@@ -151,6 +154,8 @@ def cmd_aead(args, encrypt: bool) -> int:
                     held[0].close()  # (the mapping goes when its last view does)
             bar.advance(n)
     finally:
+        if client is not None:
+            client.close()
         src.close()
     return EXIT_OK
 

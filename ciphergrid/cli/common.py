@@ -56,15 +56,21 @@ def _warn(message: str) -> None:
 
 
 def _hex(value: str, what: str) -> bytes:
+    """``value`` as hex (whitespace between pairs allowed, as bytes.fromhex); an error names what
+    is wrong -- characters other than hex digits first, then an odd count -- never the value."""
     v = value.strip()
+    digits = "".join(v.split())
+    if not all(c in "0123456789abcdefABCDEF" for c in digits):
+        raise InvalidArgument(f"{what} must be hexadecimal: the {len(v)} characters given contain "
+                              "characters other than 0-9, a-f")
+    if len(digits) % 2:
+        raise InvalidArgument(f"{what} must be hexadecimal: the {len(v)} characters given contain "
+                              f"an odd number of digits ({len(digits)})")
     try:
         return bytes.fromhex(v)
-    except ValueError:  # never echo the value: it may be a key
-        why = "an odd number of digits" if len(v.replace(" ", "")) % 2 else "characters other than 0-9, a-f"
-        raise InvalidArgument(f"{what} must be hexadecimal: the {len(v)} characters given contain {why}") \
-            from None
-
-
+    except ValueError:  # (whitespace inside a pair) never echo the value: it may be a key
+        raise InvalidArgument(f"{what} must be hexadecimal: the {len(v)} characters given are "
+                              "not whole pairs of digits") from None
 
 
 def _file_bytes(path: str, flag: str) -> bytes:

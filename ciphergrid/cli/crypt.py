@@ -59,6 +59,9 @@ def _crypt(args, encrypt: bool, src, out) -> int:
             raise InvalidArgument(f"{flag} is for AEADs (aes-256-gcm, chacha20-poly1305, ...), "
                                   f"not {spec.name}")
     tuning = _pipeline_flags(args)
+    # the service named (or the per-user one under auto) runs every job of this command; one
+    # named that does not answer fails it here (exit 5), before a key is read or asked for
+    client = _service_client(args)
     cipher = None
     try:
         kg = _keying(args, spec, encrypt, src)
@@ -97,30 +100,39 @@ def _crypt(args, encrypt: bool, src, out) -> int:
         out_size = None
         if n is not None:  # everything the size decides, before any output
             req.admit(n)
-            bs = spec.block_size
-            if padding and not encrypt and (n == 0 or n % bs):
-                raise InvalidPadding(f"{spec.name}: padded data is a positive multiple of {bs} "
-                                     f"bytes, the input holds {n}")
+            # a length that is not whole blocks is the input's error (2), padded or not; only
+            # a padding that is missing or does not check is an authentication failure (3)
+            if padding and not encrypt:
+                req.check_length(n)
+                if n == 0:
+                    raise InvalidPadding(f"{spec.name}: padded data is at least one block: the "
+                                         "input is empty")
             if not padding:
                 req.check_length(n)
             out_size = req.out_len(n) + len(header)
-        # a stream the service runs: it checks the device itself, and this process looks at
-        # none (no CUDA import, no context); else the device is checked now
-        client = _service_client(args) if _streams(args, req, n) else None
+        # through a service: a stream is its engine's (our descriptors handed over), anything
+        # else goes through a context whose pieces it runs; it checks the device itself, and this
+        # process looks at none (no CUDA import, no context).  Else the device is checked now.
+        served_stream = client is not None and _streams(args, req, n)
+        cipher.close()
         if client is None:
-            cipher.close()
             cipher = keyed(args.device)
+        elif not served_stream:
+            cipher = client.Cipher(spec.name, kg.key, kg.iv, device=args.device, padding=padding,
+                                   sector_size=args.sector_size, start_sector=args.start_sector,
+                                   constant_time=args.constant_time, allow_weak=args.allow_weak)
+        else:
+            cipher = None
         if out is None:
             out = Output(args.outfile, size=out_size, sync=not args.no_sync)
         try:
             with out:
-                if client is not None:
-                    with client:
-                        if header:
-                            out.write(header)
-                        _run_served(args, encrypt, client, req, src, out, n, tuning)
+                if served_stream:
+                    if header:
+                        out.write(header)
+                    _run_served(args, encrypt, client, req, src, out, n, tuning)
                 else:
-                    _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning)
+                    _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning, client)
         except BaseException as e:
             if (isinstance(e, OSError) and not e.filename and e.errno in _OUT_ERRNOS
                     and out.name not in str(e)):
@@ -130,10 +142,15 @@ def _crypt(args, encrypt: bool, src, out) -> int:
     finally:
         if cipher is not None:
             cipher.close()  # the keys it set up on a device are wiped
+        if client is not None:
+            client.close()
     return EXIT_OK
 
 
-def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning) -> None:
+def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning,
+         client=None) -> None:
+    """The job in this process (a stream on its engine, or a context), or through ``client``'s
+    context (its pieces run by the service)."""
     from ..progress import Progress
     from ..route import route
 
@@ -146,15 +163,22 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning)
         write = b64.write
     if header:
         write(header)
-    streams = _streams(args, req, n)
-    r = route(req, args.device, n if streams else min(n or READ_CHUNK, READ_CHUNK),
-              path="stream" if streams else "array")
-    if args.verbose:
-        why = f" ({r.reason})" if r.reason else (" (chosen by auto)" if args.device == "auto" else "")
-        print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} on {r.device}{why}",
-              file=sys.stderr)
+    streams = client is None and _streams(args, req, n)
+    if client is not None:
+        where = "service"
+        if args.verbose:
+            print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} by the "
+                  f"service at {client.address} (a context: its pieces run there)", file=sys.stderr)
+    else:
+        r = route(req, args.device, n if streams else min(n or READ_CHUNK, READ_CHUNK),
+                  path="stream" if streams else "array")
+        where = r.device
+        if args.verbose:
+            why = f" ({r.reason})" if r.reason else (" (chosen by auto)" if args.device == "auto" else "")
+            print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} on {r.device}{why}",
+                  file=sys.stderr)
     verb = "encrypted" if encrypt else "decrypted"
-    with Progress(n, quiet=args.quiet, verb=verb, device=r.device) as bar:
+    with Progress(n, quiet=args.quiet, verb=verb, device=where) as bar:
         if streams:
             prefault = None
             if r.engine.kind == "device" and out.kind == "replace":

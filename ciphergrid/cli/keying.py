@@ -15,21 +15,14 @@ class _Keying:
         self.key, self.iv, self.phrase, self.md = key, iv, phrase, md
 
 
-def _file_bytes(path: str, flag: str) -> bytes:
-    """A small file named by an option (associated data, a context), whole."""
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise InvalidArgument(f"{flag} {path}: cannot read: {e.strerror}") from None
-
-
 def _keying(args, spec, encrypt: bool, src) -> _Keying:
     """From --key-file / --key / --pbkdf2 --pass (exactly one way)."""
     given = [f for f, v in (("--key", args.key), ("--key-file", args.key_file),
                             ("--pass", args.passphrase)) if v is not None]
     if len(given) > 1:
         raise InvalidArgument(f"give one of --key, --key-file, --pass (got {' and '.join(given)})")
+    if args.raw_key and args.key_file is None:
+        raise InvalidArgument("--raw-key says how --key-file holds the key: give --key-file")
     if args.iter is not None:
         args.pbkdf2 = True  # as openssl: -iter forces PBKDF2
     if args.passphrase is None and not args.pbkdf2:
@@ -39,7 +32,8 @@ def _keying(args, spec, encrypt: bool, src) -> _Keying:
         if args.key_file is not None:
             from .. import keys
 
-            return _Keying(keys.read_key_file(args.key_file, spec.key_lens, spec.name), iv)
+            return _Keying(keys.read_key_file(args.key_file, spec.key_lens, spec.name,
+                                              raw=args.raw_key), iv)
         if args.key is None:
             raise InvalidArgument("no key: give --key-file PATH, --key HEX, or --pbkdf2 --pass SOURCE")
         _warn("--key puts the key on the command line, where other users can read it (ps, "

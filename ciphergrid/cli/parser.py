@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
+from ..keys import MAX_ITER
 from .common import EXIT_CODES, EXIT_SIGNAL, EXIT_USAGE
 
 DESCRIPTION = ("bulk encryption and decryption on GPUs, OpenCL devices and OpenSSL: encrypt, decrypt, "
@@ -34,6 +35,29 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(EXIT_USAGE, f"ciphergrid: error: {message} (see `{self.prog} --help`)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but arguments no parser took are the command's error (its own help
+        named), said without the values among them (a mistyped option's value may be a key)."""
+        args, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = self._commands.get(getattr(args, "command", None), self) \
+                if hasattr(self, "_commands") else self
+            named = [a for a in extra if a.startswith("-")]
+            rest = len(extra) - len(named)
+            words = " ".join(named) + (f" and {rest} more" if named and rest else "") if named \
+                else f"{rest} argument{'s' if rest > 1 else ''} more than it takes"
+            command.error(f"unrecognized arguments: {words}")
+        return args
+
+
+def _iterations(text: str) -> int:
+    """--iter: a whole number from 1 to MAX_ITER (what OpenSSL's PBKDF2 takes: a C int)."""
+    t = text.strip()
+    if not (t.isascii() and t.isdigit()) or len(t) > 12 or not 1 <= int(t) <= MAX_ITER:
+        shown = t if len(t) <= 24 else t[:21] + "..."
+        raise argparse.ArgumentTypeError(f"give a whole number from 1 to {MAX_ITER}, not {shown!r}")
+    return int(t)
+
 
 _EPILOG = "exit codes: " + "; ".join(f"{k}{'+N' if k == EXIT_SIGNAL else ''} {v.split(' (')[0]}"
                                      for k, v in EXIT_CODES.items() if k != EXIT_SIGNAL) \
@@ -46,12 +70,15 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     ap = _Parser(prog="ciphergrid", description=DESCRIPTION, epilog=_EPILOG)
     ap.add_argument("--version", action="version", version=f"ciphergrid {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ap._commands = sub.choices   # (each command's parser: its errors name its help)
     for name in ("encrypt", "decrypt"):
         p = sub.add_parser(name, help=f"{name} a file or stdin", epilog=_EPILOG)
         p.add_argument("--cipher", "-c", required=True, help="e.g. aes-128-ctr, aes-256-xts (see `ciphergrid list`)")
         k = p.add_argument_group("key (one of)")
         k.add_argument("--key-file", metavar="PATH",
-                       help="the key as hex text, or raw bytes when the file's size is the key's")
+                       help="the key as hex text (raw bytes: add --raw-key)")
+        k.add_argument("--raw-key", action="store_true",
+                       help="--key-file holds the key's raw bytes, not hex text")
         k.add_argument("--key", "-K", help="the key in hex (XTS: both keys); visible in ps: prefer --key-file")
         k.add_argument("--pass", dest="passphrase", metavar="SOURCE",
                        help="passphrase as openssl: pass:TEXT, env:VAR, file:PATH, fd:N, stdin "
@@ -59,7 +86,8 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
         k.add_argument("--pbkdf2", action="store_true",
                        help="derive key and IV from a passphrase as `openssl enc -pbkdf2` "
                             "(Salted__ header, PKCS#7 padding for ECB/CBC)")
-        k.add_argument("--iter", type=int, metavar="N", help="PBKDF2 iterations (default 10000; implies --pbkdf2)")
+        k.add_argument("--iter", type=_iterations, metavar="N",
+                       help=f"PBKDF2 iterations, 1 to {MAX_ITER} (default 10000; implies --pbkdf2)")
         k.add_argument("--md", metavar="DIGEST", help="passphrase digest (default sha256)")
         p.add_argument("--iv", help="IV / initial counter / XTS tweak in hex (GCM: the nonce)")
         p.add_argument("--nonce", help="AEADs: the nonce in hex (never reuse one under a key)")
@@ -110,7 +138,10 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
                        ("open", "open a sealed file or stdin (all of it, or --offset/--length)")):
         p = sub.add_parser(name, help=what, epilog=_EPILOG)
         p.add_argument("--key-file", required=True, metavar="PATH",
-                       help="the input key: 16 bytes (32 with --aes256), raw or as hex text")
+                       help="the input key: 16 bytes (32 with --aes256) as hex text (raw bytes: "
+                            "add --raw-key)")
+        p.add_argument("--raw-key", action="store_true",
+                       help="--key-file holds the key's raw bytes, not hex text")
         p.add_argument("--aes256", action="store_true",
                        help="Cobblestone-256 (SHA-512 + AES-256-GCM) instead of Cobblestone-128")
         c = p.add_mutually_exclusive_group()
