@@ -137,13 +137,18 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     for name, what in (("seal", "seal a file or stdin: C2SP chunked encryption (Cobblestone-128)"),
                        ("open", "open a sealed file or stdin (all of it, or --offset/--length)")):
         p = sub.add_parser(name, help=what, epilog=_EPILOG)
-        p.add_argument("--key-file", required=True, metavar="PATH",
+        k = p.add_mutually_exclusive_group(required=True)
+        k.add_argument("--key-file", metavar="PATH",
                        help="the input key: 16 bytes (32 with --aes256) as hex text (raw bytes: "
                             "add --raw-key)")
         p.add_argument("--raw-key", action="store_true",
                        help="--key-file holds the key's raw bytes, not hex text")
         p.add_argument("--aes256", action="store_true",
                        help="Cobblestone-256 (SHA-512 + AES-256-GCM) instead of Cobblestone-128")
+        k.add_argument("--pass", dest="passphrase", metavar="SOURCE", nargs="?", const="",
+                       help="a passphrase instead of a key (Argon2id, docs/format.md): pass:TEXT, "
+                            "env:VAR, file:PATH, fd:N, stdin; --pass alone: asked on the terminal"
+                            + (" twice" if name == "seal" else ""))
         c = p.add_mutually_exclusive_group()
         c.add_argument("--context", metavar="TEXT", help="the context the message is bound to")
         c.add_argument("--context-file", metavar="PATH", help="the context, from a file")
@@ -157,6 +162,22 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
             p.add_argument("--offset", type=int, metavar="N",
                            help="the first byte of the message to open (negative: from its end)")
             p.add_argument("--length", type=int, metavar="M", help="bytes to open (default: to the end)")
+            p.add_argument("--all-or-nothing", action="store_true",
+                           help="stdout, a pipe or a device: hold the plaintext in an unlinked "
+                                "temporary file ($TMPDIR) and write it only once every chunk "
+                                "verified (a regular --out always is all or nothing)")
+        else:
+            from ..settings import bytes_option
+
+            p.add_argument("--argon2-memory", type=bytes_option("--argon2-memory"), metavar="SIZE",
+                           help="with --pass: Argon2id's memory (default 64Mi, at most 1Gi)")
+            p.add_argument("--argon2-iterations", type=int, metavar="N",
+                           help="with --pass: Argon2id's passes (default 3, at most 10)")
+            p.add_argument("--argon2-lanes", type=int, metavar="N",
+                           help="with --pass: Argon2id's lanes (default 4, at most 16)")
+        p.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+        p.add_argument("--verbose", "-v", action="store_true",
+                       help="say where the chunks run (and the passphrase's Argon2id costs)")
     p = sub.add_parser("keygen", help="make a new random key file (hex text) for seal and open",
                        epilog=_EPILOG)
     p.add_argument("--out", dest="outfile", metavar="PATH", required=True,

@@ -1,71 +1,290 @@
-"""``ciphergrid seal`` / ``open``: sealed files (C2SP chunked encryption)."""
+"""``ciphergrid seal`` / ``open``: sealed files (C2SP chunked encryption), under a key file or a
+passphrase (formats/passphrase.py: an Argon2id wrapper in front of the unchanged body)."""
 
 from __future__ import annotations
 
-from ..errors import InvalidArgument, InvalidTag
-from .common import EXIT_OK, _file_bytes
+import sys
+
+from ..errors import ChunkFailed, InvalidArgument, InvalidTag
+from .common import EXIT_OK, _file_bytes, _note_written, _warn
+
+#: bytes copied at a time from the staging file of --all-or-nothing to the output
+COPY_STEP = 4 << 20
 
 
 def cmd_seal(args, seal: bool) -> int:
     """``ciphergrid seal`` / ``open``: C2SP chunked encryption (Cobblestone-128, or -256 with
     --aes256); the chunks in OpenSSL's C loop on every core, or in AEAD batches of 64 MiB on a
-    device (formats/cobblestone.py, transfer/sealed.py).  ``open`` releases
-    each chunk once its tag verified (a regular --out appears only when the whole message did);
-    with --offset / --length it maps the file and reads only the chunks of that range."""
-    from .. import keys
-    from ..fileio import Input, Output
+    device (formats/cobblestone.py, transfer/sealed.py).  ``open`` releases each chunk once its
+    tag verified (a regular --out appears only when the whole message did; --all-or-nothing
+    holds a stream's back until then too); with --offset / --length it maps the file and reads
+    only the chunks of that range."""
+    from ..fileio import Input
     from ..formats import cobblestone as cb
 
-    sch = cb.scheme(args.aes256)
-    key = keys.read_key_file(args.key_file, sch.key_len, sch.name)
+    _check_flags(args, seal)
     context = args.context.encode() if args.context is not None else b""
     if args.context_file is not None:
         context = _file_bytes(args.context_file, "--context-file")
-    ranged = not seal and (args.offset is not None or args.length is not None)
     src = Input(args.infile)
     try:
-        if ranged:
-            import mmap
-
-            if not src.regular:
-                raise InvalidArgument("--offset / --length need a regular --in file (a pipe has no "
-                                      "random access)")
-            sealed = mmap.mmap(src.fd, 0, prot=mmap.PROT_READ) if src.size else b""
-            data = cb.decrypt_range(sealed, key, context, args.offset or 0, args.length,
-                                    aes256=args.aes256, device=args.device)
-            with Output(args.outfile, sync=not args.no_sync) as out:
-                out.write(data)
-            return EXIT_OK
-        with Output(args.outfile, sync=not args.no_sync) as out:
-            (_seal_stream if seal else _open_stream)(src, out, sch, key, context, args.device)
+        if seal:
+            return _seal(args, src, context)
+        if args.offset is not None or args.length is not None:
+            return _open_range(args, src, context)
+        head = bytearray(cb.HEADER)
+        got = src.readinto(head)
+        key, sch, head = _open_key(args, src, bytes(head[:got]), stream=True)
+        return _open(args, src, context, key, sch, head)
     finally:
         src.close()
+
+
+def _check_flags(args, seal: bool) -> None:
+    if seal:
+        costs = [f for f, v in (("--argon2-memory", args.argon2_memory),
+                                ("--argon2-iterations", args.argon2_iterations),
+                                ("--argon2-lanes", args.argon2_lanes)) if v is not None]
+        if costs and args.passphrase is None:
+            raise InvalidArgument(f"{costs[0]} sets the passphrase's cost: give it with --pass")
+        return
+    ranged = args.offset is not None or args.length is not None
+    if args.all_or_nothing and ranged:
+        raise InvalidArgument("--all-or-nothing is for a whole message (a range is opened whole "
+                              "before it is written)")
+
+
+def _key_file(args, sch) -> bytes:
+    from .. import keys
+
+    raw = {"raw": True} if getattr(args, "raw_key", False) else {}
+    return keys.read_key_file(args.key_file, sch.key_len, sch.name, **raw)
+
+
+def _passphrase(args, src, confirm: bool) -> bytes:
+    from .. import keys
+
+    source = args.passphrase or None
+    if source is not None and source.startswith("pass:"):
+        _warn("--pass pass:... puts the passphrase on the command line, where other users can "
+              "read it; prefer env:, file:, fd: or the prompt")
+    return keys.read_passphrase(source, confirm=confirm, stdin_is_data=src.is_stdin)
+
+
+def _derive(args, phrase: bytes, wrapper) -> bytes:
+    """The C2SP input key from the passphrase (-v: the costs and the time they took)."""
+    import time
+
+    from ..formats import passphrase as pp
+
+    t0 = time.perf_counter()
+    key = pp.input_key(phrase, wrapper)
+    if args.verbose:
+        p = wrapper.params
+        print(f"ciphergrid: Argon2id {p.memory_kib} KiB, {p.iterations} passes, {p.lanes} lanes: "
+              f"{time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return key
+
+
+# ------------------------------------------------------------------------------------ seal
+def _seal(args, src, context: bytes) -> int:
+    from ..fileio import Output
+    from ..formats import cobblestone as cb
+    from ..formats import passphrase as pp
+
+    sch = cb.scheme(args.aes256)
+    wrapper = b""
+    if args.passphrase is not None:
+        d = pp.DEFAULT
+        memory = args.argon2_memory
+        if memory is not None and memory % 1024:
+            raise InvalidArgument(f"--argon2-memory {memory} bytes: give whole KiB (e.g. 64Mi)")
+        params = pp.Argon2Params(d.memory_kib if memory is None else memory // 1024,
+                                 args.argon2_iterations or d.iterations,
+                                 args.argon2_lanes or d.lanes).check("--argon2-*")
+        w = pp.make(params, aes256=args.aes256)
+        key = _derive(args, _passphrase(args, src, confirm=True), w)
+        wrapper = w.raw
+    else:
+        key = _key_file(args, sch)
+    total = None if src.size is None else cb.sealed_length(src.size) - cb.HEADER
+    _where(args, sch, "seal")
+    with _Stream(args, "sealed", total) as st:
+        with Output(args.outfile, sync=not args.no_sync) as out:
+            st.out = out
+            from ..transfer import sealed
+
+            s = cb.Sealer(sch, key, context, device=args.device, path="stream")
+            out.write(wrapper + s.header())
+            sealed.seal(src.f, out.fd, s, progress=st.advance)
     return EXIT_OK
 
 
-def _seal_stream(src, out, sch, key: bytes, context: bytes, device: str) -> None:
-    """The input sealed into ``out`` after the header, in pieces of whole chunks read, sealed
-    and written by workers at once (transfer/sealed.py); the piece that ends the input is the
-    final one (its last chunk shorter, possibly empty)."""
+# ------------------------------------------------------------------------------------ open
+def _open_key(args, src, head: bytes, stream: bool):
+    """(input key, scheme, the C2SP header) for ``open``: from --key-file, or from --pass and the
+    passphrase wrapper at the start of the input (``head``: its first bytes; a stream's header
+    read on past the wrapper).  A wrapped file with a key file, or a plain one with a
+    passphrase, is said as such before anything else."""
+    from ..formats import cobblestone as cb
+    from ..formats import passphrase as pp
+
+    wrapped = pp.is_wrapped(head)
+    if args.passphrase is None:
+        if wrapped:
+            raise InvalidArgument("the input is sealed with a passphrase (its CG-PASS header): "
+                                  "open it with --pass")
+        sch = cb.scheme(args.aes256)
+        return _key_file(args, sch), sch, head
+    if not wrapped:
+        raise InvalidArgument("the input is not sealed with a passphrase (no CG-PASS header): "
+                              "open it with --key-file")
+    if stream and len(head) < pp.WRAPPER:
+        raise pp.Truncated("the sealed message is shorter than its passphrase header: nothing "
+                           "is released")
+    w = pp.parse(head)
+    if args.aes256 and not w.aes256:
+        raise InvalidArgument("--aes256: the input's passphrase header says Cobblestone-128")
+    sch = cb.scheme(w.aes256)
+    key = _derive(args, _passphrase(args, src, confirm=False), w)
+    if stream:   # the C2SP header: what was read past the wrapper, and the rest of it
+        rest = bytearray(cb.HEADER - (len(head) - pp.WRAPPER))
+        got = src.readinto(rest)
+        head = head[pp.WRAPPER:] + bytes(rest[:got])
+    return key, sch, head
+
+
+def _open_range(args, src, context: bytes) -> int:
+    import mmap
+
+    from ..fileio import Output
+    from ..formats import cobblestone as cb
+    from ..formats import passphrase as pp
+
+    if not src.regular:
+        raise InvalidArgument("--offset / --length need a regular --in file (a pipe has no "
+                              "random access)")
+    sealed = mmap.mmap(src.fd, 0, prot=mmap.PROT_READ) if src.size else b""
+    key, sch, _ = _open_key(args, src, bytes(sealed[:pp.WRAPPER]), stream=False)
+    body = memoryview(sealed)[pp.WRAPPER:] if args.passphrase is not None else sealed
+    try:
+        data = cb.decrypt_range(body, key, context, args.offset or 0, args.length,
+                                aes256=sch.key_len == 32, device=args.device)
+    finally:
+        if isinstance(body, memoryview):
+            body.release()
+    with Output(args.outfile, sync=not args.no_sync) as out:
+        out.write(data)
+    return EXIT_OK
+
+
+def _open(args, src, context: bytes, key: bytes, sch, head: bytes) -> int:
+    from ..fileio import Output
+    from ..formats import cobblestone as cb
+
+    if len(head) < cb.HEADER:
+        raise cb.Truncated(f"{sch.name}: the sealed message is shorter than its header: nothing "
+                           "is released")
+    op = cb.Opener(sch, key, context, head, device=args.device, path="stream")
+    total = None
+    if src.size is not None:
+        total = cb.message_length(cb.HEADER + src.size)   # (Truncated before anything is read)
+    _where(args, sch, "open")
+    from ..transfer import sealed
+
+    with _Stream(args, "opened", total) as st:
+        with Output(args.outfile, sync=not args.no_sync) as out:
+            st.out = out
+            if args.all_or_nothing and out.kind == "through":
+                _staged(src, out, op, st)
+            else:
+                sealed.open_(src.f, out.fd, op, progress=st.advance)
+    return EXIT_OK
+
+
+def _staged(src, out, op, st) -> None:
+    """--all-or-nothing to a stream: the plaintext opened into an unlinked temporary file, copied
+    to ``out`` only once every chunk verified (nothing of it survives a failure or a crash)."""
+    import os
+    import tempfile
+
+    from ..transfer import sealed
+
+    with tempfile.TemporaryFile(prefix="ciphergrid-open-") as f:
+        sealed.open_(src.f, f.fileno(), op)
+        buf = bytearray(COPY_STEP)
+        pos = 0
+        while True:
+            got = os.preadv(f.fileno(), [buf], pos)
+            if not got:
+                return
+            out.write(memoryview(buf)[:got])
+            st.bar.advance(got)
+            pos += got
+
+
+def _where(args, sch, verb: str) -> None:
+    """-v: where the chunks run (OpenSSL's C loop on this process's cores, or a device's AEAD
+    batches)."""
+    if not args.verbose:
+        return
     from ..formats import cobblestone as cb
     from ..transfer import sealed
 
-    s = cb.Sealer(sch, key, context, device=device, path="stream")
-    out.write(s.header())
-    sealed.seal(src.f, out.fd, s, progress=out.count)
+    n = sealed.BATCH_PIECE
+    if cb._native(sch, args.device, "stream", n, n // cb.CHUNK):
+        where = f"native (OpenSSL's C loop, {sealed.cores()} cores)"
+    else:
+        from .. import aeads
+        from ..route import route_aead
+
+        r = route_aead(aeads.spec(sch.aead), args.device, n, n // cb.CHUNK, nonce_len=cb.NONCE,
+                       tag_length=cb.TAG)
+        where = f"{r.device} (AEAD batches of {n >> 20} MiB)" + (f", {r.reason}" if r.reason else "")
+    print(f"ciphergrid: {sch.name} {verb} on {where}", file=sys.stderr)
 
 
-def _open_stream(src, out, sch, key: bytes, context: bytes, device: str) -> None:
-    """The sealed input opened into ``out`` in pieces (transfer/sealed.py): each piece's chunks
-    verified before any of its plaintext is written."""
-    from ..formats import cobblestone as cb
-    from ..transfer import sealed
+class _Stream:
+    """The run's progress bar, and on a failure the one-line error's account of what a
+    write-through output (stdout, a pipe, a device) already got: a signal or an I/O error says
+    how many bytes reached it (as ``encrypt``); a chunk or truncation found after verified
+    chunks were written says so instead of "nothing is released"."""
 
-    header = bytearray(cb.HEADER)
-    got = src.readinto(header)
-    if got < cb.HEADER:
-        raise InvalidTag(f"{sch.name}: the sealed message is shorter than its header: nothing is "
-                         "released")
-    op = cb.Opener(sch, key, context, bytes(header), device=device, path="stream")
-    sealed.open_(src.f, out.fd, op, progress=out.count)
+    def __init__(self, args, verb: str, total: int | None):
+        from ..progress import Progress
 
+        self.bar = Progress(total, quiet=args.quiet, verb=verb, device=args.device)
+        self.out = None
+
+    def advance(self, k: int) -> None:
+        self.out.count(k)
+        self.bar.advance(k)
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, et, e, tb):
+        self.bar.__exit__(et, e, tb)
+        out = self.out
+        if e is None or out is None or out.kind != "through":
+            return False
+        if isinstance(e, InvalidTag):
+            if out.written:
+                raise _released(e, out) from None
+            return False
+        _note_written(e, out)
+        return False
+
+
+def _released(e: InvalidTag, out) -> InvalidTag:
+    """``e`` (its class kept: its exit code) said with the verified bytes ``out`` got first."""
+    text = str(e)
+    for tail in (": nothing more is released", ": nothing is released"):
+        text = text.replace(tail, "")
+    when = f"chunk {e.chunk} failed" if isinstance(e, ChunkFailed) and e.chunk is not None \
+        else "this was found"
+    new = type(e)(f"{text}; {out.written} verified bytes were written to {out.name} before {when}")
+    if isinstance(e, ChunkFailed):
+        new.chunk = e.chunk
+    return new
