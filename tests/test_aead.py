@@ -624,7 +624,7 @@ def test_layout_remembered_for_equal_offsets_only(name, cpu_device, rng, monkeyp
     equal pieces of a batch, repeated calls) and again for any other layout or GCM's other
     GHASH pass (several keys); its arrays are read-only; a refused layout is never remembered;
     jobs that share a layout give the pyca texts and tags of their own messages."""
-    from ciphergrid.aeads import base as aead_base
+    from ciphergrid.engines.device_aead import driver as aead_base
     from ciphergrid.aeads.base import make_batch
     from ciphergrid.route import engine
 
@@ -730,7 +730,7 @@ def test_tags_kernels_once_per_job_where_slices_cut_between_messages(name, cpu_d
 
 
 def test_job_in_slices(aead_name, device, rng, monkeypatch):
-    """aeads.base.Job slices: a job's texts uploaded, run and downloaded in byte ranges (each
+    """device_aead.job.Job slices: a job's texts uploaded, run and downloaded in byte ranges (each
     slice's kernels waiting only for its own texts and the metadata) give the texts and tags of
     the whole job, both directions, every implementation, one key (GCM's
     one-key passes) and several (its general ones), an empty slice, 16 KiB messages (the counter
@@ -833,7 +833,7 @@ def test_batch_in_pieces_on_several_queues(aead_name, device, rng, monkeypatch):
     # the driver's pieces, on two kernel queues taken in turn (DeviceAEAD.kernel_queues; a
     # serial AEAD's default is several)
     from ciphergrid import aeads
-    from ciphergrid.aeads.base import SERIAL_KERNEL_QUEUES
+    from ciphergrid.engines.device_aead.driver import SERIAL_KERNEL_QUEUES
 
     drv = eng.aead_driver(aead_name)
     parallel = aeads.lookup(aead_name).parallel_message

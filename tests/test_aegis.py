@@ -132,12 +132,13 @@ def _driver(device, **opts):
     if device == "native":
         pytest.skip("native is the OpenSSL engine, not a backend (and OpenSSL lacks AEGIS)")
     from ciphergrid.devices import backend, resolve
+    from ciphergrid.engines import device_aead
 
     key = (device, tuple(sorted(opts.items())))
     if key not in _DRIVERS:
         be = backend(resolve(device))
         c = lookup(NAME)
-        _DRIVERS[key] = c.implementation("fast").driver(be, c, NAME, **opts)
+        _DRIVERS[key] = device_aead.build(be, c, NAME, **opts)
     return _DRIVERS[key]
 
 
@@ -240,7 +241,7 @@ def test_device_aligned_and_mixed(device, knobs, rng):
 def test_byte_misaligned():
     """The default driver sends a batch to the staged kernel on GPUs when a text starts at an
     offset that is not a multiple of 4 (the last offset, the end, does not count)."""
-    from ciphergrid.aeads.aegis import byte_misaligned
+    from ciphergrid.engines.device_aead.aegis import byte_misaligned
 
     assert not byte_misaligned(np.array([0, 16, 32, 48], dtype=np.int64))
     assert not byte_misaligned(np.array([0, 4, 12, 13], dtype=np.int64))
@@ -342,7 +343,7 @@ def test_local_table_kernel_unoptimized(device, knobs):
         pytest.skip("GPUs run this variant in the other tests")
     import pyopencl as cl
 
-    from ciphergrid.aeads.aegis import source
+    from ciphergrid.engines.device_aead.aegis import source
     from ciphergrid.backends.base import Program
 
     defines = {"AEGIS_GROUP": 8, "AEGIS_TABLE_LOCAL": 1, **knobs}

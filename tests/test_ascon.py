@@ -25,10 +25,9 @@ def _driver(device, **options):
         pytest.skip("OpenSSL lacks Ascon: the native engine is no device backend")
     from ciphergrid.devices import backend, resolve
 
-    aead = lookup(NAME)
-    if options:
-        return aead.implementation("fast").driver(backend(resolve(device)), aead, NAME, **options)
-    return aead.driver(backend(resolve(device)), NAME)
+    from ciphergrid.engines import device_aead
+
+    return device_aead.build(backend(resolve(device)), lookup(NAME), NAME, **options)
 
 
 def _run(drv, encrypt, keys, nonces, aads, texts, in_place=False):

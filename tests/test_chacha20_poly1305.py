@@ -1,4 +1,4 @@
-"""ChaCha20-Poly1305 (RFC 8439) through its device driver (ciphergrid/aeads/chacha20_poly1305.py).
+"""ChaCha20-Poly1305 (RFC 8439) through its device driver (ciphergrid/engines/device_aead/chacha20_poly1305.py).
 
 Vectors (RFC 8439 §2.8.2 and A.5, Wycheproof, the cryptography_vectors files) run as batches, one
 driver call per group or file; pyca/cryptography's ChaCha20Poly1305 is the differential reference
@@ -15,8 +15,9 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305 as Ref
 
 from ciphergrid.aeads import lookup
 from ciphergrid.aeads.base import make_batch, verify
-from ciphergrid.aeads.chacha20_poly1305 import CIPHER, ChaChaDriver
+from ciphergrid.aeads.chacha20_poly1305 import CIPHER
 from ciphergrid.devices import backend, resolve
+from ciphergrid.engines.device_aead.chacha20_poly1305 import ChaChaDriver
 from ciphergrid.errors import InvalidIVSize, InvalidKeySize
 from ciphergrid.vectors import aeads as aead_vectors
 
@@ -162,9 +163,9 @@ def test_differential_edges(device, rng, knobs):
 def test_long_messages_in_segments(device, rng, monkeypatch, seg_log, knobs):
     """Poly1305 in segments (kernels: CHACHA_SEG_LOG, here so small that short messages have
     many, the last one shorter): every edge length against pyca, whole and in slices cut
-    inside the messages on ChaCha20 blocks (aeads.base.Job slices: each slice runs the blocks
+    inside the messages on ChaCha20 blocks (device_aead.job.Job slices: each slice runs the blocks
     and the segments it holds whole, the tags of the messages it completes)."""
-    import ciphergrid.aeads.chacha20_poly1305 as mod
+    import ciphergrid.engines.device_aead.chacha20_poly1305 as mod
 
     if device == "native":
         pytest.skip("native is the OpenSSL engine, not a device backend")

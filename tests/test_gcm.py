@@ -1,4 +1,5 @@
-"""AES-GCM (ciphergrid/aeads/gcm.py, kernels/gcm.cl) through its driver on every device present.
+"""AES-GCM (ciphergrid/aeads/gcm.py, engines/device_aead/gcm.py, kernels/gcm.cl) through its
+driver on every device present.
 
 * the declaration; the plain-Python model of SP 800-38D (tests/gcm_model.py) against pyca;
 * the vectors of the data file (McGrew-Viega test cases 1-18, the Wycheproof subset with its
@@ -23,8 +24,10 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 import gcm_model
 from ciphergrid import aeads
-from ciphergrid.aeads import gcm
+from ciphergrid.aeads import gcm as gcm_decl
 from ciphergrid.aeads.base import make_batch
+from ciphergrid.engines import device_aead
+from ciphergrid.engines.device_aead import gcm
 from ciphergrid.errors import InvalidArgument, InvalidIVSize, InvalidKeySize
 from ciphergrid.vectors import aeads as aead_vectors
 
@@ -38,7 +41,7 @@ IMPLS = ("fast", "ct")
 def _driver(spec: str, name: str, impl: str):
     from ciphergrid.devices import backend, resolve
 
-    return aeads.lookup(name).driver(backend(resolve(spec)), name, impl)
+    return device_aead.build(backend(resolve(spec)), aeads.lookup(name), name, impl)
 
 
 def driver(device: str, name: str, impl: str):
@@ -100,7 +103,7 @@ def groups(vs):
 
 def test_declaration():
     c = aeads.family("aes-gcm")
-    assert c is gcm.CIPHER and c.names == {"aes-128-gcm": 16, "aes-192-gcm": 24, "aes-256-gcm": 32}
+    assert c is gcm_decl.CIPHER and c.names == {"aes-128-gcm": 16, "aes-192-gcm": 24, "aes-256-gcm": 32}
     for n in NAMES:
         assert aeads.lookup(n) is c and c.openssl[n] == "AESGCM"
     assert list(c.tag_lengths) == [12, 13, 14, 15, 16] and c.default_tag_length == 16
@@ -116,7 +119,7 @@ def test_declaration():
 
 
 def test_declaration_refuses():
-    c = gcm.CIPHER
+    c = gcm_decl.CIPHER
     with pytest.raises(InvalidKeySize):
         c.check("aes-128-gcm", 24, 12, 16)
     with pytest.raises(InvalidIVSize):
@@ -186,7 +189,7 @@ def _cavp(sample: int | None):
         pytest.skip("cryptography_vectors is not installed")
     assert len(vs) > 40_000
     # the CAVP files also have 32- and 64-bit tags (SP 800-38D Appendix C): the API refuses those
-    vs = [v for v in vs if len(v.tag) in gcm.CIPHER.tag_lengths]
+    vs = [v for v in vs if len(v.tag) in gcm_decl.CIPHER.tag_lengths]
     if sample is not None:
         vs = random.Random(20260601).sample(vs, sample)
     return groups(vs)
@@ -217,7 +220,7 @@ def test_differential_batch(device, impl, name):
     directions, against pyca."""
     drv = driver(device, name, impl)
     r = random.Random(f"{name}-{impl}")
-    k = gcm.CIPHER.names[name]
+    k = gcm_decl.CIPHER.names[name]
     pool = [r.randbytes(k) for _ in range(3)]
     m = len(LENGTHS)
     keys = [r.choice(pool) if i % 2 else r.randbytes(k) for i in range(m)]
@@ -306,7 +309,7 @@ def _launches(drv, monkeypatch) -> list:
 def _knob_driver(spec: str, name: str, knobs: tuple):
     from ciphergrid.devices import backend, resolve
 
-    return gcm.GCMDriver(backend(resolve(spec)), gcm.CIPHER, name, **dict(knobs))
+    return gcm.GCMDriver(backend(resolve(spec)), gcm_decl.CIPHER, name, **dict(knobs))
 
 
 #: the variants of scripts/dev/aead_knobs.py: positional GHASH tables (gh), ct groups (grp), the ct

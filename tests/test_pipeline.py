@@ -727,6 +727,7 @@ def test_aead_batch_copies_stay_inside_registrations(cl, rng, monkeypatch):
     tags are those of the same batch in fresh memory."""
     from ciphergrid import aeads
     from ciphergrid.aeads.base import make_batch
+    from ciphergrid.engines import device_aead
     from ciphergrid.transfer import batches
 
     monkeypatch.setenv(settings.ENV_PIN_CACHE, "1Gi")
@@ -741,11 +742,11 @@ def test_aead_batch_copies_stay_inside_registrations(cl, rng, monkeypatch):
     lens.append(n - sum(lens))
     off = np.concatenate([[0], np.cumsum(lens)])
     name = "aes-128-gcm"
-    drv = aeads.lookup(name).driver(b, name)
+    drv = device_aead.build(b, aeads.lookup(name), name)
     drv.piece_bytes, drv.slice_bytes = 100_000, 30_000
     args = ([bytes(16)] * len(lens), [rng.data(12) for _ in lens], [b""] * len(lens))
     fresh = make_batch(name, True, 16, *args, [src[off[i]:off[i + 1]].tobytes() for i in range(len(lens))])
-    want = aeads.lookup(name).driver(cl.backend, name).run(fresh)
+    want = device_aead.build(cl.backend, aeads.lookup(name), name).run(fresh)
     batch = make_batch(name, True, 16, *args, [b""] * len(lens))
     batch.src, batch.dst, batch.off = src, dst, off
     tags = batches.run(b, drv, batch, depth=2)

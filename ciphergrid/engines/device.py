@@ -165,9 +165,11 @@ class DeviceEngine(Engine):
     # -- AEADs (aeads/): each name's driver built once per device and implementation ------------------
     def aead_driver(self, name: str, impl: str | None = None):
         from .. import aeads
+        from . import device_aead
 
         return self.backend.owned(("aead", name, impl or "fast"),
-                                  lambda: aeads.lookup(name).driver(self.backend, name, impl))
+                                  lambda: device_aead.build(self.backend, aeads.lookup(name), name,
+                                                            impl))
 
     def _run_batch(self, batch, impl, received=None, beside=None):
         """The tags of ``batch`` (texts into ``batch.dst``), or with ``received`` the mask of the

@@ -9,8 +9,8 @@ a third, each piece's kernels waiting on the device for its uploads and its down
 kernels -- so one piece's upload, another's kernels and a third's download run at once (both copy
 engines and the SMs busy), and no host thread waits for another's lock.  A job's host work is a
 few vectorised array operations and ONE upload of its metadata from page-locked staging
-(aeads.base.Job.stage); the first piece's first slice of texts goes up before any of it
-(``head_start``).  The pieces are large and move in slices (Job's ``slices``: each
+(engines.device_aead.job.Job.stage); the first piece's first slice of texts goes up before any
+of it (``head_start``).  The pieces are large and move in slices (Job's ``slices``: each
 slice's texts uploaded, run and downloaded on their own, the host work once per piece; a
 slice's download is enqueued right after its launches; a serial AEAD's long messages go in
 whole pieces: ``layout``), and a message longer than a slice is cut into slices inside it
@@ -31,8 +31,9 @@ from itertools import accumulate
 
 import numpy as np
 
-from ..aeads.base import Head, upload_texts, verify
+from ..aeads.base import verify
 from ..engines.base import start_beside
+from ..engines.device_aead.job import Head, upload_texts
 from .pinning import pinned
 
 #: text per piece (whole messages); up to 2 x DEPTH pieces in flight; RAMP: halvings of the
@@ -96,7 +97,7 @@ def _rising(values, end: int) -> list[int]:
 
 def slice_cuts(off: np.ndarray, slice_bytes: int, align: int = 0) -> list[int]:
     """Byte offsets in a piece's texts (``off``: its message offsets) where its slices start,
-    and its end: [0, ..., total] (aeads.base.Job's ``slices``).  Each multiple of
+    and its end: [0, ..., total] (engines.device_aead.job.Job's ``slices``).  Each multiple of
     ``slice_bytes`` falls on the first message starting at or after it, or, with ``align``,
     inside a message longer than ``slice_bytes`` on the multiple of ``align`` bytes from the
     message's start at or before it: one long message moves in slices as a batch does (smaller
@@ -198,9 +199,9 @@ HEAD_PAD = 64
 def head_start(backend, batch, nbytes: int, first: int, queue) -> Head | None:
     """The first ``first`` bytes (rounded down to the device's view alignment) of ``batch``'s
     host texts uploaded on ``queue`` into a new device buffer for a job of its first ``nbytes``
-    (aeads.base.Head), before that job's host work and the pieces' own cutting: the copy engine
-    starts sooner after the call (its head was 0.7-0.9 ms against the copy strawman's 0.3,
-    docs/benchmarks.md 0n).  None for GPU-resident or non-contiguous texts."""
+    (engines.device_aead.job.Head), before that job's host work and the pieces' own cutting: the
+    copy engine starts sooner after the call (its head was 0.7-0.9 ms against the copy
+    strawman's 0.3, docs/benchmarks.md 0n).  None for GPU-resident or non-contiguous texts."""
     src = batch.src
     if not (isinstance(src, np.ndarray) and src.flags.c_contiguous and src.dtype == np.uint8):
         return None
@@ -218,7 +219,7 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
     ``backend`` (see the module docstring) with at most ``2 * depth`` pieces in flight (None:
     the driver's ``piece_bytes`` or PIECE_BYTES, DEPTH).  ``driver``: the AEAD's driver on
-    ``backend`` (aeads.base.DeviceAEAD).
+    ``backend`` (engines.device_aead.driver.DeviceAEAD).
 
     With ``received`` (decryption: the (m, tag length) tags that came with the messages):
     each piece's tags are compared with them as soon as the piece is done, while later pieces

@@ -33,9 +33,9 @@ def setup(name: str, shape: str, device: str):
 
 def use_sliced(drv, variant: str) -> None:
     """Set ``drv``'s pieces to ``variant``, PIECE:SLICE:DEPTH:HEAD:TAIL[:FIRST] (SLICE 0: whole
-    pieces; DEPTH: batches.DEPTH; HEAD, TAIL: batches.RAMP; FIRST: aeads.base.FIRST_SLICES,
+    pieces; DEPTH: batches.DEPTH; HEAD, TAIL: batches.RAMP; FIRST: device_aead.job.FIRST_SLICES,
     default 1): the sliced probes' (aead_slices_probe.py, aead_head_span_tail.py) variants."""
-    from ciphergrid.aeads import base
+    from ciphergrid.engines.device_aead import job as base
 
     p, s, d, h, t, *first = variant.split(":")
     base.FIRST_SLICES = int(first[0]) if first else 1

@@ -9,7 +9,7 @@ API call, as `bench aead` pairs them; the ratio is the median of the per-pair ra
 Usage: python3 scripts/dev/aead_head_span_tail.py NAME[,NAME...] [--rounds 10] [--shape 65536x16Ki]
 [--decrypt] [--variants PIECE:SLICE:DEPTH:HEAD:TAIL[:FIRST],...]
 (variants as scripts/dev/aead_slices_probe.py: the driver's piece and slice bytes, batches.DEPTH
-and RAMP, aeads.base.FIRST_SLICES)"""
+and RAMP, device_aead.job.FIRST_SLICES)"""
 import argparse
 import statistics
 import time

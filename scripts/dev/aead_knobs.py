@@ -9,6 +9,7 @@ import numpy as np
 
 from ciphergrid import aeads
 from ciphergrid.bench.aead import _shapes, make_batch, time_job
+from ciphergrid.engines import device_aead
 from ciphergrid.engines.device import sm_clock_mhz
 from ciphergrid.route import engine
 
@@ -39,7 +40,8 @@ def main():
     for opt in a.options:
         kw = parse(opt)
         try:
-            drv = aeads.lookup(a.name).implementation("fast").driver(b, aeads.lookup(a.name), a.name, **kw)
+            aead = aeads.lookup(a.name)
+            drv = device_aead.driver_class(aead.implementation("fast"))(b, aead, a.name, **kw)
             job = drv.prepare(batch)
             ts = time_job(b, job, a.repeats)
             tags = job.finish()

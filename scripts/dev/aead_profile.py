@@ -29,9 +29,9 @@ def main():
     ((count, size),) = _shapes(a.shape)
     batch = make_batch(a.name, count, size, np.random.default_rng(1))
     if a.opt:
-        aead = aeads.lookup(a.name)
-        k = aead.implementation(a.impl)
-        drv = k.driver(b, aead, a.name, **{**k.options, **parse(a.opt)})
+        from ciphergrid.engines import device_aead
+
+        drv = device_aead.build(b, aeads.lookup(a.name), a.name, a.impl, **parse(a.opt))
     else:
         drv = eng.aead_driver(a.name, a.impl)
     job = drv.prepare(batch)

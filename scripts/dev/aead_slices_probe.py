@@ -5,7 +5,7 @@ just before each API call, the median of the per-pair ratios (copy time / call t
 Usage: python3 scripts/dev/aead_slices_probe.py NAME[,NAME...] PIECE:SLICE:DEPTH:HEAD:TAIL[:FIRST][,...] [ROUNDS] [both]
 (SLICE 0: whole pieces; DEPTH: batches.DEPTH, counted in pieces of 64 MiB: 2 x max(2, DEPTH x
 64 MiB / PIECE) pieces in flight; HEAD, TAIL: halvings of the piece size at the start and the end
-of a batch; FIRST: aeads.base.FIRST_SLICES, slices whose texts go up before a piece's
+of a batch; FIRST: device_aead.job.FIRST_SLICES, slices whose texts go up before a piece's
 metadata, default 1; "both": decryption too)"""
 import statistics
 import sys

@@ -132,9 +132,10 @@ def main():
     batch, call, n = setup(a.name, a.shape, a.device)
     if a.null:
         from ciphergrid import aeads
+        from ciphergrid.engines import device_aead
 
         nb = null_backend()
-        drv = aeads.lookup(a.name).driver(nb, a.name)
+        drv = device_aead.build(nb, aeads.lookup(a.name), a.name)
 
         def call():
             return batches.run(nb, drv, batch)

@@ -1,0 +1,456 @@
+"""A batch of AEAD messages on one device: the ``Job`` that ``DeviceAEAD.prepare(batch, queue)``
+returns (uploads, kernels in slices, downloads, the key wipe, the waits), the edges of its slices
+(``Cut``) and the texts already on their way up before it (``Head``).
+
+A job computes tags in both directions and never decides: ``aeads.base.verify`` compares them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ...errors import InvalidArgument
+from ..._lazy import numpy_for
+
+np = numpy_for(__name__)
+
+I64 = np.int64
+
+#: slices whose texts go up before a piece's metadata (Job.upload).  2 (the copy engine busy
+#: through a slow host's first metadata) measured no different from 1: two H100 machines, 16
+#: and 24 pairs, 1 GiB of 16 KiB messages, AES-128-GCM and ChaCha20-Poly1305 each way: 2 ahead
+#: in 5 of 8 medians, by -0.031..+0.062 of the copy strawman, interquartile ranges 0.04-0.15;
+#: all 4 first: 0.936-0.992 (docs/benchmarks.md 0l)
+FIRST_SLICES = 1
+
+
+class Cut(NamedTuple):
+    """An edge of a job's slice (Job's ``slices``): cut number ``index`` (0: the job's start),
+    at byte ``rel`` of message ``msg``'s text (0: at its start; the job's end is message m,
+    byte 0).  A slice from ``lo`` to ``hi`` holds the texts from one to the other and completes
+    messages [lo.msg, hi.msg)."""
+
+    index: int
+    msg: int
+    rel: int
+
+
+class Head(NamedTuple):
+    """A job's input texts already on their way up (transfer/batches.py starts the first
+    piece's before its host work): ``buf``, a device buffer of the job's texts and at least the
+    slack its class pads them with, bytes [0, ``done``) of them enqueued on the job's queue."""
+
+    buf: object
+    done: int
+
+
+class Job:
+    """A batch on a device: what ``DeviceAEAD.prepare(batch, queue)`` returns.
+
+    Nothing of a job makes the host wait until ``finish``, so one thread can keep many jobs in
+    flight on several queues (transfer/batches.py):
+
+    * the constructor does the host work and enqueues every upload on ``queue`` (the job's
+      queue; None: the backend's default): the batch's metadata as ONE upload from a host
+      staging buffer (``stage``), the texts straight from the caller's memory;
+    * ``enqueue(queue=None, down=None)`` launches the kernels (on another queue it first
+      waits, on the device, for the uploads); it may be called many times (the benchmark times
+      it).  With ``down`` (the download queue) each slice's output texts are enqueued there
+      right after that slice's launches, not after the last slice's (on a slow host the
+      launches of a piece took 0.5 ms, and the first download waited for them);
+    * ``collect(queue=None)`` enqueues the zeroing of the key material on the device (on the
+      kernels' queue, after them) and the downloads (the texts into ``batch.dst`` unless
+      ``enqueue`` did, the tags into host staging; on ``queue``, or the queue of the texts,
+      after the kernels);
+    * ``finish()`` (collecting first if needed) waits for them, releases everything and returns
+      the tags, one row per message.
+
+    **Slices.**  ``slices`` (byte offsets in the job's texts [0, ..., total], rising) cut the
+    job into byte ranges that move and run on their own: the texts go up as one copy per slice
+    (the first before the metadata, the others after it), each slice's kernels wait (on the
+    device) only for its own texts and the metadata, and each slice's output texts come down as
+    soon as its kernels are done.  The host work stays once per job, but the device no longer
+    waits for a whole job's texts before its first kernels, nor for its last kernels before its
+    first download (transfer/batches.py: large pieces, small transfers).  A cut lies on a
+    message boundary, or, for a job class with ``cut_align``, inside a message at a multiple of
+    ``cut_align`` bytes from its start: one long message then moves in slices too (the block
+    range splitting a scheduler over several devices will use).  A job class whose kernels take
+    ranges sets ``ranges``; others run as one slice.
+
+    A subclass sets ``texts_out`` (the device buffer of the output texts) and ``tags_out`` (the
+    tags, ``tag_width`` bytes per message), appends its key material to ``secret`` (device
+    buffers; neither the texts nor the tags: those are downloaded after the wipe is enqueued)
+    and implements ``launch(queue, lo, hi)``: the kernels for the texts between the cuts ``lo``
+    and ``hi`` (``Cut``: the tags of messages [lo.msg, hi.msg), the ones the slice completes;
+    with ``ranges`` False always the whole job), the job's per-batch kernels with the first
+    slice's texts (``lo.index`` 0); with ``tags_apart`` the text and tag kernels of a range
+    apart on request (``launch``'s ``texts`` / ``tags``)."""
+
+    tag_width = 16
+    #: the kernels take a range of the texts: launch(queue, lo, hi) for any slice
+    ranges = False
+    #: cuts may fall inside a message at multiples of this many bytes from its start (0: on
+    #: message boundaries only)
+    cut_align = 0
+    #: the output texts need none of the tags' work (CTR, ChaCha20): with several slices cut
+    #: between messages each slice launches its text kernels only and the tags' kernels run
+    #: once over the whole job after the last (``_tags_apart``): fewer launches, each slice's
+    #: texts down as soon as its own text kernels are done
+    tags_apart = False
+    #: the kernels write nothing past a message's end and read at most an upload's ``pad``
+    #: bytes past the texts: GPU-resident texts are read and written where they are, where the
+    #: backend allows (``Backend.in_place``; ``upload``, ``output_texts``)
+    texts_in_place = False
+
+    def __init__(self, backend, batch, queue=None, *, slices=None, head: Head | None = None):
+        """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
+        already on the device is wiped before the error propagates.  ``slices``: see the class
+        docstring (None: one slice); ``head``: the input texts' first bytes already enqueued on
+        ``queue`` (``upload`` takes its buffer and enqueues the rest)."""
+        self.b = backend
+        self.batch = batch
+        self.m = batch.count
+        self.queue = queue if queue is not None else backend.default_queue
+        self._head = head
+        self.slices, self.cuts = self._cuts(slices)
+        # events, several slices: slice j's inputs are on the device (its texts; the first
+        # slice's: its texts and the metadata, which goes up after them)
+        self._text_up: list = []
+        self._later: list = []        # slice uploads not yet enqueued (see upload)
+        self._done: list = []         # events: each slice's kernels are done (several)
+        self.texts_out = None
+        self.tags_out = None
+        self.secret: list = []        # device buffers zeroed when the job ends
+        self._hold: list = []         # host arrays the asynchronous copies still read or write
+        self._secret_host: list = []  # host copies of key material: zeroed when the job ends
+        self._up = None               # event: the uploads are done
+        self._kq = None               # queue of the last launches
+        self._down = None             # event: the downloads are done
+        self._wiped = None            # event: the key material is zeroed (on another queue)
+        self._tags_done = None        # event: the tags' kernels launched apart are done
+        self._dq = None               # queue of the downloads
+        self._target = None           # host array the output texts are downloaded into
+        self._bounds = None           # the slices' byte offsets in it (_texts_down)
+        self._texts_q = None          # queue the output texts went down on (enqueue's down)
+        self._out_in_place = False    # texts_out is the batch's own device array (no download)
+        self._tags = None
+        self._out = None
+        if self.m:
+            try:
+                self.setup()
+                self._upload_later()
+                self._up = backend.marker(self.queue)
+            except BaseException:
+                self.abort()
+                raise
+
+    def _cuts(self, slices) -> tuple[list, list]:
+        """(the slices' byte offsets, their ``Cut``s) for ``slices`` (see the class docstring;
+        None, or a class without ``ranges``: one slice)."""
+        off = self.batch.off
+        total = int(off[-1]) if self.m else 0
+        if not (self.ranges and slices is not None and len(slices) > 2):
+            return [0, total], [Cut(0, 0, 0), Cut(1, self.m, 0)]
+        pos = [int(x) for x in slices]
+        if pos[0] != 0 or pos[-1] != total or any(b < a for a, b in zip(pos, pos[1:])):
+            raise InvalidArgument(f"slices must rise from 0 to {total}: {pos}")
+        # an inner cut names the last message starting at or before it (the empty messages at a
+        # boundary belong to the slice before): message i, byte r of it
+        idx = np.searchsorted(np.asarray(off, dtype=I64), pos[1:-1], side="right") - 1
+        cuts = [Cut(0, 0, 0)]
+        for k, (p, i) in enumerate(zip(pos[1:-1], idx.tolist()), 1):
+            r = p - int(off[i])
+            if r and not (self.cut_align and r % self.cut_align == 0):
+                raise InvalidArgument(f"a cut at byte {p} lies {r} bytes into message {i} "
+                                      f"(this AEAD's jobs cut messages at multiples of "
+                                      f"{self.cut_align} bytes)" if self.cut_align else
+                                      f"a cut at byte {p} lies inside message {i} (this AEAD's "
+                                      f"jobs cut at message boundaries)")
+            cuts.append(Cut(k, i, r))
+        cuts.append(Cut(len(pos) - 1, self.m, 0))
+        return pos, cuts
+
+    def setup(self) -> None:
+        """The host work and the uploads of a batch of at least one message."""
+        raise NotImplementedError
+
+    # -- uploads --------------------------------------------------------------------------------
+    def stage(self, arrays: dict, pads: dict | None = None, secret=()) -> dict:
+        """Device buffers holding the host ``arrays`` (name -> array), all in ONE device buffer
+        and ONE upload from a host staging buffer: views at aligned offsets, each ``pads[name]``
+        zeroed bytes longer.  Names in ``secret``: key material (zeroed on the host once the job
+        ends, and on the device by the caller listing the views in ``self.secret``)."""
+        b, pads = self.b, pads or {}
+        al = b.view_align
+        offs, pos = {}, 0
+        for name, a in arrays.items():
+            offs[name] = pos
+            pos += -(-(a.nbytes + pads.get(name, 0)) // al) * al or al
+        host = b.host_staging(pos)
+        dev = b.alloc(pos)
+        out = {}
+        for name, a in arrays.items():
+            o, n = offs[name], a.nbytes
+            if n:
+                host[o:o + n] = a.reshape(-1).view(np.uint8)
+            pad = pads.get(name, 0)
+            if pad:
+                host[o + n:o + n + pad] = 0
+            out[name] = b.view(dev, o, max(n + pad, 1))
+        b.upload(dev, host, self.queue, record=False)
+        if self._text_up:   # (the first slices' texts went up before: now they have everything)
+            done = b.marker(self.queue)
+            self._text_up = [done] * len(self._text_up)
+            self._upload_later()
+        self._hold += [host, dev]
+        if secret:
+            self._secret_host.append(host)   # (the key words lie in it)
+        return out
+
+    def scratch(self, sizes: dict):
+        """(the whole buffer, name -> view): device scratch of ``sizes`` (name -> bytes) in ONE
+        allocation (one zeroing wipes all of it)."""
+        b = self.b
+        al = b.view_align
+        offs, pos = {}, 0
+        for name, n in sizes.items():
+            offs[name] = pos
+            pos += -(-max(int(n), 1) // al) * al
+        whole = b.alloc(pos)
+        return whole, {name: b.view(whole, offs[name], max(int(n), 1)) for name, n in sizes.items()}
+
+    def upload(self, arr: np.ndarray, pad: int = 0, zero_pad: bool = False,
+               texts_in: bool = False):
+        """A device buffer of ``arr``'s bytes (+ ``pad``), uploaded straight from ``arr`` (the
+        texts: the caller's memory, page-locked for large batches; or a GPU array).
+        ``texts_in``: ``arr`` is the batch's input texts (the layout of ``batch.off``): a copy
+        per slice, each cut at the registrations' edges (``upload_texts``), into the job's ``head``
+        buffer where it has one (its first bytes already on their way: the copies start after
+        them)."""
+        b = self.b
+        if (texts_in and self.texts_in_place and not zero_pad and len(self.slices) <= 2
+                and b.in_place(arr, pad)):
+            self._hold.append(arr)   # (GPU-resident texts, read where they are)
+            return arr
+        size = max(arr.nbytes + pad, 16)
+        head, done = self._head if texts_in else None, 0
+        if head is not None:
+            self._head = None
+            self._hold.append(head.buf)   # (its copies may be running: kept until the job ends)
+            if _nbytes(head.buf) >= size and head.done <= arr.nbytes:
+                buf, done = head.buf, head.done
+        if not done:
+            buf = b.alloc(size)
+        if zero_pad and pad:   # (the slack, from the last aligned offset; the upload follows)
+            o = arr.nbytes // b.view_align * b.view_align
+            b.zero(b.view(buf, o, size - o), self.queue, wait=False)
+        if texts_in and len(self.slices) > 2:
+            bounds = list(self.slices)
+            bounds[-1] = arr.nbytes
+            self._later = [(buf, arr, max(lo, min(done, hi)), hi)
+                           for lo, hi in zip(bounds[:-1], bounds[1:])]
+            # the first slice now, the others after the metadata (stage): the first kernels
+            # wait for one slice's texts and the metadata, not for every slice's texts (the
+            # metadata on a queue of its own instead ran 0.71 of the copy strawman against
+            # 0.93 on one queue: H100, docs/benchmarks.md 0j)
+            self._upload_later(FIRST_SLICES)
+        elif texts_in:
+            self._copy_up(buf, arr, done, arr.nbytes)
+        elif arr.nbytes:
+            b.upload(buf, arr, self.queue, record=False)
+        self._hold.append(arr)
+        return buf
+
+    def output_texts(self, nbytes: int, pad: int = 0):
+        """The device buffer the kernels write the output texts into (``nbytes``, ``pad`` more
+        readable): the batch's own GPU array where ``texts_in_place`` and the backend allow it
+        (apart from the input texts; nothing to download then), else a new buffer."""
+        dst = self.batch.dst
+        if (self.texts_in_place and len(self.slices) <= 2 and not isinstance(dst, np.ndarray)
+                and self.b.in_place(dst, pad, apart=self.batch.src)):
+            self._out_in_place = True
+            return dst
+        return self.b.alloc(nbytes + pad)
+
+    def _upload_later(self, n: int | None = None) -> None:
+        """Enqueue the first ``n`` (None: all) slice uploads not yet enqueued."""
+        later = self._later
+        take, self._later = (later, []) if n is None else (later[:n], later[n:])
+        for buf, arr, lo, hi in take:
+            self._copy_up(buf, arr, lo, hi)
+            self._text_up.append(self.b.marker(self.queue))
+
+    def _copy_up(self, buf, arr, lo: int, hi: int) -> None:
+        upload_texts(self.b, buf, arr, lo, hi, self.queue)
+
+    # -- kernels --------------------------------------------------------------------------------
+    def launch(self, queue, lo: "Cut", hi: "Cut", texts: bool = True, tags: bool = True) -> None:
+        """The kernels for the texts between the cuts ``lo`` and ``hi`` (see the class
+        docstring); a class with ``tags_apart`` takes ``texts`` / ``tags``: only the output
+        texts' kernels, or only the tags' (the authenticator over the range and the tags of the
+        messages it completes)."""
+        raise NotImplementedError
+
+    def _tags_apart(self) -> bool:
+        """Whether ``enqueue`` launches each slice's text kernels alone and the tags' kernels
+        once over the whole job after them: a class with ``tags_apart``, several slices, every
+        cut between messages (a cut inside one long message keeps each slice's share of its
+        authenticator behind the slice, so that its tag does not wait for a whole message's
+        GHASH or Poly1305 after the last slice)."""
+        cuts = self.cuts
+        return self.tags_apart and len(cuts) > 2 and not any(c.rel for c in cuts[1:-1])
+
+    def enqueue(self, queue=None, down=None) -> None:
+        if self.m == 0:
+            return
+        b, cuts = self.b, self.cuts
+        q = queue if queue is not None else self.queue
+        several = len(cuts) > 2
+        if down is not None:
+            if self._texts_q is not None:
+                raise RuntimeError("this job's output texts are already on their way down")
+            self._dq = down   # (before any download: abort drains it after a failure here)
+        self._done = []
+        apart = self._tags_apart()
+        parts = {"tags": False} if apart else {}   # (a class without tags_apart takes none)
+        for j in range(len(cuts) - 1):
+            if q is not self.queue:
+                b.after(q, [self._text_up[j] if several else self._up])
+            self.launch(q, cuts[j], cuts[j + 1], **parts)
+            if several:
+                self._done.append(b.marker(q))
+            if down is not None:
+                self._texts_down(down, q, j)
+        if apart:   # (the tags' download waits for these, not for the last slice's marker)
+            self.launch(q, cuts[0], cuts[-1], texts=False)
+            self._tags_done = b.marker(q)
+        self._kq = q
+        if down is not None:
+            self._texts_q = down
+
+    # -- downloads ------------------------------------------------------------------------------
+    def _texts_down(self, q, kq, j: int) -> None:
+        """Enqueue on ``q`` the download of slice ``j``'s output texts, after its kernels (on
+        ``kq``; one slice: all of them)."""
+        b = self.b
+        if self._target is None:
+            dst = self.batch.dst
+            n = int(self.batch.off[-1])
+            if isinstance(dst, np.ndarray) and not dst.flags.c_contiguous:
+                self._target = self._out = np.empty(n, dtype=np.uint8)
+            else:
+                target = dst.reshape(-1)[:n]
+                self._target = target.view(np.uint8) if isinstance(target, np.ndarray) else target
+            self._bounds = list(self.slices) if self._done else [0, n]
+        target, bounds = self._target, self._bounds
+        if q is not kq:
+            b.after(q, [self._done[j] if self._done else b.marker(kq)])
+        if self._out_in_place:   # (the kernels wrote the batch's own array: nothing to copy)
+            return
+        for x, y in _pieces(b, target, bounds[j], bounds[j + 1]):
+            b.download(target[x:y], self.texts_out, q, offset=x, record=False)
+
+    def collect(self, queue=None) -> None:
+        """Enqueue the downloads and the wipe of the key material (nothing waited for)."""
+        if self._down is not None or self.m == 0:
+            return
+        b = self.b
+        kq = self._kq if self._kq is not None else self.queue
+        if self._texts_q is not None:   # (enqueue sent the texts down: the tags follow them)
+            q = self._texts_q
+        else:
+            q = queue if queue is not None else kq
+            # each slice's texts as soon as its kernels are done (one slice: all of them)
+            for j in range(max(1, len(self._done))):
+                self._texts_down(q, kq, j)
+        # the key material is zeroed on the kernels' queue, right after the kernels (q waited for
+        # them before): not on the download queue, where each piece's memsets queued behind its
+        # texts and before the next piece's (~0.08 ms per piece of an H200's D2H time)
+        for buf in self.secret:
+            b.zero(buf, kq, wait=False)
+        self._wiped = b.marker(kq) if q is not kq and self.secret else None
+        self._dq = q
+        self._tags = b.host_staging(self.m * self.tag_width)
+        if self._tags_done is not None and q is not kq:
+            b.after(q, [self._tags_done])
+        b.download(self._tags, self.tags_out, q, record=False)
+        self._down = b.marker(q)
+
+    def finish(self) -> np.ndarray:
+        t = self.batch.tag_length
+        if self.m == 0:
+            return np.zeros((0, t), dtype=np.uint8)
+        try:
+            self.collect()
+            self.b.wait(self._down)
+            if self._wiped is not None:
+                self.b.wait(self._wiped)
+            if self._out is not None:
+                self.batch.dst[...] = self._out.reshape(self.batch.dst.shape)
+            tags = self._tags.reshape(self.m, self.tag_width)[:, :t].copy()
+        except BaseException:
+            self.abort()
+            raise
+        self.release()
+        return tags
+
+    def abort(self) -> None:
+        """After a failure: let every queue of the job drain (a kernel still queued could write
+        key material after an earlier wipe; a download still reads the buffers released below),
+        wipe the key material on the device (best effort), wait, release."""
+        b = self.b
+        queues = [q for q in (self.queue, self._kq, self._dq) if q is not None]
+        for q in queues:
+            try:
+                b.finish(q)
+            except Exception:
+                pass
+        for buf in self.secret:
+            try:
+                b.zero(buf, self.queue, wait=False)
+            except Exception:
+                pass
+        try:
+            b.finish(self.queue)
+        except Exception:
+            pass
+        self.release()
+
+    def release(self) -> None:
+        for h in self._secret_host:
+            h.fill(0)
+        self._secret_host = []
+        self._hold = []
+        self.secret = []
+        self.texts_out = self.tags_out = None
+
+
+def _pieces(backend, arr, lo: int, hi: int) -> list:
+    """Bytes [lo, hi) of host texts ``arr`` as the copies that move them: cut where one copy
+    must not cross, at the edges of the cached page-locked registrations of that memory
+    (transfer/pinning.copy_ranges)."""
+    from ...transfer import pinning
+
+    return pinning.copy_ranges(backend, arr, lo, hi)
+
+
+def upload_texts(backend, buf, arr, lo: int, hi: int, queue) -> None:
+    """Enqueue on ``queue`` the upload of bytes [lo, hi) of host texts ``arr`` into device
+    buffer ``buf`` at the same offsets, in the copies ``_pieces`` cuts."""
+    for x, y in _pieces(backend, arr, lo, hi):
+        backend.upload(buf, arr[x:y], queue, offset=x, record=False)
+
+
+def _nbytes(buf) -> int:
+    """Bytes of a device buffer (a CuPy array's ``nbytes``, an OpenCL buffer's ``size``)."""
+    n = getattr(buf, "nbytes", None)
+    return int(n if n is not None else buf.size)
+
+
+def texts(a, dtype=np.uint8):
+    """A batch's texts (or any of its arrays) C-contiguous as ``dtype``: host data as a numpy
+    array; GPU-resident texts (a CUDA batch's ``src``/``dst`` may be CuPy arrays, contiguous
+    uint8 by construction) as they are, for the backend's device-to-device copies."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__cuda_array_interface__"):
+        return np.ascontiguousarray(a, dtype=dtype)
+    return a
