@@ -20,6 +20,8 @@
 #           study-PART (not in the default list): one part of ciphergrid bench study (practices,
 #             ciphers, energy) into $OUT/study, the report rebuilt from the parts there
 #             (docs/study.md; each part within 8 minutes on an H200: one part per device call)
+#           goals (not in the default list): scripts/dev/goals.py, every open GPU goal of the issues
+#             in one table (goal, figure, bound, met / missed / unmeasured; <= 9 minutes)
 #   TESTS="tests/x.py ..." replaces the test files of the tests stage
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +51,9 @@ run() {  # run NAME TIMEOUT CMD...: time-boxed, logged to $OUT/NAME.txt
 }
 for s in "${stages[@]}"; do
   case $s in
+    goals) echo "== goals: scripts/dev/goals.py"
+           timeout "${STAGE_TIMEOUT_goals:-540}" python3 scripts/dev/goals.py --out "$OUT" ${GOALS_ARGS:-} 2>&1 \
+             | tee "$OUT/goals.txt"; [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     api) run api "${STAGE_TIMEOUT_api:-400}" python3 -m ciphergrid bench api --device "$CUDA" \
              --json "$OUT/api.json" ${API_ARGS:-} ;;
     smoke) for d in ${GPUS//,/ }; do run "smoke-${d//:/-}" "${STAGE_TIMEOUT_smoke:-300}" python3 scripts/dev/smoke.py "$d"; done ;;
