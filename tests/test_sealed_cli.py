@@ -28,47 +28,48 @@ def _cli(*args, one_core=False, **kw):
                           **kw)
 
 
-def _key(tmp_path, aes256=False):
-    kf = tmp_path / "k"
-    p = _cli("keygen", "--out", kf, *(["--aes256"] if aes256 else []))
-    assert p.returncode == 0, p.stderr.decode()
-    return kf, bytes.fromhex(kf.read_text())
-
-
-# ------------------------------------------------------------------------------------ keygen
-def test_keygen_new_file_0600_never_replaced(tmp_path):
-    kf = tmp_path / "k"
-    p = _cli("keygen", "--out", kf)
-    assert p.returncode == 0 and p.stdout == b"" and p.stderr == b"", p.stderr.decode()
-    text = kf.read_bytes()
-    assert len(text) == 33 and text.endswith(b"\n") and len(bytes.fromhex(text.decode())) == 16
-    assert stat.S_IMODE(kf.stat().st_mode) == 0o600
-    p = _cli("keygen", "--out", kf)
-    assert p.returncode == 2 and b"exists" in p.stderr and kf.read_bytes() == text
-    link = tmp_path / "link"
-    link.symlink_to(tmp_path / "nowhere")
-    p = _cli("keygen", "--out", link)
-    assert p.returncode == 2 and not (tmp_path / "nowhere").exists()
-    p = _cli("keygen", "--out", tmp_path / "no" / "k")
-    assert p.returncode == 4 and b"cannot create" in p.stderr
-    p = _cli("keygen", "--aes256", "--out", "-")
-    assert p.returncode == 0 and len(bytes.fromhex(p.stdout.decode())) == 32
-    assert p.stdout.endswith(b"\n")
-    k2 = _cli("keygen", "--aes256", "--out", "-").stdout
-    assert k2 != p.stdout
-    # the key opens what it sealed
-    kf2 = tmp_path / "k2"
-    assert _cli("keygen", "--aes256", "--out", kf2).returncode == 0
-    p = _cli("seal", "--aes256", "--key-file", kf2, input=b"hello")
-    assert p.returncode == 0, p.stderr.decode()
-    assert cb.decrypt(p.stdout, bytes.fromhex(kf2.read_text()), aes256=True) == b"hello"
-
-
 def _main(*args) -> int:
     """The command in this process (no interpreter start-up: timings of the command alone)."""
     from ciphergrid.cli import main
 
     return main([str(a) for a in args])
+
+
+def _key(tmp_path, aes256=False):
+    kf = tmp_path / "k"
+    assert _main("keygen", "--out", kf, *(["--aes256"] if aes256 else [])) == 0
+    return kf, bytes.fromhex(kf.read_text())
+
+
+# ------------------------------------------------------------------------------------ keygen
+def test_keygen_new_file_0600_never_replaced(tmp_path, capfd):
+    kf = tmp_path / "k"
+    assert _main("keygen", "--out", kf) == 0
+    assert capfd.readouterr() == ("", "")
+    text = kf.read_bytes()
+    assert len(text) == 33 and text.endswith(b"\n") and len(bytes.fromhex(text.decode())) == 16
+    assert stat.S_IMODE(kf.stat().st_mode) == 0o600
+    assert _main("keygen", "--out", kf) == 2
+    assert "exists" in capfd.readouterr().err and kf.read_bytes() == text
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "nowhere")
+    assert _main("keygen", "--out", link) == 2
+    assert not (tmp_path / "nowhere").exists()
+    assert _main("keygen", "--out", tmp_path / "no" / "k") == 4
+    assert "cannot create" in capfd.readouterr().err
+    keys = []
+    for _ in range(2):
+        assert _main("keygen", "--aes256", "--out", "-") == 0
+        out = capfd.readouterr().out
+        assert out.endswith("\n") and len(bytes.fromhex(out)) == 32
+        keys.append(out)
+    assert keys[0] != keys[1]
+    # the key opens what it sealed
+    kf2 = tmp_path / "k2"
+    assert _main("keygen", "--aes256", "--out", kf2) == 0
+    p = _cli("seal", "--aes256", "--key-file", kf2, input=b"hello")
+    assert p.returncode == 0, p.stderr.decode()
+    assert cb.decrypt(p.stdout, bytes.fromhex(kf2.read_text()), aes256=True) == b"hello"
 
 
 def _sealed_file(tmp_path, n=3 * K + 100, ctx=b"c"):
@@ -120,49 +121,53 @@ def test_open_offset_past_the_end_is_a_usage_error(tmp_path, capfd):
 SMALL = ("--argon2-memory", "64Ki", "--argon2-iterations", "1", "--argon2-lanes", "1")
 
 
-def test_passphrase_seal_and_open(tmp_path):
+def test_passphrase_seal_and_open(tmp_path, capfd, monkeypatch):
+    from ciphergrid.formats import passphrase as pp
+
     pf = tmp_path / "pw"
     pf.write_bytes(b"correct horse\n")
     msg = os.urandom(2 * K + 5)
-    src, sealed = tmp_path / "m", tmp_path / "m.cg"
+    src, sealed, out = tmp_path / "m", tmp_path / "m.cg", tmp_path / "out"
     src.write_bytes(msg)
-    p = _cli("seal", "--pass", f"file:{pf}", *SMALL, "--aes256", "--context", "x", "--in", src,
-             "--out", sealed, "-v")
-    assert p.returncode == 0, p.stderr.decode()
-    assert b"Argon2id 64 KiB, 1 passes, 1 lanes" in p.stderr and b"cobblestone-256 seal on" in p.stderr
+    assert _main("seal", "--pass", f"file:{pf}", *SMALL, "--aes256", "--context", "x", "--in", src,
+                 "--out", sealed, "-v") == 0
+    err = capfd.readouterr().err
+    assert "Argon2id 64 KiB, 1 passes, 1 lanes" in err and "cobblestone-256 seal on" in err
     data = sealed.read_bytes()
     assert data[:8] == b"CG-PASS\n" and len(data) == 38 + cb.sealed_length(len(msg))
-    from ciphergrid.formats import passphrase as pp
     assert pp.decrypt(data, b"correct horse", b"x") == msg
-    env = {**os.environ, "PW": "correct horse"}
+    monkeypatch.setenv("PW", "correct horse")
     # the scheme comes from the wrapper (no --aes256); the passphrase from the environment
-    p = _cli("open", "--pass", "env:PW", "--context", "x", "--in", sealed, env=env)
+    assert _main("open", "--pass", "env:PW", "--context", "x", "--in", sealed, "--out", out) == 0
+    assert out.read_bytes() == msg
+    assert _main("open", "--pass", "env:PW", "--context", "x", "--in", sealed, "--offset", K,
+                 "--length", 7, "--out", out) == 0
+    assert out.read_bytes() == msg[K:K + 7]
+    p = _cli("open", "--pass", "env:PW", "--context", "x", input=data)   # a pipe to a pipe
     assert p.returncode == 0 and p.stdout == msg, p.stderr.decode()
-    p = _cli("open", "--pass", "env:PW", "--context", "x", "--in", sealed, "--offset", K, "--length", 7,
-             env=env)
-    assert p.returncode == 0 and p.stdout == msg[K:K + 7], p.stderr.decode()
-    p = _cli("open", "--pass", "env:PW", "--context", "x", input=data, env=env)   # from a pipe
-    assert p.returncode == 0 and p.stdout == msg, p.stderr.decode()
+    out.unlink()
     # a wrong passphrase: the wrong key's exit
-    p = _cli("open", "--pass", "env:PW", "--context", "x", "--in", sealed, env={**env, "PW": "wrong"})
-    assert p.returncode == 8 and b"passphrase" in p.stderr and p.stdout == b""
+    monkeypatch.setenv("PW", "wrong")
+    assert _main("open", "--pass", "env:PW", "--context", "x", "--in", sealed, "--out", out) == 8
+    assert "passphrase" in capfd.readouterr().err and not out.exists()
+    monkeypatch.setenv("PW", "correct horse")
     # a key file on a wrapped file, a passphrase on a plain one: said as such
     kf, _ = _key(tmp_path)
-    p = _cli("open", "--key-file", kf, "--in", sealed)
-    assert p.returncode == 2 and b"with --pass" in p.stderr
+    assert _main("open", "--key-file", kf, "--in", sealed, "--out", out) == 2
+    assert "with --pass" in capfd.readouterr().err
     plain = tmp_path / "plain.cg"
-    assert _cli("seal", "--key-file", kf, "--in", src, "--out", plain).returncode == 0
-    p = _cli("open", "--pass", "env:PW", "--in", plain, env=env)
-    assert p.returncode == 2 and b"--key-file" in p.stderr
-    p = _cli("seal", "--key-file", kf, "--argon2-iterations", "2", "--in", src, "--out", plain)
-    assert p.returncode == 2 and b"with --pass" in p.stderr
+    assert _main("seal", "--key-file", kf, "--in", src, "--out", plain) == 0
+    assert _main("open", "--pass", "env:PW", "--in", plain, "--out", out) == 2
+    assert "--key-file" in capfd.readouterr().err
+    assert _main("seal", "--key-file", kf, "--argon2-iterations", "2", "--in", src, "--out", plain) == 2
+    assert "with --pass" in capfd.readouterr().err
     # a changed wrapper byte (its costs, salt or scheme): another key, the commitment refuses it
     for at in (13, 30):                               # (the memory, the salt)
         x = tmp_path / "x"
         x.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
         assert pp.parse(x.read_bytes()[:38]) is not None
-        p = _cli("open", "--pass", "env:PW", "--context", "x", "--in", x, env=env)
-        assert p.returncode == 8, p.stderr.decode()
+        assert _main("open", "--pass", "env:PW", "--context", "x", "--in", x, "--out", out) == 8
+    assert not out.exists()
 
 
 def _wrapper(memory_kib=64, iterations=1, lanes=1, version=1, scheme=1):
