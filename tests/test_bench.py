@@ -230,9 +230,9 @@ def test_openssl_without_cipher_is_skipped(tmp_path):
 
 def test_default_api_resolves_monkeypatched_modules(monkeypatch, tmp_path):
     """The real entry points are looked up at call time: monkeypatching them is enough."""
-    engine_mod = types.ModuleType("ciphergrid.route")
+    engine_mod = types.ModuleType("ciphergrid.bench.kernels")
     engine_mod.engine = lambda spec: FakeEngine(GPU)
-    openssl_mod = types.ModuleType("ciphergrid.engines.openssl")
+    openssl_mod = types.ModuleType("ciphergrid.bench.evp_speed")
     openssl_mod.speed = lambda name, size, *, threads=1, seconds=0.5, encrypt=True: 5e8
     vec_mod = types.ModuleType("ciphergrid.vectors")
     V = types.SimpleNamespace
@@ -243,8 +243,8 @@ def test_default_api_resolves_monkeypatched_modules(monkeypatch, tmp_path):
         plaintext=bytes.fromhex("6bc1bee22e409f96e93d7e117393172a"),
         ciphertext=bytes.fromhex("874d6191b620e3261bef6864990db6ce"),
         encrypt_ok=True, decrypt_ok=True, sector_size=None, start_sector=None, source="sp800-38a")]
-    monkeypatch.setitem(sys.modules, "ciphergrid.route", engine_mod)
-    monkeypatch.setitem(sys.modules, "ciphergrid.engines.openssl", openssl_mod)
+    monkeypatch.setitem(sys.modules, "ciphergrid.bench.kernels", engine_mod)
+    monkeypatch.setitem(sys.modules, "ciphergrid.bench.evp_speed", openssl_mod)
     monkeypatch.setitem(sys.modules, "ciphergrid.vectors", vec_mod)
     monkeypatch.setattr(ciphergrid, "devices", lambda: [GPU], raising=False)
     monkeypatch.setattr(ciphergrid, "encrypt", lambda d, **kw: oracle_crypt(d, **kw, encrypt=True),

@@ -188,9 +188,9 @@ def definitions() -> dict:
         "area_time": records.AREA_TIME_DEFINITION,
         "area_time_unit": records.AREA_TIME_UNIT,
         "throughput_per_area_unit": "MB/s per SM",
-        "kernel": "device-resident data, timed by device events (Engine.time_kernel)",
+        "kernel": "device-resident data, timed by device events (bench.kernels: time_kernel)",
         "e2e": "host array to host array through ciphergrid.encrypt/decrypt, wall clock",
-        "openssl": "ciphergrid.engines.openssl.speed on 1 and on all usable cores",
+        "openssl": "ciphergrid.bench.evp_speed.speed on 1 and on all usable cores",
         "statistic": "median of the repeats, with min and max; warm-up runs excluded",
         "energy": "energy counter (or integrated power samples) over the timed window; "
                   "mb_per_j = throughput / (energy / window); null when not measured",

@@ -9,9 +9,9 @@ For every row, in this order:
    it is never timed;
 3. warm up (excluded): one untimed run that also estimates the time of one operation;
 4. time ``repeats`` runs, the count adapted to the size (target seconds per row, within bounds):
-   ``kernel`` rows by device events (Engine.time_kernel, device-resident data), ``e2e`` rows by the
-   wall clock around ciphergrid.encrypt/decrypt (host array in, host array out), OpenSSL rows by
-   ``ciphergrid.engines.openssl.speed`` on one core and on all usable cores;
+   ``kernel`` rows by device events (bench.kernels: time_kernel, device-resident data), ``e2e``
+   rows by the wall clock around ciphergrid.encrypt/decrypt (host array in, host array out),
+   OpenSSL rows by ``ciphergrid.bench.evp_speed.speed`` on one core and on all usable cores;
 5. record median, min and max; energy over the timed window; resource use and the area-time
    product; the SM clock during the run.
 
@@ -76,10 +76,10 @@ class Api:
     time (so monkeypatching ``ciphergrid.encrypt`` etc. works), and can be injected for tests."""
 
     devices: Any = field(default_factory=lambda: _lazy("ciphergrid", "devices"))
-    get_engine: Any = field(default_factory=lambda: _lazy("ciphergrid.route", "engine"))
+    get_engine: Any = field(default_factory=lambda: _lazy("ciphergrid.bench.kernels", "engine"))
     encrypt: Any = field(default_factory=lambda: _lazy("ciphergrid", "encrypt"))
     decrypt: Any = field(default_factory=lambda: _lazy("ciphergrid", "decrypt"))
-    speed: Any = field(default_factory=lambda: _lazy("ciphergrid.engines.openssl", "speed"))
+    speed: Any = field(default_factory=lambda: _lazy("ciphergrid.bench.evp_speed", "speed"))
     load_vectors: Any = field(default_factory=lambda: _lazy("ciphergrid.vectors", "load"))
 
 

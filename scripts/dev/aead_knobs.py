@@ -10,7 +10,7 @@ import numpy as np
 from ciphergrid import aeads
 from ciphergrid.bench.aead import _shapes, make_batch, time_job
 from ciphergrid.engines import device_aead
-from ciphergrid.engines.device import sm_clock_mhz
+from ciphergrid.bench.kernels import sm_clock_mhz
 from ciphergrid.route import engine
 
 

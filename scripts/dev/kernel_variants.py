@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import ciphergrid  # noqa: E402  (ICD set-up)
 from ciphergrid.program import build_program as build_cipher_program, program_source_for as cipher_program_source  # noqa: E402
-from ciphergrid.route import engine as get_engine  # noqa: E402
+from ciphergrid.bench.kernels import engine as get_engine  # noqa: E402
 from ciphergrid.registry import lookup  # noqa: E402
 
 ap = argparse.ArgumentParser()

@@ -32,7 +32,7 @@ for name in ciphergrid.registry.names():
     print(f"{name} [{impl}]: {'ok' if bad==bad0 else 'MISMATCH'} ({time.perf_counter()-t0:.1f} s)", flush=True)
 print(f"done {bad} ({time.perf_counter()-t_start:.0f} s)")
 
-from ciphergrid.route import engine as get_engine
+from ciphergrid.bench.kernels import engine as get_engine
 e = get_engine(dev)
 if e.device.runtime != "native":
     impls = [None] + [i for i in ciphergrid.registry.lookup("aes-128-ctr").algorithm.implementations

@@ -10,7 +10,6 @@ The package, one concern per module:
 * ``bulk``       ``crypt`` (one-shot, any buffer) and ``run`` (a Request over host arrays):
   block modes split over threads;
 * ``xts``        XTS: one data unit, data units (sectors) over threads, XTS composed from ECB;
-* ``evp_speed``  ``speed``, the ``openssl speed -evp`` baseline of the benchmark;
 * here           the engine (``OpenSSLEngine``), its sessions and ``stream``.
 """
 
@@ -20,11 +19,10 @@ import os
 
 from ..base import Engine, Session
 from .bulk import crypt, run
-from .evp_speed import speed
 from .libcrypto import BACKEND_NAME, openssl_version, speed_loop
 from .threads import CORES
 
-__all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "speed", "openssl_version",
+__all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "openssl_version",
            "BACKEND_NAME", "speed_loop"]
 
 

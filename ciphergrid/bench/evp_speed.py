@@ -8,12 +8,12 @@ import os
 import threading
 import time
 
-from ... import registry
-from ...errors import InvalidArgument, UnsupportedCipher
-from . import contexts
-from .libcrypto import BACKEND_NAME, MAX_UPDATE
-from .threads import run_all
-from ..._lazy import numpy_for
+from .. import registry
+from ..errors import InvalidArgument, UnsupportedCipher
+from ..engines.openssl import contexts
+from ..engines.openssl.libcrypto import BACKEND_NAME, MAX_UPDATE
+from ..engines.openssl.threads import run_all
+from .._lazy import numpy_for
 
 np = numpy_for(__name__)
 
@@ -56,7 +56,7 @@ def speed(name: str, size: int, *, threads: int = 1, seconds: float = 0.5,
         raise InvalidArgument(f"threads must be >= 1, got {threads}")
     if not contexts.has_evp(spec.name):
         raise UnsupportedCipher(f"{BACKEND_NAME} has no cipher {spec.name!r}")
-    from ...request import make_request
+    from ..request import make_request
 
     ctxs, bufs = [], []
     try:
