@@ -113,24 +113,6 @@ def _scratch(buf: np.ndarray | None, n: int) -> np.ndarray:
     return buf if buf is not None and buf.nbytes >= n else np.empty(n, dtype=np.uint8)
 
 
-def address(buf) -> int:
-    """The address of a contiguous buffer's first byte (a numpy array, a bytearray, a writable
-    memoryview or mapping; numpy is imported only for a read-only one)."""
-    import sys
-
-    numpy = sys.modules.get("numpy")   # (no array without it: not imported for one)
-    if numpy is not None and isinstance(buf, numpy.ndarray):
-        if not buf.flags.c_contiguous:
-            raise InvalidArgument("the chunks' buffers must be contiguous")
-        return buf.ctypes.data
-    import ctypes
-
-    view = memoryview(buf)
-    if view.readonly:
-        return np.frombuffer(view, dtype=np.uint8).ctypes.data
-    return ctypes.addressof(ctypes.c_char.from_buffer(view)) if view.nbytes else 0
-
-
 def _native(sch: Scheme, device: str, path: str, nbytes: int, count: int) -> bool:
     """Whether chunks run in OpenSSL's C loop (one call per run of chunks, no batch tables):
     ``native``; ``auto`` on a file (``path`` "stream", the command line: as route.route_aead
@@ -195,29 +177,33 @@ class Sealer:
         out = np.empty(need, dtype=np.uint8) if out is None else out[:need]
         if out.nbytes != need:
             raise InvalidArgument(f"out holds {out.nbytes} bytes, the sealed chunks {need}")
-        self._run(self.chunk, pt, n, final, out, None)
+        self._run(self.chunk, pt, n, final, out, None, False)
         self.chunk += n // CHUNK + (1 if final else 0)
         return out
 
-    def seal_at(self, first: int, src, n: int, final: bool, dst, threads: int | None = None) -> int:
+    def seal_at(self, first: int, src, n: int, final: bool, dst, threads: int | None = None,
+                alone: bool = False) -> int:
         """Chunks ``first``, ``first`` + 1, ... sealed from the first ``n`` bytes of ``src`` into
         ``dst`` (contiguous buffers: a bytearray, a writable memoryview, an array), whole chunks
         and with ``final`` the shorter last one; in any order, from several threads at once (the
         command line's file path, transfer/sealed.py).  ``threads``: OpenSSL's threads for this
-        call (None: the cores).  Returns the bytes written."""
+        call (None: the cores); ``alone``: no other thread seals meanwhile (engines/openssl/aead.py
+        ``chunked``).  Returns the bytes written."""
         need = self._check(first, n, final)
         if memoryview(dst).nbytes < need or memoryview(src).nbytes < n:
             raise InvalidArgument(f"the buffers hold less than {n} bytes and their {need} sealed")
-        self._run(first, src, n, final, dst, threads)
+        self._run(first, src, n, final, dst, threads, alone)
         return need
 
-    def _run(self, first: int, src, n: int, final: bool, dst, threads: int | None) -> None:
+    def _run(self, first: int, src, n: int, final: bool, dst, threads: int | None, alone: bool) -> None:
         if _native(self.sch, self.device, self.path, n, n // CHUNK + 1):
             from ..engines.openssl import aead as ossl
 
-            if ossl.chunked(True, self.sch.aead, self.key, self.base, first, address(src),
-                            address(dst), n, final, CHUNK, TAG,
-                            _cores() if threads is None else threads) is not None:
+            if threads is None:
+                threads = _cores()
+                alone = threads == 1
+            if ossl.chunked(True, self.sch.aead, self.key, self.base, first, src, dst, n, final,
+                            CHUNK, TAG, threads, alone) is not None:
                 return
         with self._lock:
             self._batches(first, _u8_of(src, n), final, _u8_of(dst, self._check(first, n, final)))
@@ -291,34 +277,38 @@ class Opener:
         out = np.empty(n, dtype=np.uint8) if out is None else out[:n]
         if out.nbytes != n:
             raise InvalidArgument(f"out holds {out.nbytes} bytes, the opened chunks {n}")
-        self._run(first, ct, m, final, out, n, None)
+        self._run(first, ct, m, final, out, n, None, False)
         return out
 
-    def open_at(self, first: int, src, m: int, final: bool, dst, threads: int | None = None) -> int:
+    def open_at(self, first: int, src, m: int, final: bool, dst, threads: int | None = None,
+                alone: bool = False) -> int:
         """Sealed chunks ``first``, ``first`` + 1, ... (the first ``m`` bytes of ``src``: whole
         sealed chunks, and with ``final`` the message's last one) opened into ``dst``; in any
         order, from several threads at once (the command line's file path, transfer/sealed.py).
         InvalidTag (the plaintext in ``dst`` zeroed) when one does not verify or the message is
-        cut short.  ``threads``: OpenSSL's threads for this call (None: the cores).  Returns the
-        bytes written."""
+        cut short.  ``threads``: OpenSSL's threads for this call (None: the cores); ``alone``: no
+        other thread opens meanwhile.  Returns the bytes written."""
         n = self._check(first, m, final)
         if memoryview(dst).nbytes < n or memoryview(src).nbytes < m:
             raise InvalidArgument(f"the buffers hold less than {m} sealed bytes and their {n}")
-        self._run(first, src, m, final, dst, n, threads)
+        self._run(first, src, m, final, dst, n, threads, alone)
         return n
 
-    def _run(self, first: int, src, m: int, final: bool, dst, n: int, threads: int | None) -> None:
+    def _run(self, first: int, src, m: int, final: bool, dst, n: int, threads: int | None,
+             alone: bool) -> None:
         if _native(self.sch, self.device, self.path, m, m // SEALED_CHUNK + 1):
             import ctypes
 
             from ..engines.openssl import aead as ossl
 
-            to = address(dst)
-            bad = ossl.chunked(False, self.sch.aead, self.key, self.base, first, address(src), to,
-                               m, final, CHUNK, TAG, _cores() if threads is None else threads)
+            if threads is None:
+                threads = _cores()
+                alone = threads == 1
+            bad = ossl.chunked(False, self.sch.aead, self.key, self.base, first, src, dst, m, final,
+                               CHUNK, TAG, threads, alone)
             if bad is not None:
                 if bad >= 0:
-                    ctypes.memset(to, 0, n)
+                    ctypes.memset(ossl.address(dst), 0, n)
                     raise ChunkFailed(f"{self.sch.name}: chunk {first + bad} does not verify "
                                       "(altered, reordered or from another message): nothing is "
                                       "released", first + bad)

@@ -67,7 +67,8 @@ def seal(src, dst, sealer, *, piece: int | None = None, threads: int | None = No
     piece, threads, per = plan(sealer, piece, threads)
     q = piece // cb.CHUNK
     return _run(src, dst, piece, q * cb.SEALED_CHUNK, q, threads, progress,
-                lambda first, a, m, final, b: sealer.seal_at(first, a, m, final, b, per), None)
+                lambda first, a, m, final, b: sealer.seal_at(first, a, m, final, b, per, threads == 1),
+                None)
 
 
 def open_(src, dst, opener, *, piece: int | None = None, threads: int | None = None,
@@ -80,7 +81,7 @@ def open_(src, dst, opener, *, piece: int | None = None, threads: int | None = N
     piece, threads, per = plan(opener, piece, threads)
     q = piece // cb.CHUNK
     return _run(src, dst, q * cb.SEALED_CHUNK, piece, q, threads, progress,
-                lambda first, a, m, final, b: opener.open_at(first, a, m, final, b, per),
+                lambda first, a, m, final, b: opener.open_at(first, a, m, final, b, per, threads == 1),
                 lambda size: cb.message_length(cb.HEADER + size))
 
 

@@ -163,14 +163,90 @@ def _c_run(batch, tags: np.ndarray, ok: np.ndarray) -> bool:
     return True
 
 
-def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src: int, dst: int,
-            n: int, final: bool, chunk: int, tag: int, threads: int = 1) -> int | None:
+def address(buf) -> int:
+    """The address of a contiguous buffer's first byte (a numpy array, a bytearray, a writable
+    memoryview or mapping; numpy is imported only for a read-only one)."""
+    import ctypes
+    import sys
+
+    numpy = sys.modules.get("numpy")   # (no array without it: not imported for one)
+    if numpy is not None and isinstance(buf, numpy.ndarray):
+        if not buf.flags.c_contiguous:
+            from ...errors import InvalidArgument
+
+            raise InvalidArgument("the chunks' buffers must be contiguous")
+        return buf.ctypes.data
+    view = memoryview(buf)
+    if view.readonly:
+        return np.frombuffer(view, dtype=np.uint8).ctypes.data
+    return ctypes.addressof(ctypes.c_char.from_buffer(view)) if view.nbytes else 0
+
+
+_FNS: tuple | None = None   # the EVP functions' addresses the C loop takes
+_PYCA_NEWER: bool | None = None
+
+
+def _pyca_newer() -> bool:
+    """Whether pyca/cryptography's own OpenSSL is a later release (major.minor) than the system's
+    libcrypto: its AES-GCM then runs on instructions the system's may lack (OpenSSL 3.1 added
+    VAES / AVX-512 AES-GCM)."""
+    global _PYCA_NEWER
+    if _PYCA_NEWER is None:
+        try:
+            import ctypes
+
+            from cryptography.hazmat.bindings._rust import openssl as rust_openssl
+
+            from .libcrypto import LIB
+
+            fn = LIB.OpenSSL_version_num
+            fn.restype, fn.argtypes = ctypes.c_ulong, ()
+            _PYCA_NEWER = rust_openssl.openssl_version() >> 20 > fn() >> 20
+        except Exception:  # noqa: BLE001 - unknown: the system's
+            _PYCA_NEWER = False
+    return _PYCA_NEWER
+
+
+def _pyca_chunks(encrypt: bool, key: bytes, base: bytes, first: int, src, dst, n: int,
+                 final: bool, chunk: int, tag: int) -> int:
+    """:func:`chunked` one chunk at a time through pyca's AESGCM (``encrypt_into`` /
+    ``decrypt_into``: no copies); it holds the interpreter lock, so only a lone caller."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    gcm = AESGCM(key)
+    src, dst = memoryview(src).cast("B"), memoryview(dst).cast("B")
+    b = int.from_bytes(base, "big")
+    step = chunk if encrypt else chunk + tag
+    out_step = chunk + tag if encrypt else chunk
+    whole = n // step
+    seal, open_ = gcm.encrypt_into, gcm.decrypt_into
+    for j in range(whole + (1 if final else 0)):
+        i, o = j * step, j * out_step
+        m = chunk if j < whole else n - i - (0 if encrypt else tag)
+        nonce = (b ^ (first + j)).to_bytes(12, "big")
+        if encrypt:
+            seal(nonce, src[i:i + m], None, dst[o:o + m + tag])
+            continue
+        try:
+            open_(nonce, src[i:i + m + tag], None, dst[o:o + m])
+        except InvalidTag:
+            dst[o:o + m] = bytes(m)
+            return j
+    return -1
+
+
+def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, dst, n: int,
+            final: bool, chunk: int, tag: int, threads: int = 1, alone: bool = False) -> int | None:
     """Chunks of C2SP chunked encryption (formats/cobblestone.py) in the C loop, no Python per
     chunk: chunk j is AEAD ``name`` under ``key`` with nonce ``base`` XOR (``first`` + j), no AAD.
-    ``src``/``dst`` are addresses: sealing reads ``n`` plaintext bytes (whole chunks of ``chunk``
-    bytes; with ``final`` the shorter last one after them) and writes ciphertext || tag per chunk;
-    opening reads ``n`` sealed bytes and writes the plaintext, each chunk's tag checked inside
-    OpenSSL.  The chunks are cut into ``threads`` runs on the engine's pool.
+    ``src``/``dst`` are contiguous buffers: sealing reads ``n`` plaintext bytes (whole chunks of
+    ``chunk`` bytes; with ``final`` the shorter last one after them) and writes ciphertext || tag
+    per chunk; opening reads ``n`` sealed bytes and writes the plaintext, each chunk's tag checked
+    inside OpenSSL.  The chunks are cut into ``threads`` runs on the engine's pool.  ``alone``
+    with one thread: no other thread of the process runs chunks meanwhile, so AES-GCM may go
+    through pyca's OpenSSL where that is the later release (:func:`_pyca_newer`), one call per
+    chunk.
 
     Returns -1 when every chunk was sealed or verified, else the number of the first chunk (from
     0) whose tag did not verify (its plaintext zeroed; the others' left to the caller); None where
@@ -179,18 +255,25 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src: 
 
     from .libcrypto import LIB, c_loop, fail, fn_addr, evp_cipher
 
+    global _FNS
     loop = c_loop()
     if loop is None or LIB is None or name not in EVP_NAMES:
         return None
-    cipher = evp_cipher(EVP_NAMES[name])
-    enc = 1 if encrypt else 0
     step = chunk if encrypt else chunk + tag          # input bytes per whole chunk
     out_step = chunk + tag if encrypt else chunk
     count = n // step + (1 if final else 0)
     if not count:
         return -1
-    fns = [fn_addr(f) for f in (LIB.EVP_CipherInit_ex, LIB.EVP_CipherUpdate, LIB.EVP_CipherFinal_ex,
-                                LIB.EVP_CIPHER_CTX_ctrl, LIB.ERR_clear_error)]
+    if alone and threads == 1 and name.endswith("-gcm") and len(base) == 12 and _pyca_newer():
+        return _pyca_chunks(encrypt, key, base, first, src, dst, n, final, chunk, tag)
+    cipher = evp_cipher(EVP_NAMES[name])
+    enc = 1 if encrypt else 0
+    src, dst = address(src), address(dst)
+    if _FNS is None:
+        _FNS = tuple(fn_addr(f) for f in (LIB.EVP_CipherInit_ex, LIB.EVP_CipherUpdate,
+                                          LIB.EVP_CipherFinal_ex, LIB.EVP_CIPHER_CTX_ctrl,
+                                          LIB.ERR_clear_error))
+    fns = _FNS
     runs = max(1, min(threads, count * step // _C_RUN_MIN_BYTES, count))
     per = -(-count // runs)
     bad = [-1] * runs
