@@ -1145,6 +1145,18 @@ def test_memory_a_request_asks_for_is_admitted_before_it_is_allocated(server, fo
     finally:
         os.close(r)
         os.close(out)
+    src = os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)   # a file: buffers cut to its size
+    out = os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)
+    try:
+        os.write(src, b"f" * 5000)
+        os.lseek(src, 0, os.SEEK_SET)
+        reply = _ask(server.address, _stream_msg(chunk_bytes=1 << 30, depth=64), [src, out])
+        assert reply["ok"] and reply["bytes"] == 5000, reply
+        assert os.pread(out, 8192, 0) == oracle.encrypt(b"f" * 5000, "aes-128-ctr", bytes(16), bytes(16))
+    finally:
+        os.close(src)
+        os.close(out)
+    assert rss() - before < 32 << 20
     assert server.status()["memory"] == {} and not any(server.running.values())
 
 

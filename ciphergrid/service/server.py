@@ -348,6 +348,8 @@ class Server:
         if op == "status":   # (the other clients' connections: for the server's user and root)
             return {"ok": True, **self.status(full=uid in (self.uid, 0))}
         req = _request(msg) if op in ("crypt", "stream") else None
+        if op == "stream":   # (its buffers sized for its input, before they are counted)
+            msg["chunk_bytes"], msg["depth"] = _stream_tuning(msg, fds[0])
         need = _memory_need(op, msg)
         if grant.max_memory is not None and need > grant.max_memory:
             raise errors.ServiceError(f"this job would hold {need} bytes of the service's memory "
@@ -537,9 +539,10 @@ class Server:
         else:
             region, mm = self._map(fds[0], msg)
         if region.nbytes != total:
+            size = region.nbytes
             del region
             _unmap(mm)
-            raise errors.InvalidArgument(f"batch: a buffer of {region.nbytes} bytes; m, n, keys, "
+            raise errors.InvalidArgument(f"batch: a buffer of {size} bytes; m, n, keys, "
                                          f"nonce_length, aad_length and tag_length say {total}")
         v = protocol.batch_views(region, layout)
         table = v["keys"].reshape(k, kl).copy()
@@ -797,6 +800,23 @@ def _request(msg: dict):
         except ValueError as e:
             raise errors.InvalidArgument(str(e)) from None
     return req
+
+
+def _stream_tuning(msg: dict, fd: int) -> tuple[int | None, int | None]:
+    """A stream's ``chunk_bytes`` and ``depth`` as the client gave them, cut to its input where
+    that is a regular file: no chunk larger than the input (at least settings.MIN_CHUNK), no
+    more chunks in flight than it holds."""
+    from ..settings import MIN_CHUNK
+
+    chunk, depth = msg.get("chunk_bytes"), msg.get("depth")
+    size = _remaining(fd)
+    if size is None or (chunk is None and depth is None):
+        return chunk, depth
+    if chunk is not None:
+        chunk = min(chunk, max(MIN_CHUNK, -(-size // MIN_CHUNK) * MIN_CHUNK))
+    if depth is not None:
+        depth = max(1, min(depth, -(-size // (chunk or MIN_CHUNK))))
+    return chunk, depth
 
 
 def _remaining(fd: int) -> int | None:
