@@ -124,3 +124,70 @@ def test_tests_name_no_device_spec():
             if (path.name, func) not in SPEC_LITERALS_ALLOWED:
                 bad.append(f"tests/{path.name}:{line}: {text!r}")
     assert bad == []
+
+
+
+def imported_modules(source: str, path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import statement of ``source``, the module at
+    ``path`` in the package (in functions too): ``from .x import y`` as ``ciphergrid....x`` and
+    ``...x.y`` (y may be a module), ``import a.b`` as ``a.b``."""
+    import ast
+
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    package = parts[:-1]          # (of __init__.py too: the package itself)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.append((node.lineno, mod))
+            found += [(node.lineno, f"{mod}.{a.name}") for a in node.names]
+    return found
+
+
+#: (the packages whose modules are checked, the packages they may not import from)
+LAYERS = [
+    (("algorithms", "aeads"), ("engines", "backends", "transfer", "service")),
+    (("engines",), ("testing", "bench")),
+]
+
+
+def layer_violations(source: str, path: Path, forbidden) -> list[str]:
+    return [f"{path.relative_to(PKG).as_posix()}:{line}: {mod}"
+            for line, mod in imported_modules(source, path)
+            if any(mod == f"ciphergrid.{f}" or mod.startswith(f"ciphergrid.{f}.") for f in forbidden)]
+
+
+def test_layer_check_sees_relative_and_deferred_imports():
+    """The check below resolves relative imports at any depth and sees imports inside
+    functions; absolute ones too; a name that merely starts like a package is not one."""
+    src = ("from ..backends.base import X\n"
+           "import ciphergrid.transfer.runs\n"
+           "from ..enginesque import Y\n"
+           "def f():\n    from ...bench import kernels\n    from ... import testing\n")
+    engine = PKG / "engines" / "device_aead" / "sample.py"
+    got = [v.split(": ")[1] for v in layer_violations(src, engine, ("backends", "transfer",
+                                                                     "bench", "testing"))]
+    assert got == ["ciphergrid.transfer.runs", "ciphergrid.bench", "ciphergrid.bench.kernels",
+                   "ciphergrid.testing"]
+    declaration = PKG / "aeads" / "sample.py"
+    got = [v.split(": ")[1] for v in layer_violations(src, declaration, ("engines", "backends",
+                                                                          "transfer"))]
+    assert got == ["ciphergrid.backends.base", "ciphergrid.backends.base.X",
+                   "ciphergrid.transfer.runs"]
+
+def test_layers_import_downwards():
+    """Declarations (algorithms/, aeads/) import no engine, backend, transfer or service code;
+    engines import neither the testing oracle nor the benchmark (every import statement of a
+    module, those inside functions included)."""
+    bad = []
+    for checked, forbidden in LAYERS:
+        for top in checked:
+            for path in sorted((PKG / top).rglob("*.py")):
+                bad += layer_violations(path.read_text(), path, forbidden)
+    assert bad == []

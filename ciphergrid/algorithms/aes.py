@@ -141,16 +141,22 @@ class _OpenSSLSchedule:
             ks.fill(0)
 
     def _check(self, aes) -> None:
-        try:
-            import ctypes
+        import ctypes
 
-            from ..engines.openssl.libcrypto import LIB
-            fns = []
-            for name in ("AES_set_encrypt_key", "AES_set_decrypt_key"):
-                fn = getattr(LIB, name)
+        from .._libcrypto import load
+
+        fns = []
+
+        def declare(lib) -> None:
+            fns[:] = [getattr(lib, name) for name in ("AES_set_encrypt_key", "AES_set_decrypt_key")]
+            for fn in fns:
                 fn.restype, fn.argtypes = ctypes.c_int, (ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p)
-                fns.append(fn)
-        except Exception:  # no libcrypto, or one built without the low-level AES calls
+
+        try:
+            lib = load(declare)
+        except Exception:  # (a library that cannot be loaded at all: ours runs)
+            return
+        if lib is None:  # no libcrypto, or one built without the low-level AES calls
             return
         key = bytes(range(32))
         for swap in (False, True):

@@ -36,32 +36,9 @@ _c_int_p = ctypes.POINTER(ctypes.c_int)
 
 
 def _load_libcrypto():
-    if settings.openssl_through_pyca():
-        return None
-    def names():
-        if sys.platform.startswith("linux"):
-            # the sonames first: find_library runs `ldconfig -p` in a child process (4-5 ms of
-            # every command's start-up)
-            yield from ("libcrypto.so.3", "libcrypto.so.1.1")
-        import ctypes.util
+    from ..._libcrypto import load
 
-        found = ctypes.util.find_library("crypto")
-        if found:
-            yield found
-        yield from ("libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so", "libcrypto.3.dylib",
-                    "libcrypto.dylib")
-
-    for libname in names():
-        try:
-            lib = ctypes.CDLL(libname)
-        except OSError:
-            continue
-        try:
-            _declare(lib)
-        except AttributeError:
-            continue  # too old (or not OpenSSL): missing symbols
-        return lib
-    return None
+    return load(_declare)
 
 
 def _declare(lib) -> None:
