@@ -1276,3 +1276,50 @@ def test_serve_refuses_bad_options_in_one_line(folder):
     r = _cli("serve", "--socket", deep)
     assert r.returncode == 2 and b"no folder" in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(folder, "a"))
+
+
+def test_a_server_killed_mid_job_says_at_least_what_reached_stdout(folder):
+    """The service writes the command's stdout itself and says how far it got every 0.2 s:
+    when it dies mid-job the command cannot know the bytes written since, so its one line says
+    "at least N bytes were written", N no more than what reached the pipe."""
+    import re
+
+    keyf = os.path.join(folder, "k")
+    with open(keyf, "w") as f:
+        f.write(KEY_HEX)
+    p, address = _serve_process(folder, "--job-timeout", "60")
+    client = subprocess.Popen([sys.executable, "-m", "ciphergrid", "encrypt", "-c", "aes-128-ctr",
+                               "--key-file", keyf, "--iv", KEY_HEX, "--service", address, "-q"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    counted = [0]
+
+    def feed():
+        try:
+            while True:
+                client.stdin.write(b"s" * (1 << 16))
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    def drain():
+        while chunk := client.stdout.read1(1 << 16):
+            counted[0] += len(chunk)
+
+    threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=drain, daemon=True)]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + 30
+        while counted[0] < (1 << 20) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.4)   # (a progress message or two reached the command)
+        p.kill()
+        p.wait(10)
+        assert client.wait(30) == 5
+        threads[1].join(10)
+        err = client.stderr.read().decode()
+    finally:
+        client.kill()
+        p.kill()
+    got = re.search(r"at least (\d+) bytes were written", err)
+    assert got and 0 < int(got.group(1)) <= counted[0], (err, counted[0])
+    assert len(err.strip().splitlines()) == 1, err

@@ -138,6 +138,9 @@ def _crypt(args, encrypt: bool, src, out) -> int:
                     and out.name not in str(e)):
                 e.filename = out.name  # a full disk is the output's
             _note_written(e, out)
+            if served_stream and hasattr(e, "ciphergrid_written"):
+                # (the service says how far it wrote only now and then: more may have gone)
+                e.ciphergrid_written = (f"at least {e.ciphergrid_written[0]}", out.name)
             raise
     finally:
         if cipher is not None:
