@@ -1323,3 +1323,13 @@ def test_a_server_killed_mid_job_says_at_least_what_reached_stdout(folder):
     got = re.search(r"at least (\d+) bytes were written", err)
     assert got and 0 < int(got.group(1)) <= counted[0], (err, counted[0])
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_the_docs_list_the_schema():
+    """docs/service.md's table is the schema's (service/schema.py)."""
+    from pathlib import Path
+
+    from ciphergrid.service import schema
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "service.md").read_text()
+    assert "\n".join(schema.doc_table()) in doc

@@ -30,6 +30,15 @@ _WORDS = {bool: "a boolean", int: "an integer", float: "a float", str: "a string
           type(None): "nil", list: "an array", dict: "a map"}
 
 
+def _n(n: int) -> str:
+    """A bound as the rules write it: 2^k or 2^k-1 from 2^20 on."""
+    if n >= 1 << 20 and not n & (n - 1):
+        return f"2^{n.bit_length() - 1}"
+    if n >= (1 << 20) - 1 and not (n + 1) & n:
+        return f"2^{n.bit_length()}-1"
+    return str(n)
+
+
 def _what(v) -> str:
     """What a value is, never what it holds: an integer's value, a string's or bin's length."""
     if isinstance(v, bool) or v is None:
@@ -63,10 +72,10 @@ class Field:
             out = "a boolean"
         elif self.kind is int:
             out = (f"the integer {self.lo}" if self.lo == hi
-                   else f"an integer from {self.lo} to {hi}")
+                   else f"an integer from {_n(self.lo)} to {_n(hi)}")
         else:
             unit = "bytes" if self.kind is bytes else "characters"
-            out = f"{_WORDS[self.kind]} of {self.lo} to {hi} {unit}"
+            out = f"{_WORDS[self.kind]} of {_n(self.lo)} to {_n(hi)} {unit}"
         return out + (" or nil" if self.nil else "")
 
     def accepts(self, v, local: bool = True) -> bool:
@@ -184,13 +193,15 @@ def _shape(op: str, msg: dict, nfds: int, local: bool) -> None:
                                   f"({msg['length']})")
 
 
-def table_rows() -> list[tuple[str, str, str, str]]:
-    """(op, field, required or optional, rule) for every field: the docs' table."""
-    out = []
+def doc_table() -> list[str]:
+    """The schema as docs/service.md's table (Markdown rows): each field's rule once, with the
+    ops that take it under that rule."""
+    rows: dict = {}
     for op, table in SCHEMA.items():
         for name, f in table.items():
-            rule = f.rule()
-            if f.hi_remote is not None:
-                rule += f" ({f.bound(False)} remote)"
-            out.append((op, name, "required" if f.required else "optional", rule))
+            rule = f.rule() + (f" ({_n(f.bound(False))} remote)" if f.hi_remote is not None else "")
+            rows.setdefault((name, rule, "yes" if f.required else ""), []).append(op)
+    out = ["| field | ops | rule | required |", "|---|---|---|---|"]
+    out += [f"| `{name}` | {', '.join(ops)} | {rule} | {req} |"
+            for (name, rule, req), ops in rows.items()]
     return out
