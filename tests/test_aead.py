@@ -537,6 +537,48 @@ def test_cli_roundtrip_and_failed_tag_leaves_nothing(aead_name, tmp_path, rng):
     assert r.returncode == 3 and r.stdout == b""
 
 
+def test_cli_verbose_names_the_engine_that_runs(tmp_path, rng, monkeypatch, capsys):
+    """``-v`` says where the message runs, and that is where it runs: the route is decided once
+    (here a route that answers differently each time it is asked would show a second decision
+    naming another engine)."""
+    import dataclasses
+
+    from ciphergrid import route as route_mod
+    from ciphergrid.cli import main
+    from conftest import all_devices
+
+    specs = [d.spec for d in all_devices() if _runs(STATS_AEAD, d.spec)]
+    if len(specs) < 2:
+        pytest.skip(f"fewer than two devices run {STATS_AEAD}")
+    engines = [route_mod.engine(s) for s in specs[:2]]
+    real, asked, ran = route_mod.route_aead, [], []
+
+    def each_time_another(spec, device="auto", *args, **kw):
+        eng = engines[len(asked) % 2]
+        asked.append(eng.info.spec)
+        return dataclasses.replace(real(spec, device, *args, **kw), engine=eng)
+
+    def spy(eng, real_seal):
+        def seal(*args, **kw):
+            ran.append(eng.info.spec)
+            return real_seal(*args, **kw)
+        return seal
+
+    monkeypatch.setattr(route_mod, "route_aead", each_time_another)
+    for eng in engines:
+        monkeypatch.setattr(eng, "seal", spy(eng, eng.seal))
+    kl, nl, tl = _sizes(STATS_AEAD)
+    key, nonce, pt = rng.data(kl), rng.data(nl), rng.data(3000)
+    (tmp_path / "k").write_text(key.hex())
+    (tmp_path / "p").write_bytes(pt)
+    code = main(["encrypt", "--cipher", STATS_AEAD, "--key-file", str(tmp_path / "k"), "--nonce",
+                 nonce.hex(), "-q", "-v", "--in", str(tmp_path / "p"), "--out", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert (tmp_path / "c").read_bytes() == reference_seal(STATS_AEAD, key, nonce, b"", pt, tl)
+    assert len(asked) == 1 and ran == asked and f" on {ran[0]}" in err, (asked, ran, err)
+
+
 def test_cli_refusals(tmp_path):
     name = NAMES[0] if NAMES else pytest.skip("no AEAD registered")
     kl, nl, tl = _sizes(name)

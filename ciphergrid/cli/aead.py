@@ -61,7 +61,7 @@ def cmd_aead(args, encrypt: bool) -> int:
     """encrypt/decrypt with an AEAD: one message, ciphertext || tag; on decryption nothing is
     written before the tag verified (a failed tag: exit 3, one line, no output)."""
     from .. import aeads
-    from ..aead import _tag_length, crypt
+    from ..aead import _tag_length, crypt, route_message
     from ..fileio import Input, Output
     from ..progress import Progress
 
@@ -123,11 +123,9 @@ def cmd_aead(args, encrypt: bool) -> int:
         out_n = n + tl if encrypt else n - tl
         if client is not None:
             return _aead_served(args, encrypt, client, spec, key, nonce, aad, tl, data, out_n)
+        # where the message runs, decided once: what -v says is what runs
+        r = route_message(spec, encrypt, n, len(nonce), tl, args.device, "stream")
         if args.verbose:
-            from ..route import route_aead
-
-            r = route_aead(spec, args.device, out_n, nonce_len=len(nonce), tag_length=tl,
-                           path="stream")
             print(f"ciphergrid: {spec.name} {'encrypt' if encrypt else 'decrypt'} on {r.device}"
                   + (" (chosen by auto)" if args.device == "auto" else ""), file=sys.stderr)
         with Progress(n, quiet=args.quiet, verb="encrypted" if encrypt else "decrypted",
@@ -139,7 +137,8 @@ def cmd_aead(args, encrypt: bool) -> int:
             try:
                 with out:
                     crypt(encrypt, data, spec.name, key, nonce, aad, tl, args.device,
-                          args.constant_time, None, buf, path="stream")  # InvalidTag: nothing written
+                          args.constant_time, None, buf, path="stream",
+                          route=r)  # InvalidTag: nothing written
                     step = 64 << 20
                     for a in range(0, out_n, step):
                         out.write(memoryview(buf[a:a + step]))
