@@ -76,7 +76,7 @@ def _sealed_file(tmp_path, n=3 * K + 100, ctx=b"c"):
     kf, key = _key(tmp_path)
     msg = os.urandom(n)
     f = tmp_path / "m.cg"
-    f.write_bytes(cb.encrypt(msg, key, ctx))
+    f.write_bytes(cb.encrypt(msg, key, ctx, device="native"))
     return kf, key, msg, f
 
 
@@ -266,7 +266,7 @@ def test_pipe_says_what_it_got_before_a_chunk_failed(tmp_path):
     assert "nothing" not in err
     p = _cli("open", "--key-file", kf, "--context", "c", "--in", f, "--all-or-nothing")
     assert p.returncode == 9 and p.stdout == b"" and b"nothing is released" in p.stderr
-    f.write_bytes(cb.encrypt(msg, key, b"c"))
+    f.write_bytes(cb.encrypt(msg, key, b"c", device="native"))
     p = _cli("open", "--key-file", kf, "--context", "c", "-q", "--all-or-nothing", input=f.read_bytes())
     assert p.returncode == 0 and p.stdout == msg and p.stderr == b"", p.stderr.decode()
     # a pipe cut at a chunk boundary: truncated, after the verified chunks
@@ -277,16 +277,23 @@ def test_pipe_says_what_it_got_before_a_chunk_failed(tmp_path):
     assert f"; {len(p.stdout)} verified bytes were written to <stdout> before this was found" in err
 
 
-def test_interrupted_seal_says_bytes_written(tmp_path):
+@pytest.mark.parametrize("command", ["seal", "open"])
+def test_interrupted_says_bytes_written(tmp_path, command):
     """seal/open stopped by a signal while writing to a pipe say how many bytes reached it, as
-    encrypt does (issue 46)."""
+    encrypt does (issue 46): seal once its header is out, open once a verified piece (1 MiB) is
+    out; both then wait for more input."""
     import signal
 
-    kf, _ = _key(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "ciphergrid", "seal", "--key-file", str(kf)],
+    kf, key = _key(tmp_path)
+    msg = os.urandom(2 << 20)
+    first = cb.encrypt(msg, key, device="native")[:56 + 64 * SEALED] if command == "open" else b""
+    want = 1 << 20 if command == "open" else 56
+    proc = subprocess.Popen([sys.executable, "-m", "ciphergrid", command, "--key-file", str(kf)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        head = proc.stdout.read(56)          # the header is out: the body waits for input
+        proc.stdin.write(first)
+        proc.stdin.flush()
+        head = proc.stdout.read(want)        # what it wrote; the rest waits for input
         proc.send_signal(signal.SIGINT)
         proc.stdin.close()
         rest = proc.stdout.read()
@@ -296,4 +303,5 @@ def test_interrupted_seal_says_bytes_written(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert rc == 130, err
+    assert len(head) == want and (command == "seal" or head == msg[:want])
     assert f"interrupted by SIGINT; {len(head) + len(rest)} bytes were written to <stdout>" in err
