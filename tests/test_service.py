@@ -1333,3 +1333,18 @@ def test_the_docs_list_the_schema():
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "service.md").read_text()
     assert "\n".join(schema.doc_table()) in doc
+
+
+def test_without_a_memory_limit_the_service_keeps_to_its_budget(server, folder, monkeypatch):
+    """No max_memory in the policy: a job is still refused in one line when it alone would make
+    the service hold more than its budget (half the machine's memory), before any allocation."""
+    assert server.memory_budget > 0
+    monkeypatch.setattr(server, "memory_budget", 64 << 20)
+    r, out = _stream_fds(folder)   # (a pipe: its size unknown, its buffers as the client says)
+    try:
+        reply = _ask(server.address, _stream_msg(chunk_bytes=64 << 20, depth=2), [r, out])
+    finally:
+        os.close(r)
+        os.close(out)
+    assert reply["error"]["type"] == "ServiceError" and "may hold 67108864" in reply["error"]["message"], reply
+    assert server.status()["memory"] == {}

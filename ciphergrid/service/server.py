@@ -51,6 +51,8 @@ class Server:
         self.policy = policy or Policy(self.uid)
         self.running: dict = {}      # uid -> jobs running now
         self.memory: dict = {}       # uid -> bytes of the service's memory its running jobs hold
+        #: what all the running jobs together may hold, whatever the policy allows each user
+        self.memory_budget = _memory_budget()
         from .fair import Fair
 
         self.fair = Fair()           # the devices' bytes shared by the clients' weights
@@ -356,6 +358,11 @@ class Server:
                                       f"({_memory_fields(op)}); user {uid} may hold "
                                       f"{grant.max_memory} ({grant.why}): smaller messages or "
                                       "chunks, or a sealed file")
+        if need > self.memory_budget:
+            raise errors.ServiceError(f"this job would hold {need} bytes of the service's memory "
+                                      f"({_memory_fields(op)}); its jobs together may hold "
+                                      f"{self.memory_budget} (half this machine's memory): "
+                                      "smaller messages or chunks, or a sealed file")
         with self._admitted(cid, uid, grant, need), self._job(ch, grant) as job:
             reply = (self._crypt(msg, req, fds, job, ch.local) if op == "crypt"
                      else self._aead(msg, fds, job, ch.local) if op == "aead"
@@ -377,12 +384,15 @@ class Server:
             deadline = time.monotonic() + self.job_timeout
             while (self.running.get(uid, 0) >= grant.max_jobs
                    or (grant.max_memory is not None
-                       and self.memory.get(uid, 0) + need > grant.max_memory)):
+                       and self.memory.get(uid, 0) + need > grant.max_memory)
+                   or sum(self.memory.values()) + need > self.memory_budget):
                 left = deadline - time.monotonic()
                 if left <= 0 or self.stopping.is_set():
                     raise errors.ServiceError(f"user {uid} runs {self.running.get(uid, 0)} jobs "
                                               f"holding {self.memory.get(uid, 0)} bytes, its "
-                                              f"limits ({grant.why}), and none ended in time")
+                                              f"limits ({grant.why}; all jobs hold "
+                                              f"{sum(self.memory.values())} of "
+                                              f"{self.memory_budget}), and none ended in time")
                 self.slots.wait(min(left, 0.5))
             self.running[uid] = self.running.get(uid, 0) + 1
             self.memory[uid] = self.memory.get(uid, 0) + need
@@ -736,6 +746,14 @@ def _trim_heap() -> None:
 
 
 _MALLOC_TRIM = None
+
+
+def _memory_budget() -> int:
+    """Half the machine's physical memory: what the service's running jobs may hold together."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError):
+        return 8 << 30
 
 
 #: a stream's chunk and depth counted where the client sizes one of them and not the other
