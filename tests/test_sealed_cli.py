@@ -132,7 +132,7 @@ def test_passphrase_seal_and_open(tmp_path, capfd, monkeypatch):
     assert _main("seal", "--pass", f"file:{pf}", *SMALL, "--aes256", "--context", "x", "--in", src,
                  "--out", sealed, "-v") == 0
     err = capfd.readouterr().err
-    assert "Argon2id 64 KiB, 1 passes, 1 lanes" in err and "cobblestone-256 seal on" in err
+    assert "Argon2id 64 KiB, 1 pass, 1 lane:" in err and "cobblestone-256 seal on" in err
     data = sealed.read_bytes()
     assert data[:8] == b"CG-PASS\n" and len(data) == 38 + cb.sealed_length(len(msg))
     assert pp.decrypt(data, b"correct horse", b"x") == msg

@@ -81,9 +81,13 @@ def _derive(args, phrase: bytes, wrapper) -> bytes:
     key = pp.input_key(phrase, wrapper)
     if args.verbose:
         p = wrapper.params
-        print(f"ciphergrid: Argon2id {p.memory_kib} KiB, {p.iterations} passes, {p.lanes} lanes: "
-              f"{time.perf_counter() - t0:.2f} s", file=sys.stderr)
+        print(f"ciphergrid: Argon2id {p.memory_kib} KiB, {_n(p.iterations, 'pass', 'passes')}, "
+              f"{_n(p.lanes, 'lane', 'lanes')}: {time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return key
+
+
+def _n(k: int, one: str, many: str) -> str:
+    return f"{k} {one if k == 1 else many}"
 
 
 # ------------------------------------------------------------------------------------ seal
