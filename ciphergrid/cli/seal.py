@@ -112,8 +112,8 @@ def _seal(args, src, context: bytes) -> int:
     else:
         key = _key_file(args, sch)
     total = None if src.size is None else cb.sealed_length(src.size) - cb.HEADER
-    _where(args, sch, "seal")
-    with _Stream(args, "sealed", total) as st:
+    device = _where(args, sch, "seal")
+    with _Stream(args, "sealed", total, device) as st:
         with Output(args.outfile, sync=not args.no_sync) as out:
             st.out = out
             from ..transfer import sealed
@@ -193,10 +193,10 @@ def _open(args, src, context: bytes, key: bytes, sch, head: bytes) -> int:
     total = None
     if src.size is not None:
         total = cb.message_length(cb.HEADER + src.size)   # (Truncated before anything is read)
-    _where(args, sch, "open")
+    device = _where(args, sch, "open")
     from ..transfer import sealed
 
-    with _Stream(args, "opened", total) as st:
+    with _Stream(args, "opened", total, device) as st:
         with Output(args.outfile, sync=not args.no_sync) as out:
             st.out = out
             if args.all_or_nothing and out.kind == "through":
@@ -227,25 +227,26 @@ def _staged(src, out, op, st) -> None:
             pos += got
 
 
-def _where(args, sch, verb: str) -> None:
-    """-v: where the chunks run (OpenSSL's C loop on this process's cores, or a device's AEAD
-    batches)."""
-    if not args.verbose:
-        return
+def _where(args, sch, verb: str) -> str:
+    """Where the chunks run: OpenSSL's C loop on this process's cores ("native"), or a device's
+    AEAD batches (its spec); said with -v."""
     from ..formats import cobblestone as cb
     from ..transfer import sealed
 
     n = sealed.BATCH_PIECE
     if cb._native(sch, args.device, "stream", n, n // cb.CHUNK):
-        where = f"native (OpenSSL's C loop, {sealed.cores()} cores)"
+        device, where = "native", f"native (OpenSSL's C loop, {sealed.cores()} cores)"
     else:
         from .. import aeads
         from ..route import route_aead
 
         r = route_aead(aeads.spec(sch.aead), args.device, n, n // cb.CHUNK, nonce_len=cb.NONCE,
                        tag_length=cb.TAG)
+        device = r.device
         where = f"{r.device} (AEAD batches of {n >> 20} MiB)" + (f", {r.reason}" if r.reason else "")
-    print(f"ciphergrid: {sch.name} {verb} on {where}", file=sys.stderr)
+    if args.verbose:
+        print(f"ciphergrid: {sch.name} {verb} on {where}", file=sys.stderr)
+    return device
 
 
 class _Stream:
@@ -254,10 +255,10 @@ class _Stream:
     how many bytes reached it (as ``encrypt``); a chunk or truncation found after verified
     chunks were written says so instead of "nothing is released"."""
 
-    def __init__(self, args, verb: str, total: int | None):
+    def __init__(self, args, verb: str, total: int | None, device: str):
         from ..progress import Progress
 
-        self.bar = Progress(total, quiet=args.quiet, verb=verb, device=args.device)
+        self.bar = Progress(total, quiet=args.quiet, verb=verb, device=device)
         self.out = None
 
     def advance(self, k: int) -> None:
