@@ -210,6 +210,9 @@ def test_passphrase_costs_past_the_caps_refused_at_once(tmp_path, capfd, monkeyp
     assert _main("seal", "--pass", "env:PW", "--argon2-memory", "2Gi", "--argon2-iterations", "1",
                  "--in", f, "--out", tmp_path / "o") == 2
     assert "KiB of memory" in capfd.readouterr().err
+    assert _main("seal", "--pass", "env:PW", "--argon2-iterations", "0", "--in", f, "--out",
+                 tmp_path / "o") == 2
+    assert "0 iterations" in capfd.readouterr().err and not (tmp_path / "o").exists()
 
 
 def test_passphrase_vectors():

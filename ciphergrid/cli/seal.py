@@ -41,6 +41,8 @@ def cmd_seal(args, seal: bool) -> int:
 
 
 def _check_flags(args, seal: bool) -> None:
+    if getattr(args, "raw_key", False) and args.passphrase is not None:
+        raise InvalidArgument("--raw-key is for --key-file, not --pass")
     if seal:
         costs = [f for f, v in (("--argon2-memory", args.argon2_memory),
                                 ("--argon2-iterations", args.argon2_iterations),
@@ -103,9 +105,10 @@ def _seal(args, src, context: bytes) -> int:
         memory = args.argon2_memory
         if memory is not None and memory % 1024:
             raise InvalidArgument(f"--argon2-memory {memory} bytes: give whole KiB (e.g. 64Mi)")
+        t, p = args.argon2_iterations, args.argon2_lanes
         params = pp.Argon2Params(d.memory_kib if memory is None else memory // 1024,
-                                 args.argon2_iterations or d.iterations,
-                                 args.argon2_lanes or d.lanes).check("--argon2-*")
+                                 d.iterations if t is None else t,
+                                 d.lanes if p is None else p).check("--argon2-*")
         w = pp.make(params, aes256=args.aes256)
         key = _derive(args, _passphrase(args, src, confirm=True), w)
         wrapper = w.raw
