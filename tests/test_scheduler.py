@@ -20,6 +20,8 @@ import pytest
 
 import ciphergrid
 from ciphergrid.engines import composite
+from ciphergrid.engines.scheduler import run as sched_run
+from ciphergrid.engines.scheduler import speeds, units
 from ciphergrid.runtime import Runtime
 from ciphergrid.testing import oracle
 from conftest import absent_spec, all_devices
@@ -37,10 +39,10 @@ ONE_ENGINE = "one engine present (no OpenCL CPU device): a single device bypasse
 def rt(monkeypatch):
     """Each test in a runtime of its own (no speeds measured, none read or written on disk),
     with small ranges."""
-    monkeypatch.setattr(composite, "GRAIN", GRAIN)
-    monkeypatch.setattr(composite, "HANG_INJECTED_S", 3.0)
-    monkeypatch.setattr(composite, "HANG_MIN_S", 0.25)
-    monkeypatch.setattr(composite, "HANG_FACTOR", 2.0)
+    monkeypatch.setattr(units, "GRAIN", GRAIN)
+    monkeypatch.setattr(sched_run, "HANG_INJECTED_S", 3.0)
+    monkeypatch.setattr(sched_run, "HANG_MIN_S", 0.25)
+    monkeypatch.setattr(sched_run, "HANG_FACTOR", 2.0)
     monkeypatch.delenv("CIPHERGRID_FAULT", raising=False)
     with Runtime("test") as r:
         r.calibration.update(loaded=True, saved=1e18)
@@ -133,16 +135,16 @@ def test_failed_or_hung_engine_costs_rework_not_bytes(victim, what, rng, monkeyp
     assert got.tobytes() == want
     assert st.engines[spec].failed and len(st.failures) == 1
     # at most one range run again: the largest is an engine's first share, (1 - TAIL) of the bytes
-    assert 0 < st.rework_bytes <= (1 - composite.TAIL) * data.nbytes
+    assert 0 < st.rework_bytes <= (1 - units.TAIL) * data.nbytes
     if what == "hang":
-        assert "hung" in st.failures[0] and took < composite.HANG_INJECTED_S
+        assert "hung" in st.failures[0] and took < sched_run.HANG_INJECTED_S
 
 
 def test_watchdog_keeps_the_workers_error():
     """The last worker's failure sets the job's error and its thread ends while the watchdog
     waits: the watchdog reports that error, not its own safety net's "units not run" (CI saw
     the race under load on 2026-11-29)."""
-    run = object.__new__(composite._Run)
+    run = object.__new__(sched_run.Run)
     gone = threading.Thread(target=lambda: None)
     gone.start()
     gone.join()
@@ -188,12 +190,12 @@ def test_speeds_kept_for_the_next_process(rng, monkeypatch, tmp_path, rt):
     key, iv, _, data = _inputs("aes-128-ctr", 8 * GRAIN, rng)
     ciphergrid.encrypt(data, "aes-128-ctr", key, iv, device=PAIR)
     assert (tmp_path / "scheduler-speeds.json").exists()    # (written after the first range)
-    composite._save(rt)                                     # (and as it is now)
+    speeds.save(rt)                                         # (and as it is now)
     seen = dict(rt.speeds)
     fresh = Runtime("next process")
     eng = ciphergrid.route.engine("native")
-    speed, measured = composite.expected_speed(eng, "aes-128-ctr", True, fresh)
-    assert measured and speed == seen[composite._key(eng, "aes-128-ctr", True)]
+    speed, measured = speeds.expected_speed(eng, "aes-128-ctr", True, fresh)
+    assert measured and speed == seen[speeds.speed_key(eng, "aes-128-ctr", True)]
 
 
 def test_bad_device_lists():

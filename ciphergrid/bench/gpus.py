@@ -184,7 +184,7 @@ def _peer_rows(ids, gpus, size, repeats, sync_all):
     """Copies between the first GPU and each other one, each way, then with all at once."""
     import cupy
 
-    from ..engines.composite import _copy, _enable_peer
+    from ..engines.scheduler.resident import enable_peer as _enable_peer, peer_copy as _copy
 
     home = ids[0]
     bufs = {}
