@@ -73,13 +73,22 @@ def _hex(value: str, what: str) -> bytes:
                               "not whole pairs of digits") from None
 
 
-def _file_bytes(path: str, flag: str) -> bytes:
-    """A small file named by an option (associated data, a context), whole."""
+#: the most an option's file (associated data, a context) may hold: it is read into memory whole
+OPTION_FILE_MAX = 64 << 20
+
+
+def _file_bytes(path: str, flag: str, limit: int = OPTION_FILE_MAX) -> bytes:
+    """A small file named by an option (associated data, a context), whole; refused past
+    ``limit`` bytes (a device such as /dev/zero never ends)."""
     try:
         with open(path, "rb") as f:
-            return f.read()
+            data = f.read(limit + 1)
     except OSError as e:
-        raise InvalidArgument(f"{flag} {path}: cannot read: {e.strerror}") from None
+        raise InvalidArgument(f"{flag} {path}: cannot read: {e.strerror or e}") from None
+    if len(data) > limit:
+        raise InvalidArgument(f"{flag} {path}: holds more than {limit >> 20} MiB (read whole into "
+                              "memory: give a smaller one)")
+    return data
 
 
 
