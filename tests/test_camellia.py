@@ -111,6 +111,21 @@ def test_subkeys_match_the_model():
             assert cam.subkeys(key) == model.key_schedule(key), (size, key.hex())
 
 
+def test_fast_schedule_is_the_readable_one():
+    """expand() runs schedule_fast (SP tables, one gather); it must give schedule_words' words
+    for every key size and direction, and its F the RFC's F."""
+    rng = random.Random(6114)
+    for _ in range(500):
+        x, k = rng.getrandbits(64), rng.getrandbits(64)
+        assert cam._f_sp(x, k) == cam._f(x, k)
+    for size in (16, 24, 32):
+        for key in [bytes(size), b"\xff" * size] + [rng.randbytes(size) for _ in range(30)]:
+            for decrypt in (False, True):
+                got = CAM.expand(key, decrypt)
+                assert got.dtype == np.dtype("<u4") and got.flags.writeable
+                assert got.tolist() == cam.schedule_words(key, decrypt), (key.hex(), decrypt)
+
+
 def _run_schedule(words, block: bytes, rounds: int) -> bytes:
     """The kernels' block function, in Python, over the flat schedule of expand()."""
     k = [(int(words[2 * i]) << 32) | int(words[2 * i + 1]) for i in range(len(words) // 2)]

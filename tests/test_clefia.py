@@ -98,6 +98,18 @@ def test_host_schedule_matches_model(n, rng):
 
 
 @pytest.mark.parametrize("n", [16, 24, 32])
+def test_fast_schedule_is_the_readable_one(n, rng):
+    """expand() runs kernel_schedule_fast (unrolled GFN, 128-bit round keys); it must give the
+    readable kernel_schedule's words for every key, both directions."""
+    keys = [bytes(n), b"\xff" * n, RFC_KEY[:n]] + [rng.randbytes(n) for _ in range(40)]
+    for key in keys:
+        for decrypt in (False, True):
+            got = host.CIPHER.expand(key, decrypt)
+            assert got.dtype == np.dtype("<u4") and got.flags.writeable
+            assert got.tolist() == host.kernel_schedule(key, decrypt), (key.hex(), decrypt)
+
+
+@pytest.mark.parametrize("n", [16, 24, 32])
 def test_host_ecb_matches_model(n, rng):
     key = rng.randbytes(n)
     for nblocks in (1, 3, 8, 9, 40):   # the scalar path (<= 8 blocks) and the numpy one

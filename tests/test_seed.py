@@ -89,6 +89,15 @@ def test_host_key_schedule_matches_the_model(rng):
         assert dk.reshape(16, 2)[::-1].reshape(-1).tolist() == want
 
 
+def test_fast_schedule_is_the_readable_one(rng):
+    """expand() runs key_schedule_fast (G inlined); it must give key_schedule's words (pairs
+    reversed for decryption) for every key."""
+    for key in [bytes(16), b"\xff" * 16] + [rng.randbytes(16) for _ in range(40)]:
+        want = host.key_schedule(key)
+        assert SEED.expand(key, False).tolist() == want
+        assert SEED.expand(key, True).tolist() == [w for i in reversed(range(16)) for w in want[2 * i: 2 * i + 2]]
+
+
 def test_host_ecb_and_pyca_match_the_model(rng):
     key, data = rng.randbytes(16), rng.data(16 * 64)
     want = model.ecb(key, data, True)

@@ -153,6 +153,88 @@ def rounds(key_size: int) -> int:
     return 18 if key_size == 16 else 24
 
 
+#: the F-function as eight 8 -> 64-bit tables (S-box then P-function): F(x) is the XOR of
+#: _SP[j][byte j of x], byte 0 the most significant.  Row i of _P_ROWS lists the t_j (1-based)
+#: that output byte i of the P-function XORs (RFC 3713 section 2.4.1)
+_P_ROWS = ((1, 3, 4, 6, 7, 8), (1, 2, 4, 5, 7, 8), (1, 2, 3, 5, 6, 8), (2, 3, 4, 5, 6, 7),
+           (1, 2, 6, 7, 8), (2, 3, 5, 7, 8), (3, 4, 5, 6, 8), (1, 4, 5, 6, 7))
+_SP = tuple(
+    tuple(sum(box[b] << (56 - 8 * i) for i, row in enumerate(_P_ROWS) if j + 1 in row)
+          for b in range(256))
+    for j, box in enumerate((SBOX1, SBOX2, SBOX3, SBOX4, SBOX2, SBOX3, SBOX4, SBOX1)))
+
+
+def _f_sp(x: int, k: int) -> int:
+    """:func:`_f` through the SP tables."""
+    x ^= k
+    s1, s2, s3, s4, s5, s6, s7, s8 = _SP
+    return (s1[x >> 56] ^ s2[(x >> 48) & 255] ^ s3[(x >> 40) & 255] ^ s4[(x >> 32) & 255]
+            ^ s5[(x >> 24) & 255] ^ s6[(x >> 16) & 255] ^ s7[(x >> 8) & 255] ^ s8[x & 255])
+
+
+def _plan(n: int, decrypt: bool) -> tuple[tuple, np.ndarray]:
+    """For :func:`schedule_fast`: the (source, rotation) of each 128-bit value the schedule
+    takes halves of, and the index of each kernel subkey among those halves (2 per value)."""
+    table = _SCHEDULE_128 if n == 16 else _SCHEDULE_256
+    srcs = ("KL", "KR", "KA", "KB")
+    values = tuple((srcs.index(name), rot) for _, name, rot in table)
+    where = {h: 2 * v + side for v, (pair, _, _) in enumerate(table)
+             for side, h in enumerate(pair) if h}
+    r = rounds(n)
+    ks = [f"k{i}" for i in range(1, r + 1)]
+    kes = [f"ke{i}" for i in range(1, r // 3 - 1)]
+    pre, post = ["kw1", "kw2"], ["kw3", "kw4"]
+    if decrypt:
+        pre, post, ks, kes = post, pre, ks[::-1], kes[::-1]
+    return values, np.array([where[h] for h in pre + ks + kes + post], dtype=np.intp)
+
+
+_PLANS = {(n, d): _plan(n, d) for n in (16, 24, 32) for d in (False, True)}
+
+
+def schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
+    """:func:`schedule_words` as a little-endian uint32 array: KA and KB through the SP tables,
+    every rotated value's bytes at once, the subkeys picked in the kernels' order by one gather
+    (the one-shot call's key set-up runs this for every fresh key)."""
+    n = len(key)
+    kl = int.from_bytes(key[:16], "big")
+    if n == 16:
+        kr = 0
+    elif n == 24:
+        right = int.from_bytes(key[16:24], "big")
+        kr = (right << 64) | (~right & MASK64)
+    else:
+        kr = int.from_bytes(key[16:32], "big")
+    x = kl ^ kr
+    d1, d2 = x >> 64, x & MASK64
+    d2 ^= _f_sp(d1, SIGMA[0])
+    d1 ^= _f_sp(d2, SIGMA[1])
+    d1 ^= kl >> 64
+    d2 ^= kl & MASK64
+    d2 ^= _f_sp(d1, SIGMA[2])
+    d1 ^= _f_sp(d2, SIGMA[3])
+    ka = (d1 << 64) | d2
+    if n == 16:
+        kb = 0
+    else:
+        x = ka ^ kr
+        d1, d2 = x >> 64, x & MASK64
+        d2 ^= _f_sp(d1, SIGMA[4])
+        d1 ^= _f_sp(d2, SIGMA[5])
+        kb = (d1 << 64) | d2
+    src = (kl, kr, ka, kb)
+    values, pick = _PLANS[(n, decrypt)]
+    raw = bytearray()
+    for s, rot in values:
+        v = src[s]
+        raw += (((v << rot) | (v >> (128 - rot))) & MASK128 if rot else v).to_bytes(16, "big")
+    halves = np.frombuffer(raw, dtype=">u4").reshape(-1, 2)   # (high, low) of each subkey
+    out = halves[pick].astype("<u4").reshape(-1)
+    raw[:] = bytes(len(raw))
+    x = d1 = d2 = ka = kb = kl = kr = v = 0
+    return out
+
+
 def schedule_words(key: bytes, decrypt: bool) -> list[int]:
     """The kernels' schedule (module docstring) as a list of 32-bit values."""
     sk = subkeys(key)
@@ -217,10 +299,7 @@ class Camellia(BlockCipher):
         if layout is not None:
             raise ValueError(f"unknown Camellia key layout {layout!r}")
         self.check_key(key)
-        words = schedule_words(bytes(key), decrypt)
-        out = np.array(words, dtype="<u4")
-        words[:] = [0] * len(words)
-        return out
+        return schedule_fast(bytes(key), decrypt)
 
     def defines(self, key_size: int) -> dict[str, int]:
         return {"CAM_ROUNDS": rounds(key_size)}

@@ -223,6 +223,99 @@ def schedule(key: bytes) -> tuple[list[int], list[int]]:
     return wk, rk
 
 
+#: the F-functions' column tables as tuples (indexing a tuple is what the schedule does most)
+_F0T = tuple(tuple(t) for t in F0_LE)
+_F1T = tuple(tuple(t) for t in F1_LE)
+#: CON^(k) as little-endian words (the GFN's input form) and, grouped by four, as the 128-bit
+#: big-endian integers the round keys are XORed with (the GFN's 2 x 12 or 4 x 10 come first)
+_CON_LE = {n: tuple(_bswap(c) for c in con[: 24 if n == 16 else 40]) for n, con in _CON.items()}
+_CON_128 = {n: tuple(_words_to_int(con[i: i + 4]) for i in range(24 if n == 16 else 40, len(con), 4))
+            for n, con in _CON.items()}
+_M57 = (1 << 57) - 1
+
+
+def _gfn_le(t: list[int], con: tuple, rounds: int) -> list[int]:
+    """GFN_{4,r} or GFN_{8,r} on little-endian words with the round constants ``con``: what
+    :func:`_gfn` computes, unrolled over the F-functions' tables (the one-shot call's key set-up
+    runs this for every fresh key)."""
+    a0, a1, a2, a3 = _F0T
+    b0, b1, b2, b3 = _F1T
+    if len(t) == 4:
+        t0, t1, t2, t3 = t
+        for i in range(0, 2 * rounds, 2):
+            x = t0 ^ con[i]
+            t1 ^= a0[x & 255] ^ a1[(x >> 8) & 255] ^ a2[(x >> 16) & 255] ^ a3[x >> 24]
+            x = t2 ^ con[i + 1]
+            t3 ^= b0[x & 255] ^ b1[(x >> 8) & 255] ^ b2[(x >> 16) & 255] ^ b3[x >> 24]
+            t0, t1, t2, t3 = t1, t2, t3, t0
+        return [t3, t0, t1, t2]   # (the last round does not rotate)
+    t0, t1, t2, t3, t4, t5, t6, t7 = t
+    for i in range(0, 4 * rounds, 4):
+        x = t0 ^ con[i]
+        t1 ^= a0[x & 255] ^ a1[(x >> 8) & 255] ^ a2[(x >> 16) & 255] ^ a3[x >> 24]
+        x = t2 ^ con[i + 1]
+        t3 ^= b0[x & 255] ^ b1[(x >> 8) & 255] ^ b2[(x >> 16) & 255] ^ b3[x >> 24]
+        x = t4 ^ con[i + 2]
+        t5 ^= a0[x & 255] ^ a1[(x >> 8) & 255] ^ a2[(x >> 16) & 255] ^ a3[x >> 24]
+        x = t6 ^ con[i + 3]
+        t7 ^= b0[x & 255] ^ b1[(x >> 8) & 255] ^ b2[(x >> 16) & 255] ^ b3[x >> 24]
+        t0, t1, t2, t3, t4, t5, t6, t7 = t1, t2, t3, t4, t5, t6, t7, t0
+    return [t7, t0, t1, t2, t3, t4, t5, t6]
+
+
+def _le_to_int(ws) -> int:
+    """Little-endian words (of CLEFIA's big-endian ones) as the 128-bit big-endian integer."""
+    return int.from_bytes(struct.pack(f"<{len(ws)}I", *ws), "big")
+
+
+def kernel_schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
+    """:func:`kernel_schedule` as a little-endian uint32 array, computed without the readable
+    form's conversions: the GFN on little-endian words, the round keys as 128-bit integers
+    (DoubleSwap as four shifts), their bytes straight into the kernels' layout."""
+    n = len(key)
+    le = list(struct.unpack(f"<{n // 4}I", key))
+    chunks = []
+    if n == 16:
+        lval = _le_to_int(_gfn_le(le, _CON_LE[16], 12))
+        kval = int.from_bytes(key, "big")
+        wk = key
+        for i, c in enumerate(_CON_128[16]):
+            t = lval ^ c
+            lval = (((lval >> 64) & _M57) << 71) | ((lval & 0x7F) << 64) | ((lval >> 121) << 57) \
+                | ((lval >> 7) & _M57)
+            if i & 1:
+                t ^= kval
+            chunks.append(t.to_bytes(16, "big"))
+    else:
+        if n == 24:
+            le += [le[0] ^ MASK32, le[1] ^ MASK32]
+        lw = _gfn_le(le, _CON_LE[n], 10)
+        halves = [_le_to_int(lw[:4]), _le_to_int(lw[4:])]     # L_L, L_R
+        klv, krv = _le_to_int(le[:4]), _le_to_int(le[4:])
+        wk = (klv ^ krv).to_bytes(16, "big")
+        for i, c in enumerate(_CON_128[n]):
+            h = (i >> 1) & 1              # rounds 0, 1 from L_L, 2, 3 from L_R, ...
+            v = halves[h]
+            t = v ^ c
+            halves[h] = (((v >> 64) & _M57) << 71) | ((v & 0x7F) << 64) | ((v >> 121) << 57) \
+                | ((v >> 7) & _M57)
+            if i & 1:
+                t ^= krv if h == 0 else klv
+            chunks.append(t.to_bytes(16, "big"))
+        halves.clear()
+    rk = b"".join(chunks)
+    chunks.clear()
+    if decrypt:   # WK2 WK3 | the (RK(2i), RK(2i+1)) pairs from the last | WK0 WK1
+        out = bytearray(wk[8:])
+        out += np.frombuffer(rk, dtype="<u8")[::-1].tobytes()
+        out += wk[:8]
+    else:         # WK0 WK1 | RK0 .. RK(2r-1) | WK2 WK3
+        out = bytearray(wk[:8])
+        out += rk
+        out += wk[8:]
+    return np.frombuffer(out, dtype="<u4")   # (the caller zeroes it: the bytearray below it)
+
+
 def kernel_schedule(key: bytes, decrypt: bool) -> list[int]:
     """The kernels' 2r + 4 little-endian words (module docstring)."""
     wk, rk = schedule(key)
@@ -327,10 +420,7 @@ class CLEFIA(BlockCipher):
         if layout is not None:
             raise ValueError(f"unknown CLEFIA key layout {layout!r}")
         self.check_key(key)
-        ks = kernel_schedule(bytes(key), decrypt)
-        out = np.array(ks, dtype="<u4")
-        ks.clear()
-        return out
+        return kernel_schedule_fast(bytes(key), decrypt)
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
         self.check_key(key)

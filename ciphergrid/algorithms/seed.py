@@ -19,6 +19,8 @@ engine do that for any 128-bit cipher).
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from .. import modes
@@ -123,6 +125,36 @@ def key_schedule(key: bytes) -> list[int]:
     return out
 
 
+#: KC_1 .. KC_16
+_KC = tuple(((KC1 << i) | (KC1 >> (32 - i))) & MASK32 if i else KC1 for i in range(ROUNDS))
+
+
+def key_schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
+    """:func:`key_schedule` (``decrypt``: its pairs reversed) as a little-endian uint32 array,
+    G inlined over the SS tables (the one-shot call's key set-up runs this for every fresh
+    key)."""
+    s0, s1, s2, s3 = SS0, SS1, SS2, SS3
+    k0, k1, k2, k3 = struct.unpack(">4I", key)
+    out = []
+    for i, kc in enumerate(_KC):
+        x = (k0 + k2 - kc) & MASK32
+        a = s0[x & 255] ^ s1[(x >> 8) & 255] ^ s2[(x >> 16) & 255] ^ s3[x >> 24]
+        x = (k1 - k3 + kc) & MASK32
+        b = s0[x & 255] ^ s1[(x >> 8) & 255] ^ s2[(x >> 16) & 255] ^ s3[x >> 24]
+        out.append(a)
+        out.append(b)
+        if i & 1:   # rounds 2, 4, ...: Key2 || Key3 rotated left by 8 bits
+            k2, k3 = ((k2 << 8) | (k3 >> 24)) & MASK32, ((k3 << 8) | (k2 >> 24)) & MASK32
+        else:       # rounds 1, 3, ...: Key0 || Key1 rotated right by 8 bits
+            k0, k1 = ((k0 >> 8) | (k1 << 24)) & MASK32, ((k1 >> 8) | (k0 << 24)) & MASK32
+    if decrypt:   # the pairs from the last
+        out[:] = [out[j ^ 1] for j in range(2 * ROUNDS - 1, -1, -1)]
+    arr = np.array(out, dtype="<u4")
+    out.clear()
+    k0 = k1 = k2 = k3 = x = a = b = 0
+    return arr
+
+
 def _reversed_pairs(ks: list[int]) -> list[int]:
     """The decryption schedule: the round-key pairs in reverse order (``ks`` is cleared)."""
     out = [w for i in reversed(range(ROUNDS)) for w in ks[2 * i: 2 * i + 2]]
@@ -189,12 +221,8 @@ class SEED(BlockCipher):
         if layout is not None:
             raise ValueError(f"unknown SEED key layout {layout!r}")
         self.check_key(key)
-        ks = key_schedule(bytes(key))
-        if decrypt:  # the same Feistel network with the round keys in reverse order
-            ks = _reversed_pairs(ks)
-        out = np.array(ks, dtype="<u4")
-        ks[:] = [0] * len(ks)
-        return out
+        # decryption: the same Feistel network with the round keys in reverse order
+        return key_schedule_fast(bytes(key), decrypt)
 
     def defines(self, key_size: int) -> dict[str, int]:
         return {"SEED_ROUNDS": ROUNDS}
