@@ -167,3 +167,25 @@ def test_the_command_line_path_imports_no_numpy(tmp_path):
         assert p.returncode == 0, p.stderr.decode()[-500:]
         assert b"| numpy\n" not in p.stderr and b" numpy\n" not in p.stderr
     assert (tmp_path / "back").read_bytes() == src.read_bytes()
+
+
+def test_streaming_classes_release_what_pycas_do(rng):
+    """Every update returns as many bytes as pyca's context's (whole sealed chunks as they fill,
+    not held back for a batch), from data given as bytes, bytearray or memoryview."""
+    key = os.urandom(16)
+    sizes = [0, 100, K, K - 100, 5, 40000, 3 * K]
+    e, ours = pyca.Cobblestone128Encryptor(key, b""), cb.Cobblestone128Encryptor(key, b"")
+    sealed_parts = []
+    for i, n in enumerate(sizes):
+        data = rng.randbytes(n)
+        got = ours.update((bytes, bytearray, memoryview)[i % 3](data))
+        assert len(got) == len(e.update(data))
+        sealed_parts.append(got)
+    sealed_parts.append(ours.finalize())
+    assert len(sealed_parts[-1]) == len(e.finalize())
+    s = b"".join(sealed_parts)
+    d, od = pyca.Cobblestone128Decryptor(key, b""), cb.Cobblestone128Decryptor(key, b"")
+    cuts = [0, 10, cb.HEADER, cb.HEADER + cb.SEALED_CHUNK, cb.HEADER + cb.SEALED_CHUNK + 20000, len(s)]
+    for a, b in zip(cuts, cuts[1:]):
+        assert od.update(s[a:b]) == d.update(s[a:b])
+    assert od.finalize() == d.finalize()

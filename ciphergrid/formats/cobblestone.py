@@ -399,18 +399,30 @@ def decrypt_range(sealed, key: bytes, context: bytes = b"", offset: int = 0, len
 
 
 class _Stream:
-    """update / update_into / finalize over a buffer of what came in (pyca's context rules);
-    a subclass's ``_process(final)`` turns the buffer into output."""
+    """update / update_into / finalize (pyca's context rules); a subclass's ``_take(src,
+    final)`` turns what it can of ``src`` (what came in, in order) into output and says how many
+    of its bytes it used; the rest is kept for the next call."""
 
     def __init__(self):
-        self._buf = bytearray()
+        self._buf = bytearray()   # what came in and is not used yet
         self._done = False
+        self._out = bytearray()   # the output before it is copied into bytes (reused)
+
+    def _scratch(self, n: int) -> memoryview:
+        """A reused buffer of ``n`` bytes (no fresh pages for every update)."""
+        if len(self._out) < n:
+            self._out = bytearray(n)
+        return memoryview(self._out)[:n]
 
     def update(self, data) -> bytes:
         if self._done:
             raise AlreadyFinalized("update() after finalize()")
-        self._buf += bytes(_u8(data))
-        return self._process(False)
+        try:
+            view = memoryview(data).cast("B")
+        except (TypeError, ValueError):  # (not one contiguous run of bytes)
+            view = memoryview(bytes(_u8(data)))
+        with view:
+            return self._feed(view, False)
 
     def update_into(self, data, buf) -> int:
         out = self.update(data)
@@ -421,15 +433,28 @@ class _Stream:
         if self._done:
             raise AlreadyFinalized("finalize() called twice")
         self._done = True
-        return self._process(True)
+        return self._feed(memoryview(b""), True)
 
-    def _process(self, final: bool) -> bytes:
+    def _feed(self, view: memoryview, final: bool) -> bytes:
+        """The caller's bytes used where they lie when nothing is kept from before (only the
+        rest is copied), else after what is kept."""
+        if not self._buf:
+            out, used = self._take(view, final)
+            self._buf += view[used:]
+            return out
+        self._buf += view
+        with memoryview(self._buf) as src:
+            out, used = self._take(src, final)
+        del self._buf[:used]
+        return out
+
+    def _take(self, src: memoryview, final: bool) -> tuple[bytes, int]:
         raise NotImplementedError
 
 
 class _Encryptor(_Stream):
     """pyca's ``Cobblestone*Encryptor``: ``update`` returns the header then whole sealed chunks as
-    they fill (in batches of BATCH_CHUNKS), ``finalize`` the shorter final one."""
+    they fill (on a device: in batches of BATCH_CHUNKS), ``finalize`` the shorter final one."""
 
     _scheme: Scheme = COBBLESTONE_128
 
@@ -442,14 +467,20 @@ class _Encryptor(_Stream):
     def generate_key(cls) -> bytes:
         return os.urandom(cls._scheme.key_len)
 
-    def _process(self, final: bool) -> bytes:
+    def _take(self, src: memoryview, final: bool) -> tuple[bytes, int]:
+        s = self._s
         head, self._head = self._head, b""
-        n = len(self._buf) if final else (len(self._buf) // (BATCH_CHUNKS * CHUNK)) * BATCH_CHUNKS * CHUNK
+        m = len(src)
+        unit = CHUNK if _native(s.sch, s.device, s.path, m, 1) else BATCH_CHUNKS * CHUNK
+        n = m if final else m // unit * unit
         if not n and not final:
-            return head
-        pt = np.frombuffer(bytes(self._buf[:n]), dtype=np.uint8)
-        del self._buf[:n]
-        return head + self._s.seal(pt, final).tobytes()
+            return head, 0
+        with self._scratch(len(head) + s._check(s.chunk, n, final)) as out:
+            out[:len(head)] = head
+            s.seal_at(s.chunk, src, n, final, out[len(head):])
+            sealed = out.tobytes()
+        s.chunk += n // CHUNK + (1 if final else 0)
+        return sealed, n
 
 
 class _Decryptor(_Stream):
@@ -465,24 +496,26 @@ class _Decryptor(_Stream):
         self._op: Opener | None = None
         self._chunk = 0
 
-    def _process(self, final: bool) -> bytes:
+    def _take(self, src: memoryview, final: bool) -> tuple[bytes, int]:
+        at = 0
         if self._op is None:
-            if len(self._buf) < HEADER:
+            if len(src) < HEADER:
                 if final:
                     raise Truncated("the sealed message is shorter than its header: nothing is released")
-                return b""
-            self._op = Opener(self._scheme, self._key, self._context, self._buf[:HEADER],
+                return b"", 0
+            self._op = Opener(self._scheme, self._key, self._context, src[:HEADER],
                               device=self._device)
-            del self._buf[:HEADER]
+            at = HEADER
         # whole sealed chunks (never the final one: that is shorter); at the end, the rest
-        k = len(self._buf) if final else len(self._buf) // SEALED_CHUNK * SEALED_CHUNK
+        m = len(src) - at
+        k = m if final else m // SEALED_CHUNK * SEALED_CHUNK
         if not k and not final:
-            return b""
-        ct = np.frombuffer(bytes(self._buf[:k]), dtype=np.uint8)
-        del self._buf[:k]
-        pt = self._op.open(ct, self._chunk, final=final)
+            return b"", at
+        with self._scratch(self._op._check(self._chunk, k, final)) as out:
+            self._op.open_at(self._chunk, src[at:], k, final, out)
+            opened = out.tobytes()
         self._chunk += k // SEALED_CHUNK
-        return pt.tobytes()
+        return opened, at + k
 
 
 class Cobblestone128Encryptor(_Encryptor):
