@@ -269,7 +269,8 @@ def _route(spec, batch: Batch, device: str, path: str = "array"):
     from .route import route_aead
 
     return route_aead(spec, device, int(batch.src.nbytes), batch.count,
-                      nonce_len=int(batch.nonces.shape[1]), tag_length=batch.tag_length, path=path)
+                      nonce_len=int(batch.nonces.shape[1]), tag_length=batch.tag_length, path=path,
+                      encrypt=batch.encrypt)
 
 
 def _run(spec, batch: Batch, tags_in, r, impl: str | None, beside=None, stats=None):
@@ -307,7 +308,8 @@ def route_message(cipher, encrypt: bool, nbytes: int, nonce_len: int,
     spec = aeads.spec(cipher) if isinstance(cipher, str) else cipher
     tl = _tag_length(spec.aead, tag_length)
     text = nbytes if encrypt else max(0, nbytes - tl)
-    return route_aead(spec, device, text, 1, nonce_len=nonce_len, tag_length=tl, path=path)
+    return route_aead(spec, device, text, 1, nonce_len=nonce_len, tag_length=tl, path=path,
+                      encrypt=encrypt)
 
 
 def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device, constant_time,

@@ -78,7 +78,7 @@ def _crypt_resident(req, gpu, device, out, wait=True, stats=None):
     n = src.nbytes
     req.check_length(n)
     req.admit(n)
-    r = route(req, device, n, path="resident", resident_device=f"cuda:{src.device.id}")
+    plan = route(req, device, n, path="resident", resident_device=f"cuda:{src.device.id}")
     if out is not None:
         res = buffers.gpu_array(out)
         if res is None or res[0].nbytes != n:
@@ -86,12 +86,7 @@ def _crypt_resident(req, gpu, device, out, wait=True, stats=None):
         dst = res[0]
     else:
         dst = cupy.empty_like(src)
-    if r.path == "resident":
-        r.engine.crypt_resident(req, src, dst, wait, stats=stats)
-    else:  # an engine on the host (the device cannot run this request): through host copies
-        host = cupy.asnumpy(src)
-        r.engine.crypt(req, host, host)
-        dst.set(host)
+    plan.run(src, dst, wait=wait, stats=stats)   # (a host engine's plan: through host copies)
     return out if out is not None else wrap(dst)
 
 
@@ -127,7 +122,7 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
     else:
         dst = np.empty(n, dtype=np.uint8)
     if n:
-        route(req, device, n).engine.crypt(req, arr, dst, stats=stats)
+        route(req, device, n).run(arr, dst, stats=stats)
     if out is not None:
         return out
     if not encrypt and padding:

@@ -8,7 +8,7 @@ present:
 * an explicit device (``native``, ``cpu``, ``gpu``, ``opencl:P:N``, ``cuda:N``) runs the request
   when its engine can; when it cannot for this request (XTS units that are not whole blocks, on a
   device), or can only serially (CBC encryption: one work-item) while OpenSSL has the cipher,
-  OpenSSL runs it instead, and the route says why (``Route.reason``, ``-v``);
+  OpenSSL runs it instead, and the plan says why (``Plan.reason``, ``-v``);
 * ``auto``: a file or pipe of a cipher the CPU has instructions for (AES) goes to OpenSSL on a
   host of AUTO_FILES_OPENSSL_MIN_CORES cores or more (it keeps up with the filesystem, measured);
   a parallel request of at least AUTO_GPU_MIN_BYTES goes to a GPU (CUDA first); then
@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
-
 from .devices import first_cpu, first_gpu, is_multi, member_specs, resolve
 from .runtime import current
 from .errors import Error
 from .settings import scheduler_fence
 from .errors import InvalidArgument, UnsupportedCipher
+from .plan import Plan
 
 #: below this many bytes a GPU launch costs more than OpenSSL on the host
 AUTO_GPU_MIN_BYTES = 1 << 20
@@ -49,16 +48,8 @@ AUTO_FILES_OPENSSL_MIN_CORES = 8
 PATHS = ("array", "resident", "stream")
 
 
-@dataclass(frozen=True)
-class Route:
-    engine: object        # engines.Engine
-    path: str
-    how: str              # "parallel" | "serial"
-    reason: str = ""      # why this engine, when it is not the one asked for
-
-    @property
-    def device(self) -> str:
-        return self.engine.info.spec
+#: what ``route`` returns (plan.py); its first name, kept for the callers that use it
+Route = Plan
 
 
 def engine_of(info):
@@ -108,74 +99,98 @@ def host_keeps_up_with_files(spec) -> bool:
             and (os.cpu_count() or 1) >= AUTO_FILES_OPENSSL_MIN_CORES)
 
 
+def _mib(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
 def _auto(req, nbytes: int | None, path: str):
+    """(engine, how, why) for ``auto``."""
     spec, enc = req.spec, req.encrypt
     dev_cap = spec.capability("device", enc)
-    if path == "stream" and spec.capability("openssl", enc) == "parallel" and host_keeps_up_with_files(spec):
-        return _openssl(), "parallel"
+    ossl = spec.capability("openssl", enc)
+    if path == "stream" and ossl == "parallel" and host_keeps_up_with_files(spec):
+        return _openssl(), "parallel", (f"OpenSSL on {os.cpu_count()} cores keeps up with "
+                                        f"files of {spec.name}")
     fits = nbytes is None or req.mode.device_runs(req, nbytes)
     large = nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES
-    if dev_cap == "parallel" and fits and (large or path == "resident"):
+    looked = dev_cap == "parallel" and fits and (large or path == "resident")
+    if looked:
         gpu = first_gpu()
         if gpu is not None:
-            return engine_of(gpu), dev_cap
-    ossl = spec.capability("openssl", enc)
+            return engine_of(gpu), dev_cap, (
+                "GPU-resident data" if path == "resident" else
+                f"a GPU for parallel work of {_mib(AUTO_GPU_MIN_BYTES)} or more")
     if ossl is not None:
-        return _openssl(), ossl
+        if ossl == "serial":
+            why = "serial: OpenSSL on one core before one work-item"
+        elif dev_cap != "parallel" or not fits:
+            why = "OpenSSL has it"
+        elif looked:
+            why = "OpenSSL has it and no GPU is present"
+        else:
+            why = f"below {_mib(AUTO_GPU_MIN_BYTES)}: OpenSSL before a GPU"
+        return _openssl(), ossl, why
     if dev_cap is not None and fits:
         cpu = first_cpu()
         if cpu is not None:
-            return engine_of(cpu), dev_cap
+            return engine_of(cpu), dev_cap, "OpenSSL lacks it: the OpenCL CPU device"
         gpu = first_gpu()
         if gpu is not None:
-            return engine_of(gpu), dev_cap
+            return engine_of(gpu), dev_cap, "OpenSSL lacks it and no OpenCL CPU device is present"
     raise UnsupportedCipher(f"no engine present runs {spec.name} {'encryption' if enc else 'decryption'}"
                             + ("" if fits else f" of {nbytes} bytes in these data units"))
 
 
 def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: str = "array",
-          resident_device: str | None = None) -> Route:
-    """Where ``req`` runs for ``nbytes`` of data on ``path`` ("array", "resident", "stream").
-    ``resident_device``: the CUDA device holding GPU-resident data (its spec)."""
+          resident_device: str | None = None) -> Plan:
+    """The plan of ``req`` for ``nbytes`` of data on ``path`` ("array", "resident", "stream"):
+    which engine runs it, on which path, and why (plan.py).  ``resident_device``: the CUDA
+    device holding GPU-resident data (its spec)."""
     if path not in PATHS:
         raise InvalidArgument(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     device = (device or "auto").strip().lower()
+    asked = device
+
+    def plan(eng, path_, how, reason="", choice=""):
+        return Plan(eng, path_, how, reason, request=req, cipher=req.spec.name,
+                    encrypt=req.encrypt, asked=asked, choice=choice, nbytes=nbytes)
+
     reason = ""
     if is_multi(device):
         if path != "resident":
             eng = for_request(device, req, nbytes)
-            return Route(eng, path, eng.capability(req, nbytes), f"scheduled over {eng.info.name}")
+            return plan(eng, path, eng.capability(req, nbytes), f"scheduled over {eng.info.name}")
         eng = _resident_composite(device, req, nbytes, resident_device)
         if eng is not None:
-            return Route(eng, path, "parallel", f"scheduled over {eng.info.name} (peer copies)")
+            return plan(eng, path, "parallel", f"scheduled over {eng.info.name} (peer copies)")
         reason = "GPU-resident data runs on its own device (one GPU of this spec runs the request)"
         device = resident_device or "gpu"
     if path == "resident" and device in ("auto", "gpu", "cuda") and resident_device:
         device = resident_device
     if device == "auto":
-        eng, how = _auto(req, nbytes, path)
+        eng, how, choice = _auto(req, nbytes, path)
         if path == "resident" and eng.info.runtime != "cuda":
             path = "array"  # (through host copies)
-        return Route(eng, path, how)
+        return plan(eng, path, how, choice=choice)
     eng = engine(device)
     how = eng.capability(req, nbytes)
     if how is not None and reason:
-        return Route(eng, path, how, reason)
+        return plan(eng, path, how, reason)
     if path == "resident" and eng.info.runtime != "cuda":
         raise InvalidArgument(f"GPU-resident data needs a CUDA device, not {eng.info.spec}")
     ossl = req.spec.capability("openssl", req.encrypt) if eng.kind != "openssl" else None
     what = f"{req.spec.name} {'encryption' if req.encrypt else 'decryption'}"
     if how == "serial" and ossl is not None:
         # serial on a device is one work-item: OpenSSL on one core is the faster engine with it
-        return Route(_openssl(), "array" if path == "resident" else path, ossl,
-                     f"{what} is serial: OpenSSL runs it, not one work-item of {eng.info.spec}")
+        return plan(_openssl(), "array" if path == "resident" else path, ossl,
+                    f"{what} is serial: OpenSSL runs it, not one work-item of {eng.info.spec}")
     if how is not None:
-        return Route(eng, path, how)
+        return plan(eng, path, how)
     if ossl is not None:
         why = (f"{eng.info.spec} cannot run {what}"
                + (f" of {nbytes} bytes in these data units" if nbytes is not None else "")
                + ": OpenSSL runs it")
-        return Route(_openssl(), "array" if path == "resident" else path, ossl, why)
+        return plan(_openssl(), "array" if path == "resident" else path, ossl, why)
     raise UnsupportedCipher(f"{eng.info.spec} cannot run {what} and OpenSSL lacks it")
 
 
@@ -268,18 +283,24 @@ def _gpu_takes_host_aead(spec, gpu, nbytes: int | None, count: int) -> bool:
 
 def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, count: int = 1,
                *, nonce_len: int | None = None, tag_length: int | None = None,
-               path: str = "array") -> Route:
-    """Where a batch of ``count`` messages (``nbytes`` in all) of AEAD ``spec`` (aeads.AEADSpec)
-    with nonces of ``nonce_len`` bytes and tags of ``tag_length`` runs; ``path`` "array" (host
-    data), "stream" (host data read from a file: the command line) or "resident" (GPU
-    arrays)."""
+               path: str = "array", encrypt: bool | None = None) -> Plan:
+    """The plan of a batch of ``count`` messages (``nbytes`` in all) of AEAD ``spec``
+    (aeads.AEADSpec) with nonces of ``nonce_len`` bytes and tags of ``tag_length``; ``path``
+    "array" (host data), "stream" (host data read from a file: the command line) or "resident"
+    (GPU arrays); ``encrypt``: the direction, where known (``describe`` says it)."""
     device = (device or "auto").strip().lower()
+    asked = device
+
+    def plan(eng, path_, how, reason="", choice=""):
+        return Plan(eng, path_, how, reason, cipher=spec.name, encrypt=encrypt, asked=asked,
+                    choice=choice, nbytes=nbytes)
+
     dev_cap = spec.capability("device", count=count)
     ossl = spec.capability("openssl", count=count, nonce_len=nonce_len, tag_length=tag_length)
     if is_multi(device):
         if path != "resident":
             eng = _aead_composite(device, spec, dev_cap, ossl)
-            return Route(eng, "array", "parallel", f"scheduled over {eng.info.name}")
+            return plan(eng, "array", "parallel", f"scheduled over {eng.info.name}")
         device = "gpu"   # (GPU-resident data runs on its own device)
     if device != "auto":
         eng = engine(device)
@@ -291,23 +312,26 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
                 f" with {nonce_len}-byte nonces and {tag_length}-byte tags"))
         if path == "resident" and eng.info.runtime != "cuda":
             path = "array"
-        return Route(eng, path, how)
+        return plan(eng, path, how)
     # a file's message (the command line) goes to OpenSSL where it has the AEAD: a one-shot
     # process pays the GPU's start-up and the locking of the file's pages (H100 host, one 256 MiB
     # file: aes-256-gcm 1.99 s on the GPU against 1.29 with OpenSSL, chacha20-poly1305 1.96
     # against 1.13; docs/benchmarks.md 0l)
     if ossl is not None and path == "stream":
-        return Route(_openssl(), "array", ossl)
+        return plan(_openssl(), "array", ossl, choice="a file's message: OpenSSL has it")
     large = nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES or path == "resident"
     if dev_cap == "parallel" and large:
         gpu = first_gpu()
         if gpu is not None and (path == "resident" or ossl is None
                                 or _gpu_takes_host_aead(spec, gpu, nbytes, count)):
-            return Route(engine_of(gpu), path if gpu.runtime == "cuda" else "array", dev_cap)
+            return plan(engine_of(gpu), path if gpu.runtime == "cuda" else "array", dev_cap,
+                        choice=("GPU-resident data" if path == "resident" else
+                                "a GPU for this much parallel work"))
     if ossl is not None:
-        return Route(_openssl(), "array", ossl)
+        return plan(_openssl(), "array", ossl, choice="OpenSSL has it")
     if dev_cap is not None:
         for dev in (first_cpu(), first_gpu()):
             if dev is not None:
-                return Route(engine_of(dev), path if dev.runtime == "cuda" else "array", dev_cap)
+                return plan(engine_of(dev), path if dev.runtime == "cuda" else "array", dev_cap,
+                            choice="OpenSSL lacks it")
     raise UnsupportedCipher(f"no engine present runs {spec.name}")

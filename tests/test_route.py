@@ -174,3 +174,38 @@ def test_auto_sends_host_aead_work_to_a_gpu_where_it_beats_openssl():
     for spec in (gcm, chacha):
         r = route.route_aead(spec, "auto", 1 << 30, nonce_len=12, tag_length=16, path="stream")
         assert r.engine.kind == "openssl"
+
+
+def test_route_returns_a_plan_that_says_and_runs_itself():
+    """route() returns a Plan (Route is its old name): -v's line (describe), the fallback, and
+    run() for the array path, which gives the oracle's bytes."""
+    from ciphergrid.plan import Plan
+    from ciphergrid.testing import oracle
+
+    req = _req("aes-128-ctr")
+    p = route.route(req, "native", 4096)
+    assert isinstance(p, Plan) and route.Route is Plan
+    assert p.path == "array" and p.request is req and p.fallback is None and p.choice == ""
+    assert p.describe() == "aes-128-ctr encrypt on native"
+    assert p.shares == [("native", 1.0)] and p.engines == [p.engine]
+    auto = route.route(req, "auto", 1000)
+    assert auto.describe().startswith(f"aes-128-ctr encrypt on {auto.device} (chosen by auto: ")
+    data = np.frombuffer(os.urandom(1000), np.uint8)
+    dst = np.empty_like(data)
+    auto.run(data, dst)
+    assert dst.tobytes() == oracle.encrypt(data.tobytes(), "aes-128-ctr", req.key, req.iv)
+    dec = route.route(_req("aes-128-ctr", False), "auto", 1000)
+    assert dec.describe().startswith("aes-128-ctr decrypt on ")
+    a = route.route_aead(__import__("ciphergrid.aeads", fromlist=["spec"]).spec("aes-128-gcm"),
+                         "native", 1000, nonce_len=12, tag_length=16, encrypt=False)
+    assert a.describe() == "aes-128-gcm decrypt on native" and a.request is None
+
+
+def test_a_plan_falls_back_and_says_why():
+    dev = next((d.spec for d in ciphergrid.devices() if d.runtime != "native"), None)
+    if dev is None:
+        pytest.skip("no kernel device present")
+    p = route.route(_req("aes-128-cbc", True), dev, 1 << 20)
+    assert p.fallback == dev and p.device == "native"
+    assert p.describe() == f"aes-128-cbc encrypt on native ({p.reason})"
+    assert route.route(_req("aes-128-cbc", False), dev, 1 << 20).fallback is None

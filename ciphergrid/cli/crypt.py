@@ -177,14 +177,12 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning,
                   path="stream" if streams else "array")
         where = r.device
         if args.verbose:
-            why = f" ({r.reason})" if r.reason else (" (chosen by auto)" if args.device == "auto" else "")
-            print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} on {r.device}{why}",
-                  file=sys.stderr)
+            print(f"ciphergrid: {r.describe()}", file=sys.stderr)
     verb = "encrypted" if encrypt else "decrypted"
     with Progress(n, quiet=args.quiet, verb=verb, device=where) as bar:
         if streams:
             prefault = None
-            if r.engine.kind == "device" and out.kind == "replace":
+            if r.prefaults_output and out.kind == "replace":
                 from ..transfer.files import prefault_output
 
                 out.wait_reserved()
@@ -199,8 +197,8 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning,
                     out.count(k)
                     bar.advance(k)
 
-                r.engine.stream(req, src.f, out.fd, progress=advance, chunk_bytes=tuning[0],
-                                depth=tuning[1], nbytes=n)
+                r.stream(src.f, out.fd, progress=advance, chunk_bytes=tuning[0],
+                         depth=tuning[1], nbytes=n)
             finally:
                 if prefault is not None:
                     prefault.close()

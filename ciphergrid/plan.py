@@ -1,0 +1,122 @@
+"""A plan: what ``route`` decided for one request, and how to run it.
+
+``route.route(req, device, nbytes, path=)`` and ``route.route_aead(...)`` return a :class:`Plan`;
+its callers run it (``plan.run``, ``plan.stream``) and say it (``plan.describe()``, the line
+``-v`` prints) instead of deciding again.  A plan holds:
+
+* the engine (one device's, OpenSSL's, or a composite over several: ``engines`` and ``shares``);
+* the path: "array" (host memory), "resident" (GPU arrays on the engine's own device; data that
+  is resident but routed to a host engine has path "array": it runs through host copies),
+  "stream" (a file or pipe to a file or pipe);
+* the fallback: the device asked for when another runs the request, and ``reason``, why;
+* ``choice``: why ``auto`` chose this engine.
+
+``Route`` (route.py) is the same class under its first name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Plan:
+    engine: object                 # engines.Engine: what runs it (a CompositeEngine for several)
+    path: str                      # "array" | "resident" | "stream"
+    how: str                       # "parallel" | "serial"
+    reason: str = ""               # why this engine, when it is not the one asked for
+    request: object = field(default=None, repr=False, compare=False)  # the block request
+    cipher: str = ""               # the cipher's name ("aes-128-ctr", "aes-256-gcm")
+    encrypt: bool | None = None    # the direction (None: an AEAD plan routed without one)
+    asked: str = "auto"            # the device spec asked for
+    choice: str = ""               # why auto chose this engine ("" when a device was named)
+    nbytes: int | None = None      # the size routed for
+
+    @property
+    def device(self) -> str:
+        """The spec of what runs it (a composite: the spec asked for, ``all`` or a list)."""
+        return self.engine.info.spec
+
+    @property
+    def fallback(self) -> str | None:
+        """The device asked for that does not run the request (another runs it: ``reason``
+        says why), else None."""
+        if not self.reason or self.engine.kind == "composite" or self.asked in ("auto", ""):
+            return None
+        return self.asked
+
+    @property
+    def engines(self) -> list:
+        """The engines that run it: a composite's members, else the one engine."""
+        return list(getattr(self.engine, "engines", None) or [self.engine])
+
+    @property
+    def shares(self) -> list[tuple[str, float]]:
+        """(engine spec, expected fraction of the bytes) per engine: a composite's shares by the
+        speeds its scheduler expects (measured, else defaults per kind of device); one engine:
+        all of them."""
+        engines = self.engines
+        if len(engines) == 1 or not self.cipher:
+            return [(e.info.spec, 1.0 / len(engines)) for e in engines]
+        from .engines.scheduler.speeds import expected_speed
+
+        path = "resident" if self.path == "resident" else "array"
+        enc = True if self.encrypt is None else self.encrypt
+        speeds = [expected_speed(e, self.cipher, enc, path=path)[0] for e in engines]
+        total = sum(speeds) or 1.0
+        return [(e.info.spec, s / total) for e, s in zip(engines, speeds)]
+
+    @property
+    def prefaults_output(self) -> bool:
+        """Whether a new output file's pages are best faulted in ahead (a RAM disk) for this
+        plan: a stream on a device engine (its pipeline writes faster than the kernel faults
+        pages in; the host engines' writes allocate as they go)."""
+        return self.path == "stream" and self.engine.kind == "device"
+
+    def describe(self) -> str:
+        """One line: what runs where, and why (``-v``): "aes-128-ctr encrypt on cuda:0 (chosen
+        by auto: ...)"."""
+        what = self.cipher + ("" if self.encrypt is None else
+                              " encrypt" if self.encrypt else " decrypt")
+        why = self.reason or (f"chosen by auto: {self.choice}" if self.choice else
+                              "chosen by auto" if self.asked == "auto" else "")
+        if self.path == "resident":
+            why = "GPU-resident data" + (f"; {why}" if why else "")
+        return f"{what.strip()} on {self.device}" + (f" ({why})" if why else "")
+
+    # -- running it ----------------------------------------------------------------------------
+    def run(self, src, dst, *, stats=None, wait: bool = True) -> None:
+        """A block request's whole message ``src`` into ``dst`` (the same size; ``dst`` may be
+        ``src``): host arrays on the "array" path; GPU arrays on the "resident" path (queued on
+        the caller's CuPy stream when ``wait`` is False), or -- GPU arrays routed to a host
+        engine -- through host copies.  ``stats``: a SchedulerStats to fill in."""
+        req = self.request
+        if req is None:
+            raise TypeError("Plan.run runs a block request's plan (AEADs: aead.py runs batches)")
+        if self.path == "stream":
+            raise TypeError("a stream's plan runs through Plan.stream")
+        if self.path == "resident":
+            self.engine.crypt_resident(req, src, dst, wait, stats=stats)
+            return
+        if _on_gpu(src):
+            import cupy
+
+            host = cupy.asnumpy(src)
+            self.engine.crypt(req, host, host, stats=stats)
+            dst.set(host)
+            return
+        self.engine.crypt(req, src, dst, stats=stats)
+
+    def stream(self, src, dst, **kw) -> int:
+        """A block request from file or pipe ``src`` to ``dst`` (objects or descriptors) on the
+        engine's stream (``progress``, ``chunk_bytes``, ``depth``, ``nbytes``: Engine.stream's);
+        the bytes written."""
+        return self.engine.stream(self.request, src, dst, **kw)
+
+
+def _on_gpu(a) -> bool:
+    """Whether ``a`` is a CuPy array (without importing CuPy)."""
+    import sys
+
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(a, cupy.ndarray)
