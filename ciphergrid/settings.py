@@ -24,7 +24,9 @@ CIPHERGRID_TUNING_CACHE    tuning_cache            the tuning cache file
                                                    else ``~/.cache/ciphergrid/tuning.json``)
 CIPHERGRID_AUTOTUNE        autotune                ``0``: never tune a GPU by itself (on)
 CIPHERGRID_HOST_THREADS    host_threads            worker threads per side, 1..64
-                                                   (min(8, cores / 2), at least 1)
+                                                   (min(8, cores / 2), at least 1); where
+                                                   set, also sealed files' workers
+                                                   (transfer/sealed.py; else one per core)
 CIPHERGRID_PIN_GRAIN       pin_grain               bytes per page-lock registration piece
                                                    (:data:`PIN_GRAIN`, at least a page)
 CIPHERGRID_PIN_CACHE       pin_cache               bytes of caller memory kept page-locked

@@ -189,3 +189,14 @@ def test_streaming_classes_release_what_pycas_do(rng):
     for a, b in zip(cuts, cuts[1:]):
         assert od.update(s[a:b]) == d.update(s[a:b])
     assert od.finalize() == d.finalize()
+
+
+def test_workers_follow_the_cores_or_the_host_threads_setting(monkeypatch):
+    s = cb.Sealer(cb.COBBLESTONE_128, bytes(16), b"", path="stream")
+    monkeypatch.delenv("CIPHERGRID_HOST_THREADS", raising=False)
+    assert sealed.plan(s) == (sealed.PIECE, sealed.cores(), 1)
+    monkeypatch.setenv("CIPHERGRID_HOST_THREADS", "1")
+    assert sealed.plan(s)[1] == 1
+    monkeypatch.setenv("CIPHERGRID_HOST_THREADS", "3")
+    assert sealed.plan(s)[1] == 3
+    assert sealed.plan(s, threads=2)[1] == 2

@@ -43,10 +43,15 @@ def cores() -> int:
 
 def plan(engine, piece: int | None = None, threads: int | None = None) -> tuple[int, int, int]:
     """(plaintext bytes per piece, workers, OpenSSL threads per piece) for a Sealer or Opener:
-    where its chunks run in OpenSSL's C loop, small pieces and a worker per core, each piece on
-    its worker's thread; else (a device's batch path) a batch per piece, two workers (one reads
-    and writes while the other's batch runs), the batch spread as the device does."""
+    where its chunks run in OpenSSL's C loop, small pieces and a worker per core (or
+    ``CIPHERGRID_HOST_THREADS`` where it is set), each piece on its worker's thread; else (a
+    device's batch path) a batch per piece, two workers (one reads and writes while the other's
+    batch runs), the batch spread as the device does."""
+    from .. import settings
     from ..formats import cobblestone as cb
+
+    if threads is None and os.environ.get(settings.ENV_HOST_THREADS):
+        threads = settings.transfer().host_threads
 
     native = cb._native(engine.sch, engine.device, engine.path, BATCH_PIECE, BATCH_PIECE // cb.CHUNK)
     if piece is None:
