@@ -2,7 +2,9 @@
 
 Specs: ``auto`` (the fastest engine for each request: decided by ``route``), ``gpu`` (first GPU: CUDA if present,
 else an OpenCL GPU), ``cpu`` (first OpenCL CPU device, e.g. PoCL: our kernels on the CPU),
-``native`` (OpenSSL on every core), ``opencl`` / ``opencl:P`` / ``opencl:P:N``, ``cuda`` / ``cuda:N``.
+``native`` (OpenSSL on every core), ``opencl`` / ``opencl:P`` / ``opencl:P:N``, ``cuda`` / ``cuda:N``;
+and the devices of engine kinds registered with their own (registry.register_engine_kind), by
+spec or by runtime.
 """
 
 from __future__ import annotations
@@ -36,7 +38,15 @@ def _runtime_devices(runtime: str) -> tuple[DeviceInfo, ...]:
 
 
 def all_devices() -> tuple[DeviceInfo, ...]:
-    return _runtime_devices("cuda") + _runtime_devices("opencl") + _runtime_devices("native")
+    return (_runtime_devices("cuda") + _runtime_devices("opencl") + _runtime_devices("native")
+            + _registered())
+
+
+def _registered() -> tuple[DeviceInfo, ...]:
+    """The devices of engine kinds registered with their own (registry.register_engine_kind)."""
+    from .registry import registered_devices
+
+    return tuple(registered_devices())
 
 
 def devices() -> list[DeviceInfo]:
@@ -79,7 +89,11 @@ def resolve(spec: str) -> DeviceInfo:
     """Turn an explicit device spec into one DeviceInfo (or raise DeviceNotFound).  ``auto`` is
     decided per request by ``route``, not here.  (Answers are kept: every call of the API
     resolves its device.)"""
-    return _resolve((spec or "").strip().lower())
+    s = (spec or "").strip().lower()
+    for d in _registered():   # (a registered kind's devices: asked each time, never kept)
+        if s == d.spec or s == d.runtime:
+            return d
+    return _resolve(s)
 
 
 @functools.lru_cache(maxsize=64)

@@ -1,9 +1,14 @@
 """Cipher names, as OpenSSL spells them, resolved to (algorithm, key size, mode), and the
-capability table: which engine runs which (algorithm, mode, direction), and how.
+capability table: which kind of engine runs which (algorithm, mode, direction), and how.
 
 Every module of ``ciphergrid/algorithms/`` that defines ``CIPHER`` is registered the first time a
 name is looked up (a new cipher touches no file here); ``register`` adds one more (tests register
 a toy cipher).  Every registered name is run by the test suite.
+
+Engine kinds are open: ``register_engine_kind(kind, factory, can_run)`` adds one (the built-in
+ones, ``device``: our kernels on OpenCL and CUDA devices, ``openssl`` and ``composite``, register
+through the same call below).  ``can_run`` is the kind's column of the capability table; the
+kind's ``factory`` makes its engine for a device whose ``runtime`` it serves (route.engine_of).
 """
 
 from __future__ import annotations
@@ -16,8 +21,6 @@ from dataclasses import dataclass
 from . import modes as _modes
 from .errors import UnsupportedCipher
 
-#: the engines of the capability table: our kernels on an OpenCL or CUDA device, and OpenSSL
-ENGINES = ("device", "openssl")
 DIRECTIONS = ("encrypt", "decrypt")
 
 
@@ -54,23 +57,153 @@ class CipherSpec:
         return self.algorithm.openssl_name(self)
 
     def capability(self, engine: str, encrypt: bool) -> str | None:
-        """How ``engine`` ("device" or "openssl") runs this cipher·mode in one direction:
-        "parallel", "serial" (one block after the other: CBC encryption on a device), or None."""
-        if engine == "device":
-            if not self.algorithm.implementations:
-                return None
-            return "parallel" if self.mode.parallel(encrypt) else "serial"
-        if engine == "openssl":
-            if self.openssl_name is not None:
-                return "parallel" if self.mode.parallel(encrypt) else "serial"
-            if self.mode is _modes.XTS and self.algorithm.openssl_name(_ecb_of(self)) is not None:
-                return "parallel"  # composed from OpenSSL's ECB
-            return None
-        raise ValueError(f"unknown engine {engine!r}")
+        """How an engine of kind ``engine`` ("device", "openssl", or a registered kind) runs
+        this cipher·mode in one direction: "parallel", "serial" (one block after the other: CBC
+        encryption on a device), or None."""
+        return engine_kind(engine).capability(self, self.mode, _direction(encrypt))
 
     def capabilities(self) -> dict[str, dict[str, str | None]]:
-        """{"encrypt": {"device": ..., "openssl": ...}, "decrypt": {...}}."""
-        return {d: {e: self.capability(e, d == "encrypt") for e in ENGINES} for d in DIRECTIONS}
+        """{"encrypt": {"device": ..., "openssl": ...}, "decrypt": {...}}: every kind's column."""
+        return {d: {k.name: k.capability(self, self.mode, d) for k in table_kinds()}
+                for d in DIRECTIONS}
+
+
+def _direction(encrypt) -> str:
+    return encrypt if encrypt in DIRECTIONS else ("encrypt" if encrypt else "decrypt")
+
+
+# --------------------------------------------------------------------------- engine kinds
+
+@dataclass(frozen=True)
+class EngineKind:
+    """One kind of engine (see the module docstring)."""
+
+    name: str              # Engine.kind and the capability table's column: "device", "openssl"
+    factory: object        # DeviceInfo -> Engine; or "module:Class" of ciphergrid, imported on use
+    can_run: object        # (spec, mode, direction, **details) -> "parallel" | "serial" | None;
+    #                        None: no column (a composite runs what its members run)
+    runtimes: tuple        # the DeviceInfo.runtime values its engines run on
+    devices: object = None # () -> its DeviceInfos, for kinds devices.py does not enumerate
+    label: str = ""        # what it is, in words (`ciphergrid list`)
+
+    def capability(self, spec, mode, direction: str, **details) -> str | None:
+        """The kind's answer for ``spec`` (a CipherSpec and its mode, or an aeads.AEADSpec and
+        None) in ``direction``; ``details`` of AEADs: count, nonce_len, tag_length."""
+        if self.can_run is None:
+            raise ValueError(f"engines of kind {self.name!r} run what their members run")
+        return self.can_run(spec, mode, direction, **details)
+
+    def make(self, info):
+        """The engine of device ``info``."""
+        factory = self.factory
+        if isinstance(factory, str):
+            module, _, attr = factory.partition(":")
+            factory = getattr(importlib.import_module(module, __package__), attr)
+        return factory(info)
+
+
+_KINDS: dict[str, EngineKind] = {}
+_kinds_lock = threading.Lock()
+
+
+def register_engine_kind(kind: str, factory, can_run, *, runtimes=None, devices=None,
+                         label: str = "") -> EngineKind:
+    """Add an engine kind: its engines are made by ``factory(info)`` for the devices of the
+    ``runtimes`` named (default: ``kind``), listed by ``devices()`` where devices.py does not
+    enumerate them; ``can_run(spec, mode, direction, **details)`` is its column of the
+    capability table ("parallel", "serial" or None; ``spec`` is a CipherSpec with its Mode, or
+    an aeads.AEADSpec with None and the details count, nonce_len, tag_length).  A kind or a
+    runtime registered already is refused (ValueError)."""
+    runtimes = tuple(runtimes or (kind,))
+    with _kinds_lock:
+        taken = {r for k in _KINDS.values() for r in k.runtimes}
+        if kind in _KINDS or taken.intersection(runtimes):
+            raise ValueError(f"engine kind {kind!r} or one of its runtimes is registered already")
+        k = _KINDS[kind] = EngineKind(kind, factory, can_run, runtimes, devices, label)
+    return k
+
+
+def unregister_engine_kind(kind: str) -> None:
+    """Remove an engine kind, and its engines from the current and the default runtime."""
+    from . import runtime
+
+    with _kinds_lock:
+        k = _KINDS.pop(kind, None)
+    if k is None:
+        return
+    for rt in {runtime.current(), runtime.default()}:
+        with rt.lock:
+            for spec in [s for s, e in rt.engines.items() if e.info.runtime in k.runtimes]:
+                del rt.engines[spec]
+
+
+def engine_kind(kind: str) -> EngineKind:
+    """The registered kind ``kind`` (ValueError when there is none)."""
+    try:
+        return _KINDS[kind]
+    except KeyError:
+        raise ValueError(f"unknown engine kind {kind!r}") from None
+
+
+def engine_kinds() -> list[EngineKind]:
+    """Every registered kind, the built-in ones first."""
+    return list(_KINDS.values())
+
+
+def table_kinds() -> list[EngineKind]:
+    """The kinds that have a column in the capability table (all but composite)."""
+    return [k for k in _KINDS.values() if k.can_run is not None]
+
+
+def kind_of_runtime(runtime: str) -> EngineKind | None:
+    """The kind whose engines run on devices of ``runtime``, or None."""
+    return next((k for k in _KINDS.values() if runtime in k.runtimes), None)
+
+
+def registered_devices() -> list:
+    """The devices of the kinds that list their own (``devices=``), in registration order."""
+    return [d for k in list(_KINDS.values()) if k.devices is not None for d in k.devices()]
+
+
+def _device_can_run(spec, mode, direction: str, count: int = 1, **_) -> str | None:
+    """Our kernels: a cipher with an implementation; parallel where the mode is (an AEAD: many
+    messages, or one of an AEAD parallel within a message), else serial (one work-item)."""
+    aead = getattr(spec, "aead", None)
+    if aead is not None:
+        if not aead.implementations:
+            return None
+        return "parallel" if (aead.parallel_message or count > 1) else "serial"
+    if not spec.algorithm.implementations:
+        return None
+    return "parallel" if mode.parallel(direction == "encrypt") else "serial"
+
+
+def _openssl_can_run(spec, mode, direction: str, nonce_len: int | None = None,
+                     tag_length: int | None = None, **_) -> str | None:
+    """OpenSSL: the cipher·mode it has (XTS also composed from its ECB); an AEAD it has, with
+    these nonce and tag sizes."""
+    aead = getattr(spec, "aead", None)
+    if aead is not None:
+        if spec.name not in aead.openssl:
+            return None
+        if nonce_len is not None and not aead.openssl_takes(
+                spec.name, nonce_len, tag_length or aead.default_tag_length):
+            return None
+        return "parallel"
+    if spec.openssl_name is not None:
+        return "parallel" if mode.parallel(direction == "encrypt") else "serial"
+    if mode is _modes.XTS and spec.algorithm.openssl_name(_ecb_of(spec)) is not None:
+        return "parallel"  # composed from OpenSSL's ECB
+    return None
+
+
+register_engine_kind("device", ".engines.device:DeviceEngine", _device_can_run,
+                     runtimes=("opencl", "cuda"), label="our kernels on OpenCL / CUDA devices")
+register_engine_kind("openssl", ".engines.openssl:OpenSSLEngine", _openssl_can_run,
+                     runtimes=("native",), label="OpenSSL on every core")
+# (a composite is made by route from its members' engines, not for a device of its own)
+register_engine_kind("composite", ".engines.composite:CompositeEngine", None,
+                     label="several engines at once (the scheduler)")
 
 
 def _ecb_of(spec: CipherSpec) -> CipherSpec:

@@ -35,6 +35,7 @@ from .errors import Error
 from .settings import scheduler_fence
 from .errors import InvalidArgument, UnsupportedCipher
 from .plan import Plan
+from .registry import kind_of_runtime
 
 #: below this many bytes a GPU launch costs more than OpenSSL on the host
 AUTO_GPU_MIN_BYTES = 1 << 20
@@ -53,20 +54,16 @@ Route = Plan
 
 
 def engine_of(info):
-    """The engine of a device (one per device and runtime: ``runtime.current()``)."""
+    """The engine of a device (one per device and runtime: ``runtime.current()``), made by the
+    engine kind that serves its runtime (registry.register_engine_kind)."""
     rt = current()
     with rt.lock:
         e = rt.engines.get(info.spec)
         if e is None:
-            if info.runtime == "native":
-                from .engines.openssl import OpenSSLEngine
-
-                e = OpenSSLEngine(info)
-            else:
-                from .engines.device import DeviceEngine
-
-                e = DeviceEngine(info)
-            rt.engines[info.spec] = e
+            kind = kind_of_runtime(info.runtime)
+            if kind is None:
+                raise InvalidArgument(f"no engine kind runs devices of {info.runtime!r} ({info.spec})")
+            e = rt.engines[info.spec] = kind.make(info)
         return e
 
 
@@ -239,7 +236,7 @@ def _resident_composite(device: str, req, nbytes: int | None, resident_device: s
     return CompositeEngine(gpus, spec=device.strip().lower(), fence=scheduler_fence())
 
 
-def _aead_composite(device: str, spec, dev_cap, ossl):
+def _aead_composite(device: str, spec, count: int, nonce_len, tag_length):
     """The composite engine of a multi-device spec for a batch of AEAD ``spec``: the named engines
     that run it (``all``: OpenSSL where it has the AEAD, else the OpenCL CPU device)."""
     from .engines.composite import CompositeEngine
@@ -253,7 +250,7 @@ def _aead_composite(device: str, spec, dev_cap, ossl):
             if not everything:
                 raise
             continue
-        if (ossl if e.kind == "openssl" else dev_cap) is not None:
+        if spec.capability(e.kind, count=count, nonce_len=nonce_len, tag_length=tag_length):
             engines.append(e)
     if everything and any(e.kind == "openssl" for e in engines):
         engines = [e for e in engines if not (e.info.kind == "cpu" and e.kind != "openssl")]
@@ -299,12 +296,12 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
     ossl = spec.capability("openssl", count=count, nonce_len=nonce_len, tag_length=tag_length)
     if is_multi(device):
         if path != "resident":
-            eng = _aead_composite(device, spec, dev_cap, ossl)
+            eng = _aead_composite(device, spec, count, nonce_len, tag_length)
             return plan(eng, "array", "parallel", f"scheduled over {eng.info.name}")
         device = "gpu"   # (GPU-resident data runs on its own device)
     if device != "auto":
         eng = engine(device)
-        how = ossl if eng.kind == "openssl" else dev_cap
+        how = spec.capability(eng.kind, count=count, nonce_len=nonce_len, tag_length=tag_length)
         if how is None:
             lacks = spec.capability("openssl") is None
             raise UnsupportedCipher(f"{eng.info.spec} cannot run {spec.name}" + (

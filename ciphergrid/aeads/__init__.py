@@ -46,24 +46,21 @@ class AEADSpec:
 
     def capability(self, engine: str, encrypt: bool = True, count: int = 1,
                    nonce_len: int | None = None, tag_length: int | None = None) -> str | None:
-        """How ``engine`` ("device", "openssl") runs ``count`` messages: "parallel", "serial"
+        """How an engine of kind ``engine`` ("device", "openssl", or a registered kind; the
+        capability table: registry.EngineKind) runs ``count`` messages: "parallel", "serial"
         (one message of a serial AEAD on a device: one work-item) or None; with the nonce and
         tag sizes, whether it runs those."""
-        if engine == "device":
-            if not self.aead.implementations:
-                return None
-            return "parallel" if (self.aead.parallel_message or count > 1) else "serial"
-        if engine == "openssl":
-            if self.name not in self.aead.openssl:
-                return None
-            if nonce_len is not None and not self.aead.openssl_takes(
-                    self.name, nonce_len, tag_length or self.aead.default_tag_length):
-                return None
-            return "parallel"
-        raise ValueError(f"unknown engine {engine!r}")
+        from ..registry import engine_kind
+
+        return engine_kind(engine).capability(self, None, "encrypt" if encrypt else "decrypt",
+                                              count=count, nonce_len=nonce_len,
+                                              tag_length=tag_length)
 
     def capabilities(self) -> dict:
-        return {d: {e: self.capability(e, d == "encrypt") for e in ("device", "openssl")}
+        """{"encrypt": {"device": ..., "openssl": ...}, "decrypt": {...}}: every kind's column."""
+        from ..registry import table_kinds
+
+        return {d: {k.name: k.capability(self, None, d) for k in table_kinds()}
                 for d in ("encrypt", "decrypt")}
 
 

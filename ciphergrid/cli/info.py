@@ -82,9 +82,11 @@ def cmd_list(args) -> int:
     if short:
         print("OpenSSL's short names (as openssl enc takes them): "
               + ", ".join(f"{a} = {n}" for n, al in sorted(short.items()) for a in al))
-    print("device: our kernels on OpenCL / CUDA devices; openssl: OpenSSL on every core; "
-          "serial: one block after the other" + ("; for an AEAD, one message on one work-item "
-                                                 "(batches of them run in parallel)" if arows else ""))
+    from ..registry import table_kinds
+
+    print("".join(f"{k.name}: {k.label}; " for k in table_kinds())
+          + "serial: one block after the other" + ("; for an AEAD, one message on one work-item "
+                                                   "(batches of them run in parallel)" if arows else ""))
     return EXIT_OK
 
 

@@ -11,7 +11,8 @@ which one runs.
 * ``seal(batch)`` / ``open(batch, tags)``: the AEADs (``aeads.base.Batch``: one message or a
   million); ``seal`` returns the tags, ``open`` the mask of messages whose tag verified, the
   plaintext of the others zeroed.
-* ``kind`` names the engine in the capability table (registry.CipherSpec.capability).
+* ``kind`` names the engine's kind: its column of the capability table and what makes it
+  (registry.register_engine_kind: the kinds are open).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ class Sessions:
 
 
 class Engine:
-    #: the engine of the capability table: "device" (our kernels) or "openssl"
+    #: the engine's kind (registry.EngineKind): "device" (our kernels), "openssl", "composite",
+    #: or a registered one
     kind: str = ""
     #: the DeviceInfo of what runs the requests
     info = None
