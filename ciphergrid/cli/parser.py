@@ -158,6 +158,9 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
         p.add_argument("--device", "-d", default="auto",
                        help="where the chunks run: auto, native, cpu, gpu, cuda[:N], all, ...")
         p.add_argument("--no-sync", action="store_true", help="do not sync a new output before naming it")
+        p.add_argument("--service", metavar="WHERE", default=None,
+                       help="auto (default: the per-user service when one runs, else this "
+                            "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
         if name == "open":
             p.add_argument("--offset", type=int, metavar="N",
                            help="the first byte of the message to open (negative: from its end)")

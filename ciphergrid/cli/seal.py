@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import ChunkFailed, InvalidArgument, InvalidTag
-from .common import EXIT_OK, _file_bytes, _note_written, _warn
+from .common import EXIT_OK, _file_bytes, _note_written, _service_client, _warn
 
 #: bytes copied at a time from the staging file of --all-or-nothing to the output
 COPY_STEP = 4 << 20
@@ -18,7 +18,13 @@ def cmd_seal(args, seal: bool) -> int:
     device (formats/cobblestone.py, transfer/sealed.py).  ``open`` releases each chunk once its
     tag verified (a regular --out appears only when the whole message did; --all-or-nothing
     holds a stream's back until then too); with --offset / --length it maps the file and reads
-    only the chunks of that range."""
+    only the chunks of that range.
+
+    Through a service (--service, CIPHERGRID_SERVICE: cli.common._service_client) the service
+    reads and writes the command's own descriptors as ``encrypt``'s streams do; the key (a
+    passphrase's derived here), the context and an input's header go in the request, a
+    passphrase's wrapper is read or written here.  A range, and a context past what one request
+    carries, stay in this process (-v says so)."""
     from ..fileio import Input
     from ..formats import cobblestone as cb
 
@@ -27,17 +33,44 @@ def cmd_seal(args, seal: bool) -> int:
     if args.context_file is not None:
         context = _file_bytes(args.context_file, "--context-file")
     src = Input(args.infile)
+    client = None
     try:
+        # the service named (or the per-user one under auto) runs the job; one named that does
+        # not answer fails it here (exit 5), before a key is read or a passphrase asked for
+        client = _served(args, _service_client(args), context, seal)
         if seal:
-            return _seal(args, src, context)
+            return _seal(args, src, context, client)
         if args.offset is not None or args.length is not None:
             return _open_range(args, src, context)
         head = bytearray(cb.HEADER)
         got = src.readinto(head)
         key, sch, head = _open_key(args, src, bytes(head[:got]), stream=True)
-        return _open(args, src, context, key, sch, head)
+        return _open(args, src, context, key, sch, head, client)
     finally:
+        if client is not None:
+            client.close()
         src.close()
+
+
+def _served(args, client, context: bytes, seal: bool):
+    """``client`` where the service runs this job, else None (closed): a range, a context past
+    what one request carries (said with -v)."""
+    if client is None:
+        return None
+    from ..service import protocol
+
+    why = None
+    if not seal and (args.offset is not None or args.length is not None):
+        why = "--offset / --length"
+    elif len(context) > protocol.INLINE_MAX:
+        why = f"a context of more than {protocol.INLINE_MAX >> 10} KiB"
+    if why is None:
+        return client
+    if args.verbose:
+        print(f"ciphergrid: {why}: run in this process, not by the service at {client.address}",
+              file=sys.stderr)
+    client.close()
+    return None
 
 
 def _check_flags(args, seal: bool) -> None:
@@ -93,7 +126,7 @@ def _n(k: int, one: str, many: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ seal
-def _seal(args, src, context: bytes) -> int:
+def _seal(args, src, context: bytes, client=None) -> int:
     from ..fileio import Output
     from ..formats import cobblestone as cb
     from ..formats import passphrase as pp
@@ -114,6 +147,16 @@ def _seal(args, src, context: bytes) -> int:
         wrapper = w.raw
     else:
         key = _key_file(args, sch)
+    if client is not None:   # (the service writes the C2SP header, counted in its progress)
+        total = None if src.size is None else cb.sealed_length(src.size)
+        with _Stream(args, "sealed", total, "service", served=True) as st:
+            with Output(args.outfile, sync=not args.no_sync) as out:
+                st.out = out
+                out.write(wrapper)
+                reply = client.sealed(True, sch.name, key, context, src.fd, out.fd,
+                                      device=args.device, progress=st.advance)
+        _said(args, sch, "seal", client, reply)
+        return EXIT_OK
     total = None if src.size is None else cb.sealed_length(src.size) - cb.HEADER
     device = _where(args, sch, "seal")
     with _Stream(args, "sealed", total, device) as st:
@@ -185,40 +228,62 @@ def _open_range(args, src, context: bytes) -> int:
     return EXIT_OK
 
 
-def _open(args, src, context: bytes, key: bytes, sch, head: bytes) -> int:
+def _open(args, src, context: bytes, key: bytes, sch, head: bytes, client=None) -> int:
     from ..fileio import Output
     from ..formats import cobblestone as cb
 
     if len(head) < cb.HEADER:
         raise cb.Truncated(f"{sch.name}: the sealed message is shorter than its header: nothing "
                            "is released")
+    # (the key commitment checked here first, through a service too: a wrong key or context
+    # is said before anything is sent; the service checks it again)
     op = cb.Opener(sch, key, context, head, device=args.device, path="stream")
     total = None
     if src.size is not None:
         total = cb.message_length(cb.HEADER + src.size)   # (Truncated before anything is read)
-    device = _where(args, sch, "open")
-    from ..transfer import sealed
+    if client is not None:
+        def run(fd: int, progress=None) -> None:
+            nonlocal reply
+            reply = client.sealed(False, sch.name, key, context, src.fd, fd, header=head,
+                                  device=args.device, progress=progress)
+        reply = None
+        device = "service"
+    else:
+        device = _where(args, sch, "open")
+        from ..transfer import sealed
 
-    with _Stream(args, "opened", total, device) as st:
+        def run(fd: int, progress=None) -> None:
+            sealed.open_(src.f, fd, op, progress=progress)
+
+    with _Stream(args, "opened", total, device, served=client is not None) as st:
         with Output(args.outfile, sync=not args.no_sync) as out:
             st.out = out
             if args.all_or_nothing and out.kind == "through":
-                _staged(src, out, op, st)
+                _staged(out, st, run)
             else:
-                sealed.open_(src.f, out.fd, op, progress=st.advance)
+                run(out.fd, st.advance)
+    if client is not None:
+        _said(args, sch, "open", client, reply)
     return EXIT_OK
 
 
-def _staged(src, out, op, st) -> None:
-    """--all-or-nothing to a stream: the plaintext opened into an unlinked temporary file, copied
-    to ``out`` only once every chunk verified (nothing of it survives a failure or a crash)."""
+def _said(args, sch, verb: str, client, reply: dict) -> None:
+    """-v: where the service ran the chunks."""
+    if args.verbose:
+        why = f" ({reply['reason']})" if reply.get("reason") else ""
+        print(f"ciphergrid: {sch.name} {verb} on {reply.get('device')}{why}, by the service at "
+              f"{client.address} ({reply.get('seconds', 0):.3f} s there)", file=sys.stderr)
+
+
+def _staged(out, st, run) -> None:
+    """--all-or-nothing to a stream: the plaintext opened (``run(fd)``: in this process or by
+    the service) into an unlinked temporary file, copied to ``out`` only once every chunk
+    verified (nothing of it survives a failure or a crash)."""
     import os
     import tempfile
 
-    from ..transfer import sealed
-
     with tempfile.TemporaryFile(prefix="ciphergrid-open-") as f:
-        sealed.open_(src.f, f.fileno(), op)
+        run(f.fileno())
         buf = bytearray(COPY_STEP)
         pos = 0
         while True:
@@ -258,11 +323,12 @@ class _Stream:
     how many bytes reached it (as ``encrypt``); a chunk or truncation found after verified
     chunks were written says so instead of "nothing is released"."""
 
-    def __init__(self, args, verb: str, total: int | None, device: str):
+    def __init__(self, args, verb: str, total: int | None, device: str, served: bool = False):
         from ..progress import Progress
 
         self.bar = Progress(total, quiet=args.quiet, verb=verb, device=device)
         self.out = None
+        self.served = served   # (a service writes the output: it says how far now and then)
 
     def advance(self, k: int) -> None:
         self.out.count(k)
@@ -282,6 +348,10 @@ class _Stream:
                 raise _released(e, out) from None
             return False
         _note_written(e, out)
+        if self.served and hasattr(e, "ciphergrid_written") and not hasattr(e, "service_done"):
+            # (the service died or went silent: more may have reached the output since it last
+            # said how far it was)
+            e.ciphergrid_written = (f"at least {e.ciphergrid_written[0]}", out.name)
         return False
 
 

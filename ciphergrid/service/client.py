@@ -472,6 +472,39 @@ class Client:
         return reply
 
 
+    def sealed(self, encrypt: bool, scheme: str, key: bytes, context: bytes, src: int, dst: int,
+               *, header: bytes | None = None, device: str = "auto", progress=None) -> dict:
+        """A sealed file (C2SP chunked encryption, ``scheme`` cobblestone-128 or -256) from
+        descriptor ``src`` (read to its end from its offset) into descriptor ``dst``, run by the
+        service: sealing writes the C2SP header and the chunks; opening takes ``header`` (the
+        input's C2SP header, read here) and checks its key commitment first.  ``key``: the
+        input key (a passphrase's is derived here, never sent).  ``progress(k)``: bytes written
+        (the header included) as the service says them.  Returns the reply (``bytes``,
+        ``device``, ``reason``, ``seconds``); a failure raises its class (CommitmentMismatch,
+        ChunkFailed, Truncated...) after the bytes written before it were given to
+        ``progress``."""
+        msg = {"op": "sealed", "version": protocol.VERSION, "cipher": scheme, "key": bytes(key),
+               "encrypt": bool(encrypt), "context": bytes(context), "device": device}
+        if header is not None:
+            msg["header"] = bytes(header)
+        last = [0]
+
+        def step(total: int) -> None:   # (the service says bytes so far; progress takes steps)
+            if progress is not None and total > last[0]:
+                progress(total - last[0])
+                last[0] = total
+
+        try:
+            reply = self._call(msg, [src, dst], progress=step)
+        except Exception as e:
+            done = getattr(e, "service_done", None)
+            if done is not None:
+                step(done)
+            raise
+        step(int(reply.get("bytes", 0)))
+        return reply
+
+
 class RemoteClient(Client):
     """A connection to a remote service over TCP: TLS (the server's certificate verified
     against ``cafile`` or the system's roots; a client certificate, or a ``token``), or --
@@ -521,4 +554,7 @@ class RemoteClient(Client):
         return f"<ciphergrid remote service client of {self.address}>"
 
     def stream(self, *a, **kw):
+        raise errors.InvalidArgument("files and pipes pass only to a local service")
+
+    def sealed(self, *a, **kw):
         raise errors.InvalidArgument("files and pipes pass only to a local service")

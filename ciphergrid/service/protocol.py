@@ -97,22 +97,38 @@ def error_reply(exc: BaseException) -> dict:
     out = {"error": {"type": kind, "message": text[:1000]}}
     if kind == "OSError" and exc.errno:   # (the client raises the same errno: a full disk is one)
         out["error"].update(errno=exc.errno, message=(exc.strerror or text)[:1000])
+    chunk = getattr(exc, "chunk", None)   # (a sealed chunk that failed: its number)
+    if isinstance(exc, errors.ChunkFailed) and isinstance(chunk, int):
+        out["error"]["chunk"] = chunk
+    done = getattr(exc, "service_done", None)   # (bytes a file job wrote before it failed)
+    if isinstance(done, int) and not isinstance(done, bool) and done >= 0:
+        out["error"]["done"] = done
     return out
 
 
 def raise_error(reply: dict) -> None:
-    """Raise the error a reply carries (its ciphergrid class where it names one)."""
+    """Raise the error a reply carries (its ciphergrid class where it names one: a sealed
+    file's CommitmentMismatch, ChunkFailed with its ``chunk``, Truncated keep theirs); a file
+    job's bytes written before it failed as the error's ``service_done``."""
     err = reply.get("error")
     if not isinstance(err, dict):
         raise ProtocolError("a reply without ok or error")
     kind, text = str(err.get("type", "")), str(err.get("message", ""))
     if kind == "OSError":
         code = err.get("errno")
-        raise OSError(code, text) if isinstance(code, int) else OSError(text)
-    cls = getattr(errors, kind, None)
-    if not (isinstance(cls, type) and issubclass(cls, errors.Error)):
-        cls = errors.ServiceError
-    raise cls(text)
+        exc = OSError(code, text) if isinstance(code, int) else OSError(text)
+    else:
+        cls = getattr(errors, kind, None)
+        if not (isinstance(cls, type) and issubclass(cls, errors.Error)):
+            cls = errors.ServiceError
+        exc = cls(text)
+        chunk = err.get("chunk")
+        if isinstance(exc, errors.ChunkFailed) and isinstance(chunk, int) and not isinstance(chunk, bool):
+            exc.chunk = chunk
+    done = err.get("done")
+    if isinstance(done, int) and not isinstance(done, bool) and done >= 0:
+        exc.service_done = done
+    raise exc
 
 
 def peer_creds(sock: socket.socket) -> tuple[int, int, int]:

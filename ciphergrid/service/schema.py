@@ -25,6 +25,8 @@ MAX_SHARED = 1 << 46
 MAX_KEY, MAX_IV, MAX_NONCE = 128, 64, 1024
 #: the longest name (a cipher, an implementation, a device spec) and the longest token
 MAX_NAME, MAX_TOKEN = 256, 4096
+#: a sealed message's C2SP header: salt (24) and commitment (32) (formats/cobblestone.HEADER)
+SEALED_HEADER = 56
 
 _WORDS = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", bytes: "bin",
           type(None): "nil", list: "an array", dict: "a map"}
@@ -70,6 +72,8 @@ class Field:
         hi = self.bound(local)
         if self.kind is bool:
             out = "a boolean"
+        elif self.kind is bytes and self.lo == hi:
+            out = f"bin of {_n(hi)} bytes"
         elif self.kind is int:
             out = (f"the integer {self.lo}" if self.lo == hi
                    else f"an integer from {_n(self.lo)} to {_n(hi)}")
@@ -123,6 +127,11 @@ SCHEMA = {
              "nonce": _req(bytes, 0, MAX_NONCE), "aad": _opt(bytes, 0, protocol.REMOTE_PIECE),
              "tag_length": _req(int, 0, 64), "encrypt": _req(bool), "device": _DEVICE,
              "impl": _IMPL, **_BUFFER, "text_length": Field(int, 0, MAX_SHARED)},
+    "sealed": {"version": _VERSION, "cipher": _req(str, 1, MAX_NAME),
+               "key": _req(bytes, 0, MAX_KEY), "encrypt": _req(bool),
+               "context": _opt(bytes, 0, protocol.INLINE_MAX), "header": _opt(bytes, SEALED_HEADER,
+                                                                            SEALED_HEADER),
+               "device": _DEVICE},
     "batch": {"version": _VERSION, "cipher": _req(str, 1, MAX_NAME), "encrypt": _req(bool),
               "tag_length": _req(int, 0, 64), "impl": _IMPL, "device": _DEVICE,
               "m": _req(int, 0, (1 << 31) - 1), "n": _req(int, 0, MAX_SHARED),
@@ -130,7 +139,7 @@ SCHEMA = {
               "aad_length": _req(int, 0, MAX_SHARED), **_BUFFER},
 }
 #: the ops that run a job (a version, the user's job slots and memory)
-JOBS = ("crypt", "stream", "aead", "batch")
+JOBS = ("crypt", "stream", "aead", "batch", "sealed")
 
 
 def check(msg: dict, fds, local: bool = True) -> str:
@@ -163,16 +172,20 @@ def check(msg: dict, fds, local: bool = True) -> str:
 
 
 def _shape(op: str, msg: dict, nfds: int, local: bool) -> None:
-    """The rules between fields: a buffer inline or in one memfd; a stream's two descriptors."""
+    """The rules between fields: a buffer inline or in one memfd; a stream's or a sealed file's
+    two descriptors (an opening's header)."""
     if op in ("hello", "status"):
         if nfds:
             raise InvalidArgument(f"{op}: carries no descriptors, not {nfds}")
         return
-    if op == "stream":
+    if op in ("stream", "sealed"):
         if not local:
-            raise InvalidArgument("stream: files and pipes pass only over a local socket")
+            raise InvalidArgument(f"{op}: files and pipes pass only over a local socket")
         if nfds != 2:
-            raise InvalidArgument(f"stream: carries two descriptors (input, output), not {nfds}")
+            raise InvalidArgument(f"{op}: carries two descriptors (input, output), not {nfds}")
+        if op == "sealed" and (msg.get("header") is None) == (not msg["encrypt"]):
+            raise InvalidArgument("sealed: header (the input's C2SP header, read by the client) "
+                                  "comes with encrypt false (opening) only")
         return
     inline, shared = "data" in msg, "length" in msg
     if inline == shared:

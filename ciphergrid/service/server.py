@@ -8,7 +8,9 @@ its Request for the job only and are dropped with it; every error goes back as o
 
 Ops (protocol.py, docs/service.md): ``hello``, ``status``, ``crypt`` (a buffer: inline, or a
 sealed memfd enciphered in place), ``stream`` (the client's input and output descriptors: the
-server reads and writes the client's own open files; progress messages while it runs).
+server reads and writes the client's own open files; progress messages while it runs),
+``sealed`` (a sealed file, C2SP chunked encryption, between the client's descriptors as a stream;
+the input key already derived by the client, a passphrase never sent), ``aead``, ``batch``.
 """
 
 from __future__ import annotations
@@ -352,21 +354,26 @@ class Server:
         req = _request(msg) if op in ("crypt", "stream") else None
         if op == "stream":   # (its buffers sized for its input, before they are counted)
             msg["chunk_bytes"], msg["depth"] = _stream_tuning(msg, fds[0])
-        need = _memory_need(op, msg)
+        plan = None
+        if op == "sealed":   # (its workers cut to its input and to what the user may hold)
+            limit = self.memory_budget if grant.max_memory is None \
+                else min(grant.max_memory, self.memory_budget)
+            plan = _sealed_plan(msg, fds[0], limit)
+        need = _memory_need(op, msg) if plan is None else plan[2]
         if grant.max_memory is not None and need > grant.max_memory:
             raise errors.ServiceError(f"this job would hold {need} bytes of the service's memory "
                                       f"({_memory_fields(op)}); user {uid} may hold "
-                                      f"{grant.max_memory} ({grant.why}): smaller messages or "
-                                      "chunks, or a sealed file")
+                                      f"{grant.max_memory} ({grant.why}): {_memory_hint(op)}")
         if need > self.memory_budget:
             raise errors.ServiceError(f"this job would hold {need} bytes of the service's memory "
                                       f"({_memory_fields(op)}); its jobs together may hold "
                                       f"{self.memory_budget} (half this machine's memory): "
-                                      "smaller messages or chunks, or a sealed file")
+                                      f"{_memory_hint(op)}")
         with self._admitted(cid, uid, grant, need), self._job(ch, grant) as job:
             reply = (self._crypt(msg, req, fds, job, ch.local) if op == "crypt"
                      else self._aead(msg, fds, job, ch.local) if op == "aead"
                      else self._batch(msg, fds, job, ch.local) if op == "batch"
+                     else self._sealed(ch, msg, fds, job, plan) if op == "sealed"
                      else self._stream(ch, msg, req, fds, job))
         with self.lock:
             self.clients[cid]["bytes"] += reply["bytes"]
@@ -658,6 +665,53 @@ class Server:
         return {"bytes": done, "device": r.device, "reason": r.reason,
                 "seconds": round(time.perf_counter() - t0, 6)}
 
+    def _sealed(self, ch, msg, fds, job, plan) -> dict:
+        """A sealed file from the client's input descriptor to its output descriptor
+        (transfer/sealed.py, as ``ciphergrid seal`` / ``open`` run it in process): sealing writes
+        the C2SP header first; opening checks the key commitment of the header the client read
+        (CommitmentMismatch) before any chunk.  Progress (the bytes written, header included) is
+        sent as it goes; a failure carries the bytes written before it (``service_done``)."""
+        from ..formats import cobblestone as cb
+        from ..transfer import files, sealed
+
+        sch = _scheme(msg["cipher"])
+        device = msg.get("device") or "auto"
+        context = msg.get("context") or b""
+        piece, workers, _ = plan
+        start = time.monotonic()
+        state = {"done": 0, "sent": start}
+        lock = threading.Lock()
+
+        def progress(k: int) -> None:
+            with lock:
+                state["done"] += k
+                self.fair.take(job, k)   # (this job's turn before it goes on)
+                now = time.monotonic()
+                if now - state["sent"] >= PROGRESS_EVERY_S:
+                    state["sent"] = now
+                    ch.send({"progress": state["done"]})   # (a client gone: raises)
+
+        t0 = time.perf_counter()
+        try:
+            if msg["encrypt"]:
+                sealer = cb.Sealer(sch, msg["key"], context, device=device, path="stream")
+                head = sealer.header()
+                files.write_all(fds[1], memoryview(head), None)
+                progress(len(head))
+                sealed.seal(fds[0], fds[1], sealer, piece=piece, threads=workers,
+                            progress=progress)
+            else:
+                opener = cb.Opener(sch, msg["key"], context, msg["header"], device=device,
+                                   path="stream")
+                sealed.open_(fds[0], fds[1], opener, piece=piece, threads=workers,
+                             progress=progress)
+        except Exception as e:
+            e.service_done = state["done"]   # (what reached the output: the client says so)
+            raise
+        where, reason = _sealed_where(sch, device, piece, workers)
+        return {"bytes": state["done"], "device": where, "reason": reason,
+                "seconds": round(time.perf_counter() - t0, 6)}
+
     def status(self, full: bool = True) -> dict:
         """What the service does; ``full``: with each connection's user, pid, jobs and bytes
         (not shown to other users' clients)."""
@@ -793,7 +847,67 @@ def _memory_fields(op: str) -> str:
     """The fields that make a job's memory (for its refusal)."""
     return {"aead": "data, text_length, tag_length",
             "batch": "data, m, nonce_length, tag_length, keys, aad_length, n",
-            "stream": "chunk_bytes x depth"}.get(op, "data")
+            "stream": "chunk_bytes x depth",
+            "sealed": "one worker's pieces in and out, its device and context"}.get(op, "data")
+
+
+def _memory_hint(op: str) -> str:
+    """What a refused job may do instead (for its refusal)."""
+    if op == "sealed":
+        return "open it in the client's own process (--service off)"
+    return "smaller messages or chunks, or a sealed file"
+
+
+def _scheme(name: str):
+    """The sealed files' scheme a request names (``cobblestone-128``, ``cobblestone-256``)."""
+    from ..formats import cobblestone as cb
+
+    for sch in (cb.COBBLESTONE_128, cb.COBBLESTONE_256):
+        if name == sch.name:
+            return sch
+    raise errors.InvalidArgument("sealed: cipher must be cobblestone-128 or cobblestone-256")
+
+
+def _sealed_plan(msg: dict, fd: int, limit: int) -> tuple[int, int, int]:
+    """(plaintext bytes per piece, workers, bytes of the service's memory) of a sealed job, from
+    its fields and its input: transfer.sealed.plan's pieces and workers (a worker per core where
+    OpenSSL's C loop runs the chunks, two for a device's batches), no more workers than a
+    regular input has pieces, nor than ``limit`` bytes hold (at least one: a job whose one
+    worker passes the limit is refused by its need).  Each worker holds a piece in and its
+    sealed or opened form out; a device's batches one more batch of texts; the request its
+    context."""
+    from types import SimpleNamespace
+
+    from ..formats import cobblestone as cb
+    from ..transfer import sealed
+
+    sch = _scheme(msg["cipher"])
+    probe = SimpleNamespace(sch=sch, device=msg.get("device") or "auto", path="stream")
+    piece, workers, per = sealed.plan(probe)
+    sealed_piece = piece // cb.CHUNK * cb.SEALED_CHUNK
+    size = _remaining(fd)
+    if size is not None:
+        step = piece if msg["encrypt"] else sealed_piece
+        workers = min(workers, size // step + 1)
+    each = piece + sealed_piece
+    fixed = len(msg.get("context") or b"") + (0 if per == 1 else piece)
+    workers = max(1, min(workers, (limit - fixed) // each))
+    return piece, workers, fixed + workers * each
+
+
+def _sealed_where(sch, device: str, piece: int, workers: int) -> tuple[str, str]:
+    """(where a sealed job's chunks ran, how): OpenSSL's C loop, or a device's AEAD batches."""
+    from ..formats import cobblestone as cb
+
+    n = piece
+    if cb._native(sch, device, "stream", n, n // cb.CHUNK):
+        return "native", f"OpenSSL's C loop, {workers} worker{'s' if workers > 1 else ''}"
+    from .. import aeads
+    from ..route import route_aead
+
+    r = route_aead(aeads.spec(sch.aead), device, n, n // cb.CHUNK, nonce_len=cb.NONCE,
+                   tag_length=cb.TAG)
+    return r.device, f"AEAD batches of {n >> 20} MiB" + (f", {r.reason}" if r.reason else "")
 
 
 def _pinned_bytes() -> int:
