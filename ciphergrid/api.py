@@ -381,7 +381,8 @@ class CipherContext:
         self.bs = cipher.spec.block_size
         self._pending = bytearray()
         self._pos = 0          # bytes of the message already processed
-        self._chain = None     # CBC: the chaining value after what was processed
+        self._chain = None     # CBC: the chaining value after what was processed (or its
+        self._chain_block = None   # _BlockToHost, a GPU piece's block on its way to the host)
         self._done = False
 
     def update(self, data) -> bytes:
@@ -492,19 +493,28 @@ class CipherContext:
             if skip:
                 run_in = cupy.concatenate([cupy.zeros(skip, dtype=cupy.uint8), src])
                 run_out = cupy.empty_like(run_in)
-            last_in = (cupy.asnumpy(src[-self.bs:]) if req.mode.carries and n >= self.bs
-                       else None)          # (read before an in-place run)
+            reads = req.mode.carry_reads(req) if n >= self.bs else None
+            chain = self._chain_value()
+            if reads == "input":   # (queued before an in-place run; waited for at the next piece)
+                self._chain_block = self._chain_block or _BlockToHost(self.bs)
+                self._chain_block.start(src[-self.bs:])
             session = self._cipher._session(req, r.engine)
-            session.crypt_resident(run_in, run_out, self._pos // self.bs, self._chain,
+            session.crypt_resident(run_in, run_out, self._pos // self.bs, chain,
                                    wait=not _cupy_only(data, buf))
             if skip:
                 dst[...] = run_out[skip:]
-            if last_in is not None:
-                chain = req.mode.carry(req, last_in, cupy.asnumpy(dst[-self.bs:]))
-                if chain is not None:
-                    self._chain = chain
+            if reads == "input":
+                self._chain = self._chain_block
+            elif reads == "output":
+                self._chain = req.mode.carry(req, None, cupy.asnumpy(dst[-self.bs:]))
             self._pos += n
         return n if buf is not None else wrap(dst)
+
+    def _chain_value(self) -> bytes | None:
+        """The chaining value for the next piece (a GPU piece's block read now)."""
+        if isinstance(self._chain, _BlockToHost):
+            self._chain = self._chain.value()
+        return self._chain
 
     def _update(self, arr: np.ndarray) -> bytes:
         req = self.req
@@ -567,12 +577,39 @@ class CipherContext:
         last_in = piece[-self.bs:]
         if req.mode.carries and np.may_share_memory(out, piece):
             last_in = last_in.copy()     # (an in-place run writes over it)
-        self._cipher._run(req, piece, out, self._pos // self.bs, self._chain)
+        self._cipher._run(req, piece, out, self._pos // self.bs, self._chain_value())
         chain = req.mode.carry(req, last_in, out[-self.bs:])
         if chain is not None:
             self._chain = chain
         self._pos += n
         return out[skip:].tobytes() if into is None else None
+
+
+class _BlockToHost:
+    """A block of GPU-resident data copied to page-locked host memory on CuPy's current stream
+    without waiting (CBC decryption's next IV: the piece's last ciphertext block), read by
+    :meth:`value` when the next piece needs it.  Queued before the piece's own kernel, the copy
+    waits only for the work before it, so the host never waits for its own launches."""
+
+    def __init__(self, nbytes: int):
+        import cupy
+
+        self.host = np.ndarray((nbytes,), np.uint8, buffer=cupy.cuda.alloc_pinned_memory(nbytes))
+        self.event = None
+
+    def start(self, block) -> None:
+        import cupy
+
+        with block.device:
+            s = cupy.cuda.get_current_stream()
+            cupy.cuda.runtime.memcpyAsync(self.host.ctypes.data, block.data.ptr, self.host.nbytes,
+                                          2, s.ptr)   # (cudaMemcpyDeviceToHost)
+            self.event = cupy.cuda.Event(block=True, disable_timing=True)
+            self.event.record(s)
+
+    def value(self) -> bytes:
+        self.event.synchronize()
+        return self.host.tobytes()
 
 
 __all__ = ["encrypt", "decrypt", "Cipher", "CipherContext", "devices", "available_ciphers"]

@@ -69,6 +69,33 @@ def test_cupy_pieces_through_a_context(name, pieces, encrypt):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_cbc_context_between_gpu_and_host_pieces(encrypt):
+    """CBC's chaining value after a GPU piece (decryption: its last input block, copied to the
+    host without waiting) reaches the next piece, GPU-resident or host, in place or not."""
+    name = "aes-128-cbc"
+    key, iv = os.urandom(16), os.urandom(16)
+    host = os.urandom(4096 * 5)
+    want = oracle.crypt(name, key, iv, host, encrypt)
+    with ciphergrid.Cipher(name, key, iv) as c:
+        ctx = c.encryptor() if encrypt else c.decryptor()
+        got = []
+        for i in range(5):
+            piece = host[4096 * i: 4096 * (i + 1)]
+            if i == 2:
+                got.append(ctx.update(piece))                  # a host piece between GPU ones
+                continue
+            d = cupy.asarray(np.frombuffer(piece, dtype=np.uint8))
+            if i % 2:
+                assert ctx.update_into(d, d) == 4096           # in place
+                got.append(cupy.asnumpy(d).tobytes())
+            else:
+                got.append(cupy.asnumpy(ctx.update(d)).tobytes())
+        assert ctx.finalize() == b""
+    assert b"".join(got) == want
+
+
+@pytest.mark.gpu
 def test_cupy_piece_that_is_not_whole_blocks_refused():
     c = ciphergrid.Cipher("aes-128-cbc", bytes(16), bytes(16))
     with pytest.raises(ciphergrid.InvalidArgument, match="GPU-resident piece"):

@@ -13,6 +13,7 @@ first_block=f)`` runs blocks [f, f + n) of the message on a device with the key 
 from __future__ import annotations
 
 import dataclasses
+import struct
 
 from ..errors import InvalidArgument, InvalidIVSize, InvalidLength
 from . import padding as _padding
@@ -175,6 +176,11 @@ class Mode:
     #: whether a piece's output depends on the pieces before it through :meth:`carry` (CBC)
     carries = False
 
+    def carry_reads(self, req) -> str | None:
+        """Which last block of a piece :meth:`carry` reads: "input" (the caller's own data:
+        nothing to wait for from a device), "output", or None (the mode carries nothing)."""
+        return None
+
     def carry(self, req, piece_in, piece_out) -> bytes | None:
         """The chaining value after a processed piece (CBC: its last ciphertext block)."""
         return None
@@ -201,10 +207,19 @@ class Mode:
 
 
 def replace(req, **kw):
-    return dataclasses.replace(req, **kw)
+    """``req`` with the fields ``kw`` changed (a split's IV or start sector, on every piece of a
+    context): its fields copied as they are, as dataclasses.replace would set them, without
+    its per-field __init__."""
+    if not hasattr(req, "__dict__") or any(k not in req.__dict__ for k in kw):
+        return dataclasses.replace(req, **kw)
+    new = object.__new__(type(req))
+    d = new.__dict__
+    d.update(req.__dict__)
+    d.update(kw)
+    return new
 
 
 def iv_words(block: bytes) -> list:
     """A block (<= 16 bytes) as four little-endian uint32 kernel arguments."""
-    w = np.frombuffer(bytes(block).ljust(16, b"\0"), dtype="<u4")
-    return [U32(w[0]), U32(w[1]), U32(w[2]), U32(w[3])]
+    w0, w1, w2, w3 = struct.unpack("<4I", bytes(block).ljust(16, b"\0"))
+    return [U32(w0), U32(w1), U32(w2), U32(w3)]

@@ -22,6 +22,10 @@ class CBCMode(Mode):
 
     carries = True
 
+    def carry_reads(self, req):
+        # the next IV: decryption's is the last ciphertext block of the input
+        return "output" if req.encrypt else "input"
+
     def carry(self, req, piece_in, piece_out):
         bs = req.block_size
         last = (piece_out if req.encrypt else piece_in)[-bs:]
