@@ -1,0 +1,253 @@
+"""The AEAD calls' arguments as a batch's tables, checked (aead.py builds its batches with
+them; the service checks a client's tables with them): the implementation, the tag length,
+the key table and index, the nonce table, the AAD table, the limits per message, and the
+refusal of a (key, nonce) pair repeated within an encryption batch (large batches: beside the
+device work, ``Beside``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from . import buffers
+from .errors import InvalidArgument, InvalidLength
+
+I64 = np.int64
+
+
+def implementation_of(aead, constant_time: bool, implementation: str | None) -> str | None:
+    if constant_time:
+        ct = aead.constant_time_implementation()
+        if implementation not in (None, ct):
+            raise InvalidArgument(f"constant_time=True selects the {ct!r} implementation")
+        return ct
+    if implementation is not None:
+        aead.implementation(implementation)  # raises for an unknown one
+    return implementation
+
+
+def tag_length_of(aead, tag_length) -> int:
+    if tag_length is None:
+        return aead.default_tag_length
+    if isinstance(tag_length, bool) or not isinstance(tag_length, (int, np.integer)):
+        raise InvalidArgument(f"tag_length must be an int, not {type(tag_length).__name__}")
+    return int(tag_length)
+
+
+def longest_of(off: np.ndarray, limit: int) -> int:
+    """The longest of the texts at offsets ``off`` (rising), or their total where that is
+    within ``limit`` (no text is then past it: a pass over the offsets fewer before the first
+    upload, ~0.1 ms of 64 K offsets on a host whose caches the last transfers filled)."""
+    total = int(off[-1]) if off.size else 0
+    return total if total <= limit or off.size < 2 else int(np.diff(off).max())
+
+
+def check_limits(spec, longest: int, longest_aad: int) -> None:
+    """The longest message and the longest AAD of a batch against the AEAD's limits."""
+    aead = spec.aead
+    if longest > aead.max_message:
+        raise InvalidLength(f"{spec.name}: a message of {longest} bytes is past the "
+                            f"AEAD's limit of {aead.max_message} bytes per (key, nonce); split it "
+                            "into chunks of their own nonces (a chunked format)")
+    if longest_aad > aead.max_aad:
+        raise InvalidLength(f"{spec.name}: associated data of {longest_aad} bytes is "
+                            f"past the limit of {aead.max_aad} bytes")
+
+
+def key_table(spec, key, keys, m: int):
+    """(key table (k, key_len) uint8, key index (m,) int32)."""
+    if (key is None) == (keys is None):
+        raise InvalidArgument("give key= (one key for every message) or keys= (one per message)")
+    if key is not None:
+        kb = buffers.bytes_like(key, "key")
+        table, index = [kb], np.zeros(m, dtype=np.int32)
+    else:
+        if isinstance(keys, np.ndarray) and keys.ndim == 2:
+            keys = [bytes(r) for r in keys]
+        keys = list(keys)
+        if len(keys) != m:
+            raise InvalidArgument(f"keys= has {len(keys)} keys for {m} messages")
+        seen: dict = {}
+        index = np.empty(m, dtype=np.int32)
+        for i, k in enumerate(keys):
+            index[i] = seen.setdefault(buffers.bytes_like(k, "key"), len(seen))
+        table = list(seen)
+    klen = spec.key_len
+    for k in table:
+        spec.aead.check(spec.name, len(k), spec.aead.default_nonce_length,
+                        spec.aead.default_tag_length)
+    arr = np.frombuffer(b"".join(table), dtype=np.uint8).reshape(len(table), klen).copy()
+    return arr, index
+
+
+def nonce_table(spec, nonces, m: int, tag_length: int, key_len: int) -> np.ndarray:
+    if nonces is None:
+        raise InvalidArgument(f"{spec.name} needs a nonce for every message (nonces=)")
+    if isinstance(nonces, np.ndarray) and nonces.ndim == 2:
+        arr = np.ascontiguousarray(nonces, dtype=np.uint8)
+    else:
+        if isinstance(nonces, (bytes, bytearray, memoryview)) or isinstance(nonces, np.ndarray):
+            raise InvalidArgument("nonces= is a list of nonces, or an (m, nonce length) array")
+        nonces = [buffers.bytes_like(n, "nonce") for n in nonces]
+        if len(nonces) != m:
+            raise InvalidArgument(f"nonces= has {len(nonces)} nonces for {m} messages")
+        lens = {len(n) for n in nonces}
+        if len(lens) > 1:
+            raise InvalidArgument("every nonce of one batch has the same length")
+        nl = lens.pop() if lens else spec.aead.default_nonce_length
+        arr = np.frombuffer(b"".join(nonces), dtype=np.uint8).reshape(m, nl).copy()
+    if arr.shape[0] != m:
+        raise InvalidArgument(f"nonces= has {arr.shape[0]} nonces for {m} messages")
+    spec.aead.check(spec.name, key_len, arr.shape[1], tag_length)
+    return arr
+
+
+_MIX, _MIX_SHIFT = np.uint64(0x9E3779B97F4A7C15), np.uint64(29)
+
+
+def word_views(nonces: np.ndarray, size: int, order: str = "<") -> list:
+    """Every byte of each row of the C-contiguous (m, n) uint8 ``nonces`` (n >= ``size``) in
+    ``size``-byte words of byte order ``order``, one (m,) strided view per word, no copies:
+    words from bytes 0, size, ... and a last one ending on byte n (overlapping the one before
+    where ``size`` does not divide n)."""
+    m, n = nonces.shape
+    starts = list(range(0, n - size + 1, size)) + ([n - size] if n % size else [])
+    return [np.ndarray((m,), f"{order}u{size}", nonces, s, (n,)) for s in starts]
+
+
+def nonce_words(nonces: np.ndarray) -> list:
+    """Every byte of each row of the (m, n) uint8 ``nonces`` in 64-bit words, one (m,) array
+    per word: ``word_views`` where n >= 8, else a padded copy.  (A padded copy of 12-byte rows
+    cost ~0.7 ms for 64 K rows on a Zen 5 core, the views none.)"""
+    m, n = nonces.shape
+    if n < 8 or not nonces.flags.c_contiguous:
+        padded = np.zeros((m, -(-n // 8) * 8), dtype=np.uint8)
+        padded[:, :n] = nonces
+        return [padded.view("<u8")[:, j] for j in range(padded.shape[1] // 8)]
+    return word_views(nonces, 8)
+
+
+def pair_hash(index: np.ndarray, nonces: np.ndarray) -> np.ndarray:
+    """A 64-bit mixing hash of each message's (key index, nonce): equal pairs, equal hashes."""
+    acc = index.astype(np.uint64)
+    acc *= _MIX
+    acc ^= acc >> _MIX_SHIFT
+    for word in nonce_words(nonces):
+        acc ^= word
+        acc *= _MIX
+        acc ^= acc >> _MIX_SHIFT
+    return acc
+
+
+def counter_word(nonces: np.ndarray) -> bool:
+    """Whether some aligned 32- or 64-bit word of the (m, n) uint8 ``nonces`` (C-contiguous),
+    read little- or big-endian, rises strictly from row to row -- a counter, the usual way of
+    making nonces (SP 800-38D 8.2.1: a fixed field and an invocation counter): then no two rows
+    are equal, proved in one pass instead of a sort (1 M 12-byte nonces: hashing and sorting
+    took ~30 ms on a Zen 5 core).  Each word is tried on its first rows before all of them, so
+    random nonces cost almost nothing here."""
+    m, n = nonces.shape
+    if m < 2 or not nonces.flags.c_contiguous:
+        return m < 2
+    for size in (4, 8):
+        for order in "<>" if n >= size else "":
+            for w in word_views(nonces, size, order):
+                head = w[:64]
+                if (head[1:] > head[:-1]).all() and (w[1:] > w[:-1]).all():
+                    return True
+    return False
+
+
+#: batches of this many messages or more check their (key, nonce) pairs beside the device work
+REPEATS_BESIDE = 8192
+
+
+class Beside:
+    """``fn(*args)`` on a worker thread of its own (started once, kept: starting a thread per call
+    costs the caller ~1 ms of waiting for it), submitted by ``start()``: numpy's sort releases the
+    interpreter lock, so a batch's repeated-nonce check (1.1-1.7 ms for 64 K messages) overlaps the
+    device work.  The engine calls ``start()`` once its device is busy (the engine protocol's
+    ``beside``: engines.base.Engine.seal): a GPU's piece runner when its pieces in flight are
+    full and it is about to wait, so that the check does not compete for the interpreter lock
+    with the enqueueing of the first pieces (started with the call, it cost encryption 2-5 % of
+    a 1 GiB batch against decryption on an H100 host); other engines at once.  ``failed()``
+    (starting it if nobody has) waits and says whether it raised; ``result()`` re-raises that
+    error.  The caller zeroes the batch's output before raising: no ciphertext of a refused
+    batch is returned."""
+
+    _pool = None
+    _pid = None
+    _lock = threading.Lock()
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+        self.future = None
+
+    def start(self) -> None:
+        if self.future is not None:
+            return
+        with Beside._lock:
+            # (a forked child has the parent's pool object but not its thread: a new one)
+            if Beside._pool is None or Beside._pid != os.getpid():
+                from concurrent.futures import ThreadPoolExecutor
+
+                Beside._pool = ThreadPoolExecutor(1, thread_name_prefix="ciphergrid-check")
+                Beside._pid = os.getpid()
+        self.future = Beside._pool.submit(self.fn, *self.args)
+
+    @staticmethod
+    def _after_fork_in_child() -> None:
+        Beside._lock = threading.Lock()
+
+    def failed(self) -> bool:
+        self.start()
+        return self.future.exception() is not None
+
+    def result(self) -> None:
+        self.start()
+        self.future.result()
+
+
+os.register_at_fork(after_in_child=Beside._after_fork_in_child)
+
+
+def refuse_repeats(spec, index: np.ndarray, nonces: np.ndarray) -> None:
+    """Encryption: a (key, nonce) pair used twice in one batch is refused (it breaks the AEAD);
+    not inside ``request.weak_use_allowed()`` (the known answers of selftest repeat pairs)."""
+    from .request import policy_suspended
+
+    m = nonces.shape[0]
+    if m < 2 or policy_suspended() or counter_word(nonces):
+        return
+    # a 64-bit hash per pair, sorted (64 K pairs: ~1.1 ms on a Zen 5 core, where sorting the
+    # pairs themselves took 11.6 ms, and hashing them as concatenated rows 3.8 ms in all); the
+    # pairs are compared exactly only when two hashes are equal
+    hs = np.sort(pair_hash(index, nonces))
+    if not (hs[1:] == hs[:-1]).any():
+        return
+    rows = np.concatenate([index.astype("<i4").view(np.uint8).reshape(m, 4), nonces], axis=1)
+    view = rows.view(np.dtype((np.void, rows.shape[1]))).reshape(m)
+    if np.unique(view).size != m:
+        raise InvalidArgument(f"{spec.name}: a (key, nonce) pair repeats within the batch; every "
+                              "message under one key needs its own nonce")
+
+
+def aad_table(aad, m: int):
+    """(concatenated AAD uint8, offsets (m + 1,)) from None, one bytes-like for all, or a list."""
+    off = np.zeros(m + 1, dtype=I64)
+    if aad is None:
+        return np.zeros(0, dtype=np.uint8), off
+    if isinstance(aad, (bytes, bytearray, memoryview)):
+        a = buffers.bytes_like(aad, "aad")
+        if not a:
+            return np.zeros(0, dtype=np.uint8), off
+        off[1:] = np.arange(1, m + 1, dtype=I64) * len(a)
+        return np.frombuffer(a * m, dtype=np.uint8), off
+    aad = [buffers.bytes_like(a, "aad") for a in aad]
+    if len(aad) != m:
+        raise InvalidArgument(f"aad= has {len(aad)} entries for {m} messages")
+    off[1:] = np.cumsum([len(a) for a in aad])
+    return np.frombuffer(b"".join(aad), dtype=np.uint8), off
