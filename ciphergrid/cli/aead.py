@@ -126,8 +126,7 @@ def cmd_aead(args, encrypt: bool) -> int:
         # where the message runs, decided once: what -v says is what runs
         r = route_message(spec, encrypt, n, len(nonce), tl, args.device, "stream")
         if args.verbose:
-            print(f"ciphergrid: {spec.name} {'encrypt' if encrypt else 'decrypt'} on {r.device}"
-                  + (" (chosen by auto)" if args.device == "auto" else ""), file=sys.stderr)
+            print(f"ciphergrid: {r.describe()}", file=sys.stderr)
         with Progress(n, quiet=args.quiet, verb="encrypted" if encrypt else "decrypted",
                       device=args.device) as bar:
             buf, held = _staging(out_n)
