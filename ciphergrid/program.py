@@ -68,31 +68,66 @@ class KeyedProgram:
                               f"allows {backend.group_size(self.prg)}")
         self._bufs = []
         self._hold = []      # host arrays an asynchronous upload still reads (OpenCL)
+        self._scratch = None  # (queue, buffer): the scratch kept for launches on that queue
         self.apow = None
         self._queue = queue
         self._upload_queue = queue or backend.default_queue
         self._async = getattr(backend, "upload_copies_pageable", False)
         self._ready = None   # the marker after the uploads (a launch on another queue waits on it)
-        self.rk = [self._upload_key(key, decrypt) for key, decrypt in req.mode.schedules(req)]
+        self.rk = self._upload_keys(req.mode.schedules(req))
         prepare = getattr(req.mode, "prepare", None)
         if prepare is not None:
             prepare(self)
 
-    def _upload_key(self, key: bytes, decrypt: bool):
+    def _upload_keys(self, schedules) -> list:
+        """Every key schedule of the request in one device buffer (one allocation, one upload,
+        one zeroing: several schedules, XTS's two, at offsets of the backend's view alignment,
+        each a view); the buffers the kernels take, in ``schedules``' order."""
         alg = self.req.spec.algorithm
-        words = alg.expand(key, decrypt, layout=self.impl.key_layout)
-        host = words.view(np.uint8)
-        buf = self.b.alloc(host.nbytes)
+        words = [alg.expand(key, decrypt, layout=self.impl.key_layout) for key, decrypt in schedules]
+        b = self.b
+        if len(words) == 1:
+            host = words[0].view(np.uint8)
+            offsets = [0]
+        else:
+            align = b.view_align
+            offsets, total = [], 0
+            for w in words:
+                offsets.append(total)
+                total += -(-w.nbytes // align) * align
+            host = np.zeros(total, dtype=np.uint8)
+            for w, off in zip(words, offsets):
+                host[off: off + w.nbytes] = w.view(np.uint8)
+                w.fill(0)
+        buf = b.alloc(host.nbytes)
         self._bufs.append(buf)
-        ev = self.b.upload(buf, host, self._queue, record=not self._async)
-        if not self._async:
-            self.b.wait(ev)
-        words.fill(0)  # (the runtime has its own copy by now)
-        return buf
+        try:
+            ev = b.upload(buf, host, self._queue, record=not self._async)
+            if not self._async:
+                b.wait(ev)
+        finally:
+            host.fill(0)  # (the runtime has its own copy by now)
+            for w in words:
+                w.fill(0)
+        if len(words) == 1:
+            return [buf]
+        return [b.view(buf, off, w.nbytes) for w, off in zip(words, offsets)]
 
     def keep(self, buf):
         """A device buffer to wipe and release with the program (a call's own scratch)."""
         self._bufs.append(buf)
+        return buf
+
+    def scratch(self, nbytes: int, queue=None):
+        """A device scratch buffer of at least ``nbytes`` for launches on ``queue``, kept with
+        the program (wiped and released with it) and reused by its later launches on the same
+        queue (they run in order there); another queue, or more bytes, gets a new one."""
+        q = queue or self.b.default_queue
+        kept = self._scratch
+        if kept is not None and kept[0] is q and kept[2] >= nbytes:
+            return kept[1]
+        buf = self.keep(self.b.alloc(nbytes))
+        self._scratch = (q, buf, nbytes)
         return buf
 
     def host_block(self, block: bytes) -> np.ndarray:
@@ -134,6 +169,7 @@ class KeyedProgram:
                 pass
         self._bufs = []
         self._hold = []
+        self._scratch = None
         self._ready = None
 
     def __enter__(self):

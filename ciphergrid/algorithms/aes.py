@@ -132,13 +132,14 @@ class _OpenSSLSchedule:
 
     def _raw(self, fns, key: bytes, decrypt: bool) -> np.ndarray | None:
         ks = np.zeros(61, dtype=np.uint32)  # AES_KEY: rd_key[60], rounds
-        try:
-            if fns[decrypt](key, 8 * len(key), ks.ctypes.data) != 0:
-                return None
-            out = ks[: 4 * (len(key) // 4 + 7)]
-            return out.byteswap() if self.swap else out.copy()
-        finally:
+        if fns[decrypt](key, 8 * len(key), ks.ctypes.data) != 0:
             ks.fill(0)
+            return None
+        # the round keys, a view (past them: zeros and the round count; the caller zeroes it)
+        out = ks[: 4 * (len(key) // 4 + 7)]
+        if self.swap:
+            out.byteswap(inplace=True)
+        return out
 
     def _check(self, aes) -> None:
         import ctypes

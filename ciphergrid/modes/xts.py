@@ -10,6 +10,7 @@ rest, so units that are not whole blocks (odd sector sizes) run on an engine tha
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -131,7 +132,10 @@ class XTSMode(Mode):
         return req.iv if req.iv is not None else req.start_sector.to_bytes(16, "little")
 
     def layout(self, req, n: int) -> XtsLayout:
-        unit = req.sector_size or n
+        return _layout(req.sector_size, n)
+
+    def _layout(self, sector_size, n: int) -> XtsLayout:
+        unit = sector_size or n
         bpu = max(1, unit // 16)
         spu = -(-bpu // SEGMENT_BLOCKS)
         last_len = n % unit or unit
@@ -207,19 +211,39 @@ class XTSMode(Mode):
         b = kp.b
         first_seg, nseg = layout.segments(first_block, nblocks)
         if scratch is None:
-            scratch = b.alloc(16 * nseg)
+            scratch = kp.scratch(16 * nseg, queue)
         iv = int.from_bytes(self.xts_iv(req), "little")
+        opencl = b.info.runtime == "opencl"
         ev = b.launch(kp.prg, "cg_xts_seg", self.items(kp, "cg_xts_seg", nseg),
-                      [scratch, kp.rk[1], kp.apow, U64(first_seg), U64(nseg), U64(layout.spu),
-                       U64(iv & MASK64), U64(iv >> 64)], queue, wait_for=wait_for)
-        wait_for = [ev] if b.info.runtime == "opencl" else None
-        bpu = layout.bpu
-        log2 = bpu.bit_length() - 1 if bpu & (bpu - 1) == 0 else 64
-        args = [in_buf, out_buf, kp.rk[0], scratch, U64(first_block), U64(first_seg), U64(nblocks),
-                U64(bpu), U64(layout.spu), U32(log2)]
+                      [scratch, kp.rk[1], kp.apow, *_seg_args(first_seg, nseg, layout.spu),
+                       U64(iv & MASK64), U64(iv >> 64)], queue, wait_for=wait_for, record=opencl)
+        wait_for = [ev] if opencl else None   # (a CUDA stream runs them in order)
+        args = [in_buf, out_buf, kp.rk[0], scratch,
+                *_unit_args(first_block, first_seg, nblocks, layout.bpu, layout.spu)]
         name = self.kernel(req.encrypt)
         return b.launch(kp.prg, name, self.items(kp, name, nblocks), args, queue, wait_for=wait_for,
                         record=kp.record)
 
 
 XTS = XTSMode()
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(sector_size, n: int) -> XtsLayout:
+    """The layout of an n-byte message in units of ``sector_size`` (XtsLayout is immutable:
+    the calls of one shape share it)."""
+    return XTS._layout(sector_size, n)
+
+
+@functools.lru_cache(maxsize=256)
+def _seg_args(first_seg: int, nseg: int, spu: int) -> tuple:
+    """cg_xts_seg's scalar arguments before the tweak (made once per shape)."""
+    return (U64(first_seg), U64(nseg), U64(spu))
+
+
+@functools.lru_cache(maxsize=256)
+def _unit_args(first_block: int, first_seg: int, nblocks: int, bpu: int, spu: int) -> tuple:
+    """The XTS kernels' scalar arguments after the scratch buffer (the same for every call of
+    one shape: each numpy scalar made once)."""
+    log2 = bpu.bit_length() - 1 if bpu & (bpu - 1) == 0 else 64
+    return (U64(first_block), U64(first_seg), U64(nblocks), U64(bpu), U64(spu), U32(log2))
