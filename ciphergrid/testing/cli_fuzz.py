@@ -264,6 +264,9 @@ class Fuzzer:
                        os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(null, 0)
         os.dup2(sink, 1)
+        # relative names (an --out of "x" or "-1") land in the output folder, not the caller's
+        here = os.getcwd()
+        os.chdir(self.out)
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
@@ -273,6 +276,7 @@ class Fuzzer:
         except BaseException:   # (a panic from a library is a BaseException)
             res.exc = traceback.format_exc()
         finally:
+            os.chdir(here)
             os.dup2(saved_fds[0], 0)
             os.dup2(saved_fds[1], 1)
             for fd in (*saved_fds, null, sink):
