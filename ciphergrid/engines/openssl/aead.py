@@ -196,12 +196,14 @@ def _pyca_newer() -> bool:
             import ctypes
 
             from cryptography.hazmat.bindings._rust import openssl as rust_openssl
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
             from .libcrypto import LIB
 
             fn = LIB.OpenSSL_version_num
             fn.restype, fn.argtypes = ctypes.c_ulong, ()
-            _PYCA_NEWER = rust_openssl.openssl_version() >> 20 > fn() >> 20
+            _PYCA_NEWER = (hasattr(AESGCM, "encrypt_into")
+                           and rust_openssl.openssl_version() >> 20 > fn() >> 20)
         except Exception:  # noqa: BLE001 - unknown: the system's
             _PYCA_NEWER = False
     return _PYCA_NEWER
