@@ -146,11 +146,28 @@ def valid(rng: random.Random, folder: str, op: str):
         def fds():
             return _pipe_with(data), os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)
         return msg, fds
+    if op == "sealed":   # (a sealed file: sealing a pipe's bytes, or opening what was sealed)
+        from ..formats import cobblestone as cb
+
+        aes256 = rng.random() < 0.3
+        key = rng.randbytes(32 if aes256 else 16)
+        context = rng.randbytes(rng.randrange(0, 40))
+        data = rng.randbytes(rng.randrange(0, 40000))   # (within a pipe's buffer, sealed too)
+        msg = {"op": "sealed", "version": protocol.VERSION, "key": key, "context": context,
+               "cipher": "cobblestone-256" if aes256 else "cobblestone-128",
+               "encrypt": rng.random() < 0.5, "device": "native"}
+        if not msg["encrypt"]:
+            whole = cb.encrypt(data, key, context, aes256=aes256, device="native")
+            msg["header"], data = whole[:cb.HEADER], whole[cb.HEADER:]
+
+        def fds():
+            return _pipe_with(data), os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)
+        return msg, fds
     raise ValueError(op)
 
 
 OPS = ("hello", "status", "crypt", "crypt-memfd", "aead", "aead-memfd", "batch", "batch-memfd",
-       "stream")
+       "stream", "sealed")
 
 
 # -- changes --------------------------------------------------------------------------------------
@@ -194,6 +211,8 @@ def _plausible(rng: random.Random, name: str, value):
         "aad": [rng.randbytes(rng.randrange(0, 100))],
         "encrypt": [True, False], "allow_weak": [True, False, None], "fresh_output": [True, False],
         "token": ["t", ""], "version": [protocol.VERSION],
+        "context": [rng.randbytes(rng.randrange(0, 100)), None],
+        "header": [rng.randbytes(56), None],
     }
     return rng.choice(choices.get(name, [value]))
 
@@ -228,8 +247,8 @@ def mutate(rng: random.Random, msg: dict) -> tuple[dict, set, str]:
             if name not in table:
                 named.add(name)
         else:
-            msg["op"] = rng.choice(["crypt", "stream", "aead", "batch", "hello", "status", "nope",
-                                    None, 5, b"crypt"])
+            msg["op"] = rng.choice(["crypt", "stream", "aead", "batch", "sealed", "hello", "status",
+                                    "nope", None, 5, b"crypt"])
             return msg, {"op"} if msg["op"] not in schema.SCHEMA else set(), "op changed"
         done.append(f"{how} {name}")
     still = set()   # (a later change may have undone an earlier one)
@@ -298,7 +317,8 @@ def cases(rng: random.Random, folder: str):
                 yield Case(f"{op} without its descriptors", msg, None)
             else:
                 yield Case(f"{op} with a folder for a descriptor", msg,
-                           lambda: (os.open(folder, os.O_RDONLY),) * (2 if op == "stream" else 1))
+                           lambda: (os.open(folder, os.O_RDONLY),) * (2 if op in ("stream", "sealed")
+                                                                      else 1))
         else:
             changed, named, what = mutate(rng, msg)
             yield Case(f"{op}: {what}", changed, make_fds, named=named)
