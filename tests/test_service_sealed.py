@@ -295,6 +295,22 @@ def test_sealed_requests_are_checked_and_admitted(server, folder, monkeypatch):
     finally:
         protocol.close_fds([r, out])
     assert cb.decrypt(sealed, bytes(range(16)), device="native") == b"s" * 1000
+    # the service checks the commitment and the chunks itself (a client that skipped its checks)
+    body = bytearray(sealed[56:])
+    for key, data, kind in ((bytes(16), body, "CommitmentMismatch"),
+                            (bytes(range(16)), body[:-1] + bytes([body[-1] ^ 1]), "ChunkFailed")):
+        r, w = os.pipe()
+        os.write(w, bytes(data))
+        os.close(w)
+        out = os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)
+        try:
+            reply = _ask(server.address, _sealed_msg(key=key, encrypt=False, header=sealed[:56]),
+                         [r, out])
+            assert os.fstat(out).st_size == 0
+        finally:
+            protocol.close_fds([r, out])
+        assert reply["error"]["type"] == kind and reply["error"].get("done") == 0, reply
+        assert reply["error"].get("chunk") == (0 if kind == "ChunkFailed" else None), reply
     assert not any(server.running.values()) and not any(server.memory.values())
 
 
