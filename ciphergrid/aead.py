@@ -17,7 +17,6 @@ zeroed (``out=`` included) and ``InvalidTag`` raised (one-shot) or ``None`` give
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
@@ -49,24 +48,9 @@ def _route(spec, batch: Batch, device: str, path: str = "array"):
 
 
 def _run(spec, batch: Batch, tags_in, r, impl: str | None, beside=None, stats=None):
-    """Run ``batch`` on route ``r`` (a ``route.Route``); returns the tags (encryption) or the
-    verified mask (decryption).  ``beside``: encryption's host work for the engine to start
-    while its device works; ``stats``: a SchedulerStats filled in (a composite engine: its
-    scheduler's shares; one engine: what it ran)."""
-    eng = r.engine
-    composite = eng.kind == "composite"
-    kw = {"stats": stats} if composite and stats is not None else {}
-    t0 = time.perf_counter()
-    try:
-        if batch.encrypt:
-            res = eng.seal(batch, impl, beside=beside, **kw)
-        else:
-            res = eng.open(batch, tags_in, impl, **kw)
-    finally:
-        batch.wipe()
-    if stats is not None and not composite:
-        stats.ran(eng.info.spec, int(batch.off[-1]), time.perf_counter() - t0)
-    return res
+    """Run ``batch`` on plan ``r`` (route.route_aead's; Plan.run_batch); returns the tags
+    (encryption) or the verified mask (decryption)."""
+    return r.run_batch(batch, tags_in, impl, beside=beside, stats=stats)
 
 
 # --------------------------------------------------------------------------- one message

@@ -85,14 +85,20 @@ class Plan:
         return f"{what.strip()} on {self.device}" + (f" ({why})" if why else "")
 
     # -- running it ----------------------------------------------------------------------------
-    def run(self, src, dst, *, stats=None, wait: bool = True) -> None:
+    def run(self, src, dst, *, stats=None, wait: bool = True, slice_bytes: int | None = None,
+            turn=None) -> None:
         """A block request's whole message ``src`` into ``dst`` (the same size; ``dst`` may be
         ``src``): host arrays on the "array" path; GPU arrays on the "resident" path (queued on
         the caller's CuPy stream when ``wait`` is False), or -- GPU arrays routed to a host
-        engine -- through host copies.  ``stats``: a SchedulerStats to fill in."""
+        engine -- through host copies.  ``stats``: a SchedulerStats to fill in.
+
+        ``slice_bytes`` (host arrays): the message runs in slices of about that many bytes
+        through one session where the request splits (a parallel mode), whole otherwise;
+        ``turn(nbytes)`` is called before each slice (before the whole message when unsliced):
+        a service's fair share."""
         req = self.request
         if req is None:
-            raise TypeError("Plan.run runs a block request's plan (AEADs: aead.py runs batches)")
+            raise TypeError("Plan.run runs a block request's plan (AEADs: run_batch)")
         if self.path == "stream":
             raise TypeError("a stream's plan runs through Plan.stream")
         if self.path == "resident":
@@ -105,7 +111,48 @@ class Plan:
             self.engine.crypt(req, host, host, stats=stats)
             dst.set(host)
             return
-        self.engine.crypt(req, src, dst, stats=stats)
+        n = src.nbytes
+        unit = req.mode.split_unit(req) if slice_bytes else None
+        if unit is None or n <= slice_bytes or self.how != "parallel":
+            if turn is not None:
+                turn(n)
+            self.engine.crypt(req, src, dst, stats=stats)
+            return
+        step = max(unit, slice_bytes // unit * unit)
+        bs = req.block_size
+        with self.engine.session(req) as session:
+            chain = None
+            for a in range(0, n, step):
+                b = min(n, a + step)
+                # (in place: the next slice's chaining block is read before this one is run)
+                following = req.mode.chain_at(req, src, b // bs) if b < n else None
+                if turn is not None:
+                    turn(b - a)
+                session.crypt(src[a:b], dst[a:b], a // bs, chain)
+                chain = following
+
+    def run_batch(self, batch, tags=None, impl: str | None = None, beside=None, stats=None):
+        """An AEAD plan on ``batch`` (aeads.base.Batch): sealed (the tags) or opened against
+        ``tags`` (the verified mask); ``beside``: the caller's host work, started once the
+        engine's device is busy (Engine.seal); ``stats``: a SchedulerStats filled in (a
+        composite: its scheduler's shares; one engine: what it ran).  The batch's key material
+        is wiped after, whatever happens."""
+        import time
+
+        eng = self.engine
+        composite = eng.kind == "composite"
+        kw = {"stats": stats} if composite and stats is not None else {}
+        t0 = time.perf_counter()
+        try:
+            if batch.encrypt:
+                res = eng.seal(batch, impl, beside=beside, **kw)
+            else:
+                res = eng.open(batch, tags, impl, **kw)
+        finally:
+            batch.wipe()
+        if stats is not None and not composite:
+            stats.ran(eng.info.spec, int(batch.off[-1]), time.perf_counter() - t0)
+        return res
 
     def stream(self, src, dst, **kw) -> int:
         """A block request from file or pipe ``src`` to ``dst`` (objects or descriptors) on the

@@ -209,3 +209,35 @@ def test_a_plan_falls_back_and_says_why():
     assert p.fallback == dev and p.device == "native"
     assert p.describe() == f"aes-128-cbc encrypt on native ({p.reason})"
     assert route.route(_req("aes-128-cbc", False), dev, 1 << 20).fallback is None
+
+
+@pytest.mark.parametrize("name,encrypt", [("aes-128-cbc", False), ("aes-128-cbc", True),
+                                          ("aes-128-ctr", True)])
+def test_a_plan_runs_in_place_in_slices_each_after_its_turn(name, encrypt):
+    """Plan.run(slice_bytes=, turn=) (a service's fair slices): a parallel request in slices on
+    the split grain, CBC decryption in place reading each next chaining block first; a serial
+    one whole; either way the oracle's bytes and turns for every byte."""
+    from ciphergrid.testing import oracle
+
+    req = _req(name, encrypt)
+    data = os.urandom(16 * 1000)
+    buf = np.frombuffer(bytearray(data), np.uint8)
+    turns = []
+    plan = route.route(req, "native", buf.nbytes)
+    plan.run(buf, buf, slice_bytes=3000, turn=turns.append)
+    assert buf.tobytes() == oracle.crypt(name, req.key, req.iv, data, encrypt)
+    assert sum(turns) == len(data)
+    assert turns == ([len(data)] if plan.how == "serial" else [2992] * 5 + [1040])
+
+
+def test_verbose_prints_the_plan(tmp_path, capsys):
+    """The command line's -v line for a block cipher is the plan's describe()."""
+    from ciphergrid.cli import main
+
+    src, key = tmp_path / "in", tmp_path / "k"
+    src.write_bytes(bytes(1000))
+    key.write_text("00" * 16)
+    assert main(["encrypt", "-c", "aes-128-ctr", "--key-file", str(key), "--iv", "00" * 16,
+                 "--in", str(src), "--out", str(tmp_path / "out"), "-d", "native", "-q", "-v"]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        "ciphergrid: aes-128-ctr encrypt on native"

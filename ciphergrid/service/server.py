@@ -609,24 +609,9 @@ class Server:
         req.admit(n)
         if not n:
             return ""
-        r = route(req, device or "auto", n)
-        unit = req.mode.split_unit(req)
-        if unit is None or n <= SLICE or r.how != "parallel":
-            self.fair.take(job, n)
-            r.engine.crypt(req, buf, buf)
-            return r.device
-        step = max(unit, SLICE // unit * unit)
-        bs = req.block_size
-        with r.engine.session(req) as session:
-            chain = None
-            for a in range(0, n, step):
-                b = min(n, a + step)
-                # (in place: the next slice's chaining block is read before this one is run)
-                following = req.mode.chain_at(req, buf, b // bs) if b < n else None
-                self.fair.take(job, b - a)
-                session.crypt(buf[a:b], buf[a:b], a // bs, chain)
-                chain = following
-        return r.device
+        plan = route(req, device or "auto", n)
+        plan.run(buf, buf, slice_bytes=SLICE, turn=lambda k: self.fair.take(job, k))
+        return plan.device
 
     def _stream(self, ch, msg, req, fds, job) -> dict:
         """The client's input descriptor to its output descriptor, progress sent as it goes."""
@@ -650,15 +635,15 @@ class Server:
 
         t0 = time.perf_counter()
         prefault = None
-        if msg.get("fresh_output") and r.engine.kind == "device" and size is not None:
+        if msg.get("fresh_output") and r.prefaults_output and size is not None:
             from ..transfer.files import prefault_output
 
             prefault = prefault_output(fds[1], n, new=True)   # (a RAM disk's pages, ahead)
         try:
             if prefault is not None:
                 prefault.wait()
-            done = r.engine.stream(req, fds[0], fds[1], progress=progress, nbytes=n,
-                                   chunk_bytes=msg.get("chunk_bytes"), depth=msg.get("depth"))
+            done = r.stream(fds[0], fds[1], progress=progress, nbytes=n,
+                            chunk_bytes=msg.get("chunk_bytes"), depth=msg.get("depth"))
         finally:
             if prefault is not None:
                 prefault.close()
