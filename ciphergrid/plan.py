@@ -80,8 +80,6 @@ class Plan:
                               " encrypt" if self.encrypt else " decrypt")
         why = self.reason or (f"chosen by auto: {self.choice}" if self.choice else
                               "chosen by auto" if self.asked == "auto" else "")
-        if self.path == "resident":
-            why = "GPU-resident data" + (f"; {why}" if why else "")
         return f"{what.strip()} on {self.device}" + (f" ({why})" if why else "")
 
     # -- running it ----------------------------------------------------------------------------

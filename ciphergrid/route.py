@@ -115,7 +115,7 @@ def _auto(req, nbytes: int | None, path: str):
         gpu = first_gpu()
         if gpu is not None:
             return engine_of(gpu), dev_cap, (
-                "GPU-resident data" if path == "resident" else
+                "GPU-resident data on its own GPU" if path == "resident" else
                 f"a GPU for parallel work of {_mib(AUTO_GPU_MIN_BYTES)} or more")
     if ossl is not None:
         if ossl == "serial":
@@ -322,7 +322,7 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
         if gpu is not None and (path == "resident" or ossl is None
                                 or _gpu_takes_host_aead(spec, gpu, nbytes, count)):
             return plan(engine_of(gpu), path if gpu.runtime == "cuda" else "array", dev_cap,
-                        choice=("GPU-resident data" if path == "resident" else
+                        choice=("GPU-resident data on its own GPU" if path == "resident" else
                                 "a GPU for this much parallel work"))
     if ossl is not None:
         return plan(_openssl(), "array", ossl, choice="OpenSSL has it")
