@@ -354,12 +354,12 @@ class Server:
         req = _request(msg) if op in ("crypt", "stream") else None
         if op == "stream":   # (its buffers sized for its input, before they are counted)
             msg["chunk_bytes"], msg["depth"] = _stream_tuning(msg, fds[0])
-        plan = None
+        pieces = None
         if op == "sealed":   # (its workers cut to its input and to what the user may hold)
             limit = self.memory_budget if grant.max_memory is None \
                 else min(grant.max_memory, self.memory_budget)
-            plan = _sealed_plan(msg, fds[0], limit)
-        need = _memory_need(op, msg) if plan is None else plan[2]
+            pieces = _sealed_plan(msg, fds[0], limit)
+        need = _memory_need(op, msg) if pieces is None else pieces[2]
         if grant.max_memory is not None and need > grant.max_memory:
             raise errors.ServiceError(f"this job would hold {need} bytes of the service's memory "
                                       f"({_memory_fields(op)}); user {uid} may hold "
@@ -373,7 +373,7 @@ class Server:
             reply = (self._crypt(msg, req, fds, job, ch.local) if op == "crypt"
                      else self._aead(msg, fds, job, ch.local) if op == "aead"
                      else self._batch(msg, fds, job, ch.local) if op == "batch"
-                     else self._sealed(ch, msg, fds, job, plan) if op == "sealed"
+                     else self._sealed(ch, msg, fds, job, pieces) if op == "sealed"
                      else self._stream(ch, msg, req, fds, job))
         with self.lock:
             self.clients[cid]["bytes"] += reply["bytes"]
@@ -650,7 +650,7 @@ class Server:
         return {"bytes": done, "device": r.device, "reason": r.reason,
                 "seconds": round(time.perf_counter() - t0, 6)}
 
-    def _sealed(self, ch, msg, fds, job, plan) -> dict:
+    def _sealed(self, ch, msg, fds, job, pieces) -> dict:
         """A sealed file from the client's input descriptor to its output descriptor
         (transfer/sealed.py, as ``ciphergrid seal`` / ``open`` run it in process): sealing writes
         the C2SP header first; opening checks the key commitment of the header the client read
@@ -662,7 +662,7 @@ class Server:
         sch = _scheme(msg["cipher"])
         device = msg.get("device") or "auto"
         context = msg.get("context") or b""
-        piece, workers, _ = plan
+        piece, workers, _ = pieces   # (_sealed_plan's)
         start = time.monotonic()
         state = {"done": 0, "sent": start}
         lock = threading.Lock()
