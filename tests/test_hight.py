@@ -120,6 +120,7 @@ def test_vector_file_is_the_printed_vectors_reversed():
 def test_host_schedule_matches_model(rng):
     for key in [bytes(16), bytes(range(16)), *(rng.randbytes(16) for _ in range(5))]:
         want = bytes(model.whitening_keys(key) + model.subkeys(key))
+        assert bytes(hight_mod.schedule_array(key)) == bytes(hight_mod.schedule(key)) == want
         for decrypt in (False, True):  # (decryption takes the same keys)
             plain = HIGHT.expand(key, decrypt)
             assert plain.dtype == np.dtype("<u4") and plain.size == 34

@@ -64,6 +64,17 @@ def schedule(key: bytes) -> bytearray:
     return out
 
 
+#: schedule() as one gather: byte k of WK || SK is key byte _GATHER[k] plus _ADD[k] (mod 256)
+_GATHER = np.array([12, 13, 14, 15, 0, 1, 2, 3] + [half + ((j - i) & 7) for i in range(8)
+                                                   for half in (0, 8) for j in range(8)], dtype=np.intp)
+_ADD = np.frombuffer(bytes(8) + DELTA, dtype=np.uint8)
+
+
+def schedule_array(key: bytes) -> np.ndarray:
+    """:func:`schedule` as a uint8 array, in numpy (the one-shot call's key set-up)."""
+    return np.frombuffer(key, dtype=np.uint8)[_GATHER] + _ADD   # (uint8: modulo 256)
+
+
 def _f0(x):
     return ((x << 1) | (x >> 7)) ^ ((x << 2) | (x >> 6)) ^ ((x << 7) | (x >> 1))
 
@@ -206,24 +217,25 @@ class HIGHT(BlockCipher):
 
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
         self.check_key(key)
-        ks = schedule(key)
-        if layout is None:
-            out = np.frombuffer(bytes(ks), dtype="<u4").copy()
-        elif layout == "replicated":
-            out = (np.frombuffer(bytes(ks), dtype=np.uint8).astype("<u4") * np.uint32(0x01010101)).astype("<u4")
-        elif layout == "bitsliced":
-            b = np.frombuffer(bytes(ks), dtype=np.uint8).astype("<u4")
-            out = np.ascontiguousarray(bit_masks(b).reshape(-1, 32)[:, :8]).reshape(-1)
-            b.fill(0)
-        elif layout == "lanes2":
-            b = np.frombuffer(bytes(ks[8:] + ks[:8]), dtype=np.uint8).astype("<u4")
-            out = (b * np.uint32(0x01000100)).astype("<u4")
-            b.fill(0)
-        else:
-            ks[:] = bytes(len(ks))
+        ks = schedule_array(bytes(key))
+        try:
+            if layout is None:
+                return ks.view("<u4").copy()
+            if layout == "replicated":
+                return (ks.astype("<u4") * np.uint32(0x01010101)).astype("<u4")
+            if layout == "bitsliced":
+                b = ks.astype("<u4")
+                out = np.ascontiguousarray(bit_masks(b).reshape(-1, 32)[:, :8]).reshape(-1)
+                b.fill(0)
+                return out
+            if layout == "lanes2":
+                b = np.concatenate([ks[8:], ks[:8]]).astype("<u4")
+                out = (b * np.uint32(0x01000100)).astype("<u4")
+                b.fill(0)
+                return out
             raise ValueError(f"unknown HIGHT key layout {layout!r}")
-        ks[:] = bytes(len(ks))
-        return out
+        finally:
+            ks.fill(0)
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
         self.check_key(key)
