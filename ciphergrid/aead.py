@@ -58,8 +58,8 @@ def _run(spec, batch: Batch, tags_in, r, impl: str | None, beside=None, stats=No
 def route_message(cipher, encrypt: bool, nbytes: int, nonce_len: int,
                   tag_length: int | None = None, device: str = "auto", path: str = "array"):
     """Where one message of ``nbytes`` input bytes (decryption: its text, then its tag) of AEAD
-    ``cipher`` (a name or an ``aeads.AEADSpec``) runs: the ``route.Route`` that :func:`crypt`
-    runs it on.  ``path``: "array" (host data), "stream" (a file's: the command line),
+    ``cipher`` (a name or an ``aeads.AEADSpec``) runs: the plan (``plan.Plan``) that
+    :func:`crypt` runs it on.  ``path``: "array" (host data), "stream" (a file's: the command line),
     "resident" (GPU arrays).  A caller that says where a message runs (the command line's
     ``-v``) computes it once here and hands it to ``crypt(route=)``."""
     from .route import route_aead
