@@ -11,10 +11,9 @@ so the bytes equal one engine's), and:
   queue in shrinking pieces to whichever engine is free, so an engine slower than expected
   never holds the job;
 * **faults**: a range whose engine raises is put back in the queue and run by another (the
-  engine takes no more ranges); a range running past ``run.HANG_FACTOR`` x its expected time (and
-  at least ``run.HANG_MIN_S``; never the last engine standing) is declared hung and run by another the
-  same way.  Out of place, the
-  ranges are written straight into the destination: a hung engine that wakes up later can only
+  engine takes no more ranges); a range running past ``run.HANG_FACTOR`` x its expected time
+  (and at least ``run.HANG_MIN_S``; never the last engine standing) is declared hung and run by
+  another the same way.  Out of place, the ranges are written straight into the destination: a hung engine that wakes up later can only
   write its range's bytes again, computed from an input nobody changed (the engines are
   deterministic).  In place, that input is gone once another engine wrote the range, so every
   range is **fenced**: written into its worker's own buffer and committed (copied into the
