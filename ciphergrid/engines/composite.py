@@ -13,9 +13,9 @@ so the bytes equal one engine's), and:
 * **faults**: a range whose engine raises is put back in the queue and run by another (the
   engine takes no more ranges); a range running past ``run.HANG_FACTOR`` x its expected time
   (and at least ``run.HANG_MIN_S``; never the last engine standing) is declared hung and run by
-  another the same way.  Out of place, the ranges are written straight into the destination: a hung engine that wakes up later can only
-  write its range's bytes again, computed from an input nobody changed (the engines are
-  deterministic).  In place, that input is gone once another engine wrote the range, so every
+  another the same way.  Out of place, the ranges are written straight into the destination: a
+  hung engine that wakes up later can only write its range's bytes again, computed from an
+  input nobody changed (the engines are deterministic).  In place, that input is gone once another engine wrote the range, so every
   range is **fenced**: written into its worker's own buffer and committed (copied into the
   destination) only while it is still that worker's; the input of a range is kept until the range
   is committed.  ``CIPHERGRID_SCHED_FENCE=copy`` fences every run (bench scheduler measures what
