@@ -10,16 +10,16 @@ so the bytes equal one engine's), and:
   default per kind of device) for ``1 - units.TAIL`` of the bytes; the rest is handed out from one
   queue in shrinking pieces to whichever engine is free, so an engine slower than expected
   never holds the job;
-* **faults**: a range whose engine raises is put back in the queue and run by another (the
-  engine takes no more ranges); a range running past ``run.HANG_FACTOR`` x its expected time
-  (and at least ``run.HANG_MIN_S``; never the last engine standing) is declared hung and run by
-  another the same way.  Out of place, the ranges are written straight into the destination: a
-  hung engine that wakes up later can only write its range's bytes again, computed from an
-  input nobody changed (the engines are deterministic).  In place, that input is gone once another engine wrote the range, so every
-  range is **fenced**: written into its worker's own buffer and committed (copied into the
-  destination) only while it is still that worker's; the input of a range is kept until the range
-  is committed.  ``CIPHERGRID_SCHED_FENCE=copy`` fences every run (bench scheduler measures what
-  it costs: docs/benchmarks.md);
+* **faults**: a range whose engine raises is put back in the queue and run by another (the engine
+  takes no more ranges); a range running past ``run.HANG_FACTOR`` x its expected time (and at
+  least ``run.HANG_MIN_S``; never the last engine standing) is declared hung and run by another
+  the same way.  Out of place, the ranges are written straight into the destination: a hung engine
+  that wakes up later can only write its range's bytes again, computed from an input nobody
+  changed (the engines are deterministic).  In place, that input is gone once another engine wrote
+  the range, so every range is **fenced**: written into its worker's own buffer and committed
+  (copied into the destination) only while it is still that worker's; the input of a range is kept
+  until the range is committed.  ``CIPHERGRID_SCHED_FENCE=copy`` fences every run (bench scheduler
+  measures what it costs: docs/benchmarks.md);
 * **faults injected** for tests and demonstrations: ``CIPHERGRID_FAULT=SPEC:fail:BYTES`` (the
   engine ``SPEC`` raises once it has run ``BYTES``) or ``SPEC:hang:BYTES`` (it stops for
   ``run.HANG_INJECTED_S`` seconds); several separated by commas;
