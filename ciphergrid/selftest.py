@@ -16,7 +16,7 @@ def run(device: str | None = None, quiet: bool = False) -> int:
     rows = []
     failed = 0
     for d in devs:
-        engine = "openssl" if d.runtime == "native" else "device"
+        engine = registry.kind_of_runtime(d.runtime).name   # (its column of the table)
         for name in registry.names():
             spec = registry.lookup(name)
             if all(spec.capability(engine, e) is None for e in (True, False)):
