@@ -1,11 +1,12 @@
 """The one decision point: which engine runs a request, and on which path.
 
 The command line and the API describe what they have (a request, a device spec, a size, where the
-data lives) and take the answer; nothing below re-decides.  The answer comes from the capability
-table (registry.CipherSpec.capability: per algorithm, mode, direction and engine) and the devices
-present:
+data lives) and take the answer, a plan (plan.py) they run and say; nothing below re-decides.  The
+answer comes from the capability table (registry: per algorithm, mode, direction and engine kind;
+the kinds are open) and the devices present:
 
-* an explicit device (``native``, ``cpu``, ``gpu``, ``opencl:P:N``, ``cuda:N``) runs the request
+* an explicit device (``native``, ``cpu``, ``gpu``, ``opencl:P:N``, ``cuda:N``, or a device of a
+  registered engine kind) runs the request
   when its engine can; when it cannot for this request (XTS units that are not whole blocks, on a
   device), or can only serially (CBC encryption: one work-item) while OpenSSL has the cipher,
   OpenSSL runs it instead, and the plan says why (``Plan.reason``, ``-v``);
