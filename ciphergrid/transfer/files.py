@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from .. import settings as _settings
 from ..fileio import TMPFS_MAGIC, fs_magic
-from .pinning import PAGE
 from .._lazy import numpy_for
+
+PAGE = mmap.PAGESIZE   # (as pinning.PAGE; the file path imports no page-locking)
 
 np = numpy_for(__name__)
 
