@@ -1,12 +1,11 @@
 """numpy on first use.
 
-The command line's OpenSSL path over files and pipes needs no array: importing numpy there cost
-0.07 s of a 0.2 s start-up on a 2-core machine and 0.29-0.44 s of 0.42-0.63 s on an H100 host
-(docs/benchmarks.md, start-up).  The modules on that path take ``np = numpy_for(__name__)``
-instead of ``import numpy as np``: numpy itself when it is imported already, else a stand-in
-that imports it at its first use and then puts it in the module's place (so later uses are
-direct).  Values built from numpy at import time would defeat it: those modules build them on
-first use.
+The command line's OpenSSL path over files and pipes needs no array, and importing numpy is a
+large part of a command's start-up (docs/benchmarks.md 0c, 'Start-up').  The modules on that
+path take ``np = numpy_for(__name__)`` instead of ``import numpy as np``: numpy itself when it
+is imported already, else a stand-in that imports it at its first use and then puts it in the
+module's place (so later uses are direct).  Values built from numpy at import time would
+defeat it: those modules build them on first use.
 """
 
 from __future__ import annotations

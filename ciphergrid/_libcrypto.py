@@ -13,8 +13,8 @@ from . import settings
 
 def _names():
     if sys.platform.startswith("linux"):
-        # the sonames first: find_library runs `ldconfig -p` in a child process (4-5 ms of
-        # every command's start-up)
+        # the sonames first: find_library runs `ldconfig -p` in a child process, at every
+        # command's start-up (docs/benchmarks.md 0c, 'Start-up')
         yield from ("libcrypto.so.3", "libcrypto.so.1.1")
     import ctypes.util
 

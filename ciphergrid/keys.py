@@ -44,7 +44,7 @@ import re
 import sys
 import warnings
 
-TYPE_CHECKING = False   # (typing itself costs the command line ~3 ms of start-up)
+TYPE_CHECKING = False   # (the command line imports no typing: docs/benchmarks.md 0c, 'Start-up')
 
 if TYPE_CHECKING:  # (cryptography is imported where a passphrase is derived: not for key files)
     from cryptography.hazmat.primitives import hashes

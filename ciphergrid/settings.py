@@ -242,8 +242,8 @@ class TransferSettings:
 
 def pin_cache_bytes() -> int:
     """``CIPHERGRID_PIN_CACHE`` (read now) or the default: the one option the end of every run
-    reads (transfer.pinning), without the rest of ``transfer()`` (~0.1 ms on an H100 host, at the
-    end of every AEAD batch)."""
+    reads (transfer.pinning), without the rest of ``transfer()`` (at the end of every AEAD batch:
+    docs/benchmarks.md 0l)."""
     v = os.environ.get(ENV_PIN_CACHE)
     return max(0, parse_bytes(v, ENV_PIN_CACHE)) if v else default_pin_cache()
 
@@ -336,15 +336,16 @@ def openssl_c_loop() -> tuple[bool, str | None]:
 def one_blas_thread() -> None:
     """The command line's numpy starts one OpenBLAS thread, not one per core (unless the user set
     ``OPENBLAS_NUM_THREADS``): no command multiplies matrices, and OpenBLAS's threads spin for a
-    while after numpy's import (measured on 2 cores: 70 ms of a core, taken from the other
-    processes of a pipe).  For the process of the CLI only, before numpy is imported."""
+    while after numpy's import, taking a core from the other processes of a pipe
+    (docs/benchmarks.md 0c, 'Start-up').  For the process of the CLI only, before numpy is
+    imported."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def terminal_columns() -> int:
     """The terminal's width as shutil.get_terminal_size reads it (``COLUMNS``, else the terminal
-    of standard output, else 80), without importing shutil (the command line's help formatter:
-    ~4 ms of every command's start-up)."""
+    of standard output, else 80), without importing shutil (the command line's help formatter
+    asks for the width at every command's start-up)."""
     try:
         cols = int(os.environ.get("COLUMNS", "0"))
     except ValueError:
