@@ -206,8 +206,9 @@ def verify(batch: Batch, computed: np.ndarray, received: np.ndarray) -> np.ndarr
         raise InvalidArgument("computed and received tags differ in length")
     # every byte of every tag XORed and ORed (no early exit, no branch on the bytes: constant
     # time, as hmac.compare_digest, for the whole batch at once), 8 bytes at a time: the rows
-    # zero-padded to whole words (numpy's OR-reduce along a row of bytes took 1.8 ms for 64 K
-    # tags on a Zen 5 core, most of a GPU batch's host time after its last download; this 0.3)
+    # zero-padded to whole words (an OR-reduce along a row of bytes is several times slower and
+    # would be most of a GPU batch's host time after its last download: docs/benchmarks.md,
+    # 'Figures moved from code comments')
     t = c.shape[1]
     x = np.zeros((m, -(-t // 8) * 8), dtype=np.uint8)
     np.bitwise_xor(c, r, out=x[:, :t])

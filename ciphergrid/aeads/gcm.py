@@ -21,9 +21,8 @@ class AESGCM(AEAD):
     default_tag_length = 16
     max_message = (1 << 36) - 32          # 2^32 - 2 blocks (SP 800-38D 5.2.1.1)
     max_aad = (1 << 61) - 1               # len(A) <= 2^64 - 1 bits
-    #: OpenSSL's AES-NI/PCLMUL GCM on one core beat the GPU for one message of 4 MiB host ->
-    #: host (4.9 GB/s against 3.2: the GPU's fixed cost per call), lost from 32 MiB (4.8 against
-    #: 15.2): H100 host, docs/benchmarks.md 0l
+    #: one message host -> host goes to a GPU from this size: below it OpenSSL's AES-NI/PCLMUL GCM
+    #: on one core is faster (the GPU's fixed cost per call; docs/benchmarks.md 0l)
     gpu_one_message_min = 16 << 20
     parallel_message = True
     implementations = {

@@ -133,8 +133,8 @@ def run(args, ctx: suites.Context) -> dict:
 #: the model's defaults (docs/mpi.md, "Weak scaling"): measured where a figure exists
 MODEL = {
     "range_bytes": 64 << 20,      # --mpi-range's default
-    "node_bps": 37e9,             # one H200 node host -> host (docs/study.md: 36.4-38.8 GB/s)
-    "manager_s": 27e-6,           # the manager's work per range (bench mpi, 2-core EPYC: 21-27 us)
+    "node_bps": 37e9,             # one GPU node host -> host (docs/study.md, host -> host)
+    "manager_s": 27e-6,           # the manager's work per range (the slowest `bench mpi` figure)
     "poll_s": 1e-3,               # its polling's worst delay (mpi.POLL_MAX_S)
     "latency_s": 5e-6,            # one MPI message (assumed: an InfiniBand-class interconnect)
     "per_node_bytes": 64 << 30,   # each node's share of the job (weak scaling: fixed per node)
@@ -156,7 +156,7 @@ def weak_scaling(nodes: int, fs_bps: float | None, **kw) -> dict:
       own storage, or a file system that grows with them: no shared limit) caps the sum of
       reads and writes;
     * the tail: the last ranges end unevenly (half a range on average).
-    A rank's start (Python, imports, MPI: about 0.3 s, measured on 2 cores) is paid by one node
+    A rank's start (Python, imports, MPI: docs/mpi.md, "Weak scaling") is paid by one node
     alone too: it is not a loss of the scaling (mpiexec's launch over many nodes is assumed
     to take as long).
     """

@@ -128,8 +128,8 @@ _RATE: list[float] = []
 
 
 def host_rate() -> float:
-    """Bytes/s of AES-128-CTR on one core through pyca (measured once, about 20 ms): the first
-    measured rate the suites' estimates scale."""
+    """Bytes/s of AES-128-CTR on one core through pyca (measured once per process, in a small
+    fraction of a second): the first measured rate the suites' estimates scale."""
     if _RATE:
         return _RATE[0]
     try:

@@ -183,7 +183,8 @@ class DeviceEngine(Engine):
         if (self.info.kind != "gpu" or not isinstance(batch.src, np.ndarray)
                 or not batches.overlaps(drv, int(batch.off[-1]), batch.count)):
             # (GPU-resident texts: no bus to overlap; pieces and slices only add host work and
-            # launches: one 256 MiB AES-128-GCM message 88 -> 170 GB/s, H200)
+            # launches, which halve a long message's rate: docs/benchmarks.md, 'Figures moved
+            # from code comments')
             return batches.whole(drv, batch, received=received, beside=beside)
         return batches.run(self.backend, drv, batch, received=received, beside=beside)
 

@@ -748,8 +748,8 @@ def check_port(port, flag: str) -> int:
 
 
 #: malloc arenas the service's threads share (glibc's default is 8 per core): each connection
-#: has a thread, and with one arena per few threads their free memory scattered over many arenas
-#: (2-core EPYC, 64 clients for 3 minutes: the server's RSS +2.0 % with the default, +0.2 % with 2)
+#: has a thread, and with one arena per few threads their free memory scatters over many arenas
+#: and the server's resident memory grows (docs/benchmarks.md 0v)
 ARENAS = 2
 
 

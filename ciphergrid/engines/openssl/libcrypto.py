@@ -183,8 +183,8 @@ def evp_cipher(evp_name: str) -> int:
 
 # --- optional C loop --------------------------------------------------------------------------
 #
-# A ctypes call costs ~0.5 us, which is more than OpenSSL needs for a small buffer (~25 ns for
-# 16 bytes, ~150 ns for 1 KiB with AES-NI), and every call releases and retakes the GIL, so
+# A ctypes call costs more than OpenSSL needs for a small buffer (with AES-NI, an order of
+# magnitude more for 16 bytes, several times more for 1 KiB), and every call releases and retakes the GIL, so
 # threads convoy on it.  ``openssl speed`` and per-sector XTS make one EVP call per small buffer;
 # to measure OpenSSL and not Python, those two loops run in a tiny C helper when a C compiler is
 # available (built once, cached).  The helper takes the EVP functions as pointers (no headers, no
@@ -362,7 +362,8 @@ def _build_loop():
     d = cache_dir()
     path = os.path.join(d, f"native_loop_{tag}{suffix}")
     # built by an earlier process: loaded as it is (looking for a compiler and importing what
-    # building takes cost every command ~10 ms of its start-up)
+    # building takes would be part of every command's start-up: docs/benchmarks.md 0g,
+    # 'Start-up')
     if not os.path.exists(path) and not _compile_loop(path, d, cc_env):
         return None
     lib = ctypes.CDLL(path)

@@ -18,8 +18,8 @@ np = numpy_for(__name__)
 #: data processed per batch when XTS is composed from ECB (bounds the temporary mask memory)
 ECB_BATCH = 4 << 20
 #: without the C loop, sector-mode XTS uses threads only for units at least this large (below,
-#: the per-unit ctypes calls make threads slower than one thread: measured 0.14 vs 0.21 GB/s at
-#: 512-byte sectors, 0.78 vs 1.49 GB/s at 4 KiB on 2 cores)
+#: the per-unit ctypes calls make threads slower than one thread: docs/benchmarks.md, 'Figures
+#: moved from code comments')
 CTYPES_THREAD_MIN_UNIT = 32 << 10
 
 

@@ -13,8 +13,8 @@ RESIDENT_GRAIN = 256 << 20
 PEER_PIECE = 64 << 20
 PEER_SLOTS = 3
 #: GPU-resident data: the tail's share (each range costs a synchronization of its GPU: a few
-#: large ranges; measured on 4 H200s, 4 GiB AES-128-CTR on GPU 0 over all four, 2026-11-28:
-#: 460 GB/s at 64 MiB ranges and TAIL, 510 at 256 MiB, 535 with a 5 % tail)
+#: large ranges and a short tail beat many small ranges; docs/benchmarks.md, 'Figures moved
+#: from code comments')
 RESIDENT_TAIL = 0.05
 
 
