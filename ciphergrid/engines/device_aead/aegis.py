@@ -96,9 +96,8 @@ def local_bytes(group: int, stage: int, tile_blocks: int, copies: int, tables: i
 
 
 #: GPUs, stage None: batches of texts this long on average take the pipelined staging (its
-#: coalesced copies win over the direct kernel's per-message accesses for longer texts; H100,
-#: 2026-11-25, GB/s/SM/GHz, direct vs pipelined: 65536 x 16 KiB 2.67-2.74 vs 3.06-3.08,
-#: 262144 x 4 KiB 2.74 vs 2.97, 1 M x 256 B 1.37 vs 1.08)
+#: coalesced copies win over the direct kernel's per-message accesses for longer texts, lose
+#: for short ones: docs/benchmarks.md, 'Figures moved from code comments')
 STAGE2_MIN_MEAN = 1024
 
 

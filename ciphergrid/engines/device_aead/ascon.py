@@ -27,11 +27,10 @@ class AsconDriver(DeviceAEAD):
     """The ``ascon_aead128`` kernel on one device.  Options: ``wg`` (messages per work-group,
     the work-group size), ``tile`` (bytes of each message staged per step, a multiple of 16),
     ``stage`` (True: texts staged through work-group memory; False/None: direct, each work-item
-    loads and stores its own message -- on an H100, 2026-11-24, direct with ahead=4 beat staged
-    at 65536 x 16 KiB (1.97 against 1.02 GB/s per SM per GHz), 262144 x 4 KiB (2.01 / 1.35) and
-    1 M x 256 B (1.47 / 1.16); on PoCL direct is 4x staged) and ``ahead`` (direct: blocks per
-    step, 1, 2 or 4, loaded and stored together; None: 4 on GPUs, 1 on CPUs, where PoCL on 2
-    cores ran ahead=1 40 % faster).  Large host batches take transfer/batches.py's default
+    loads and stores its own message: faster than staged at every message length, on GPUs and
+    on PoCL) and ``ahead`` (direct: blocks per step, 1, 2 or 4, loaded and stored together;
+    None: 4 on GPUs, 1 on CPUs, where PoCL runs ahead=1 faster).  Figures: docs/benchmarks.md,
+    'Figures moved from code comments'.  Large host batches take transfer/batches.py's default
     pieces, on the serial AEADs' kernel queues (DeviceAEAD)."""
 
     def __init__(self, backend, aead, name, wg: int = 64, tile: int = 128, stage=None,

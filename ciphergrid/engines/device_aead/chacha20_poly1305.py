@@ -172,11 +172,10 @@ class ChaChaDriver(DeviceAEAD):
     blocks; its Poly1305 segments run in the slice holding all their blocks).
 
     Options (Kernel.options / knobs): ``poly_blocks`` 16-byte Poly1305 blocks per work-item
-    (a message of n blocks gets ceil(n / poly_blocks) work-items; default 128 = 2 KiB: a
-    32 MiB slice of 16 KiB messages, transfer/batches.py's unit, ran 215.5 GB/s against 127.1
-    with 256, where a long serial chain per work-item leaves the GPU mostly empty; 1 GiB of 16
-    KiB messages 742.9 against 717.6, one 1 GiB message 729.2 against 726.8: H100,
-    scripts/dev/aead_knobs.py, docs/benchmarks.md 0k), ``fanin`` shares summed per work-item and
+    (a message of n blocks gets ceil(n / poly_blocks) work-items; default 128 = 2 KiB: with
+    longer serial chains per work-item a slice of short messages leaves the GPU mostly empty,
+    and batches of long messages gain nothing from them; scripts/dev/aead_knobs.py,
+    docs/benchmarks.md 0k), ``fanin`` shares summed per work-item and
     level (default 64)."""
 
     slice_align = 16 << 10
@@ -212,7 +211,7 @@ class ChaChaDriver(DeviceAEAD):
         c = np.uint64(self.poly_blocks)
         seg = np.uint64(self.poly_blocks << SEG_LOG)
         if int(n.max()) <= int(seg):   # (every message one segment: a batch's usual case,
-            w = (n + c - np.uint64(1)) // c  # without the segments' arithmetic, ~0.1 ms a piece)
+            w = (n + c - np.uint64(1)) // c  # without the segments' arithmetic)
             bits = _bit_length(w)
         else:
             full = (n - np.uint64(1)) // seg

@@ -15,22 +15,18 @@ np = numpy_for(__name__)
 I64 = np.int64
 
 
-#: kernel queues for a serial AEAD's pieces (DeviceAEAD): 1, 2 and 4 alternated on two H100s,
-#: AEGIS-128L and Ascon-AEAD128 host -> host, paired with the copy strawman (docs/benchmarks.md
-#: 0i): 4 against 1 +0.02, 0.00, +0.02 and -0.003 (within the spread)
+#: kernel queues for a serial AEAD's pieces (DeviceAEAD): 4 is no slower than 1 or 2 host ->
+#: host (docs/benchmarks.md 0i)
 SERIAL_KERNEL_QUEUES = 4
 
 #: an AEAD's pieces (DeviceAEAD): bytes of text per piece (the host work, once) and per slice
-#: (one upload, launch set and download each: Job's slices).  AES-128-GCM and
-#: ChaCha20-Poly1305, 1 GiB of 16 KiB messages, paired with the copy strawman on one H100
-#: (docs/benchmarks.md 0j): pieces of 64 MiB whole 0.935 / 0.906 (encryption), of 128 MiB in
-#: 32 MiB slices 0.986 / 0.972; smaller slices cost more host work per piece than they save.
-#: A serial AEAD's slices only where its messages average at most SERIAL_SLICE_MEAN_MAX bytes
-#: (DeviceAEAD.slice_mean_max): its launch lasts one message's time (~0.5 ms for 16 KiB of
-#: AEGIS-128L), under a slice's upload (~0.7 ms) for short messages, but a piece's slices run
-#: one after the other on its kernel queue, so slices of long messages multiplied the run's
-#: time (64 x 16 MiB of Ascon-AEAD128 on an H200: 10.0 s in slices, 2.8 s in whole 64 MiB
-#: pieces; docs/benchmarks.md 0n)
+#: (one upload, launch set and download each: Job's slices).  Large pieces in slices come
+#: closer to the copy strawman than whole pieces; smaller slices cost more host work per piece
+#: than they save (docs/benchmarks.md 0j).  A serial AEAD's slices only where its messages
+#: average at most SERIAL_SLICE_MEAN_MAX bytes (DeviceAEAD.slice_mean_max): its launch lasts
+#: one message's time, under a slice's upload for short messages, but a piece's slices run one
+#: after the other on its kernel queue, so slices of long messages multiply the run's time
+#: (docs/benchmarks.md 0n)
 SLICED_PIECE_BYTES = 128 << 20
 SLICE_BYTES = 32 << 20
 #: a serial AEAD's pieces go in slices only where its messages average at most this many bytes
@@ -173,7 +169,7 @@ def coarse_index(prefix: np.ndarray, shift: int) -> np.ndarray:
     # grid points j * step in [prefix[i], prefix[i + 1]) per message i: the latest message
     # starting at or before each point (an empty message never holds one); the last message
     # also takes the points past the end, so ONE repeat writes all n entries (a fill and a copy
-    # of the whole index after it cost more than the repeat: ~0.1 ms for 64 K entries)
+    # of the whole index after it costs more than the repeat)
     first = (p + (step - 1)) >> shift
     counts = np.diff(first)
     counts[-1] += n - int(first[-1] - first[0])

@@ -16,11 +16,8 @@ np = numpy_for(__name__)
 
 I64 = np.int64
 
-#: slices whose texts go up before a piece's metadata (Job.upload).  2 (the copy engine busy
-#: through a slow host's first metadata) measured no different from 1: two H100 machines, 16
-#: and 24 pairs, 1 GiB of 16 KiB messages, AES-128-GCM and ChaCha20-Poly1305 each way: 2 ahead
-#: in 5 of 8 medians, by -0.031..+0.062 of the copy strawman, interquartile ranges 0.04-0.15;
-#: all 4 first: 0.936-0.992 (docs/benchmarks.md 0l)
+#: slices whose texts go up before a piece's metadata (Job.upload): more (the copy engine busy
+#: through a slow host's first metadata) are no faster within the spread (docs/benchmarks.md 0l)
 FIRST_SLICES = 1
 
 
@@ -56,8 +53,8 @@ class Job:
     * ``enqueue(queue=None, down=None)`` launches the kernels (on another queue it first
       waits, on the device, for the uploads); it may be called many times (the benchmark times
       it).  With ``down`` (the download queue) each slice's output texts are enqueued there
-      right after that slice's launches, not after the last slice's (on a slow host the
-      launches of a piece took 0.5 ms, and the first download waited for them);
+      right after that slice's launches, not after the last slice's (on a slow host the first
+      download would wait for all of a piece's launches);
     * ``collect(queue=None)`` enqueues the zeroing of the key material on the device (on the
       kernels' queue, after them) and the downloads (the texts into ``batch.dst`` unless
       ``enqueue`` did, the tags into host staging; on ``queue``, or the queue of the texts,
@@ -69,8 +66,8 @@ class Job:
     job into byte ranges that move and run on their own: the texts go up as one copy per slice
     (the first before the metadata, the others after it), each slice's kernels wait (on the
     device) only for its own texts and the metadata, and each slice's output texts come down as
-    soon as its kernels are done.  The host work stays once per job, but the device no longer
-    waits for a whole job's texts before its first kernels, nor for its last kernels before its
+    soon as its kernels are done.  The host work stays once per job, but the device does not
+    wait for a whole job's texts before its first kernels, nor for its last kernels before its
     first download (transfer/batches.py: large pieces, small transfers).  A cut lies on a
     message boundary, or, for a job class with ``cut_align``, inside a message at a multiple of
     ``cut_align`` bytes from its start: one long message then moves in slices too (the block
@@ -198,7 +195,7 @@ class Job:
                 host[o + n:o + n + pad] = 0
             out[name] = b.view(dev, o, max(n + pad, 1))
         b.upload(dev, host, self.queue, record=False)
-        if self._text_up:   # (the first slices' texts went up before: now they have everything)
+        if self._text_up:   # (the first slices' texts are up already: with this, they have everything)
             done = b.marker(self.queue)
             self._text_up = [done] * len(self._text_up)
             self._upload_later()
@@ -250,9 +247,8 @@ class Job:
             self._later = [(buf, arr, max(lo, min(done, hi)), hi)
                            for lo, hi in zip(bounds[:-1], bounds[1:])]
             # the first slice now, the others after the metadata (stage): the first kernels
-            # wait for one slice's texts and the metadata, not for every slice's texts (the
-            # metadata on a queue of its own instead ran 0.71 of the copy strawman against
-            # 0.93 on one queue: H100, docs/benchmarks.md 0j)
+            # wait for one slice's texts and the metadata, not for every slice's texts (one
+            # queue: the metadata on a queue of its own is slower, docs/benchmarks.md 0j)
             self._upload_later(FIRST_SLICES)
         elif texts_in:
             self._copy_up(buf, arr, done, arr.nbytes)
@@ -365,7 +361,7 @@ class Job:
                 self._texts_down(q, kq, j)
         # the key material is zeroed on the kernels' queue, right after the kernels (q waited for
         # them before): not on the download queue, where each piece's memsets queued behind its
-        # texts and before the next piece's (~0.08 ms per piece of an H200's D2H time)
+        # texts and before the next piece's, taking the copy engine's time)
         for buf in self.secret:
             b.zero(buf, kq, wait=False)
         self._wiped = b.marker(kq) if q is not kq and self.secret else None
