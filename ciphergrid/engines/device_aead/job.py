@@ -195,7 +195,7 @@ class Job:
                 host[o + n:o + n + pad] = 0
             out[name] = b.view(dev, o, max(n + pad, 1))
         b.upload(dev, host, self.queue, record=False)
-        if self._text_up:   # (the first slices' texts are up already: with this, they have everything)
+        if self._text_up:   # (the first slices' texts are up: with this, all they need)
             done = b.marker(self.queue)
             self._text_up = [done] * len(self._text_up)
             self._upload_later()
