@@ -64,14 +64,14 @@ Host memory and copies
   unregisters it just before numpy frees it), up to ``pin_cache`` bytes (``CIPHERGRID_PIN_CACHE``,
   default min(RAM/4, 64 GiB); ``0``: unregister after each run), so a reused buffer costs nothing
   after its first run.  Memory numpy does not own (bytes, mmap) is unregistered after the run.
-  Registering costs about 0.012 core-s/GB (+0.012 to unregister) for memory already touched, and
-  fresh pages must be faulted in first (about 0.17 s/GiB); memory CuPy allocated page-locked
+  Registering costs host CPU time per byte (as much again to unregister), and fresh pages must be
+  faulted in first (docs/benchmarks.md 4b); memory CuPy allocated page-locked
   (cupyx.empty_pinned, :func:`staging.host_buffer`) is used as it is, and
   ``with pinned(backend, arr):`` locks an array for a block.  A piece that cannot be registered
   (pages shared with another registration, limits) falls back to staging for its chunks.
 * OpenCL on a GPU: OpenCL cannot page-lock caller memory, so chunks are staged through pinned
   (``CL_MEM_ALLOC_HOST_PTR``, mapped) buffers with a numpy copy on each side: two host memcpy per
-  byte (about 0.08 core-s/GB each), done by the worker threads in parallel with the bus.
+  byte, done by the worker threads in parallel with the bus.
 * OpenCL on a CPU device (PoCL): host memory is device memory; the caller's arrays are handed to
   the runtime directly (no staging copy).
 * Files: a regular output of known size is reserved (``posix_fallocate``: a full disk fails
@@ -82,9 +82,9 @@ Host memory and copies
   default: the worker threads copy both through the pinned slots), ``in``, ``out`` or ``both``
   (the device reads the input's page-cache pages and writes the output's, each chunk's pages
   locked as it comes, the output's first faulted in by the worker threads, one write per page,
-  where the driver would fault them one by one).  Locking a file's pages is not free: on the H200
-  host it runs at ~67 GB/s and unlocking at 80-190 GB/s, serialised in the driver, which made
-  ``both`` the slowest choice for a file read once (docs/benchmarks.md, section 4).  Otherwise
+  where the driver would fault them one by one).  Locking a file's pages is not free: locking and
+  unlocking are serialised in the driver, which makes ``both`` the slowest choice for a file read
+  once (docs/benchmarks.md 4b).  Otherwise
   reader threads ``preadv`` (regular files, at offsets, in parallel) or ``readv`` (pipes, in
   order) into pinned slots, and the D2H goes into the mapped output (page-locked; else one copy
   from the slot by the finish threads; ``stream_mmap`` ``out`` (``CIPHERGRID_STREAM_MMAP=out``)

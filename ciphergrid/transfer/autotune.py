@@ -25,8 +25,9 @@ from .driver import Pipeline
 from .staging import host_buffer
 
 #: among settings within TOLERANCE of the best, autotune takes the chunk nearest this (log scale):
-#: messages shorter than 8 chunks are cut finer anyway (driver.SPLIT), and on an H200 16-32 MiB
-#: gave the best plateau with the lowest host CPU; a much smaller chunk wins only when clearly faster
+#: messages shorter than 8 chunks are cut finer anyway (driver.SPLIT), and on a GPU 16-32 MiB
+#: give the best plateau with the lowest host CPU (docs/benchmarks.md, 'Figures moved from code
+#: comments'); a much smaller chunk wins only when clearly faster
 PREFERRED_CHUNK = {"gpu": 16 * MiB, "accelerator": 16 * MiB, "cpu": 1 * MiB}
 #: settings within this fraction of the best throughput count as ties (see PREFERRED_CHUNK)
 TOLERANCE = 0.015

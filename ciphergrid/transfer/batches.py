@@ -38,9 +38,9 @@ from .pinning import pinned
 
 #: text per piece (whole messages); up to 2 x DEPTH pieces in flight; RAMP: halvings of the
 #: piece size at the start and at the end of a batch (cuts).  No small pieces first: a piece's
-#: host work (~0.5-0.9 ms on an H100/H200 host) outlasts a small piece's upload, so they left the
-#: copy engine idle; smaller ones last, where the downloads lag (H200, AES-128-GCM, 1 GiB of 16
-#: KiB messages, scripts/dev/aead_e2e_probe.py: (2, 2) 0.894 of copy, (0, 3) 0.937, median of 3)
+#: host work outlasts a small piece's upload, so they would leave the copy engine idle; smaller
+#: ones last, where the downloads lag (scripts/dev/aead_e2e_probe.py; docs/benchmarks.md,
+#: 'Figures moved from code comments')
 PIECE_BYTES = 64 << 20
 DEPTH = 4
 RAMP = (0, 3)
@@ -49,9 +49,8 @@ RAMP = (0, 3)
 PIN_MIN_BYTES = 1 << 20
 #: (a driver may ask for other pieces: DeviceAEAD.piece_bytes; for slices of its pieces,
 #: DeviceAEAD.slice_bytes: each slice's texts uploaded, run and downloaded on their own, the host
-#: work once per piece -- with pieces of 64 MiB the device waited for a whole piece's texts
-#: before its first kernels: the copy strawman itself ran 0.955 of its tuned 16 MiB chunks with
-#: 64 MiB ones, 0.997 with 32 MiB, H100, docs/benchmarks.md 0j; and for several kernel queues
+#: work once per piece -- whole pieces of 64 MiB would make the device wait for a whole piece's
+#: texts before its first kernels, docs/benchmarks.md 0j; and for several kernel queues
 #: taken in turn, DeviceAEAD.kernel_queues: a serial AEAD's launch, one work-item per message,
 #: holds few SMs for one message's whole time, so two pieces' launches can overlap.  DEPTH
 #: counts pieces of PIECE_BYTES: larger pieces, fewer of them in flight)
@@ -101,7 +100,7 @@ def slice_cuts(off: np.ndarray, slice_bytes: int, align: int = 0) -> list[int]:
     ``slice_bytes`` falls on the first message starting at or after it, or, with ``align``,
     inside a message longer than ``slice_bytes`` on the multiple of ``align`` bytes from the
     message's start at or before it: one long message moves in slices as a batch does (smaller
-    slices first and last, as ``cuts`` ramps pieces, measured slower: docs/benchmarks.md 0m)."""
+    slices first and last, as ``cuts`` ramps pieces, are slower: docs/benchmarks.md 0m)."""
     o = np.asarray(off, dtype=np.int64)
     total = int(o[-1]) if o.shape[0] > 1 else 0
     t = np.arange(slice_bytes, total, slice_bytes, dtype=np.int64)
@@ -183,8 +182,7 @@ def whole(driver, batch, *, received: np.ndarray | None = None, beside=None) -> 
     """``batch`` as ONE job of ``driver`` (``beside`` started first): the tags, or with
     ``received`` the mask of the messages that verified (see ``run``).  Host texts of
     PIN_MIN_BYTES or more are page-locked for it, as ``run``'s are (copies from pageable
-    memory went at 2-4 GB/s: one 256 MiB AES-128-GCM message host -> host 2.76 GB/s, 1024 x
-    16 KiB 3.34, H100, docs/benchmarks.md 0l)."""
+    memory are a fraction of the bus's rate: docs/benchmarks.md 0l)."""
     start_beside(beside)
     with page_locked(driver.backend, batch, PIN_MIN_BYTES):
         tags = driver.run(batch)
@@ -200,8 +198,8 @@ def head_start(backend, batch, nbytes: int, first: int, queue) -> Head | None:
     """The first ``first`` bytes (rounded down to the device's view alignment) of ``batch``'s
     host texts uploaded on ``queue`` into a new device buffer for a job of its first ``nbytes``
     (engines.device_aead.job.Head), before that job's host work and the pieces' own cutting: the
-    copy engine starts sooner after the call (its head was 0.7-0.9 ms against the copy
-    strawman's 0.3, docs/benchmarks.md 0n).  None for GPU-resident or non-contiguous texts."""
+    copy engine starts sooner after the call, as the copy strawman's does (docs/benchmarks.md
+    0n).  None for GPU-resident or non-contiguous texts."""
     src = batch.src
     if not (isinstance(src, np.ndarray) and src.flags.c_contiguous and src.dtype == np.uint8):
         return None
@@ -225,7 +223,7 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     each piece's tags are compared with them as soon as the piece is done, while later pieces
     are still on the bus (aeads.base.verify: constant time, a failed message's plaintext zeroed),
     and the result is the boolean mask of the messages that verified; only the last piece's
-    comparison is left after the last download (all of it was: 0.3-0.5 ms for 64 K tags).
+    comparison is left after the last download, not all of it.
 
     ``beside`` (the caller's host work: engines.base.Engine.seal) is started when the pieces in
     flight first fill up, just before this thread waits for the oldest (the device then has

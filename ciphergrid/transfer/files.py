@@ -185,8 +185,8 @@ PREFAULT_SLICE = 64 << 20
 class Prefault:
     """The pages of a new output file on a RAM disk, faulted in by background threads while the
     device starts (see :func:`prefault_output`).  ``wait()`` joins them, ``close()`` stops them.
-    (Threads in a forked child instead, away from the parent's memory-map lock, measured the
-    same on the H200 host.)"""
+    (Threads in a forked child instead, away from the parent's memory-map lock, gain nothing:
+    docs/benchmarks.md 4c.)"""
 
     def __init__(self, fd: int, offset: int, size: int, threads: int):
         self._stop = threading.Event()
@@ -212,8 +212,8 @@ class Prefault:
 
     def wait(self) -> None:
         """Until every page is in: the stream must not start while the threads run (faulting
-        pages in while the stream wrote others of the file slowed both threefold on the H200
-        host)."""
+        pages in while the stream writes others of the file slows both: docs/benchmarks.md
+        4c)."""
         for t in self._threads:
             t.join()
 
@@ -235,7 +235,7 @@ def prefault_output(f, size: int | None, threads: int | None = None, *,
     stream of ``size`` bytes will write, in background threads; None where that does not pay.
 
     On a RAM disk (tmpfs) a page of a new file is allocated and zero-filled when it is first
-    touched: about 0.4 s of a 20 GiB stream's 1.1 s on the H200 host (docs/benchmarks.md §4c).
+    touched, a large part of a stream's time (docs/benchmarks.md 4c).
     The CLI starts this before the device starts up (imports, CUDA context, kernel), which the
     zero-filling then overlaps, and waits for it (:meth:`Prefault.wait`) before the stream.
     Threads only read the pages: bytes written meanwhile are safe.  ``settings.prefault_min``

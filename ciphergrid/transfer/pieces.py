@@ -6,9 +6,8 @@ encipher host memory themselves (OpenSSL on the CPU's cores).
 is a regular file it is read or written at the piece's offset (``preadv``/``pwrite``): read by
 every worker at once, written by one worker at a time in any order (under a lock: the kernel
 serialises buffered writes to one file on its inode lock anyway, and a writer waiting there spins
-on a core -- measured on 2 cores: a third of the stream's CPU time -- where one waiting on our
-lock sleeps); a pipe, a terminal or a device is read in order (one worker at a time, under a
-lock) and written in order (each worker waits for its turn).  So reading, enciphering and
+on a core where one waiting on our lock sleeps); a pipe, a terminal or a device is read in order
+(one worker at a time, under a lock) and written in order (each worker waits for its turn).  So reading, enciphering and
 writing overlap across workers, which a plain ``cat`` (one thread, one buffer) does not.
 
 The mode decides what a piece needs from the ones before it (``Mode.reads_behind``: CBC
@@ -35,14 +34,16 @@ from .._lazy import numpy_for
 np = numpy_for(__name__)
 
 #: bytes per piece: small enough for a few pieces per worker to stay in the last-level cache
-#: between the read, the cipher and the write (measured: docs/benchmarks.md, files): 1 MiB on a
+#: between the read, the cipher and the write (docs/benchmarks.md, 'Files'): 1 MiB on a
 #: disk filesystem (ext4), 4 MiB on a RAM disk
 PIECE, PIECE_TMPFS = 1 << 20, 4 << 20
-#: workers of the piece path: more only contend for the output's inode lock (measured)
+#: workers of the piece path: more only contend for the output's inode lock
+#: (docs/benchmarks.md, 'Files')
 WORKERS = 4
 #: cores from which a regular input and output on a RAM disk are mapped instead (each worker
-#: enciphers a range from one mapping into the other: no read or write copy at all; measured
-#: 1.7x cat with 16 cores, but slower than the pieces on 2 cores and on ext4)
+#: enciphers a range from one mapping into the other: no read or write copy at all; faster than
+#: cat with many cores, slower than the pieces with few and on ext4: docs/benchmarks.md,
+#: 'Figures moved from code comments')
 MAPPED_MIN_CORES = 8
 MAPPED_STEP = 16 << 20
 
