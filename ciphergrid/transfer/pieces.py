@@ -7,8 +7,9 @@ is a regular file it is read or written at the piece's offset (``preadv``/``pwri
 every worker at once, written by one worker at a time in any order (under a lock: the kernel
 serialises buffered writes to one file on its inode lock anyway, and a writer waiting there spins
 on a core where one waiting on our lock sleeps); a pipe, a terminal or a device is read in order
-(one worker at a time, under a lock) and written in order (each worker waits for its turn).  So reading, enciphering and
-writing overlap across workers, which a plain ``cat`` (one thread, one buffer) does not.
+(one worker at a time, under a lock) and written in order (each worker waits for its turn).
+So reading, enciphering and writing overlap across workers, which a plain ``cat`` (one thread,
+one buffer) does not.
 
 The mode decides what a piece needs from the ones before it (``Mode.reads_behind``: CBC
 decryption takes the input block before the piece; a serial direction, CBC encryption, takes the
