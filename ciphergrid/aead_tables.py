@@ -40,7 +40,7 @@ def tag_length_of(aead, tag_length) -> int:
 def longest_of(off: np.ndarray, limit: int) -> int:
     """The longest of the texts at offsets ``off`` (rising), or their total where that is
     within ``limit`` (no text is then past it: a pass over the offsets fewer before the first
-    upload, ~0.1 ms of 64 K offsets on a host whose caches the last transfers filled)."""
+    upload)."""
     total = int(off[-1]) if off.size else 0
     return total if total <= limit or off.size < 2 else int(np.diff(off).max())
 
@@ -120,8 +120,7 @@ def word_views(nonces: np.ndarray, size: int, order: str = "<") -> list:
 
 def nonce_words(nonces: np.ndarray) -> list:
     """Every byte of each row of the (m, n) uint8 ``nonces`` in 64-bit words, one (m,) array
-    per word: ``word_views`` where n >= 8, else a padded copy.  (A padded copy of 12-byte rows
-    cost ~0.7 ms for 64 K rows on a Zen 5 core, the views none.)"""
+    per word: ``word_views`` where n >= 8, else a padded copy.  (The views copy nothing.)"""
     m, n = nonces.shape
     if n < 8 or not nonces.flags.c_contiguous:
         padded = np.zeros((m, -(-n // 8) * 8), dtype=np.uint8)
@@ -146,8 +145,8 @@ def counter_word(nonces: np.ndarray) -> bool:
     """Whether some aligned 32- or 64-bit word of the (m, n) uint8 ``nonces`` (C-contiguous),
     read little- or big-endian, rises strictly from row to row -- a counter, the usual way of
     making nonces (SP 800-38D 8.2.1: a fixed field and an invocation counter): then no two rows
-    are equal, proved in one pass instead of a sort (1 M 12-byte nonces: hashing and sorting
-    took ~30 ms on a Zen 5 core).  Each word is tried on its first rows before all of them, so
+    are equal, proved in one pass instead of a hash and a sort (docs/benchmarks.md 0o).  Each
+    word is tried on its first rows before all of them, so
     random nonces cost almost nothing here."""
     m, n = nonces.shape
     if m < 2 or not nonces.flags.c_contiguous:
@@ -168,13 +167,12 @@ REPEATS_BESIDE = 8192
 class Beside:
     """``fn(*args)`` on a worker thread of its own (started once, kept: starting a thread per call
     costs the caller ~1 ms of waiting for it), submitted by ``start()``: numpy's sort releases the
-    interpreter lock, so a batch's repeated-nonce check (1.1-1.7 ms for 64 K messages) overlaps the
-    device work.  The engine calls ``start()`` once its device is busy (the engine protocol's
-    ``beside``: engines.base.Engine.seal): a GPU's piece runner when its pieces in flight are
-    full and it is about to wait, so that the check does not compete for the interpreter lock
-    with the enqueueing of the first pieces (started with the call, it cost encryption 2-5 % of
-    a 1 GiB batch against decryption on an H100 host); other engines at once.  ``failed()``
-    (starting it if nobody has) waits and says whether it raised; ``result()`` re-raises that
+    interpreter lock, so a batch's repeated-nonce check overlaps the device work.  The engine
+    calls ``start()`` once its device is busy (the engine protocol's ``beside``:
+    engines.base.Engine.seal): a GPU's piece runner when its pieces in flight are full and it is
+    about to wait, so that the check does not compete for the interpreter lock with the
+    enqueueing of the first pieces (started with the call, it slows encryption:
+    docs/benchmarks.md 0o); other engines at once.  ``failed()`` (starting it if nobody has) waits and says whether it raised; ``result()`` re-raises that
     error.  The caller zeroes the batch's output before raising: no ciphertext of a refused
     batch is returned."""
 
@@ -222,9 +220,9 @@ def refuse_repeats(spec, index: np.ndarray, nonces: np.ndarray) -> None:
     m = nonces.shape[0]
     if m < 2 or policy_suspended() or counter_word(nonces):
         return
-    # a 64-bit hash per pair, sorted (64 K pairs: ~1.1 ms on a Zen 5 core, where sorting the
-    # pairs themselves took 11.6 ms, and hashing them as concatenated rows 3.8 ms in all); the
-    # pairs are compared exactly only when two hashes are equal
+    # a 64-bit hash per pair, sorted (several times faster than sorting the pairs themselves or
+    # hashing them as concatenated rows: docs/benchmarks.md 0o); the pairs are compared exactly
+    # only when two hashes are equal
     hs = np.sort(pair_hash(index, nonces))
     if not (hs[1:] == hs[:-1]).any():
         return

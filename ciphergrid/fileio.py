@@ -37,7 +37,7 @@ TMPFS_MAGIC = 0x01021994
 #: the smallest input whose output is reserved ahead (:meth:`Output.reserve`)
 RESERVE_MIN = 32 << 20
 #: bytes reserved per ``fallocate`` call: the call holds the file's inode lock, which the stream's
-#: writes wait for (16 MiB: ~4 ms on the 2-core machine)
+#: writes wait for (one slice keeps each wait short)
 RESERVE_SLICE = 16 << 20
 
 
@@ -85,10 +85,9 @@ class Reservation:
     file's writes, this allocation included, go one at a time under its inode lock: a plain copy
     (``cat``) pays it inside its one thread.  Allocated while the command starts up (imports,
     keys, the engine), it is paid on the otherwise idle core before the first byte is
-    enciphered (measured, 1 GiB on the 2-core machine: a new file written in 0.35 s; allocated in
-    0.26 s, then written in 0.09 s).  A failure (a full disk, a file size limit, no support) ends
-    the reservation quietly: the writes meet the same condition and report it.  :meth:`stop`
-    returns once the thread is out of its last call (the descriptor may then be closed)."""
+    enciphered (docs/benchmarks.md, 'Figures moved from code comments').  A failure (a full
+    disk, a file size limit, no support) ends the reservation quietly: the writes meet the same
+    condition and report it.  :meth:`stop` returns once the thread is out of its last call (the descriptor may then be closed)."""
 
     def __init__(self, fd: int, start: int, size: int, fallocate):
         self.fd, self.start, self.size = fd, start, size
@@ -337,7 +336,7 @@ class Output:
     # -- reserving ----------------------------------------------------------------------------
     def reserve(self, nbytes: int | None) -> bool:
         """Start allocating the ``nbytes`` the output will (about) take from where it will be
-        written, in the background (:class:`Reservation`), where that measured faster: a regular
+        written, in the background (:class:`Reservation`), where that is faster: a regular
         file written at offsets on a RAM disk, at least RESERVE_MIN bytes.  The output's size is
         still what is written (the reservation keeps the size; what it allocated past the end is
         given back when the output is committed or given up)."""

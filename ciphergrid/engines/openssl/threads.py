@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # (imported when a run first needs the pool: a one-job run, s
 #: smallest amount of work (bytes) given to one thread; smaller inputs run in the calling thread
 MIN_CHUNK = 1 << 20
 #: bytes a worker processes between two looks at its run's cancel flag (an interrupt stops every
-#: worker within one step, ~10-30 ms, before the contexts are freed)
+#: worker within one step, a small fraction of a second, before the contexts are freed)
 STEP = 32 << 20
 
 _POOL: ThreadPoolExecutor | None = None
