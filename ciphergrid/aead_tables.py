@@ -172,9 +172,9 @@ class Beside:
     engines.base.Engine.seal): a GPU's piece runner when its pieces in flight are full and it is
     about to wait, so that the check does not compete for the interpreter lock with the
     enqueueing of the first pieces (started with the call, it slows encryption:
-    docs/benchmarks.md 0o); other engines at once.  ``failed()`` (starting it if nobody has) waits and says whether it raised; ``result()`` re-raises that
-    error.  The caller zeroes the batch's output before raising: no ciphertext of a refused
-    batch is returned."""
+    docs/benchmarks.md 0o); other engines at once.  ``failed()`` (starting it if nobody has)
+    waits and says whether it raised; ``result()`` re-raises that error.  The caller zeroes the
+    batch's output before raising: no ciphertext of a refused batch is returned."""
 
     _pool = None
     _pid = None

@@ -87,7 +87,8 @@ class Reservation:
     keys, the engine), it is paid on the otherwise idle core before the first byte is
     enciphered (docs/benchmarks.md, 'Figures moved from code comments').  A failure (a full
     disk, a file size limit, no support) ends the reservation quietly: the writes meet the same
-    condition and report it.  :meth:`stop` returns once the thread is out of its last call (the descriptor may then be closed)."""
+    condition and report it.  :meth:`stop` returns once the thread is out of its last call (the
+    descriptor may then be closed)."""
 
     def __init__(self, fd: int, start: int, size: int, fallocate):
         self.fd, self.start, self.size = fd, start, size
