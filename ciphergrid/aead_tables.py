@@ -7,8 +7,6 @@ device work, ``Beside``).
 
 from __future__ import annotations
 
-import os
-import threading
 
 import numpy as np
 
@@ -165,8 +163,8 @@ REPEATS_BESIDE = 8192
 
 
 class Beside:
-    """``fn(*args)`` on a worker thread of its own (started once, kept: starting a thread per call
-    costs the caller ~1 ms of waiting for it), submitted by ``start()``: numpy's sort releases the
+    """``fn(*args)`` on the caller's runtime's thread beside the device work
+    (runtime.Threads.beside), submitted by ``start()``: numpy's sort releases the
     interpreter lock, so a batch's repeated-nonce check overlaps the device work.  The engine
     calls ``start()`` once its device is busy (the engine protocol's ``beside``:
     engines.base.Engine.seal): a GPU's piece runner when its pieces in flight are full and it is
@@ -176,29 +174,16 @@ class Beside:
     waits and says whether it raised; ``result()`` re-raises that error.  The caller zeroes the
     batch's output before raising: no ciphertext of a refused batch is returned."""
 
-    _pool = None
-    _pid = None
-    _lock = threading.Lock()
-
     def __init__(self, fn, *args):
+        from .runtime import current
+
         self.fn, self.args = fn, args
+        self.threads = current().threads   # (its thread is the caller's runtime's: Threads.beside)
         self.future = None
 
     def start(self) -> None:
-        if self.future is not None:
-            return
-        with Beside._lock:
-            # (a forked child has the parent's pool object but not its thread: a new one)
-            if Beside._pool is None or Beside._pid != os.getpid():
-                from concurrent.futures import ThreadPoolExecutor
-
-                Beside._pool = ThreadPoolExecutor(1, thread_name_prefix="ciphergrid-check")
-                Beside._pid = os.getpid()
-        self.future = Beside._pool.submit(self.fn, *self.args)
-
-    @staticmethod
-    def _after_fork_in_child() -> None:
-        Beside._lock = threading.Lock()
+        if self.future is None:
+            self.future = self.threads.beside().submit(self.fn, *self.args)
 
     def failed(self) -> bool:
         self.start()
@@ -207,9 +192,6 @@ class Beside:
     def result(self) -> None:
         self.start()
         self.future.result()
-
-
-os.register_at_fork(after_in_child=Beside._after_fork_in_child)
 
 
 def refuse_repeats(spec, index: np.ndarray, nonces: np.ndarray) -> None:

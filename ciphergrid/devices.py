@@ -5,11 +5,13 @@ else an OpenCL GPU), ``cpu`` (first OpenCL CPU device, e.g. PoCL: our kernels on
 ``native`` (OpenSSL on every core), ``opencl`` / ``opencl:P`` / ``opencl:P:N``, ``cuda`` / ``cuda:N``;
 and the devices of engine kinds registered with their own (registry.register_engine_kind), by
 spec or by runtime.
+
+What discovery finds is kept by the runtime (``Runtime.devices``): enumerated once per device
+runtime and :class:`ciphergrid.runtime.Runtime`.
 """
 
 from __future__ import annotations
 
-import functools
 import glob
 import sys
 
@@ -18,10 +20,26 @@ from .errors import DeviceNotFound, InvalidArgument
 from .settings import runtime_disabled
 
 
-@functools.lru_cache(maxsize=None)
+def _found():
+    from .runtime import current
+
+    return current().devices
+
+
 def _runtime_devices(runtime: str) -> tuple[DeviceInfo, ...]:
-    """The devices of one runtime, enumerated once per process (each runtime's start-up costs
-    0.1-0.2 s: a spec that names one runtime does not pay for the others)."""
+    """The devices of one device runtime, enumerated once per :class:`Runtime` (each device
+    runtime's start-up costs 0.1-0.2 s: a spec that names one does not pay for the others)."""
+    found = _found()
+    got = found.by_runtime.get(runtime)
+    if got is None:
+        with found.lock:
+            got = found.by_runtime.get(runtime)
+            if got is None:
+                got = found.by_runtime[runtime] = _enumerate(runtime)
+    return got
+
+
+def _enumerate(runtime: str) -> tuple[DeviceInfo, ...]:
     if runtime == "native":
         from .engines import openssl
 
@@ -58,14 +76,15 @@ def devices() -> list[DeviceInfo]:
 GPU_NODES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dri/renderD*", "/dev/dxg")
 
 
-@functools.lru_cache(maxsize=None)
 def gpu_nodes_present() -> bool:
     """Whether this machine shows a GPU at all (on Linux: one of GPU_NODES exists; elsewhere:
-    assumed).  Without one, the automatic choice starts no GPU runtime (no PyOpenCL, no CuPy
-    import: 0.1-0.3 s of a CPU-only command's start-up)."""
-    if not sys.platform.startswith("linux"):
-        return True
-    return any(glob.glob(p) for p in GPU_NODES)
+    assumed; looked at once per runtime).  Without one, the automatic choice starts no GPU
+    runtime (no PyOpenCL, no CuPy import: 0.1-0.3 s of a CPU-only command's start-up)."""
+    found = _found()
+    if found.gpu_nodes is None:
+        found.gpu_nodes = (not sys.platform.startswith("linux")
+                           or any(glob.glob(p) for p in GPU_NODES))
+    return found.gpu_nodes
 
 
 def first_gpu() -> DeviceInfo | None:
@@ -93,10 +112,17 @@ def resolve(spec: str) -> DeviceInfo:
     for d in _registered():   # (a registered kind's devices: asked each time, never kept)
         if s == d.spec or s == d.runtime:
             return d
-    return _resolve(s)
+    found = _found()
+    got = found.resolved.get(s)
+    if got is None:
+        got = _resolve(s)
+        with found.lock:
+            if len(found.resolved) >= 64:
+                found.resolved.clear()
+            found.resolved[s] = got
+    return got
 
 
-@functools.lru_cache(maxsize=64)
 def _resolve(spec: str) -> DeviceInfo:
     parts = spec.split(":")
     head = parts[0]
@@ -186,5 +212,6 @@ def backend(info: DeviceInfo):
                 b = CudaBackend(info)
             else:
                 raise InvalidArgument(f"{info.spec} has no kernel backend")
+            b.runtime = rt   # (what hangs off it is this runtime's: its pin cache)
             rt.backends[info.spec] = b
         return b

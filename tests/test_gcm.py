@@ -466,7 +466,7 @@ def test_pos_tiles_by_waves():
     message, at least one: the first takes the head (fewer than 2 W R blocks, or the whole of a
     shorter message); tw, tr force the tiles."""
     d = object.__new__(gcm.GCMDriver)
-    d.ls, d.hd, d.tw, d.tr, d.tf = 256, 2, 0, 0, 1
+    d.ls, d.hd, d.tw, d.tr, d.tf, d.tiles = 256, 2, 0, 0, 1, {}
     for ct in (False, True):
         d.ct = ct
         for target in (132 * 256 * 3, 132 * 256 * 4, 132 * 2048, 2048):

@@ -691,7 +691,7 @@ def test_registration_cache_keeps_owners_locked_until_freed(cl, rng, monkeypatch
     import gc
 
     monkeypatch.setenv(settings.ENV_PIN_CACHE, "1Gi")
-    pinning.PINS.clear()
+    pinning.pins_of(cl.backend).clear()
     b = RegisteringBackend(cl.backend)
     pipe = _pipe(b, 16 * KiB, 3, grain=32 * KiB)
     src, dst = _page_apart(300_000, 2)
@@ -716,7 +716,7 @@ def test_registration_cache_keeps_owners_locked_until_freed(cl, rng, monkeypatch
         pipe.copy(a, o)
         assert np.array_equal(a, o)
     assert 0 < sum(b.regs.values()) <= 1 << 20
-    pinning.PINS.clear()
+    pinning.pins_of(cl.backend).clear()
     assert not b.regs and not b.violations
 
 
@@ -731,7 +731,7 @@ def test_aead_batch_copies_stay_inside_registrations(cl, rng, monkeypatch):
     from ciphergrid.transfer import batches
 
     monkeypatch.setenv(settings.ENV_PIN_CACHE, "1Gi")
-    pinning.PINS.clear()
+    pinning.pins_of(cl.backend).clear()
     b = RegisteringBackend(cl.backend)
     n = 300_000
     src, dst = _page_apart(n, 2)
@@ -755,7 +755,7 @@ def test_aead_batch_copies_stay_inside_registrations(cl, rng, monkeypatch):
     dst[:] = 0
     assert drv.run(batch).tobytes() == want.tobytes()   # (one job, whole)
     assert not b.violations and dst.tobytes() == fresh.dst.tobytes()
-    pinning.PINS.clear()
+    pinning.pins_of(cl.backend).clear()
 
 
 def test_prefault_reads_only_and_sizes_the_file(monkeypatch):

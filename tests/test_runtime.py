@@ -1,6 +1,6 @@
 """Two runtimes in one process share nothing (ciphergrid/runtime.py): engines, backends and what
-hangs off them (cached pipelines, copy jobs, AEAD drivers), the use policy's state, the
-scheduler's speeds; a runtime is per thread, and the library's default is what code that enters
+hangs off them (cached pipelines, copy jobs, AEAD drivers), the page-lock cache, the host threads,
+device discovery, the use policy's state, the library's service use, the scheduler's speeds; a runtime is per thread, and the library's default is what code that enters
 none gets."""
 from __future__ import annotations
 
@@ -102,3 +102,54 @@ def test_scheduler_speeds_per_runtime(monkeypatch, tmp_path):
         b.calibration["loaded"] = True           # (nothing read from the cache folder)
         assert not b.speeds
     assert a.speeds and default().speeds == before
+
+
+def test_pins_threads_and_discovery_per_runtime(monkeypatch):
+    """The page-lock cache, the host threads (budget, OpenSSL's pool, the thread beside the
+    devices) and device discovery's answers are each runtime's own; the OpenSSL engine runs on
+    its runtime's budget and pool."""
+    from ciphergrid import aead_tables
+    from ciphergrid.devices import resolve
+    from ciphergrid.engines.openssl import bulk
+    from ciphergrid.transfer import pinning
+
+    seen = []
+    real = bulk.run_all
+
+    def run_all(jobs, host=None):
+        seen.append((len(jobs), host))
+        return real(jobs, host)
+
+    monkeypatch.setattr(bulk, "run_all", run_all)
+    data = np.frombuffer(os.urandom(4 << 20), dtype=np.uint8)
+    key, iv = os.urandom(16), os.urandom(16)
+    a, b = Runtime("a", threads=2), Runtime("b", threads=3)
+    for rt in (a, b):
+        with rt:
+            assert pinning.pins_of(None) is rt.pins and route.engine("native").host is rt.threads
+            x = ciphergrid.encrypt(data, "aes-128-ctr", key, iv, device="native")
+            assert x.tobytes() == oracle.encrypt(data.tobytes(), "aes-128-ctr", key, iv)
+            check = aead_tables.Beside(lambda: None)
+            check.result()
+            assert check.threads is rt.threads
+            assert resolve("native").spec == "native" and "native" in rt.devices.resolved
+    assert seen == [(2, a.threads), (3, b.threads)]
+    assert a.pins is not b.pins and default().pins is not a.pins
+    assert a.threads._pool is not b.threads._pool and a.threads._beside is not b.threads._beside
+    assert a.devices.by_runtime["native"] is not b.devices.by_runtime["native"]
+
+
+def test_service_use_per_runtime(monkeypatch, tmp_path):
+    """A service's runtime never calls a service; in_process() covers its runtime only."""
+    from ciphergrid import service
+
+    monkeypatch.setenv("CIPHERGRID_SERVICE", str(tmp_path / "none.sock"))
+    with Runtime("serving", serving=True):
+        assert service.for_library() is None
+    with Runtime("a") as a, service.in_process():
+        assert service.for_library() is None and a.service.in_process == 1
+        with Runtime("b") as b:
+            assert b.service.in_process == 0
+            with pytest.raises(ciphergrid.Error):   # (this one would call the service)
+                service.for_library()
+    assert a.service.in_process == 0

@@ -85,6 +85,9 @@ def defines_prefix(defines: dict[str, int]) -> str:
 class Backend:
     """One device.  Buffers are backend objects; host arrays are numpy uint8 arrays."""
 
+    #: the ciphergrid.runtime.Runtime that made it (devices.backend; None: made directly)
+    runtime = None
+
     def owned(self, name: str, make):
         """The object ``name`` this backend keeps for its users (the transfer layer's cached
         pipelines and copy job, the AEAD drivers), made by ``make()`` the first time: it lives

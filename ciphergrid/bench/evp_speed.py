@@ -17,34 +17,39 @@ from .._lazy import numpy_for
 
 np = numpy_for(__name__)
 
-__all__ = ["speed"]
+__all__ = ["SpeedBuffers", "speed"]
 
-_speed_bufs: list = []   # [size, [buffer per thread]]: the last size's buffers, reused by repeats
-
-
-def _speed_buffers(threads: int, size: int) -> list:
+class SpeedBuffers:
     """One ``size``-byte buffer per thread, filled with a random 64 KiB pattern (the content does
     not change a cipher's speed; os.urandom of threads x 256 MiB took longer than the timing).
-    Kept for the next call of the same size: repeats and the other thread counts reuse them."""
-    if not _speed_bufs or _speed_bufs[0] != size:
-        _speed_bufs[:] = [size, []]
-    bufs = _speed_bufs[1]
-    if len(bufs) < threads:
-        block = np.frombuffer(os.urandom(min(size, 1 << 16)), dtype=np.uint8)
-        for _ in range(threads - len(bufs)):
-            b = np.empty(size, dtype=np.uint8)
-            for off in range(0, size, block.size):
-                m = min(block.size, size - off)
-                b[off: off + m] = block[:m]
-            bufs.append(b)
-    return bufs[:threads]
+    The caller keeps it between calls: repeats and the other thread counts of one size reuse
+    the buffers (a new size replaces them)."""
+
+    def __init__(self):
+        self.size = None
+        self.bufs: list = []
+
+    def get(self, threads: int, size: int) -> list:
+        if self.size != size:
+            self.size, self.bufs = size, []
+        bufs = self.bufs
+        if len(bufs) < threads:
+            block = np.frombuffer(os.urandom(min(size, 1 << 16)), dtype=np.uint8)
+            for _ in range(threads - len(bufs)):
+                b = np.empty(size, dtype=np.uint8)
+                for off in range(0, size, block.size):
+                    m = min(block.size, size - off)
+                    b[off: off + m] = block[:m]
+                bufs.append(b)
+        return bufs[:threads]
 
 
 def speed(name: str, size: int, *, threads: int = 1, seconds: float = 0.5,
-          encrypt: bool = True) -> float:
+          encrypt: bool = True, buffers: SpeedBuffers | None = None) -> float:
     """Throughput in bytes/s of repeated in-place EVP_CipherUpdate calls on ``size``-byte buffers,
     like ``openssl speed -evp NAME -bytes SIZE`` (with ``-multi threads``): every thread has its
-    own buffer (random content), random key/IV and context; total bytes of all threads / wall time."""
+    own buffer (random content), random key/IV and context; total bytes of all threads / wall time.
+    ``buffers``: kept by the caller between calls (None: made for this call)."""
     spec = registry.lookup(name)
     size = int(size)
     threads = int(threads)
@@ -68,7 +73,7 @@ def speed(name: str, size: int, *, threads: int = 1, seconds: float = 0.5,
             req = make_request(spec, key, iv, bool(encrypt))
             req.check_length(size)
             ctxs.append(contexts.Ctx(spec.name, key, iv, bool(encrypt)))
-        bufs = _speed_buffers(threads, size)
+        bufs = (buffers or SpeedBuffers()).get(threads, size)
         # one untimed warm-up call per context (page faults, lazy init)
         for c, b in zip(ctxs, bufs):
             c.spin(b, size, 0.0)

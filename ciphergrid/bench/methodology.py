@@ -70,6 +70,24 @@ def _lazy(module: str, attr: str):
     return call
 
 
+def _evp_speed():
+    """evp_speed.speed, resolved at call time, with its buffers kept between this Api's calls
+    (the repeats and thread counts of one size)."""
+    held = []
+
+    def call(*a, **kw):
+        mod = importlib.import_module("ciphergrid.bench.evp_speed")
+        make = getattr(mod, "SpeedBuffers", None)
+        if make is not None:
+            if not held:
+                held.append(make())
+            kw.setdefault("buffers", held[0])
+        return mod.speed(*a, **kw)
+
+    call.__name__ = "ciphergrid.bench.evp_speed.speed"
+    return call
+
+
 @dataclass
 class Api:
     """The engine entry points the bench calls; each defaults to the real one, resolved at call
@@ -79,7 +97,7 @@ class Api:
     get_engine: Any = field(default_factory=lambda: _lazy("ciphergrid.bench.kernels", "engine"))
     encrypt: Any = field(default_factory=lambda: _lazy("ciphergrid", "encrypt"))
     decrypt: Any = field(default_factory=lambda: _lazy("ciphergrid", "decrypt"))
-    speed: Any = field(default_factory=lambda: _lazy("ciphergrid.bench.evp_speed", "speed"))
+    speed: Any = field(default_factory=_evp_speed)
     load_vectors: Any = field(default_factory=lambda: _lazy("ciphergrid.vectors", "load"))
 
 

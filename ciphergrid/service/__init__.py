@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 
 
 def connect(address: str | None = None, *, timeout: float | None = None, cafile=None,
@@ -71,44 +70,45 @@ def resolve(where: str, *, timeout: float | None = None):
     return connect(where, timeout=timeout)
 
 
-_mine = threading.local()   # this thread's: held (setting, client, pid); serving (a service's thread)
-
-
-_in_process = {"depth": 0}   # > 0: the library runs every call in this process (see in_process)
-_depth_lock = threading.Lock()
-
-
 @contextlib.contextmanager
 def in_process():
     """Within the block the library's functions run in this process, whatever
-    ``CIPHERGRID_SERVICE`` says, on every thread: ``ciphergrid bench`` measures this process's
-    engines (its records name them), not a service's."""
-    with _depth_lock:
-        _in_process["depth"] += 1
+    ``CIPHERGRID_SERVICE`` says, on every thread of this runtime: ``ciphergrid bench`` measures
+    this process's engines (its records name them), not a service's."""
+    from ..runtime import current
+
+    use = current().service
+    with use.lock:
+        use.in_process += 1
     try:
         yield
     finally:
-        with _depth_lock:
-            _in_process["depth"] -= 1
+        with use.lock:
+            use.in_process -= 1
 
 
 def serving_thread() -> None:
-    """Mark this thread as one of a service's (the library called on it never calls a service:
-    no service asks itself)."""
-    _mine.serving = True
+    """Mark this thread's runtime as a service's (the library called under it never calls a
+    service: no service asks itself); a server's runtime is one from the start."""
+    from ..runtime import current
+
+    current().serving = True
 
 
 def for_library(data=None):
     """The service the library's one-shot and batch functions use: ``CIPHERGRID_SERVICE`` set to
-    ``auto`` (the per-user one, when it answers) or a socket path -- this thread's connection,
-    kept between calls; None (this process runs the call) when unset or ``off``, for GPU-resident
-    data, and on a service's own threads.  A remote address is for :func:`connect`, with its
-    certificates."""
+    ``auto`` (the per-user one, when it answers) or a socket path -- this thread's connection in
+    this runtime, kept between calls; None (this process runs the call) when unset or ``off``,
+    for GPU-resident data, and under a service's runtime.  A remote address is for
+    :func:`connect`, with its certificates."""
+    from ..runtime import current
     from ..settings import service_setting
 
     where = service_setting()
-    if (where is None or where.lower() == "off" or getattr(_mine, "serving", False)
-            or _in_process["depth"]):
+    if where is None or where.lower() == "off":
+        return None
+    rt = current()
+    if rt.serving or rt.service.in_process:
         return None
     if data is not None:
         from ..buffers import gpu_array
@@ -117,7 +117,8 @@ def for_library(data=None):
             return None
     import os
 
-    held = getattr(_mine, "held", None)
+    mine = rt.service.local
+    held = getattr(mine, "held", None)
     if held is not None and held[0] == where and held[2] == os.getpid():
         return held[1]
     if where.startswith(("tls://", "tcp://")):
@@ -129,13 +130,17 @@ def for_library(data=None):
     forget()
     client = resolve(where)
     if client is not None:   # (a forked child makes its own: the parent's socket stays its own)
-        _mine.held = (where, client, os.getpid())
+        mine.held = (where, client, os.getpid())
     return client
 
 
 def forget() -> None:
-    """Close this thread's library connection (after it failed: the next call connects again)."""
-    held = getattr(_mine, "held", None)
-    _mine.held = None
+    """Close this thread's library connection in this runtime (after it failed: the next call
+    connects again)."""
+    from ..runtime import current
+
+    mine = current().service.local
+    held = getattr(mine, "held", None)
+    mine.held = None
     if held is not None:
         held[1].close()

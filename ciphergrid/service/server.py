@@ -20,7 +20,6 @@ import fcntl
 import math
 import mmap
 import os
-import sys
 import socket
 import threading
 import time
@@ -48,7 +47,7 @@ class Server:
 
         self.address = address
         self.job_timeout = check_job_timeout(job_timeout)
-        self.runtime = Runtime("service")
+        self.runtime = Runtime("service", serving=True)
         self.uid = os.getuid()
         self.policy = policy or Policy(self.uid)
         self.running: dict = {}      # uid -> jobs running now
@@ -244,9 +243,6 @@ class Server:
             self.clients[cid] = {"uid": uid, "pid": pid, "jobs": 0, "bytes": 0,
                                  "since": time.time(), "weight": grant.weight}
         self._count("connections")
-        from . import serving_thread
-
-        serving_thread()
         self._conn.maps = {}   # (this connection's arena, mapped)
         try:
             self._loop(ch, cid, uid, grant)
@@ -713,7 +709,7 @@ class Server:
                     "memory": {str(u): n for u, n in self.memory.items() if n},
                     "policy": self.policy.source or None,
                     "devices": [d.spec for d in all_devices()],
-                    "engines": sorted(self.runtime.engines), "pinned_bytes": _pinned_bytes()}
+                    "engines": sorted(self.runtime.engines), "pinned_bytes": self.runtime.pinned_bytes()}
         if not full:
             out.pop("connections")
             out.pop("running")
@@ -893,12 +889,6 @@ def _sealed_where(sch, device: str, piece: int, workers: int) -> tuple[str, str]
     r = route_aead(aeads.spec(sch.aead), device, n, n // cb.CHUNK, nonce_len=cb.NONCE,
                    tag_length=cb.TAG)
     return r.device, f"AEAD batches of {n >> 20} MiB" + (f", {r.reason}" if r.reason else "")
-
-
-def _pinned_bytes() -> int:
-    """Host memory the service keeps page-locked for its devices (0 before any GPU run)."""
-    pinning = sys.modules.get("ciphergrid.transfer.pinning")   # (not imported for a status)
-    return int(pinning.PINS.locked_bytes()) if pinning is not None else 0
 
 
 def _request(msg: dict):

@@ -23,7 +23,7 @@ from .. import settings as _settings
 from ..errors import InvalidArgument
 from . import chunking
 from .jobs import Chunk, CipherJob, CopyJob, copy_job, flat_uint8
-from .pinning import PINS
+from .pinning import pins_of
 from .staging import Staging, transfer_mode
 from .streams import PipelineStreams
 from .workers import Workers
@@ -374,8 +374,9 @@ class Pipeline(PipelineStreams):
             opts = self._opts()
             limit = opts.pin_cache
             grain = self.pin_grain or max(cap, opts.pin_grain)
-            in_pins = PINS.view(self.b, data, grain) if lock[0] else None
-            out_pins = PINS.view(self.b, out, grain) if lock[1] else None
+            pins = pins_of(self.b)
+            in_pins = pins.view(self.b, data, grain) if lock[0] else None
+            out_pins = pins.view(self.b, out, grain) if lock[1] else None
         regs0 = {id(v.regs): (v.regs, v.regs.registered_bytes, dict(v.regs.seconds))
                  for v in (in_pins, out_pins) if v is not None and v.regs is not None}
         last = len(plan) - 1
@@ -420,7 +421,7 @@ class Pipeline(PipelineStreams):
             self.stats["transfer"] = mode
             for v in (in_pins, out_pins):
                 if v is not None:
-                    PINS.done(v, limit)
+                    pins.done(v, limit)
             self.stats["registered_bytes"] = sum(r.registered_bytes - b0 for r, b0, _ in regs0.values())
             for what in ("populate", "register", "unregister"):  # thread-seconds, all threads
                 self.stats[what + "_s"] = sum(r.seconds[what] - s0[what] for r, _, s0 in regs0.values())

@@ -1,7 +1,8 @@
 """Page-locking caller memory in place (CUDA ``cudaHostRegister``) so that the DMA engines read
 and write it directly: registrations of one buffer piece by piece (:class:`_HostRegs`), what a run
-sees of them (:class:`PinView`), the registration cache kept between runs (:class:`_PinCache`,
-:data:`PINS`) and ``with pinned(backend, arr):``.
+sees of them (:class:`PinView`), the registration cache kept between runs (:class:`_PinCache`:
+one per runtime, ``Runtime.pins``; a backend's is its runtime's, :func:`pins_of`) and
+``with pinned(backend, arr):``.
 
 Pieces are ``TransferSettings.pin_grain`` bytes (``CIPHERGRID_PIN_GRAIN``, default
 :data:`ciphergrid.settings.PIN_GRAIN`, 64 MiB; at least the chunk) on a page-aligned grid; the
@@ -356,12 +357,26 @@ class _PinCache:
             return [(a - o, z - o) for a, z in regs.split(o + lo, o + hi)]
 
 
-PINS = _PinCache()
+def pins_of(backend) -> _PinCache:
+    """The registration cache of the runtime that made ``backend`` (devices.backend), else of
+    this thread's runtime."""
+    rt = getattr(backend, "runtime", None)
+    if rt is None:
+        from ..runtime import current
+
+        rt = current()
+    pins = rt.pins
+    if pins is None:
+        with rt.lock:
+            if rt.pins is None:
+                rt.pins = _PinCache()
+            pins = rt.pins
+    return pins
 
 
 def copy_ranges(backend, arr, lo: int, hi: int) -> list[tuple[int, int]]:
-    """See _PinCache.copy_ranges (the process-wide cache)."""
-    return PINS.copy_ranges(backend, arr, lo, hi)
+    """See _PinCache.copy_ranges (the cache of ``backend``'s runtime)."""
+    return pins_of(backend).copy_ranges(backend, arr, lo, hi)
 
 
 class pinned:
@@ -377,12 +392,14 @@ class pinned:
         self.arr = arr
         self.limit = None if settings is None else settings.pin_cache  # None: the environment's
         self.view = None
+        self.pins = None
 
     def __enter__(self):
         if transfer_mode(self.b) == "register" and self.arr.nbytes:
-            self.view = PINS.view(self.b, self.arr, max(PAGE, self.arr.nbytes + PAGE))
+            self.pins = pins_of(self.b)
+            self.view = self.pins.view(self.b, self.arr, max(PAGE, self.arr.nbytes + PAGE))
             if not self.view.acquire(0, self.arr.nbytes):
-                PINS.done(self.view, self.limit)
+                self.pins.done(self.view, self.limit)
                 self.view = None
         return self.arr
 
@@ -393,9 +410,9 @@ class pinned:
     def __exit__(self, *exc):
         if self.view is not None:
             self.view.release(0, self.arr.nbytes)
-            PINS.done(self.view, self.limit)
+            self.pins.done(self.view, self.limit)
             self.view = None
         return False
 
 
-__all__ = ["PINS", "PAGE", "copy_ranges", "pinned", "pin_cache_limit"]
+__all__ = ["PAGE", "copy_ranges", "pinned", "pin_cache_limit", "pins_of"]

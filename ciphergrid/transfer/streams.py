@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import DeviceError, InvalidArgument
 from . import files
 from .jobs import Chunk
-from .pinning import PINS
+from .pinning import pins_of
 
 
 class PipelineStreams:
@@ -88,7 +88,7 @@ class PipelineStreams:
                 files.seek_to(dst, fd_out, base_out + done)
                 return done
         if out is not None and self.transfer == "register":
-            out_pins = PINS.view(self.b, out, self.pin_grain or max(cap, opts.pin_grain))
+            out_pins = pins_of(self.b).view(self.b, out, self.pin_grain or max(cap, opts.pin_grain))
         behind = req is not None and req.mode.reads_behind(req)  # CBC decryption
         state = {"chain": req.iv if behind else None, "done": False, "total": 0}
         self._ensure(cap, job.scratch_bytes(cap // bs))
@@ -185,7 +185,7 @@ class PipelineStreams:
                       nfin=nfin, cap=cap, progress=count, abort_wait=0.5)
         finally:
             if out_pins is not None:
-                PINS.done(out_pins, opts.pin_cache)
+                pins_of(self.b).done(out_pins, opts.pin_cache)
             if out_map is not None:
                 del out
                 files.close_map(out_map)

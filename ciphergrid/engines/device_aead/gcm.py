@@ -50,21 +50,29 @@ def _bitlen(n: int) -> int:
 
 
 def choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int, gen: float | None = None,
-                 wmin: int | None = None) -> tuple[int, int]:
-    """(log2 W, log2 R) for these messages (see _choose_tiles), remembered for batches whose
-    block counts have the same count, sum, least and greatest value (the pieces of a large
-    batch: the choice is only a cost estimate, any choice gives the same bytes)."""
+                 wmin: int | None = None, memo: dict | None = None) -> tuple[int, int]:
+    """(log2 W, log2 R) for these messages (see _choose_tiles); with ``memo`` (a driver's
+    ``tiles``) remembered for batches whose block counts have the same count, sum, least and
+    greatest value (the pieces of a large batch: the choice is only a cost estimate, any choice
+    gives the same bytes)."""
+    if memo is None:
+        return _choose_tiles(nb, ls, ct, target, gen, wmin)
     key = (int(nb.shape[0]), int(nb.sum()), int(nb.min()), int(nb.max()), ls, ct, target, gen, wmin)
-    got = _TILES.get(key)
+    got = memo.get(key)
     if got is None:
         got = _choose_tiles(nb, ls, ct, target, gen, wmin)
-        if len(_TILES) > 256:
-            _TILES.clear()
-        _TILES[key] = got
+        _remember(memo, key, got)
     return got
 
 
-_TILES: dict = {}
+#: tile choices a driver remembers (its ``tiles``): more, and it forgets them all
+_TILES_KEPT = 256
+
+
+def _remember(memo: dict, key, got) -> None:
+    if len(memo) > _TILES_KEPT:
+        memo.clear()
+    memo[key] = got
 
 
 def _choose_tiles(nb: np.ndarray, ls: int, ct: bool, target: int, gen: float | None = None,
@@ -144,6 +152,7 @@ class GCMDriver(DeviceAEAD):
         super().__init__(backend, aead, name, ct=ct, gh=gh, grp=grp, ctr=ctr, ls=ls, roll=roll,
                          pf=pf, mad=mad, regs=regs, hd=hd, tw=tw, tr=tr, tf=tf)
         self.ct = bool(ct)
+        self.tiles: dict = {}   # this driver's tile choices (choose_tiles, pos_tiles)
         gh, grp, ctr, roll, pf = int(gh), int(grp), int(ctr), int(roll), int(pf)
         mad, regs, hd, tw, tr = int(mad), int(regs), int(hd), int(tw), int(tr)
         tf = int(tf)
@@ -205,10 +214,10 @@ class GCMDriver(DeviceAEAD):
             return _bitlen(self.tw) - 1, _bitlen(self.tr) - 1
         g = _POS_GEN_COST[self.ct]
         if self.hd != 2:
-            return choose_tiles(nb, self.ls, self.ct, target, gen=g, wmin=0)
+            return choose_tiles(nb, self.ls, self.ct, target, gen=g, wmin=0, memo=self.tiles)
         key = ("hd2", int(nb.shape[0]), int(nb.sum()), int(nb.min()), int(nb.max()), self.ls,
                self.ct, target)
-        got = _TILES.get(key)
+        got = self.tiles.get(key)
         if got is not None:
             return got
         ls = self.ls
@@ -232,9 +241,7 @@ class GCMDriver(DeviceAEAD):
                 if best is None or t < best[0] - 1e-9:
                     best = (t, wlog, rlog)
         got = (best[1], best[2])
-        if len(_TILES) > 256:
-            _TILES.clear()
-        _TILES[key] = got
+        _remember(self.tiles, key, got)
         return got
 
     def factors(self, max_tiles: int, wlog: int, rlog: int, pos: bool) -> int:
@@ -285,7 +292,8 @@ class GCMDriver(DeviceAEAD):
             # or ~4 (ct) per table step
             wlog, rlog = self.pos_tiles(nb, b.resident_items(self.prg, "gcm_ghash_pos"))
         else:
-            wlog, rlog = choose_tiles(nb, ls, self.ct, b.resident_items(self.prg, "gcm_ghash"))
+            wlog, rlog = choose_tiles(nb, ls, self.ct, b.resident_items(self.prg, "gcm_ghash"),
+                                      memo=self.tiles)
         tlog = wlog + rlog
         tiles_m = self.tile_counts(nb, tlog, pos)
         tile_off = np.zeros(m + 1, dtype=np.int64)

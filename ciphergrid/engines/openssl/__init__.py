@@ -20,7 +20,7 @@ import os
 from ..base import Engine, Session
 from .bulk import crypt, run
 from .libcrypto import BACKEND_NAME, openssl_version, speed_loop
-from .threads import CORES
+from .threads import host_threads
 
 __all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "openssl_version",
            "BACKEND_NAME", "speed_loop"]
@@ -29,6 +29,7 @@ __all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "openssl_version",
 def device_info():
     """The OpenSSL engine as a device: ``native``, every core of the host."""
     from ...backends.base import DeviceInfo
+    from ...runtime import usable_cores
 
     try:
         ver = openssl_version()
@@ -36,7 +37,7 @@ def device_info():
         ver = "OpenSSL"
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
     return DeviceInfo(spec="native", runtime="native", name=f"{ver} ({_cpu_name()})", kind="cpu",
-                      compute_units=CORES, memory=int(mem), vendor="OpenSSL",
+                      compute_units=usable_cores(), memory=int(mem), vendor="OpenSSL",
                       platform=BACKEND_NAME)
 
 
@@ -52,21 +53,25 @@ def _cpu_name() -> str:
 
 
 class OpenSSLSession(Session):
-    #: threads a call runs on (None: every core); the scheduler gives the GPUs' pipelines theirs
+    #: threads a call runs on (None: its runtime's budget); the scheduler gives the GPUs'
+    #: pipelines theirs
     threads: int | None = None
 
     def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None) -> None:
         req = self.req.at(first_block, chain) if first_block else self.req
         req.check_length(src.nbytes)
         if src.nbytes:
-            run(req, src, dst, threads=self.threads or CORES)
+            host = self.engine.host
+            run(req, src, dst, self.threads or host.budget, host)
 
 
 class OpenSSLEngine(Engine):
     kind = "openssl"
 
-    def __init__(self, info=None):
+    def __init__(self, info=None, host=None):
         self.info = info or device_info()
+        #: the host threads of the runtime that made it (a runtime.Threads: budget and pool)
+        self.host = host_threads(host)
 
     @property
     def device(self):
@@ -96,11 +101,11 @@ class OpenSSLEngine(Engine):
         from . import aead
 
         start_beside(beside)
-        return aead.seal(batch)
+        return aead.seal(batch, self.host)
 
     def open(self, batch, tags, impl: str | None = None):
         """Decrypt and verify every message; the mask of those whose tag verified (the others'
         plaintext is zeroed)."""
         from . import aead
 
-        return aead.open_(batch, tags)
+        return aead.open_(batch, tags, self.host)

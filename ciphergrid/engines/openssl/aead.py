@@ -11,7 +11,7 @@ returning the mask of those that verified.
 from __future__ import annotations
 
 
-from .threads import CORES as _CORES, NEVER, run_all
+from .threads import NEVER, host_threads, run_all
 from ..._lazy import numpy_for
 
 np = numpy_for(__name__)
@@ -78,7 +78,7 @@ def _one(name: str, kind: str, encrypt: bool, key: bytes, nonce: bytes, aad: byt
     return ctx.tag[:tag_length] if encrypt else True
 
 
-def _run(batch, tags_in):
+def _run(batch, tags_in, host):
     from ... import aeads
 
     kind = aeads.lookup(batch.name).openssl[batch.name]
@@ -98,13 +98,14 @@ def _run(batch, tags_in):
                                   None if tags_in is None else tags_in[i].tobytes())
         return job
 
-    threads = _CORES
+    threads = host.budget
     small = m < _THREADED_MIN_MESSAGES and batch.src.nbytes < _THREADED_MIN_BYTES
     if small or threads == 1 or m == 1:
         part(0, m)(NEVER)
         return results
     step = -(-m // threads)
-    run_all([part(lo, min(m, lo + step)) for lo in range(0, m, max(1, step))] or [lambda c: None])
+    run_all([part(lo, min(m, lo + step)) for lo in range(0, m, max(1, step))] or [lambda c: None],
+            host)
     return results
 
 
@@ -113,8 +114,9 @@ EVP_NAMES = {"aes-128-gcm": "AES-128-GCM", "aes-192-gcm": "AES-192-GCM", "aes-25
              "chacha20-poly1305": "ChaCha20-Poly1305"}
 
 
-def _c_run(batch, tags: np.ndarray, ok: np.ndarray) -> bool:
-    """The batch through the C loop on every core; False when there is no C loop."""
+def _c_run(batch, tags: np.ndarray, ok: np.ndarray, host) -> bool:
+    """The batch through the C loop on ``host``'s threads (a runtime.Threads: its budget); False
+    when there is no C loop."""
     from .libcrypto import LIB, c_loop, fail, fn_addr, evp_cipher
 
     m = batch.count
@@ -132,7 +134,7 @@ def _c_run(batch, tags: np.ndarray, ok: np.ndarray) -> bool:
     ptr = {k: v.ctypes.data for k, v in arrays.items()}
     fns = [fn_addr(f) for f in (LIB.EVP_CipherInit_ex, LIB.EVP_CipherUpdate, LIB.EVP_CipherFinal_ex,
                                 LIB.EVP_CIPHER_CTX_ctrl, LIB.ERR_clear_error)]
-    threads = _CORES
+    threads = host.budget
     total = int(batch.off[-1])
     if m < _THREADED_MIN_MESSAGES and total < _THREADED_MIN_BYTES or m == 1:
         threads = 1
@@ -159,7 +161,7 @@ def _c_run(batch, tags: np.ndarray, ok: np.ndarray) -> bool:
                 LIB.EVP_CIPHER_CTX_free(ctx)
         return job
 
-    run_all([part(a, b) for a, b in ranges] or [lambda c: None])
+    run_all([part(a, b) for a, b in ranges] or [lambda c: None], host)
     return True
 
 
@@ -311,23 +313,28 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, 
     return min(failed) if failed else -1
 
 
-def seal(batch) -> np.ndarray:
+def seal(batch, host=None) -> np.ndarray:
+    """The tags of ``batch`` sealed on ``host``'s threads (None: this thread's runtime's)."""
+    host = host_threads(host)
     tags = np.empty((batch.count, batch.tag_length), dtype=np.uint8)
-    if batch.name in EVP_NAMES and _c_run(batch, tags, np.empty(0, dtype=np.uint8)):
+    if batch.name in EVP_NAMES and _c_run(batch, tags, np.empty(0, dtype=np.uint8), host):
         return tags
-    res = _run(batch, None)
+    res = _run(batch, None, host)
     tags = np.empty((batch.count, batch.tag_length), dtype=np.uint8)
     for i, t in enumerate(res):
         tags[i] = np.frombuffer(t, dtype=np.uint8)
     return tags
 
 
-def open_(batch, tags_in: np.ndarray) -> np.ndarray:
+def open_(batch, tags_in: np.ndarray, host=None) -> np.ndarray:
+    """The mask of ``batch``'s verified messages, opened on ``host``'s threads (None: this
+    thread's runtime's)."""
+    host = host_threads(host)
     ok8 = np.zeros(batch.count, dtype=np.uint8)
     tags = np.ascontiguousarray(tags_in, dtype=np.uint8).copy()
-    if batch.name in EVP_NAMES and _c_run(batch, tags, ok8):
+    if batch.name in EVP_NAMES and _c_run(batch, tags, ok8, host):
         return ok8.astype(bool)
-    ok = np.array(_run(batch, tags_in), dtype=bool)
+    ok = np.array(_run(batch, tags_in, host), dtype=bool)
     for i in np.flatnonzero(~ok):
         batch.dst[batch.off[i]:batch.off[i + 1]] = 0
     return ok

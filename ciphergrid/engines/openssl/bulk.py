@@ -19,7 +19,7 @@ import sys
 from ... import buffers, registry
 from ...errors import InvalidArgument
 from . import contexts, xts
-from .threads import CORES, run_all, split
+from .threads import host_threads, run_all, split
 from ..._lazy import numpy_for
 
 np = numpy_for(__name__)
@@ -34,7 +34,7 @@ def crypt(name: str, key: bytes, iv: bytes | None, data, encrypt: bool, *,
 
     Returns ``bytes``, or ``out`` (filled in) when a preallocated buffer is given.  The result is
     byte-identical to ``openssl enc -<name> -nopad`` and to pyca cryptography.  Large inputs are
-    split over ``threads`` threads (default: all CPUs) in parts of at least ``threads.MIN_CHUNK``.
+    split over ``threads`` threads (default: the runtime's thread budget) in parts of at least ``threads.MIN_CHUNK``.
     XTS: without ``sector_size`` the whole input is one data unit with tweak ``iv``; with
     ``sector_size=S`` (usually a multiple of 16; any S >= 16 works) unit n has the tweak
     ``(start_sector + n)`` as 16 little-endian bytes (dm-crypt plain64), ``iv`` must be None, and
@@ -49,8 +49,9 @@ def crypt(name: str, key: bytes, iv: bytes | None, data, encrypt: bool, *,
         raise InvalidArgument("key must be bytes-like") from None
     req = make_request(registry.lookup(name), key, iv, encrypt, sector_size=sector_size,
                        start_sector=start_sector if sector_size is not None else None)
+    host = host_threads()
     if threads is None:
-        threads = CORES
+        threads = host.budget
     threads = int(threads)
     if threads < 1:
         raise InvalidArgument(f"threads must be >= 1, got {threads}")
@@ -64,24 +65,24 @@ def crypt(name: str, key: bytes, iv: bytes | None, data, encrypt: bool, *,
         result, dst = _new_output(n)
     if n == 0:
         return result if out is not None else b""
-    run(req, src, dst, threads)
+    run(req, src, dst, threads, host)
     if out is not None:
         return result
     return bytes(result) if isinstance(result, bytearray) else result
 
 
-def run(req, src, dst, threads: int) -> None:
+def run(req, src, dst, threads: int, host=None) -> None:
     """A validated request over ``src`` into ``dst`` (flat uint8 arrays or byte memoryviews of
     the same size, checked for the mode's lengths; ``dst`` may be ``src``) on ``threads``
-    threads."""
+    threads (of ``host``'s pool: a runtime.Threads; None: this thread's runtime's)."""
     if req.sector_size is not None or req.mode.key_count == 2:  # XTS
         a = buffers.as_u8(src)
-        xts.run(req, a, a if dst is src else buffers.as_u8(dst), threads)
+        xts.run(req, a, a if dst is src else buffers.as_u8(dst), threads, host)
     else:
-        _block_modes(req, src, dst, threads)
+        _block_modes(req, src, dst, threads, host)
 
 
-def _block_modes(req, src, dst, threads) -> None:
+def _block_modes(req, src, dst, threads, host) -> None:
     """ECB, CBC, CTR: the message cut into parts on block boundaries, one EVP context each,
     started at its block (Request.at: the mode's state there); a serial direction on one."""
     bs = req.block_size
@@ -101,7 +102,7 @@ def _block_modes(req, src, dst, threads) -> None:
                 ctx.final()
             return run
 
-        run_all([job(c, off, length) for c, (off, length) in zip(ctxs, parts)])
+        run_all([job(c, off, length) for c, (off, length) in zip(ctxs, parts)], host)
     finally:
         for c in ctxs:
             c.free()

@@ -1,6 +1,6 @@
-"""The OpenSSL engine's threads: one pool for the process (a new one in a forked child, which has
-the parent's pool object but none of its threads), runs of jobs that share a cancel event, and
-the cut of a message into parts for them.
+"""The OpenSSL engine's threads: runs of jobs on a runtime's worker pool (runtime.Threads: its
+budget, a new pool in a forked child) that share a cancel event, and the cut of a message into
+parts for them.
 
 A job is a callable ``job(cancel)`` that looks at ``cancel`` (a threading.Event) between steps of
 at most :data:`STEP` bytes (:func:`check_cancel`); :func:`run_all` returns only when no job of its
@@ -10,13 +10,7 @@ after.
 
 from __future__ import annotations
 
-import os
 import threading
-TYPE_CHECKING = False   # (typing itself costs the command line ~3 ms of start-up)
-
-if TYPE_CHECKING:  # (imported when a run first needs the pool: a one-job run, such as a piece of
-    # the file path, never does)
-    from concurrent.futures import ThreadPoolExecutor
 
 #: smallest amount of work (bytes) given to one thread; smaller inputs run in the calling thread
 MIN_CHUNK = 1 << 20
@@ -24,39 +18,14 @@ MIN_CHUNK = 1 << 20
 #: worker within one step, a small fraction of a second, before the contexts are freed)
 STEP = 32 << 20
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_SIZE = 0
-_POOL_PID = 0
-_POOL_LOCK = threading.Lock()
 
+def host_threads(threads=None):
+    """``threads`` (a runtime.Threads), else this thread's runtime's."""
+    if threads is not None:
+        return threads
+    from ...runtime import current
 
-def _after_fork_in_child() -> None:
-    global _POOL_LOCK
-    _POOL_LOCK = threading.Lock()   # (it may have been held by a thread the child does not have)
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-#: the host's logical cores, read once (os.cpu_count reads /sys on every call: ~6 us a time on
-#: a VM, more than a 4 KiB AES call takes)
-CORES = os.cpu_count() or 1
-
-
-def _pool(workers: int) -> ThreadPoolExecutor:
-    from concurrent.futures import ThreadPoolExecutor
-
-    global _POOL, _POOL_SIZE, _POOL_PID
-    with _POOL_LOCK:
-        forked = _POOL is not None and _POOL_PID != os.getpid()
-        if _POOL is None or _POOL_SIZE < workers or forked:
-            old = _POOL
-            _POOL_SIZE = max(workers, CORES)
-            _POOL = ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="cg-native")
-            _POOL_PID = os.getpid()
-            if old is not None and not forked:  # (a child must not wait for threads it lacks)
-                old.shutdown(wait=False)
-        return _POOL
+    return current().threads
 
 
 class Cancelled(Exception):
@@ -80,9 +49,10 @@ class _Never:
 NEVER = _Never()
 
 
-def run_all(jobs) -> None:
-    """Run callables ``job(cancel)``: the first in this thread, the rest on the pool; wait for
-    all, then raise the first error.
+def run_all(jobs, threads=None) -> None:
+    """Run callables ``job(cancel)``: the first in this thread, the rest on the pool of
+    ``threads`` (a runtime.Threads; None: this thread's runtime's); wait for all, then raise the
+    first error.
 
     A failure or an interrupt (KeyboardInterrupt, a signal turned into an exception) sets
     ``cancel``: the other workers stop at their next step.  This returns only when no worker is
@@ -94,7 +64,7 @@ def run_all(jobs) -> None:
     cancel = threading.Event()
     from concurrent.futures import wait
 
-    pool = _pool(len(jobs) - 1)
+    pool = host_threads(threads).pool(len(jobs) - 1)
     futures = [pool.submit(j, cancel) for j in jobs[1:]]
     first_exc = None
     try:

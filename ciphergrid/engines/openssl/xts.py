@@ -23,18 +23,19 @@ ECB_BATCH = 4 << 20
 CTYPES_THREAD_MIN_UNIT = 32 << 10
 
 
-def run(req, src: np.ndarray, dst: np.ndarray, threads: int) -> None:
-    """An XTS request (checked for its lengths) over ``src`` into ``dst`` on ``threads`` threads."""
+def run(req, src: np.ndarray, dst: np.ndarray, threads: int, host=None) -> None:
+    """An XTS request (checked for its lengths) over ``src`` into ``dst`` on ``threads`` threads
+    (of ``host``'s pool: a runtime.Threads, None: this thread's runtime's)."""
     spec = req.spec
     if req.sector_size is not None:  # data units
         if not contexts.has_evp(spec.name):
             from_ecb(spec, req.key, None, src, dst, req.encrypt, threads, req.sector_size,
-                     req.start_sector)
+                     req.start_sector, host)
         else:
             sectors(spec.name, req.key, src, dst, req.encrypt, threads, req.sector_size,
-                    req.start_sector)
+                    req.start_sector, host)
     elif not contexts.has_evp(spec.name):  # one data unit
-        from_ecb(spec, req.key, req.iv, src, dst, req.encrypt, threads, None, 0)
+        from_ecb(spec, req.key, req.iv, src, dst, req.encrypt, threads, None, 0, host)
     else:
         n = src.size
         if n > MAX_UPDATE:
@@ -59,7 +60,7 @@ def sector_tweaks(start_sector: int, count: int) -> np.ndarray:
     return t.view(np.uint8).reshape(count, 16)
 
 
-def sectors(evp_name, key, src, dst, encrypt, threads, unit, start_sector) -> None:
+def sectors(evp_name, key, src, dst, encrypt, threads, unit, start_sector, host=None) -> None:
     """Data units of ``unit`` bytes (the last may be shorter), unit k with the tweak
     ``start_sector + k``, through the EVP cipher: whole units per thread."""
     n = src.size
@@ -82,7 +83,7 @@ def sectors(evp_name, key, src, dst, encrypt, threads, unit, start_sector) -> No
                     ctx.xts_units(tweaks, a // unit, src, dst, a, m, unit)
             return run
 
-        run_all([job(c, off, length) for c, (off, length) in zip(ctxs, parts)])
+        run_all([job(c, off, length) for c, (off, length) in zip(ctxs, parts)], host)
     finally:
         for c in ctxs:
             c.free()
@@ -153,7 +154,8 @@ def masks(t0: np.ndarray, nblocks: int) -> np.ndarray:
     return m
 
 
-def from_ecb(spec, key, iv, src, dst, encrypt, threads, sector_size, start_sector) -> None:
+def from_ecb(spec, key, iv, src, dst, encrypt, threads, sector_size, start_sector,
+             host=None) -> None:
     """XTS composed from the cipher's ECB mode: C = E_k1(P ^ T*alpha^j) ^ T*alpha^j with
     T = E_k2(tweak); whole units in batches (masks, ECB, masks), spread over threads."""
     ecb = spec.name[: -len("xts")] + "ecb"
@@ -185,7 +187,7 @@ def from_ecb(spec, key, iv, src, dst, encrypt, threads, sector_size, start_secto
     if full_units:
         parts = split(full_units * unit, unit, threads)
         run_all([(lambda cancel, a=off // unit, b=(off + length) // unit: run(a, b, cancel))
-                 for off, length in parts])
+                 for off, length in parts], host)
     for u in range(full_units, count):
         off = u * unit
         m = min(unit, n - off)
