@@ -294,7 +294,7 @@ def _load_module(name: str) -> None:
 def _load_for(key: str) -> None:
     """The module a name most likely comes from (``aes-128-ctr``: ``algorithms/aes.py``) first;
     every module only where that one does not define the name.  A command that enciphers with one
-    cipher does not import (and build the tables of) the others: 30-40 ms of its start-up."""
+    cipher does not import (and build the tables of) the others in its start-up."""
     if not known(key):
         _load()
 

@@ -77,8 +77,8 @@ _RCON = _rcons()
 
 def expand_key_words(key: bytes) -> list[int]:
     """FIPS 197 KeyExpansion: the (Nr+1)*4 round-key words as ints (big-endian byte order, as
-    FIPS 197 writes them).  One round's words per step (about 3 us for AES-128): the key schedule
-    is on the path of every one-shot call."""
+    FIPS 197 writes them).  One round's words per step: the key schedule is on the path of every
+    one-shot call."""
     nk = len(key) >> 2
     w = list(struct.unpack(f">{nk}I", key))
     if nk == 4:
@@ -264,7 +264,7 @@ class AES(BlockCipher):
         # -- steps that did not pay, each on top of +persistent-grid (docs/benchmarks.md) ------
         "alt-two-tables": _tables(2, 16),
         "alt-2-blocks-per-item": _tables(2, 16, batch=2),
-        # -- the default: the fastest measured on the H200 (docs/benchmarks.md) ---------------
+        # -- the default: the fastest on a GPU (docs/benchmarks.md 2, ablation) ---------------
         "fast": _tables(1, 32, mad_index=1),
         # -- constant time: bitsliced, no tables (kernels/aes_bs.cl); CTR works on aligned counter
         # tiles of 32 x local_size blocks.  "ct-c": the compiler maps the S-box circuit; "ct"

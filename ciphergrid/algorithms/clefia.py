@@ -400,10 +400,9 @@ class CLEFIA(BlockCipher):
     implementations = {
         # the default: two 1 KiB tables per F-function (columns 2 and 3 are columns 0 and 1
         # rotated by 16), 8 copies of each in work-group memory (32 KiB: CUDA's static shared
-        # memory stops at 48 KiB, so 16 copies did not build on the H100), keys in registers,
-        # persistent grid
-        # persistent grid, two blocks per work-item (H100, 2026-11-24: 320.9 GB/s against 311.2
-        # with one: docs/benchmarks.md)
+        # memory stops at 48 KiB, so 16 copies do not build), keys in registers, persistent
+        # grid, two blocks per work-item (faster than one: docs/benchmarks.md 0a, 'The ISO
+        # block ciphers')
         "fast": _fast(batch=2),
         # variants timed on GPUs (docs/benchmarks.md)
         "alt-eight-tables": _fast(tables=8, copies=4),      # four tables per F, no rotation (32 KiB)

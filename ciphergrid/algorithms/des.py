@@ -234,7 +234,7 @@ def _gate_cost(gates) -> int:
 
 
 #: the input orders of the S-box circuits in des_bs.cl: for each S-box the order with the fewest
-#: two-input operations (then gates) of all 720 (``best_circuit_order``; about 2 s each to search)
+#: two-input operations (then gates) of all 720 (``best_circuit_order`` searches them)
 BS_ORDERS = ((3, 5, 0, 1, 2, 4), (1, 5, 4, 3, 0, 2), (0, 1, 4, 2, 3, 5), (5, 1, 4, 3, 0, 2),
              (2, 3, 4, 1, 0, 5), (0, 3, 5, 1, 2, 4), (0, 1, 5, 2, 3, 4), (4, 5, 0, 2, 1, 3))
 
@@ -552,10 +552,8 @@ class DES(BlockCipher):
     implementations = {
         # FIPS 46-3 as written: the permutations and S-boxes bit by bit, one block per work-item
         "reference": Implementation("des_ref.cl", grid="per-block"),
-        # the default, by measurement (H100, 2026-11-25, 256 MiB CTR, GB/s per SM per GHz: DES
-        # 2.208-2.224, 3-key TDEA 1.003, against the first bitsliced kernel's 1.157 and 0.385;
-        # docs/benchmarks.md): des_lut.cl with a round's key masks as vector loads, bitsliced,
-        # constant time
+        # the default, the fastest on a GPU (docs/benchmarks.md 0c, 'The 64-bit ciphers' kernels'):
+        # des_lut.cl with a round's key masks as vector loads, bitsliced, constant time
         "fast": _LOP3_VEC,
         "ct": _LOP3_VEC,
         # the first bitsliced kernel (kernels/des_bs.cl): S-boxes as AND/OR/XOR circuits

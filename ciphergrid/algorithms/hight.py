@@ -167,8 +167,8 @@ def _fast(groups: int = 1, keys_local: int = 0, grid: str = "persistent") -> Imp
                           defines={"HIGHT_GROUPS": groups, "HIGHT_KEYS_LOCAL": keys_local})
 
 
-#: the default, by measurement (H100, 2026-11-24, 256 MiB CTR): keys in work-group memory 222 GB/s,
-#: from global memory 188 (docs/benchmarks.md)
+#: SIMD within a register with keys in work-group memory: faster than from global memory
+#: (docs/benchmarks.md 0a, 'The ISO block ciphers')
 _FAST = _fast(keys_local=1)
 
 
@@ -192,8 +192,7 @@ class HIGHT(BlockCipher):
     implementations = {
         # the specification, byte by byte, one block per work-item
         "reference": Implementation("hight_ref.cl", grid="per-block", constant_time=True),
-        # the default by measurement (H100, 2026-11-25, 256 MiB CTR, GB/s per SM per GHz: 1.982,
-        # against 0.877 for the SIMD-within-a-register kernel, 1.480 for mul-4; docs/benchmarks.md):
+        # the default, the fastest on a GPU (docs/benchmarks.md 0c, 'The 64-bit ciphers' kernels'):
         # bitsliced (kernels/hight_bs.cl), 32 blocks per work-item, ripple-carry adders on planes
         "fast": _BS,
         # SIMD within a register: 4 blocks per work-item, byte-lane adds with carry masking

@@ -320,9 +320,9 @@ class MISTY1(BlockCipher):
     implementations = {
         # the RFC's FO/FI/FL, S7/S9 in constant memory, EK from device memory, one block per item
         "reference": _impl(False),
-        # the default by measurement (H100, 2026-11-25, 256 MiB CTR, GB/s per SM per GHz: 1.525,
-        # against 0.896 for the tables, 0.976 with 16 copies; docs/benchmarks.md): bitsliced
-        # (kernels/misty1_bs.cl), 32 blocks per work-item, S7/S9 as Boolean circuits, no table
+        # the default, the fastest on a GPU (docs/benchmarks.md 0c, 'The 64-bit ciphers' kernels'):
+        # bitsliced (kernels/misty1_bs.cl), 32 blocks per work-item, S7/S9 as Boolean circuits,
+        # no table
         "fast": _BS,
         "ct": _BS,
         # fused FI tables in work-group memory (8 copies), keys in registers, persistent grid

@@ -311,8 +311,7 @@ class PRESENT(BlockCipher):
     implementations = {
         # one block per work-item, the S-box as a 16-entry table, pLayer bit by bit
         "reference": Implementation("present.cl", grid="per-block"),
-        # the default by measurement (H100, 2026-11-25, 256 MiB CTR, GB/s per SM per GHz:
-        # PRESENT-80 1.739, against 1.453 for the first bitsliced kernel; docs/benchmarks.md):
+        # the default, the fastest on a GPU (docs/benchmarks.md 0c, 'The 64-bit ciphers' kernels'):
         # bitsliced, 32 blocks per work-item, the 9-gate LUT circuit adding the round keys, in 128
         # registers (below); constant time, no table
         "fast": _LOP3O_R128,
