@@ -42,8 +42,8 @@ from .registry import kind_of_runtime
 AUTO_GPU_MIN_BYTES = 1 << 20
 #: a file or pipe (path "stream") of a cipher the CPU has instructions for (AES-NI, ARMv8 AES)
 #: goes to OpenSSL from this many cores on: the filesystem bounds the stream and OpenSSL keeps up
-#: with it where the GPU's file path does not (H100 host, 16 cores, 4 GiB AES-128-CTR:
-#: OpenSSL 0.96-0.97 of cat, the GPU 0.56-0.70; docs/benchmarks.md section 5)
+#: with it where the GPU's file path does not (docs/benchmarks.md, 'Figures moved from code
+#: comments')
 AUTO_FILES_OPENSSL_MIN_CORES = 8
 
 #: paths: data on the host (arrays), on the GPU ("resident"), or a file / pipe ("stream")
@@ -265,11 +265,9 @@ def _gpu_takes_host_aead(spec, gpu, nbytes: int | None, count: int) -> bool:
     to OpenSSL: a batch (its pieces overlapped, transfer/batches.py) from AUTO_GPU_MIN_BYTES on;
     one message from the AEAD's ``gpu_one_message_min`` on, up to a quarter of the GPU's memory
     (its job holds its texts in and out on the device; from two slices on they move in slices,
-    overlapped).  Measured host -> host on an H100 host, OpenSSL on 16
-    cores (docs/benchmarks.md 0l): AES-128-GCM 1024 x 16 KiB 10.8 GB/s against 3.5, 131072 x 4
-    KiB 27.2 against 16.6, one 32 MiB message 15.2 against 4.8 (OpenSSL: one core per
-    message), one 4 MiB message 3.2 against 4.9.  A CUDA GPU only: an OpenCL GPU's runtime
-    copies the texts through its own staging (not measured against OpenSSL)."""
+    overlapped): there the GPU is faster host -> host than OpenSSL on every core, below it
+    slower (docs/benchmarks.md 0l).  A CUDA GPU only: an OpenCL GPU's runtime copies the texts
+    through its own staging (not compared with OpenSSL)."""
     if getattr(gpu, "runtime", None) != "cuda":
         return False
     if nbytes is None:
@@ -312,9 +310,8 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
             path = "array"
         return plan(eng, path, how)
     # a file's message (the command line) goes to OpenSSL where it has the AEAD: a one-shot
-    # process pays the GPU's start-up and the locking of the file's pages (H100 host, one 256 MiB
-    # file: aes-256-gcm 1.99 s on the GPU against 1.29 with OpenSSL, chacha20-poly1305 1.96
-    # against 1.13; docs/benchmarks.md 0l)
+    # process pays the GPU's start-up and the locking of the file's pages, which cost more than
+    # OpenSSL's whole run (docs/benchmarks.md 0l)
     if ossl is not None and path == "stream":
         return plan(_openssl(), "array", ossl, choice="a file's message: OpenSSL has it")
     large = nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES or path == "resident"
