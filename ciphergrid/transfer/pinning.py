@@ -55,8 +55,8 @@ def _base(arr: np.ndarray):
 def _populate_write(addr: int, n: int) -> None:
     """Fault in (writable) the pages of [addr, addr + n) of a shared file mapping, so that locking
     them does not: several threads do this for their chunks at once, where the driver's page
-    locking would fault them in one by one.  One write per page, of the byte's own value (16
-    threads: 64 GB/s on the H200 host's huge-page tmpfs, where MADV_POPULATE_WRITE gave 7.5-31)."""
+    locking would fault them in one by one.  One write per page, of the byte's own value (faster
+    than MADV_POPULATE_WRITE: docs/benchmarks.md 4b)."""
     import ctypes
 
     a = addr - addr % PAGE

@@ -124,9 +124,8 @@ class GCMDriver(DeviceAEAD):
           E(K, J0) blocks after the text): 3 (fast) tiles of 16 x 32 text blocks per sub-group of
           32 work-items, so that messages of 8 KiB (or multiples) are whole tiles whose counters
           and addresses come from registers; 4 (ct) tiles of 32 x 32 text blocks, 16 KiB
-          messages whole tiles, the counters bitsliced directly (gcm_bs_ctr).  (Session 11
-          removed ctr 1 and 2 and ct 1..3, the same passes in counter-block space, and the fused
-          kernels of ``fuse`` 1 and 2: slower everywhere they were measured, docs/ciphers/aes-gcm.md);
+          messages whole tiles, the counters bitsliced directly (gcm_bs_ctr).  (No passes in
+          counter-block space and no fused kernels: slower everywhere, docs/ciphers/aes-gcm.md);
         * ``ls``: the work-group size (0: LOCAL_SIZE; a power of two >= MIN_W);
         * ``roll``: 1 the 4-bit positional multiply (gh=2, ct gh=1) rolled over the bytes of
           each word (fewer registers);
