@@ -28,7 +28,8 @@ def _found():
 
 def _runtime_devices(runtime: str) -> tuple[DeviceInfo, ...]:
     """The devices of one device runtime, enumerated once per :class:`Runtime` (each device
-    runtime's start-up costs 0.1-0.2 s: a spec that names one does not pay for the others)."""
+    runtime's start-up is a large part of a command's: a spec that names one does not pay for
+    the others)."""
     found = _found()
     got = found.by_runtime.get(runtime)
     if got is None:
@@ -79,7 +80,7 @@ GPU_NODES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dri/renderD*", "/dev/dxg")
 def gpu_nodes_present() -> bool:
     """Whether this machine shows a GPU at all (on Linux: one of GPU_NODES exists; elsewhere:
     assumed; looked at once per runtime).  Without one, the automatic choice starts no GPU
-    runtime (no PyOpenCL, no CuPy import: 0.1-0.3 s of a CPU-only command's start-up)."""
+    runtime (no PyOpenCL, no CuPy import in a CPU-only command's start-up)."""
     found = _found()
     if found.gpu_nodes is None:
         found.gpu_nodes = (not sys.platform.startswith("linux")

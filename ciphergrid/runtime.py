@@ -34,7 +34,7 @@ import os
 import threading
 import weakref
 
-TYPE_CHECKING = False   # (typing itself costs the command line ~3 ms of start-up)
+TYPE_CHECKING = False   # (the command line imports no typing: docs/benchmarks.md 0c, 'Start-up')
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -99,8 +99,8 @@ class Threads:
             return self._pool
 
     def beside(self) -> ThreadPoolExecutor:
-        """The one thread for host work beside the devices' (kept: starting a thread per call costs
-        the caller ~1 ms of waiting for it)."""
+        """The one thread for host work beside the devices' (kept: a thread started per call
+        would make the caller wait for it)."""
         from concurrent.futures import ThreadPoolExecutor
 
         with self._lock:
@@ -115,7 +115,8 @@ class Threads:
 
 class Discovery:
     """Device discovery's answers (devices.py): each device runtime's devices (enumerated once: a
-    runtime's start-up costs 0.1-0.2 s), the specs resolved, whether the machine shows a GPU."""
+    runtime's start-up is a large part of a command's), the specs resolved, whether the machine
+    shows a GPU."""
 
     def __init__(self):
         self.lock = threading.RLock()
