@@ -213,3 +213,94 @@ def test_modules_fit_in_a_head():
         if n > MODULE_LINES_MAX and rel not in LONG_MODULES_ALLOWED:
             bad.append(f"{rel}: {n} lines")
     assert bad == []
+
+
+#: what marks a comment or docstring line as history or a measurement, not a rule: a date, a
+#: session, an issue number, a host's model or core count, a figure with a rate or time unit
+#: (approximate, a range or compared), a ratio against another variant, "was N", "no longer"
+_NUM = r"\d+(?:\.\d+)?"
+_TIME = r"(?:ms|us|µs|ns|s)\b"
+HISTORY_MARKERS = {
+    "date": re.compile(r"\b20\d\d-\d\d-\d\d\b"),
+    "session": re.compile(r"\bsession\s+\d", re.I),
+    "issue": re.compile(r"\bissue\s+#?\d", re.I),
+    "measured": re.compile(r"\bmeasured\s+(?:on\s+\d|at\s+\d|\d|faster|slower|the same|no different)"
+                           r"|\bby measurement\b", re.I),
+    "rate": re.compile(rf"{_NUM}\s*(?:[GMK]i?B|Gbit|Gb)/s\b"),
+    "time": re.compile(rf"(?:~|\babout\s+|\bcosts?\s+~?|\btook\s+~?|\bran\s+){_NUM}\s*{_TIME}"
+                       rf"|{_NUM}\s*-\s*{_NUM}\s*{_TIME}|{_NUM}\s*{_TIME}\s+(?:against|vs\b|of a )"),
+    "host": re.compile(r"\b(?:H100|H200|A100|V100|EPYC|Xeon|Ryzen|Threadripper|Zen\s*\d\s+core"
+                       r"|\d+-core\s+(?:machine|VM|host)|(?:on|with)\s+\d+\s+cores)\b"),
+    "compared": re.compile(rf"\b{_NUM}\s+(?:against|vs\.?)\s+{_NUM}|\b{_NUM}x\s+\w"
+                           rf"|\b{_NUM}\s*x\s+(?:faster|slower)\b|{_NUM}\s*%\s*(?:faster|slower)"
+                           rf"|\s[+-]{_NUM}\s*%|\b{_NUM}\s*-\s*{_NUM}\s*%|\b(?:two|three|four)fold\b", re.I),
+    "was": re.compile(r"\bbefore:\s*[~\d]|\b(?:was|were)\s+~?\d|\bused to be\b|\bpreviously\b|\bformerly\b"
+                      r"|\bno longer\b|\buntil now\b", re.I),
+}
+
+#: lines of the package that match a marker and are rules all the same, as {(path, text): why}
+HISTORY_ALLOWED: dict[tuple[str, str], str] = {
+    ("algorithms/des.py", "2024-01-01"): "the day a standard was withdrawn: the policy's source",
+}
+
+
+def comment_and_docstring_lines(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every comment (tokenize) and every line of a module's, class's or
+    function's docstring (ast) of ``source``; ````literal```` spans (examples of output) left out."""
+    import ast
+    import io
+    import tokenize
+
+    found = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+             if tok.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                found += [(body[0].lineno + i, text)
+                          for i, text in enumerate(body[0].value.value.splitlines())]
+    return sorted((line, re.sub(r"``.*?``", "", text)) for line, text in found)
+
+
+def history_lines(source: str, rel: str) -> list[str]:
+    bad = []
+    for line, text in comment_and_docstring_lines(source):
+        if any(pat in text for (path, pat) in HISTORY_ALLOWED if path == rel):
+            continue
+        for name, marker in HISTORY_MARKERS.items():
+            if marker.search(text):
+                bad.append(f"{rel}:{line}: [{name}] {text.strip()}")
+                break
+    return bad
+
+
+def test_history_markers_are_found():
+    """The check below sees dates, sessions, hosts, figures and "was" in comments and docstrings,
+    and passes rules that name a unit or a bound, and code that is neither."""
+    src = '''
+"""Seals files.  Measured 0.38 s on the 2-core machine (session 12)."""
+X = "2026-11-24 4.9 GB/s"   # bytes per call; at most 10 s
+def f():
+    """The key schedule (about 3 us for AES-128)."""
+    # 64 MiB pieces: 4.9 GB/s against 3.2 (H100 host); was 16 MiB before
+    # a page is 4096 bytes; 90% of the plateau; keys are wiped at once
+    # on PoCL direct is 4x staged; 2026-11-25
+    return 0
+'''
+    got = [v.split(": ")[1].split("]")[0] + "]" for v in history_lines(src, "x.py")]
+    assert got == ["[session]", "[time]", "[rate]", "[date]"]
+    for text in ("# 16 MiB pieces were 1.7x cat", "# was 16 MiB", "# ~4 ms on a Zen 5 core",
+                 "# the fastest on the H200", "# 0.14 vs 0.21 (4 KiB)", "# by measurement"):
+        assert len(history_lines(text + "\n", "x.py")) == 1, text
+    assert history_lines('# NIST withdrew it on 2024-01-01\n', "algorithms/des.py") == []
+
+
+def test_comments_state_rules_not_history():
+    """Comments and docstrings of the package say what the code guarantees and why, in the
+    present tense: no dates, sessions, hosts or measured figures (those belong in
+    docs/benchmarks.md, to which a comment points: "(docs/benchmarks.md, 'Files')")."""
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        bad += history_lines(path.read_text(), path.relative_to(PKG).as_posix())
+    assert bad == []
