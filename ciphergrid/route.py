@@ -29,7 +29,6 @@ AEGIS) goes to a CPU device before a GPU (one work-item of a CPU core is the fas
 from __future__ import annotations
 
 import functools
-import os
 from .devices import first_cpu, first_gpu, is_multi, member_specs, resolve
 from .runtime import current
 from .errors import Error
@@ -91,10 +90,11 @@ def _cpu_flags() -> frozenset:
 
 def host_keeps_up_with_files(spec) -> bool:
     """Whether OpenSSL on this host's cores runs a file of ``spec`` at the filesystem's speed:
-    the CPU has instructions for the cipher (``BlockCipher.cpu_flag``) and enough cores."""
+    the CPU has instructions for the cipher (``BlockCipher.cpu_flag``) and the runtime's thread
+    budget has enough cores."""
     flag = getattr(spec.algorithm, "cpu_flag", None)
     return (flag is not None and flag in _cpu_flags()
-            and (os.cpu_count() or 1) >= AUTO_FILES_OPENSSL_MIN_CORES)
+            and current().threads.budget >= AUTO_FILES_OPENSSL_MIN_CORES)
 
 
 def _mib(n: int) -> str:
@@ -107,7 +107,7 @@ def _auto(req, nbytes: int | None, path: str):
     dev_cap = spec.capability("device", enc)
     ossl = spec.capability("openssl", enc)
     if path == "stream" and ossl == "parallel" and host_keeps_up_with_files(spec):
-        return _openssl(), "parallel", (f"OpenSSL on {os.cpu_count()} cores keeps up with "
+        return _openssl(), "parallel", (f"OpenSSL on {current().threads.budget} cores keeps up with "
                                         f"files of {spec.name}")
     fits = nbytes is None or req.mode.device_runs(req, nbytes)
     large = nbytes is None or nbytes >= AUTO_GPU_MIN_BYTES

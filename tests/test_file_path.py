@@ -194,6 +194,7 @@ def test_mapped_path_bytes(name, encrypt, opts, rng, tmp_path, monkeypatch):
 def test_plan_per_filesystem(tmp_path, monkeypatch):
     """The measured choice: pieces of 1 MiB on a disk filesystem, 4 workers at most; serial
     modes and explicit sizes never take the mapped variant."""
+    from ciphergrid.runtime import Runtime, current
     from ciphergrid.transfer import files
 
     src = tmp_path / "in"
@@ -202,13 +203,15 @@ def test_plan_per_filesystem(tmp_path, monkeypatch):
     with open(src, "rb") as fi, open(tmp_path / "out", "wb") as fo:
         e = files.ends(fi, fo)
         monkeypatch.setattr(files, "fs_magic", lambda fd: 0xEF53)   # ext4
-        assert pieces.plan(e, req) == ("pieces", pieces.PIECE, min(pieces.WORKERS, os.cpu_count()))
+        budget = current().threads.budget
+        assert pieces.plan(e, req) == ("pieces", pieces.PIECE, min(pieces.WORKERS, budget))
         monkeypatch.setattr(files, "fs_magic", lambda fd: files.TMPFS_MAGIC)
-        monkeypatch.setattr(os, "cpu_count", lambda: 16)
-        assert pieces.plan(e, req)[0] == "mapped"
-        assert pieces.plan(e, req, piece=1 << 20)[0] == "pieces"
-        cbc = _request("aes-128-cbc", bytes(16), bytes(16), True, {})
-        assert pieces.plan(e, cbc) == ("pieces", pieces.PIECE_TMPFS, pieces.WORKERS)
-        monkeypatch.setattr(os, "cpu_count", lambda: 2)
-        assert pieces.plan(e, req) == ("pieces", pieces.PIECE_TMPFS, 2)
+        with Runtime("16 cores", threads=16):   # (the cores: the runtime's thread budget)
+            assert pieces.plan(e, req)[0] == "mapped"
+            assert pieces.plan(e, req, piece=1 << 20)[0] == "pieces"
+            cbc = _request("aes-128-cbc", bytes(16), bytes(16), True, {})
+            assert pieces.plan(e, cbc) == ("pieces", pieces.PIECE_TMPFS, pieces.WORKERS)
+        assert pieces.plan(e, req, cores=16)[0] == "mapped"
+        with Runtime("2 cores", threads=2):
+            assert pieces.plan(e, req) == ("pieces", pieces.PIECE_TMPFS, 2)
 

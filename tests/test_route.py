@@ -48,17 +48,19 @@ def test_files_of_aes_go_to_openssl_on_hosts_that_keep_up(monkeypatch):
     """A stream (file, pipe) of a cipher the CPU has instructions for goes to OpenSSL from
     AUTO_FILES_OPENSSL_MIN_CORES cores on, whatever GPU is present; other ciphers, arrays, and
     hosts with fewer cores keep the usual order."""
+    from ciphergrid.runtime import Runtime
+
     monkeypatch.setattr(route, "_cpu_flags", lambda: frozenset({"aes", "sse2"}))
-    monkeypatch.setattr(os, "cpu_count", lambda: 16)
-    r = route.route(_req("aes-128-ctr"), "auto", 4 << 30, path="stream")
-    assert r.engine.kind == "openssl" and r.how == "parallel"
-    assert route.host_keeps_up_with_files(registry.lookup("aes-256-xts"))
-    assert not route.host_keeps_up_with_files(registry.lookup("camellia-128-ctr"))  # no cpu_flag
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)
-    assert not route.host_keeps_up_with_files(registry.lookup("aes-128-ctr"))
-    monkeypatch.setattr(os, "cpu_count", lambda: 16)
-    monkeypatch.setattr(route, "_cpu_flags", lambda: frozenset({"sse2"}))
-    assert not route.host_keeps_up_with_files(registry.lookup("aes-128-ctr"))
+    with Runtime("16 cores", threads=16):   # (the runtime's thread budget is the host's cores)
+        r = route.route(_req("aes-128-ctr"), "auto", 4 << 30, path="stream")
+        assert r.engine.kind == "openssl" and r.how == "parallel" and "on 16 cores" in r.choice
+        assert route.host_keeps_up_with_files(registry.lookup("aes-256-xts"))
+        assert not route.host_keeps_up_with_files(registry.lookup("camellia-128-ctr"))  # no cpu_flag
+    with Runtime("4 cores", threads=4):
+        assert not route.host_keeps_up_with_files(registry.lookup("aes-128-ctr"))
+    with Runtime("16 cores", threads=16):
+        monkeypatch.setattr(route, "_cpu_flags", lambda: frozenset({"sse2"}))
+        assert not route.host_keeps_up_with_files(registry.lookup("aes-128-ctr"))
 
 
 def test_serial_requests_go_to_openssl_with_a_reason():

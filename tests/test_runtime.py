@@ -153,3 +153,18 @@ def test_service_use_per_runtime(monkeypatch, tmp_path):
             with pytest.raises(ciphergrid.Error):   # (this one would call the service)
                 service.for_library()
     assert a.service.in_process == 0
+
+
+def test_scheduler_gives_openssl_its_budget_less_the_pipelines():
+    """Beside a device's pipeline, OpenSSL's share of a composite request runs on its runtime's
+    thread budget less the cores the pipeline takes (CORES_PER_DEVICE)."""
+    if CPU is None:
+        pytest.skip("one engine present (no OpenCL CPU device)")
+    from ciphergrid.engines.composite import CORES_PER_DEVICE, CompositeEngine
+
+    req = request.make_request(ciphergrid.registry.lookup("aes-128-ctr"), bytes(16), bytes(16), True)
+    for budget in (6, 9):
+        with Runtime("budget", threads=budget):
+            e = CompositeEngine([route.engine("native"), route.engine(CPU.spec)], spec="native,cpu")
+            with e.session(req) as s:
+                assert s._member(e.engines[0]).threads == budget - CORES_PER_DEVICE

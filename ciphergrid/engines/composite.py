@@ -41,7 +41,6 @@ filled in for the caller that passes one (``stats=`` of the API) and warned abou
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -179,8 +178,9 @@ class CompositeSession(Session):
         def make():
             s = eng.session(self.req)
             devices = sum(e.kind == "device" for e in self.engine.engines)
-            if hasattr(s, "threads") and devices:   # (OpenSSL beside device pipelines)
-                s.threads = max(1, (os.cpu_count() or 1) - CORES_PER_DEVICE * devices)
+            host = getattr(eng, "host", None)   # (OpenSSL beside device pipelines: its budget
+            if host is not None and devices:      # less the cores their pipelines take)
+                s.threads = host.share(CORES_PER_DEVICE * devices)
             return s
 
         return self._sessions.get(eng.info.spec, make)

@@ -260,7 +260,11 @@ def prefault_output(f, size: int | None, threads: int | None = None, *,
     except (OSError, ValueError, AttributeError):
         return None
     try:
-        return Prefault(fd, base, size, threads or min(16, os.cpu_count() or 1))
+        if threads is None:
+            from ..runtime import current
+
+            threads = min(16, current().threads.budget)
+        return Prefault(fd, base, size, threads)
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
             raise

@@ -24,7 +24,6 @@ output is written in order, so the count of a write-through output is exact.
 
 from __future__ import annotations
 
-import os
 import threading
 
 from .. import interrupts
@@ -49,10 +48,14 @@ MAPPED_MIN_CORES = 8
 MAPPED_STEP = 16 << 20
 
 
-def plan(ends, req, piece=None, threads=None) -> tuple[str, int, int]:
+def plan(ends, req, piece=None, threads=None, cores=None) -> tuple[str, int, int]:
     """("mapped" or "pieces", bytes per piece, workers) for these ends: the measured choice per
-    filesystem type and core count, unless ``piece``/``threads`` are given."""
-    cores = os.cpu_count() or 1
+    filesystem type and core count (``cores``: None, this thread's runtime's thread budget),
+    unless ``piece``/``threads`` are given."""
+    if cores is None:
+        from ..runtime import current
+
+        cores = current().threads.budget
     tmpfs = ends.reg_out and files.fs_magic(ends.fd_out) == files.TMPFS_MAGIC
     if (tmpfs and ends.reg_in and ends.size and cores >= MAPPED_MIN_CORES and piece is None
             and req.mode.parallel(req.encrypt)):
@@ -194,7 +197,7 @@ def overlapped(pieces, process, write, *, inputs: list, outputs: list) -> None:
 
 
 def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | None = None,
-           progress=None) -> int:
+           progress=None, cores: int | None = None) -> int:
     """Encipher ``src`` into ``dst`` (binary file objects or descriptors) with
     ``crypt(req_at_piece, src_array, dst_array)``; returns the bytes written.
 
@@ -202,11 +205,12 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
     ``req.at(first_block, chain)``; ``src_array`` and ``dst_array`` may be the same array: the
     piece is enciphered in place where the mode allows).  ``piece``: bytes per piece (rounded to
     whole blocks / data units); ``threads``: workers; either None: :func:`plan`'s measured choice
-    for the ends' filesystem and the host's cores (which may map both files instead)."""
+    for the ends' filesystem and ``cores`` (the engine's thread budget; None: this thread's
+    runtime's), which may map both files instead."""
     ends = files.ends(src, dst)
     for fd in (ends.fd_in, ends.fd_out):
         files.widen_pipe(fd)
-    how, piece, threads = plan(ends, req, piece, threads)
+    how, piece, threads = plan(ends, req, piece, threads, cores)
     if how == "mapped":
         done = _mapped(req, ends, crypt, threads, progress)
         if done is not None:

@@ -91,7 +91,7 @@ class OpenSSLEngine(Engine):
             run(r, a, b, threads=1)
 
         return pieces.stream(req, src, dst, crypt, piece=chunk_bytes, threads=depth,
-                             progress=progress)
+                             progress=progress, cores=self.host.budget)
 
     # -- AEADs (aeads/): the ones OpenSSL has ------------------------------------------------------
     def seal(self, batch, impl: str | None = None, beside=None):
