@@ -36,7 +36,7 @@ from ..settings import bytes_option
 from . import suites
 from .records import Record
 
-#: where a user's call meets its goal (issue "every cipher at its kernel's speed")
+#: where a user's call meets its goal: every cipher at its kernel's speed
 GOALS = {"api_vs_kernel": 0.97, "one_shot_s": 0.15e-3, "context_s": 0.05e-3, "aead_vs_kernel": 0.9}
 #: AEADs whose kernels split one message over the device
 ONE_MESSAGE_AEADS = ("aes-128-gcm", "chacha20-poly1305")

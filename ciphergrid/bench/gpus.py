@@ -1,5 +1,5 @@
-"""``ciphergrid bench gpus``: several GPUs of one host, GPU-resident data (issue "the scheduler on
-several GPUs").
+"""``ciphergrid bench gpus``: several GPUs of one host, GPU-resident data (the scheduler on several
+GPUs).
 
 On every CUDA GPU present, ``--gpus-size`` bytes (default 1 GiB; ``--quick`` 64 MiB) of
 GPU-resident data per GPU, through the public API (``ciphergrid.encrypt(x, ..., out=y)``, a

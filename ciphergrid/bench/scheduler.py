@@ -17,9 +17,8 @@ For each cipher (``--cipher``, default aes-128-ctr) and size (``--sched-size``, 
   the rework (``SchedulerStats``); every output is checked against the oracle first.
 
 The goals: scheduled >= min(1.3 x the fastest engine alone, 0.9 x the host's copy) for AES-128-CTR
-host -> host (issue "one job over every device"); on several GPUs >= 0.9 x the lower of the host's
-copy and the sum of the GPUs' copy strawman (issue "the scheduler on several GPUs": the table's
-first line).
+host -> host (one job over every device); on several GPUs >= 0.9 x the lower of the host's copy
+and the sum of the GPUs' copy strawman (the table's first line).
 """
 
 from __future__ import annotations
