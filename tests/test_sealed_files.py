@@ -200,3 +200,18 @@ def test_workers_follow_the_cores_or_the_host_threads_setting(monkeypatch):
     monkeypatch.setenv("CIPHERGRID_HOST_THREADS", "3")
     assert sealed.plan(s)[1] == 3
     assert sealed.plan(s, threads=2)[1] == 2
+
+
+def test_a_runtime_of_one_thread_seals_with_one_worker(tmp_path, rng):
+    """The file workers and the API's chunk runs take the runtime's thread budget; with one
+    thread the chunks still match pyca's (a lone worker's AES-GCM path)."""
+    from ciphergrid.runtime import Runtime
+
+    key, msg = os.urandom(16), rng.randbytes(5 * K + 3)
+    with Runtime("one", threads=1):
+        s = cb.Sealer(cb.COBBLESTONE_128, key, b"r", path="stream")
+        assert sealed.plan(s)[1] == 1
+        out = _seal_file(tmp_path, msg, key, b"r")
+        assert cb.decrypt(cb.encrypt(msg, key, b"r"), key, b"r") == msg
+    d = pyca.Cobblestone128Decryptor(key, b"r")
+    assert d.update(out) + d.finalize() == msg

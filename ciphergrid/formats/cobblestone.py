@@ -129,12 +129,12 @@ def _native(sch: Scheme, device: str, path: str, nbytes: int, count: int) -> boo
     return r.engine.kind == "openssl"
 
 
-def _cores() -> int:
-    """The cores this process may run on (an affinity mask, ``taskset``, limits them)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+def _host():
+    """This thread's runtime's host threads (runtime.Threads: ``budget``, the usable cores
+    unless the runtime says fewer)."""
+    from ..runtime import current
+
+    return current().threads
 
 
 def _u8_of(buf, n: int) -> np.ndarray:
@@ -187,7 +187,7 @@ class Sealer:
         ``dst`` (contiguous buffers: a bytearray, a writable memoryview, an array), whole chunks
         and with ``final`` the shorter last one; in any order, from several threads at once (the
         command line's file path, transfer/sealed.py).  ``threads``: OpenSSL's threads for this
-        call (None: the cores); ``alone``: no other thread seals meanwhile (engines/openssl/aead.py
+        call (None: the runtime's thread budget); ``alone``: no other thread seals meanwhile (engines/openssl/aead.py
         ``chunked``).  Returns the bytes written."""
         need = self._check(first, n, final)
         if memoryview(dst).nbytes < need or memoryview(src).nbytes < n:
@@ -199,11 +199,13 @@ class Sealer:
         if _native(self.sch, self.device, self.path, n, n // CHUNK + 1):
             from ..engines.openssl import aead as ossl
 
+            host = None
             if threads is None:
-                threads = _cores()
+                host = _host()
+                threads = host.budget
                 alone = threads == 1
             if ossl.chunked(True, self.sch.aead, self.key, self.base, first, src, dst, n, final,
-                            CHUNK, TAG, threads, alone) is not None:
+                            CHUNK, TAG, threads, alone, host) is not None:
                 return
         with self._lock:
             self._batches(first, _u8_of(src, n), final, _u8_of(dst, self._check(first, n, final)))
@@ -286,7 +288,7 @@ class Opener:
         sealed chunks, and with ``final`` the message's last one) opened into ``dst``; in any
         order, from several threads at once (the command line's file path, transfer/sealed.py).
         InvalidTag (the plaintext in ``dst`` zeroed) when one does not verify or the message is
-        cut short.  ``threads``: OpenSSL's threads for this call (None: the cores); ``alone``: no
+        cut short.  ``threads``: OpenSSL's threads for this call (None: the runtime's thread budget); ``alone``: no
         other thread opens meanwhile.  Returns the bytes written."""
         n = self._check(first, m, final)
         if memoryview(dst).nbytes < n or memoryview(src).nbytes < m:
@@ -301,11 +303,13 @@ class Opener:
 
             from ..engines.openssl import aead as ossl
 
+            host = None
             if threads is None:
-                threads = _cores()
+                host = _host()
+                threads = host.budget
                 alone = threads == 1
             bad = ossl.chunked(False, self.sch.aead, self.key, self.base, first, src, dst, m, final,
-                               CHUNK, TAG, threads, alone)
+                               CHUNK, TAG, threads, alone, host)
             if bad is not None:
                 if bad >= 0:
                     ctypes.memset(ossl.address(dst), 0, n)

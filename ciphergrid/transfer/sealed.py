@@ -34,11 +34,11 @@ BATCH_PIECE = 64 << 20
 
 
 def cores() -> int:
-    """The cores this process may run on (an affinity mask, ``taskset``, limits them)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    """This thread's runtime's thread budget: the cores the process may run on (an affinity
+    mask, ``taskset``, limits them) unless the runtime says fewer."""
+    from ..runtime import current
+
+    return current().threads.budget
 
 
 def plan(engine, piece: int | None = None, threads: int | None = None) -> tuple[int, int, int]:

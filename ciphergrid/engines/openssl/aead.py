@@ -241,13 +241,15 @@ def _pyca_chunks(encrypt: bool, key: bytes, base: bytes, first: int, src, dst, n
 
 
 def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, dst, n: int,
-            final: bool, chunk: int, tag: int, threads: int = 1, alone: bool = False) -> int | None:
+            final: bool, chunk: int, tag: int, threads: int = 1, alone: bool = False,
+            host=None) -> int | None:
     """Chunks of C2SP chunked encryption (formats/cobblestone.py) in the C loop, no Python per
     chunk: chunk j is AEAD ``name`` under ``key`` with nonce ``base`` XOR (``first`` + j), no AAD.
     ``src``/``dst`` are contiguous buffers: sealing reads ``n`` plaintext bytes (whole chunks of
     ``chunk`` bytes; with ``final`` the shorter last one after them) and writes ciphertext || tag
     per chunk; opening reads ``n`` sealed bytes and writes the plaintext, each chunk's tag checked
-    inside OpenSSL.  The chunks are cut into ``threads`` runs on the engine's pool.  ``alone``
+    inside OpenSSL.  The chunks are cut into ``threads`` runs on the pool of ``host`` (a
+    runtime.Threads; None: this thread's runtime's).  ``alone``
     with one thread: no other thread of the process runs chunks meanwhile, so AES-GCM may go
     through pyca's OpenSSL where that is the later release (:func:`_pyca_newer`), one call per
     chunk.
@@ -308,7 +310,7 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, 
                 LIB.EVP_CIPHER_CTX_free(ctx)
         return job
 
-    run_all([part(r, lo, min(count, lo + per)) for r, lo in enumerate(range(0, count, per))])
+    run_all([part(r, lo, min(count, lo + per)) for r, lo in enumerate(range(0, count, per))], host)
     failed = [b for b in bad if b >= 0]
     return min(failed) if failed else -1
 
