@@ -46,11 +46,13 @@ def build_copy_program(backend):
 class KeyedProgram:
     """One request's key schedules on one device, ready for ``enqueue`` over any block range.
 
-    The round keys are uploaded on ``queue`` (default: the backend's): where the runtime copies
-    pageable memory before returning (CUDA) nothing waits, and a launch on another queue waits
-    for the uploads on the device (one marker, recorded at the first such launch; a launch on the
-    upload queue is ordered after them anyway); elsewhere the upload is waited for.  The host
-    copies are zeroed at once; ``close()`` zeroes the device copies."""
+    The round keys are uploaded on ``queue`` (default: the backend's) without waiting, and a
+    launch on another queue waits for the uploads on the device (a launch on the upload queue is
+    ordered after them anyway): where the runtime copies pageable memory before returning (CUDA)
+    the host copies are zeroed at once and that wait is one marker, recorded at the first such
+    launch; elsewhere (OpenCL) it is the upload's event, and the host copies, which the device
+    reads later, are kept until ``close()``, which zeroes the device copies, finishes the queue
+    and then zeroes them."""
 
     def __init__(self, backend, req, queue=None, *, record: bool = True):
         self.b = backend
@@ -68,6 +70,7 @@ class KeyedProgram:
                               f"allows {backend.group_size(self.prg)}")
         self._bufs = []
         self._hold = []      # host arrays an asynchronous upload still reads (OpenCL)
+        self._keys_host = []  # the same, of key schedules (zeroed by close())
         self._scratch = None  # (queue, buffer): the scratch kept for launches on that queue
         self.apow = None
         self._queue = queue
@@ -103,12 +106,18 @@ class KeyedProgram:
         self._bufs.append(buf)
         try:
             ev = b.upload(buf, host, self._queue, record=not self._async)
-            if not self._async:
-                b.wait(ev)
-        finally:
-            host.fill(0)  # (the runtime has its own copy by now)
+        except BaseException:
+            host.fill(0)
             for w in words:
                 w.fill(0)
+            raise
+        if self._async:   # the runtime has its own copy by now
+            host.fill(0)
+            for w in words:
+                w.fill(0)
+        else:             # the device reads it later: kept until close() has finished the queue
+            self._keys_host.append(host)
+            self._ready = ev
         if len(words) == 1:
             return [buf]
         return [b.view(buf, off, w.nbytes) for w, off in zip(words, offsets)]
@@ -144,10 +153,11 @@ class KeyedProgram:
         Mode.chain_at); XTS needs ``layout`` and a ``scratch`` buffer of at least
         ``layout.scratch_bytes(nblocks)`` bytes (allocated when None).  ``req``: a request with
         this program's key and other IV / start sector (a split: ``Request.at``)."""
-        if self._async and (queue or self.b.default_queue) is not self._upload_queue:
-            if self._ready is None:
+        if (queue or self.b.default_queue) is not self._upload_queue:
+            if self._ready is None and self._async:
                 self._ready = self.b.marker(self._upload_queue)
-            wait_for = list(wait_for or ()) + [self._ready]
+            if self._ready is not None:   # (OpenCL: the uploads' own event)
+                wait_for = list(wait_for or ()) + [self._ready]
         req = req or self.req
         return req.mode.enqueue(self, req, in_buf, out_buf, first_block, nblocks, queue,
                                 chain=chain, layout=layout, scratch=scratch, wait_for=wait_for)
@@ -162,11 +172,14 @@ class KeyedProgram:
                 self.b.zero(buf, self._queue, wait=False)
             except Exception:
                 pass
-        if self._bufs and wait:
+        if self._bufs and (wait or self._keys_host):
             try:
                 self.b.finish(self._queue)
             except Exception:
                 pass
+        for host in self._keys_host:
+            host.fill(0)
+        self._keys_host = []
         self._bufs = []
         self._hold = []
         self._scratch = None
