@@ -43,7 +43,8 @@ def devices():
     Takes no arguments.  Returns a ``list`` of ``DeviceInfo`` records (``spec``, ``runtime``,
     ``name``, ``kind`` ("gpu" or "cpu"), ``compute_units``, ``memory``...); a record's ``spec``
     (``"native"``, ``"opencl:0:0"``, ``"cuda:1"``) is what the ``device=`` arguments take.
-    The native engine is always listed.  Each runtime is enumerated once per process; a runtime
+    The native engine is always listed.  Each device runtime is enumerated once per
+    ``ciphergrid.runtime.Runtime`` (the library's default one, unless a block enters another); one
     that is not installed simply contributes no device (nothing is raised for it).
     """
     from .devices import devices as _devices
