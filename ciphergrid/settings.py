@@ -1,9 +1,11 @@
 """Options that come from the environment, read here and handed on as values or objects.
 
-(Still read where they act, for now: the device switches ``CIPHERGRID_NO_<RUNTIME>``,
-``CIPHERGRID_NO_ICD_FIXUP``, ``CIPHERGRID_NATIVE_BACKEND`` and ``CIPHERGRID_NATIVE_LOOP``; and the
-OpenCL backend sets ``OCL_ICD_VENDORS`` and ``POCL_AFFINITY`` for the C libraries, which read
-nothing else; the command line sets ``OPENBLAS_NUM_THREADS``: :func:`one_blas_thread`.)
+(The device switches are read here too, at each call: ``CIPHERGRID_NO_<RUNTIME>``
+(:func:`runtime_disabled`), ``CIPHERGRID_NO_ICD_FIXUP`` (:func:`icd_fixup`),
+``CIPHERGRID_NATIVE_BACKEND`` (:func:`openssl_through_pyca`) and ``CIPHERGRID_NATIVE_LOOP``
+(:func:`openssl_c_loop`).  The OpenCL backend sets ``OCL_ICD_VENDORS`` and ``POCL_AFFINITY`` for
+the C libraries, which read nothing else; the command line sets ``OPENBLAS_NUM_THREADS``:
+:func:`one_blas_thread`.)
 
 * :func:`cache_dir`: where ciphergrid keeps its per-machine files: ``CIPHERGRID_CACHE_DIR``, else
   ``$XDG_CACHE_HOME/ciphergrid``, else ``~/.cache/ciphergrid`` (the compiled OpenSSL loop helper,
