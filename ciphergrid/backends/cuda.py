@@ -126,7 +126,7 @@ class CudaBackend(Backend):
             raise DeviceError(f"cannot allocate {nbytes} bytes on {self.info}: {e}") from None
 
     def pinned(self, nbytes: int) -> np.ndarray:
-        # what cupyx.empty_pinned does, without importing cupyx (0.26 s: it pulls in SciPy)
+        # what cupyx.empty_pinned does, without importing cupyx (it pulls in SciPy: start-up)
         n = max(int(nbytes), 16)
         with self.dev:
             mem = cp().cuda.alloc_pinned_memory(n)
