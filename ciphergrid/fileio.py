@@ -8,7 +8,8 @@
   synced, given the old file's mode and owner (where permitted) or, for a new file,
   ``0666 & ~umask``, and linked over the target in one rename.  A file system without
   ``O_TMPFILE`` gets a hidden ``.ciphergrid-*.part`` file instead, removed on any failure we
-  survive.  An atomic replace makes a new inode: hard links to the old file keep the old bytes.
+  survive; so does an output that other processes write too (``named=``: MPI ranks on other
+  nodes open it by that name).  An atomic replace makes a new inode: hard links to the old file keep the old bytes.
 * **through** — stdout, a FIFO, a character or block device: these cannot be replaced, so they
   are written in place, every write checked (short writes continued, errors raised);
   :attr:`Output.written` counts the bytes that reached it, so a failure can say how many did.
@@ -209,8 +210,11 @@ class Output:
     """``--out PATH`` or standard output (see the module doc).  Use as a context manager: a clean
     exit commits (names the file), an exception aborts (nothing left behind)."""
 
-    def __init__(self, path: str | None, *, size: int | None = None, sync: bool = True):
+    def __init__(self, path: str | None, *, size: int | None = None, sync: bool = True,
+                 named=None):
         self.sync = sync          # False (--no-sync): named without waiting for the disk
+        self._named = named       # f(target) -> the temporary file's name, for a file that other
+                                  # processes open by name (MPI ranks on other nodes)
         self.user_path = path if path not in (None, "-") else None
         self.name = self.user_path or "<stdout>"
         self.written = 0          # bytes that reached a write-through output
@@ -291,6 +295,14 @@ class Output:
         return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
 
     def _open_temp(self, folder: str) -> int:
+        if self._named is not None:  # a name others open: removed on failure like the one below
+            name = self._named(self.target)
+            try:
+                fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            except OSError as e:
+                _reraise(e, self.user_path, "cannot create --out")
+            self._tmp_name = name
+            return fd
         if hasattr(os, "O_TMPFILE") and os.path.isdir(_PROC_FD):
             try:
                 return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)

@@ -24,7 +24,7 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-_state = {"raised": False, "pending": None, "deferring": 0}
+_state = {"raised": False, "pending": None, "deferring": 0, "ending": False}
 
 
 def _handler(signum, frame):
@@ -38,7 +38,7 @@ def _handler(signum, frame):
 
 
 def install() -> None:
-    _state.update(raised=False, pending=None, deferring=0)
+    _state.update(raised=False, pending=None, deferring=0, ending=False)
     for sig in SIGNALS:
         try:
             signal.signal(sig, _handler)
@@ -49,9 +49,20 @@ def install() -> None:
 def restore() -> None:
     for sig in SIGNALS:
         try:
-            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+            if _state["ending"]:
+                signal.signal(sig, signal.SIG_IGN)
+            else:
+                signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
         except (ValueError, OSError):
             pass
+
+
+def ending() -> None:
+    """The process ends after its cleanup, with an exit code already decided: from now on these
+    signals are ignored (restore() leaves them so), so that one arriving late (a signal sent to
+    every rank of an MPI job) cannot change how it ends."""
+    _state["ending"] = True
+    restore()
 
 
 @contextlib.contextmanager

@@ -10,8 +10,12 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
+import stat
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -24,9 +28,57 @@ pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install
 RANGE = 64 << 10
 
 
-def _mpi(n, *args, env=None, timeout=180):
-    return subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "ciphergrid", *args],
-                          capture_output=True, timeout=timeout, env={**os.environ, **(env or {})})
+def _mpi(n, *args, env=None, timeout=180, stdin=None, stdout=subprocess.PIPE):
+    """``mpiexec -n N ciphergrid ARGS``, every rank ended (its process group) if it overruns."""
+    with subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, "-m", "ciphergrid", *args],
+                          stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, start_new_session=True,
+                          env={**os.environ, **(env or {})}) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end_job(p)
+            raise
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def _end_job(p) -> None:
+    """Kill an mpiexec started in its own session and every rank it started (each rank is a
+    session of its own: found by the job's marker in its environment)."""
+    for pid in _ranks(p.pid).values():
+        _kill(pid, signal.SIGKILL)
+    _kill(-p.pid, signal.SIGKILL)
+    p.wait(10)
+
+
+def _kill(pid, sig) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _ranks(mpiexec_pid) -> dict:
+    """rank -> pid of the ranks started by this mpiexec: MPICH's PMI_RANK in the environment of
+    a child of its proxy (a child of mpiexec)."""
+    def parent(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return None
+
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+            rank = int(env[b"PMI_RANK"])
+        except (OSError, KeyError, ValueError):
+            continue
+        proxy = parent(pid)
+        if proxy is not None and parent(proxy) == mpiexec_pid:
+            found[rank] = int(pid)
+    return found
 
 
 def _files(tmp_path, name, n, rng, encrypt=True, **opts):
@@ -111,16 +163,14 @@ def _remove_unmapped(names) -> None:
             pass
 
 
-def test_a_killed_rank_leaves_no_output_and_the_next_run_cleans_up(tmp_path):
+def test_a_partial_file_a_lost_node_left_is_removed_by_the_next_run(tmp_path):
+    """The backstop: a partial file nobody removed (a node lost with rank 0 and its sentinel)
+    is removed by the next run on the same output, which says so."""
     rng = random.Random(8)
-    args, want = _files(tmp_path, "aes-128-ctr", 6 * RANGE, rng)
-    before = _mpich_segments()
-    r = _mpi(3, "encrypt", *args, env={"CIPHERGRID_FAULT": "mpi:2:kill:0"}, timeout=120)
-    _remove_unmapped(_mpich_segments() - before)   # (the killed job's: left in /dev/shm)
-    assert r.returncode != 0
-    assert not (tmp_path / "out").exists()
+    args, want = _files(tmp_path, "aes-128-ctr", 3 * RANGE, rng)
     left = partial_path(str(tmp_path / "out"))
-    assert os.path.exists(left)   # (the job was ended by MPI: nobody could remove it)
+    with open(left, "wb") as f:
+        f.write(b"stale")
     r = _mpi(2, "encrypt", *args)
     assert r.returncode == 0 and (tmp_path / "out").read_bytes() == want, r.stderr.decode()[-3000:]
     assert not os.path.exists(left) and b"removed" in r.stderr
@@ -222,12 +272,13 @@ def test_rank_zero_sends_to_a_file_and_a_failing_worker_is_replaced(tmp_path):
 
 
 def test_a_pipe_that_does_not_fit_the_mode_is_refused(tmp_path):
-    """ECB over a pipe of 100 bytes (not whole blocks): one line, nothing under the name."""
+    """ECB over a pipe of 100 bytes (not whole blocks): one line, exit 2 (the input's length, as
+    without --mpi), nothing under the name."""
     feeder = _fifo_feeder(str(tmp_path / "fifo"), b"x" * 100)
     r = _mpi(2, "encrypt", "-c", "aes-128-ecb", "--key", "00" * 16, "--in", str(tmp_path / "fifo"),
              "--out", str(tmp_path / "out"), "--mpi", "-q")
     feeder.join(10)
-    assert r.returncode == 5 and b"error:" in r.stderr
+    assert r.returncode == 2 and r.stderr.count(b"error:") == 1, r.stderr.decode()[-3000:]
     assert not (tmp_path / "out").exists() and not os.path.exists(partial_path(str(tmp_path / "out")))
 
 
@@ -248,3 +299,171 @@ def test_weak_scaling_model():
     assert busy["efficiency"] == 0.0 and busy["limit"] == "manager"
     table = model_table(nodes=(2, 64))
     assert table.count("\n") == 3 and "shared FS 200 GB/s" in table
+
+
+# -- outputs, errors and signals as without --mpi (README: "Outputs", the exit codes) -----------------
+def _reader(path, into):
+    def read():
+        with open(path, "rb") as f:
+            into.append(f.read())
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_fifo_out_is_written_through(tmp_path):
+    """--out a FIFO: written through by rank 0, never replaced by a regular file."""
+    rng = random.Random(20)
+    args, want = _files(tmp_path, "aes-128-ctr", 2 * RANGE + 5, rng)
+    os.unlink(tmp_path / "out")  if (tmp_path / "out").exists() else None
+    os.mkfifo(tmp_path / "out")
+    got = []
+    t = _reader(str(tmp_path / "out"), got)
+    r = _mpi(3, "encrypt", *args, timeout=60)
+    t.join(10)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "out").st_mode)
+    assert got == [want]
+
+
+def test_a_character_device_out_stays_a_device(tmp_path):
+    """--out a character device (a node of /dev/null's numbers made here): written through,
+    the node left as it was."""
+    try:
+        os.mknod(tmp_path / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except (PermissionError, OSError) as e:
+        pytest.skip(f"cannot make a device node here: {e}")
+    rng = random.Random(21)
+    args, _ = _files(tmp_path, "aes-128-ctr", RANGE + 3, rng)
+    i = args.index("--out")
+    args[i + 1] = str(tmp_path / "null")
+    r = _mpi(3, "encrypt", *args, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    st = os.lstat(tmp_path / "null")
+    assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
+    assert not [f for f in os.listdir(tmp_path) if "ciphergrid" in f]
+
+
+@pytest.mark.parametrize("where", ["missing folder", "/proc/version", "a directory"])
+def test_an_output_that_cannot_be_made_exits_4_on_every_rank(tmp_path, where):
+    """Checked by rank 0 before any range, with the one-process command's words: exit 4, one
+    line that names --out and no internal file; every rank ends (none waits or spins)."""
+    rng = random.Random(22)
+    args, _ = _files(tmp_path, "aes-128-ctr", 2 * RANGE, rng)
+    out = {"missing folder": str(tmp_path / "no" / "out"), "/proc/version": "/proc/version",
+           "a directory": str(tmp_path)}[where]
+    args[args.index("--out") + 1] = out
+    r = _mpi(3, "encrypt", *args, timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 4, err[-3000:]
+    assert err.count("error:") == 1 and "--out" in err and "partial" not in err, err
+    assert not [f for f in os.listdir(tmp_path) if "ciphergrid" in f]
+
+
+def test_a_new_output_gets_0666_less_umask_and_an_old_one_keeps_its_mode(tmp_path):
+    rng = random.Random(23)
+    args, want = _files(tmp_path, "aes-128-ctr", 2 * RANGE + 1, rng)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    r = _mpi(2, "encrypt", *args, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert stat.S_IMODE(os.stat(tmp_path / "out").st_mode) == 0o666 & ~mask
+    os.chmod(tmp_path / "out", 0o640)
+    r = _mpi(2, "encrypt", *args, timeout=60)
+    assert r.returncode == 0 and (tmp_path / "out").read_bytes() == want
+    assert stat.S_IMODE(os.stat(tmp_path / "out").st_mode) == 0o640
+
+
+def test_an_aead_says_in_one_line_that_it_does_not_run_under_mpi(tmp_path):
+    (tmp_path / "in").write_bytes(b"x" * 100)
+    r = _mpi(2, "encrypt", "-c", "aes-256-gcm", "--key", "00" * 32, "--in", str(tmp_path / "in"),
+             "--out", str(tmp_path / "out"), "--mpi", timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and err.count("\n") == err.count("warning:") + 1 and len(err) < 400, err
+    assert "--mpi" in err and "unknown cipher" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_readmes_pipe_forms_in_and_stdout_out(tmp_path):
+    """The supported ways to pipe data through mpiexec (docs/mpi.md): ``--in <(command)`` and a
+    small standard input; standard output redirected to a file."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    rng = random.Random(24)
+    key, iv = rng.randbytes(16), rng.randbytes(16)
+    data = rng.randbytes(3 * RANGE + 7)
+    (tmp_path / "in").write_bytes(data)
+    (tmp_path / "k").write_text(key.hex())
+    cmd = (f"{MPIEXEC} -n 3 {sys.executable} -m ciphergrid encrypt -c aes-128-ctr --key-file {tmp_path}/k "
+           f"--iv {iv.hex()} --mpi --mpi-range {RANGE} -q --device native --in <(cat {tmp_path}/in) "
+           f"> {tmp_path}/out")
+    r = subprocess.run([bash, "-c", cmd], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert (tmp_path / "out").read_bytes() == oracle.encrypt(data, "aes-128-ctr", key, iv)
+    small = data[:20000]
+    with open(tmp_path / "small", "wb") as f:
+        f.write(small)
+    with open(tmp_path / "small", "rb") as fin, open(tmp_path / "out2", "wb") as fout:
+        r = _mpi(2, "encrypt", "-c", "aes-128-ctr", "--key-file", str(tmp_path / "k"), "--iv", iv.hex(),
+                 "--mpi", "-q", "--device", "native", stdin=fin, stdout=fout, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert (tmp_path / "out2").read_bytes() == oracle.encrypt(small, "aes-128-ctr", key, iv)
+
+
+def _wait_gone(path, seconds=5.0) -> bool:
+    end = time.monotonic() + seconds
+    while os.path.exists(path):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _still(partial, want) -> bool:
+    """Whether the job stands still: rank 2 has written every range but rank 1's (the first and
+    the third, dealt to it first: IN_FLIGHT 2)."""
+    try:
+        with open(partial, "rb") as f:
+            got = f.read()
+    except OSError:
+        return False
+    return got[RANGE:2 * RANGE] == want[RANGE:2 * RANGE] and got[3 * RANGE:] == want[3 * RANGE:]
+
+
+@pytest.mark.parametrize("victim,sig", [(0, signal.SIGKILL), (1, signal.SIGKILL), (2, signal.SIGTERM),
+                                        (0, signal.SIGTERM), ("mpiexec", signal.SIGTERM)])
+def test_a_rank_killed_mid_job_leaves_nothing(tmp_path, victim, sig):
+    """Rank 1 made to stop on its first range (the job stands still once rank 2 has run the
+    others), then a rank or mpiexec is signalled: nothing under the output's name and no partial file;
+    a SIGTERM: 143 and one line (a SIGKILL: mpiexec reports the signal's number itself)."""
+    rng = random.Random(25)
+    args, want = _files(tmp_path, "aes-128-ctr", 6 * RANGE, rng)
+    out = tmp_path / "out"
+    os.unlink(out) if out.exists() else None
+    left = partial_path(str(out))
+    before = _mpich_segments()
+    with subprocess.Popen([MPIEXEC, "-n", "3", sys.executable, "-m", "ciphergrid", "encrypt", *args],
+                          stderr=subprocess.PIPE, start_new_session=True,
+                          env={**os.environ, "CIPHERGRID_FAULT": "mpi:1:hang:0"}) as p:
+        try:
+            end = time.monotonic() + 30
+            ranks = {}
+            while not (len(ranks) == 3 and _still(left, want)) and time.monotonic() < end:
+                time.sleep(0.05)
+                ranks = _ranks(p.pid)
+            assert len(ranks) == 3 and _still(left, want)
+            _kill(p.pid if victim == "mpiexec" else ranks[victim], sig)
+            err = p.communicate(timeout=30)[1].decode()
+        except BaseException:
+            _end_job(p)
+            raise
+    _remove_unmapped(_mpich_segments() - before)
+    assert not out.exists()
+    assert _wait_gone(left), os.listdir(tmp_path)
+    if sig == signal.SIGTERM:
+        assert p.returncode == 128 + sig, err[-3000:]
+        assert err.count("interrupted by SIGTERM") == 1, err
+    else:
+        assert p.returncode != 0
