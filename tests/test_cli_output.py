@@ -398,7 +398,7 @@ def test_full_ram_disk_with_the_mapped_file_path(tiny_tmpfs, tmp_path, rng, monk
     from ciphergrid.request import make_request
     from ciphergrid.transfer import pieces
 
-    monkeypatch.setattr(pieces, "plan", lambda ends, req, piece=None, threads=None: ("mapped", 0, 4))
+    monkeypatch.setattr(pieces, "plan", lambda ends, req, piece=None, threads=None, cores=None: ("mapped", 0, 4))
     src = tmp_path / "in"
     src.write_bytes(rng.data(3 << 20))
     req = make_request(registry.lookup("aes-128-ctr"), bytes(16), bytes(16), True)

@@ -178,7 +178,7 @@ def test_mapped_path_bytes(name, encrypt, opts, rng, tmp_path, monkeypatch):
     """The mapped variant (a RAM disk on many cores: each worker enciphers a range from the
     input's mapping into the output's), forced here on any filesystem with small ranges."""
     monkeypatch.setattr(pieces, "MAPPED_STEP", 3 * XTS_UNIT if opts else PIECE)
-    monkeypatch.setattr(pieces, "plan", lambda ends, req, piece=None, threads=None: ("mapped", 0, 3))
+    monkeypatch.setattr(pieces, "plan", lambda ends, req, piece=None, threads=None, cores=None: ("mapped", 0, 3))
     eng = OpenSSLEngine()
     for n in _lengths(name, opts):
         key, iv, data = rng.key(name), (rng.iv(name) if not opts else None), rng.data(n)
