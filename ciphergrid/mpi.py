@@ -73,7 +73,7 @@ def run(args, encrypt: bool, keying) -> str:
     _noted.update(on=False, signum=None, raised=False)
     if comm.rank != 0:
         _noting()
-    plan = _share_plan(comm, lambda: _Job.for_command(args, encrypt, comm.size, keying), True)
+    plan = _share_plan(comm, lambda: _Job.for_command(args, encrypt, keying), True)
     summary = _execute(comm, plan, args.device, command=True)
     if comm.rank == 0 and args.verbose:
         print(f"ciphergrid: {plan['cipher']} {'encrypt' if encrypt else 'decrypt'} over "
@@ -142,11 +142,13 @@ class _Job:
         self.plan, self.out, self.sentinel, self.sender = plan, out, sentinel, sender
 
     @classmethod
-    def for_command(cls, args, encrypt: bool, size: int, keying) -> "_Job":
+    def for_command(cls, args, encrypt: bool, keying) -> "_Job":
         """The command line's job: its request, input and output, checked as the one-process
-        command checks them and in the same words."""
-        from . import aeads, keys
+        command checks them and in the same words (``keying``: the command line's key reader;
+        its passphrase header too)."""
+        from . import aeads
         from .api import _request
+        from .cli.keying import _salted as salted
         from .fileio import Input
         from .registry import known, lookup
         from .settings import parse_bytes
@@ -160,22 +162,12 @@ class _Job:
         src = Input(args.infile)
         try:
             kg = keying(args, spec, encrypt, src)
-            header, offset = b"", 0
-            if kg.phrase is not None:
-                if spec.mode.paddable:
-                    raise InvalidArgument(f"--mpi: {spec.name} with a passphrase is padded "
-                                          "(openssl enc); give --key-file, or a mode without "
-                                          "padding")
-                if encrypt:
-                    salt = keys.new_salt()
-                    header = keys.make_header(salt)
-                else:
-                    head = src.read(len(keys.SALT_MAGIC) + keys.SALT_LEN)
-                    salt = keys.parse_header(head)
-                    offset = len(head)
-                kg.key, kg.iv = keys.derive(kg.phrase, salt, spec.key_len, spec.iv_len,
-                                            pbkdf2=args.pbkdf2,
-                                            iterations=args.iter or keys.DEFAULT_ITER, md=kg.md)
+            if kg.phrase is not None and spec.mode.paddable:
+                raise InvalidArgument(f"--mpi: {spec.name} with a passphrase is padded (openssl "
+                                      "enc); give --key-file, or a mode without padding")
+            size = src.size
+            header = salted(args, spec, kg, encrypt, src.read)
+            offset = size - src.size if size is not None else 0   # (a header read: skipped)
             req = _request(spec.name, kg.key, kg.iv, encrypt, None, args.sector_size,
                            args.start_sector, args.constant_time, None, args.allow_weak)
             step = parse_bytes(args.mpi_range, "--mpi-range") if args.mpi_range else RANGE

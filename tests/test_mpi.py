@@ -186,7 +186,7 @@ def test_bad_arguments_one_line_from_rank_zero(tmp_path):
 
 def test_pbkdf2_header_read_and_written_by_rank_zero(tmp_path):
     """A passphrase (CTR: no padding): rank 0 derives the key and writes the Salted__ header;
-    openssl reads the result."""
+    openssl reads the result, and so does --mpi (the header read by rank 0, skipped by all)."""
     openssl = shutil.which("openssl")
     if openssl is None:
         pytest.skip("no openssl command")
@@ -198,6 +198,9 @@ def test_pbkdf2_header_read_and_written_by_rank_zero(tmp_path):
     back = subprocess.run([openssl, "enc", "-d", "-aes-256-ctr", "-pbkdf2", "-pass", "pass:secret",
                            "-in", str(tmp_path / "out")], capture_output=True)
     assert back.returncode == 0 and back.stdout == data
+    r = _mpi(3, "decrypt", "-c", "aes-256-ctr", "--pbkdf2", "--pass", "env:PW", "--in", str(tmp_path / "out"),
+             "--out", str(tmp_path / "back"), "--mpi", "--mpi-range", str(RANGE), "-q", env={"PW": "secret"})
+    assert r.returncode == 0 and (tmp_path / "back").read_bytes() == data, r.stderr.decode()[-3000:]
 
 
 def test_python_entry_point_for_an_mpi_program(tmp_path):

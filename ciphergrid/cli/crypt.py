@@ -6,8 +6,8 @@ import sys
 
 from ..errors import InvalidArgument, InvalidPadding
 from .common import (_OUT_ERRNOS, EXIT_DEVICE, EXIT_OK, EXIT_USAGE, READ_CHUNK, _note_written,
-                     _pipeline_flags, _service_client, _warn)
-from .keying import _keying
+                     _pipeline_flags, _service_client)
+from .keying import _keying, _salted
 
 
 # ------------------------------------------------------------------------------------ encrypt / decrypt
@@ -43,7 +43,7 @@ def _crypt(args, encrypt: bool, src, out) -> int:
     """cmd_crypt with its input open (and its output, where already opened)."""
     from .. import aeads
     from ..api import Cipher
-    from ..fileio import Output, read_exact
+    from ..fileio import Output
     from ..registry import known, lookup
 
     if not known(args.cipher) and aeads.is_aead(args.cipher):  # (a block cipher: no AEAD import)
@@ -73,23 +73,8 @@ def _crypt(args, encrypt: bool, src, out) -> int:
             from ..b64 import Base64Reader
 
             reader = Base64Reader(src.read).read
-        header = b""
+        header = _salted(args, spec, kg, encrypt, reader)  # (a passphrase's header)
         n = None if args.base64 else src.size  # the data's bytes, when known
-        if kg.phrase is not None:  # the Salted__ header: written first, or read before the data
-            from .. import keys
-
-            if encrypt:
-                salt = keys.new_salt()
-                header = keys.make_header(salt)
-            else:
-                salt = keys.parse_header(read_exact(reader, len(keys.SALT_MAGIC) + keys.SALT_LEN))
-                n = None if args.base64 else src.size
-            if not args.pbkdf2:
-                _warn("decrypting with the legacy key derivation (EVP_BytesToKey, one iteration): "
-                      "re-encrypt with --pbkdf2")
-            kg.key, kg.iv = keys.derive(kg.phrase, salt, spec.key_len, spec.iv_len,
-                                        pbkdf2=args.pbkdf2, iterations=args.iter or keys.DEFAULT_ITER,
-                                        md=kg.md)
         def keyed(device):
             return Cipher(spec.name, kg.key, kg.iv, device=device, padding=padding,
                           sector_size=args.sector_size, start_sector=args.start_sector,

@@ -59,3 +59,25 @@ def _keying(args, spec, encrypt: bool, src) -> _Keying:
     phrase = keys.read_passphrase(args.passphrase, confirm=encrypt, stdin_is_data=src.is_stdin)
     return _Keying(phrase=phrase, md=md)
 
+
+def _salted(args, spec, kg: _Keying, encrypt: bool, read) -> bytes:
+    """A passphrase's key and IV set in ``kg`` from openssl enc's ``Salted__`` header: a new
+    one when encrypting (returned: it is written before the data), else the one read from the
+    data's start (``read``).  Without a passphrase: nothing to do (b"")."""
+    if kg.phrase is None:
+        return b""
+    from .. import keys
+    from ..fileio import read_exact
+
+    header = b""
+    if encrypt:
+        salt = keys.new_salt()
+        header = keys.make_header(salt)
+    else:
+        salt = keys.parse_header(read_exact(read, len(keys.SALT_MAGIC) + keys.SALT_LEN))
+    if not args.pbkdf2:
+        _warn("decrypting with the legacy key derivation (EVP_BytesToKey, one iteration): "
+              "re-encrypt with --pbkdf2")
+    kg.key, kg.iv = keys.derive(kg.phrase, salt, spec.key_len, spec.iv_len, pbkdf2=args.pbkdf2,
+                                iterations=args.iter or keys.DEFAULT_ITER, md=kg.md)
+    return header
