@@ -204,6 +204,11 @@ def check_depth(n: int) -> int:
 
 
 # ------------------------------------------------------------------------------- the transfer layer
+def host_threads_asked() -> int | None:
+    """CIPHERGRID_HOST_THREADS where it is set (1..64), else None (the caller's own default)."""
+    return transfer().host_threads if os.environ.get(ENV_HOST_THREADS) else None
+
+
 def default_host_threads() -> int:
     """Worker threads per side when CIPHERGRID_HOST_THREADS does not say: half the cores, 1..8."""
     return max(1, min(8, (os.cpu_count() or 2) // 2))

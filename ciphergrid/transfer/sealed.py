@@ -19,7 +19,6 @@ length is checked before anything is read (a sealed length or InvalidTag).
 
 from __future__ import annotations
 
-import os
 import threading
 
 from ..errors import InvalidArgument
@@ -50,8 +49,8 @@ def plan(engine, piece: int | None = None, threads: int | None = None) -> tuple[
     from .. import settings
     from ..formats import cobblestone as cb
 
-    if threads is None and os.environ.get(settings.ENV_HOST_THREADS):
-        threads = settings.transfer().host_threads
+    if threads is None:
+        threads = settings.host_threads_asked()
 
     native = cb._native(engine.sch, engine.device, engine.path, BATCH_PIECE, BATCH_PIECE // cb.CHUNK)
     if piece is None:
