@@ -231,6 +231,18 @@ def test_host_schedule_is_the_models(rng):
             CAST5.expand(bad, False)
 
 
+def test_schedule_without_libcrypto_is_the_same(rng, monkeypatch):
+    """expand() takes libcrypto's CAST_set_key where it agrees with ours; without it (another
+    libcrypto, none) the Python schedule gives the same words."""
+    from ciphergrid.algorithms.base import NativeSchedule
+
+    keys = [rng.randbytes(n) for n in range(5, 17)] + [b"\xff" * 16, bytes(5)]
+    fast = [CAST5.expand(k, False).tolist() for k in keys]
+    monkeypatch.setattr(host, "_NATIVE", NativeSchedule("no_such_call", (), 33, None))
+    assert [CAST5.expand(k, False).tolist() for k in keys] == fast
+    assert host._NATIVE.fn is None
+
+
 # --------------------------------------------------------------------------- the S-boxes
 
 def _cl_tables() -> dict[str, list[int]]:

@@ -98,6 +98,18 @@ def test_fast_schedule_is_the_readable_one(rng):
         assert SEED.expand(key, True).tolist() == [w for i in reversed(range(16)) for w in want[2 * i: 2 * i + 2]]
 
 
+def test_schedule_without_libcrypto_is_the_same(rng, monkeypatch):
+    """expand() takes libcrypto's SEED_set_key where it agrees with ours; without it the
+    Python schedule gives the same words, both directions."""
+    from ciphergrid.algorithms.base import NativeSchedule
+
+    keys = [rng.randbytes(16) for _ in range(8)]
+    fast = [(SEED.expand(k, False).tolist(), SEED.expand(k, True).tolist()) for k in keys]
+    monkeypatch.setattr(host, "_NATIVE", NativeSchedule("no_such_call", (), 32, None))
+    assert [(SEED.expand(k, False).tolist(), SEED.expand(k, True).tolist()) for k in keys] == fast
+    assert host._NATIVE.fn is None
+
+
 def test_host_ecb_and_pyca_match_the_model(rng):
     key, data = rng.randbytes(16), rng.data(16 * 64)
     want = model.ecb(key, data, True)

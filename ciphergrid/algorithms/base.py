@@ -19,6 +19,7 @@ compiled with the cipher file included first and work for any cipher that follow
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from ..errors import InvalidArgument, InvalidKeySize
@@ -49,6 +50,57 @@ def bit_masks(words: np.ndarray) -> np.ndarray:
     masks = (np.uint32(0) - bits).astype("<u4").reshape(-1)
     bits.fill(0)
     return masks
+
+
+class NativeSchedule:
+    """A key schedule computed by libcrypto's low-level call ``symbol`` (a few microseconds where
+    Python takes tens: the schedule is on the path of every one-shot device call), used only
+    where its result, converted by the cipher, equals the cipher's own schedule for the probe
+    keys of ``check`` (run once, at first use); otherwise (no libcrypto, no such call, another
+    layout) the cipher's Python runs.  ``call(fn, key, address)`` writes the schedule's
+    ``words`` 32-bit words at ``address``; ``argtypes`` names the call's ctypes types."""
+
+    def __init__(self, symbol: str, argtypes: tuple, words: int, call):
+        self.symbol, self.argtypes, self.words, self.call = symbol, argtypes, words, call
+        self.fn = None
+        self.checked = False
+        self.lock = threading.Lock()
+
+    def raw(self, key: bytes) -> np.ndarray:
+        """The schedule's words for ``key`` (the caller zeroes them)."""
+        ks = np.zeros(self.words, dtype=np.uint32)
+        self.call(self.fn, key, ks.ctypes.data)
+        return ks
+
+    def ready(self, check) -> bool:
+        """Whether the native call runs: found, and ``check(self)`` true (asked once)."""
+        if not self.checked:
+            with self.lock:
+                if not self.checked:
+                    self._find(check)
+                    self.checked = True
+        return self.fn is not None
+
+    def _find(self, check) -> None:
+        import ctypes
+
+        from .._libcrypto import load
+
+        found = []
+
+        def declare(lib) -> None:
+            fn = getattr(lib, self.symbol)
+            fn.restype, fn.argtypes = None, tuple(getattr(ctypes, t) for t in self.argtypes)
+            found.append(fn)
+
+        try:
+            if load(declare) is None:
+                return
+            self.fn = found[-1]
+            if not check(self):
+                self.fn = None
+        except Exception:  # (no library, no such call, or it disagreed: the Python runs)
+            self.fn = None
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BlockCipher, Implementation
+from .base import BlockCipher, Implementation, NativeSchedule
 
 # --------------------------------------------------------------------------- RFC 2144 Appendix A
 
@@ -376,6 +376,34 @@ def subkeys(key: bytes) -> tuple[list[int], list[int], int]:
     return km, kr, rounds_for(len(key))
 
 
+def _cast_call(fn, key: bytes, address: int) -> None:
+    fn(address, len(key), key)
+
+
+#: OpenSSL's CAST_set_key: CAST_KEY holds Km_i, (Kr_i + 16) mod 32 for i = 1..16 interleaved,
+#: then whether the key is short (12 rounds); converted by _from_native (checked at first use)
+_NATIVE = NativeSchedule("CAST_set_key", ("c_void_p", "c_int", "c_char_p"), 33, _cast_call)
+
+
+def _from_native(ks: np.ndarray, key_len: int) -> np.ndarray:
+    """The kernels' schedule (Km1..16, Kr1..16, rounds) from CAST_KEY's words (zeroed)."""
+    out = np.empty(CAST5.SCHEDULE_WORDS, dtype="<u4")
+    out[:16] = ks[0:32:2]
+    out[16:32] = (ks[1:32:2] - np.uint32(16)) & np.uint32(0x1F)
+    out[32] = rounds_for(key_len)
+    ks.fill(0)
+    return out
+
+
+def _native_agrees(native) -> bool:
+    for n in (5, 10, 11, 16):
+        for key in (bytes(range(1, n + 1)), b"\xff" * n):
+            km, kr, rounds = subkeys(key)
+            if _from_native(native.raw(key), n).tolist() != km + kr + [rounds]:
+                return False
+    return True
+
+
 # --------------------------------------------------------------------------- the declaration
 
 def _fast(copies: int = 8, *, prmt: int = 1, mad_index: int = 1, batch: int = 1) -> Implementation:
@@ -414,6 +442,8 @@ class CAST5(BlockCipher):
         if layout is not None:
             raise ValueError(f"unknown CAST5 key layout {layout!r}")
         self.check_key(key)
+        if _NATIVE.ready(_native_agrees):
+            return _from_native(_NATIVE.raw(bytes(key)), len(key))
         km, kr, rounds = subkeys(bytes(key))
         words = km + kr + [rounds]
         out = np.array(words, dtype="<u4")

@@ -24,7 +24,7 @@ import struct
 import numpy as np
 
 from .. import modes
-from .base import BlockCipher, Implementation
+from .base import BlockCipher, Implementation, NativeSchedule
 
 ROUNDS = 16
 MASK32 = 0xFFFFFFFF
@@ -155,6 +155,20 @@ def key_schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
     return arr
 
 
+def _seed_call(fn, key: bytes, address: int) -> None:
+    fn(key, address)
+
+
+#: OpenSSL's SEED_set_key: SEED_KEY_SCHEDULE holds K_1,0 K_1,1 .. K_16,1 as 32-bit values, the
+#: words of key_schedule (checked at first use)
+_NATIVE = NativeSchedule("SEED_set_key", ("c_char_p", "c_void_p"), 2 * ROUNDS, _seed_call)
+
+
+def _native_agrees(native) -> bool:
+    keys = (bytes(range(16)), bytes(16), b"\xff" * 16, bytes.fromhex("47064808510dc0fcf1f5c7c7f6b0ea97"))
+    return all(native.raw(k).tolist() == key_schedule(k) for k in keys)
+
+
 def _reversed_pairs(ks: list[int]) -> list[int]:
     """The decryption schedule: the round-key pairs in reverse order (``ks`` is cleared)."""
     out = [w for i in reversed(range(ROUNDS)) for w in ks[2 * i: 2 * i + 2]]
@@ -221,8 +235,16 @@ class SEED(BlockCipher):
         if layout is not None:
             raise ValueError(f"unknown SEED key layout {layout!r}")
         self.check_key(key)
-        # decryption: the same Feistel network with the round keys in reverse order
-        return key_schedule_fast(bytes(key), decrypt)
+        key = bytes(key)
+        if not _NATIVE.ready(_native_agrees):
+            # decryption: the same Feistel network with the round keys in reverse order
+            return key_schedule_fast(key, decrypt)
+        ks = _NATIVE.raw(key)
+        if not decrypt:
+            return ks.astype("<u4", copy=False)
+        out = ks.reshape(ROUNDS, 2)[::-1].reshape(-1).astype("<u4")
+        ks.fill(0)
+        return out
 
     def defines(self, key_size: int) -> dict[str, int]:
         return {"SEED_ROUNDS": ROUNDS}
