@@ -29,6 +29,7 @@ import pytest
 import ciphergrid
 from ciphergrid import registry, vectors
 from ciphergrid.algorithms import des as D
+from ciphergrid.algorithms import des_tables as T
 from ciphergrid.vectors import cavp
 
 from conftest import lean
@@ -43,23 +44,23 @@ needs_device = pytest.mark.skipif(not CT_DEVICES, reason="no OpenCL/CUDA device"
 # --------------------------------------------------------------------------- the model (FIPS 46-3)
 
 def _f(r: int, k: int) -> int:
-    x = D.permute(r, D.E, 32) ^ k
+    x = T.permute(r, T.E, 32) ^ k
     s = 0
     for j in range(8):
         b = (x >> (42 - 6 * j)) & 63
-        s = (s << 4) | D.S[j][16 * (((b >> 4) & 2) | (b & 1)) + ((b >> 1) & 15)]
-    return D.permute(s, D.P, 32)
+        s = (s << 4) | T.S[j][16 * (((b >> 4) & 2) | (b & 1)) + ((b >> 1) & 15)]
+    return T.permute(s, T.P, 32)
 
 
 def des_block(key8: bytes, block: bytes, encrypt: bool) -> bytes:
     ks = D.round_keys(key8)
     if not encrypt:
         ks = ks[::-1]
-    v = D.permute(int.from_bytes(block, "big"), D.IP, 64)
+    v = T.permute(int.from_bytes(block, "big"), T.IP, 64)
     left, right = v >> 32, v & M32
     for k in ks:
         left, right = right, left ^ _f(right, k)
-    return D.permute((right << 32) | left, D.FP, 64).to_bytes(8, "big")
+    return T.permute((right << 32) | left, T.FP, 64).to_bytes(8, "big")
 
 
 def model_ecb(key: bytes, data: bytes, encrypt: bool) -> bytes:
@@ -140,13 +141,13 @@ def _ecb_of(v):
 # --------------------------------------------------------------------------- tables and model
 
 def test_tables_of_fips_46_3():
-    assert sorted(D.IP) == list(range(1, 65)) and sorted(D.P) == list(range(1, 33))
-    assert all(D.FP[D.IP[i] - 1] == i + 1 for i in range(64))           # IP^-1 undoes IP
-    assert sorted(set(D.E)) == list(range(1, 33)) and len(D.E) == 48
-    for s in D.S:                                                        # each row a permutation
+    assert sorted(T.IP) == list(range(1, 65)) and sorted(T.P) == list(range(1, 33))
+    assert all(T.FP[T.IP[i] - 1] == i + 1 for i in range(64))           # IP^-1 undoes IP
+    assert sorted(set(T.E)) == list(range(1, 33)) and len(T.E) == 48
+    for s in T.S:                                                        # each row a permutation
         assert all(sorted(s[16 * r: 16 * r + 16]) == list(range(16)) for r in range(4))
-    assert sum(D.SHIFTS) == 28 and len(set(D.PC1)) == 56 and all(b % 8 for b in D.PC1)  # no parity bit
-    assert len(set(D.PC2)) == 48 and max(D.PC2) == 56
+    assert sum(T.SHIFTS) == 28 and len(set(T.PC1)) == 56 and all(b % 8 for b in T.PC1)  # no parity bit
+    assert len(set(T.PC2)) == 48 and max(T.PC2) == 56
 
 
 def test_model_against_published_answers_and_pyca(rng, ref):
@@ -223,11 +224,11 @@ def test_kernel_tables_are_the_specs():
     fast = resources.files("ciphergrid").joinpath("kernels", "des.cl").read_text()
     assert _c_array(fast, "DES_SP") == [w for t in D.sp_tables() for w in t]
     ref_src = resources.files("ciphergrid").joinpath("kernels", "des_ref.cl").read_text()
-    assert _c_array(ref_src, "DESR_IP") == list(D.IP)
-    assert _c_array(ref_src, "DESR_FP") == list(D.FP)
-    assert _c_array(ref_src, "DESR_E") == list(D.E)
-    assert _c_array(ref_src, "DESR_P") == list(D.P)
-    assert _c_array(ref_src, "DESR_S") == [x for s in D.S for x in s]
+    assert _c_array(ref_src, "DESR_IP") == list(T.IP)
+    assert _c_array(ref_src, "DESR_FP") == list(T.FP)
+    assert _c_array(ref_src, "DESR_E") == list(T.E)
+    assert _c_array(ref_src, "DESR_P") == list(T.P)
+    assert _c_array(ref_src, "DESR_S") == [x for s in T.S for x in s]
 
 
 def _eval_circuit(gates, outs, x: list[int]) -> list[int]:
@@ -243,55 +244,55 @@ def test_bitsliced_circuits_compute_the_s_boxes():
     # bit b of input plane i = bit i of the 6-bit group b (x0 the most significant): all 64 at once
     x = [sum(((b >> (5 - i)) & 1) << b for b in range(64)) for i in range(6)]
     for j in range(8):
-        gates, outs = D._sbox_circuit(j, D.BS_ORDERS[j])
+        gates, outs = T._sbox_circuit(j, T.BS_ORDERS[j])
         got = _eval_circuit(gates, outs, x)
         for b in range(64):
-            assert sum(((got[o] >> b) & 1) << (3 - o) for o in range(4)) == D.sbox(j, b), (j, b)
+            assert sum(((got[o] >> b) & 1) << (3 - o) for o in range(4)) == T.sbox(j, b), (j, b)
 
 
 def test_bitsliced_kernel_holds_the_generated_round():
     src = resources.files("ciphergrid").joinpath("kernels", "des_bs.cl").read_text()
-    gen = D.bitsliced_round_c()
-    assert gen in src, "des_bs.cl's GENERATED part differs from des.bitsliced_round_c()"
+    gen = T.bitsliced_round_c()
+    assert gen in src, "des_bs.cl's GENERATED part differs from des_tables.bitsliced_round_c()"
     # its E and P: the inputs read and the outputs written, once each per S-box
     for j in range(8):
         for b in range(6):
-            assert f"const uint x{b} = S({D.E[6 * j + b] - 1}) ^ k[{6 * j + b}];" in gen
+            assert f"const uint x{b} = S({T.E[6 * j + b] - 1}) ^ k[{6 * j + b}];" in gen
     written = sorted(int(m) for m in re.findall(r"T\((\d+)\) \^=", gen))
     assert written == list(range(32))
 
 
 def test_lop3_circuits_compute_the_s_boxes():
-    # the published gate lists (des.LOP3_SBOXES) on all 64 inputs at once, bit b = input b
+    # the published gate lists (des_tables.LOP3_SBOXES) on all 64 inputs at once, bit b = input b
     x = [sum(((b >> (5 - i)) & 1) << b for b in range(64)) for i in range(6)]
     mask = (1 << 64) - 1
     for j in range(8):
         v = {f"a{i + 1}": x[i] for i in range(6)}
-        for o, a, b, c, imm in D.lop3_gates(j):
+        for o, a, b, c, imm in T.lop3_gates(j):
             assert o not in v
-            v[o] = D.lop3_eval(imm, v[a], v[b], v[c], mask)
+            v[o] = T.lop3_eval(imm, v[a], v[b], v[c], mask)
         for b in range(64):
-            assert sum(((v[f"x{o + 1}"] >> b) & 1) << (3 - o) for o in range(4)) == D.sbox(j, b), (j, b)
-    assert [len(D.lop3_gates(j)) for j in range(8)] == [23, 22, 24, 17, 23, 22, 23, 23]
+            assert sum(((v[f"x{o + 1}"] >> b) & 1) << (3 - o) for o in range(4)) == T.sbox(j, b), (j, b)
+    assert [len(T.lop3_gates(j)) for j in range(8)] == [23, 22, 24, 17, 23, 22, 23, 23]
     # the C spelling of each of the 256 three-input functions is that function
-    for imm, (_, e) in D._three_input_exprs().items():
+    for imm, (_, e) in T._three_input_exprs().items():
         assert eval(e.format(a="0xF0", b="0xCC", c="0xAA").replace("0u", "0")) & 0xFF == imm
 
 
 def test_lop3_kernel_holds_the_generated_round():
     src = resources.files("ciphergrid").joinpath("kernels", "des_lut.cl").read_text()
-    gen = D.lop3_round_c()
-    assert gen in src, "des_lut.cl's GENERATED part differs from des.lop3_round_c()"
+    gen = T.lop3_round_c()
+    assert gen in src, "des_lut.cl's GENERATED part differs from des_tables.lop3_round_c()"
     # its E: each S-box input is the stored source bit, with a mask for the 16 repeated ones
     for j in range(8):
         for b in range(6):
             e = 6 * j + b
-            q = D.E[e] - 1
-            want = (f"const uint a{b + 1} = S({q}) ^ K({32 + D.LOP3_SECOND.index(e)});"
-                    if e in D.LOP3_SECOND else f"const uint a{b + 1} = S({q});")
+            q = T.E[e] - 1
+            want = (f"const uint a{b + 1} = S({q}) ^ K({32 + T.LOP3_SECOND.index(e)});"
+                    if e in T.LOP3_SECOND else f"const uint a{b + 1} = S({q});")
             assert want in gen
-    assert sorted(D.E[e] for e in D.LOP3_SECOND) == [b for b in range(1, 33) if D.E.count(b) == 2]
-    assert all(D.E[D.LOP3_PRIMARY[q]] == q + 1 for q in range(32))
+    assert sorted(T.E[e] for e in T.LOP3_SECOND) == [b for b in range(1, 33) if T.E.count(b) == 2]
+    assert all(T.E[T.LOP3_PRIMARY[q]] == q + 1 for q in range(32))
     # its P: every target bit updated once, with its own mask word
     written = sorted(int(m) for m in re.findall(r"T\((\d+)\) = T\(\1\) \^ x\d \^ K\(\1\);", gen))
     assert written == list(range(32))
@@ -303,7 +304,7 @@ def lop3_model(key: bytes, block: bytes, decrypt: bool) -> bytes:
     w = [x & 1 for x in DES.expand(key, decrypt, layout="lop3").tolist()]
     n = 16 * (1 if len(key) == 8 else 3)
     assert len(w) == 800 * (n // 16) + 32
-    v = D.permute(int.from_bytes(block, "big"), D.IP, 64)
+    v = T.permute(int.from_bytes(block, "big"), T.IP, 64)
     h = [[(v >> (63 - q)) & 1 for q in range(32)], [(v >> (31 - q)) & 1 for q in range(32)]]
     p = 0
     for r in range(n):
@@ -318,16 +319,16 @@ def lop3_model(key: bytes, block: bytes, decrypt: bool) -> bytes:
             g = {}
             for b in range(6):
                 e = 6 * j + b
-                g[f"a{b + 1}"] = src[D.E[e] - 1] ^ (kr[32 + D.LOP3_SECOND.index(e)] if e in D.LOP3_SECOND else 0)
-            for o, a, b, c, imm in D.lop3_gates(j):
-                g[o] = D.lop3_eval(imm, g[a], g[b], g[c])
+                g[f"a{b + 1}"] = src[T.E[e] - 1] ^ (kr[32 + T.LOP3_SECOND.index(e)] if e in T.LOP3_SECOND else 0)
+            for o, a, b, c, imm in T.lop3_gates(j):
+                g[o] = T.lop3_eval(imm, g[a], g[b], g[c])
             for o in range(4):
-                f[D.P.index(4 * j + o + 1)] = g[f"x{o + 1}"]
+                f[T.P.index(4 * j + o + 1)] = g[f"x{o + 1}"]
         h[t] = [h[t][q] ^ f[q] ^ kr[q] for q in range(32)]
     h[0] = [h[0][q] ^ w[p + q] for q in range(32)]
     assert p + 32 == len(w)
     pre = int("".join(map(str, h[1] + h[0])), 2)
-    return D.permute(pre, D.FP, 64).to_bytes(8, "big")
+    return T.permute(pre, T.FP, 64).to_bytes(8, "big")
 
 
 def test_lop3_kernel_formulation_on_the_host(rng):
