@@ -11,8 +11,11 @@ leaves its goals "unmeasured", never guessed):
              AES-128-GCM and ChaCha20-Poly1305, each paired call by call with the copy strawman
   scheduler  ciphergrid bench scheduler: the GPU alone, OpenSSL alone, both (device list), with
              the host's memory copy on every core; AES-128-CTR 4 GiB, an AES-128-GCM batch
+  sealed     a sealed message (Cobblestone-128) of 1 GiB host -> host through the GPU, paired
+             call by call with the copy strawman of as many bytes on the same GPU
   files      a 4 GiB file on /dev/shm: cat, ciphergrid encrypt in process, through a warm
-             service, ciphergrid seal/open (--device auto), all --no-sync, best of 3
+             service, ciphergrid seal/open (--device auto) in process and through the service,
+             all --no-sync, best of 2
   service    ciphergrid bench service on the GPU: the 4 KiB round trip, 1 and 64 clients
 
 Then one table: goal, figure, the goal's bound, met / missed / unmeasured.
@@ -34,8 +37,10 @@ import time
 from pathlib import Path
 
 PY = sys.executable
+#: the whole run's end (time.monotonic()); stages get what is left of it
+DEADLINE = [float("inf")]
 CG = [PY, "-m", "ciphergrid"]
-STAGES = ("api", "aead", "scheduler", "files", "service")
+STAGES = ("api", "aead", "scheduler", "sealed", "files", "service")
 
 
 def log(msg: str) -> None:
@@ -43,6 +48,10 @@ def log(msg: str) -> None:
 
 
 def run_stage(name: str, cmd: list[str], limit: float, out: Path) -> bool:
+    limit = min(limit, DEADLINE[0] - time.monotonic())
+    if limit < 20:
+        log(f"{name}: skipped, the run's time is spent")
+        return False
     log(f"{name}: {' '.join(cmd)} (at most {limit:.0f} s)")
     t = time.perf_counter()
     with open(out / f"{name}.txt", "w") as f:
@@ -105,7 +114,7 @@ def stage_api(cuda, out, small):
                 "--api-calls", "50" if small else "400", "--json", str(out / "api.json")]
     if small:
         cmd += ["--api-size", "1Mi", "--api-aead-size", "4Mi", "--cipher", "aes-128-ctr,camellia-128-xts"]
-    run_stage("api", cmd, 90 if small else 180, out)
+    run_stage("api", cmd, 90 if small else 150, out)
 
 
 def judge_api(t, out, cuda):
@@ -157,7 +166,7 @@ def stage_aead(cuda, out, small):
     cmd = CG + ["bench", "aead", "--device", cuda, "--aead-cipher", "aes-128-gcm,chacha20-poly1305",
                 "--aead-shapes", shapes, "--direction", "encrypt", "--no-openssl",
                 "--repeats", "3" if small else "5", "--json", str(out / "aead.json")]
-    run_stage("aead", cmd, 90 if small else 100, out)
+    run_stage("aead", cmd, 90 if small else 80, out)
 
 
 def judge_aead(t, out, cuda):
@@ -182,7 +191,7 @@ def stage_scheduler(cuda, out, small):
                 "--json", str(out / "scheduler.json")]
     if small:
         cmd += ["--sched-aead-shape", "256x16Ki"]
-    run_stage("scheduler", cmd, 90 if small else 110, out)
+    run_stage("scheduler", cmd, 90 if small else 90, out)
 
 
 def judge_scheduler(t, out, cuda):
@@ -210,9 +219,64 @@ def judge_scheduler(t, out, cuda):
               f">= {bound / 1e9:.2f} GB/s", met, (both[0].get("note") or "")[:120])
 
 
-def best_of(cmd, n=3, shell=False, env=None) -> float | None:
+SEALED_SNIPPET = r"""
+import json, os, statistics, sys, time
+import numpy as np
+import ciphergrid
+from ciphergrid.formats import cobblestone as cb
+from ciphergrid.bench.methodology import Api
+from ciphergrid.bench.pipeline import copy_strawman
+spec, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+dev = next(d for d in ciphergrid.devices() if d.spec == spec)
+x = np.random.default_rng(1).integers(0, 256, n, dtype=np.uint8)
+key = os.urandom(16)
+s = cb.Sealer(cb.scheme(False), key, b"goals", device=spec)
+buf = np.empty(cb.sealed_length(n) - cb.HEADER, dtype=np.uint8)
+s.seal(x, True, out=buf)
+head = s.header()
+got = cb.decrypt(head + buf.tobytes(), key, b"goals", device="native")
+assert got == x.tobytes(), "the GPU's sealed message does not open to its input"
+copy = copy_strawman(Api(), dev, x, np.empty_like(x))
+pairs = []
+for _ in range(5):
+    t = time.perf_counter(); copy(); c = time.perf_counter() - t
+    s = cb.Sealer(cb.scheme(False), key, b"goals", device=spec)
+    t = time.perf_counter(); s.seal(x, True, out=buf); a = time.perf_counter() - t
+    pairs.append((c, a))
+res = {"size": n, "seal_s": statistics.median(a for _, a in pairs),
+       "copy_s": statistics.median(c for c, _ in pairs),
+       "vs_copy": statistics.median(c / a for c, a in pairs)}
+json.dump(res, open(out, "w"))
+print(res)
+"""
+
+
+def stage_sealed(cuda, out, small):
+    n = (16 << 20) if small else (1 << 30)
+    run_stage("sealed", [PY, "-c", SEALED_SNIPPET, cuda, str(n), str(out / "sealed.json")],
+              90 if small else 60, out)
+
+
+def judge_sealed(t, out, cuda):
+    try:
+        res = json.loads((out / "sealed.json").read_text())
+    except (OSError, ValueError):
+        t.unmeasured(49, "a sealed message host -> host through the GPU / copy strawman", ">= 0.95",
+                     "the sealed stage gave no figure (sealed.txt)")
+        return
+    t.add(49, f"a sealed message of {res['size'] >> 20} MiB host -> host through {cuda} / copy strawman",
+          f"{res['vs_copy']:.3f} ({res['size'] / res['seal_s'] / 1e9:.2f} GB/s; copy "
+          f"{res['size'] / res['copy_s'] / 1e9:.2f})", ">= 0.95", res["vs_copy"] >= 0.95)
+    t.unmeasured(49, "a GPU-resident sealed message / AES-GCM 16 KiB-batch kernel", ">= 0.9",
+                 "the sealed format takes host buffers only (no GPU-resident path)")
+
+
+def best_of(cmd, n=2, shell=False, env=None) -> float | None:
     best = None
     for _ in range(n):
+        if time.monotonic() > DEADLINE[0] - 10:
+            log("the run's time is spent: no more commands")
+            return best
         t = time.perf_counter()
         try:
             r = subprocess.run(cmd, shell=shell, env=env, capture_output=True, timeout=60)
@@ -261,6 +325,8 @@ def stage_files(cuda, out, small):
         opn = CG + ["open", "--key-file", key, "--context", "goals", "--in", str(d / "sealed"),
                     "--out", str(dst), "--no-sync", "--device", "auto"]
         res["open_s"] = best_of(opn)
+        res["seal_service_s"] = best_of(seal + ["--service", str(sock)])
+        res["open_service_s"] = best_of(opn + ["--service", str(sock)])
         res["startup_s"] = best_of(CG + ["encrypt", "-c", "aes-128-ctr", "--key-file", key, "--iv",
                                          "00" * 16, "--in", "/dev/null", "--out", str(d / "empty"),
                                          "--no-sync", "-q", "--service", "off"])
@@ -286,7 +352,9 @@ def judge_files(t, out, cuda):
     for key, issue, what in (("encrypt_s", 49, "ciphergrid encrypt aes-128-ctr file -> file, in process"),
                              ("encrypt_service_s", 50, "ciphergrid encrypt file -> file through a warm service"),
                              ("seal_s", 49, "ciphergrid seal file -> file (--device auto)"),
-                             ("open_s", 49, "ciphergrid open file -> file (--device auto)")):
+                             ("open_s", 49, "ciphergrid open file -> file (--device auto)"),
+                             ("seal_service_s", 49, "ciphergrid seal file -> file through a warm service"),
+                             ("open_service_s", 49, "ciphergrid open file -> file through a warm service")):
         got = res.get(key)
         if not cat or not got:
             t.unmeasured(issue, what, ">= 0.9 x cat", "not run or failed (files.txt)")
@@ -301,7 +369,7 @@ def stage_service(cuda, out, small):
                 "--svc-seconds", "1" if small else "3", "--svc-soak-seconds", "0",
                 "--svc-big", "64Mi" if small else "16Gi", "--svc-batch", "256" if small else "4096",
                 "--json", str(out / "service.json")]
-    run_stage("service", cmd, 120 if small else 90, out)
+    run_stage("service", cmd, 120 if small else 75, out)
 
 
 def judge_service(t, out, cuda):
@@ -331,11 +399,13 @@ def main() -> int:
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("--small", action="store_true", help="CPU-sized: a smoke run of the script")
     ap.add_argument("--device", help="the GPU (default: the first CUDA device)")
+    ap.add_argument("--budget", type=float, default=520, help="seconds for every stage together")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     cuda = a.device or cuda_spec()
     t0 = time.perf_counter()
+    DEADLINE[0] = time.monotonic() + a.budget
     t = Table()
     if cuda is None:
         log("no CUDA device: every goal unmeasured")
