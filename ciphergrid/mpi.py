@@ -53,7 +53,7 @@ PARTIAL_SUFFIX = ".ciphergrid-partial"
 SIGNAL_WAIT_S = 10.0
 
 _READY, _DONE, _FAILED, _BROKEN = "ready", "done", "failed", "broken"
-_SIGNALLED, _ENDED = "signalled", "ended"   # a worker got a signal; a worker ends (a signal's end)
+_SIGNALLED, _ENDED = "signalled", "ended"   # a worker got a signal; a worker has the outcome
 #: message tags: a worker's reports; rank 0's ranges and stops; the job's outcome; the plan
 _UP, _DOWN, _END, _PLAN = 0, 1, 2, 3
 
@@ -172,7 +172,8 @@ class _Job:
                            args.start_sector, args.constant_time, None, args.allow_weak)
             step = parse_bytes(args.mpi_range, "--mpi-range") if args.mpi_range else RANGE
             sync = not args.no_sync
-            if not args.mpi_send and src.regular and _regular_or_new(args.outfile):
+            if (not args.mpi_send and not src.is_stdin and src.regular
+                    and _regular_or_new(args.outfile)):
                 n = src.size
                 src.close()
                 return cls.for_files(req, args.infile, offset, n, args.outfile, header, step, sync)
@@ -195,11 +196,12 @@ class _Job:
             os.ftruncate(output.fd, len(header) + req.out_len(n))
             if header:
                 os.pwrite(output.fd, header, 0)
-            sentinel = _Sentinel(output._tmp_name)
+            partial = partial_path(output.target)
+            sentinel = _Sentinel(partial)
         except BaseException:
             output.abort()
             raise
-        plan = _plan(req, os.path.abspath(src), offset, n, output._tmp_name, len(header), step)
+        plan = _plan(req, os.path.abspath(src), offset, n, partial, len(header), step)
         return cls(plan, output, sentinel)
 
     @classmethod
@@ -468,8 +470,8 @@ def _end(comm, e, command: bool) -> None:
     to every rank may reach this one late).  The command stopped by a signal: every rank ends
     with 128 + N through MPI's ending (SystemExit: the interpreter's exit finalizes MPI), so
     that MPICH's mpiexec reports that code and not its kill of the ranks left; rank 0 says it,
-    once.  A worker that does not answer
-    rank 0 in SIGNAL_WAIT_S: the error is raised as it is (mpiexec ends the rest)."""
+    once.  A worker that does not answer rank 0 in SIGNAL_WAIT_S: the error is raised as it is
+    (mpiexec ends the rest)."""
     from . import interrupts
 
     if command:
