@@ -2,7 +2,8 @@
 and write it directly: registrations of one buffer piece by piece (:class:`_HostRegs`), what a run
 sees of them (:class:`PinView`), the registration cache kept between runs (:class:`_PinCache`:
 one per runtime, ``Runtime.pins``; a backend's is its runtime's, :func:`pins_of`) and
-``with pinned(backend, arr):``.
+``with pinned(backend, arr):``.  CUDA's registrations are the process's: memory one runtime keeps
+locked is refused to another's registration, whose run then stages its copies.
 
 Pieces are ``TransferSettings.pin_grain`` bytes (``CIPHERGRID_PIN_GRAIN``, default
 :data:`ciphergrid.settings.PIN_GRAIN`, 64 MiB; at least the chunk) on a page-aligned grid; the
