@@ -70,7 +70,7 @@ def run(args, encrypt: bool, keying) -> str:
     rank 0's code everywhere and says why once).  ``keying``: the command line's key reader
     (cli.keying._keying), run on rank 0 only."""
     comm = _world(InvalidArgument)
-    _noted.update(on=False, signum=None, raised=False)
+    _noted.update(on=False, signum=None, raised=False, now=False)
     if comm.rank != 0:
         _noting()
     plan = _share_plan(comm, lambda: _Job.for_command(args, encrypt, keying), True)
@@ -379,13 +379,28 @@ def _await(comm, tag: int):
     return _poll(comm, 0, (tag,), noted=False)[1]
 
 
-#: the command's signals while its job runs (_noting): on, the first one's number, raised yet
-_noted = {"on": False, "signum": None, "raised": False}
+#: the command's signals while its job runs (_noting): on, the first one's number, raised yet,
+#: raised where it lands (a wait on the input: _interruptible)
+_noted = {"on": False, "signum": None, "raised": False, "now": False}
 
 
 def _note(signum, frame) -> None:
     if _noted["signum"] is None:
         _noted["signum"] = signum
+        if _noted["now"]:
+            _raise_noted()
+
+
+class _interruptible:
+    """A block where a signal is raised where it lands (rank 0 waiting on its input: a pipe may
+    stay silent for ever)."""
+
+    def __enter__(self):
+        _raise_noted()
+        _noted["now"] = True
+
+    def __exit__(self, *exc):
+        _noted["now"] = False
 
 
 def _noting() -> None:
@@ -739,7 +754,8 @@ class _Sender:
     def _read(self, k: int) -> bytes:
         from .fileio import read_exact
 
-        return read_exact(self.src.read, k)
+        with _interruptible():
+            return read_exact(self.src.read, k)
 
     def _write(self, a: int, out: bytes) -> None:
         if self.out.kind == "replace":
@@ -877,17 +893,27 @@ def _work(comm, plan, device):
                 comm.send((_FAILED, a, b, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
                 return _stopped(comm)
             except _Stalled:   # (it answers no more, but it hears the job's end)
-                return _poll(comm, 0, (_END,))[1]
+                return _await_end(comm, None)
             comm.send(reply, dest=0, tag=_UP)
     except Interrupted as e:
         comm.send((_SIGNALLED, e.signum), dest=0, tag=_UP)
-        end = _poll(comm, 0, (_END,), until=time.monotonic() + SIGNAL_WAIT_S, noted=False)
+        end = _await_end(comm, time.monotonic() + SIGNAL_WAIT_S)
         if end is None:
             raise
-        return end[1]
+        return end
     finally:
         if runner is not None:
             runner.close()
+
+
+def _await_end(comm, until):
+    """A worker out of the job: the job's outcome message (None past ``until``), what rank 0
+    deals meanwhile taken and dropped (a range sent with its bytes is a send that waits for its
+    receipt)."""
+    while True:
+        got = _poll(comm, 0, (_END, _DOWN), until=until, noted=False)
+        if got is None or got[0] == _END:
+            return got and got[1]
 
 
 class _Stalled(Exception):

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from ciphergrid.mpi import partial_path
+from ciphergrid.mpi import SIGNAL_WAIT_S, partial_path
 from ciphergrid.testing import oracle
 
 pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install 'ciphergrid[mpi]')")
@@ -470,3 +470,40 @@ def test_a_rank_killed_mid_job_leaves_nothing(tmp_path, victim, sig):
         assert err.count("interrupted by SIGTERM") == 1, err
     else:
         assert p.returncode != 0
+
+
+def test_a_signal_while_rank_zero_waits_on_a_silent_pipe(tmp_path):
+    """Rank 0 sends the data of a pipe that goes silent (its writer alive) to stdout; SIGTERM to
+    mpiexec: every rank ends at once with 143, one line saying how much reached stdout."""
+    os.mkfifo(tmp_path / "fifo")
+    fed, release = threading.Event(), threading.Event()
+
+    def feed():
+        with open(tmp_path / "fifo", "wb") as f:
+            f.write(random.Random(26).randbytes(3 * RANGE))
+            fed.set()
+            release.wait(60)
+
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    (tmp_path / "k").write_text("00" * 16)
+    with open(tmp_path / "out", "wb") as out, subprocess.Popen(
+            [MPIEXEC, "-n", "3", sys.executable, "-m", "ciphergrid", "encrypt", "-c", "aes-128-ctr", "--key-file",
+             str(tmp_path / "k"), "--iv", "00" * 16, "--in", str(tmp_path / "fifo"), "--mpi", "--mpi-range",
+             str(RANGE), "-q", "--device", "native"], stdout=out, stderr=subprocess.PIPE,
+            start_new_session=True) as p:
+        try:
+            assert fed.wait(30)
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            p.send_signal(signal.SIGTERM)
+            err = p.communicate(timeout=30)[1].decode()
+            took = time.monotonic() - t0
+        except BaseException:
+            _end_job(p)
+            raise
+        finally:
+            release.set()
+    assert p.returncode == 143, err[-3000:]
+    assert err.count("\n") == 1 and "interrupted by SIGTERM" in err and "bytes were written to <stdout>" in err, err
+    assert took < SIGNAL_WAIT_S
