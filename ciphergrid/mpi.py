@@ -892,8 +892,8 @@ def _work(comm, plan, device):
             except (Error, OSError) as e:
                 comm.send((_FAILED, a, b, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
                 return _stopped(comm)
-            except _Stalled:   # (it answers no more, but it hears the job's end)
-                return _await_end(comm, None)
+            except _Stalled:   # (it answers no more, but it hears the job's end and signals)
+                return _await_end(comm, None, noted=True)
             comm.send(reply, dest=0, tag=_UP)
     except Interrupted as e:
         comm.send((_SIGNALLED, e.signum), dest=0, tag=_UP)
@@ -906,12 +906,12 @@ def _work(comm, plan, device):
             runner.close()
 
 
-def _await_end(comm, until):
+def _await_end(comm, until, noted: bool = False):
     """A worker out of the job: the job's outcome message (None past ``until``), what rank 0
     deals meanwhile taken and dropped (a range sent with its bytes is a send that waits for its
     receipt)."""
     while True:
-        got = _poll(comm, 0, (_END, _DOWN), until=until, noted=False)
+        got = _poll(comm, 0, (_END, _DOWN), until=until, noted=noted)
         if got is None or got[0] == _END:
             return got and got[1]
 
