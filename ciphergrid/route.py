@@ -5,6 +5,10 @@ data lives) and take the answer, a plan (plan.py) they run and say; nothing belo
 answer comes from the capability table (registry: per algorithm, mode, direction and engine kind;
 the kinds are open) and the devices present:
 
+* a service (``service``, ``service:PATH``: the remote engine kind, engines/remote.py) runs the
+  request when the device names it, or when the caller was asked to use one
+  (``remote.service_asked``: ``CIPHERGRID_SERVICE`` for the package's functions): the service's
+  runtime routes it there;
 * an explicit device (``native``, ``cpu``, ``gpu``, ``opencl:P:N``, ``cuda:N``, or a device of a
   registered engine kind) runs the request
   when its engine can; when it cannot for this request (XTS units that are not whole blocks, on a
@@ -24,6 +28,9 @@ ChaCha20-Poly1305) goes to OpenSSL on every core (faster end to end than the GPU
 AEAD path, measured); otherwise a GPU for batches or messages of at least AUTO_GPU_MIN_BYTES, then
 an OpenCL CPU device, then a GPU; one message of an AEAD that is serial within a message (Ascon,
 AEGIS) goes to a CPU device before a GPU (one work-item of a CPU core is the faster stream).
+With ``all`` or a list, a batch is dealt by whole messages; one message of GCM or
+ChaCha20-Poly1305 of AEAD_SPLIT_MIN_BYTES or more, in ranges of its blocks where every member
+runs them (engines/scheduler/message_range.py).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from .settings import scheduler_fence
 from .errors import InvalidArgument, UnsupportedCipher
 from .plan import Plan
 from .registry import kind_of_runtime
+from .engines import remote as _remote
 
 #: below this many bytes a GPU launch costs more than OpenSSL on the host
 AUTO_GPU_MIN_BYTES = 1 << 20
@@ -44,6 +52,10 @@ AUTO_GPU_MIN_BYTES = 1 << 20
 #: with it where the GPU's file path does not (docs/benchmarks.md, 'Figures moved from code
 #: comments')
 AUTO_FILES_OPENSSL_MIN_CORES = 8
+#: one message of GCM or ChaCha20-Poly1305 of at least this many bytes of text, with ``all`` or
+#: a list of devices, runs in ranges of its blocks over them (composite.CompositeEngine's
+#: ``message_ranges``) where every member runs such ranges; smaller ones run whole on one
+AEAD_SPLIT_MIN_BYTES = 16 << 20
 
 #: paths: data on the host (arrays), on the GPU ("resident"), or a file / pipe ("stream")
 PATHS = ("array", "resident", "stream")
@@ -146,6 +158,14 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
     device holding GPU-resident data (its spec)."""
     if path not in PATHS:
         raise InvalidArgument(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    remote = _remote.chosen(device, path)
+    if remote is not None:   # (a service runs it, its runtime on its engines: engines/remote.py)
+        how = remote.capability(req, nbytes)
+        if how is None:
+            raise _remote.cannot(remote, f"{req.spec.name} "
+                                         f"{'encryption' if req.encrypt else 'decryption'}")
+        return Plan(remote, path, how, request=req, cipher=req.spec.name, encrypt=req.encrypt,
+                    asked=(device or "auto").strip(), nbytes=nbytes)
     device = (device or "auto").strip().lower()
     asked = device
 
@@ -260,6 +280,17 @@ def _aead_composite(device: str, spec, count: int, nonce_len, tag_length):
     return CompositeEngine(engines, spec=device.strip().lower(), fence=scheduler_fence())
 
 
+def _splits_message(eng, spec, count: int, nbytes: int | None, nonce_len, tag_length) -> bool:
+    """Whether one message runs in ranges of its blocks over the composite ``eng``'s members:
+    at least AEAD_SPLIT_MIN_BYTES, two members or more, each running such ranges."""
+    from .engines.scheduler.message_range import engine_runs_ranges
+
+    if count != 1 or nbytes is None or nbytes < AEAD_SPLIT_MIN_BYTES or len(eng.engines) < 2:
+        return False
+    return all(engine_runs_ranges(e, spec.name, nonce_len, tag_length, nbytes)
+               for e in eng.engines)
+
+
 def _gpu_takes_host_aead(spec, gpu, nbytes: int | None, count: int) -> bool:
     """Whether host data of a parallel AEAD that OpenSSL also has goes to ``gpu`` rather than
     to OpenSSL: a batch (its pieces overlapped, transfer/batches.py) from AUTO_GPU_MIN_BYTES on;
@@ -284,6 +315,14 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
     (aeads.AEADSpec) with nonces of ``nonce_len`` bytes and tags of ``tag_length``; ``path``
     "array" (host data), "stream" (host data read from a file: the command line) or "resident"
     (GPU arrays); ``encrypt``: the direction, where known (``describe`` says it)."""
+    remote = _remote.chosen(device, path)
+    if remote is not None:   # (a service runs it: engines/remote.py)
+        how = remote.aead_capability(spec, count=count, nonce_len=nonce_len,
+                                     tag_length=tag_length)
+        if how is None:
+            raise _remote.cannot(remote, spec.name)
+        return Plan(remote, "array" if path == "resident" else path, how, cipher=spec.name,
+                    encrypt=encrypt, asked=(device or "auto").strip(), nbytes=nbytes)
     device = (device or "auto").strip().lower()
     asked = device
 
@@ -296,6 +335,13 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
     if is_multi(device):
         if path != "resident":
             eng = _aead_composite(device, spec, count, nonce_len, tag_length)
+            if _splits_message(eng, spec, count, nbytes, nonce_len, tag_length):
+                from .engines.composite import CompositeEngine
+
+                eng = CompositeEngine(eng.engines, spec=eng.info.spec, fence=eng.fence,
+                                      message_ranges=True)
+                return plan(eng, "array", "parallel",
+                            f"one message in ranges of its blocks over {eng.info.name}")
             return plan(eng, "array", "parallel", f"scheduled over {eng.info.name}")
         device = "gpu"   # (GPU-resident data runs on its own device)
     if device != "auto":

@@ -26,7 +26,10 @@ so the bytes equal one engine's), and:
 * CBC encryption (serial) runs on one engine; XTS without ``sector_size`` (one data unit) too;
 * AEAD batches (``seal`` / ``open``) are split by whole messages the same way
   (``units.Messages``: each engine seals or opens its ranges, the tags and the verified mask
-  gathered in order);
+  gathered in order); a composite made with ``message_ranges`` (route.route_aead: one long
+  message of GCM or ChaCha20-Poly1305) splits one message into ranges of its blocks
+  (``message_range.MessageRange``: each engine runs its range's keystream and returns the
+  range's partial MAC, the host folds them into the tag);
 * a GPU-resident array (``crypt_resident``, ``resident.Resident``) over several CUDA GPUs: its
   own GPU runs its ranges in place, the others through peer copies in pieces, overlapped.
 
@@ -67,7 +70,8 @@ class CompositeEngine(Engine):
 
     kind = "composite"
 
-    def __init__(self, engines, spec: str | None = None, *, fence: str = "direct"):
+    def __init__(self, engines, spec: str | None = None, *, fence: str = "direct",
+                 message_ranges: bool = False):
         from ..backends.base import DeviceInfo
 
         if not engines:
@@ -76,6 +80,9 @@ class CompositeEngine(Engine):
             raise InvalidArgument(f"fence must be 'copy' or 'direct', not {fence!r}")
         self.engines = list(engines)
         self.fence = fence
+        #: one AEAD message runs in ranges of its blocks over the engines (every one runs them:
+        #: message_range.engine_runs_ranges)
+        self.message_ranges = message_ranges
         #: the runtime it was made in (its workers are threads of their own: handed it, they
         #: keep the speeds where the caller's runtime does)
         self.rt = current()
@@ -113,6 +120,9 @@ class CompositeEngine(Engine):
 
     def _batch(self, batch, tags, impl, stats):
         stats = stats if stats is not None else SchedulerStats()
+        if (self.message_ranges and batch.count == 1 and impl is None
+                and int(batch.off[-1]) > 0):
+            return self._ranges(batch, tags, stats)
         work = Messages(batch, tags, impl)
         if work.n == 0 or len(self.engines) == 1:
             eng = self.engines[0]
@@ -122,6 +132,25 @@ class CompositeEngine(Engine):
             return out
         Run(work, self.engines, stats, self.fence, self.rt).go()
         return work.result
+
+    def _ranges(self, batch, tags, stats):
+        """One message in ranges of its blocks over every engine (MessageRange)."""
+        from .scheduler.message_range import MessageRange, ctr_request, kind_of
+
+        session = None
+        if kind_of(batch.name) == "gcm":
+            session = self.session(ctr_request(batch.name, batch.keys[batch.key_index[0]].tobytes(),
+                                               batch.nonces[0].tobytes()))
+        try:
+            work = MessageRange(batch, tags, session)
+            Run(work, self.engines, stats, self.fence, self.rt).go()
+            return work.result()
+        except BaseException:
+            batch.dst[:int(batch.off[-1])] = 0   # (no partial output of a failed message)
+            raise
+        finally:
+            if session is not None:
+                session.close()
 
     def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
                nbytes: int | None = None) -> int:

@@ -1,0 +1,307 @@
+"""One long AEAD message over several engines (``MessageRange``: a run's units are the bytes of
+the message's text, ranges cut on 64 bytes): each engine runs its range's keystream and
+returns the range's partial MAC; the host folds the partials into the tag.
+
+* **AES-GCM** (96-bit nonces): a range's text is AES-CTR from counter block nonce || 2 on the
+  range's first block (the low 32 bits start at 2 and a message holds at most 2^32 - 2 blocks,
+  so GCM's inc32 is CTR's increment), run as a CTR request through the engine's session (any
+  engine that runs AES-CTR in parallel: OpenSSL, a device).  Its partial GHASH
+  P = sum_i C_i H^(m + 1 - i) over the range's m blocks comes from OpenSSL at full speed: GCM
+  over AAD = the range and no text, under a fixed nonce N, gives E_K(N || 1) xor (P H xor L H)
+  (L: that call's length block), so P H = tag xor E_K(N || 1) xor L H.
+* **ChaCha20-Poly1305**: a range's text is ChaCha20 from block counter 1 + (its first byte / 64)
+  (OpenSSL only); its partial Poly1305 value P = sum_i (C_i + 2^128) r^(m + 1 - i) mod 2^130 - 5
+  (the range zero-padded to 16 bytes) from OpenSSL's Poly1305 under (r, s = 0).  That MAC gives
+  P only mod 2^128 (its final reduction drops the top bits): of the (at most four) values below
+  2^130 - 5 with those low bits, the one that also matches a second MAC over the range and one
+  more block, ((P + b + 2^128) r mod 2^130 - 5) mod 2^128, is P (another block while two
+  match; Horner's rule in Python ints, the last resort).
+
+The fold (``gcm_tag``, ``poly_tag``): with the AAD and the length block as segments too, the MAC
+value is the sum of each segment's P times H^e (r^e), e the blocks after the segment; then the
+tag (E_K(J0) xor it; its sum with s mod 2^128).  Decryption computes a range's partial over the
+ciphertext before its plaintext is written; the caller compares the tag before any plaintext is
+released (a failure zeroes the output).
+"""
+
+from __future__ import annotations
+
+import hmac
+
+import numpy as np
+
+from ...modes import gf128
+from .units import GRAIN, TAIL
+
+#: a range is cut on this many bytes from the message's start (a ChaCha20 block: 4 AES blocks)
+ALIGN = 64
+#: the smallest range (and the tail's smallest piece): a multiple of ALIGN
+RANGE_GRAIN = GRAIN
+#: the longest range one engine runs at once (pyca's one-shot calls take at most 2^31 - 1 bytes)
+MAX_RANGE = 1 << 30
+#: the nonce of the GHASH calls (their tags are never output)
+_GHASH_NONCE = bytes(12)
+P1305 = (1 << 130) - 5
+M128 = (1 << 128) - 1
+
+
+def kind_of(name: str) -> str | None:
+    """"gcm" or "chacha" for the AEADs whose messages split into ranges, else None."""
+    if name.startswith("aes-") and name.endswith("-gcm"):
+        return "gcm"
+    if name == "chacha20-poly1305":
+        return "chacha"
+    return None
+
+
+def ctr_request(name: str, key: bytes, nonce: bytes):
+    """The AES-CTR request of a GCM message's text (counter block nonce || 2)."""
+    from ...registry import lookup
+    from ...request import make_request
+
+    bits = 8 * len(key)
+    return make_request(lookup(f"aes-{bits}-ctr"), key, nonce + (2).to_bytes(4, "big"), True)
+
+
+def engine_runs_ranges(eng, name: str, nonce_len: int | None, tag_length: int | None,
+                       nbytes: int | None = None) -> bool:
+    """Whether ``eng`` runs ranges of one message of AEAD ``name`` (12-byte nonces; GCM: an
+    engine that runs AES-CTR in parallel; ChaCha20-Poly1305: OpenSSL)."""
+    kind = kind_of(name)
+    if kind is None or nonce_len != 12:
+        return False
+    if kind == "chacha":
+        return eng.kind == "openssl" and tag_length in (None, 16)
+    key_len = int(name.split("-")[1]) // 8
+    try:
+        req = ctr_request(name, bytes(key_len), bytes(12))
+        return eng.capability(req, nbytes) == "parallel"
+    except Exception:  # noqa: BLE001 - an engine that cannot say: not a member
+        return False
+
+
+# --------------------------------------------------------------------------- GF(2^128), GCM
+
+def _rev128(v: int) -> int:
+    return int(f"{v:0128b}"[::-1], 2)
+
+
+def _el(b: bytes) -> int:
+    """A GCM field element (16 bytes, GCM's bit order) as an int with x^i at bit i."""
+    return _rev128(int.from_bytes(b, "big"))
+
+
+def _bytes(v: int) -> bytes:
+    return _rev128(v).to_bytes(16, "big")
+
+
+def _gpow(h: int, e: int) -> int:
+    out = 1
+    while e:
+        if e & 1:
+            out = gf128.mul(out, h)
+        h = gf128.mul(h, h)
+        e >>= 1
+    return out
+
+
+def _gcm_len_block(alen: int, clen: int) -> int:
+    return _el((8 * alen).to_bytes(8, "big") + (8 * clen).to_bytes(8, "big"))
+
+
+class GCMKeys:
+    """A GCM message's key material for the partials and the fold: H, E_K(_GHASH_NONCE || 1),
+    E_K(J0)."""
+
+    def __init__(self, key: bytes, nonce: bytes):
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+        out = enc.update(bytes(16) + _GHASH_NONCE + (1).to_bytes(4, "big")
+                         + nonce + (1).to_bytes(4, "big")) + enc.finalize()
+        self.h, self.mask_n, self.mask_j0 = _el(out[:16]), _el(out[16:32]), _el(out[32:48])
+        self.aead = AESGCM(key)
+
+    def partial_times_h(self, data) -> int:
+        """P H of ``data`` (P: its blocks' Horner sum, the last zero-padded)."""
+        tag = self.aead.encrypt(_GHASH_NONCE, b"", data)
+        return _el(tag) ^ self.mask_n ^ gf128.mul(_gcm_len_block(len(data), 0), self.h)
+
+
+def gcm_tag(keys: GCMKeys, aad_part: int, aad_len: int, parts, clen: int) -> bytes:
+    """The GCM tag from the AAD's P H (``aad_part``) and the ranges' ((start, end, P H) in
+    order, tiling the text of ``clen`` bytes)."""
+    h = keys.h
+    y = gf128.mul(_gcm_len_block(aad_len, clen), h)
+    after = 1 + 0   # blocks after the segment: the length block, then the ranges behind it
+    for a, b, ph in reversed(parts):
+        y ^= gf128.mul(ph, _gpow(h, after - 1))
+        after += -(-(b - a) // 16)
+    if aad_len:
+        y ^= gf128.mul(aad_part, _gpow(h, after - 1))
+    return _bytes(y ^ keys.mask_j0)
+
+
+# --------------------------------------------------------------------------- Poly1305
+
+class PolyKeys:
+    """A ChaCha20-Poly1305 message's key material: the ChaCha20 key and nonce, r and s."""
+
+    def __init__(self, key: bytes, nonce: bytes):
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+        self.key, self.nonce = key, nonce
+        block = Cipher(algorithms.ChaCha20(key, bytes(4) + nonce), None).encryptor().update(
+            bytes(64))
+        self.r = int.from_bytes(block[:16], "little") & 0x0ffffffc0ffffffc0ffffffc0fffffff
+        self.s = int.from_bytes(block[16:32], "little")
+        self._mac_key = self.r.to_bytes(16, "little") + bytes(16)
+
+    def _mac(self, data, pad: int, extra: bytes = b"") -> int:
+        from cryptography.hazmat.primitives.poly1305 import Poly1305
+
+        p = Poly1305(self._mac_key)
+        p.update(data)
+        if pad:
+            p.update(bytes(pad))
+        if extra:
+            p.update(extra)
+        return int.from_bytes(p.finalize(), "little")
+
+    def partial(self, data) -> int:
+        """P of ``data`` (zero-padded to 16 bytes, every block with its 2^128 bit)."""
+        n = len(data)
+        pad = -n % 16
+        low = self._mac(data, pad)
+        cands = [low + k * (1 << 128) for k in range(4) if low + k * (1 << 128) < P1305]
+        for fill in range(1, 4):
+            if len(cands) == 1:
+                return cands[0]
+            blk = bytes([fill - 1]) * 16
+            got = self._mac(data, pad, blk)
+            c = int.from_bytes(blk, "little") + (1 << 128)
+            cands = [p for p in cands if ((p + c) * self.r % P1305) & M128 == got]
+        if len(cands) == 1:
+            return cands[0]
+        return self._horner(bytes(data) + bytes(pad))   # (never seen: a last resort)
+
+    def _horner(self, data: bytes) -> int:
+        acc, r = 0, self.r
+        for i in range(0, len(data), 16):
+            acc = (acc + int.from_bytes(data[i:i + 16], "little") + (1 << 128)) * r % P1305
+        return acc
+
+    def keystream(self, src, dst, first_byte: int) -> None:
+        """ChaCha20 of ``src`` from byte ``first_byte`` (a multiple of 64) of the text into
+        ``dst``."""
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+        counter = 1 + first_byte // 64
+        enc = Cipher(algorithms.ChaCha20(self.key, counter.to_bytes(4, "little") + self.nonce),
+                     None).encryptor()
+        dst[:] = np.frombuffer(enc.update(src), dtype=np.uint8)
+
+
+def poly_tag(keys: PolyKeys, aad_part: int, aad_len: int, parts, clen: int) -> bytes:
+    """The ChaCha20-Poly1305 tag from the AAD's P and the ranges' ((start, end, P) in order,
+    tiling the text of ``clen`` bytes)."""
+    r = keys.r
+    lens = aad_len.to_bytes(8, "little") + clen.to_bytes(8, "little")
+    acc = (int.from_bytes(lens, "little") + (1 << 128)) * r % P1305
+    after = 1
+    for a, b, p in reversed(parts):
+        acc = (acc + p * pow(r, after, P1305)) % P1305
+        after += -(-(b - a) // 16)
+    if aad_len:
+        acc = (acc + aad_part * pow(r, after, P1305)) % P1305
+    return ((acc + keys.s) & M128).to_bytes(16, "little")
+
+
+# --------------------------------------------------------------------------- the unit
+
+class MessageRange:
+    """One AEAD message's text as a scheduled run's units (bytes; ranges cut on ALIGN, at
+    least GRAIN, at most MAX_RANGE), every range fenced: its text and its partial MAC are
+    committed together, only while the range is still its worker's (``Run``).  ``session``:
+    a composite session of the GCM text's CTR request (None for ChaCha20-Poly1305)."""
+
+    def __init__(self, batch, tags_in, session=None):
+        self.b, self.tags_in, self.s = batch, tags_in, session
+        self.kind = kind_of(batch.name)
+        key = batch.keys[batch.key_index[0]].tobytes()
+        nonce = batch.nonces[0].tobytes()
+        self.keys = GCMKeys(key, nonce) if self.kind == "gcm" else PolyKeys(key, nonce)
+        self.src = batch.src[:int(batch.off[1])]
+        self.dst = batch.dst[:int(batch.off[1])]
+        self.aad = batch.aad[int(batch.aad_off[0]):int(batch.aad_off[1])]
+        self.n = self.src.nbytes
+        self.grain = max(ALIGN, RANGE_GRAIN // ALIGN * ALIGN)
+        self.name, self.encrypt = batch.name, batch.encrypt
+        self.in_place = True     # (always fenced: see the class docstring)
+        self.parts: dict = {}    # start -> (end, partial)
+
+    def tail_share(self) -> float:
+        return TAIL
+
+    def path(self, eng) -> str:
+        return "array"
+
+    def weight(self, a: int, b: int) -> int:
+        return b - a
+
+    def cut(self, a: int, b: int, nbytes: int) -> int:
+        p = a + min(MAX_RANGE, max(self.grain, nbytes // self.grain * self.grain))
+        return b if b - p < self.grain and b - a <= MAX_RANGE else min(p, b)
+
+    def buffer(self, eng, a: int, b: int):
+        return [np.empty(b - a, dtype=np.uint8), None]
+
+    def _partial(self, data) -> int:
+        if self.kind == "gcm":
+            return self.keys.partial_times_h(data)
+        return self.keys.partial(data)
+
+    def _keystream(self, eng, a: int, src, dst) -> None:
+        if self.kind == "gcm":
+            self.s._member(eng).crypt(src, dst, a // 16, None)
+        else:
+            self.keys.keystream(src, dst, a)
+
+    def run(self, eng, a: int, b: int, out) -> None:
+        buf, src = out[0], self.src[a:b]
+        if self.encrypt:
+            self._keystream(eng, a, src, buf)
+            out[1] = self._partial(buf)
+        else:   # (the MAC over the ciphertext before any plaintext is written)
+            out[1] = self._partial(src)
+            self._keystream(eng, a, src, buf)
+
+    def commit(self, a: int, b: int, out) -> None:
+        self.dst[a:b] = out[0]
+        self.parts[a] = (b, out[1])
+
+    def tag(self) -> bytes:
+        """The message's tag (full length) from the committed ranges."""
+        parts, pos = [], 0
+        while pos < self.n:
+            b, p = self.parts[pos]   # (the committed ranges tile the text)
+            parts.append((pos, b, p))
+            pos = b
+        aad_part = self._partial(self.aad) if self.aad.size else 0
+        fold = gcm_tag if self.kind == "gcm" else poly_tag
+        return fold(self.keys, aad_part, int(self.aad.size), parts, self.n)
+
+    def result(self):
+        """Encryption: the (1, tag_length) tags; decryption: the verified mask (a failure's
+        output zeroed)."""
+        tl = self.b.tag_length
+        tag = self.tag()[:tl]
+        if self.encrypt:
+            return np.frombuffer(tag, dtype=np.uint8).reshape(1, tl).copy()
+        ok = hmac.compare_digest(tag, np.asarray(self.tags_in, dtype=np.uint8).reshape(-1)[:tl]
+                                 .tobytes())
+        if not ok:
+            self.dst[:] = 0
+        return np.array([ok], dtype=bool)
