@@ -4,7 +4,8 @@ The command line installs :func:`install`; the signal then raises :class:`Interr
 main thread is (a wait, a read), except inside :func:`deferred` blocks: there it is held until the
 block ends, so that a write and the count of the bytes it wrote are never torn apart.  A second
 signal while one is held raises at once; one arriving while the first is being handled (the
-cleanup) is ignored.
+cleanup) is ignored.  After :func:`hold` (a rank of an MPI job) a signal is held until the code
+asks for it (:func:`check`), or raised where it lands inside :func:`interruptible` blocks.
 """
 
 from __future__ import annotations
@@ -24,11 +25,16 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-_state = {"raised": False, "pending": None, "deferring": 0, "ending": False}
+_state = {"raised": False, "pending": None, "deferring": 0, "ending": False, "holding": False,
+          "interruptible": False}
 
 
 def _handler(signum, frame):
     if _state["raised"]:  # cleaning up after the first: let the cleanup finish
+        return
+    if _state["holding"] and not _state["interruptible"]:
+        if _state["pending"] is None:
+            _state["pending"] = signum  # raised by check()
         return
     if _state["deferring"] and _state["pending"] is None:
         _state["pending"] = signum  # raised when the deferred block ends
@@ -38,7 +44,8 @@ def _handler(signum, frame):
 
 
 def install() -> None:
-    _state.update(raised=False, pending=None, deferring=0, ending=False)
+    _state.update(raised=False, pending=None, deferring=0, ending=False, holding=False,
+                  interruptible=False)
     for sig in SIGNALS:
         try:
             signal.signal(sig, _handler)
@@ -55,6 +62,34 @@ def restore() -> None:
                 signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
         except (ValueError, OSError):
             pass
+
+
+def hold() -> None:
+    """From now on a signal is held, not raised where it lands: :func:`check` raises it where the
+    code looks for it (a rank of an MPI job, between two messages or two ranges, so that none is
+    cut in two)."""
+    _state["holding"] = True
+
+
+def check() -> None:
+    """Raise the signal held (once)."""
+    sig = _state["pending"]
+    if _state["holding"] and sig is not None and not _state["raised"]:
+        _state["pending"] = None
+        _state["raised"] = True
+        raise Interrupted(sig)
+
+
+@contextlib.contextmanager
+def interruptible():
+    """While holding: a block where a signal is raised where it lands (a wait on a pipe that may
+    stay silent for ever)."""
+    check()
+    _state["interruptible"] = True
+    try:
+        yield
+    finally:
+        _state["interruptible"] = False
 
 
 def ending() -> None:

@@ -1,10 +1,12 @@
-"""Across ranks with MPI (ciphergrid/mpi.py): ``mpiexec -n N ciphergrid encrypt|decrypt --mpi``.
+"""Across ranks with MPI (ciphergrid/cluster/): ``mpiexec -n N ciphergrid encrypt|decrypt --mpi``.
 
 Every run here is started by the test itself on this machine (2 and 3 ranks on its cores; the
 MPI library from the package index: ``pip install 'ciphergrid[mpi]'``), bounded in time.  Bytes
 equal one process's for every splittable mode at sizes straddling the ranges, both directions;
-CBC encryption on one worker; a worker made to fail: its range run by another, the output whole;
-a rank killed: no output under its name, and the next run removes the partial file it left."""
+CBC encryption on one worker; a worker made to fail: its range run by another, the output whole.
+The README's rules for outputs, errors and exit codes hold on every rank: a FIFO or a device
+written through, outputs refused before any range, a new file's mode; a rank or mpiexec killed
+or signalled mid-job: nothing left under the output's name, no partial file, 128 + N and one line."""
 from __future__ import annotations
 
 import os

@@ -200,7 +200,6 @@ MODULE_LINES_MAX = 650
 #: modules over MODULE_LINES_MAX for now, as {path under ciphergrid/: why}
 LONG_MODULES_ALLOWED: dict[str, str] = {
     "service/server.py": "being split",
-    "mpi.py": "being reworked (issue 47): to split",
 }
 
 
@@ -486,7 +485,6 @@ STATE_ALLOWED: dict[str, str] = {
     "service/server.py:global _MALLOC_TRIM": "glibc's malloc_trim, looked up once",
     "bench/preflight.py:_RATE": "the host's speed for the benchmark's time estimates, once",
     "interrupts.py:_state": "signals are the process's: one handler state per process",
-    "mpi.py:_noted": "signals are the process's: the command's signal state while its job runs",
 }
 
 

@@ -1,0 +1,182 @@
+"""A worker rank (ciphergrid.cluster): its ranges read, run on its node's engines and written
+in place, or run on the bytes rank 0 sent; its reports, until the job's end."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from ..errors import DeviceError, Error
+from .wire import _BROKEN, _DONE, _DOWN, _END, _FAILED, _READY, _SIGNALLED, _UP, SIGNAL_WAIT_S, _poll
+
+
+def _request(plan):
+    from ..registry import lookup
+    from ..request import make_request
+
+    return make_request(lookup(plan["cipher"]), plan["key"], plan["iv"], plan["encrypt"], None,
+                        plan["sector_size"], plan["start_sector"], plan["impl"], plan["allow_weak"])
+
+
+def _ranges(plan) -> list:
+    n, step = plan["n"], plan["step"]
+    return [(a, min(n, a + step)) for a in range(0, n, step)] or [(0, 0)]
+
+
+class _Runner:
+    """A rank's ranges: read from the input, run on this node's engines, written in place."""
+
+    def __init__(self, plan, device: str, rank: int):
+        from ..route import route
+        from ..settings import injected_faults
+
+        self.plan, self.rank = plan, rank
+        self.req = _request(plan)
+        self.fin = self.fout = None
+        if not plan["send"]:
+            self.fin = os.open(plan["in"], os.O_RDONLY | os.O_CLOEXEC)
+            self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
+        size = plan["step"] if plan["n"] is None else min(plan["n"], plan["step"])
+        r = route(self.req, device, size or None)
+        self.device = r.device
+        self.session = r.engine.session(self.req)
+        self.fault = injected_faults().get(f"mpi:{rank}")
+        self.ran = 0
+
+    def run(self, a: int, b: int) -> None:
+        import numpy as np
+
+        self._injected(b - a)
+        if b <= a:
+            return
+        p = self.plan
+        buf = np.empty(b - a, dtype=np.uint8)
+        if _positioned(os.preadv, self.fin, buf, p["in_offset"] + a) != b - a:
+            raise OSError(f"{p['in']}: the input changed size while it was read")
+        bs = self.req.block_size
+        chain = self.req.mode.chain_at(self.req, _FileWindow(self.fin, p["in_offset"]), a // bs) \
+            if a else None
+        self.session.crypt(buf, buf, a // bs, chain)
+        if _positioned(os.pwritev, self.fout, buf, p["out_offset"] + a) != b - a:
+            raise OSError(f"{p['partial']}: a write stopped short (disk full?)")
+        self.ran += b - a
+
+    def _injected(self, nbytes: int) -> None:
+        """The fault switch (mpi:RANK:fail|kill|hang:BYTES): this rank fails, dies or stops
+        once it ran BYTES."""
+        if self.fault is not None and self.ran + nbytes > self.fault[1]:
+            if self.fault[0] == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.fault[0] == "hang":
+                raise _Stalled()
+            raise DeviceError(f"injected failure (CIPHERGRID_FAULT) on rank {self.rank}")
+
+    def crypt(self, a: int, data: bytes, chain) -> bytes:
+        """Range ``a`` sent by the manager: its bytes back."""
+        import numpy as np
+
+        self._injected(len(data))
+        buf = np.frombuffer(bytearray(data), dtype=np.uint8)
+        if buf.nbytes:
+            self.session.crypt(buf, buf, a // self.req.block_size, chain)
+        self.ran += len(data)
+        return buf.tobytes()
+
+    def close(self) -> None:
+        self.session.close()
+        for fd in (self.fin, self.fout):
+            if fd is not None:
+                os.close(fd)
+
+
+def _positioned(call, fd: int, buf, offset: int) -> int:
+    """os.preadv / os.pwritev of all of ``buf`` at ``offset`` (one call moves at most ~2 GiB on
+    Linux); the bytes moved (fewer: the file ended)."""
+    view, done = memoryview(buf).cast("B"), 0
+    while done < len(view):
+        k = call(fd, [view[done:]], offset + done)
+        if k <= 0:
+            break
+        done += k
+    return done
+
+
+class _FileWindow:
+    """The input file as ``chain_at`` reads it (a slice: bytes at those offsets)."""
+
+    def __init__(self, fd: int, offset: int):
+        self.fd, self.offset = fd, offset
+
+    def __getitem__(self, sl):
+        return os.pread(self.fd, sl.stop - sl.start, self.offset + sl.start)
+
+
+def _work(comm, plan, device):
+    """A worker: ask, run, report, until told to stop; the job's outcome if rank 0 sent it
+    meanwhile (else None: it comes next).  A signal here is sent to rank 0, which ends the job
+    for every rank."""
+    from ..interrupts import Interrupted
+
+    runner = None
+    try:
+        try:
+            runner = _Runner(plan, device, comm.rank)
+        except (Error, OSError) as e:
+            comm.send((_BROKEN, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
+            return _stopped(comm)
+        comm.send((_READY, runner.device), dest=0, tag=_UP)
+        while True:
+            tag, msg = _poll(comm, 0, (_END, _DOWN))
+            if tag == _END:
+                return msg
+            if msg[0] not in ("range", "data"):
+                return None
+            a = msg[1]
+            b = msg[2] if msg[0] == "range" else a + len(msg[2])
+            try:
+                if msg[0] == "range":
+                    runner.run(a, b)
+                    reply = (_DONE, a, b)
+                else:
+                    reply = (_DONE, a, b, runner.crypt(a, msg[2], msg[3]))
+            except (Error, OSError) as e:
+                comm.send((_FAILED, a, b, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
+                return _stopped(comm)
+            except _Stalled:   # (it answers no more, but it hears the job's end and signals)
+                return _await_end(comm, None, noted=True)
+            comm.send(reply, dest=0, tag=_UP)
+    except Interrupted as e:
+        comm.send((_SIGNALLED, e.signum), dest=0, tag=_UP)
+        end = _await_end(comm, time.monotonic() + SIGNAL_WAIT_S)
+        if end is None:
+            raise
+        return end
+    finally:
+        if runner is not None:
+            runner.close()
+
+
+def _await_end(comm, until, noted: bool = False):
+    """A worker out of the job: the job's outcome message (None past ``until``), what rank 0
+    deals meanwhile taken and dropped (a range sent with its bytes is a send that waits for its
+    receipt)."""
+    while True:
+        got = _poll(comm, 0, (_END, _DOWN), until=until, noted=noted)
+        if got is None or got[0] == _END:
+            return got and got[1]
+
+
+class _Stalled(Exception):
+    """The fault switch's hang: the worker stops running ranges and answering them."""
+
+
+def _stopped(comm):
+    """A worker out of the job: the ranges dealt to it ahead dropped until its stop (or the
+    job's outcome, returned)."""
+    while True:
+        tag, msg = _poll(comm, 0, (_END, _DOWN))
+        if tag == _END:
+            return msg
+        if msg[0] == "stop":
+            return None
