@@ -156,6 +156,7 @@ def test_key_layouts(rng):
         assert alg.CIPHER.expand(key, True).tolist() == ek
         rounds = alg.CIPHER.expand(key, False, layout="rounds").tolist()
         assert len(rounds) == 76 and rounds == alg.CIPHER.expand(key, True, "rounds").tolist()
+        assert rounds == alg.round_keys(alg.expanded_key(key))     # (expand gathers them)
         # per FO k: the EK entries the RFC's FO(k) reads, in its order: KO1 KI1 KO2 KI2 KO3 KI3 KO4
         for k in range(8):
             ko1, ko2, ko3, ko4, ki1, ki2, ki3 = rounds[7 * k: 7 * k + 7]

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BlockCipher, Implementation, bit_masks
+from .base import BlockCipher, Implementation
 
 # RFC 2994 section 2.3 ("Data Randomizing Part"), S7TABLE and S9TABLE.  Both are permutations
 # with differential uniformity 2 (tests/test_misty1.py checks both properties and the table
@@ -117,6 +117,10 @@ def round_keys(ek: list[int]) -> list[int]:
             out += [ek[((k - 1) // 2 + 2) % 8 + 8], ek[((k - 1) // 2 + 4) % 8]]
     return out
 
+
+#: round_keys' indices into EK (the "rounds" layout as a gather) and the bit numbers of a mask row
+_ROUND_KEYS = np.array(round_keys(list(range(32))), dtype=np.intp)
+_BITS16 = np.arange(16, dtype=np.uint32)
 
 # --------------------------------------------------------------------------- the host model
 
@@ -346,15 +350,20 @@ class MISTY1(BlockCipher):
             raise ValueError(f"unknown MISTY1 key layout {layout!r}")
         self.check_key(key)
         ek = expanded_key(bytes(key))
-        vals = round_keys(ek) if layout in ("rounds", "bitsliced") else ek
-        out = np.array(vals, dtype="<u4")
-        for lst in (ek, vals):
-            lst[:] = [0] * len(lst)
-        if layout == "bitsliced":   # 16 masks per word (its 16 bits, bit 0 first)
-            words = out
-            out = np.ascontiguousarray(bit_masks(words).reshape(-1, 32)[:, :16]).reshape(-1)
-            words.fill(0)
-        return out
+        out = np.array(ek, dtype="<u4")
+        ek[:] = [0] * len(ek)
+        if layout is None:
+            return out
+        words = out[_ROUND_KEYS]          # round_keys(), as one gather
+        out.fill(0)
+        if layout == "rounds":
+            return words
+        # bitsliced: 16 masks per word (its 16 bits, bit 0 first)
+        bits = (words[:, None] >> _BITS16) & np.uint32(1)
+        masks = (np.uint32(0) - bits).astype("<u4").reshape(-1)
+        bits.fill(0)
+        words.fill(0)
+        return masks
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
         self.check_key(key)
