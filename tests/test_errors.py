@@ -67,7 +67,10 @@ def test_unsupported_cipher(bad):
     msg = _expect(ciphergrid.UnsupportedCipher, ciphergrid.encrypt, bytes(16), bad, key, bytes(16))
     _expect(ciphergrid.UnsupportedCipher, ciphergrid.decrypt, bytes(16), bad, key, bytes(16))
     _expect(ciphergrid.UnsupportedCipher, ciphergrid.Cipher, bad, key, bytes(16))
-    assert "aes-128-cbc" in msg, f"the message should list the supported names: {msg!r}"
+    # one short line: the close names where there are some, and where every name is listed
+    assert "ciphergrid list" in msg and len(msg) < 200, msg
+    if bad in ("aes-128-ocb", "aes128cbc", "aes-128-cbc-x"):
+        assert "did you mean" in msg and "aes-128-" in msg, msg
 
 
 # --------------------------------------------------------------------------- InvalidKeySize
