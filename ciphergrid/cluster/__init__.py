@@ -97,8 +97,8 @@ def crypt_file(src: str, dst: str, cipher: str, key, iv=None, *, encrypt: bool =
 
 def _share_plan(comm, make_job, command: bool):
     """Rank 0 makes the job (``make_job``) and sends its plan to every rank; a failure there
-    ends every rank (_end).  The plan, on every rank; rank 0's
-    ``plan["job"]``: its job (not sent)."""
+    ends every rank (_end).  The plan, on every rank (rank 0's ``plan["job"]``: its job, not
+    sent)."""
     if comm.rank == 0:
         try:
             job = make_job()
