@@ -28,8 +28,8 @@ so the bytes equal one engine's), and:
   (``units.Messages``: each engine seals or opens its ranges, the tags and the verified mask
   gathered in order); a composite made with ``message_ranges`` (route.route_aead: one long
   message of GCM or ChaCha20-Poly1305) splits one message into ranges of its blocks
-  (``message_range.MessageRange``: each engine runs its range's keystream and returns the
-  range's partial MAC, the host folds them into the tag);
+  (``message_range.MessageRange``: each engine runs its range's text and returns the range's
+  partial MAC, the host folds them into the tag);
 * a GPU-resident array (``crypt_resident``, ``resident.Resident``) over several CUDA GPUs: its
   own GPU runs its ranges in place, the others through peer copies in pieces, overlapped.
 
@@ -135,22 +135,15 @@ class CompositeEngine(Engine):
 
     def _ranges(self, batch, tags, stats):
         """One message in ranges of its blocks over every engine (MessageRange)."""
-        from .scheduler.message_range import MessageRange, ctr_request, kind_of
+        from .scheduler.message_range import MessageRange
 
-        session = None
-        if kind_of(batch.name) == "gcm":
-            session = self.session(ctr_request(batch.name, batch.keys[batch.key_index[0]].tobytes(),
-                                               batch.nonces[0].tobytes()))
         try:
-            work = MessageRange(batch, tags, session)
+            work = MessageRange(batch, tags)
             Run(work, self.engines, stats, self.fence, self.rt).go()
             return work.result()
         except BaseException:
             batch.dst[:int(batch.off[-1])] = 0   # (no partial output of a failed message)
             raise
-        finally:
-            if session is not None:
-                session.close()
 
     def stream(self, req, src, dst, *, progress=None, chunk_bytes=None, depth=None,
                nbytes: int | None = None) -> int:

@@ -2,13 +2,15 @@
 the message's text, ranges cut on 64 bytes): each engine runs its range's keystream and
 returns the range's partial MAC; the host folds the partials into the tag.
 
-* **AES-GCM** (96-bit nonces): a range's text is AES-CTR from counter block nonce || 2 on the
-  range's first block (the low 32 bits start at 2 and a message holds at most 2^32 - 2 blocks,
-  so GCM's inc32 is CTR's increment), run as a CTR request through the engine's session (any
-  engine that runs AES-CTR in parallel: OpenSSL, a device).  Its partial GHASH
-  P = sum_i C_i H^(m + 1 - i) over the range's m blocks comes from OpenSSL at full speed: GCM
-  over AAD = the range and no text, under a fixed nonce N, gives E_K(N || 1) xor (P H xor L H)
-  (L: that call's length block), so P H = tag xor E_K(N || 1) xor L H.
+* **AES-GCM** (96-bit nonces): a range runs as GCM messages of the engine's own AEAD (one per
+  host thread of OpenSSL, one on a device), each under a 16-byte IV derived so that its J0 is the
+  message's counter block at the piece's first block f (nonce || 1 + f; for a 16-byte IV
+  J0 = IV H^2 xor Lb H, so IV = (J0 xor Lb H) H^-2; the low 32 bits start at 2 and a message
+  holds at most 2^32 - 2 blocks, so inc32 never wraps).  Their texts are the message's text
+  there, and each tag E_K(J0') xor (P H xor L H) gives the piece's partial GHASH
+  P = sum_i C_i H^(m + 1 - i) over its m blocks (L: its length block).  Decryption: the same
+  messages run the text (their tags, over the plaintext, unused), and GCM messages with no text
+  and AAD = the ciphertext pieces under a fixed nonce N give E_K(N || 1) xor (P H xor L H).
 * **ChaCha20-Poly1305**: a range's text is ChaCha20 from block counter 1 + (its first byte / 64)
   (OpenSSL only); its partial Poly1305 value P = sum_i (C_i + 2^128) r^(m + 1 - i) mod 2^130 - 5
   (the range zero-padded to 16 bytes) from OpenSSL's Poly1305 under (r, s = 0).  That MAC gives
@@ -30,7 +32,6 @@ import hmac
 
 import numpy as np
 
-from ...modes import gf128
 from .units import GRAIN, TAIL
 
 #: a range is cut on this many bytes from the message's start (a ChaCha20 block: 4 AES blocks)
@@ -54,30 +55,20 @@ def kind_of(name: str) -> str | None:
     return None
 
 
-def ctr_request(name: str, key: bytes, nonce: bytes):
-    """The AES-CTR request of a GCM message's text (counter block nonce || 2)."""
-    from ...registry import lookup
-    from ...request import make_request
-
-    bits = 8 * len(key)
-    return make_request(lookup(f"aes-{bits}-ctr"), key, nonce + (2).to_bytes(4, "big"), True)
-
-
 def engine_runs_ranges(eng, name: str, nonce_len: int | None, tag_length: int | None,
                        nbytes: int | None = None) -> bool:
     """Whether ``eng`` runs ranges of one message of AEAD ``name`` (12-byte nonces; GCM: an
-    engine that runs AES-CTR in parallel; ChaCha20-Poly1305: OpenSSL)."""
+    engine whose GCM takes 12- and 16-byte nonces; ChaCha20-Poly1305: OpenSSL)."""
     kind = kind_of(name)
     if kind is None or nonce_len != 12:
         return False
     if kind == "chacha":
         return eng.kind == "openssl" and tag_length in (None, 16)
-    key_len = int(name.split("-")[1]) // 8
-    try:
-        req = ctr_request(name, bytes(key_len), bytes(12))
-        return eng.capability(req, nbytes) == "parallel"
-    except Exception:  # noqa: BLE001 - an engine that cannot say: not a member
-        return False
+    from ... import aeads
+
+    spec = aeads.spec(name)
+    return all(spec.capability(eng.kind, count=2, nonce_len=k, tag_length=16) == "parallel"
+               for k in (12, 16))
 
 
 # --------------------------------------------------------------------------- GF(2^128), GCM
@@ -95,12 +86,26 @@ def _bytes(v: int) -> bytes:
     return _rev128(v).to_bytes(16, "big")
 
 
+def _gmul(a: int, b: int) -> int:
+    """a b in GF(2^128) (x^i at bit i; modes/gf128.mul's field), four bits of b at a time."""
+    t = [0] * 16
+    for i in range(1, 16):
+        t[i] = t[i >> 1] << 1 if not i & 1 else t[i - 1] ^ a
+    r = 0
+    for shift in range(124, -4, -4):
+        r = (r << 4) ^ t[(b >> shift) & 15]
+    for _ in range(2):   # (x^128 = x^7 + x^2 + x + 1, folded twice: the first fold's top bits)
+        hi = r >> 128
+        r = (r & M128) ^ hi ^ (hi << 1) ^ (hi << 2) ^ (hi << 7)
+    return r
+
+
 def _gpow(h: int, e: int) -> int:
     out = 1
     while e:
         if e & 1:
-            out = gf128.mul(out, h)
-        h = gf128.mul(h, h)
+            out = _gmul(out, h)
+        h = _gmul(h, h)
         e >>= 1
     return out
 
@@ -110,37 +115,61 @@ def _gcm_len_block(alen: int, clen: int) -> int:
 
 
 class GCMKeys:
-    """A GCM message's key material for the partials and the fold: H, E_K(_GHASH_NONCE || 1),
-    E_K(J0)."""
+    """A GCM message's key material for the pieces and the fold (Python ints, GCM's bits
+    reflected: x^i at bit i): H, H^-2, E_K(_GHASH_NONCE || 1), E_K(J0)."""
 
     def __init__(self, key: bytes, nonce: bytes):
         from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
-        out = enc.update(bytes(16) + _GHASH_NONCE + (1).to_bytes(4, "big")
-                         + nonce + (1).to_bytes(4, "big")) + enc.finalize()
+        self.key, self.nonce = key, nonce
+        self._ecb = Cipher(algorithms.AES(key), modes.ECB())
+        out = self.encrypt_blocks(bytes(16) + _GHASH_NONCE + (1).to_bytes(4, "big")
+                                  + nonce + (1).to_bytes(4, "big"))
         self.h, self.mask_n, self.mask_j0 = _el(out[:16]), _el(out[16:32]), _el(out[32:48])
-        self.aead = AESGCM(key)
+        self.h_inv2 = _gpow(self.h, (1 << 128) - 3)   # (H^(2^128 - 1) = 1)
+        self._lb_h = _gmul(_gcm_len_block(0, 16), self.h)   # (a 16-byte IV's length block)
+
+    def encrypt_blocks(self, data: bytes) -> bytes:
+        enc = self._ecb.encryptor()
+        return enc.update(data) + enc.finalize()
+
+    def ivs(self, first_blocks) -> tuple:
+        """For pieces from the text's blocks ``first_blocks`` on: their 16-byte IVs ((k, 16)
+        uint8) and the E_K(J0') of each (ints)."""
+        j0 = [self.nonce + (1 + f).to_bytes(4, "big") for f in first_blocks]
+        ivs = b"".join(_bytes(_gmul(_el(j) ^ self._lb_h, self.h_inv2)) for j in j0)
+        masks = self.encrypt_blocks(b"".join(j0))
+        return (np.frombuffer(ivs, dtype=np.uint8).reshape(-1, 16).copy(),
+                [_el(masks[16 * i:16 * i + 16]) for i in range(len(j0))])
+
+    def text_part(self, tag: bytes, mask: int, nbytes: int) -> int:
+        """P H of a piece of ``nbytes`` from its tag as a message of its own (no AAD) and its
+        E_K(J0')."""
+        return _el(tag) ^ mask ^ _gmul(_gcm_len_block(0, nbytes), self.h)
+
+    def aad_part(self, tag: bytes, nbytes: int) -> int:
+        """P H of ``nbytes`` of AAD from the tag of a message of no text under _GHASH_NONCE."""
+        return _el(tag) ^ self.mask_n ^ _gmul(_gcm_len_block(nbytes, 0), self.h)
 
     def partial_times_h(self, data) -> int:
-        """P H of ``data`` (P: its blocks' Horner sum, the last zero-padded)."""
-        tag = self.aead.encrypt(_GHASH_NONCE, b"", data)
-        return _el(tag) ^ self.mask_n ^ gf128.mul(_gcm_len_block(len(data), 0), self.h)
+        """P H of ``data`` through pyca (the message's AAD; P: its blocks' Horner sum, the
+        last zero-padded)."""
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        return self.aad_part(AESGCM(self.key).encrypt(_GHASH_NONCE, b"", data), len(data))
 
 
 def gcm_tag(keys: GCMKeys, aad_part: int, aad_len: int, parts, clen: int) -> bytes:
     """The GCM tag from the AAD's P H (``aad_part``) and the ranges' ((start, end, P H) in
     order, tiling the text of ``clen`` bytes)."""
     h = keys.h
-    y = gf128.mul(_gcm_len_block(aad_len, clen), h)
+    y = _gmul(_gcm_len_block(aad_len, clen), h)
     after = 1 + 0   # blocks after the segment: the length block, then the ranges behind it
     for a, b, ph in reversed(parts):
-        y ^= gf128.mul(ph, _gpow(h, after - 1))
+        y ^= _gmul(ph, _gpow(h, after - 1))
         after += -(-(b - a) // 16)
     if aad_len:
-        y ^= gf128.mul(aad_part, _gpow(h, after - 1))
+        y ^= _gmul(aad_part, _gpow(h, after - 1))
     return _bytes(y ^ keys.mask_j0)
 
 
@@ -224,11 +253,11 @@ def poly_tag(keys: PolyKeys, aad_part: int, aad_len: int, parts, clen: int) -> b
 class MessageRange:
     """One AEAD message's text as a scheduled run's units (bytes; ranges cut on ALIGN, at
     least GRAIN, at most MAX_RANGE), every range fenced: its text and its partial MAC are
-    committed together, only while the range is still its worker's (``Run``).  ``session``:
-    a composite session of the GCM text's CTR request (None for ChaCha20-Poly1305)."""
+    committed together, only while the range is still its worker's (``Run``); a range's
+    partial MAC is a list of (start, end, partial) of its pieces."""
 
-    def __init__(self, batch, tags_in, session=None):
-        self.b, self.tags_in, self.s = batch, tags_in, session
+    def __init__(self, batch, tags_in):
+        self.b, self.tags_in = batch, tags_in
         self.kind = kind_of(batch.name)
         key = batch.keys[batch.key_index[0]].tobytes()
         nonce = batch.nonces[0].tobytes()
@@ -240,7 +269,7 @@ class MessageRange:
         self.grain = max(ALIGN, RANGE_GRAIN // ALIGN * ALIGN)
         self.name, self.encrypt = batch.name, batch.encrypt
         self.in_place = True     # (always fenced: see the class docstring)
-        self.parts: dict = {}    # start -> (end, partial)
+        self.parts: dict = {}    # range start -> (range end, [(start, end, partial)...])
 
     def tail_share(self) -> float:
         return TAIL
@@ -258,25 +287,61 @@ class MessageRange:
     def buffer(self, eng, a: int, b: int):
         return [np.empty(b - a, dtype=np.uint8), None]
 
-    def _partial(self, data) -> int:
-        if self.kind == "gcm":
-            return self.keys.partial_times_h(data)
-        return self.keys.partial(data)
+    def _pieces(self, eng, a: int, b: int) -> list:
+        """[a, b) cut into one piece per host thread of OpenSSL (of 1 MiB at least), one for
+        another engine; cuts on ALIGN."""
+        k = 1
+        if eng.kind == "openssl":
+            k = max(1, min(getattr(getattr(eng, "host", None), "budget", 1), (b - a) >> 20))
+        step = -(-(b - a) // k // ALIGN) * ALIGN
+        cuts = list(range(a, b, step)) + [b]
+        return list(zip(cuts, cuts[1:]))
 
-    def _keystream(self, eng, a: int, src, dst) -> None:
-        if self.kind == "gcm":
-            self.s._member(eng).crypt(src, dst, a // 16, None)
-        else:
-            self.keys.keystream(src, dst, a)
+    def _batch(self, pieces, a: int, src, dst, nonces, aad=None):
+        """A batch of GCM messages: piece j of ``src`` (the range from byte ``a``) under
+        ``nonces[j]``, into ``dst``; with ``aad``, no texts and piece j of ``aad`` as AAD."""
+        from ...aeads.base import Batch
+
+        k = len(pieces)
+        off = np.array([p[0] - a for p in pieces] + [pieces[-1][1] - a], dtype=np.int64)
+        empty = np.zeros(0, dtype=np.uint8)
+        texts, aads = (src, empty) if aad is None else (empty, aad)
+        return Batch(self.name, True, 16, self.b.keys[self.b.key_index[:1]].copy(),
+                     np.zeros(k, dtype=np.int32), nonces, aads,
+                     off if aad is not None else np.zeros(k + 1, dtype=np.int64), texts,
+                     off if aad is None else np.zeros(k + 1, dtype=np.int64),
+                     dst if aad is None else np.zeros(0, dtype=np.uint8))
+
+    def _run_gcm(self, eng, a: int, b: int, src, buf) -> list:
+        pieces = self._pieces(eng, a, b)
+        ivs, masks = self.keys.ivs([p // 16 for p, _ in pieces])
+        text = self._batch(pieces, a, src, buf, ivs)
+        try:
+            tags = eng.seal(text, None)
+            if self.encrypt:
+                return [(p, q, self.keys.text_part(t.tobytes(), m, q - p))
+                        for (p, q), t, m in zip(pieces, tags, masks)]
+            nonces = np.zeros((len(pieces), 12), dtype=np.uint8)
+            macs = self._batch(pieces, a, None, None, nonces, aad=src)
+            try:
+                tags = eng.seal(macs, None)
+            finally:
+                macs.wipe()
+            return [(p, q, self.keys.aad_part(t.tobytes(), q - p))
+                    for (p, q), t in zip(pieces, tags)]
+        finally:
+            text.wipe()
 
     def run(self, eng, a: int, b: int, out) -> None:
         buf, src = out[0], self.src[a:b]
-        if self.encrypt:
-            self._keystream(eng, a, src, buf)
-            out[1] = self._partial(buf)
+        if self.kind == "gcm":
+            out[1] = self._run_gcm(eng, a, b, src, buf)
+        elif self.encrypt:
+            self.keys.keystream(src, buf, a)
+            out[1] = [(a, b, self.keys.partial(buf))]
         else:   # (the MAC over the ciphertext before any plaintext is written)
-            out[1] = self._partial(src)
-            self._keystream(eng, a, src, buf)
+            out[1] = [(a, b, self.keys.partial(src))]
+            self.keys.keystream(src, buf, a)
 
     def commit(self, a: int, b: int, out) -> None:
         self.dst[a:b] = out[0]
@@ -286,10 +351,13 @@ class MessageRange:
         """The message's tag (full length) from the committed ranges."""
         parts, pos = [], 0
         while pos < self.n:
-            b, p = self.parts[pos]   # (the committed ranges tile the text)
-            parts.append((pos, b, p))
+            b, pieces = self.parts[pos]   # (the committed ranges tile the text)
+            parts += pieces
             pos = b
-        aad_part = self._partial(self.aad) if self.aad.size else 0
+        aad_part = 0
+        if self.aad.size:
+            aad_part = (self.keys.partial_times_h(self.aad) if self.kind == "gcm"
+                        else self.keys.partial(self.aad))
         fold = gcm_tag if self.kind == "gcm" else poly_tag
         return fold(self.keys, aad_part, int(self.aad.size), parts, self.n)
 
