@@ -6,12 +6,21 @@ path's, not a disk's), for each size of ``--seal-sizes`` (default 256 MiB and 1 
 interleaved, wall clock of the whole command (start-up included), no fsync:
 
 * ``cat in > out``: the ceiling;
-* ``ciphergrid seal`` and ``ciphergrid open`` on each ``--device`` (default ``auto``);
+* ``ciphergrid seal`` and ``ciphergrid open`` on each ``--device`` (default ``auto``), in the
+  command's own process (``--service off``);
+* the same through a service (``--service SOCKET``): ``ciphergrid serve`` started by the bench on
+  a socket in its folder, stopped at the end;
+* ``mpiexec -n 2 ciphergrid seal|open --mpi`` where both commands take ``--mpi`` (their
+  ``--help`` says so) and ``mpiexec`` is on PATH; else a skipped row saying why;
 * the same format through pyca/cryptography's ``cryptography.cobblestone`` streamed in 1 MiB
-  pieces in one Python process: a single-core streaming tool (as age is), the ratio against it.
+  pieces in one Python process: a single-core streaming tool, the ratio against it;
+* ``age -e -r RECIPIENT`` and ``age -d -i IDENTITY`` (X25519 and ChaCha20-Poly1305 in 64 KiB
+  chunks, single-core) with a throwaway identity made by ``age-keygen`` in the folder, the ratio
+  against it; without ``age`` and ``age-keygen`` on PATH, skipped rows saying so.
 
 Each output is checked once before it is timed: the sealed file opens with pyca and gives the
-input back; the opened file equals the input.
+input back; the opened file equals the input; age's encrypted file decrypts with ``age -d`` to
+the input.
 
 Before a file is written it must fit the folder's room (preflight.room: its free space and, on a
 RAM disk, half the memory available): a size that does not is skipped with a line saying so.
@@ -26,6 +35,7 @@ start-up measured apart as the same command with ``--length 0``); every range ch
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shlex
@@ -44,6 +54,12 @@ from .records import Record
 
 SCHEME = "cobblestone-128"
 PIECE = 1 << 20
+#: the rows' devices that run on the CPU: the copy ("-"), pyca's stream, age, native
+CPU_ROWS = ("-", "pyca", "age", "native")
+#: the ranks of the MPI rows
+MPI_RANKS = 2
+#: how long the bench's own service may take to answer
+SERVICE_START_S = 60.0
 PYCA_STREAM = ("import sys\nfrom cryptography.cobblestone import Cobblestone128{cls} as C\n"
                "c = C(bytes.fromhex(sys.argv[1]), b'')\nsrc, dst = open(sys.argv[2], 'rb'), "
                "open(sys.argv[3], 'wb')\nwhile piece := src.read({piece}):\n"
@@ -63,13 +79,122 @@ def _record(name: str, device: str, path: str, size: int, note: str) -> Record:
     return Record(cipher=name, algorithm="aes" if name == SCHEME else None, key_bits=128 if name == SCHEME else None,
                   mode="gcm" if name == SCHEME else None,
                   direction="decrypt" if path.startswith("open") else "encrypt", device=device,
-                  device_name=device, device_kind="cpu" if device in ("-", "native", "pyca") else "gpu",
+                  device_name=device, device_kind="cpu" if device in CPU_ROWS else "gpu",
                   runtime="native", kind="file", size=size, implementation=path, timer="wall-clock",
                   note=note, verification={"status": "not-applicable"})
 
 
+def _skipped(rec: Record, why: str) -> Record:
+    rec.status, rec.error, rec.verification = "skipped", why, {"status": "not-run"}
+    return rec
+
+
 def _cg(*args: str) -> str:
     return shlex.join([sys.executable, "-m", "ciphergrid", *args])
+
+
+def mpi_support() -> str | None:
+    """None where ``ciphergrid seal`` and ``open`` take ``--mpi`` and ``mpiexec`` is on PATH;
+    else why the MPI rows are skipped."""
+    for verb in ("seal", "open"):
+        p = subprocess.run(shlex.split(_cg(verb, "--help")), capture_output=True, text=True)
+        if "--mpi" not in p.stdout:
+            return "--mpi not supported for seal/open yet"
+    if not shutil.which("mpiexec"):
+        return "mpiexec not on PATH"
+    return None
+
+
+class Age:
+    """A throwaway age identity in ``folder`` (age-keygen) and the commands that use it; ``why``
+    says why there is none (age or age-keygen not on PATH, age-keygen failed)."""
+
+    def __init__(self, folder: str):
+        self.why = self.identity = self.recipient = None
+        tools = {t: shutil.which(t) for t in ("age", "age-keygen")}
+        missing = [t for t, v in tools.items() if not v]
+        if missing:
+            self.why = f"{' and '.join(missing)} not on PATH (Debian: apt-get install age)"
+            return
+        self.age, keygen = tools["age"], tools["age-keygen"]
+        self.identity = os.path.join(folder, "age-identity")
+        p = subprocess.run([keygen, "-o", self.identity], capture_output=True, text=True)
+        q = subprocess.run([keygen, "-y", self.identity], capture_output=True, text=True) if not p.returncode else p
+        if p.returncode or q.returncode or not q.stdout.strip().startswith("age1"):
+            self.why = f"age-keygen failed ({q.returncode}): {q.stderr.strip()[-200:]}"
+            return
+        self.recipient = q.stdout.strip()
+
+    def encrypt(self, src: str, out: str) -> str:
+        return shlex.join([self.age, "-e", "-r", self.recipient, "-o", out, src])
+
+    def decrypt(self, src: str, out: str) -> str:
+        return shlex.join([self.age, "-d", "-i", self.identity, "-o", out, src])
+
+    def check(self, src: str, out: str) -> None:
+        """age's encrypted ``out`` decrypts with ``age -d`` to ``src``."""
+        p = subprocess.Popen([self.age, "-d", "-i", self.identity, out], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        same = True
+        with open(src, "rb") as f:
+            while piece := p.stdout.read(PIECE * 16):
+                same = same and piece == f.read(len(piece))
+            same = same and not f.read(1)
+        err = p.stderr.read().decode(errors="replace").strip()[-200:]
+        if p.wait():
+            raise AssertionError(f"age's output does not decrypt with age -d ({p.returncode}): {err}")
+        if not same:
+            raise AssertionError("age's output decrypts with age -d to other bytes than the input")
+
+
+@contextlib.contextmanager
+def served(folder: str, log):
+    """The socket of a service (``ciphergrid serve``) started in ``folder``, stopped on leaving;
+    ``(None, why)`` where it did not start."""
+    import ciphergrid
+
+    sock = os.path.join(folder, "s.sock")
+    srv = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", sock],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    why = None
+    try:
+        deadline = time.monotonic() + SERVICE_START_S
+        while True:
+            try:
+                ciphergrid.connect(sock).close()
+                break
+            except ciphergrid.ServiceError:
+                if srv.poll() is not None or time.monotonic() > deadline:
+                    srv.kill()
+                    why = (f"the benchmark's service did not start: "
+                           f"{(srv.communicate()[1] or '').strip()[-200:]}")
+                    break
+                time.sleep(0.05)
+        yield (None, why) if why else (sock, None)
+    finally:
+        if srv.poll() is None:
+            srv.terminate()
+            try:
+                srv.wait(30)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+                srv.wait()
+                log("bench seal: the benchmark's service did not stop in 30 s: killed")
+        if srv.stderr:
+            srv.stderr.close()
+        with contextlib.suppress(OSError):
+            os.unlink(sock)
+
+
+def _served_check(cmd: str) -> None:
+    """The command with -v says the service ran its chunks (not this process)."""
+    p = subprocess.run(cmd + " -v", shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    if p.returncode:
+        raise RuntimeError(f"{cmd!r} failed ({p.returncode}): {p.stderr.strip()[-300:]}")
+    if "by the service at" not in p.stderr:
+        raise AssertionError(f"the service did not run the chunks: {p.stderr.strip()[-200:]}")
 
 
 def run(args, ctx: suites.Context) -> dict:
@@ -87,68 +212,24 @@ def run(args, ctx: suites.Context) -> dict:
     def add(rec: Record) -> None:
         rows.append(rec)
         ctx.add(rec)
-        if rec.status != "ok":
+        if rec.status == "failed":
             ctx.log(f"FAILED {rec.cipher} {rec.implementation} on {rec.device}: {rec.error}")
+        elif rec.status == "skipped":
+            ctx.log(f"skipped {rec.cipher} {rec.implementation} on {rec.device}: {rec.error}")
 
     key = os.urandom(16)
     kf = os.path.join(folder, "k")
     with open(kf, "w") as f:
         f.write(key.hex())
+    age = Age(folder)
+    no_mpi = mpi_support()
     bar = ctx.progress(len(sizes) + 1)
     try:
         bar.__enter__()
-        for size in sizes:
-            allowed, bound = room(folder)
-            if 3 * size + (16 << 20) > allowed:   # (the input, the sealed reference, an output)
-                bar.log(f"bench seal: {size_text(size)} skipped: three files of it do not fit "
-                        f"{bound}")
-                bar.advance(1)
-                continue
-            src, sealed, out = (os.path.join(folder, x) for x in ("in", "in.cg", "out"))
-            np.random.default_rng().integers(0, 256, size, dtype=np.uint8).tofile(src)
-            q = {k: shlex.quote(v) for k, v in (("src", src), ("sealed", sealed), ("out", out))}
-            cases = [("cat", "-", "copy", f"cat {q['src']} > {q['out']}", None)]
-            for dev in devices:
-                common = ["--key-file", kf, "--no-sync", "--device", dev]
-                cases += [(SCHEME, dev, "seal", _cg("seal", *common, "--in", src, "--out", out), "seal"),
-                          (SCHEME, dev, "open", _cg("open", *common, "--in", sealed, "--out", out), "open")]
-            for cls, path in (("Encryptor", "seal"), ("Decryptor", "open")):
-                code = PYCA_STREAM.format(cls=cls, piece=PIECE)
-                cases.append((SCHEME, "pyca", path, shlex.join([sys.executable, "-c", code, key.hex(),
-                                                                 src if path == "seal" else sealed,
-                                                                 out]), path))
-            _seal_reference(key, src, sealed)
-            recs, cmds = [], []
-            for name, dev, path, cmd, check in cases:
-                rec = _record(name, dev, path, size, f"{path} in {folder}")
-                try:
-                    _time(cmd, out, 1)   # (warm-up, and the output checked before it is timed)
-                    if check:
-                        _check(check, key, src, out)
-                        rec.verification = {"status": "passed", "oracle": "pyca/cryptography "
-                                                                          "cryptography.cobblestone"}
-                    recs.append(rec)
-                    cmds.append(cmd)
-                except Exception as e:
-                    add(rec.fail(f"{type(e).__name__}: {e}"))
-            times = {id(r): [] for r in recs}
-            for i in range(repeats):   # (interleaved: a slow spell falls on all of them)
-                k = i % max(1, len(recs))
-                for rec, cmd in list(zip(recs, cmds))[k:] + list(zip(recs, cmds))[:k]:
-                    times[id(rec)] += _time(cmd, out, 1)
-            cat = None
-            for rec in recs:
-                rec.set_times(times[id(rec)])
-                if rec.cipher == "cat":
-                    cat = rec.median_s
-                elif cat:
-                    rec.note += f"; {cat / rec.median_s:.2f} x cat"
-                add(rec)
-            _versus_pyca(rows, size)
-            for p in (src, sealed, out):
-                if os.path.exists(p):
-                    os.unlink(p)
-            bar.advance(1)
+        with served(folder, ctx.log) as (sock, no_service):
+            for size in sizes:
+                _one_size(ctx, bar, add, rows, folder, size, key, kf, devices, repeats, age, sock,
+                          no_service, no_mpi, np)
         big = args.seal_big or ((64 << 20) if quick else (16 << 30))
         for rec in _random_access(bar, folder, kf, key, big, args.seal_ranges, devices[0]):
             add(rec)
@@ -158,7 +239,98 @@ def run(args, ctx: suites.Context) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
     _print(rows)
     return {"devices": [], "options": {"sizes": sizes, "devices": devices, "folder": base,
-                                       "repeats": repeats}}
+                                       "repeats": repeats, "age": age.why is None}}
+
+
+def _one_size(ctx, bar, add, rows, folder, size, key, kf, devices, repeats, age, sock, no_service,
+              no_mpi, np) -> None:
+    """One size's rows: its commands checked, then timed interleaved; the ratios noted."""
+    allowed, bound = room(folder)
+    files = 3 + (age.why is None)   # (the input, the sealed and age references, an output)
+    if files * size + (16 << 20) > allowed:
+        bar.log(f"bench seal: {size_text(size)} skipped: {files} files of it do not fit {bound}")
+        bar.advance(1)
+        return
+    src, sealed, aged, out = (os.path.join(folder, x) for x in ("in", "in.cg", "in.age", "out"))
+    np.random.default_rng().integers(0, 256, size, dtype=np.uint8).tofile(src)
+
+    def ours(path: str):
+        return lambda: _check(path, key, src, out)
+
+    cases, skipped = [("cat", "-", "copy", f"cat {shlex.quote(src)} > {shlex.quote(out)}", None)], []
+    for dev in devices:
+        common = ["--key-file", kf, "--no-sync", "--device", dev]
+        cases += [(SCHEME, dev, "seal", _cg("seal", *common, "--service", "off", "--in", src, "--out", out),
+                   ours("seal")),
+                  (SCHEME, dev, "open", _cg("open", *common, "--service", "off", "--in", sealed, "--out", out),
+                   ours("open"))]
+        for path, inp in (("seal", src), ("open", sealed)):
+            what = f"{path} (--service)"
+            if no_service:
+                skipped.append(_skipped(_record(SCHEME, dev, what, size, ""), no_service))
+                continue
+            cmd = _cg(path, *common, "--service", sock, "--in", inp, "--out", out)
+            cases.append((SCHEME, dev, what, cmd,
+                          lambda cmd=cmd, path=path: (_served_check(cmd), _check(path, key, src, out))))
+        for path, inp in (("seal", src), ("open", sealed)):
+            what = f"{path} (mpiexec -n {MPI_RANKS} --mpi)"
+            if no_mpi:
+                skipped.append(_skipped(_record(SCHEME, dev, what, size, ""), no_mpi))
+                continue
+            cmd = shlex.join(["mpiexec", "-n", str(MPI_RANKS)]) + " " + _cg(
+                path, "--mpi", *common, "--in", inp, "--out", out)
+            cases.append((SCHEME, dev, what, cmd, ours(path)))
+    for cls, path in (("Encryptor", "seal"), ("Decryptor", "open")):
+        code = PYCA_STREAM.format(cls=cls, piece=PIECE)
+        cases.append((SCHEME, "pyca", path, shlex.join([sys.executable, "-c", code, key.hex(),
+                                                         src if path == "seal" else sealed, out]),
+                      ours(path)))
+    for path, flag in (("seal", "-e"), ("open", "-d")):
+        what = f"{path} (age {flag})"
+        if age.why:
+            skipped.append(_skipped(_record("age", "age", what, size, ""), age.why))
+        elif path == "seal":
+            cases.append(("age", "age", what, age.encrypt(src, out), lambda: age.check(src, out)))
+        else:
+            cases.append(("age", "age", what, age.decrypt(aged, out), ours("open")))
+    _seal_reference(key, src, sealed)
+    if age.why is None:
+        subprocess.run(shlex.split(age.encrypt(src, aged)), check=True, capture_output=True)
+    recs, cmds = [], []
+    for name, dev, path, cmd, check in cases:
+        rec = _record(name, dev, path, size, f"{path} in {folder}")
+        try:
+            _time(cmd, out, 1)   # (warm-up, and the output checked before it is timed)
+            if check:
+                check()
+                rec.verification = {"status": "passed", "oracle": (
+                    "age -d (decrypts to the input)" if name == "age" and path.startswith("seal")
+                    else "pyca/cryptography cryptography.cobblestone")}
+            recs.append(rec)
+            cmds.append(cmd)
+        except Exception as e:
+            add(rec.fail(f"{type(e).__name__}: {e}"))
+    times = {id(r): [] for r in recs}
+    for i in range(repeats):   # (interleaved: a slow spell falls on all of them)
+        k = i % max(1, len(recs))
+        for rec, cmd in list(zip(recs, cmds))[k:] + list(zip(recs, cmds))[:k]:
+            times[id(rec)] += _time(cmd, out, 1)
+    cat = None
+    for rec in recs:
+        rec.set_times(times[id(rec)])
+        if rec.cipher == "cat":
+            cat = rec.median_s
+        elif cat:
+            rec.note += f"; {cat / rec.median_s:.2f} x cat"
+        add(rec)
+    for rec in skipped:
+        add(rec)
+    _versus(rows, size, "pyca", "pyca's single-core stream")
+    _versus(rows, size, "age", "age")
+    for p in (src, sealed, aged, out):
+        if os.path.exists(p):
+            os.unlink(p)
+    bar.advance(1)
 
 
 def _seal_reference(key: bytes, src: str, sealed: str) -> None:
@@ -196,13 +368,15 @@ def _check(path: str, key: bytes, src: str, out: str) -> None:
                 return
 
 
-def _versus_pyca(rows: list[Record], size: int) -> None:
-    """Each ciphergrid row's ratio to pyca's single-core stream of the same path and size."""
-    pyca = {r.implementation: r.median_s for r in rows
-            if r.device == "pyca" and r.size == size and r.status == "ok"}
+def _versus(rows: list[Record], size: int, device: str, label: str) -> None:
+    """Each ciphergrid row's ratio to ``device``'s row (pyca's stream, age) of the same direction
+    and size: "N x LABEL"."""
+    other = {r.direction: r.median_s for r in rows
+             if r.device == device and r.size == size and r.status == "ok"}
     for r in rows:
-        if r.size == size and r.status == "ok" and r.device not in ("pyca", "-") and pyca.get(r.implementation):
-            r.note += f"; {pyca[r.implementation] / r.median_s:.2f} x pyca's single-core stream"
+        if r.size == size and r.status == "ok" and r.cipher == SCHEME and r.device not in ("pyca", "age") \
+                and other.get(r.direction):
+            r.note += f"; {other[r.direction] / r.median_s:.2f} x {label}"
 
 
 def big_fit(big: int, allowed: int, sparse: bool, sealed_length) -> int:
@@ -243,7 +417,8 @@ def _random_access(bar, folder: str, kf: str, key: bytes, big: int, count: int, 
                    f"zeros, {'sparse' if sparse else 'allocated (not sparse)'} input, in {folder}")
     t0 = time.perf_counter()
     p = subprocess.run(shlex.split(_cg("seal", "--key-file", kf, "--no-sync", "--device", device,
-                                       "--in", zeros, "--out", sealed)), capture_output=True)
+                                       "--service", "off", "--in", zeros, "--out", sealed)),
+                       capture_output=True)
     if p.returncode:
         return [seal.fail(p.stderr.decode(errors="replace")[-300:])]
     seal.set_times([time.perf_counter() - t0])
@@ -296,26 +471,28 @@ def _print(rows) -> None:
     for r in rows:
         what, size = f"{r.cipher} {r.implementation}", size_text(r.size)
         if r.status != "ok":
-            print(f"{what:<52} {r.device:<8} {size:>10} FAILED {r.error}")
+            print(f"{what:<52} {r.device:<8} {size:>10} {r.status.upper()} {r.error}")
             continue
         print(f"{what:<52} {r.device:<8} {size:>10} {r.gbps:7.3f} {r.median_s * 1e3:9.2f}  {r.note}")
 
 
 def estimate(args, rate: float, api=None) -> tuple[str, float]:
-    """Each size's commands (cat, seal and open per device, pyca's two) once checked and
-    ``repeats`` times, each START_S of start-up plus its bytes at ``rate`` per core used; the
-    input written and sealed by pyca first; the random-access file sealed, its ranges read."""
+    """Each size's commands (cat; seal and open per device, in process and through the service;
+    pyca's two; age's two where age is on PATH) once checked and ``repeats`` times, each START_S
+    of start-up plus its bytes at ``rate`` per core used; the input written and sealed by pyca
+    (and age) first; the random-access file sealed, its ranges read."""
     quick = bool(args.quick)
     sizes = [16 << 20] if quick else [parse_bytes(s, "--seal-sizes") for s in args.seal_sizes.split(",") if s.strip()]
     devices = [t for a in (args.device or ["auto"]) for t in a.split(",") if t] or ["auto"]
     repeats = args.repeats or (1 if quick else 3)
     big = args.seal_big or ((64 << 20) if quick else (16 << 30))
-    runs = (1 + 2 * len(devices) + 2) * (repeats + 1)
-    seconds = sum(runs * START_S + (repeats + 1) * size * (2 * len(devices) + 2) / rate
-                  + 3 * size / rate for size in sizes)
+    timed = 4 * len(devices) + 2 + (2 if shutil.which("age") and shutil.which("age-keygen") else 0)
+    runs = (1 + timed) * (repeats + 1)
+    seconds = sum(runs * START_S + (repeats + 1) * size * timed / rate
+                  + 4 * size / rate for size in sizes)
     seconds += big / rate + (max(3, args.seal_ranges // 5) * 2 + 2) * START_S
     return (f"{len(sizes)} size(s) ({', '.join(size_text(x) for x in sizes)}) x "
-            f"{1 + 2 * len(devices) + 2} commands x {repeats} repeats, then random access in a "
+            f"{1 + timed} commands x {repeats} repeats, then random access in a "
             f"{size_text(big)} sealed file (the folder's room allowing)", seconds)
 
 
@@ -324,5 +501,5 @@ START_S = 0.4
 
 
 suites.register("seal", run, add_arguments=add_arguments, estimate=estimate,
-                help="sealed files (Cobblestone) against cat and pyca's single-core stream; "
-                     "random access")
+                help="sealed files (Cobblestone), in process and through a service, against "
+                     "cat, pyca's single-core stream and age; random access")
