@@ -558,25 +558,81 @@ def test_service_suite_rows(tmp_path, capsys):
     assert "phase" in capsys.readouterr().out
 
 
-def test_seal_suite_rows(tmp_path):
-    """`bench seal --quick`: cat, seal and open through ciphergrid and through pyca's stream,
-    each output checked before it is timed; the random-access rows read ranges of zeros."""
+def _seal_rows(tmp_path, extra=()):
+    """`bench seal` on 1 MiB (native, one repeat) with the random-access file of 32 MiB: its
+    records, every one ok or skipped for a stated reason."""
     pytest.importorskip("cryptography.cobblestone", reason="cryptography >= 50 has cobblestone")
     path = tmp_path / "r.json"
-    argv = ["seal", "--quick", "--device", "native", "--dir", str(tmp_path), "--seal-big", "32Mi",
-            "--seal-ranges", "5", "--json", str(path)]
+    argv = ["seal", "--seal-sizes", "1Mi", "--repeats", "1", "--device", "native", "--dir",
+            str(tmp_path), "--seal-big", "32Mi", "--seal-ranges", "5", "--json", str(path), *extra]
     assert bench.main(parse(argv), host=HOST) == 0
-    res = records.load(path)
-    got = [(r.device, r.implementation) for r in res.records]
-    assert got == [("-", "copy"), ("native", "seal"), ("native", "open"), ("pyca", "seal"),
-                   ("pyca", "open"), ("native", "seal (the random-access file)"),
-                   ("native", "open 1 MiB at a random offset (API)"),
-                   ("native", "open 1 MiB at a random offset (CLI)")]
-    for r in res.records:
-        assert r.status == "ok" and r.median_s > 0, r.error
-        assert r.verification["status"] == ("not-applicable" if r.device == "-" else "passed"), r
-    assert "x cat" in res.records[1].note and "x pyca's single-core stream" in res.records[1].note
-    assert "start-up" in res.records[-1].note and not list(tmp_path.glob("cg-bench-seal-*"))
+    assert not list(tmp_path.glob("cg-bench-seal-*"))   # (the folder, the service's socket gone)
+    return records.load(path).records
+
+
+def test_seal_suite_rows(tmp_path):
+    """`bench seal`: cat, seal and open in process and through the bench's own service, pyca's
+    stream and age's, each output checked before it is timed, the ratios noted; the MPI rows
+    skipped with the reason while seal/open take no --mpi; the random-access rows read ranges
+    of zeros."""
+    import shutil
+
+    from ciphergrid.bench import seal
+
+    rows = _seal_rows(tmp_path)
+    got = [(r.device, r.implementation, r.status) for r in rows]
+    age = "ok" if shutil.which("age") and shutil.which("age-keygen") else "skipped"
+    mpi = seal.mpi_support()
+    timed = [("-", "copy", "ok"), ("native", "seal", "ok"), ("native", "open", "ok"),
+             ("native", "seal (--service)", "ok"), ("native", "open (--service)", "ok"),
+             ("pyca", "seal", "ok"), ("pyca", "open", "ok")]
+    ages = [("age", "seal (age -e)", age), ("age", "open (age -d)", age)]
+    mpis = [("native", "seal (mpiexec -n 2 --mpi)", "skipped"),
+            ("native", "open (mpiexec -n 2 --mpi)", "skipped")] if mpi else []
+    # (the timed rows first, then the skipped ones: an MPI command that runs is timed, so it
+    # is left out of this exact list)
+    assert [g for g in got if "mpiexec" not in g[1] or mpi] == (
+        timed + (ages if age == "ok" else []) + mpis + (ages if age != "ok" else []) + [
+            ("native", "seal (the random-access file)", "ok"),
+            ("native", "open 1 MiB at a random offset (API)", "ok"),
+            ("native", "open 1 MiB at a random offset (CLI)", "ok")])
+    for r in rows:
+        if r.status == "ok":
+            assert r.median_s > 0
+            assert r.verification["status"] == ("not-applicable" if r.device == "-" else "passed"), r
+        else:
+            assert r.error and r.verification["status"] == "not-run" and not r.times_s
+    assert rows[3].direction == "encrypt" and rows[4].direction == "decrypt"
+    for r in rows[1:5]:
+        assert "x cat" in r.note and "x pyca's single-core stream" in r.note
+        assert ("x age" in r.note) == (age == "ok"), r.note
+    if age == "ok":
+        assert rows[7].verification["oracle"].startswith("age -d") and "x age" not in rows[7].note
+    if mpi is not None:
+        assert [r.error for r in rows if "mpiexec" in r.implementation] == [mpi, mpi]
+    assert "start-up" in rows[-1].note
+
+
+def test_seal_suite_without_age(tmp_path, monkeypatch):
+    """Without age (or age-keygen) on PATH the age rows are skipped, saying so, and the run
+    still succeeds; no ratio to age is noted."""
+    import shutil
+
+    from ciphergrid.bench import seal
+
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which",
+                        lambda name, *a, **k: None if name == "age" else which(name, *a, **k))
+    monkeypatch.setattr(seal, "_random_access", lambda *a, **k: [])
+    monkeypatch.setattr(seal, "mpi_support", lambda: "--mpi not supported for seal/open yet")
+    rows = _seal_rows(tmp_path)
+    aged = [r for r in rows if r.cipher == "age"]
+    assert [(r.implementation, r.status) for r in aged] == [("seal (age -e)", "skipped"),
+                                                            ("open (age -d)", "skipped")]
+    assert all(r.error == "age not on PATH (Debian: apt-get install age)" for r in aged)
+    assert not any("x age" in (r.note or "") for r in rows)
+    assert [r.status for r in rows if r.cipher == seal.SCHEME and r.device == "native"
+            and "mpiexec" not in r.implementation] == ["ok"] * 4
 
 
 # ------------------------------------------------------------------------- issue 46
