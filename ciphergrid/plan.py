@@ -75,9 +75,13 @@ class Plan:
 
     def describe(self) -> str:
         """One line: what runs where, and why (``-v``): "aes-128-ctr encrypt on cuda:0 (chosen
-        by auto: ...)"."""
+        by auto: ...)"; "... by the service at PATH" where a service runs it."""
         what = self.cipher + ("" if self.encrypt is None else
                               " encrypt" if self.encrypt else " decrypt")
+        if self.engine.kind == "remote":   # (the service's runtime chooses its engine)
+            there = self.engine.remote_device
+            return (f"{what.strip()} by the service at {self.engine.address}"
+                    + ("" if there == "auto" else f" on its {there}"))
         why = self.reason or (f"chosen by auto: {self.choice}" if self.choice else
                               "chosen by auto" if self.asked == "auto" else "")
         return f"{what.strip()} on {self.device}" + (f" ({why})" if why else "")

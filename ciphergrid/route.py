@@ -5,6 +5,10 @@ data lives) and take the answer, a plan (plan.py) they run and say; nothing belo
 answer comes from the capability table (registry: per algorithm, mode, direction and engine kind;
 the kinds are open) and the devices present:
 
+* a service (``service``, ``service:PATH``: the remote engine kind, engines/remote.py) runs the
+  request when the device names it, or when the caller was asked to use one
+  (``remote.service_asked``: ``CIPHERGRID_SERVICE`` for the package's functions): the service's
+  runtime routes it there;
 * an explicit device (``native``, ``cpu``, ``gpu``, ``opencl:P:N``, ``cuda:N``, or a device of a
   registered engine kind) runs the request
   when its engine can; when it cannot for this request (XTS units that are not whole blocks, on a
@@ -39,6 +43,7 @@ from .settings import scheduler_fence
 from .errors import InvalidArgument, UnsupportedCipher
 from .plan import Plan
 from .registry import kind_of_runtime
+from .engines import remote as _remote
 
 #: below this many bytes a GPU launch costs more than OpenSSL on the host
 AUTO_GPU_MIN_BYTES = 1 << 20
@@ -153,6 +158,14 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
     device holding GPU-resident data (its spec)."""
     if path not in PATHS:
         raise InvalidArgument(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    remote = _remote.chosen(device, path)
+    if remote is not None:   # (a service runs it, its runtime on its engines: engines/remote.py)
+        how = remote.capability(req, nbytes)
+        if how is None:
+            raise _remote.cannot(remote, f"{req.spec.name} "
+                                         f"{'encryption' if req.encrypt else 'decryption'}")
+        return Plan(remote, path, how, request=req, cipher=req.spec.name, encrypt=req.encrypt,
+                    asked=(device or "auto").strip(), nbytes=nbytes)
     device = (device or "auto").strip().lower()
     asked = device
 
@@ -302,6 +315,14 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
     (aeads.AEADSpec) with nonces of ``nonce_len`` bytes and tags of ``tag_length``; ``path``
     "array" (host data), "stream" (host data read from a file: the command line) or "resident"
     (GPU arrays); ``encrypt``: the direction, where known (``describe`` says it)."""
+    remote = _remote.chosen(device, path)
+    if remote is not None:   # (a service runs it: engines/remote.py)
+        how = remote.aead_capability(spec, count=count, nonce_len=nonce_len,
+                                     tag_length=tag_length)
+        if how is None:
+            raise _remote.cannot(remote, spec.name)
+        return Plan(remote, "array" if path == "resident" else path, how, cipher=spec.name,
+                    encrypt=encrypt, asked=(device or "auto").strip(), nbytes=nbytes)
     device = (device or "auto").strip().lower()
     asked = device
 

@@ -135,12 +135,17 @@ def for_library(data=None):
 
 
 def forget() -> None:
-    """Close this thread's library connection in this runtime (after it failed: the next call
-    connects again)."""
+    """Close this thread's library connection in this runtime, and the connections of its
+    remote engines (engines/remote.py; the next call connects again)."""
     from ..runtime import current
 
-    mine = current().service.local
+    rt = current()
+    mine = rt.service.local
     held = getattr(mine, "held", None)
     mine.held = None
     if held is not None:
         held[1].close()
+    with rt.lock:
+        remotes = [e for e in rt.engines.values() if getattr(e, "kind", "") == "remote"]
+    for e in remotes:
+        e.close()

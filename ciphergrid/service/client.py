@@ -68,6 +68,7 @@ class Client:
                 raise errors.ServiceError(f"the service speaks protocol {hello.get('version')}, "
                                           f"this client {protocol.VERSION}")
             self.server_pid = hello.get("pid")
+            self.hello = hello   # (what the service says of itself: engines/remote.py reads it)
             self.sock.settimeout(timeout)   # (a job may run long: no limit unless asked)
         except BaseException:
             self.sock.close()
