@@ -59,29 +59,20 @@ def test_one_message_split_equals_pyca(name, where, small_ranges):
         assert sum(e.bytes for e in st.engines.values()) == N
 
 
-def _ctr_engines() -> list[str]:
-    """The devices present that run AES-128-CTR in parallel."""
-    from ciphergrid.registry import lookup
-    from ciphergrid.request import make_request
-    from ciphergrid.route import engine
-
-    req = make_request(lookup("aes-128-ctr"), bytes(16), bytes(16), True)
-    return [d.spec for d in ciphergrid.devices() if engine(d.spec).capability(req) == "parallel"]
-
-
+@pytest.mark.parametrize("name", ["aes-128-gcm", "chacha20-poly1305"])
 @pytest.mark.parametrize("fault", [False, True])
-def test_gcm_split_uses_several_engines(fault, small_ranges, monkeypatch):
-    specs = _ctr_engines()
+def test_split_uses_several_engines(name, fault, small_ranges, monkeypatch):
+    specs = [d.spec for d in ciphergrid.devices()]
     if len(specs) < 2:
-        pytest.skip("one engine present runs AES-CTR")
+        pytest.skip("one device present")
     if fault:   # (one engine fails after its first range: the others run the rest again)
         monkeypatch.setenv("CIPHERGRID_FAULT", f"{specs[0]}:fail:{256 << 10}")
-    ref, key, nonce, aad, pt = _case("aes-128-gcm")
+    ref, key, nonce, aad, pt = _case(name)
     st = SchedulerStats()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ciphergrid.EngineFailureWarning)
-        ct = ciphergrid.encrypt(pt, "aes-128-gcm", key=key, nonce=nonce, aad=aad,
-                                device=",".join(specs), stats=st)
+        ct = ciphergrid.encrypt(pt, name, key=key, nonce=nonce, aad=aad, device=",".join(specs),
+                                stats=st)
     assert bytes(ct) == ref.encrypt(nonce, pt, aad)
     assert sum(1 for e in st.engines.values() if e.ranges) >= (1 if fault else 2)
     assert sum(e.bytes for e in st.engines.values()) == N
@@ -141,3 +132,26 @@ def test_small_or_odd_nonce_messages_are_not_split(small_ranges):
     assert "ranges" not in plan.describe()
     plan = ciphergrid.aead.route_message("aes-128-gcm", True, N, 16, device=_present())
     assert "ranges" not in plan.describe()
+
+
+def test_device_chacha_stream_at_an_offset():
+    """A device's ``chacha_stream`` kernel from block counter 1 + first_byte / 64, a partial last
+    block included, equals pyca's ChaCha20 there."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    from ciphergrid.route import engine
+
+    devices = [engine(d.spec) for d in ciphergrid.devices()]
+    devices = [e for e in devices if message_range.engine_runs_ranges(
+        e, "chacha20-poly1305", 12, 16) and e.kind == "device"]
+    if not devices:
+        pytest.skip("no device of our kernels present")
+    key, nonce = os.urandom(32), os.urandom(12)
+    keys = message_range.PolyKeys(key, nonce)
+    src = np.frombuffer(os.urandom(64 * 70 + 13), dtype=np.uint8)
+    want = Cipher(algorithms.ChaCha20(key, (1 + 10).to_bytes(4, "little") + nonce),
+                  None).encryptor().update(src.tobytes())
+    for eng in devices:
+        out = np.zeros_like(src)
+        keys.device_keystream(eng, src, out, 640)
+        assert out.tobytes() == want

@@ -30,6 +30,9 @@
  *   chacha_psum    sums the contributions of each message, ``fanin`` per work-item (striped
  *                  again), over as many levels as the largest message needs; the last level (one
  *                  work-item per message) reduces mod 2^130 - 5, adds s and writes the 16-byte tag.
+ *   chacha_stream  one work-item per 64-byte block of one text that starts at ChaCha20 block
+ *                  ``ctr0`` of (key, nonce): the text XOR the key stream (a range of one long
+ *                  message, the others run by other engines: engines/scheduler/message_range.py).
  *
  * Every kernel takes the items [lo, hi) of its item space (the host's prefix sums at the first
  * and the end message of a slice, aeads/base.py Job): a batch runs in one launch of each, or in
@@ -163,6 +166,29 @@ KERNEL void chacha_xor(GLOBAL_RO const uchar *RESTRICT src, GLOBAL uchar *RESTRI
                     dst[start + p] = (uchar)(src[start + p] ^ (uchar)(ks[q] >> (8 * y)));
             }
     }
+}
+
+/* chacha_stream (see the header): dst = src XOR ChaCha20(key, ctr0 + g, nonce) for block g */
+KERNEL void chacha_stream(GLOBAL_RO const uchar *RESTRICT src, GLOBAL uchar *RESTRICT dst,
+                          GLOBAL_RO const uint *key, uint n0, uint n1, uint n2, uint ctr0,
+                          ulong nbytes)
+{
+    ulong g = GID;
+    ulong start = 64 * g;
+    if (start >= nbytes)
+        return;
+    uint ks[16];
+    chacha_block(key, ctr0 + (uint)g, n0, n1, n2, ks);
+    ulong left = nbytes - start;
+    if (left >= 64) {   /* (the buffers are the device's own: aligned) */
+        GLOBAL_RO const uint *s1 = (GLOBAL_RO const uint *)(src + start);
+        GLOBAL uint *d1 = (GLOBAL uint *)(dst + start);
+        for (int q = 0; q < 16; q++)
+            d1[q] = s1[q] ^ ks[q];
+        return;
+    }
+    for (uint p = 0; p < (uint)left; p++)
+        dst[start + p] = (uchar)(src[start + p] ^ (uchar)(ks[p >> 2] >> (8 * (p & 3))));
 }
 
 /* ------------------------------------------------------------------- arithmetic mod 2^130 - 5 */

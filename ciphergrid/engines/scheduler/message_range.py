@@ -12,7 +12,7 @@ returns the range's partial MAC; the host folds the partials into the tag.
   messages run the text (their tags, over the plaintext, unused), and GCM messages with no text
   and AAD = the ciphertext pieces under a fixed nonce N give E_K(N || 1) xor (P H xor L H).
 * **ChaCha20-Poly1305**: a range's text is ChaCha20 from block counter 1 + (its first byte / 64)
-  (OpenSSL only); its partial Poly1305 value P = sum_i (C_i + 2^128) r^(m + 1 - i) mod 2^130 - 5
+  (OpenSSL, or a device's ``chacha_stream`` kernel); its partial Poly1305 value P = sum_i (C_i + 2^128) r^(m + 1 - i) mod 2^130 - 5
   (the range zero-padded to 16 bytes) from OpenSSL's Poly1305 under (r, s = 0).  That MAC gives
   P only mod 2^128 (its final reduction drops the top bits): of the (at most four) values below
   2^130 - 5 with those low bits, the one that also matches a second MAC over the range and one
@@ -58,15 +58,18 @@ def kind_of(name: str) -> str | None:
 def engine_runs_ranges(eng, name: str, nonce_len: int | None, tag_length: int | None,
                        nbytes: int | None = None) -> bool:
     """Whether ``eng`` runs ranges of one message of AEAD ``name`` (12-byte nonces; GCM: an
-    engine whose GCM takes 12- and 16-byte nonces; ChaCha20-Poly1305: OpenSSL)."""
+    engine whose GCM takes 12- and 16-byte nonces; ChaCha20-Poly1305: OpenSSL, or a device
+    of our kernels)."""
     kind = kind_of(name)
     if kind is None or nonce_len != 12:
         return False
-    if kind == "chacha":
-        return eng.kind == "openssl" and tag_length in (None, 16)
     from ... import aeads
 
     spec = aeads.spec(name)
+    if kind == "chacha":
+        return tag_length in (None, 16) and (eng.kind == "openssl" or (
+            eng.kind == "device" and hasattr(eng, "aead_driver")
+            and spec.capability("device", count=1, nonce_len=12) == "parallel"))
     return all(spec.capability(eng.kind, count=2, nonce_len=k, tag_length=16) == "parallel"
                for k in (12, 16))
 
@@ -232,6 +235,27 @@ class PolyKeys:
                      None).encryptor()
         dst[:] = np.frombuffer(enc.update(src), dtype=np.uint8)
 
+    def device_keystream(self, eng, src, dst, first_byte: int) -> None:
+        """:meth:`keystream` on device engine ``eng`` (the ChaCha20-Poly1305 driver's
+        ``chacha_stream`` kernel); its copy of the key zeroed before it returns."""
+        drv = eng.aead_driver("chacha20-poly1305")
+        b, q, n = drv.backend, drv.backend.default_queue, src.nbytes
+        words = np.frombuffer(self.key, dtype="<u4").astype(np.uint32)
+        nonce = np.frombuffer(self.nonce, dtype="<u4")
+        key = b.alloc(32)
+        try:
+            text, out = b.alloc(n), b.alloc(n)
+            b.upload(key, words, q)
+            b.upload(text, np.ascontiguousarray(src), q)
+            b.launch(drv.prg, "chacha_stream", -(-n // 64),
+                     [text, out, key, np.uint32(nonce[0]), np.uint32(nonce[1]),
+                      np.uint32(nonce[2]), np.uint32(1 + first_byte // 64), np.uint64(n)], q)
+            b.download(dst, out, q)
+            b.finish(q)
+        finally:
+            words.fill(0)
+            b.zero(key, q)
+
 
 def poly_tag(keys: PolyKeys, aad_part: int, aad_len: int, parts, clen: int) -> bytes:
     """The ChaCha20-Poly1305 tag from the AAD's P and the ranges' ((start, end, P) in order,
@@ -336,12 +360,14 @@ class MessageRange:
         buf, src = out[0], self.src[a:b]
         if self.kind == "gcm":
             out[1] = self._run_gcm(eng, a, b, src, buf)
-        elif self.encrypt:
-            self.keys.keystream(src, buf, a)
-            out[1] = [(a, b, self.keys.partial(buf))]
-        else:   # (the MAC over the ciphertext before any plaintext is written)
-            out[1] = [(a, b, self.keys.partial(src))]
-            self.keys.keystream(src, buf, a)
+        else:
+            stream = (self.keys.keystream if eng.kind == "openssl" else
+                      lambda x, y, f: self.keys.device_keystream(eng, x, y, f))
+            if not self.encrypt:   # (the MAC over the ciphertext before any plaintext is written)
+                out[1] = [(a, b, self.keys.partial(src))]
+            stream(src, buf, a)
+            if self.encrypt:
+                out[1] = [(a, b, self.keys.partial(buf))]
 
     def commit(self, a: int, b: int, out) -> None:
         self.dst[a:b] = out[0]
