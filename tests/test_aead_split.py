@@ -155,3 +155,20 @@ def test_device_chacha_stream_at_an_offset():
         out = np.zeros_like(src)
         keys.device_keystream(eng, src, out, 640)
         assert out.tobytes() == want
+
+
+def test_openssl_chacha_stream_at_an_offset():
+    """OpenSSL's ChaCha20 of a range in pieces on its threads, from block counter
+    1 + first_byte / 64, equals pyca's ChaCha20 there."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    from ciphergrid.route import engine
+
+    key, nonce = os.urandom(32), os.urandom(12)
+    keys = message_range.PolyKeys(key, nonce)
+    src = np.frombuffer(os.urandom((2 << 20) + 13), dtype=np.uint8)
+    want = Cipher(algorithms.ChaCha20(key, (1 + 10).to_bytes(4, "little") + nonce),
+                  None).encryptor().update(src.tobytes())
+    out = np.zeros_like(src)
+    keys.openssl_keystream(engine("native"), src, out, 640)
+    assert out.tobytes() == want

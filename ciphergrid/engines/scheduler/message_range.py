@@ -225,15 +225,57 @@ class PolyKeys:
             acc = (acc + int.from_bytes(data[i:i + 16], "little") + (1 << 128)) * r % P1305
         return acc
 
+    def _iv(self, first_byte: int) -> bytes:
+        return (1 + first_byte // 64).to_bytes(4, "little") + self.nonce
+
     def keystream(self, src, dst, first_byte: int) -> None:
         """ChaCha20 of ``src`` from byte ``first_byte`` (a multiple of 64) of the text into
-        ``dst``."""
+        ``dst`` (pyca: one thread)."""
         from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
-        counter = 1 + first_byte // 64
-        enc = Cipher(algorithms.ChaCha20(self.key, counter.to_bytes(4, "little") + self.nonce),
-                     None).encryptor()
+        enc = Cipher(algorithms.ChaCha20(self.key, self._iv(first_byte)), None).encryptor()
         dst[:] = np.frombuffer(enc.update(src), dtype=np.uint8)
+
+    def openssl_keystream(self, eng, src, dst, first_byte: int) -> None:
+        """:meth:`keystream` on the OpenSSL engine ``eng``'s threads (libcrypto's ChaCha20, a
+        piece of at least threads.MIN_CHUNK per thread); pyca where libcrypto is not loaded."""
+        import ctypes
+
+        from ..openssl.libcrypto import LIB, MAX_UPDATE, evp_cipher, fail
+        from ..openssl.threads import MIN_CHUNK, STEP, run_all
+
+        n = src.nbytes
+        if LIB is None or not n:
+            self.keystream(src, dst, first_byte)
+            return
+        cipher = evp_cipher("ChaCha20")
+        k = max(1, min(getattr(getattr(eng, "host", None), "budget", 1), n // MIN_CHUNK))
+        step = -(-n // k // ALIGN) * ALIGN
+        src = np.ascontiguousarray(src)
+
+        def part(lo: int, hi: int):
+            def job(cancel):
+                ctx = LIB.EVP_CIPHER_CTX_new()
+                if not ctx:
+                    fail("EVP_CIPHER_CTX_new")
+                try:
+                    if LIB.EVP_CipherInit_ex(ctx, cipher, None, self.key,
+                                             self._iv(first_byte + lo), 1) != 1:
+                        fail("EVP_CipherInit_ex")
+                    got = ctypes.c_int(0)
+                    for a in range(lo, hi, min(STEP, MAX_UPDATE)):
+                        if cancel.is_set():
+                            return
+                        b = min(hi, a + min(STEP, MAX_UPDATE))
+                        if LIB.EVP_CipherUpdate(ctx, dst.ctypes.data + a, ctypes.byref(got),
+                                                src.ctypes.data + a, b - a) != 1:
+                            fail("EVP_CipherUpdate")
+                finally:
+                    LIB.EVP_CIPHER_CTX_free(ctx)
+            return job
+
+        run_all([part(lo, min(n, lo + step)) for lo in range(0, n, step)],
+                getattr(eng, "host", None))
 
     def device_keystream(self, eng, src, dst, first_byte: int) -> None:
         """:meth:`keystream` on device engine ``eng`` (the ChaCha20-Poly1305 driver's
@@ -361,11 +403,11 @@ class MessageRange:
         if self.kind == "gcm":
             out[1] = self._run_gcm(eng, a, b, src, buf)
         else:
-            stream = (self.keys.keystream if eng.kind == "openssl" else
-                      lambda x, y, f: self.keys.device_keystream(eng, x, y, f))
+            stream = (self.keys.openssl_keystream if eng.kind == "openssl" else
+                      self.keys.device_keystream)
             if not self.encrypt:   # (the MAC over the ciphertext before any plaintext is written)
                 out[1] = [(a, b, self.keys.partial(src))]
-            stream(src, buf, a)
+            stream(eng, src, buf, a)
             if self.encrypt:
                 out[1] = [(a, b, self.keys.partial(buf))]
 
