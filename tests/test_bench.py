@@ -635,6 +635,25 @@ def test_seal_suite_without_age(tmp_path, monkeypatch):
             and "mpiexec" not in r.implementation] == ["ok"] * 4
 
 
+def test_seal_service_starts_and_stops(tmp_path):
+    """bench seal's own service answers on its socket and is gone, socket and all, on leaving;
+    one that cannot start (a socket path past the limit) says why instead."""
+    from ciphergrid.bench import seal
+
+    logged = []
+    with seal.served(str(tmp_path), logged.append) as (sock, why):
+        assert why is None
+        with ciphergrid.connect(sock) as c:
+            pid = c.status()["pid"]
+    assert not os.path.exists(sock) and not logged and not list(tmp_path.iterdir())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    deep = tmp_path / ("d" * 120)
+    deep.mkdir()
+    with seal.served(str(deep), logged.append) as (sock, why):
+        assert sock is None and why.startswith("the benchmark's service did not start")
+
+
 # ------------------------------------------------------------------------- issue 46
 def _absent_cuda_spec() -> str:
     """A CUDA spec beyond the CUDA devices present (never one that exists here)."""

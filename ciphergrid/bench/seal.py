@@ -153,10 +153,10 @@ def served(folder: str, log):
     ``(None, why)`` where it did not start."""
     import ciphergrid
 
-    sock = os.path.join(folder, "s.sock")
-    srv = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", sock],
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
+    sock, err = os.path.join(folder, "s.sock"), os.path.join(folder, "service.err")
+    with open(err, "wb") as f:   # (a file, not a pipe: a service that says much never blocks)
+        srv = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", sock],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=f)
     why = None
     try:
         deadline = time.monotonic() + SERVICE_START_S
@@ -167,8 +167,9 @@ def served(folder: str, log):
             except ciphergrid.ServiceError:
                 if srv.poll() is not None or time.monotonic() > deadline:
                     srv.kill()
-                    why = (f"the benchmark's service did not start: "
-                           f"{(srv.communicate()[1] or '').strip()[-200:]}")
+                    srv.wait()
+                    with open(err, errors="replace") as f:
+                        why = f"the benchmark's service did not start: {f.read().strip()[-200:]}"
                     break
                 time.sleep(0.05)
         yield (None, why) if why else (sock, None)
@@ -181,10 +182,9 @@ def served(folder: str, log):
                 srv.kill()
                 srv.wait()
                 log("bench seal: the benchmark's service did not stop in 30 s: killed")
-        if srv.stderr:
-            srv.stderr.close()
-        with contextlib.suppress(OSError):
-            os.unlink(sock)
+        for name in (sock, err):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
 
 
 def _served_check(cmd: str) -> None:
@@ -266,8 +266,8 @@ def _one_size(ctx, bar, add, rows, folder, size, key, kf, devices, repeats, age,
                    ours("open"))]
         for path, inp in (("seal", src), ("open", sealed)):
             what = f"{path} (--service)"
-            if no_service:
-                skipped.append(_skipped(_record(SCHEME, dev, what, size, ""), no_service))
+            if no_service:   # (failed, not skipped: the bench's own service must start)
+                skipped.append(_record(SCHEME, dev, what, size, "").fail(no_service))
                 continue
             cmd = _cg(path, *common, "--service", sock, "--in", inp, "--out", out)
             cases.append((SCHEME, dev, what, cmd,
