@@ -1,6 +1,6 @@
 """One long AEAD message over several engines (``MessageRange``: a run's units are the bytes of
-the message's text, ranges cut on 64 bytes): each engine runs its range's keystream and
-returns the range's partial MAC; the host folds the partials into the tag.
+the message's text, ranges cut on 64 bytes): each engine runs its range's text and returns the
+range's partial MAC; the host folds the partials into the tag.
 
 * **AES-GCM** (96-bit nonces): a range runs as GCM messages of the engine's own AEAD (one per
   host thread of OpenSSL, one on a device), each under a 16-byte IV derived so that its J0 is the
@@ -12,8 +12,9 @@ returns the range's partial MAC; the host folds the partials into the tag.
   messages run the text (their tags, over the plaintext, unused), and GCM messages with no text
   and AAD = the ciphertext pieces under a fixed nonce N give E_K(N || 1) xor (P H xor L H).
 * **ChaCha20-Poly1305**: a range's text is ChaCha20 from block counter 1 + (its first byte / 64)
-  (OpenSSL, or a device's ``chacha_stream`` kernel); its partial Poly1305 value P = sum_i (C_i + 2^128) r^(m + 1 - i) mod 2^130 - 5
-  (the range zero-padded to 16 bytes) from OpenSSL's Poly1305 under (r, s = 0).  That MAC gives
+  (OpenSSL on its threads, or a device's ``chacha_stream`` kernel); its partial Poly1305 value
+  P = sum_i (C_i + 2^128) r^(m + 1 - i) mod 2^130 - 5 (the range zero-padded to 16 bytes) from
+  OpenSSL's Poly1305 under (r, s = 0) on the host.  That MAC gives
   P only mod 2^128 (its final reduction drops the top bits): of the (at most four) values below
   2^130 - 5 with those low bits, the one that also matches a second MAC over the range and one
   more block, ((P + b + 2^128) r mod 2^130 - 5) mod 2^128, is P (another block while two
@@ -21,9 +22,9 @@ returns the range's partial MAC; the host folds the partials into the tag.
 
 The fold (``gcm_tag``, ``poly_tag``): with the AAD and the length block as segments too, the MAC
 value is the sum of each segment's P times H^e (r^e), e the blocks after the segment; then the
-tag (E_K(J0) xor it; its sum with s mod 2^128).  Decryption computes a range's partial over the
-ciphertext before its plaintext is written; the caller compares the tag before any plaintext is
-released (a failure zeroes the output).
+tag (E_K(J0) xor it; its sum with s mod 2^128).  Decryption's partials are over the
+ciphertext; a range's plaintext goes to its worker's own buffer, then to the output, and the tag
+is compared before the call returns anything (a failure zeroes the output).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from .units import GRAIN, TAIL
 ALIGN = 64
 #: the smallest range (and the tail's smallest piece): a multiple of ALIGN
 RANGE_GRAIN = GRAIN
-#: the longest range one engine runs at once (pyca's one-shot calls take at most 2^31 - 1 bytes)
+#: the longest range one engine runs at once (its own buffer, and a device's buffers, hold it)
 MAX_RANGE = 1 << 30
 #: the nonce of the GHASH calls (their tags are never output)
 _GHASH_NONCE = bytes(12)
