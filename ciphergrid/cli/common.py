@@ -129,6 +129,20 @@ def _service_client(args):
 
 
 
+def _service_engine(args):
+    """The service the command runs through, as route's remote engine (engines/remote.py):
+    --service / CIPHERGRID_SERVICE ``auto`` (the per-user one when its socket answers), ``off``,
+    or a socket path (it must answer: ServiceError); None: this process runs the command."""
+    from ..engines.remote import for_setting
+    from ..settings import service_setting
+
+    where = (args.service or service_setting() or "auto").strip()
+    if where.startswith(("tls://", "tcp://")):
+        raise InvalidArgument("--service: a command's files go to a local service (a socket "
+                              "path); a remote one takes buffers (ciphergrid.connect)")
+    return for_setting(where)
+
+
 def _error(message: str, exc: BaseException | None = None) -> None:
     print(f"ciphergrid: error: {_flags(message)}{_written(exc)}", file=sys.stderr)
 

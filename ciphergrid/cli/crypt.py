@@ -6,7 +6,7 @@ import sys
 
 from ..errors import InvalidArgument, InvalidPadding
 from .common import (_OUT_ERRNOS, EXIT_DEVICE, EXIT_OK, EXIT_USAGE, READ_CHUNK, _note_written,
-                     _pipeline_flags, _service_client)
+                     _pipeline_flags, _service_engine)
 from .keying import _keying, _salted
 
 
@@ -43,6 +43,7 @@ def _crypt(args, encrypt: bool, src, out) -> int:
     """cmd_crypt with its input open (and its output, where already opened)."""
     from .. import aeads
     from ..api import Cipher
+    from ..engines.remote import service_asked
     from ..fileio import Output
     from ..registry import known, lookup
 
@@ -59,9 +60,10 @@ def _crypt(args, encrypt: bool, src, out) -> int:
             raise InvalidArgument(f"{flag} is for AEADs (aes-256-gcm, chacha20-poly1305, ...), "
                                   f"not {spec.name}")
     tuning = _pipeline_flags(args)
-    # the service named (or the per-user one under auto) runs every job of this command; one
-    # named that does not answer fails it here (exit 5), before a key is read or asked for
-    client = _service_client(args)
+    # the service named (or the per-user one under auto) runs every job of this command: route
+    # plans it on that service's engine (engines/remote.py); one named that does not answer
+    # fails it here (exit 5), before a key is read or asked for
+    served = _service_engine(args)
     cipher = None
     try:
         kg = _keying(args, spec, encrypt, src)
@@ -98,26 +100,25 @@ def _crypt(args, encrypt: bool, src, out) -> int:
         # through a service: a stream is its engine's (our descriptors handed over), anything
         # else goes through a context whose pieces it runs; it checks the device itself, and this
         # process looks at none (no CUDA import, no context).  Else the device is checked now.
-        served_stream = client is not None and _streams(args, req, n)
+        served_stream = served is not None and _streams(args, req, n)
         cipher.close()
-        if client is None:
+        if served is None:
             cipher = keyed(args.device)
         elif not served_stream:
-            cipher = client.Cipher(spec.name, kg.key, kg.iv, device=args.device, padding=padding,
-                                   sector_size=args.sector_size, start_sector=args.start_sector,
-                                   constant_time=args.constant_time, allow_weak=args.allow_weak)
+            cipher = keyed(None)
+            cipher.device = args.device   # (the service's to check: route asks it for this one)
         else:
             cipher = None
         if out is None:
             out = Output(args.outfile, size=out_size, sync=not args.no_sync)
         try:
-            with out:
+            with out, service_asked(served):
                 if served_stream:
                     if header:
                         out.write(header)
-                    _run_served(args, encrypt, client, req, src, out, n, tuning)
+                    _run_served(args, encrypt, req, src, out, n, tuning)
                 else:
-                    _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning, client)
+                    _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning)
         except BaseException as e:
             if (isinstance(e, OSError) and not e.filename and e.errno in _OUT_ERRNOS
                     and out.name not in str(e)):
@@ -130,15 +131,14 @@ def _crypt(args, encrypt: bool, src, out) -> int:
     finally:
         if cipher is not None:
             cipher.close()  # the keys it set up on a device are wiped
-        if client is not None:
-            client.close()
+        if served is not None:
+            served.close()   # (this command's connections to it)
     return EXIT_OK
 
 
-def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning,
-         client=None) -> None:
-    """The job in this process (a stream on its engine, or a context), or through ``client``'s
-    context (its pieces run by the service)."""
+def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning) -> None:
+    """The job as route plans it: in this process (a stream on its engine, or a context), or,
+    under a service (remote.service_asked), through a context whose pieces the service runs."""
     from ..progress import Progress
     from ..route import route
 
@@ -151,18 +151,15 @@ def _run(args, encrypt, cipher, req, src, reader, out, header: bytes, n, tuning,
         write = b64.write
     if header:
         write(header)
-    streams = client is None and _streams(args, req, n)
-    if client is not None:
-        where = "service"
-        if args.verbose:
-            print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} by the "
-                  f"service at {client.address} (a context: its pieces run there)", file=sys.stderr)
-    else:
-        r = route(req, args.device, n if streams else min(n or READ_CHUNK, READ_CHUNK),
-                  path="stream" if streams else "array")
-        where = r.device
-        if args.verbose:
-            print(f"ciphergrid: {r.describe()}", file=sys.stderr)
+    streams = _streams(args, req, n)
+    r = route(req, args.device, n if streams else min(n or READ_CHUNK, READ_CHUNK),
+              path="stream" if streams else "array")
+    served = r.engine.kind == "remote"
+    streams = streams and not served   # (a served stream runs through _run_served)
+    where = "service" if served else r.device
+    if args.verbose:
+        print(f"ciphergrid: {r.describe()}" + (" (a context: its pieces run there)" if served
+                                               else ""), file=sys.stderr)
     verb = "encrypted" if encrypt else "decrypted"
     with Progress(n, quiet=args.quiet, verb=verb, device=where) as bar:
         if streams:
@@ -208,10 +205,14 @@ def _streams(args, req, n) -> bool:
     return req.mode.streams(req) and not args.base64 and (n is not None or not req.limit_refuses)
 
 
-def _run_served(args, encrypt, client, req, src, out, n, tuning) -> None:
-    """The stream through the service: it reads our input's descriptor and writes our output's
-    (the output is still ours: named only when the service said the job is done)."""
+def _run_served(args, encrypt, req, src, out, n, tuning) -> None:
+    """The stream through the service route plans it on (remote.service_asked): it reads our
+    input's descriptor and writes our output's (the output is still ours: named only when the
+    service said the job is done)."""
     from ..progress import Progress
+    from ..route import route
+
+    r = route(req, args.device, n, path="stream")
 
     fresh = out.kind == "replace"   # (a new file: the service may fault its pages in ahead)
     if fresh:
@@ -224,12 +225,13 @@ def _run_served(args, encrypt, client, req, src, out, n, tuning) -> None:
             out.count(k)
             bar.advance(k)
 
-        reply = client.stream(req, src.fd, out.fd, device=args.device, progress=advance, nbytes=n,
-                              chunk_bytes=tuning[0], depth=tuning[1], fresh_output=fresh)
+        r.stream(src.fd, out.fd, progress=advance, nbytes=n, chunk_bytes=tuning[0],
+                 depth=tuning[1], fresh_output=fresh)
     if args.verbose:
+        reply = r.engine.last_reply()
         why = f" ({reply['reason']})" if reply.get("reason") else ""
         print(f"ciphergrid: {req.spec.name} {'encrypt' if encrypt else 'decrypt'} on "
-              f"{reply.get('device')}{why}, by the service at {client.address} "
+              f"{reply.get('device')}{why}, by the service at {r.engine.address} "
               f"({reply.get('seconds', 0):.3f} s there)", file=sys.stderr)
 
 

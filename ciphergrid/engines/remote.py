@@ -223,7 +223,13 @@ class RemoteEngine(Engine):
                                               progress=progress, nbytes=nbytes,
                                               chunk_bytes=chunk_bytes, depth=depth,
                                               fresh_output=fresh_output))
+        self._conns.local.reply = reply
         return int(reply.get("bytes", 0))
+
+    def last_reply(self) -> dict:
+        """This thread's last stream reply from the service (``device``, ``reason``,
+        ``seconds``: what ran it there), {} before one."""
+        return getattr(self._conns.local, "reply", None) or {}
 
     def _batch(self, batch, tags, impl):
         from ..service import protocol
@@ -255,10 +261,10 @@ _ASKED = contextvars.ContextVar("ciphergrid_service_asked", default=None)
 
 
 @contextlib.contextmanager
-def service_asked(where: str | None):
+def service_asked(where):
     """Within the block, ``route`` runs this context's requests on the service that ``where``
-    names (a service setting: ``auto``, ``off``, a socket path; None: none), unless their
-    device names a service itself (for_setting says which)."""
+    names (a service setting: ``auto``, ``off``, a socket path, for_setting says which; or a
+    remote engine, chosen already; None: none), unless their device names a service itself."""
     token = _ASKED.set(where)
     try:
         yield
@@ -286,7 +292,7 @@ def chosen(device: str | None, path: str):
     rt = current()
     if rt.serving or rt.service.in_process:
         return None
-    eng = for_setting(where)
+    eng = where if isinstance(where, RemoteEngine) else for_setting(where)
     return None if eng is None else eng.toward(device)
 
 
