@@ -18,7 +18,6 @@ import importlib
 import threading
 from dataclasses import dataclass
 
-from . import modes as _modes
 from .errors import UnsupportedCipher
 
 DIRECTIONS = ("encrypt", "decrypt")
@@ -29,7 +28,7 @@ class CipherSpec:
     name: str             # "aes-256-xts"
     algorithm: object     # the BlockCipher
     key_size: int         # bytes of ONE block-cipher key (XTS takes two of them); the largest
-    mode: _modes.Mode     # modes.ECB, CBC, CTR, XTS
+    mode: object          # the modes.Mode: modes.ECB, CBC, CTR, XTS
     key_sizes: tuple = () # every size ONE key may have under this name (CAST-128: 5..16); () = key_size
 
     @functools.cached_property
@@ -192,6 +191,8 @@ def _openssl_can_run(spec, mode, direction: str, nonce_len: int | None = None,
         return "parallel"
     if spec.openssl_name is not None:
         return "parallel" if mode.parallel(direction == "encrypt") else "serial"
+    from . import modes as _modes
+
     if mode is _modes.XTS and spec.algorithm.openssl_name(_ecb_of(spec)) is not None:
         return "parallel"  # composed from OpenSSL's ECB
     return None
@@ -207,6 +208,8 @@ register_engine_kind("composite", ".engines.composite:CompositeEngine", None,
 
 
 def _ecb_of(spec: CipherSpec) -> CipherSpec:
+    from . import modes as _modes
+
     return CipherSpec(spec.name.rsplit("-", 1)[0] + "-ecb", spec.algorithm, spec.key_size, _modes.ECB,
                       spec.key_sizes)
 
@@ -223,6 +226,8 @@ def register(algorithm) -> list[str]:
     A variant is (prefix, key size in bytes, mode names); the key size may be a tuple or range of
     sizes when one name takes many (CAST-128: 5..16 bytes), the largest being the nominal one (the
     CLI's key files and passphrase derivation use it, as ``openssl enc`` does)."""
+    from . import modes as _modes
+
     added = []
     for prefix, key_size, mode_names in algorithm.variants:
         sizes = (key_size,) if isinstance(key_size, int) else tuple(key_size)

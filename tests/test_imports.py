@@ -1,6 +1,7 @@
 """No import cycles in ciphergrid (scripts/dev/import_check.py): none in the static graph of every
 import statement (deferred ones included), none taken at import time, no module left partially
-initialised, whichever module is imported first."""
+initialised, whichever module is imported first.  The start-up of the command line's file paths:
+what they import, the parser they build, the process's end."""
 
 from __future__ import annotations
 
@@ -75,3 +76,85 @@ def test_icd_vendors_folder_made_once_and_reused(tmp_path, monkeypatch):
     assert sorted(os.listdir(folders[0])) == ["nvidia.icd", "pocl.icd"]
     assert open(os.path.join(folders[0], "nvidia.icd")).read() == "libnvidia-opencl.so.1\n"
     assert os.environ["OCL_ICD_VENDORS"] == folders[0]
+
+
+def _run_py(code: str, *args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                          timeout=120, cwd=cwd)
+
+
+def _sealed_file(tmp_path):
+    """A key file and a small file sealed by pyca (context: empty)."""
+    from cryptography.cobblestone import Cobblestone128Encryptor
+
+    key = bytes(range(16))
+    (tmp_path / "k").write_text(key.hex() + "\n")
+    c = Cobblestone128Encryptor(key, b"")
+    (tmp_path / "m.cg").write_bytes(c.update(b"sealed text") + c.finalize())
+    return tmp_path / "k", tmp_path / "m.cg"
+
+
+def test_open_path_imports_only_what_it_runs(tmp_path):
+    """`ciphergrid open` of a sealed file through OpenSSL imports no numpy, no block modes, no
+    cipher module, no AEAD batch path and none of the OpenSSL engine's block-mode modules; the
+    engine package still gives its names on first use."""
+    key, sealed = _sealed_file(tmp_path)
+    code = ("import sys\nfrom ciphergrid.cli import main\n"
+            "assert main(['open', '--key-file', sys.argv[1], '--context', '', '--in', sys.argv[2], "
+            "'--out', sys.argv[3], '--no-sync', '-q', '-d', 'native']) == 0\n"
+            "bad = sorted(m for m in sys.modules if m == 'numpy' or m.startswith(("
+            "'ciphergrid.modes', 'ciphergrid.algorithms', 'ciphergrid.aeads', 'ciphergrid.api', "
+            "'ciphergrid.route', 'ciphergrid.bench', 'ciphergrid.engines.openssl.bulk', "
+            "'ciphergrid.engines.openssl.xts', 'ciphergrid.engines.openssl.contexts')))\n"
+            "assert not bad, bad\n"
+            "from ciphergrid.engines import openssl\n"
+            "assert openssl.crypt('aes-128-ecb', bytes(16), None, bytes(16), True) == "
+            "bytes.fromhex('66e94bd4ef8a2c3b884cfa59ca342b2e')\n"
+            "assert openssl.BACKEND_NAME in ('libcrypto', 'cryptography') and 'run' in dir(openssl)\n")
+    r = _run_py(code, key, sealed, tmp_path / "out")
+    assert r.returncode == 0, r.stderr.decode()
+    assert (tmp_path / "out").read_bytes() == b"sealed text"
+
+
+def test_parser_builds_only_the_chosen_command():
+    """A command's start-up builds its own parser only; with no command (or --help before it)
+    every command's, and the chosen parser reads its arguments as the full parser does."""
+    import argparse
+
+    from ciphergrid.cli.parser import COMMANDS, build_parser
+
+    def commands(ap):
+        sub = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+        return sorted(sub.choices)
+
+    argv = ["open", "--key-file", "k", "--context", "c", "--in", "x", "--no-sync", "-q"]
+    assert commands(build_parser(argv)) == ["open"]
+    assert commands(build_parser(["--bogus", "seal"])) == ["seal"]
+    for every in ([], ["--help", "open"], ["-h"], ["--vers"], ["no-such-command", "open"], None):
+        assert commands(build_parser(every)) == sorted(COMMANDS), every
+    assert build_parser(argv).parse_args(argv) == build_parser([]).parse_args(argv)
+    crypt = ["encrypt", "-c", "aes-128-ctr", "--key-file", "k", "--iv", "00", "--in", "x"]
+    assert build_parser(crypt).parse_args(crypt) == build_parser([]).parse_args(crypt)
+
+
+_TEARDOWN = ("import sys, atexit\nimport ciphergrid.cli as cli\n"
+             "class Teardown:\n    def __del__(self):\n        print('teardown', flush=True)\n"
+             "cli._probe = Teardown()\n"
+             "atexit.register(lambda: print('atexit', flush=True))\n"
+             "sys.argv = ['ciphergrid', *sys.argv[1:]]\ncli.console()\n")
+
+
+def test_file_command_ends_without_teardown(tmp_path):
+    """A file command's process ends once its output is flushed and the exit functions ran,
+    without the interpreter's teardown, with the command's exit code; other commands end as
+    before."""
+    key, sealed = _sealed_file(tmp_path)
+    args = ["open", "--key-file", key, "--context", "", "--in", sealed, "-q", "-d", "native"]
+    r = _run_py(_TEARDOWN, *args)          # (the plaintext to stdout, a pipe)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"sealed textatexit\n"
+    args[args.index("--context") + 1] = "other"
+    r = _run_py(_TEARDOWN, *args)          # a wrong context: its exit code, the error said
+    assert r.returncode == 8 and b"key commitment" in r.stderr and r.stdout == b"atexit\n"
+    r = _run_py(_TEARDOWN, "list")
+    assert r.returncode == 0 and r.stdout.endswith(b"atexit\nteardown\n"), r.stdout[-200:]

@@ -108,22 +108,54 @@ def main(argv=None) -> int:
         interrupts.restore()
 
 
+#: the commands whose process ends at once after its output is flushed (:func:`console`)
+_ENDS_AT_ONCE = ("encrypt", "decrypt", "seal", "open")
+
+
 def console() -> None:
     """The ``ciphergrid`` program: :func:`main`, then exit.  After a signal or a closed output
     pipe the process ends at once (``os._exit``) once our cleanup is done: worker threads still
-    parked in a runtime must not meet the interpreter's shutdown."""
+    parked in a runtime must not meet the interpreter's shutdown.  A file command (encrypt,
+    decrypt, seal, open; not ``--mpi``) that leaves no thread to join ends the same way once
+    stdout and stderr are flushed and the exit functions have run: its outputs are closed, and
+    the interpreter's teardown of every module would only cost its start-up's time again."""
     from ..settings import one_blas_thread
 
     one_blas_thread()  # (before numpy's import)
-    code = main()
+    argv = sys.argv[1:]
+    code = main(argv)
+    flushed = True
+    for f in (sys.stderr, sys.stdout):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            flushed = False
     if code >= EXIT_SIGNAL:
+        os._exit(code)
+    if flushed and _ends_at_once(argv):
+        import atexit
+
+        atexit._run_exitfuncs()
         for f in (sys.stderr, sys.stdout):
             try:
                 f.flush()
             except (OSError, ValueError):
-                pass
-        os._exit(code)
+                flushed = False
+        if flushed:
+            os._exit(code)
     sys.exit(code)
+
+
+def _ends_at_once(argv) -> bool:
+    """Whether the process of ``argv`` may end without the interpreter's teardown: a file
+    command, not over MPI, and no thread left but daemons (nothing to join)."""
+    from .parser import chosen_command
+
+    if chosen_command(argv) not in _ENDS_AT_ONCE or "--mpi" in argv:
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or all(t.daemon for t in threading.enumerate()
+                                    if t is not threading.main_thread())
 
 
 if __name__ == "__main__":

@@ -64,130 +64,124 @@ _EPILOG = "exit codes: " + "; ".join(f"{k}{'+N' if k == EXIT_SIGNAL else ''} {v.
     + "; 128+N stopped by signal N"
 
 
-def build_parser(argv=None) -> argparse.ArgumentParser:
-    """The parser; the benchmark's options (and its imports) only when ``argv`` runs ``bench``
-    or ``report`` (None: always), so that encrypting does not pay for them at start-up."""
-    ap = _Parser(prog="ciphergrid", description=DESCRIPTION, epilog=_EPILOG)
-    ap.add_argument("--version", action="version", version=f"ciphergrid {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    ap._commands = sub.choices   # (each command's parser: its errors name its help)
-    for name in ("encrypt", "decrypt"):
-        p = sub.add_parser(name, help=f"{name} a file or stdin", epilog=_EPILOG)
-        p.add_argument("--cipher", "-c", required=True, help="e.g. aes-128-ctr, aes-256-xts (see `ciphergrid list`)")
-        k = p.add_argument_group("key (one of)")
-        k.add_argument("--key-file", metavar="PATH",
-                       help="the key as hex text (raw bytes: add --raw-key)")
-        k.add_argument("--raw-key", action="store_true",
-                       help="--key-file holds the key's raw bytes, not hex text")
-        k.add_argument("--key", "-K", help="the key in hex (XTS: both keys); visible in ps: prefer --key-file")
-        k.add_argument("--pass", dest="passphrase", metavar="SOURCE",
-                       help="passphrase as openssl: pass:TEXT, env:VAR, file:PATH, fd:N, stdin "
-                            "(default with --pbkdf2: asked on the terminal)")
-        k.add_argument("--pbkdf2", action="store_true",
-                       help="derive key and IV from a passphrase as `openssl enc -pbkdf2` "
-                            "(Salted__ header, PKCS#7 padding for ECB/CBC)")
-        k.add_argument("--iter", type=_iterations, metavar="N",
-                       help=f"PBKDF2 iterations, 1 to {MAX_ITER} (default 10000; implies --pbkdf2)")
-        k.add_argument("--md", metavar="DIGEST", help="passphrase digest (default sha256)")
-        p.add_argument("--iv", help="IV / initial counter / XTS tweak in hex (GCM: the nonce)")
-        p.add_argument("--nonce", help="AEADs: the nonce in hex (never reuse one under a key)")
-        p.add_argument("--aad", metavar="HEX", help="AEADs: associated data in hex (authenticated, not encrypted)")
-        p.add_argument("--aad-file", metavar="PATH", help="AEADs: associated data from a file")
-        p.add_argument("--tag-length", type=int, metavar="BYTES",
-                       help="AEADs: tag bytes (default 16; GCM 12-16, AEGIS 16 or 32)")
-        p.add_argument("--in", dest="infile", metavar="PATH", help="input file or device (default stdin)")
-        p.add_argument("--out", dest="outfile", metavar="PATH",
-                       help="output (default stdout); a regular file is replaced atomically")
-        p.add_argument("--device", "-d", default="auto",
-                       help="auto, cpu, gpu, native, opencl[:P[:N]], cuda[:N]; several at once: all, "
-                            "or a list such as cuda:0,native (the data split over them)")
-        p.add_argument("--pad", choices=["pkcs7"], help="PKCS#7 padding (ECB/CBC), as openssl without -nopad")
-        p.add_argument("--nopad", action="store_true", help="no padding (the default unless --pbkdf2)")
-        p.add_argument("--no-sync", action="store_true",
-                       help="name the output without waiting for it to reach the disk (as cat and "
-                            "openssl enc); a crash can then leave it incomplete under its name")
-        p.add_argument("--allow-weak", action="store_true",
-                       help="encrypt what the cipher's rules refuse, with a warning: DES and TDEA "
-                            "(withdrawn by NIST), more than 2^32 blocks of a 64-bit block cipher "
-                            "under one key (2^20 for TDEA); decryption never needs it")
-        p.add_argument("--base64", "-a", action="store_true",
-                       help="base64 output on encryption, input on decryption (openssl -a)")
-        p.add_argument("--sector-size", type=int, help="XTS data-unit size in bytes (tweak = sector number)")
-        p.add_argument("--start-sector", type=int, help="XTS sector number of the first unit")
-        p.add_argument("--constant-time", action="store_true",
-                       help="bitsliced table-free kernel (no secret-dependent memory access)")
-        p.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
-        p.add_argument("--verbose", "-v", action="store_true", help="say which device runs the job")
-        p.add_argument("--chunk-size", metavar="BYTES",
-                       help="pipeline chunk size, e.g. 16Mi (default: tuned per device)")
-        p.add_argument("--depth", type=int, metavar="N",
-                       help="pipeline depth: chunks in flight (default: tuned per device)")
-        p.add_argument("--mpi", action="store_true",
-                       help="one job over every rank of an MPI run (mpiexec -n N ciphergrid ... "
-                            "--mpi; files on a shared filesystem; docs/mpi.md)")
-        p.add_argument("--mpi-range", metavar="BYTES",
-                       help="--mpi: bytes per range dealt to a worker (default 64Mi)")
-        p.add_argument("--mpi-send", action="store_true",
-                       help="--mpi: rank 0 reads the input and writes the output, sending the "
-                            "data to the workers (the files on its node only; the default for "
-                            "stdin, pipes and stdout)")
-        p.add_argument("--service", metavar="WHERE", default=None,
-                       help="auto (default: the per-user service when one runs, else this "
-                            "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
-    for name, what in (("seal", "seal a file or stdin: C2SP chunked encryption (Cobblestone-128)"),
-                       ("open", "open a sealed file or stdin (all of it, or --offset/--length)")):
-        p = sub.add_parser(name, help=what, epilog=_EPILOG)
-        k = p.add_mutually_exclusive_group(required=True)
-        k.add_argument("--key-file", metavar="PATH",
-                       help="the input key: 16 bytes (32 with --aes256) as hex text (raw bytes: "
-                            "add --raw-key)")
-        p.add_argument("--raw-key", action="store_true",
-                       help="--key-file holds the key's raw bytes, not hex text")
-        p.add_argument("--aes256", action="store_true",
-                       help="Cobblestone-256 (SHA-512 + AES-256-GCM) instead of Cobblestone-128")
-        k.add_argument("--pass", dest="passphrase", metavar="SOURCE", nargs="?", const="",
-                       help="a passphrase instead of a key (Argon2id, docs/format.md): pass:TEXT, "
-                            "env:VAR, file:PATH, fd:N, stdin; --pass alone: asked on the terminal"
-                            + (" twice" if name == "seal" else ""))
-        c = p.add_mutually_exclusive_group()
-        c.add_argument("--context", metavar="TEXT", help="the context the message is bound to")
-        c.add_argument("--context-file", metavar="PATH", help="the context, from a file")
-        p.add_argument("--in", dest="infile", metavar="PATH", help="input file (default stdin)")
-        p.add_argument("--out", dest="outfile", metavar="PATH",
-                       help="output (default stdout); a regular file is replaced atomically")
-        p.add_argument("--device", "-d", default="auto",
-                       help="where the chunks run: auto, native, cpu, gpu, cuda[:N], all, ...")
-        p.add_argument("--no-sync", action="store_true", help="do not sync a new output before naming it")
-        p.add_argument("--service", metavar="WHERE", default=None,
-                       help="auto (default: the per-user service when one runs, else this "
-                            "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
-        if name == "open":
-            p.add_argument("--offset", type=int, metavar="N",
-                           help="the first byte of the message to open (negative: from its end)")
-            p.add_argument("--length", type=int, metavar="M", help="bytes to open (default: to the end)")
-            p.add_argument("--all-or-nothing", action="store_true",
-                           help="stdout, a pipe or a device: hold the plaintext in an unlinked "
-                                "temporary file ($TMPDIR) and write it only once every chunk "
-                                "verified (a regular --out always is all or nothing)")
-        else:
-            from ..settings import bytes_option
+def _crypt_options(p, name: str) -> None:
+    p.add_argument("--cipher", "-c", required=True, help="e.g. aes-128-ctr, aes-256-xts (see `ciphergrid list`)")
+    k = p.add_argument_group("key (one of)")
+    k.add_argument("--key-file", metavar="PATH",
+                   help="the key as hex text (raw bytes: add --raw-key)")
+    k.add_argument("--raw-key", action="store_true",
+                   help="--key-file holds the key's raw bytes, not hex text")
+    k.add_argument("--key", "-K", help="the key in hex (XTS: both keys); visible in ps: prefer --key-file")
+    k.add_argument("--pass", dest="passphrase", metavar="SOURCE",
+                   help="passphrase as openssl: pass:TEXT, env:VAR, file:PATH, fd:N, stdin "
+                        "(default with --pbkdf2: asked on the terminal)")
+    k.add_argument("--pbkdf2", action="store_true",
+                   help="derive key and IV from a passphrase as `openssl enc -pbkdf2` "
+                        "(Salted__ header, PKCS#7 padding for ECB/CBC)")
+    k.add_argument("--iter", type=_iterations, metavar="N",
+                   help=f"PBKDF2 iterations, 1 to {MAX_ITER} (default 10000; implies --pbkdf2)")
+    k.add_argument("--md", metavar="DIGEST", help="passphrase digest (default sha256)")
+    p.add_argument("--iv", help="IV / initial counter / XTS tweak in hex (GCM: the nonce)")
+    p.add_argument("--nonce", help="AEADs: the nonce in hex (never reuse one under a key)")
+    p.add_argument("--aad", metavar="HEX", help="AEADs: associated data in hex (authenticated, not encrypted)")
+    p.add_argument("--aad-file", metavar="PATH", help="AEADs: associated data from a file")
+    p.add_argument("--tag-length", type=int, metavar="BYTES",
+                   help="AEADs: tag bytes (default 16; GCM 12-16, AEGIS 16 or 32)")
+    p.add_argument("--in", dest="infile", metavar="PATH", help="input file or device (default stdin)")
+    p.add_argument("--out", dest="outfile", metavar="PATH",
+                   help="output (default stdout); a regular file is replaced atomically")
+    p.add_argument("--device", "-d", default="auto",
+                   help="auto, cpu, gpu, native, opencl[:P[:N]], cuda[:N]; several at once: all, "
+                        "or a list such as cuda:0,native (the data split over them)")
+    p.add_argument("--pad", choices=["pkcs7"], help="PKCS#7 padding (ECB/CBC), as openssl without -nopad")
+    p.add_argument("--nopad", action="store_true", help="no padding (the default unless --pbkdf2)")
+    p.add_argument("--no-sync", action="store_true",
+                   help="name the output without waiting for it to reach the disk (as cat and "
+                        "openssl enc); a crash can then leave it incomplete under its name")
+    p.add_argument("--allow-weak", action="store_true",
+                   help="encrypt what the cipher's rules refuse, with a warning: DES and TDEA "
+                        "(withdrawn by NIST), more than 2^32 blocks of a 64-bit block cipher "
+                        "under one key (2^20 for TDEA); decryption never needs it")
+    p.add_argument("--base64", "-a", action="store_true",
+                   help="base64 output on encryption, input on decryption (openssl -a)")
+    p.add_argument("--sector-size", type=int, help="XTS data-unit size in bytes (tweak = sector number)")
+    p.add_argument("--start-sector", type=int, help="XTS sector number of the first unit")
+    p.add_argument("--constant-time", action="store_true",
+                   help="bitsliced table-free kernel (no secret-dependent memory access)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+    p.add_argument("--verbose", "-v", action="store_true", help="say which device runs the job")
+    p.add_argument("--chunk-size", metavar="BYTES",
+                   help="pipeline chunk size, e.g. 16Mi (default: tuned per device)")
+    p.add_argument("--depth", type=int, metavar="N",
+                   help="pipeline depth: chunks in flight (default: tuned per device)")
+    p.add_argument("--mpi", action="store_true",
+                   help="one job over every rank of an MPI run (mpiexec -n N ciphergrid ... "
+                        "--mpi; files on a shared filesystem; docs/mpi.md)")
+    p.add_argument("--mpi-range", metavar="BYTES",
+                   help="--mpi: bytes per range dealt to a worker (default 64Mi)")
+    p.add_argument("--mpi-send", action="store_true",
+                   help="--mpi: rank 0 reads the input and writes the output, sending the "
+                        "data to the workers (the files on its node only; the default for "
+                        "stdin, pipes and stdout)")
+    p.add_argument("--service", metavar="WHERE", default=None,
+                   help="auto (default: the per-user service when one runs, else this "
+                        "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
 
-            p.add_argument("--argon2-memory", type=bytes_option("--argon2-memory"), metavar="SIZE",
-                           help="with --pass: Argon2id's memory (default 64Mi, at most 1Gi)")
-            p.add_argument("--argon2-iterations", type=int, metavar="N",
-                           help="with --pass: Argon2id's passes (default 3, at most 10)")
-            p.add_argument("--argon2-lanes", type=int, metavar="N",
-                           help="with --pass: Argon2id's lanes (default 4, at most 16)")
-        p.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
-        p.add_argument("--verbose", "-v", action="store_true",
-                       help="say where the chunks run (and the passphrase's Argon2id costs)")
-    p = sub.add_parser("keygen", help="make a new random key file (hex text) for seal and open",
-                       epilog=_EPILOG)
+
+def _sealed_options(p, name: str) -> None:
+    k = p.add_mutually_exclusive_group(required=True)
+    k.add_argument("--key-file", metavar="PATH",
+                   help="the input key: 16 bytes (32 with --aes256) as hex text (raw bytes: "
+                        "add --raw-key)")
+    p.add_argument("--raw-key", action="store_true",
+                   help="--key-file holds the key's raw bytes, not hex text")
+    p.add_argument("--aes256", action="store_true",
+                   help="Cobblestone-256 (SHA-512 + AES-256-GCM) instead of Cobblestone-128")
+    k.add_argument("--pass", dest="passphrase", metavar="SOURCE", nargs="?", const="",
+                   help="a passphrase instead of a key (Argon2id, docs/format.md): pass:TEXT, "
+                        "env:VAR, file:PATH, fd:N, stdin; --pass alone: asked on the terminal"
+                        + (" twice" if name == "seal" else ""))
+    c = p.add_mutually_exclusive_group()
+    c.add_argument("--context", metavar="TEXT", help="the context the message is bound to")
+    c.add_argument("--context-file", metavar="PATH", help="the context, from a file")
+    p.add_argument("--in", dest="infile", metavar="PATH", help="input file (default stdin)")
+    p.add_argument("--out", dest="outfile", metavar="PATH",
+                   help="output (default stdout); a regular file is replaced atomically")
+    p.add_argument("--device", "-d", default="auto",
+                   help="where the chunks run: auto, native, cpu, gpu, cuda[:N], all, ...")
+    p.add_argument("--no-sync", action="store_true", help="do not sync a new output before naming it")
+    p.add_argument("--service", metavar="WHERE", default=None,
+                   help="auto (default: the per-user service when one runs, else this "
+                        "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
+    if name == "open":
+        p.add_argument("--offset", type=int, metavar="N",
+                       help="the first byte of the message to open (negative: from its end)")
+        p.add_argument("--length", type=int, metavar="M", help="bytes to open (default: to the end)")
+        p.add_argument("--all-or-nothing", action="store_true",
+                       help="stdout, a pipe or a device: hold the plaintext in an unlinked "
+                            "temporary file ($TMPDIR) and write it only once every chunk "
+                            "verified (a regular --out always is all or nothing)")
+    else:
+        from ..settings import bytes_option
+
+        p.add_argument("--argon2-memory", type=bytes_option("--argon2-memory"), metavar="SIZE",
+                       help="with --pass: Argon2id's memory (default 64Mi, at most 1Gi)")
+        p.add_argument("--argon2-iterations", type=int, metavar="N",
+                       help="with --pass: Argon2id's passes (default 3, at most 10)")
+        p.add_argument("--argon2-lanes", type=int, metavar="N",
+                       help="with --pass: Argon2id's lanes (default 4, at most 16)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="say where the chunks run (and the passphrase's Argon2id costs)")
+
+
+def _keygen_options(p, name: str) -> None:
     p.add_argument("--out", dest="outfile", metavar="PATH", required=True,
                    help="the new key file (mode 0600; an existing name is refused); - for stdout")
     p.add_argument("--aes256", action="store_true", help="a 32-byte key (Cobblestone-256) instead of 16")
-    p = sub.add_parser("serve", help="run the encryption service (shares the devices among local "
-                                     "clients; docs/service.md)", epilog=_EPILOG)
+
+
+def _serve_options(p, name: str) -> None:
     p.add_argument("--socket", metavar="PATH",
                    help="the Unix socket (default $XDG_RUNTIME_DIR/ciphergrid.sock)")
     p.add_argument("--status", action="store_true", help="ask the running service what it does")
@@ -214,17 +208,69 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     p.add_argument("--metrics", metavar="[ADDR:]PORT",
                    help="Prometheus metrics on http://ADDR:PORT/metrics (default address "
                         "127.0.0.1; needs prometheus-client)")
-    p = sub.add_parser("list", help="every cipher name with its key and IV sizes")
+
+
+def _list_options(p, name: str) -> None:
     p.add_argument("--json", action="store_true", help="as JSON")
-    p = sub.add_parser("devices", help="list every device")
-    p = sub.add_parser("selftest", help="known-answer tests on every device")
+
+
+def _selftest_options(p, name: str) -> None:
     p.add_argument("--device", "-d", default=None, help="only this device")
     p.add_argument("--quiet", "-q", action="store_true")
-    p = sub.add_parser("bench", help="the benchmark methodology (see docs/benchmarks.md)")
-    r = sub.add_parser("report", help="Markdown tables and plots from bench JSON")
-    if argv is None or any(a in ("bench", "report") for a in argv):
-        from .. import bench
 
-        bench.add_arguments(p)
-        bench.add_report_arguments(r)
+
+def _bench_options(p, name: str) -> None:
+    from .. import bench
+
+    (bench.add_arguments if name == "bench" else bench.add_report_arguments)(p)
+
+
+#: every command: its help line, whether its help ends with the exit codes, its options
+COMMANDS = {
+    "encrypt": ("encrypt a file or stdin", True, _crypt_options),
+    "decrypt": ("decrypt a file or stdin", True, _crypt_options),
+    "seal": ("seal a file or stdin: C2SP chunked encryption (Cobblestone-128)", True, _sealed_options),
+    "open": ("open a sealed file or stdin (all of it, or --offset/--length)", True, _sealed_options),
+    "keygen": ("make a new random key file (hex text) for seal and open", True, _keygen_options),
+    "serve": ("run the encryption service (shares the devices among local clients; "
+              "docs/service.md)", True, _serve_options),
+    "list": ("every cipher name with its key and IV sizes", False, _list_options),
+    "devices": ("list every device", False, None),
+    "selftest": ("known-answer tests on every device", False, _selftest_options),
+    "bench": ("the benchmark methodology (see docs/benchmarks.md)", False, _bench_options),
+    "report": ("Markdown tables and plots from bench JSON", False, _bench_options),
+}
+
+
+def chosen_command(argv) -> str | None:
+    """The command ``argv`` runs: its first word that is not an option (the top level takes no
+    option with a value), where that names a command and no top-level option that prints and
+    exits (``--help``, ``--version``) comes before it; else None."""
+    for a in argv:
+        if a.startswith("-"):
+            if a == "--" or a.startswith("-h") or (len(a) > 2 and (
+                    "--help".startswith(a) or "--version".startswith(a))):   # (abbreviated)
+                return None
+            continue
+        return a if a in COMMANDS else None
+    return None
+
+
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    """The parser.  Where ``argv`` runs a command (:func:`chosen_command`) only that command's
+    parser is built, so that a command's start-up does not pay for the others' options; else
+    (None, no command, ``--help``) every command's, the benchmark's options (and their imports)
+    only where ``argv`` is None."""
+    ap = _Parser(prog="ciphergrid", description=DESCRIPTION, epilog=_EPILOG)
+    ap.add_argument("--version", action="version", version=f"ciphergrid {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ap._commands = sub.choices   # (each command's parser: its errors name its help)
+    one = None if argv is None else chosen_command(argv)
+    for name, (what, codes, options) in COMMANDS.items():
+        if one is not None and name != one:
+            continue
+        p = sub.add_parser(name, help=what, **({"epilog": _EPILOG} if codes else {}))
+        if options is not None and (argv is None or one is not None
+                                    or options is not _bench_options):
+            options(p, name)
     return ap

@@ -18,18 +18,35 @@ from __future__ import annotations
 import os
 
 from ..base import Engine, Session
-from .bulk import crypt, run
-from .libcrypto import BACKEND_NAME, openssl_version, speed_loop
-from .threads import host_threads
 
 __all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "openssl_version",
            "BACKEND_NAME", "speed_loop"]
+
+#: the package's names from its modules, imported at first use (PEP 562): a sealed file's chunks
+#: (``aead``) take neither the block modes (``bulk``, ``xts``, ``contexts``) nor the registry
+_LAZY = {"crypt": "bulk", "run": "bulk", "BACKEND_NAME": "libcrypto",
+         "openssl_version": "libcrypto", "speed_loop": "libcrypto"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def device_info():
     """The OpenSSL engine as a device: ``native``, every core of the host."""
     from ...backends.base import DeviceInfo
     from ...runtime import usable_cores
+
+    from .libcrypto import BACKEND_NAME, openssl_version
 
     try:
         ver = openssl_version()
@@ -61,6 +78,8 @@ class OpenSSLSession(Session):
         req = self.req.at(first_block, chain) if first_block else self.req
         req.check_length(src.nbytes)
         if src.nbytes:
+            from .bulk import run
+
             host = self.engine.host
             run(req, src, dst, self.threads or host.budget, host)
 
@@ -69,6 +88,8 @@ class OpenSSLEngine(Engine):
     kind = "openssl"
 
     def __init__(self, info=None, host=None):
+        from .threads import host_threads
+
         self.info = info or device_info()
         #: the host threads of the runtime that made it (a runtime.Threads: budget and pool)
         self.host = host_threads(host)
@@ -85,6 +106,7 @@ class OpenSSLEngine(Engine):
         """The file path (transfer.pieces): pieces read, enciphered by one EVP context each on
         every core, written, all at once; ``chunk_bytes``: bytes per piece, ``depth``: workers."""
         from ...transfer import pieces
+        from .bulk import run
 
         def crypt(r, a, b):
             r.check_length(a.nbytes)
