@@ -110,10 +110,10 @@ def resolve(spec: str) -> DeviceInfo:
     decided per request by ``route``, not here.  (Answers are kept: every call of the API
     resolves its device.)"""
     s = (spec or "").strip().lower()
-    if s == "service" or s.startswith("service:"):   # (the remote kind's: a socket path, as written)
-        from .engines.remote import info_of
+    if s == "service" or s.startswith("service:"):   # (the remote kind's: its path as written)
+        import importlib   # (on use, as route imports it: it is the service's client)
 
-        return info_of(spec)
+        return importlib.import_module(".engines.remote", __package__).info_of(spec)
     for d in _registered():   # (a registered kind's devices: asked each time, never kept)
         if s == d.spec or s == d.runtime:
             return d

@@ -43,7 +43,6 @@ from .settings import scheduler_fence
 from .errors import InvalidArgument, UnsupportedCipher
 from .plan import Plan
 from .registry import kind_of_runtime
-from .engines import remote as _remote
 
 #: below this many bytes a GPU launch costs more than OpenSSL on the host
 AUTO_GPU_MIN_BYTES = 1 << 20
@@ -63,6 +62,14 @@ PATHS = ("array", "resident", "stream")
 
 #: what ``route`` returns (plan.py); its first name, kept for the callers that use it
 Route = Plan
+
+
+def _remote():
+    """engines/remote.py, imported on use (as the registry's engine factories are: it is a client
+    of the service, whose client takes the API's checks, which route)."""
+    import importlib
+
+    return importlib.import_module(".engines.remote", __package__)
 
 
 def engine_of(info):
@@ -158,11 +165,11 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
     device holding GPU-resident data (its spec)."""
     if path not in PATHS:
         raise InvalidArgument(f"path must be one of {', '.join(PATHS)}, got {path!r}")
-    remote = _remote.chosen(device, path)
+    remote = _remote().chosen(device, path)
     if remote is not None:   # (a service runs it, its runtime on its engines: engines/remote.py)
         how = remote.capability(req, nbytes)
         if how is None:
-            raise _remote.cannot(remote, f"{req.spec.name} "
+            raise _remote().cannot(remote, f"{req.spec.name} "
                                          f"{'encryption' if req.encrypt else 'decryption'}")
         return Plan(remote, path, how, request=req, cipher=req.spec.name, encrypt=req.encrypt,
                     asked=(device or "auto").strip(), nbytes=nbytes)
@@ -315,12 +322,12 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
     (aeads.AEADSpec) with nonces of ``nonce_len`` bytes and tags of ``tag_length``; ``path``
     "array" (host data), "stream" (host data read from a file: the command line) or "resident"
     (GPU arrays); ``encrypt``: the direction, where known (``describe`` says it)."""
-    remote = _remote.chosen(device, path)
+    remote = _remote().chosen(device, path)
     if remote is not None:   # (a service runs it: engines/remote.py)
         how = remote.aead_capability(spec, count=count, nonce_len=nonce_len,
                                      tag_length=tag_length)
         if how is None:
-            raise _remote.cannot(remote, spec.name)
+            raise _remote().cannot(remote, spec.name)
         return Plan(remote, "array" if path == "resident" else path, how, cipher=spec.name,
                     encrypt=encrypt, asked=(device or "auto").strip(), nbytes=nbytes)
     device = (device or "auto").strip().lower()

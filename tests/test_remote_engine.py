@@ -82,7 +82,8 @@ def test_the_plan_names_the_service(server):
     assert aead.describe() == f"aes-128-gcm decrypt by the service at {server.address}"
     with remote.service_asked(server.address):
         asked = route.route(req, "native", 4096)
-    assert asked.describe() == f"aes-128-ctr encrypt by the service at {server.address} on its native"
+    assert asked.describe() == \
+        f"aes-128-ctr encrypt by the service at {server.address} on its native"
 
 
 def test_a_service_that_does_not_answer_is_a_device_error(tmp_path, monkeypatch):

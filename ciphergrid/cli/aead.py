@@ -6,7 +6,7 @@ import os
 import sys
 
 from ..errors import InvalidArgument, InvalidTag
-from .common import EXIT_OK, READ_CHUNK, _file_bytes, _hex, _note_written, _service_client, _warn
+from .common import EXIT_OK, READ_CHUNK, _file_bytes, _hex, _note_written, _service_engine, _warn
 
 
 #: an AEAD's decrypted output larger than this is staged in an anonymous temporary file (not in
@@ -62,6 +62,7 @@ def cmd_aead(args, encrypt: bool) -> int:
     written before the tag verified (a failed tag: exit 3, one line, no output)."""
     from .. import aeads
     from ..aead import _tag_length, crypt, route_message
+    from ..engines.remote import service_asked
     from ..fileio import Input, Output
     from ..progress import Progress
 
@@ -92,10 +93,10 @@ def cmd_aead(args, encrypt: bool) -> int:
         aad = _file_bytes(args.aad_file, "--aad-file")
     tl = _tag_length(aead, args.tag_length)
     src = Input(args.infile)
-    client = None
+    served = None
     try:
         # a service named that does not answer fails the job here (exit 5), before the key
-        client = _service_client(args)
+        served = _service_engine(args)
         if args.key_file is not None and args.key is not None:
             raise InvalidArgument("give one of --key, --key-file")
         if args.raw_key and args.key_file is None:
@@ -121,10 +122,10 @@ def cmd_aead(args, encrypt: bool) -> int:
             raise InvalidArgument(f"{spec.name}: the input ({n} bytes) is shorter than its tag "
                                   f"({tl} bytes)")
         out_n = n + tl if encrypt else n - tl
-        if client is not None:
-            return _aead_served(args, encrypt, client, spec, key, nonce, aad, tl, data, out_n)
-        # where the message runs, decided once: what -v says is what runs
-        r = route_message(spec, encrypt, n, len(nonce), tl, args.device, "stream")
+        # where the message runs, decided once (the service's remote engine, when one runs the
+        # command): what -v says is what runs
+        with service_asked(served):
+            r = route_message(spec, encrypt, n, len(nonce), tl, args.device, "stream")
         if args.verbose:
             print(f"ciphergrid: {r.describe()}", file=sys.stderr)
         with Progress(n, quiet=args.quiet, verb="encrypted" if encrypt else "decrypted",
@@ -152,41 +153,7 @@ def cmd_aead(args, encrypt: bool) -> int:
                     held[0].close()  # (the mapping goes when its last view does)
             bar.advance(n)
     finally:
-        if client is not None:
-            client.close()
+        if served is not None:
+            served.close()   # (this command's connections to it)
         src.close()
-    return EXIT_OK
-
-
-
-def _aead_served(args, encrypt, client, spec, key, nonce, aad, tl, data, out_n) -> int:
-    """cmd_aead's message run by the service (the data and the result in sealed shared memory
-    past a few KiB); the output written only once the service answered (decryption: the tag
-    verified there first; a failed tag: InvalidTag, nothing written)."""
-    from ..fileio import Output
-    from ..progress import Progress
-
-    with Progress(data.nbytes, quiet=args.quiet, verb="encrypted" if encrypt else "decrypted",
-                  device="service") as bar:
-        out = Output(args.outfile, size=out_n, sync=not args.no_sync)
-        res = None
-        try:
-            with out:
-                fn = client.encrypt if encrypt else client.decrypt
-                res = fn(data, spec.name, key, nonce=nonce, aad=aad, tag_length=tl,
-                         device=args.device, constant_time=args.constant_time)
-                view = memoryview(res).cast("B")
-                step = 64 << 20
-                for a in range(0, out_n, step):
-                    out.write(view[a:a + step])
-        except BaseException as e:
-            _note_written(e, out, InvalidTag)
-            raise
-        finally:
-            if res is not None and not encrypt and not isinstance(res, bytes):
-                res[:] = 0   # (the plaintext's copy in our memory)
-        bar.advance(data.nbytes)
-    if args.verbose:
-        print(f"ciphergrid: {spec.name} {'encrypt' if encrypt else 'decrypt'} by the service at "
-              f"{client.address}", file=sys.stderr)
     return EXIT_OK
