@@ -531,3 +531,21 @@ def test_state_lives_in_the_runtime():
     found = {f"{rel}:{site}" for rel, source in sources.items() for site in state_sites(source, stateful)}
     assert sorted(found - set(STATE_ALLOWED)) == []
     assert sorted(set(STATE_ALLOWED) - found) == []
+
+
+#: the modules that reach a service only through the remote engine (engines/remote.py, which
+#: route plans on): they import nothing of ciphergrid.service
+THROUGH_THE_REMOTE_ENGINE = ("front.py", "cli/crypt.py", "cli/aead.py")
+
+
+def test_the_service_is_reached_through_the_remote_engine():
+    """front.py and the command line's encrypt/decrypt neither call the service's client nor
+    decide on a service themselves: route's plan runs on the remote engine."""
+    bad = []
+    for rel in THROUGH_THE_REMOTE_ENGINE:
+        path = PKG / rel
+        bad += layer_violations(path.read_text(), path, ("service",))
+    assert bad == []
+    src = "def f():\n    from ..service import connect\n"
+    assert layer_violations(src, PKG / "cli" / "crypt.py", ("service",)) == [
+        "cli/crypt.py:2: ciphergrid.service", "cli/crypt.py:2: ciphergrid.service.connect"]
