@@ -119,3 +119,34 @@ def test_a_context_runs_on_the_service_in_pieces(server, rng):
     got = b"".join(e.update(data[i:i + 1000]) for i in range(0, 4096, 1000)) + e.finalize()
     assert got == oracle.encrypt(data, "aes-128-cbc", key, iv)
     assert _jobs(server) > before
+
+
+def test_a_file_streams_through_the_service_by_its_descriptors(server, tmp_path, rng):
+    data = rng.data(70000)
+    key, iv = rng.randbytes(16), rng.randbytes(16)
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.write_bytes(data)
+    req = make_request(registry.lookup("aes-128-ctr"), key, iv, True)
+    plan = route.route(req, f"service:{server.address}", len(data), path="stream")
+    assert plan.path == "stream" and plan.engine.kind == "remote"
+    steps = []
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        assert plan.stream(fin, fout, progress=steps.append, nbytes=len(data)) == len(data)
+    assert dst.read_bytes() == oracle.encrypt(data, "aes-128-ctr", key, iv)
+    assert sum(steps) == len(data) and plan.engine.last_reply().get("device")
+
+
+def test_what_the_service_lists_is_what_its_engine_runs(server):
+    """A hello that lists the service's capabilities is the engine's column; one that lists
+    none: the built-in table."""
+    eng = route.engine_of(remote.info_of(f"service:{server.address}"))
+    req = make_request(registry.lookup("aes-128-ctr"), bytes(16), bytes(16), True)
+    assert eng.capability(req) == "parallel"
+    eng.client()
+    eng._conns.hello = {"capabilities": {"aes-128-ctr": {"encrypt": None, "decrypt": "parallel"}}}
+    with pytest.raises(ciphergrid.UnsupportedCipher, match="the service at .* cannot run"):
+        route.route(req, f"service:{server.address}", 4096)
+    back = make_request(registry.lookup("aes-128-ctr"), bytes(16), bytes(16), False)
+    assert route.route(back, f"service:{server.address}", 4096).how == "parallel"
+    assert eng.capability(make_request(registry.lookup("aes-128-cbc"), bytes(16), bytes(16),
+                                       True)) is None
