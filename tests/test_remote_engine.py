@@ -150,3 +150,18 @@ def test_what_the_service_lists_is_what_its_engine_runs(server):
     assert route.route(back, f"service:{server.address}", 4096).how == "parallel"
     assert eng.capability(make_request(registry.lookup("aes-128-cbc"), bytes(16), bytes(16),
                                        True)) is None
+
+
+def test_a_services_runtime_and_in_process_blocks_run_here(server):
+    """A service's own runtime never sends its requests to a service; ``service.in_process()``
+    keeps the asked service out of its block (a device that names one still goes there)."""
+    from ciphergrid.runtime import Runtime
+
+    req = make_request(registry.lookup("aes-128-ctr"), bytes(16), bytes(16), True)
+    with Runtime("serving", serving=True), remote.service_asked(server.address):
+        assert route.route(req, "native", 4096).engine.kind == "openssl"
+        with pytest.raises(ciphergrid.InvalidArgument, match="does not send"):
+            route.route(req, f"service:{server.address}", 4096)
+    with service.in_process(), remote.service_asked(server.address):
+        assert route.route(req, "native", 4096).engine.kind == "openssl"
+        assert route.route(req, f"service:{server.address}", 4096).engine.kind == "remote"
