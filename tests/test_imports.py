@@ -158,3 +158,9 @@ def test_file_command_ends_without_teardown(tmp_path):
     assert r.returncode == 8 and b"key commitment" in r.stderr and r.stdout == b"atexit\n"
     r = _run_py(_TEARDOWN, "list")
     assert r.returncode == 0 and r.stdout.endswith(b"atexit\nteardown\n"), r.stdout[-200:]
+    code = ("from ciphergrid.cli import _ends_at_once as e\n"
+            "assert e(['seal', '--in', 'x']) and e(['-q', 'encrypt'])\n"
+            "for a in (['open', '--mpi'], ['encrypt', '--mpi-send'], ['list'], ['--help', 'open'], []):\n"
+            "    assert not e(a), a\n")
+    r = _run_py(code)
+    assert r.returncode == 0, r.stderr.decode()

@@ -148,10 +148,12 @@ def console() -> None:
 
 def _ends_at_once(argv) -> bool:
     """Whether the process of ``argv`` may end without the interpreter's teardown: a file
-    command, not over MPI, and no thread left but daemons (nothing to join)."""
+    command, not over MPI (no ``--mpi`` or its abbreviation, no mpi4py: MPI is finalised at
+    exit), and no thread left but daemons (nothing to join)."""
     from .parser import chosen_command
 
-    if chosen_command(argv) not in _ENDS_AT_ONCE or "--mpi" in argv:
+    if chosen_command(argv) not in _ENDS_AT_ONCE or "mpi4py" in sys.modules \
+            or any(a.startswith("--mp") for a in argv):
         return False
     threading = sys.modules.get("threading")
     return threading is None or all(t.daemon for t in threading.enumerate()
