@@ -319,6 +319,9 @@ def test_lop3_key_layouts():
                 assert set(words[:-4].tolist()) <= {0, 0xFFFFFFFF}
                 assert words[-4:].tolist() == [0x0F0F0F0F, 0x33333333, 0x55555555, 0]
                 assert lop3_kernel_model(words.tolist(), absorb, pt) == encrypt_block(key, pt)
+                # (expand's own path for lop3o: the masks lop3_masks makes from the key's bits)
+                want = model.lop3_masks(model.key_bits(model.round_keys(key)), absorb)
+                assert (words[:-4] != 0).astype(np.uint8).tolist() == want.tolist()
 
 
 def test_bitsliced_kernel_has_no_table():

@@ -125,6 +125,11 @@ _P = np.array([player_position(i) for i in range(64)], dtype=np.intp)
 _FLIP = np.array([LOP3O_FLIP >> (i & 3) & 1 for i in range(64)], dtype=np.uint8)
 
 
+#: the bit of each round key the "bitsliced-lop3o" masks take: K_1's bits in order, then for
+#: K_2 .. K_32 bit P(i) at position i (lop3_masks with absorb="all")
+_LOP3O_SHIFTS = np.concatenate([np.arange(64), np.tile(_P, ROUNDS)]).reshape(ROUNDS + 1, 64).astype(np.uint64)
+
+
 def key_bits(rk: list[int]) -> np.ndarray:
     """The round keys as a (rounds, 64) uint8 array of bits: ``[r, i]`` is bit i (the least
     significant first) of ``rk[r]``."""
@@ -275,6 +280,21 @@ class PRESENT(BlockCipher):
             bs = self.expand(key, decrypt, layout="bitsliced")
             out = np.concatenate([bs, np.array(TRANSPOSE_MASKS, dtype="<u4")])
             bs.fill(0)
+            return out
+        if layout == "bitsliced-lop3o":   # lop3_masks(key_bits(...), "all") as one shift
+            self.check_key(key)
+            rk = round_keys(bytes(key))
+            k = np.array(rk, dtype=np.uint64)
+            rk.clear()
+            bits = ((k[:, None] >> _LOP3O_SHIFTS) & np.uint64(1)).astype(np.uint8)
+            bits[1:] ^= _FLIP
+            k.fill(0)
+            n = bits.size + 64                      # (and a row of zeros after the rounds)
+            out = np.empty(n + len(TRANSPOSE_MASKS), dtype="<u4")
+            np.negative(bits.reshape(-1), out=out[:bits.size], dtype=np.uint32)
+            out[bits.size:n] = 0
+            out[n:] = TRANSPOSE_MASKS
+            bits.fill(0)
             return out
         if layout in lop3:
             self.check_key(key)
