@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import shutil
 import signal
 import stat
@@ -510,3 +511,147 @@ def test_a_signal_while_rank_zero_waits_on_a_silent_pipe(tmp_path):
     assert p.returncode == 143, err[-3000:]
     assert err.count("\n") == 1 and "interrupted by SIGTERM" in err and "bytes were written to <stdout>" in err, err
     assert took < SIGNAL_WAIT_S
+
+
+# -- sealed files: seal / open --mpi (ciphergrid/cluster/sealed.py) ---------------------------------
+def _mpi_each(n, tmp_path, *args, env=None, timeout=60):
+    """``mpiexec -n N ciphergrid ARGS`` with each rank's own exit code: (the run, [codes by rank])."""
+    codes = tmp_path / "codes"
+    codes.mkdir(exist_ok=True)
+    for f in codes.iterdir():
+        f.unlink()
+    wrap = f'"$@"; rc=$?; echo $rc > {shlex.quote(str(codes))}/$PMI_RANK; exit $rc'
+    with subprocess.Popen([MPIEXEC, "-n", str(n), "sh", "-c", wrap, "sh", sys.executable, "-m", "ciphergrid",
+                           *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                          env={**os.environ, **(env or {})}) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end_job(p)
+            raise
+    got = [int((codes / str(r)).read_text()) if (codes / str(r)).exists() else None for r in range(n)]
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err), got
+
+
+def _sealed_files(tmp_path, n, seed):
+    data = random.Random(seed).randbytes(n)
+    key = random.Random(seed + 1).randbytes(16)
+    (tmp_path / "in").write_bytes(data)
+    (tmp_path / "k").write_text(key.hex())
+    return data, key
+
+
+def _sealed_args(tmp_path, inp, out, *more):
+    return ["--in", str(tmp_path / inp), "--out", str(tmp_path / out), "--mpi", "--mpi-range", str(RANGE),
+            "-q", "--device", "native", *more]
+
+
+def _nothing_left(tmp_path, name):
+    return not (tmp_path / name).exists() and not os.path.exists(partial_path(str(tmp_path / name)))
+
+
+@pytest.mark.parametrize("n,aes256", [(6 * RANGE + 123, False), (4 * RANGE, True)])
+def test_seal_over_three_ranks_opens_in_process_and_with_pyca(tmp_path, n, aes256):
+    """The sealed file of 3 ranks opens with ``ciphergrid open`` in one process and with pyca's
+    Cobblestone (a range count of whole ranges too: the final, empty chunk on the last one)."""
+    pyca = pytest.importorskip("cryptography.cobblestone", reason="cryptography >= 50 has cobblestone")
+    data = random.Random(n).randbytes(n)
+    key = random.Random(n + 1).randbytes(32 if aes256 else 16)
+    (tmp_path / "in").write_bytes(data)
+    (tmp_path / "k").write_text(key.hex())
+    extra = ["--aes256"] if aes256 else []
+    r = _mpi(3, "seal", "--key-file", str(tmp_path / "k"), "--context", "ctx",
+             *_sealed_args(tmp_path, "in", "in.cg", "-v", *extra), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert b"seal over 3 ranks" in r.stderr
+    sealed = (tmp_path / "in.cg").read_bytes()
+    d = (pyca.Cobblestone256Decryptor if aes256 else pyca.Cobblestone128Decryptor)(key, b"ctx")
+    assert d.update(sealed) + d.finalize() == data
+    p = subprocess.run([sys.executable, "-m", "ciphergrid", "open", "--key-file", str(tmp_path / "k"),
+                        "--context", "ctx", "--in", str(tmp_path / "in.cg"), "--out", str(tmp_path / "back"),
+                        "--service", "off", "-q", *extra], capture_output=True, timeout=60)
+    assert p.returncode == 0 and (tmp_path / "back").read_bytes() == data, p.stderr.decode()
+    assert not os.path.exists(partial_path(str(tmp_path / "in.cg")))
+
+
+def test_open_over_ranks_of_a_pyca_sealed_file(tmp_path):
+    pyca = pytest.importorskip("cryptography.cobblestone", reason="cryptography >= 50 has cobblestone")
+    data, key = _sealed_files(tmp_path, 5 * RANGE + 77, 40)
+    e = pyca.Cobblestone128Encryptor(key, b"")
+    (tmp_path / "in.cg").write_bytes(e.update(data) + e.finalize())
+    r = _mpi(3, "open", "--key-file", str(tmp_path / "k"), *_sealed_args(tmp_path, "in.cg", "out"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert (tmp_path / "out").read_bytes() == data
+    assert not os.path.exists(partial_path(str(tmp_path / "out")))
+
+
+def _sealed_in_process(data, key):
+    from ciphergrid.formats import cobblestone as cb
+
+    return cb.encrypt(data, key, b"", device="native")
+
+
+def test_a_tampered_chunk_fails_every_rank_with_9_and_leaves_nothing(tmp_path):
+    """A chunk that does not verify is the input's fault: not dealt again to another worker
+    (that would fail too), but the job's end: 9 on every rank, one line, nothing left."""
+    data, key = _sealed_files(tmp_path, 6 * RANGE, 41)
+    sealed = bytearray(_sealed_in_process(data, key))
+    sealed[56 + 16400 * 9 + 100] ^= 1   # (chunk 9: the third range)
+    (tmp_path / "in.cg").write_bytes(sealed)
+    r, codes = _mpi_each(3, tmp_path, "open", "--key-file", str(tmp_path / "k"),
+                         *_sealed_args(tmp_path, "in.cg", "out"))
+    err = r.stderr.decode()
+    assert codes == [9, 9, 9] and r.returncode == 9, err[-3000:]
+    assert err.count("\n") == 1 and "chunk 9 does not verify" in err, err
+    assert _nothing_left(tmp_path, "out")
+
+
+@pytest.mark.parametrize("case,code", [("key", 8), ("cut", 10)])
+def test_a_wrong_key_or_a_truncated_file_fails_every_rank(tmp_path, case, code):
+    data, key = _sealed_files(tmp_path, 2 * RANGE, 42)
+    sealed = _sealed_in_process(data, key)
+    if case == "key":
+        (tmp_path / "k").write_text(bytes(16).hex())
+    else:
+        sealed = sealed[:56 + 16400 * 4]   # (at a chunk boundary: the final chunk is gone)
+    (tmp_path / "in.cg").write_bytes(sealed)
+    r, codes = _mpi_each(2, tmp_path, "open", "--key-file", str(tmp_path / "k"),
+                         *_sealed_args(tmp_path, "in.cg", "out"))
+    err = r.stderr.decode()
+    assert codes == [code, code] and r.returncode == code, err[-3000:]
+    assert err.count("\n") == 1 and ("commitment" if case == "key" else "truncated") in err, err
+    assert _nothing_left(tmp_path, "out")
+
+
+def test_a_passphrase_both_ways(tmp_path):
+    """--pass: Argon2id on rank 0 only (small costs); the sealed file opens in one process and
+    over ranks; a wrong passphrase: 8."""
+    data, _ = _sealed_files(tmp_path, 3 * RANGE + 5, 43)
+    costs = ["--argon2-memory", "64Ki", "--argon2-iterations", "1", "--argon2-lanes", "1"]
+    env = {"CG_TEST_PASS": "correct horse"}
+    r = _mpi(3, "seal", "--pass", "env:CG_TEST_PASS", *costs, *_sealed_args(tmp_path, "in", "in.cg"),
+             env=env, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    p = subprocess.run([sys.executable, "-m", "ciphergrid", "open", "--pass", "env:CG_TEST_PASS", "--in",
+                        str(tmp_path / "in.cg"), "--out", str(tmp_path / "back"), "--service", "off", "-q"],
+                       capture_output=True, timeout=60, env={**os.environ, **env})
+    assert p.returncode == 0 and (tmp_path / "back").read_bytes() == data, p.stderr.decode()
+    r = _mpi(2, "open", "--pass", "env:CG_TEST_PASS", *_sealed_args(tmp_path, "in.cg", "out"), env=env,
+             timeout=60)
+    assert r.returncode == 0 and (tmp_path / "out").read_bytes() == data, r.stderr.decode()[-3000:]
+    r = _mpi(2, "open", "--pass", "env:CG_TEST_PASS", *_sealed_args(tmp_path, "in.cg", "out2"),
+             env={"CG_TEST_PASS": "wrong"}, timeout=60)
+    assert r.returncode == 8 and _nothing_left(tmp_path, "out2"), r.stderr.decode()[-3000:]
+
+
+def test_sealed_mpi_refuses_a_range_and_a_stream_in_one_line(tmp_path):
+    data, key = _sealed_files(tmp_path, 1000, 44)
+    (tmp_path / "in.cg").write_bytes(_sealed_in_process(data, key))
+    r = _mpi(2, "open", "--key-file", str(tmp_path / "k"), "--offset", "5",
+             *_sealed_args(tmp_path, "in.cg", "out"), timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and err.count("\n") == 1 and "--offset" in err, err
+    r = _mpi(2, "seal", "--key-file", str(tmp_path / "k"), "--in", str(tmp_path / "in"), "--mpi", "-q",
+             timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and err.count("\n") == 1 and "regular --out" in err and not r.stdout, err

@@ -150,6 +150,12 @@ def _sealed_options(p, name: str) -> None:
     p.add_argument("--device", "-d", default="auto",
                    help="where the chunks run: auto, native, cpu, gpu, cuda[:N], all, ...")
     p.add_argument("--no-sync", action="store_true", help="do not sync a new output before naming it")
+    p.add_argument("--mpi", action="store_true",
+                   help="one job over every rank of an MPI run (mpiexec -n N ciphergrid " + name
+                        + " ... --mpi; regular files on a shared filesystem; docs/mpi.md)")
+    p.add_argument("--mpi-range", metavar="BYTES",
+                   help="--mpi: plaintext bytes per range dealt to a worker, in whole 16 KiB "
+                        "chunks (default 64Mi)")
     p.add_argument("--service", metavar="WHERE", default=None,
                    help="auto (default: the per-user service when one runs, else this "
                         "process), off, or a service's socket path (CIPHERGRID_SERVICE)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import ChunkFailed, InvalidArgument, InvalidTag
-from .common import EXIT_OK, _file_bytes, _note_written, _service_client, _warn
+from .common import EXIT_DEVICE, EXIT_OK, _file_bytes, _note_written, _service_client, _warn
 
 #: bytes copied at a time from the staging file of --all-or-nothing to the output
 COPY_STEP = 4 << 20
@@ -32,6 +32,10 @@ def cmd_seal(args, seal: bool) -> int:
     context = args.context.encode() if args.context is not None else b""
     if args.context_file is not None:
         context = _file_bytes(args.context_file, "--context-file")
+    if getattr(args, "mpi", False):
+        from ..cluster import sealed
+
+        return {"ok": EXIT_OK}.get(sealed.run(args, seal, context), EXIT_DEVICE)
     src = Input(args.infile)
     client = None
     try:
@@ -126,8 +130,9 @@ def _n(k: int, one: str, many: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ seal
-def _seal(args, src, context: bytes, client=None) -> int:
-    from ..fileio import Output
+def _seal_key(args, src):
+    """(scheme, input key, passphrase wrapper) for ``seal``: from --key-file, or from --pass and
+    the Argon2id costs asked for (the wrapper: b"" with a key file)."""
     from ..formats import cobblestone as cb
     from ..formats import passphrase as pp
 
@@ -147,6 +152,14 @@ def _seal(args, src, context: bytes, client=None) -> int:
         wrapper = w.raw
     else:
         key = _key_file(args, sch)
+    return sch, key, wrapper
+
+
+def _seal(args, src, context: bytes, client=None) -> int:
+    from ..fileio import Output
+    from ..formats import cobblestone as cb
+
+    sch, key, wrapper = _seal_key(args, src)
     if client is not None:   # (the service writes the C2SP header, counted in its progress)
         total = None if src.size is None else cb.sealed_length(src.size)
         with _Stream(args, "sealed", total, "service", served=True) as st:

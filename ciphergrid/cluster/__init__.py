@@ -23,7 +23,9 @@ Seed 002's resource manager as an MPI job (docs/mpi.md):
 * **faults**: a worker whose range fails is told to stop and its range is dealt to another one
   (``CIPHERGRID_FAULT=mpi:RANK:fail:BYTES`` makes rank RANK fail once it has run BYTES;
   ``mpi:RANK:kill:BYTES`` kills it, which ends the MPI job; ``mpi:RANK:hang:BYTES`` stops it);
-* CBC encryption (serial) runs on one worker, as one range.
+* CBC encryption (serial) runs on one worker, as one range;
+* sealed files (``seal`` / ``open --mpi``: cluster.sealed) are jobs of the same manager: ranges
+  of whole chunks, a chunk that does not verify ending the job on every rank (not dealt again).
 
 The keys go from rank 0 to the workers inside MPI's messages (never on a command line, never
 logged), as the request's fields.

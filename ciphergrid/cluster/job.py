@@ -41,8 +41,8 @@ class _Job:
         from ..settings import parse_bytes
 
         if not known(args.cipher) and aeads.is_aead(args.cipher):
-            raise InvalidArgument(f"--mpi: {args.cipher.strip().lower()} is an AEAD: AEADs and "
-                                  "sealed files do not run under --mpi yet")
+            raise InvalidArgument(f"--mpi: {args.cipher.strip().lower()} is an AEAD: AEADs do "
+                                  "not run under --mpi yet (sealed files do: seal, open)")
         spec = lookup(args.cipher)
         if args.base64 or args.pad:
             raise InvalidArgument("--mpi: --base64 and --pad are not supported")
@@ -73,21 +73,8 @@ class _Job:
     def for_files(cls, req, src: str, offset: int, n: int, out: str, header: bytes, step: int,
                   sync: bool) -> "_Job":
         """The workers read ``src`` and write the partial file of ``out`` themselves."""
-        from ..fileio import Output
-
         _admit(req, n)
-        output = Output(out, sync=sync, named=_fresh_partial)
-        try:
-            if output.kind != "replace":   # (made a FIFO or a device meanwhile)
-                raise OSError(f"--out {out}: not a regular file any more")
-            os.ftruncate(output.fd, len(header) + req.out_len(n))
-            if header:
-                os.pwrite(output.fd, header, 0)
-            partial = partial_path(output.target)
-            sentinel = _Sentinel(partial)
-        except BaseException:
-            output.abort()
-            raise
+        output, partial, sentinel = partial_output(out, len(header) + req.out_len(n), header, sync)
         plan = _plan(req, os.path.abspath(src), offset, n, partial, len(header), step)
         return cls(plan, output, sentinel)
 
@@ -126,6 +113,25 @@ class _Job:
             self.sender.close()
         if self.sentinel is not None:
             self.sentinel.close()
+
+
+def partial_output(out: str, size: int, header: bytes, sync: bool):
+    """``--out out`` as the workers write it: (its fileio.Output, the partial file's path, the
+    sentinel that removes it), the partial file ``size`` bytes with ``header`` at its start."""
+    from ..fileio import Output
+
+    output = Output(out, sync=sync, named=_fresh_partial)
+    try:
+        if output.kind != "replace":   # (made a FIFO or a device meanwhile)
+            raise OSError(f"--out {out}: not a regular file any more")
+        os.ftruncate(output.fd, size)
+        if header:
+            os.pwrite(output.fd, header, 0)
+        partial = partial_path(output.target)
+        return output, partial, _Sentinel(partial)
+    except BaseException:
+        output.abort()
+        raise
 
 
 def _regular_or_new(path) -> bool:

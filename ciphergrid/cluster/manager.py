@@ -11,11 +11,11 @@ import time
 from .. import interrupts
 from ..errors import DeviceError
 from .wire import _DONE, _DOWN, _FAILED, _READY, IN_FLIGHT, _next_message
-from .worker import _positioned, _ranges, _request, _Runner
+from .worker import _positioned, _ranges, _request, _Runner, make_runner
 
 
 def _alone(plan, device) -> None:
-    runner = _Runner(plan, device, 0)
+    runner = make_runner(plan, device, 0)
     try:
         for a, b in _ranges(plan):
             interrupts.check()
@@ -65,6 +65,8 @@ def _manage(comm, plan) -> None:
                 shares[w] += rng[1] - rng[0]
                 inflight[w].remove(rng)
             elif msg[0] == _FAILED:
+                if len(msg) > 4 and msg[4] is not None:   # (the input's fault: the job fails)
+                    raise msg[4]
                 queue[:0] = inflight.pop(w)   # (its ranges first, in their order)
                 live.discard(w)
                 failures.append(f"rank {w}: {msg[3]}")

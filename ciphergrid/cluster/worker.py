@@ -7,8 +7,9 @@ import os
 import signal
 import time
 
-from ..errors import DeviceError, Error
-from .wire import _BROKEN, _DONE, _DOWN, _END, _FAILED, _READY, _SIGNALLED, _UP, SIGNAL_WAIT_S, _poll
+from ..errors import DeviceError, Error, InvalidTag
+from .wire import (_BROKEN, _DONE, _DOWN, _END, _FAILED, _READY, _SIGNALLED, _UP, SIGNAL_WAIT_S,
+                   _poll, _portable)
 
 
 def _request(plan):
@@ -22,6 +23,16 @@ def _request(plan):
 def _ranges(plan) -> list:
     n, step = plan["n"], plan["step"]
     return [(a, min(n, a + step)) for a in range(0, n, step)] or [(0, 0)]
+
+
+def make_runner(plan, device: str, rank: int):
+    """This rank's runner of the plan's ranges: a block cipher's (_Runner), or a sealed file's
+    chunks (cluster.sealed)."""
+    if plan.get("sealed") is not None:
+        from .sealed import _SealedRunner
+
+        return _SealedRunner(plan, device, rank)
+    return _Runner(plan, device, rank)
 
 
 class _Runner:
@@ -121,7 +132,7 @@ def _work(comm, plan, device):
     runner = None
     try:
         try:
-            runner = _Runner(plan, device, comm.rank)
+            runner = make_runner(plan, device, comm.rank)
         except (Error, OSError) as e:
             comm.send((_BROKEN, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
             return _stopped(comm)
@@ -140,6 +151,9 @@ def _work(comm, plan, device):
                     reply = (_DONE, a, b)
                 else:
                     reply = (_DONE, a, b, runner.crypt(a, msg[2], msg[3]))
+            except InvalidTag as e:   # (the input's fault, not this rank's: the job fails)
+                comm.send((_FAILED, a, b, str(e)[:300], _portable(e)), dest=0, tag=_UP)
+                return _stopped(comm)
             except (Error, OSError) as e:
                 comm.send((_FAILED, a, b, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
                 return _stopped(comm)
