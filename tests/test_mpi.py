@@ -655,3 +655,16 @@ def test_sealed_mpi_refuses_a_range_and_a_stream_in_one_line(tmp_path):
              timeout=60)
     err = r.stderr.decode()
     assert r.returncode == 2 and err.count("\n") == 1 and "regular --out" in err and not r.stdout, err
+
+
+def test_a_failing_worker_of_a_sealed_job_costs_rework_not_bytes(tmp_path):
+    """A worker's own failure (not a chunk's) under seal --mpi: its range goes to the other
+    worker, the sealed file is whole (it opens to the input) and a warning says so."""
+    data, key = _sealed_files(tmp_path, 5 * RANGE + 9, 45)
+    r = _mpi(3, "seal", "--key-file", str(tmp_path / "k"), *_sealed_args(tmp_path, "in", "in.cg"),
+             env={"CIPHERGRID_FAULT": "mpi:1:fail:0"}, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    assert b"rank 1" in r.stderr and b"run again" in r.stderr
+    from ciphergrid.formats import cobblestone as cb
+
+    assert cb.decrypt((tmp_path / "in.cg").read_bytes(), key, b"", device="native") == data
