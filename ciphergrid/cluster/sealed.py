@@ -130,13 +130,15 @@ class _SealedRunner(_Runner):
         step = plan["step"]
         self.device = "native" if cb._native(sch, device, "stream", step, step // cb.CHUNK) \
             else device
-        self.fin = self.fout = None
         self.fin = os.open(plan["in"], os.O_RDONLY | os.O_CLOEXEC)
-        self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
+        except BaseException:
+            os.close(self.fin)
+            raise
         self.fault = injected_faults().get(f"mpi:{rank}")
         self.ran = 0
         self.bufs = [bytearray(), bytearray()]   # (the range's input and output, reused)
-        self.session = None
 
     def _buf(self, i: int, n: int) -> memoryview:
         if len(self.bufs[i]) < n:
@@ -172,6 +174,5 @@ class _SealedRunner(_Runner):
         raise InvalidArgument("--mpi: a sealed file's ranges are read by the workers")
 
     def close(self) -> None:
-        for fd in (self.fin, self.fout):
-            if fd is not None:
-                os.close(fd)
+        os.close(self.fin)
+        os.close(self.fout)
