@@ -10,6 +10,7 @@ returning the mask of those that verified.
 
 from __future__ import annotations
 
+import contextlib
 
 from .threads import NEVER, host_threads, run_all
 from ..._lazy import numpy_for
@@ -117,7 +118,7 @@ EVP_NAMES = {"aes-128-gcm": "AES-128-GCM", "aes-192-gcm": "AES-192-GCM", "aes-25
 def _c_run(batch, tags: np.ndarray, ok: np.ndarray, host) -> bool:
     """The batch through the C loop on ``host``'s threads (a runtime.Threads: its budget); False
     when there is no C loop."""
-    from .libcrypto import LIB, c_loop, fail, fn_addr, evp_cipher
+    from .libcrypto import LIB, c_loop, fail, evp_cipher
 
     m = batch.count
     if m == 1 and int(batch.off[-1]) < _C_LOOP_MIN_BYTES:
@@ -132,8 +133,7 @@ def _c_run(batch, tags: np.ndarray, ok: np.ndarray, host) -> bool:
                   aad_off=np.ascontiguousarray(batch.aad_off, dtype=np.int64),
                   off=np.ascontiguousarray(batch.off, dtype=np.int64))
     ptr = {k: v.ctypes.data for k, v in arrays.items()}
-    fns = [fn_addr(f) for f in (LIB.EVP_CipherInit_ex, LIB.EVP_CipherUpdate, LIB.EVP_CipherFinal_ex,
-                                LIB.EVP_CIPHER_CTX_ctrl, LIB.ERR_clear_error)]
+    fns = _loop_fns()
     threads = host.budget
     total = int(batch.off[-1])
     if m < _THREADED_MIN_MESSAGES and total < _THREADED_MIN_BYTES or m == 1:
@@ -145,20 +145,13 @@ def _c_run(batch, tags: np.ndarray, ok: np.ndarray, host) -> bool:
 
     def part(lo, hi):
         def job(cancel):
-            ctx = LIB.EVP_CIPHER_CTX_new()
-            if not ctx:
-                fail("EVP_CIPHER_CTX_new")
-            try:
-                if LIB.EVP_CipherInit_ex(ctx, cipher, None, None, None, enc) != 1:
-                    fail("EVP_CipherInit_ex")
+            with _evp_ctx(cipher, None, enc) as ctx:
                 r = loop.cg_aead_batch(*fns, ctx, enc, ptr["keys"], batch.keys.shape[1], ptr["kidx"],
                                        ptr["nonces"], batch.nonces.shape[1], ptr["aad"], ptr["aad_off"],
                                        batch.src.ctypes.data, batch.dst.ctypes.data, ptr["off"],
                                        tags.ctypes.data, batch.tag_length, ok.ctypes.data, lo, hi)
                 if r < 0:
                     fail(f"{batch.name} message {-r - 1}")
-            finally:
-                LIB.EVP_CIPHER_CTX_free(ctx)
         return job
 
     run_all([part(a, b) for a, b in ranges] or [lambda c: None], host)
@@ -185,6 +178,35 @@ def address(buf) -> int:
 
 
 _FNS: tuple | None = None   # the EVP functions' addresses the C loop takes
+
+
+def _loop_fns() -> tuple:
+    """The addresses of the EVP functions the C loop calls (read once)."""
+    from .libcrypto import LIB, fn_addr
+
+    global _FNS
+    if _FNS is None:
+        _FNS = tuple(fn_addr(f) for f in (LIB.EVP_CipherInit_ex, LIB.EVP_CipherUpdate,
+                                          LIB.EVP_CipherFinal_ex, LIB.EVP_CIPHER_CTX_ctrl,
+                                          LIB.ERR_clear_error))
+    return _FNS
+
+
+@contextlib.contextmanager
+def _evp_ctx(cipher, key, enc: int):
+    """An EVP cipher context initialised for ``cipher`` (``key``: None, or set now) in direction
+    ``enc``, freed (its key material cleared) on leaving."""
+    from .libcrypto import LIB, fail
+
+    ctx = LIB.EVP_CIPHER_CTX_new()
+    if not ctx:
+        fail("EVP_CIPHER_CTX_new")
+    try:
+        if LIB.EVP_CipherInit_ex(ctx, cipher, None, key, None, enc) != 1:
+            fail("EVP_CipherInit_ex")
+        yield ctx
+    finally:
+        LIB.EVP_CIPHER_CTX_free(ctx)
 _PYCA_NEWER: bool | None = None
 
 
@@ -259,9 +281,8 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, 
     there is no C loop (the caller takes the batch path).  An OpenSSL failure raises DeviceError."""
     import ctypes
 
-    from .libcrypto import LIB, c_loop, fail, fn_addr, evp_cipher
+    from .libcrypto import LIB, c_loop, fail, evp_cipher
 
-    global _FNS
     loop = c_loop()
     if loop is None or LIB is None or name not in EVP_NAMES:
         return None
@@ -275,23 +296,14 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, 
     cipher = evp_cipher(EVP_NAMES[name])
     enc = 1 if encrypt else 0
     src, dst = address(src), address(dst)
-    if _FNS is None:
-        _FNS = tuple(fn_addr(f) for f in (LIB.EVP_CipherInit_ex, LIB.EVP_CipherUpdate,
-                                          LIB.EVP_CipherFinal_ex, LIB.EVP_CIPHER_CTX_ctrl,
-                                          LIB.ERR_clear_error))
-    fns = _FNS
+    fns = _loop_fns()
     runs = max(1, min(threads, count * step // _C_RUN_MIN_BYTES, count))
     per = -(-count // runs)
     bad = [-1] * runs
 
     def part(r: int, lo: int, hi: int):
         def job(cancel):
-            ctx = LIB.EVP_CIPHER_CTX_new()
-            if not ctx:
-                fail("EVP_CIPHER_CTX_new")
-            try:
-                if LIB.EVP_CipherInit_ex(ctx, cipher, None, key, None, enc) != 1:
-                    fail("EVP_CipherInit_ex")
+            with _evp_ctx(cipher, key, enc) as ctx:
                 why = ctypes.c_int(0)
                 for a in range(lo, hi, _STEP_CHUNKS):      # (a look at cancel between steps)
                     if cancel.is_set():
@@ -306,8 +318,6 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, 
                     if why.value == 1:
                         bad[r] = a + done
                         return
-            finally:
-                LIB.EVP_CIPHER_CTX_free(ctx)
         return job
 
     run_all([part(r, lo, min(count, lo + per)) for r, lo in enumerate(range(0, count, per))], host)
