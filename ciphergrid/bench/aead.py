@@ -101,18 +101,24 @@ def _record(name, dev, kind, count, size, impl, encrypt: bool = True) -> Record:
                   implementation=impl, messages=count)
 
 
-def run(args, ctx: suites.Context) -> dict:
-    from . import sysinfo
-
+def _selection(args, api) -> tuple[list, list, list, int]:
+    """(AEAD names, devices, shapes, repeats) the arguments ask for: the OpenCL/CUDA devices
+    (``--device`` keeps those named by spec or kind), the quick shapes without a GPU among them."""
     wanted = sum((c.split(",") for c in (args.aead_cipher or [])), []) or aeads.names()
-    devs = [d for d in ctx.api.devices() if d.runtime in ("opencl", "cuda")]
+    devs = [d for d in api.devices() if d.runtime in ("opencl", "cuda")]
     if args.device:
         keep = set(sum((d.split(",") for d in args.device), []))
         devs = [d for d in devs if d.spec in keep or d.kind in keep]
     # the GiB shapes are for GPUs: without one, the default is the quick set (minutes, not hours)
     quick = args.quick or not any(d.kind == "gpu" for d in devs)
     shapes = _shapes(args.aead_shapes or (QUICK_SHAPES if quick else DEFAULT_SHAPES))
-    repeats = args.repeats or (3 if args.quick else 10)
+    return wanted, devs, shapes, args.repeats or (3 if args.quick else 10)
+
+
+def run(args, ctx: suites.Context) -> dict:
+    from . import sysinfo
+
+    wanted, devs, shapes, repeats = _selection(args, ctx.api)
     impls = args.aead_impls or ["fast"]
     rng = np.random.default_rng()
     rows = []
@@ -314,14 +320,7 @@ ROW_S, BUILD_S, DEVICE_SPEEDUP = 0.1, 3.0, {"cpu": 0.5, "gpu": 20.0}
 def estimate(args, rate: float, api) -> tuple[str, float]:
     """Per AEAD, shape and device: its kernel and API rows, ``repeats`` + 2 runs of the shape's
     bytes each at the device's rate, plus ROW_S; OpenSSL's rows at ``rate``; a build each."""
-    wanted = sum((c.split(",") for c in (args.aead_cipher or [])), []) or aeads.names()
-    devs = [d for d in api.devices() if d.runtime in ("opencl", "cuda")]
-    if args.device:
-        keep = set(sum((d.split(",") for d in args.device), []))
-        devs = [d for d in devs if d.spec in keep or d.kind in keep]
-    quick = args.quick or not any(d.kind == "gpu" for d in devs)
-    shapes = _shapes(args.aead_shapes or (QUICK_SHAPES if quick else DEFAULT_SHAPES))
-    repeats = args.repeats or (3 if args.quick else 10)
+    wanted, devs, shapes, repeats = _selection(args, api)
     rows = (len(args.aead_impls or ["fast"]) + (0 if args.aead_no_e2e else len(suites.directions(args))))
     seconds = len(wanted) * len(devs) * BUILD_S
     for count, size in shapes:
