@@ -618,17 +618,7 @@ class Server:
         size = _remaining(fds[0])
         n = size if size is not None else msg.get("nbytes")
         r = route(req, msg.get("device") or "auto", n, path="stream")
-        start = time.monotonic()
-        state = {"done": 0, "sent": start}
-
-        def progress(k: int) -> None:
-            state["done"] += k
-            self.fair.take(job, k)   # (this job's turn before it goes on)
-            now = time.monotonic()
-            if now - state["sent"] >= PROGRESS_EVERY_S:
-                state["sent"] = now
-                ch.send({"progress": state["done"]})   # (a client gone: raises)
-
+        progress = _Progress(self.fair, ch, job)
         t0 = time.perf_counter()
         prefault = None
         if msg.get("fresh_output") and r.prefaults_output and size is not None:
@@ -659,19 +649,7 @@ class Server:
         device = msg.get("device") or "auto"
         context = msg.get("context") or b""
         piece, workers, _ = pieces   # (_sealed_plan's)
-        start = time.monotonic()
-        state = {"done": 0, "sent": start}
-        lock = threading.Lock()
-
-        def progress(k: int) -> None:
-            with lock:
-                state["done"] += k
-                self.fair.take(job, k)   # (this job's turn before it goes on)
-                now = time.monotonic()
-                if now - state["sent"] >= PROGRESS_EVERY_S:
-                    state["sent"] = now
-                    ch.send({"progress": state["done"]})   # (a client gone: raises)
-
+        progress = _Progress(self.fair, ch, job)
         t0 = time.perf_counter()
         try:
             if msg["encrypt"]:
@@ -687,10 +665,10 @@ class Server:
                 sealed.open_(fds[0], fds[1], opener, piece=piece, threads=workers,
                              progress=progress)
         except Exception as e:
-            e.service_done = state["done"]   # (what reached the output: the client says so)
+            e.service_done = progress.done   # (what reached the output: the client says so)
             raise
         where, reason = _sealed_where(sch, device, piece, workers)
-        return {"bytes": state["done"], "device": where, "reason": reason,
+        return {"bytes": progress.done, "device": where, "reason": reason,
                 "seconds": round(time.perf_counter() - t0, 6)}
 
     def status(self, full: bool = True) -> dict:
@@ -723,6 +701,27 @@ class Server:
         check_port(port, "--metrics")
         self.metrics = Metrics(self)
         return self.metrics.start(port, addr)
+
+
+class _Progress:
+    """A streamed job's progress callback (called from its workers' threads, one at a time under
+    a lock): the bytes written counted, the job's fair share taken before it goes on, the count
+    sent to the client every PROGRESS_EVERY_S (a client gone: raises)."""
+
+    def __init__(self, fair, ch, job):
+        self.done = 0
+        self._fair, self._ch, self._job = fair, ch, job
+        self._sent = time.monotonic()
+        self._lock = threading.Lock()
+
+    def __call__(self, k: int) -> None:
+        with self._lock:
+            self.done += k
+            self._fair.take(self._job, k)
+            now = time.monotonic()
+            if now - self._sent >= PROGRESS_EVERY_S:
+                self._sent = now
+                self._ch.send({"progress": self.done})
 
 
 def check_job_timeout(seconds) -> float:
