@@ -35,7 +35,6 @@ start-up measured apart as the same command with ``--length 0``); every range ch
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import shlex
@@ -58,8 +57,6 @@ PIECE = 1 << 20
 CPU_ROWS = ("-", "pyca", "age", "native")
 #: the ranks of the MPI rows
 MPI_RANKS = 2
-#: how long the bench's own service may take to answer
-SERVICE_START_S = 60.0
 PYCA_STREAM = ("import sys\nfrom cryptography.cobblestone import Cobblestone128{cls} as C\n"
                "c = C(bytes.fromhex(sys.argv[1]), b'')\nsrc, dst = open(sys.argv[2], 'rb'), "
                "open(sys.argv[3], 'wb')\nwhile piece := src.read({piece}):\n"
@@ -147,44 +144,12 @@ class Age:
             raise AssertionError("age's output decrypts with age -d to other bytes than the input")
 
 
-@contextlib.contextmanager
 def served(folder: str, log):
-    """The socket of a service (``ciphergrid serve``) started in ``folder``, stopped on leaving;
-    ``(None, why)`` where it did not start."""
-    import ciphergrid
+    """The socket of a service started in ``folder`` and stopped on leaving; ``(None, why)``
+    where it did not start (bench/service.py's ``served``, its log lines named bench seal's)."""
+    from .service import served as start
 
-    sock, err = os.path.join(folder, "s.sock"), os.path.join(folder, "service.err")
-    with open(err, "wb") as f:   # (a file, not a pipe: a service that says much never blocks)
-        srv = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", sock],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=f)
-    why = None
-    try:
-        deadline = time.monotonic() + SERVICE_START_S
-        while True:
-            try:
-                ciphergrid.connect(sock).close()
-                break
-            except ciphergrid.ServiceError:
-                if srv.poll() is not None or time.monotonic() > deadline:
-                    srv.kill()
-                    srv.wait()
-                    with open(err, errors="replace") as f:
-                        why = f"the benchmark's service did not start: {f.read().strip()[-200:]}"
-                    break
-                time.sleep(0.05)
-        yield (None, why) if why else (sock, None)
-    finally:
-        if srv.poll() is None:
-            srv.terminate()
-            try:
-                srv.wait(30)
-            except subprocess.TimeoutExpired:
-                srv.kill()
-                srv.wait()
-                log("bench seal: the benchmark's service did not stop in 30 s: killed")
-        for name in (sock, err):
-            with contextlib.suppress(OSError):
-                os.unlink(name)
+    return start(folder, lambda line: log(f"bench seal: {line}"))
 
 
 def _served_check(cmd: str) -> None:

@@ -83,39 +83,67 @@ def _service(path: str | None, log):
         yield path, None
         return
     folder = tempfile.mkdtemp(prefix="cg-bench-svc-")
-    sock = os.path.join(folder, "s.sock")
     remote = _tls_files(folder)
-    srv = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", sock,
-                            "--listen", f"127.0.0.1:{remote['port']}", "--tls-cert",
-                            remote["cafile"], "--tls-key", remote["keyfile"], "--token-file",
-                            remote["tokens"]],
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
+        with served(folder, log, "--listen", f"127.0.0.1:{remote['port']}", "--tls-cert",
+                    remote["cafile"], "--tls-key", remote["keyfile"], "--token-file",
+                    remote["tokens"]) as (sock, why):
+            if sock is None:
+                raise ciphergrid.ServiceError(why)
+            yield sock, remote
+    finally:
+        for name in (remote["cafile"], remote["keyfile"], remote["tokens"]):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
+#: seconds a started service has to answer on its socket
+SERVICE_START_S = 60.0
+
+
+@contextlib.contextmanager
+def served(folder: str, log, *options: str):
+    """``(socket, None)`` of a service (``ciphergrid serve`` with ``options``) started on a socket
+    in ``folder`` and stopped on leaving (its socket and stderr file removed); ``(None, why)``
+    where it did not start.  Its stderr goes to a file in ``folder`` (a file, not a pipe: a
+    service that says much never blocks)."""
+    import ciphergrid
+
+    sock, err = os.path.join(folder, "s.sock"), os.path.join(folder, "service.err")
+    with open(err, "wb") as f:
+        srv = subprocess.Popen([sys.executable, "-m", "ciphergrid", "serve", "--socket", sock,
+                                *options],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=f)
+    why = None
+    try:
+        deadline = time.monotonic() + SERVICE_START_S
         while True:
             try:
                 ciphergrid.connect(sock).close()
                 break
             except ciphergrid.ServiceError:
                 if srv.poll() is not None or time.monotonic() > deadline:
-                    raise ciphergrid.ServiceError(
-                        f"the benchmark's service did not start: {srv.stderr.read()[-300:]}") from None
+                    srv.kill()
+                    srv.wait()
+                    with open(err, errors="replace") as f:
+                        why = f"the benchmark's service did not start: {f.read().strip()[-300:]}"
+                    break
                 time.sleep(0.05)
-        yield sock, remote
+        yield (None, why) if why else (sock, None)
     finally:
-        srv.terminate()
-        try:
-            srv.wait(30)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
-            log("the benchmark's service did not stop in 30 s: killed")
-        for name in (sock, remote["cafile"], remote["keyfile"], remote["tokens"]):
+        if srv.poll() is None:
+            srv.terminate()
+            try:
+                srv.wait(30)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+                srv.wait()
+                log("the benchmark's service did not stop in 30 s: killed")
+        for name in (sock, err):
             with contextlib.suppress(OSError):
                 os.unlink(name)
-        with contextlib.suppress(OSError):
-            os.rmdir(folder)
 
 
 def _tls_files(folder: str) -> dict:
