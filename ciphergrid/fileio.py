@@ -206,6 +206,27 @@ class Input:
             self.f.close()
 
 
+def output_target(path: str | None) -> str:
+    """What ``--out path`` names, without opening it: "stdout" (None or "-"), "descriptor" (a
+    path under /proc/ or /dev/fd/), "regular" (a regular file), "new" (nothing yet, in an
+    existing folder), "nowhere" (nothing yet, nor its folder), "directory", "special" (a FIFO,
+    a device, a socket) or "unknown" (it cannot be looked at)."""
+    if path in (None, "-"):
+        return "stdout"
+    target = os.path.realpath(path)
+    if target.startswith(("/proc/", "/dev/fd/")):
+        return "descriptor"
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return "new" if os.path.isdir(os.path.dirname(target) or ".") else "nowhere"
+    except OSError:
+        return "unknown"
+    if stat.S_ISREG(mode):
+        return "regular"
+    return "directory" if stat.S_ISDIR(mode) else "special"
+
+
 class Output:
     """``--out PATH`` or standard output (see the module doc).  Use as a context manager: a clean
     exit commits (names the file), an exception aborts (nothing left behind)."""
@@ -326,17 +347,7 @@ class Output:
         standard output (only looked at), or a path that names a regular file or nothing yet (an
         anonymous temporary file is opened); not a FIFO or a device (opening one may block or
         act), nor what the constructor refuses."""
-        if path in (None, "-"):
-            return True
-        target = os.path.realpath(path)
-        if target.startswith(("/proc/", "/dev/fd/")):
-            return False
-        try:
-            return stat.S_ISREG(os.stat(target).st_mode)
-        except FileNotFoundError:
-            return os.path.isdir(os.path.dirname(target) or ".")
-        except OSError:
-            return False
+        return output_target(path) in ("stdout", "regular", "new")
 
     def discard(self) -> None:
         """Give the output up unwritten: a file to be replaced is dropped; one written through

@@ -535,3 +535,17 @@ def test_signal_mid_file_on_a_ram_disk(sig, ram_dir, tmp_path):
     else:
         assert rc == 128 + sig, f"exit {rc}: {err}"
     assert _listing(ram_dir) == [], err
+
+
+def test_output_target_names_what_out_is(tmp_path):
+    from ciphergrid.fileio import Output, output_target
+
+    (tmp_path / "f").write_bytes(b"x")
+    os.mkfifo(tmp_path / "p")
+    want = {None: "stdout", "-": "stdout", str(tmp_path / "f"): "regular",
+            str(tmp_path / "n"): "new", str(tmp_path / "no" / "n"): "nowhere",
+            str(tmp_path): "directory", str(tmp_path / "p"): "special",
+            "/dev/null": "special", "/proc/self/fd/99": "descriptor"}
+    assert {p: output_target(p) for p in want} == want
+    assert [Output.opens_quietly(p) for p in want] == [True, True, True, True, False, False,
+                                                      False, False, False]

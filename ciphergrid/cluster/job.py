@@ -5,7 +5,6 @@ and its sentinel."""
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
 import sys
 
@@ -136,17 +135,9 @@ def partial_output(out: str, size: int, header: bytes, sync: bool):
 
 def _regular_or_new(path) -> bool:
     """Whether ``--out path`` is a file the workers may write (a regular file, or none yet)."""
-    if path in (None, "-"):
-        return False
-    target = os.path.realpath(path)
-    if target.startswith(("/proc/", "/dev/fd/")):
-        return False
-    try:
-        return stat.S_ISREG(os.stat(target).st_mode)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
+    from ..fileio import output_target
+
+    return output_target(path) in ("regular", "new", "nowhere")
 
 
 def _admit(req, n: int) -> None:

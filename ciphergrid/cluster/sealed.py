@@ -17,7 +17,6 @@ job fails with it on every rank (ChunkFailed, exit 9).
 from __future__ import annotations
 
 import os
-import stat
 import sys
 
 from ..errors import InvalidArgument
@@ -44,16 +43,9 @@ def run(args, seal: bool, context: bytes) -> str:
 
 def _through(path) -> bool:
     """Whether ``--out path`` is written through (stdout, a FIFO, a device), not replaced."""
-    if path in (None, "-"):
-        return True
-    target = os.path.realpath(path)
-    if target.startswith(("/proc/", "/dev/fd/")):
-        return True
-    try:
-        mode = os.stat(target).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    from ..fileio import output_target
+
+    return output_target(path) in ("stdout", "descriptor", "special")
 
 
 def _job(args, seal: bool, context: bytes):
