@@ -144,6 +144,73 @@ def _run_workers(n: int, body, stop: threading.Event, name: str, on_stop=None) -
         raise state["error"]
 
 
+class _Shared:
+    """What the workers of one piece stream share: the stop flag (and the condition its waiters
+    wait on), the next piece's index (``next``; ``eof`` once a pipe's input ended: both read and
+    set under ``lock``), the output's in-order turns, the bytes written (``progress(n)`` told of
+    each write)."""
+
+    def __init__(self, ends, progress, npieces: int | None):
+        self.ends, self.progress, self.npieces = ends, progress, npieces
+        self.stop = threading.Event()
+        self.cond = threading.Condition()
+        self.writes = _Turns(self.stop, self.cond)
+        self.lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self.next, self.eof, self.written = 0, False, 0
+
+    def wake(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+
+    def claim(self) -> int | None:
+        """A regular input's next piece (its index), or None where none is left."""
+        with self.lock:
+            k = self.next
+            if k >= self.npieces:
+                return None
+            self.next = k + 1
+            return k
+
+    def read_at(self, view: memoryview, lo: int) -> None:
+        """``view`` filled from the regular input at ``lo``; InvalidArgument where it ends
+        sooner than its size said."""
+        got = files.read_full(self.ends.fd_in, view, self.ends.base_in + lo) if len(view) else 0
+        if got != len(view):
+            raise InvalidArgument(f"the input changed while it was read (it ends at {lo + got} "
+                                  f"of {self.ends.size} bytes)")
+
+    def write(self, k: int, view: memoryview, offset: int) -> None:
+        """Piece ``k``'s output: a regular output's at ``offset`` (one pwrite at a time: see the
+        module doc), else in order."""
+        ends = self.ends
+        if ends.reg_out:
+            with self._write_lock:
+                files.write_all(ends.fd_out, view, ends.base_out + offset)
+            self._wrote(len(view))
+            return
+        self.writes.wait(k)
+        try:
+            files.write_all(ends.fd_out, view, None)
+            self._wrote(len(view))
+        finally:
+            self.writes.done(k)
+
+    def _wrote(self, m: int) -> None:
+        with self.lock:
+            self.written += m
+            if self.progress is not None:
+                self.progress(m)
+
+    def run(self, threads: int, body, name: str, dst) -> int:
+        """``body(i)`` on ``threads`` workers (:func:`_run_workers`); a regular output's offset
+        left after what was written; returns the bytes written."""
+        _run_workers(threads, body, self.stop, name, on_stop=self.wake)
+        if self.ends.reg_out:
+            files.seek_to(dst, self.ends.fd_out, self.ends.base_out + self.written)
+        return self.written
+
+
 def overlapped(pieces, process, write, *, inputs: list, outputs: list) -> None:
     """Read, work and write at once over reused buffers, each stage in a thread of its own (the
     calling thread only waits: :func:`_run_workers`, so a signal or a stage's failure stops the
@@ -230,37 +297,19 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
     behind = mode.reads_behind(req)                 # CBC decryption: the input block before
     serial = not mode.parallel(req.encrypt)         # CBC encryption: the chain of the output
     in_place = not serial
-    stop = threading.Event()
-    cond = threading.Condition()
-    ciphers, writes = _Turns(stop, cond), _Turns(stop, cond)
-    state = {"next": 0, "eof": False, "tail": req.iv if behind else None, "chain": None,
-             "written": 0}
-    lock = threading.Lock()
-    write_lock = threading.Lock()
-
-    def wrote(m: int) -> None:
-        with lock:
-            state["written"] += m
-            if progress is not None:
-                progress(m)
-
-    def wake() -> None:
-        with cond:
-            cond.notify_all()
+    sh = _Shared(ends, progress, npieces)
+    ciphers = _Turns(sh.stop, sh.cond)
+    state = {"tail": req.iv if behind else None, "chain": None}
 
     def claim(buf: memoryview):
         """The next piece: (index, bytes in it, the chaining value it starts with)."""
         if ends.reg_in:
-            with lock:
-                k = state["next"]
-                if k >= npieces:
-                    return None
-                state["next"] = k + 1
+            k = sh.claim()
+            if k is None:
+                return None
             lo = k * piece
-            want = min(piece, size - lo)
-            m = files.read_full(ends.fd_in, memoryview(buf)[bs: bs + want], ends.base_in + lo)
-            if m != want:
-                raise InvalidArgument(f"the input changed while it was read (it ends at {lo + m} of {size} bytes)")
+            m = min(piece, size - lo)
+            sh.read_at(memoryview(buf)[bs: bs + m], lo)
             tail = None
             if behind:
                 if k == 0:
@@ -271,16 +320,16 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
                         raise InvalidArgument("the input changed while it was read")
                     tail = bytes(buf[:bs])
             return k, m, tail
-        with lock:  # a pipe: one reader at a time, in order
-            if state["eof"] or stop.is_set():
+        with sh.lock:  # a pipe: one reader at a time, in order
+            if sh.eof or sh.stop.is_set():
                 return None
-            k = state["next"]
+            k = sh.next
             m = files.read_full(ends.fd_in, memoryview(buf)[bs: bs + piece], None)
             if m < piece:
-                state["eof"] = True
+                sh.eof = True
             if m == 0:
                 return None
-            state["next"] = k + 1
+            sh.next = k + 1
             tail = state["tail"]
             if behind and m >= bs:
                 state["tail"] = bytes(buf[bs + m - bs: bs + m])
@@ -291,7 +340,7 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
         # front: room for the tail read
         buf = memoryview(bytearray(bs + piece))
         out = buf if in_place else memoryview(bytearray(bs + piece))
-        while not stop.is_set():
+        while not sh.stop.is_set():
             got = claim(buf)
             if got is None:
                 return
@@ -307,24 +356,11 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
                 ciphers.done(k)
             else:
                 crypt(req.at(lo // bs, tail) if k else req, piece_in, piece_out)
-            if stop.is_set():
+            if sh.stop.is_set():
                 return
-            if ends.reg_out:
-                with write_lock:  # one pwrite at a time: see the module doc
-                    files.write_all(ends.fd_out, memoryview(piece_out), ends.base_out + lo)
-                wrote(m)
-                continue
-            writes.wait(k)
-            try:
-                files.write_all(ends.fd_out, memoryview(piece_out), None)
-                wrote(m)
-            finally:
-                writes.done(k)
+            sh.write(k, piece_out, lo)
 
-    _run_workers(threads, work, stop, "piece", on_stop=wake)
-    if ends.reg_out:
-        files.seek_to(dst, ends.fd_out, ends.base_out + state["written"])
-    return state["written"]
+    return sh.run(threads, work, "piece", dst)
 
 
 def _mapped(req, ends, crypt, threads: int, progress) -> int | None:

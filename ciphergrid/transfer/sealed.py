@@ -19,11 +19,8 @@ length is checked before anything is read (a sealed length or InvalidTag).
 
 from __future__ import annotations
 
-import threading
-
-from ..errors import InvalidArgument
 from . import files
-from .pieces import _run_workers, _Turns
+from .pieces import _Shared
 
 #: plaintext bytes per piece (whole chunks): a few pieces per worker stay in the last-level cache
 #: between the read, the cipher and the write
@@ -102,76 +99,45 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
             check(size)                       # (InvalidTag before anything is read)
         npieces = size // in_step + 1         # (the last one shorter, possibly empty)
         threads = min(threads, npieces)
-    stop = threading.Event()
-    cond = threading.Condition()
-    writes = _Turns(stop, cond)
-    state = {"next": 0, "eof": False, "written": 0}
-    lock = threading.Lock()
-    write_lock = threading.Lock()
-
-    def wrote(m: int) -> None:
-        with lock:
-            state["written"] += m
-            if progress is not None:
-                progress(m)
-
-    def wake() -> None:
-        with cond:
-            cond.notify_all()
+    else:
+        npieces = None
+    sh = _Shared(ends, progress, npieces)
 
     def claim(buf: memoryview):
         """The next piece: (its index, its bytes, whether it is the final one), or None."""
         if ends.reg_in:
-            with lock:
-                k = state["next"]
-                if k >= npieces:
-                    return None
-                state["next"] = k + 1
+            k = sh.claim()
+            if k is None:
+                return None
             lo = k * in_step
             want = min(in_step, size - lo)
-            got = files.read_full(ends.fd_in, buf[:want], ends.base_in + lo) if want else 0
-            if got != want:
-                raise InvalidArgument(f"the input changed while it was read (it ends at {lo + got} "
-                                      f"of {size} bytes)")
-            return k, got, k == npieces - 1
-        with lock:                            # a pipe: one reader at a time, in order
-            if state["eof"] or stop.is_set():
+            sh.read_at(buf[:want], lo)
+            return k, want, k == npieces - 1
+        with sh.lock:                         # a pipe: one reader at a time, in order
+            if sh.eof or sh.stop.is_set():
                 return None
-            k = state["next"]
+            k = sh.next
             got = files.read_full(ends.fd_in, buf, None)
-            state["next"] = k + 1
-            state["eof"] = got < in_step
+            sh.next = k + 1
+            sh.eof = got < in_step
             return k, got, got < in_step
 
     def body(i: int) -> None:
         buf = memoryview(bytearray(in_step))
         out = memoryview(bytearray(out_step))
-        while not stop.is_set():
+        while not sh.stop.is_set():
             got = claim(buf)
             if got is None:
                 return
             k, m, final = got
             n = work(k * q, buf, m, final, out)
-            if stop.is_set():
+            if sh.stop.is_set():
                 return
-            if ends.reg_out:
-                with write_lock:              # one pwrite at a time: see pieces
-                    files.write_all(ends.fd_out, out[:n], ends.base_out + k * out_step)
-                wrote(n)
-            else:
-                writes.wait(k)
-                try:
-                    files.write_all(ends.fd_out, out[:n], None)
-                    wrote(n)
-                finally:
-                    writes.done(k)
+            sh.write(k, out[:n], k * out_step)
             if final:
                 return
 
-    _run_workers(threads, body, stop, "sealed", on_stop=wake)
-    if ends.reg_out:
-        files.seek_to(dst, ends.fd_out, ends.base_out + state["written"])
-    return state["written"]
+    return sh.run(threads, body, "sealed", dst)
 
 
 __all__ = ["seal", "open_", "plan", "cores", "PIECE", "BATCH_PIECE"]
