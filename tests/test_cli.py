@@ -512,20 +512,10 @@ def test_iter_bounds_accepted():
 def service():
     """A service in a thread of this process (as tests/test_service.py's), on a socket in a
     fresh short folder; stopped, its socket gone, at the end."""
-    import tempfile
-    import threading
+    from ciphergrid.testing import services
 
-    from ciphergrid.service.server import Server
-
-    d = tempfile.mkdtemp(prefix="cg-cli-")
-    s = Server(os.path.join(d, "s.sock"), job_timeout=20)
-    t = threading.Thread(target=s.serve_forever, daemon=True)
-    t.start()
-    yield s
-    s.stop()
-    t.join(15)
-    shutil.rmtree(d, ignore_errors=True)
-    assert not t.is_alive()
+    with services.short_folder("cg-cli-") as d, services.threaded(d) as s:
+        yield s
 
 
 #: jobs that go through a context, not a stream: (name, options, data length)

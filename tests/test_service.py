@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -26,28 +25,23 @@ import pytest
 import ciphergrid
 from ciphergrid.service import protocol
 from ciphergrid.service.server import Server
-from ciphergrid.testing import oracle
+from ciphergrid.testing import oracle, services
+from ciphergrid.testing.services import ask as _ask
 
 KEY_HEX = "000102030405060708090a0b0c0d0e0f"
 
 
 @pytest.fixture
 def folder():
-    d = tempfile.mkdtemp(prefix="cg-svc-")   # (a short path: a socket's is at most 107 bytes)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with services.short_folder("cg-svc-") as d:
+        yield d
 
 
 @pytest.fixture
 def server(folder):
     """A service in a thread of this process; stopped (and its socket gone) at the end."""
-    s = Server(os.path.join(folder, "s.sock"), job_timeout=20)
-    t = threading.Thread(target=s.serve_forever, daemon=True)
-    t.start()
-    yield s
-    s.stop()
-    t.join(15)
-    assert not t.is_alive() and not os.path.exists(s.address)
+    with services.threaded(folder) as s:
+        yield s
 
 
 def _serve_process(folder, *extra):
@@ -1012,20 +1006,6 @@ def _stream_msg(**fields):
            "depth": None, "fresh_output": False}
     msg.update(fields)
     return msg
-
-
-def _ask(address, msg, fds=(), timeout=10):
-    """One request on a connection of its own (a raw client: no checks of the client's); the
-    reply (None: closed without one)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-        s.settimeout(timeout)
-        s.connect(address)
-        protocol.send(s, msg, fds)
-        while True:
-            reply, extra = protocol.recv(s)
-            protocol.close_fds(extra)
-            if reply is None or set(reply) != {"progress"}:
-                return reply
 
 
 def _stream_fds(folder, data=b"q" * 4096):

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 
 import pytest
@@ -22,6 +20,8 @@ from ciphergrid import cobblestone as cb
 from ciphergrid.errors import ChunkFailed, CommitmentMismatch, InvalidTag, ServiceError, Truncated
 from ciphergrid.service import protocol
 from ciphergrid.service.server import Server
+from ciphergrid.testing import services
+from ciphergrid.testing.services import ask as _ask
 
 K = 16384
 SEALED = K + 16
@@ -30,20 +30,15 @@ ARGON = ["--argon2-memory", "64Ki", "--argon2-iterations", "1", "--argon2-lanes"
 
 @pytest.fixture
 def folder():
-    d = tempfile.mkdtemp(prefix="cg-sld-")   # (a short path: a socket's is at most 107 bytes)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with services.short_folder("cg-sld-") as d:
+        yield d
 
 
 @pytest.fixture
 def server(folder):
-    s = Server(os.path.join(folder, "s.sock"), job_timeout=20)
-    t = threading.Thread(target=s.serve_forever, daemon=True)
-    t.start()
-    yield s
-    s.stop()
-    t.join(15)
-    assert not t.is_alive() and not os.path.exists(s.address)
+    """A service in a thread of this process; stopped (and its socket gone) at the end."""
+    with services.threaded(folder) as s:
+        yield s
 
 
 def _main(*args) -> int:
@@ -231,20 +226,6 @@ def _sealed_msg(**fields):
            "key": bytes(16), "encrypt": True, "context": b"", "device": "native"}
     msg.update(fields)
     return msg
-
-
-def _ask(address, msg, fds=()):
-    import socket
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-        s.settimeout(10)
-        s.connect(address)
-        protocol.send(s, msg, fds)
-        while True:
-            reply, extra = protocol.recv(s)
-            protocol.close_fds(extra)
-            if reply is None or set(reply) != {"progress"}:
-                return reply
 
 
 def test_sealed_requests_are_checked_and_admitted(server, folder, monkeypatch):

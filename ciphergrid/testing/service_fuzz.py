@@ -402,15 +402,9 @@ class ServerProcess:
 
     def ask(self, msg: dict, fds=(), timeout: float = 30):
         """One request on a connection of its own; the reply (progress skipped)."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-            s.settimeout(timeout)
-            s.connect(self.address)
-            protocol.send(s, msg, fds)
-            while True:
-                reply, extra = protocol.recv(s)
-                protocol.close_fds(extra)
-                if reply is None or set(reply) != {"progress"}:
-                    return reply
+        from .services import ask
+
+        return ask(self.address, msg, fds, timeout)
 
     def close(self) -> str:
         """Stop it; its stderr."""
