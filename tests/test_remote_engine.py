@@ -4,11 +4,6 @@ says so, and a service that does not answer is a DeviceError (the command line's
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-import threading
-
 import numpy as np
 import pytest
 
@@ -16,25 +11,17 @@ import ciphergrid
 from ciphergrid import registry, route, service
 from ciphergrid.engines import remote
 from ciphergrid.request import make_request
-from ciphergrid.service.server import Server
-from ciphergrid.testing import oracle
+from ciphergrid.testing import oracle, services
 
 
 @pytest.fixture
 def server():
     """A service in a thread of this process; stopped (and its socket gone) at the end."""
-    folder = tempfile.mkdtemp(prefix="cg-rem-")   # (a short path: a socket's is at most 107 bytes)
-    s = Server(os.path.join(folder, "s.sock"), job_timeout=20)
-    t = threading.Thread(target=s.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield s
-    finally:
-        service.forget()   # (this runtime's connections to it: the service stops at once)
-        s.stop()
-        t.join(15)
-        shutil.rmtree(folder, ignore_errors=True)
-    assert not t.is_alive()
+    with services.short_folder("cg-rem-") as folder, services.threaded(folder) as s:
+        try:
+            yield s
+        finally:
+            service.forget()   # (this runtime's connections to it: the service stops at once)
 
 
 def _jobs(server) -> int:
