@@ -163,14 +163,16 @@ class _Shared:
         with self.cond:
             self.cond.notify_all()
 
-    def claim(self) -> int | None:
-        """A regular input's next piece (its index), or None where none is left."""
+    def claim(self, step: int) -> tuple[int, int, int] | None:
+        """A regular input's next piece of ``step`` bytes: (its index, its offset, its bytes),
+        or None where none is left."""
         with self.lock:
             k = self.next
             if k >= self.npieces:
                 return None
             self.next = k + 1
-            return k
+        lo = k * step
+        return k, lo, min(step, self.ends.size - lo)
 
     def read_at(self, view: memoryview, lo: int) -> None:
         """``view`` filled from the regular input at ``lo``; InvalidArgument where it ends
@@ -304,11 +306,10 @@ def stream(req, src, dst, crypt, *, piece: int | None = None, threads: int | Non
     def claim(buf: memoryview):
         """The next piece: (index, bytes in it, the chaining value it starts with)."""
         if ends.reg_in:
-            k = sh.claim()
-            if k is None:
+            got = sh.claim(piece)
+            if got is None:
                 return None
-            lo = k * piece
-            m = min(piece, size - lo)
+            k, lo, m = got
             sh.read_at(memoryview(buf)[bs: bs + m], lo)
             tail = None
             if behind:

@@ -106,11 +106,10 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
     def claim(buf: memoryview):
         """The next piece: (its index, its bytes, whether it is the final one), or None."""
         if ends.reg_in:
-            k = sh.claim()
-            if k is None:
+            got = sh.claim(in_step)
+            if got is None:
                 return None
-            lo = k * in_step
-            want = min(in_step, size - lo)
+            k, lo, want = got
             sh.read_at(buf[:want], lo)
             return k, want, k == npieces - 1
         with sh.lock:                         # a pipe: one reader at a time, in order
