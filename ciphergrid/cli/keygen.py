@@ -53,12 +53,12 @@ def _create(path: str, text: bytearray) -> None:
 
 
 def _write_all(fd: int, data, where: str) -> None:
-    view = memoryview(data)
-    done = 0
-    while done < len(view):
-        try:
-            done += os.write(fd, view[done:])
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise OSError(e.errno, f"cannot write {where}: {e.strerror}") from None
+    """All of ``data`` written to ``fd``; an OSError names ``where`` (a broken pipe stays one)."""
+    from ..transfer.files import write_all
+
+    try:
+        write_all(fd, memoryview(data), None)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write {where}: {e.strerror}") from None
