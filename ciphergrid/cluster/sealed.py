@@ -143,14 +143,10 @@ class _SealedRunner(_Runner):
         self._injected(b - a)
         p = self.plan
         n, first, final = b - a, a // cb.CHUNK, b == p["n"]
-        whole = n // cb.CHUNK
-        if self.seal:
-            m_in, m_out = n, n + (whole + final) * cb.TAG
-            at_in, at_out = p["in_offset"] + a, p["out_offset"] + first * cb.SEALED_CHUNK
-        else:
-            m_in = whole * cb.SEALED_CHUNK + (n - whole * cb.CHUNK + cb.TAG if final else 0)
-            m_out = n
-            at_in, at_out = p["in_offset"] + first * cb.SEALED_CHUNK, p["out_offset"] + a
+        # the range sealed: a tag per whole chunk, and one for the final chunk where it ends here
+        plain, sealed = (n, a), (n + (n // cb.CHUNK + final) * cb.TAG, first * cb.SEALED_CHUNK)
+        (m_in, at_in), (m_out, at_out) = (plain, sealed) if self.seal else (sealed, plain)
+        at_in, at_out = p["in_offset"] + at_in, p["out_offset"] + at_out
         src, dst = self._buf(0, m_in), self._buf(1, m_out)
         if _positioned(os.preadv, self.fin, src, at_in) != m_in:
             raise OSError(f"{p['in']}: the input changed size while it was read")
