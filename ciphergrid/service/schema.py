@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .. import settings
 from ..errors import InvalidArgument
+from ..formats.cobblestone import HEADER
 from . import protocol
 
 #: the largest value a MessagePack integer holds
@@ -25,8 +26,6 @@ MAX_SHARED = 1 << 46
 MAX_KEY, MAX_IV, MAX_NONCE = 128, 64, 1024
 #: the longest name (a cipher, an implementation, a device spec) and the longest token
 MAX_NAME, MAX_TOKEN = 256, 4096
-#: a sealed message's C2SP header: salt (24) and commitment (32) (formats/cobblestone.HEADER)
-SEALED_HEADER = 56
 
 _WORDS = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", bytes: "bin",
           type(None): "nil", list: "an array", dict: "a map"}
@@ -58,9 +57,9 @@ class Field:
     ``hi_remote``: the bound over a remote connection) and whether it must be there."""
 
     def __init__(self, kind, lo: int = 0, hi: int = U64, *, required: bool = False,
-                 nil: bool = False, hi_remote: int | None = None, text: str = ""):
+                 nil: bool = False, hi_remote: int | None = None):
         self.kind, self.lo, self.hi, self.hi_remote = kind, lo, hi, hi_remote
-        self.required, self.nil, self.text = required, nil, text
+        self.required, self.nil = required, nil
 
     def bound(self, local: bool) -> int:
         return self.hi if local or self.hi_remote is None else self.hi_remote
@@ -129,8 +128,7 @@ SCHEMA = {
              "impl": _IMPL, **_BUFFER, "text_length": Field(int, 0, MAX_SHARED)},
     "sealed": {"version": _VERSION, "cipher": _req(str, 1, MAX_NAME),
                "key": _req(bytes, 0, MAX_KEY), "encrypt": _req(bool),
-               "context": _opt(bytes, 0, protocol.INLINE_MAX), "header": _opt(bytes, SEALED_HEADER,
-                                                                            SEALED_HEADER),
+               "context": _opt(bytes, 0, protocol.INLINE_MAX), "header": _opt(bytes, HEADER, HEADER),
                "device": _DEVICE},
     "batch": {"version": _VERSION, "cipher": _req(str, 1, MAX_NAME), "encrypt": _req(bool),
               "tag_length": _req(int, 0, 64), "impl": _IMPL, "device": _DEVICE,
