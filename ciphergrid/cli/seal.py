@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 
 from ..errors import ChunkFailed, InvalidArgument, InvalidTag
-from .common import EXIT_DEVICE, EXIT_OK, _file_bytes, _note_written, _service_client, _warn
+from .common import EXIT_DEVICE, EXIT_OK, _file_bytes, _note_written, _service_client
+from .keying import _open_key, _seal_key
 
 #: bytes copied at a time from the staging file of --all-or-nothing to the output
 COPY_STEP = 4 << 20
@@ -93,68 +94,7 @@ def _check_flags(args, seal: bool) -> None:
                               "before it is written)")
 
 
-def _key_file(args, sch) -> bytes:
-    from .. import keys
-
-    raw = {"raw": True} if getattr(args, "raw_key", False) else {}
-    return keys.read_key_file(args.key_file, sch.key_len, sch.name, **raw)
-
-
-def _passphrase(args, src, confirm: bool) -> bytes:
-    from .. import keys
-
-    source = args.passphrase or None
-    if source is not None and source.startswith("pass:"):
-        _warn("--pass pass:... puts the passphrase on the command line, where other users can "
-              "read it; prefer env:, file:, fd: or the prompt")
-    return keys.read_passphrase(source, confirm=confirm, stdin_is_data=src.is_stdin)
-
-
-def _derive(args, phrase: bytes, wrapper) -> bytes:
-    """The C2SP input key from the passphrase (-v: the costs and the time they took)."""
-    import time
-
-    from ..formats import passphrase as pp
-
-    t0 = time.perf_counter()
-    key = pp.input_key(phrase, wrapper)
-    if args.verbose:
-        p = wrapper.params
-        print(f"ciphergrid: Argon2id {p.memory_kib} KiB, {_n(p.iterations, 'pass', 'passes')}, "
-              f"{_n(p.lanes, 'lane', 'lanes')}: {time.perf_counter() - t0:.2f} s", file=sys.stderr)
-    return key
-
-
-def _n(k: int, one: str, many: str) -> str:
-    return f"{k} {one if k == 1 else many}"
-
-
 # ------------------------------------------------------------------------------------ seal
-def _seal_key(args, src):
-    """(scheme, input key, passphrase wrapper) for ``seal``: from --key-file, or from --pass and
-    the Argon2id costs asked for (the wrapper: b"" with a key file)."""
-    from ..formats import cobblestone as cb
-    from ..formats import passphrase as pp
-
-    sch = cb.scheme(args.aes256)
-    wrapper = b""
-    if args.passphrase is not None:
-        d = pp.DEFAULT
-        memory = args.argon2_memory
-        if memory is not None and memory % 1024:
-            raise InvalidArgument(f"--argon2-memory {memory} bytes: give whole KiB (e.g. 64Mi)")
-        t, p = args.argon2_iterations, args.argon2_lanes
-        params = pp.Argon2Params(d.memory_kib if memory is None else memory // 1024,
-                                 d.iterations if t is None else t,
-                                 d.lanes if p is None else p).check("--argon2-*")
-        w = pp.make(params, aes256=args.aes256)
-        key = _derive(args, _passphrase(args, src, confirm=True), w)
-        wrapper = w.raw
-    else:
-        key = _key_file(args, sch)
-    return sch, key, wrapper
-
-
 def _seal(args, src, context: bytes, client=None) -> int:
     from ..fileio import Output
     from ..formats import cobblestone as cb
@@ -184,39 +124,6 @@ def _seal(args, src, context: bytes, client=None) -> int:
 
 
 # ------------------------------------------------------------------------------------ open
-def _open_key(args, src, head: bytes, stream: bool):
-    """(input key, scheme, the C2SP header) for ``open``: from --key-file, or from --pass and the
-    passphrase wrapper at the start of the input (``head``: its first bytes; a stream's header
-    read on past the wrapper).  A wrapped file with a key file, or a plain one with a
-    passphrase, is said as such before anything else."""
-    from ..formats import cobblestone as cb
-    from ..formats import passphrase as pp
-
-    wrapped = pp.is_wrapped(head)
-    if args.passphrase is None:
-        if wrapped:
-            raise InvalidArgument("the input is sealed with a passphrase (its CG-PASS header): "
-                                  "open it with --pass")
-        sch = cb.scheme(args.aes256)
-        return _key_file(args, sch), sch, head
-    if not wrapped:
-        raise InvalidArgument("the input is not sealed with a passphrase (no CG-PASS header): "
-                              "open it with --key-file")
-    if stream and len(head) < pp.WRAPPER:
-        raise pp.Truncated("the sealed message is shorter than its passphrase header: nothing "
-                           "is released")
-    w = pp.parse(head)
-    if args.aes256 and not w.aes256:
-        raise InvalidArgument("--aes256: the input's passphrase header says Cobblestone-128")
-    sch = cb.scheme(w.aes256)
-    key = _derive(args, _passphrase(args, src, confirm=False), w)
-    if stream:   # the C2SP header: what was read past the wrapper, and the rest of it
-        rest = bytearray(cb.HEADER - (len(head) - pp.WRAPPER))
-        got = src.readinto(rest)
-        head = head[pp.WRAPPER:] + bytes(rest[:got])
-    return key, sch, head
-
-
 def _open_range(args, src, context: bytes) -> int:
     import mmap
 

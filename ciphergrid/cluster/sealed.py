@@ -50,7 +50,7 @@ def _through(path) -> bool:
 
 def _job(args, seal: bool, context: bytes):
     """Rank 0's job: the key, the header, the output's partial file and the plan."""
-    from ..cli import seal as cli
+    from ..cli.keying import _open_key, _seal_key
     from ..fileio import Input
     from ..formats import cobblestone as cb
     from ..formats import passphrase as pp
@@ -69,7 +69,7 @@ def _job(args, seal: bool, context: bytes):
                                   "file and a regular --out file (on a filesystem every rank "
                                   "sees)")
         if seal:
-            sch, key, wrapper = cli._seal_key(args, src)
+            sch, key, wrapper = _seal_key(args, src)
             c2sp = cb.Sealer(sch, key, context, device="native").header()
             header = wrapper + c2sp
             n = src.size
@@ -78,7 +78,7 @@ def _job(args, seal: bool, context: bytes):
             in_offset, out_offset = 0, len(header)
             size = len(header) + cb.sealed_length(n) - cb.HEADER
         else:
-            key, sch, _ = cli._open_key(args, src, os.pread(src.fd, pp.WRAPPER, 0), stream=False)
+            key, sch, _ = _open_key(args, src, os.pread(src.fd, pp.WRAPPER, 0), stream=False)
             wrap = pp.WRAPPER if args.passphrase is not None else 0
             head = os.pread(src.fd, cb.HEADER, wrap)
             if len(head) < cb.HEADER:
