@@ -6,9 +6,9 @@ messages, as a block job's key), the context, the C2SP header (and a passphrase'
 written, or read and its key commitment checked.  The output is the block job's partial file
 (job.partial_output: named at the end, removed on any failure).  The plan's ranges are plaintext
 bytes in whole 16 KiB chunks, dealt by the block job's manager; each worker seals or opens the
-chunks of its range (``Sealer.seal_at`` / ``Opener.open_at``) reading and writing at their
-offsets on either side.  The range that ends the message holds the final chunk (shorter,
-possibly empty) and is run with ``final``.
+chunks of its range (``Sealer.seal_at`` / ``Opener.open_at``: worker._SealedRunner) reading
+and writing at their offsets on either side.  The range that ends the message holds the final
+chunk (shorter, possibly empty) and is run with ``final``.
 
 A chunk that does not verify is the input's fault, not the worker's: it is not dealt again, the
 job fails with it on every rank (ChunkFailed, exit 9).
@@ -21,7 +21,6 @@ import sys
 
 from ..errors import InvalidArgument
 from .wire import RANGE
-from .worker import _positioned, _Runner
 
 
 def run(args, seal: bool, context: bytes) -> str:
@@ -98,69 +97,3 @@ def _job(args, seal: bool, context: bytes):
             "partial": partial, "out_offset": out_offset, "step": step, "send": False,
             "serial": False}
     return _Job(plan, output, sentinel)
-
-
-class _SealedRunner(_Runner):
-    """A rank's ranges of a sealed file: plaintext bytes [a, b) in whole chunks (the last range:
-    the final chunk too), sealed or opened from their offsets in the input to theirs in the
-    partial file, on this node's cores (OpenSSL's C loop) or device (AEAD batches)."""
-
-    def __init__(self, plan, device: str, rank: int):
-        from ..formats import cobblestone as cb
-        from ..settings import injected_faults
-
-        self.plan, self.rank = plan, rank
-        s = plan["sealed"]
-        sch = cb.scheme(s["aes256"])
-        self.seal = s["seal"]
-        if self.seal:
-            self.engine = cb.Sealer(sch, s["key"], s["context"], salt=s["salt"], device=device,
-                                    path="stream")
-        else:
-            self.engine = cb.Opener(sch, s["key"], s["context"], s["header"], device=device,
-                                    path="stream")
-        step = plan["step"]
-        self.device = "native" if cb._native(sch, device, "stream", step, step // cb.CHUNK) \
-            else device
-        self.fin = os.open(plan["in"], os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
-        except BaseException:
-            os.close(self.fin)
-            raise
-        self.fault = injected_faults().get(f"mpi:{rank}")
-        self.ran = 0
-        self.bufs = [bytearray(), bytearray()]   # (the range's input and output, reused)
-
-    def _buf(self, i: int, n: int) -> memoryview:
-        if len(self.bufs[i]) < n:
-            self.bufs[i] = bytearray(n)
-        return memoryview(self.bufs[i])[:n]
-
-    def run(self, a: int, b: int) -> None:
-        from ..formats import cobblestone as cb
-
-        self._injected(b - a)
-        p = self.plan
-        n, first, final = b - a, a // cb.CHUNK, b == p["n"]
-        # the range sealed: a tag per whole chunk, and one for the final chunk where it ends here
-        plain, sealed = (n, a), (n + (n // cb.CHUNK + final) * cb.TAG, first * cb.SEALED_CHUNK)
-        (m_in, at_in), (m_out, at_out) = (plain, sealed) if self.seal else (sealed, plain)
-        at_in, at_out = p["in_offset"] + at_in, p["out_offset"] + at_out
-        src, dst = self._buf(0, m_in), self._buf(1, m_out)
-        if _positioned(os.preadv, self.fin, src, at_in) != m_in:
-            raise OSError(f"{p['in']}: the input changed size while it was read")
-        if self.seal:
-            k = self.engine.seal_at(first, src, n, final, dst)
-        else:
-            k = self.engine.open_at(first, src, m_in, final, dst)
-        if _positioned(os.pwritev, self.fout, dst[:k], at_out) != k:
-            raise OSError(f"{p['partial']}: a write stopped short (disk full?)")
-        self.ran += n
-
-    def crypt(self, a: int, data: bytes, chain) -> bytes:
-        raise InvalidArgument("--mpi: a sealed file's ranges are read by the workers")
-
-    def close(self) -> None:
-        os.close(self.fin)
-        os.close(self.fout)
