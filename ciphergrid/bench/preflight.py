@@ -37,16 +37,17 @@ def check_devices(api, args) -> None:
     value names one that is not always there."""
     from ..errors import DeviceError, DeviceNotFound
 
-    tokens = device_tokens(getattr(args, "device", None)) + [
-        t for t in device_tokens(getattr(args, "sched_devices", None))]
+    tokens = (device_tokens(getattr(args, "device", None))
+              + device_tokens(getattr(args, "sched_devices", None)))
     tokens = [t for t in dict.fromkeys(tokens) if t not in ALWAYS]
     if not tokens:
         return
     try:
-        specs = [d.spec.lower() for d in api.devices()]
-        kinds = {d.kind for d in api.devices()}
+        devices = api.devices()
     except ImportError as e:
         raise DeviceError(f"the ciphergrid engine is not available: {e}") from None
+    specs = [d.spec.lower() for d in devices]
+    kinds = {d.kind for d in devices}
     for t in tokens:
         if t == "gpu":
             if "gpu" not in kinds:
