@@ -240,39 +240,25 @@ class PolyKeys:
     def openssl_keystream(self, eng, src, dst, first_byte: int) -> None:
         """:meth:`keystream` on the OpenSSL engine ``eng``'s threads (libcrypto's ChaCha20, a
         piece of at least threads.MIN_CHUNK per thread); pyca where libcrypto is not loaded."""
-        import ctypes
-
-        from ..openssl.libcrypto import LIB, MAX_UPDATE, evp_cipher, fail
-        from ..openssl.threads import MIN_CHUNK, STEP, run_all
+        from ..openssl.contexts import EvpCtx
+        from ..openssl.libcrypto import LIB
+        from ..openssl.threads import MIN_CHUNK, run_all
 
         n = src.nbytes
         if LIB is None or not n:
             self.keystream(src, dst, first_byte)
             return
-        cipher = evp_cipher("ChaCha20")
         k = max(1, min(getattr(getattr(eng, "host", None), "budget", 1), n // MIN_CHUNK))
         step = -(-n // k // ALIGN) * ALIGN
         src = np.ascontiguousarray(src)
 
         def part(lo: int, hi: int):
             def job(cancel):
-                ctx = LIB.EVP_CIPHER_CTX_new()
-                if not ctx:
-                    fail("EVP_CIPHER_CTX_new")
+                ctx = EvpCtx("ChaCha20", self.key, self._iv(first_byte + lo), True)
                 try:
-                    if LIB.EVP_CipherInit_ex(ctx, cipher, None, self.key,
-                                             self._iv(first_byte + lo), 1) != 1:
-                        fail("EVP_CipherInit_ex")
-                    got = ctypes.c_int(0)
-                    for a in range(lo, hi, min(STEP, MAX_UPDATE)):
-                        if cancel.is_set():
-                            return
-                        b = min(hi, a + min(STEP, MAX_UPDATE))
-                        if LIB.EVP_CipherUpdate(ctx, dst.ctypes.data + a, ctypes.byref(got),
-                                                src.ctypes.data + a, b - a) != 1:
-                            fail("EVP_CipherUpdate")
+                    ctx.process(src, dst, lo, hi - lo, cancel)
                 finally:
-                    LIB.EVP_CIPHER_CTX_free(ctx)
+                    ctx.free()
             return job
 
         run_all([part(lo, min(n, lo + step)) for lo in range(0, n, step)],
