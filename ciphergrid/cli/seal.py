@@ -218,20 +218,14 @@ def _staged(out, st, run) -> None:
 def _where(args, sch, verb: str) -> str:
     """Where the chunks run: OpenSSL's C loop on this process's cores ("native"), or a device's
     AEAD batches (its spec); said with -v."""
-    from ..formats import cobblestone as cb
     from ..transfer import sealed
 
     n = sealed.BATCH_PIECE
-    if cb._native(sch, args.device, "stream", n, n // cb.CHUNK):
-        device, where = "native", f"native (OpenSSL's C loop, {sealed.cores()} cores)"
+    native, device, reason = sealed.runs_on(sch, args.device, n)
+    if native:
+        where = f"native (OpenSSL's C loop, {sealed.cores()} cores)"
     else:
-        from .. import aeads
-        from ..route import route_aead
-
-        r = route_aead(aeads.spec(sch.aead), args.device, n, n // cb.CHUNK, nonce_len=cb.NONCE,
-                       tag_length=cb.TAG)
-        device = r.device
-        where = f"{r.device} (AEAD batches of {n >> 20} MiB)" + (f", {r.reason}" if r.reason else "")
+        where = f"{device} (AEAD batches of {n >> 20} MiB)" + (f", {reason}" if reason else "")
     if args.verbose:
         print(f"ciphergrid: {sch.name} {verb} on {where}", file=sys.stderr)
     return device

@@ -877,17 +877,12 @@ def _sealed_plan(msg: dict, fd: int, limit: int) -> tuple[int, int, int]:
 
 def _sealed_where(sch, device: str, piece: int, workers: int) -> tuple[str, str]:
     """(where a sealed job's chunks ran, how): OpenSSL's C loop, or a device's AEAD batches."""
-    from ..formats import cobblestone as cb
+    from ..transfer import sealed
 
-    n = piece
-    if cb._native(sch, device, "stream", n, n // cb.CHUNK):
+    native, where, reason = sealed.runs_on(sch, device, piece)
+    if native:
         return "native", f"OpenSSL's C loop, {workers} worker{'s' if workers > 1 else ''}"
-    from .. import aeads
-    from ..route import route_aead
-
-    r = route_aead(aeads.spec(sch.aead), device, n, n // cb.CHUNK, nonce_len=cb.NONCE,
-                   tag_length=cb.TAG)
-    return r.device, f"AEAD batches of {n >> 20} MiB" + (f", {r.reason}" if r.reason else "")
+    return where, f"AEAD batches of {piece >> 20} MiB" + (f", {reason}" if reason else "")
 
 
 def _request(msg: dict):

@@ -37,6 +37,22 @@ def cores() -> int:
     return current().threads.budget
 
 
+def runs_on(sch, device: str, piece: int = BATCH_PIECE) -> tuple[bool, str, str]:
+    """Where a sealed file's chunks run for ``device`` (a spec, or auto): (True, "native", "")
+    where OpenSSL's C loop runs them on this process's cores, else (False, the device, route's
+    reason or "") for its AEAD batches of ``piece`` bytes."""
+    from ..formats import cobblestone as cb
+
+    if cb._native(sch, device, "stream", piece, piece // cb.CHUNK):
+        return True, "native", ""
+    from .. import aeads
+    from ..route import route_aead
+
+    r = route_aead(aeads.spec(sch.aead), device, piece, piece // cb.CHUNK, nonce_len=cb.NONCE,
+                   tag_length=cb.TAG)
+    return False, r.device, r.reason or ""
+
+
 def plan(engine, piece: int | None = None, threads: int | None = None) -> tuple[int, int, int]:
     """(plaintext bytes per piece, workers, OpenSSL threads per piece) for a Sealer or Opener:
     where its chunks run in OpenSSL's C loop, small pieces and a worker per core (or
@@ -139,4 +155,4 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
     return sh.run(threads, body, "sealed", dst)
 
 
-__all__ = ["seal", "open_", "plan", "cores", "PIECE", "BATCH_PIECE"]
+__all__ = ["seal", "open_", "plan", "runs_on", "cores", "PIECE", "BATCH_PIECE"]
