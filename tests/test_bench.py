@@ -867,3 +867,20 @@ def test_ablation_without_a_kernel_device_says_so():
     not an empty table."""
     with pytest.raises(ciphergrid.errors.DeviceNotFound, match="OpenCL or CUDA"):
         bench.main(parse(["ablation", "--quick", "--device", "native"]), api=make_api(), host=HOST)
+
+
+@pytest.mark.parametrize("name,kind,key_len", [("aes-128-gcm", "AESGCM", 16),
+                                               ("chacha20-poly1305", "ChaCha20Poly1305", 32)])
+def test_aead_reference_past_pycas_one_shot_limit(monkeypatch, name, kind, key_len):
+    """A message past pyca's one-shot limit (2^31 - 1 bytes) is still checked: GCM by pyca's
+    streaming encryptor, ChaCha20-Poly1305 by OpenSSL (the 4 GiB message of the goals failed)."""
+    import os
+
+    from cryptography.hazmat.primitives.ciphers import aead as pyca
+
+    from ciphergrid.bench import aead as bench_aead
+
+    key, nonce, aad, pt = os.urandom(key_len), os.urandom(12), b"header", os.urandom(3 << 20 | 5)
+    want = (pyca.AESGCM if kind == "AESGCM" else pyca.ChaCha20Poly1305)(key).encrypt(nonce, pt, aad)
+    monkeypatch.setattr(bench_aead, "PYCA_ONE_SHOT_MAX", 1 << 20)
+    assert bench_aead._reference(name, kind, key, nonce, aad, pt) == want
