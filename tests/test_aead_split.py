@@ -172,3 +172,17 @@ def test_openssl_chacha_stream_at_an_offset():
     out = np.zeros_like(src)
     keys.openssl_keystream(engine("native"), src, out, 640)
     assert out.tobytes() == want
+
+
+def test_field_products_agree():
+    """The fold's four-bits-at-a-time product equals the bitwise one, and H^(2^128 - 1) = 1."""
+    import random
+
+    from ciphergrid.modes.gf128 import mul, mul4, power
+
+    r = random.Random(20261206)
+    for _ in range(200):
+        a, b = r.getrandbits(128), r.getrandbits(128)
+        assert mul4(a, b) == mul(a, b)
+    h = r.getrandbits(128) | 1
+    assert power(h, (1 << 128) - 1) == 1 and mul4(power(h, (1 << 128) - 3), mul4(h, h)) == 1

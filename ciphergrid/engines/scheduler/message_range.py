@@ -33,6 +33,7 @@ import hmac
 
 import numpy as np
 
+from ...modes.gf128 import mul4, power
 from .units import GRAIN, TAIL
 
 #: a range is cut on this many bytes from the message's start (a ChaCha20 block: 4 AES blocks)
@@ -90,30 +91,6 @@ def _bytes(v: int) -> bytes:
     return _rev128(v).to_bytes(16, "big")
 
 
-def _gmul(a: int, b: int) -> int:
-    """a b in GF(2^128) (x^i at bit i; modes/gf128.mul's field), four bits of b at a time."""
-    t = [0] * 16
-    for i in range(1, 16):
-        t[i] = t[i >> 1] << 1 if not i & 1 else t[i - 1] ^ a
-    r = 0
-    for shift in range(124, -4, -4):
-        r = (r << 4) ^ t[(b >> shift) & 15]
-    for _ in range(2):   # (x^128 = x^7 + x^2 + x + 1, folded twice: the first fold's top bits)
-        hi = r >> 128
-        r = (r & M128) ^ hi ^ (hi << 1) ^ (hi << 2) ^ (hi << 7)
-    return r
-
-
-def _gpow(h: int, e: int) -> int:
-    out = 1
-    while e:
-        if e & 1:
-            out = _gmul(out, h)
-        h = _gmul(h, h)
-        e >>= 1
-    return out
-
-
 def _gcm_len_block(alen: int, clen: int) -> int:
     return _el((8 * alen).to_bytes(8, "big") + (8 * clen).to_bytes(8, "big"))
 
@@ -130,8 +107,8 @@ class GCMKeys:
         out = self.encrypt_blocks(bytes(16) + _GHASH_NONCE + (1).to_bytes(4, "big")
                                   + nonce + (1).to_bytes(4, "big"))
         self.h, self.mask_n, self.mask_j0 = _el(out[:16]), _el(out[16:32]), _el(out[32:48])
-        self.h_inv2 = _gpow(self.h, (1 << 128) - 3)   # (H^(2^128 - 1) = 1)
-        self._lb_h = _gmul(_gcm_len_block(0, 16), self.h)   # (a 16-byte IV's length block)
+        self.h_inv2 = power(self.h, (1 << 128) - 3)   # (H^(2^128 - 1) = 1)
+        self._lb_h = mul4(_gcm_len_block(0, 16), self.h)   # (a 16-byte IV's length block)
 
     def encrypt_blocks(self, data: bytes) -> bytes:
         enc = self._ecb.encryptor()
@@ -141,7 +118,7 @@ class GCMKeys:
         """For pieces from the text's blocks ``first_blocks`` on: their 16-byte IVs ((k, 16)
         uint8) and the E_K(J0') of each (ints)."""
         j0 = [self.nonce + (1 + f).to_bytes(4, "big") for f in first_blocks]
-        ivs = b"".join(_bytes(_gmul(_el(j) ^ self._lb_h, self.h_inv2)) for j in j0)
+        ivs = b"".join(_bytes(mul4(_el(j) ^ self._lb_h, self.h_inv2)) for j in j0)
         masks = self.encrypt_blocks(b"".join(j0))
         return (np.frombuffer(ivs, dtype=np.uint8).reshape(-1, 16).copy(),
                 [_el(masks[16 * i:16 * i + 16]) for i in range(len(j0))])
@@ -149,11 +126,11 @@ class GCMKeys:
     def text_part(self, tag: bytes, mask: int, nbytes: int) -> int:
         """P H of a piece of ``nbytes`` from its tag as a message of its own (no AAD) and its
         E_K(J0')."""
-        return _el(tag) ^ mask ^ _gmul(_gcm_len_block(0, nbytes), self.h)
+        return _el(tag) ^ mask ^ mul4(_gcm_len_block(0, nbytes), self.h)
 
     def aad_part(self, tag: bytes, nbytes: int) -> int:
         """P H of ``nbytes`` of AAD from the tag of a message of no text under _GHASH_NONCE."""
-        return _el(tag) ^ self.mask_n ^ _gmul(_gcm_len_block(nbytes, 0), self.h)
+        return _el(tag) ^ self.mask_n ^ mul4(_gcm_len_block(nbytes, 0), self.h)
 
     def partial_times_h(self, data) -> int:
         """P H of ``data`` through pyca (the message's AAD; P: its blocks' Horner sum, the
@@ -167,13 +144,13 @@ def gcm_tag(keys: GCMKeys, aad_part: int, aad_len: int, parts, clen: int) -> byt
     """The GCM tag from the AAD's P H (``aad_part``) and the ranges' ((start, end, P H) in
     order, tiling the text of ``clen`` bytes)."""
     h = keys.h
-    y = _gmul(_gcm_len_block(aad_len, clen), h)
+    y = mul4(_gcm_len_block(aad_len, clen), h)
     after = 1 + 0   # blocks after the segment: the length block, then the ranges behind it
     for a, b, ph in reversed(parts):
-        y ^= _gmul(ph, _gpow(h, after - 1))
+        y ^= mul4(ph, power(h, after - 1))
         after += -(-(b - a) // 16)
     if aad_len:
-        y ^= _gmul(aad_part, _gpow(h, after - 1))
+        y ^= mul4(aad_part, power(h, after - 1))
     return _bytes(y ^ keys.mask_j0)
 
 
