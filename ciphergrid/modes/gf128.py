@@ -55,14 +55,8 @@ def power(h: int, e: int) -> int:
 
 
 def pow_x(n: int) -> int:
-    """x^n by square-and-multiply."""
-    result, base = 1, 2
-    while n:
-        if n & 1:
-            result = mul(result, base)
-        base = mul(base, base)
-        n >>= 1
-    return result
+    """x^n."""
+    return power(2, n)
 
 
 @functools.lru_cache(maxsize=4)
