@@ -93,8 +93,12 @@ def _file_bytes(path: str, flag: str, limit: int = OPTION_FILE_MAX) -> bytes:
 
 
 def _note_written(e: BaseException, out, *quiet) -> None:
-    """For the one-line message: how much of a write-through output (stdout, a pipe) was already
-    written when ``e`` ended the run (not for a broken pipe, nor for the types ``quiet``)."""
+    """For the one-line message: the output named where a full disk ended the run, and how much
+    of a write-through output (stdout, a pipe) was already written when ``e`` ended it (not for
+    a broken pipe, nor for the types ``quiet``)."""
+    if (isinstance(e, OSError) and not e.filename and e.errno in _OUT_ERRNOS
+            and out.name not in str(e)):
+        e.filename = out.name
     if out.kind == "through" and not isinstance(e, (BrokenPipeError, *quiet)):
         e.ciphergrid_written = (out.written, out.name)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import InvalidArgument, InvalidPadding
-from .common import (_OUT_ERRNOS, EXIT_DEVICE, EXIT_OK, EXIT_USAGE, READ_CHUNK, _note_written,
+from .common import (EXIT_DEVICE, EXIT_OK, EXIT_USAGE, READ_CHUNK, _note_written,
                      _pipeline_flags, _service_engine)
 from .keying import _keying, _salted
 
@@ -120,9 +120,6 @@ def _crypt(args, encrypt: bool, src, out) -> int:
                 else:
                     _run(args, encrypt, cipher, req, src, reader, out, header, n, tuning)
         except BaseException as e:
-            if (isinstance(e, OSError) and not e.filename and e.errno in _OUT_ERRNOS
-                    and out.name not in str(e)):
-                e.filename = out.name  # a full disk is the output's
             _note_written(e, out)
             if served_stream and hasattr(e, "ciphergrid_written"):
                 # (the service says how far it wrote only now and then: more may have gone)

@@ -255,10 +255,10 @@ class _Stream:
     def __exit__(self, et, e, tb):
         self.bar.__exit__(et, e, tb)
         out = self.out
-        if e is None or out is None or out.kind != "through":
+        if e is None or out is None:
             return False
         if isinstance(e, InvalidTag):
-            if out.written:
+            if out.kind == "through" and out.written:
                 raise _released(e, out) from None
             return False
         _note_written(e, out)
