@@ -141,6 +141,18 @@ def wipe(buf) -> None:
 _HEX_TEXT = re.compile(rb"\s*([0-9A-Fa-f]*)\s*")
 
 
+class _Takes:
+    """"NAME takes a 16-byte (128-bit) key", as a message says it (registry.key_words)."""
+
+    def __init__(self, what: str | None, lens: tuple):
+        self.what, self.lens = what, lens
+
+    def __str__(self) -> str:
+        from .registry import key_words
+
+        return f"{self.what or 'the cipher'} takes {key_words(self.lens)}"
+
+
 def read_key_file(path: str, key_len, what: str | None = None, *, raw: bool = False) -> bytes:
     """The key in ``--key-file PATH``.
 
@@ -150,11 +162,9 @@ def read_key_file(path: str, key_len, what: str | None = None, *, raw: bool = Fa
     as raw bytes only where nothing else can be meant: a size that is the key's.  ``key_len``
     may be a tuple of the lengths a cipher takes (CAST-128: 5..16).  ``what`` (the cipher's
     name) is used in messages; they never show the file's bytes."""
-    from .registry import key_words
-
     lens = (key_len,) if isinstance(key_len, int) else tuple(sorted(key_len))
     key_len = lens[-1]
-    who = f"{what or 'the cipher'} takes {key_words(lens)}"
+    who = _Takes(what, lens)   # (said only in an error: the registry is not imported otherwise)
     digits = (f"{2 * lens[0]}" if len(lens) == 1 else f"{2 * lens[0]} to {2 * key_len}") + " hex digits"
     where = f"--key-file {path}"
     limit = 4 * key_len + 4096  # anything longer is not a key file; read no more than this

@@ -51,7 +51,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 
 from .errors import InvalidArgument
 
@@ -229,22 +228,38 @@ def default_tuning_cache() -> str:
     return os.path.join(base, "ciphergrid", "tuning.json")
 
 
-@dataclass(frozen=True)
-class TransferSettings:
-    """The transfer layer's options (see the module docstring for each field's variable).
-    ``TransferSettings()`` holds the defaults, :func:`transfer` what the environment says;
-    ``dataclasses.replace(s, depth=2)`` changes one."""
+def _transfer_settings_class():
+    """The TransferSettings dataclass (see :func:`__getattr__`)."""
+    from dataclasses import dataclass, field
 
-    chunk_bytes: int | None = None
-    depth: int | None = None
-    tuning_cache: str = field(default_factory=default_tuning_cache)
-    autotune: bool = True
-    host_threads: int = field(default_factory=default_host_threads)
-    pin_grain: int = PIN_GRAIN
-    pin_cache: int = field(default_factory=default_pin_cache)
-    mapped_lock: str = "none"
-    stream_mmap: str = "1"
-    prefault_min: int = PREFAULT_MIN
+    @dataclass(frozen=True)
+    class TransferSettings:
+        """The transfer layer's options (see the module docstring for each field's variable).
+        ``TransferSettings()`` holds the defaults, :func:`transfer` what the environment says;
+        ``dataclasses.replace(s, depth=2)`` changes one."""
+
+        chunk_bytes: int | None = None
+        depth: int | None = None
+        tuning_cache: str = field(default_factory=default_tuning_cache)
+        autotune: bool = True
+        host_threads: int = field(default_factory=default_host_threads)
+        pin_grain: int = PIN_GRAIN
+        pin_cache: int = field(default_factory=default_pin_cache)
+        mapped_lock: str = "none"
+        stream_mmap: str = "1"
+        prefault_min: int = PREFAULT_MIN
+
+    TransferSettings.__module__, TransferSettings.__qualname__ = __name__, "TransferSettings"
+    return TransferSettings
+
+
+def __getattr__(name: str):
+    """``TransferSettings`` (PEP 562): the class is made on its first use, so that the
+    dataclasses import it needs is no part of every command's start-up; one class per process."""
+    if name != "TransferSettings":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    cls = globals().get(name)
+    return cls if cls is not None else globals().setdefault(name, _transfer_settings_class())
 
 
 def pin_cache_bytes() -> int:
@@ -282,7 +297,7 @@ def transfer() -> TransferSettings:
     pin_cache = pin_cache_bytes()
     prefault = env.get(ENV_PREFAULT, "").strip()
     prefault = PREFAULT_MIN if not prefault else parse_bytes(prefault, ENV_PREFAULT)
-    return TransferSettings(
+    return __getattr__("TransferSettings")(
         chunk_bytes=chunk, depth=depth,
         tuning_cache=env.get(ENV_TUNING_CACHE) or default_tuning_cache(),
         autotune=env.get(ENV_AUTOTUNE, "1") != "0",

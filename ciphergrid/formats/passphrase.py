@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import InvalidArgument, Truncated
 
@@ -31,8 +31,7 @@ AD_LEN = _FIXED.size                   # 22: the associated data of Argon2id
 WRAPPER = AD_LEN + SALT                # 38: the wrapper's bytes before the C2SP body
 
 
-@dataclass(frozen=True)
-class Argon2Params:
+class Argon2Params(NamedTuple):
     """Argon2id's costs: memory in KiB, iterations (passes) and lanes.  The default is RFC 9106's
     second recommended option (64 MiB, 3 passes, 4 lanes)."""
 
@@ -68,8 +67,7 @@ CAPS = {"memory_kib": MAX_MEMORY_KIB, "iterations": MAX_ITERATIONS, "lanes": MAX
 DEFAULT = Argon2Params()
 
 
-@dataclass(frozen=True)
-class Wrapper:
+class Wrapper(NamedTuple):
     """A parsed wrapper: its costs, scheme (``aes256``), salt and bytes."""
 
     params: Argon2Params

@@ -14,7 +14,7 @@ import mmap
 import os
 import stat
 import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .. import settings as _settings
 from ..fileio import TMPFS_MAGIC, fs_magic
@@ -26,8 +26,7 @@ np = numpy_for(__name__)
 
 
 # ------------------------------------------------------------------------------------ stream ends
-@dataclass(frozen=True)
-class Ends:
+class Ends(NamedTuple):
     """The two ends of a stream, as :func:`ends` found them."""
 
     fd_in: int
