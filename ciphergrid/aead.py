@@ -8,8 +8,8 @@ pyca/cryptography.
     r = ciphergrid.decrypt_batch(r.messages, "chacha20-poly1305", key=k, nonces=ns)
     r.messages[i] is None where r.ok[i] is False: that message's tag failed, its plaintext is withheld
 
-One message is a batch of one: everything goes through ``aeads.base.Batch`` to the engine that
-``route.route_aead`` picks (a GPU for large work, OpenSSL where it has the AEAD, else an OpenCL
+One message is a batch of one: everything goes through ``aeads.base.Batch``, as an
+``request.AEADRequest``, to the engine that ``route.route`` picks (a GPU for large work, OpenSSL where it has the AEAD, else an OpenCL
 CPU device).  No plaintext is returned before its tag verified: a failed message's output is
 zeroed (``out=`` included) and ``InvalidTag`` raised (one-shot) or ``None`` given (batches).
 """
@@ -38,19 +38,12 @@ from .errors import InvalidArgument, InvalidTag
 I64 = np.int64
 
 
-def _route(spec, batch: Batch, device: str, path: str = "array"):
-    """The route of ``batch`` (route.route_aead: the one decision)."""
-    from .route import route_aead
+def _route(spec, batch: Batch, device: str, path: str = "array", impl: str | None = None):
+    """The plan of ``batch`` (its AEADRequest through route.route: the one decision)."""
+    from .request import aead_request
+    from .route import route
 
-    return route_aead(spec, device, int(batch.src.nbytes), batch.count,
-                      nonce_len=int(batch.nonces.shape[1]), tag_length=batch.tag_length, path=path,
-                      encrypt=batch.encrypt)
-
-
-def _run(spec, batch: Batch, tags_in, r, impl: str | None, beside=None, stats=None):
-    """Run ``batch`` on plan ``r`` (route.route_aead's; Plan.run_batch); returns the tags
-    (encryption) or the verified mask (decryption)."""
-    return r.run_batch(batch, tags_in, impl, beside=beside, stats=stats)
+    return route(aead_request(spec, batch, impl=impl), device, int(batch.src.nbytes), path=path)
 
 
 # --------------------------------------------------------------------------- one message
@@ -62,13 +55,14 @@ def route_message(cipher, encrypt: bool, nbytes: int, nonce_len: int,
     :func:`crypt` runs it on.  ``path``: "array" (host data), "stream" (a file's: the command line),
     "resident" (GPU arrays).  A caller that says where a message runs (the command line's
     ``-v``) computes it once here and hands it to ``crypt(route=)``."""
-    from .route import route_aead
+    from .request import aead_request
+    from .route import route
 
     spec = aeads.spec(cipher) if isinstance(cipher, str) else cipher
     tl = _tag_length(spec.aead, tag_length)
     text = nbytes if encrypt else max(0, nbytes - tl)
-    return route_aead(spec, device, text, 1, nonce_len=nonce_len, tag_length=tl, path=path,
-                      encrypt=encrypt)
+    return route(aead_request(spec, encrypt=encrypt, nonce_len=nonce_len, tag_length=tl), device,
+                 text, path=path)
 
 
 def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device, constant_time,
@@ -125,7 +119,7 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path,
                   arr[:text], np.array([0, text], dtype=I64), dst[:text])
     r = route if route is not None else _route(spec, batch, device, path)
     if encrypt:
-        tag = _run(spec, batch, None, r, impl, stats=stats)[0]
+        tag = r.run_batch(batch, None, impl, stats=stats)[0]
         if path == "resident":
             dst[text:].set(tag)
         else:
@@ -134,7 +128,7 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path,
     tag = arr[text:]
     tag = (tag.get() if path == "resident" else tag).reshape(1, tl)
     try:
-        ok = _run(spec, batch, tag, r, impl, stats=stats)
+        ok = r.run_batch(batch, tag, impl, stats=stats)
     except BaseException:
         dst[:] = 0   # (a device error or an interrupt mid-way: no unverified plaintext stays)
         raise
@@ -313,7 +307,7 @@ def _run_tables(spec, encrypt: bool, tl: int, impl, src, off, got, longest: int,
         batch.wipe()
         return BatchResult(encrypt, dst, off, np.zeros((0, tl), np.uint8), np.ones(0, bool))
     try:
-        res = _run(spec, batch, got, _route(spec, batch, device), impl, beside=repeats)
+        res = _route(spec, batch, device, impl=impl).run_batch(batch, got, beside=repeats)
     except BaseException:
         if not encrypt:   # (a device error or an interrupt mid-way: slices or pieces already
             dst[...] = 0  # down hold plaintext whose tag was not compared)

@@ -1,9 +1,11 @@
 """A plan: what ``route`` decided for one request, and how to run it.
 
-``route.route(req, device, nbytes, path=)`` and ``route.route_aead(...)`` return a :class:`Plan`;
-its callers run it (``plan.run``, ``plan.stream``) and say it (``plan.describe()``, the line
-``-v`` prints) instead of deciding again.  A plan holds:
+``route.route(req, device, nbytes, path=)`` returns a :class:`Plan` for either kind of request
+(request.py: a block ``Request`` or an ``AEADRequest``); its callers run it (``plan.run`` and
+``plan.stream`` for a block request's message, ``plan.run_batch`` for an AEAD request's batch) and
+say it (``plan.describe()``, the line ``-v`` prints) instead of deciding again.  A plan holds:
 
+* the request it was routed for;
 * the engine (one device's, OpenSSL's, or a composite over several: ``engines`` and ``shares``);
 * the path: "array" (host memory), "resident" (GPU arrays on the engine's own device; data that
   is resident but routed to a host engine has path "array": it runs through host copies),
@@ -25,7 +27,7 @@ class Plan:
     path: str                      # "array" | "resident" | "stream"
     how: str                       # "parallel" | "serial"
     reason: str = ""               # why this engine, when it is not the one asked for
-    request: object = field(default=None, repr=False, compare=False)  # the block request
+    request: object = field(default=None, repr=False, compare=False)  # request.py's, either kind
     cipher: str = ""               # the cipher's name ("aes-128-ctr", "aes-256-gcm")
     encrypt: bool | None = None    # the direction (None: an AEAD plan routed without one)
     asked: str = "auto"            # the device spec asked for
@@ -99,7 +101,7 @@ class Plan:
         ``turn(nbytes)`` is called before each slice (before the whole message when unsliced):
         a service's fair share."""
         req = self.request
-        if req is None:
+        if req is None or req.kind != "blocks":
             raise TypeError("Plan.run runs a block request's plan (AEADs: run_batch)")
         if self.path == "stream":
             raise TypeError("a stream's plan runs through Plan.stream")
@@ -133,9 +135,10 @@ class Plan:
                 session.crypt(src[a:b], dst[a:b], a // bs, chain)
                 chain = following
 
-    def run_batch(self, batch, tags=None, impl: str | None = None, beside=None, stats=None):
-        """An AEAD plan on ``batch`` (aeads.base.Batch): sealed (the tags) or opened against
-        ``tags`` (the verified mask); ``beside``: the caller's host work, started once the
+    def run_batch(self, batch=None, tags=None, impl: str | None = None, beside=None, stats=None):
+        """An AEAD plan on ``batch`` (aeads.base.Batch; default: its request's): sealed (the
+        tags) or opened against ``tags`` (the verified mask), by implementation ``impl``
+        (default: the request's); ``beside``: the caller's host work, started once the
         engine's device is busy (Engine.seal); ``stats``: a SchedulerStats filled in (a
         composite: its scheduler's shares; one engine: what it ran).  The batch's key material
         is wiped after, whatever happens."""
@@ -144,6 +147,13 @@ class Plan:
         eng = self.engine
         composite = eng.kind == "composite"
         kw = {"stats": stats} if composite and stats is not None else {}
+        req = self.request
+        if req is not None and req.kind != "messages":
+            raise TypeError("Plan.run_batch runs an AEAD request's plan (block ciphers: run)")
+        if batch is None:
+            batch = req.batch
+        if impl is None and req is not None:
+            impl = req.impl
         t0 = time.perf_counter()
         try:
             if batch.encrypt:

@@ -1,10 +1,20 @@
-"""Request: one validated cipher·mode·direction with its key material and options.
+"""The request family: what to run, validated, and what part of it.
 
-``make_request`` checks everything the arguments decide (key and IV sizes, options, the mode's
-key rules, the implementation name) and raises the matching ciphergrid error; engines, the
-transfer layer and the router take a Request and ask ``req.mode`` for what depends on the mode.
-The fields for nonce, AAD and tag length wait for the AEADs; ``out_len`` already differs from the
-input's length with PKCS#7 padding.
+A request is a cipher with its keys and options plus the work it stands for:
+
+* :class:`Request`, a block cipher·mode·direction with its key, IV and options (``make_request``
+  checks everything the arguments decide: key and IV sizes, options, the mode's key rules, the
+  implementation name, and raises the matching ciphergrid error); its work is a message's blocks,
+  a part of it a :class:`BlockRange` (``Request.at`` is the request for a range's blocks as a
+  message of its own);
+* :class:`AEADRequest`, an AEAD·direction with its nonce and tag lengths and (once the data is
+  there) its batch of messages (``aeads.base.Batch``: keys, nonces, AAD and texts); its work is the
+  batch's messages, a part of it a :class:`MessageRange`.
+
+Both kinds answer ``work(nbytes)`` (the whole of it), ``split(work, at)`` (two ranges: splitting is
+the primitive every layer uses), ``weight(work)`` (its bytes) and ``capability_on(engine, nbytes)``
+(how an engine runs it); ``route.route`` takes either and returns the plan that runs it.  Engines,
+the transfer layer and the router ask ``req.mode`` for what depends on a block request's mode.
 """
 
 from __future__ import annotations
@@ -28,15 +38,24 @@ class Request:
     sector_size: int | None = None   # XTS data-unit size; None = the whole message is one unit
     start_sector: int = 0
     impl: str | None = None          # kernel implementation ("fast" default, "ct" constant-time...)
-    nonce: bytes | None = None       # AEADs (later)
-    aad: bytes = b""                 # AEADs (later)
-    tag_length: int | None = None    # AEADs (later)
     allow_weak: bool = False         # encryption the cipher's UsePolicy refuses is allowed (warned)
     #: the cipher's UsePolicy for this key, worked out once when the request was made (encryption)
     policy: object = field(default=None, repr=False)
 
+    #: the kind of work: a message's blocks
+    kind = "blocks"
+
     def __repr__(self) -> str:  # never shows key material
         return f"Request({self.spec.name!r}, {'encrypt' if self.encrypt else 'decrypt'})"
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def what(self) -> str:
+        """'aes-128-ctr encryption': the request in an error message."""
+        return f"{self.spec.name} {'encryption' if self.encrypt else 'decryption'}"
 
     @property
     def mode(self):
@@ -90,6 +109,147 @@ class Request:
     def at(self, first_block: int, chain: bytes | None = None) -> "Request":
         """The request for blocks [first_block, ...) as a message of its own (see Mode.at)."""
         return self.mode.at(self, first_block, chain)
+
+
+    def capability_on(self, eng, nbytes: int | None = None) -> str | None:
+        """How engine ``eng`` runs this request for ``nbytes``: "parallel", "serial" or None."""
+        return eng.capability(self, nbytes)
+
+    def work(self, nbytes: int) -> "BlockRange":
+        """The whole message of ``nbytes`` as a range of blocks (the last may be partial)."""
+        return BlockRange(0, -(-nbytes // self.block_size))
+
+    def weight(self, work: "BlockRange") -> int:
+        return work.count * self.block_size
+
+    def split(self, work: "BlockRange", at: int, src=None) -> tuple["BlockRange", "BlockRange"]:
+        """``work`` cut before its block ``work.first + at``: two ranges; the second's chaining
+        value read from ``src`` (the whole message's input) where the mode reads behind (CBC
+        decryption).  Raises InvalidArgument where the mode does not split there (CBC
+        encryption; XTS inside a data unit)."""
+        unit = self.mode.split_unit(self)
+        if unit is None or not 0 < at < work.count or (at * self.block_size) % unit:
+            raise InvalidArgument(f"{self.spec.name} does not split after {at} blocks of "
+                                  f"{work.count}")
+        f = work.first + at
+        chain = None
+        if self.mode.reads_behind(self):
+            if src is None:
+                raise InvalidArgument(f"{self.what} splits with its input at hand (src=)")
+            chain = self.mode.chain_at(self, src, f)
+        return (BlockRange(work.first, at, work.chain), BlockRange(f, work.count - at, chain))
+
+
+@dataclass(frozen=True)
+class BlockRange:
+    """Blocks [first, first + count) of a block request's message (the message's last block may
+    be partial: CTR, XTS), ``chain`` the chaining value before block ``first`` where the mode
+    needs one (CBC decryption: the ciphertext block before it; None from block 0)."""
+
+    first: int
+    count: int
+    chain: bytes | None = None
+
+    def span(self, block_size: int, nbytes: int) -> tuple[int, int]:
+        """The range's bytes [a, b) in a message of ``nbytes``."""
+        a = self.first * block_size
+        return a, min(nbytes, a + self.count * block_size)
+
+    def run(self, session, src, dst) -> None:
+        """The range's input ``src`` (its bytes, ``span``) into ``dst`` through ``session`` (an
+        engine's session of the whole message's request)."""
+        session.crypt(src, dst, self.first, self.chain)
+
+
+@dataclass(frozen=True, eq=False)
+class MessageRange:
+    """Messages [a, b) of an AEAD request's batch (``aeads.base.Batch``)."""
+
+    batch: object
+    a: int
+    b: int
+
+    @property
+    def count(self) -> int:
+        return self.b - self.a
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the range's texts."""
+        return int(self.batch.off[self.b] - self.batch.off[self.a])
+
+    def part(self, dst=None):
+        """The range as a batch of its own (views; its output texts into ``dst``, default the
+        batch's own)."""
+        return self.batch.part(self.a, self.b, dst)
+
+    def run(self, eng, impl: str | None = None, tags=None, dst=None):
+        """The range sealed (its tags) or opened against ``tags`` (the range's received tags;
+        its verified mask) by engine ``eng``; output texts into ``dst`` (default: the batch's)."""
+        part = self.part(dst)
+        if part.encrypt:
+            return eng.seal(part, impl)
+        return eng.open(part, tags, impl)
+
+
+@dataclass(frozen=True, eq=False)
+class AEADRequest:
+    """An AEAD request: ``spec`` (aeads.AEADSpec), the direction (None: routed without one),
+    the nonce and tag lengths, ``count`` messages, the implementation, and ``batch``, the
+    messages themselves (None while only sizes are known: the command line routes a file's
+    message before reading it).  Built by :func:`aead_request`."""
+
+    spec: object
+    encrypt: bool | None
+    nonce_len: int | None = None
+    tag_length: int | None = None
+    count: int = 1
+    impl: str | None = None
+    batch: object = field(default=None, repr=False)
+
+    #: the kind of work: a batch's messages
+    kind = "messages"
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def what(self) -> str:
+        return self.spec.name
+
+    def capability_on(self, eng, nbytes: int | None = None) -> str | None:
+        """How engine ``eng`` runs ``count`` messages with these sizes (a service: as it
+        says; else the capability table's column of the engine's kind)."""
+        sizes = dict(count=self.count, nonce_len=self.nonce_len, tag_length=self.tag_length)
+        if eng.kind == "remote":
+            return eng.aead_capability(self.spec, **sizes)
+        return self.spec.capability(eng.kind, **sizes)
+
+    def work(self, nbytes: int | None = None) -> MessageRange:
+        """Every message of the batch."""
+        return MessageRange(self.batch, 0, self.count)
+
+    def weight(self, work: MessageRange) -> int:
+        return work.nbytes
+
+    def split(self, work: MessageRange, at: int, src=None) -> tuple[MessageRange, MessageRange]:
+        """``work`` cut before its message ``work.a + at``: two ranges."""
+        if not 0 < at < work.count:
+            raise InvalidArgument(f"{work.count} messages do not split after {at}")
+        return (MessageRange(work.batch, work.a, work.a + at),
+                MessageRange(work.batch, work.a + at, work.b))
+
+
+def aead_request(spec, batch=None, *, encrypt: bool | None = None, nonce_len: int | None = None,
+                 tag_length: int | None = None, count: int = 1,
+                 impl: str | None = None) -> AEADRequest:
+    """The AEADRequest of ``batch`` (its direction, sizes and count taken from it), or, without
+    one, of ``count`` messages of the sizes given."""
+    if batch is not None:
+        return AEADRequest(spec, batch.encrypt, int(batch.nonces.shape[1]), batch.tag_length,
+                           batch.count, impl, batch)
+    return AEADRequest(spec, encrypt, nonce_len, tag_length, count, impl)
 
 
 def policy_suspended() -> bool:

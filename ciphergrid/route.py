@@ -23,7 +23,7 @@ the kinds are open) and the devices present:
 * GPU-resident data runs on its own CUDA device unless told otherwise, or through host copies on
   OpenSSL when the device cannot run the request.
 
-AEADs (``route_aead``), the batch as the unit: host data of an AEAD OpenSSL has (GCM,
+AEADs (an ``AEADRequest``), the batch as the unit: host data of an AEAD OpenSSL has (GCM,
 ChaCha20-Poly1305) goes to OpenSSL on every core (faster end to end than the GPU's unpipelined
 AEAD path, measured); otherwise a GPU for batches or messages of at least AUTO_GPU_MIN_BYTES, then
 an OpenCL CPU device, then a GPU; one message of an AEAD that is serial within a message (Ascon,
@@ -160,26 +160,28 @@ def _auto(req, nbytes: int | None, path: str):
 
 def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: str = "array",
           resident_device: str | None = None) -> Plan:
-    """The plan of ``req`` for ``nbytes`` of data on ``path`` ("array", "resident", "stream"):
-    which engine runs it, on which path, and why (plan.py).  ``resident_device``: the CUDA
-    device holding GPU-resident data (its spec)."""
+    """The plan of request ``req`` (request.py: a block ``Request``, or an ``AEADRequest``: a
+    batch of messages, or their sizes) for ``nbytes`` of data (an AEAD's: its texts, without
+    tags) on ``path`` ("array", "resident", "stream"): which engine runs it, on which path, and
+    why (plan.py).  ``resident_device``: the CUDA device holding GPU-resident data (its spec)."""
     if path not in PATHS:
         raise InvalidArgument(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     remote = _remote().chosen(device, path)
+    asked = (device or "auto").strip()
     if remote is not None:   # (a service runs it, its runtime on its engines: engines/remote.py)
-        how = remote.capability(req, nbytes)
+        how = req.capability_on(remote, nbytes)
         if how is None:
-            raise _remote().cannot(remote, f"{req.spec.name} "
-                                         f"{'encryption' if req.encrypt else 'decryption'}")
-        return Plan(remote, path, how, request=req, cipher=req.spec.name, encrypt=req.encrypt,
-                    asked=(device or "auto").strip(), nbytes=nbytes)
-    device = (device or "auto").strip().lower()
-    asked = device
+            raise _remote().cannot(remote, req.what)
+        return Plan(remote, path, how, request=req, cipher=req.name, encrypt=req.encrypt,
+                    asked=asked, nbytes=nbytes)
+    device = asked.lower()
 
     def plan(eng, path_, how, reason="", choice=""):
-        return Plan(eng, path_, how, reason, request=req, cipher=req.spec.name,
-                    encrypt=req.encrypt, asked=asked, choice=choice, nbytes=nbytes)
+        return Plan(eng, path_, how, reason, request=req, cipher=req.name, encrypt=req.encrypt,
+                    asked=device, choice=choice, nbytes=nbytes)
 
+    if req.kind == "messages":
+        return _route_messages(req, device, nbytes, path, plan)
     reason = ""
     if is_multi(device):
         if path != "resident":
@@ -204,7 +206,7 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
     if path == "resident" and eng.info.runtime != "cuda":
         raise InvalidArgument(f"GPU-resident data needs a CUDA device, not {eng.info.spec}")
     ossl = req.spec.capability("openssl", req.encrypt) if eng.kind != "openssl" else None
-    what = f"{req.spec.name} {'encryption' if req.encrypt else 'decryption'}"
+    what = req.what
     if how == "serial" and ossl is not None:
         # serial on a device is one work-item: OpenSSL on one core is the faster engine with it
         return plan(_openssl(), "array" if path == "resident" else path, ossl,
@@ -221,8 +223,8 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
 
 def for_request(device: str, req, nbytes: int | None):
     """The composite engine (the scheduler, engines/composite.py) of a multi-device spec for
-    ``req``: the named engines that run the request; with ``all``, OpenSSL where it has the
-    cipher, else the OpenCL CPU device (never both: they would share the same cores)."""
+    request ``req`` (either kind): the named engines that run it; with ``all``, OpenSSL where it
+    has the cipher, else the OpenCL CPU device (never both: they would share the same cores)."""
     from .engines.composite import CompositeEngine
 
     everything = device.strip().lower() == "all"
@@ -233,11 +235,11 @@ def for_request(device: str, req, nbytes: int | None):
         except Error:
             if not everything:   # (all: "cpu" where no OpenCL CPU device is present)
                 raise
-    engines = [e for e in engines if e.capability(req, nbytes)]
-    if everything and any(e.info.runtime == "native" for e in engines):
-        engines = [e for e in engines if not (e.info.kind == "cpu" and e.info.runtime != "native")]
+    engines = [e for e in engines if req.capability_on(e, nbytes)]
+    if everything and any(e.kind == "openssl" for e in engines):
+        engines = [e for e in engines if not (e.info.kind == "cpu" and e.kind != "openssl")]
     if not engines:
-        raise UnsupportedCipher(f"no engine of {device!r} runs {req.spec.name}")
+        raise UnsupportedCipher(f"no engine of {device!r} runs {req.name}")
     return CompositeEngine(engines, spec=device.strip().lower(), fence=scheduler_fence())
 
 
@@ -262,29 +264,6 @@ def _resident_composite(device: str, req, nbytes: int | None, resident_device: s
     if len(gpus) < 2:
         return None
     return CompositeEngine(gpus, spec=device.strip().lower(), fence=scheduler_fence())
-
-
-def _aead_composite(device: str, spec, count: int, nonce_len, tag_length):
-    """The composite engine of a multi-device spec for a batch of AEAD ``spec``: the named engines
-    that run it (``all``: OpenSSL where it has the AEAD, else the OpenCL CPU device)."""
-    from .engines.composite import CompositeEngine
-
-    everything = device.strip().lower() == "all"
-    engines = []
-    for s in member_specs(device):
-        try:
-            e = engine(s)
-        except Error:
-            if not everything:
-                raise
-            continue
-        if spec.capability(e.kind, count=count, nonce_len=nonce_len, tag_length=tag_length):
-            engines.append(e)
-    if everything and any(e.kind == "openssl" for e in engines):
-        engines = [e for e in engines if not (e.info.kind == "cpu" and e.kind != "openssl")]
-    if not engines:
-        raise UnsupportedCipher(f"no engine of {device!r} runs {spec.name}")
-    return CompositeEngine(engines, spec=device.strip().lower(), fence=scheduler_fence())
 
 
 def _splits_message(eng, spec, count: int, nbytes: int | None, nonce_len, tag_length) -> bool:
@@ -315,33 +294,16 @@ def _gpu_takes_host_aead(spec, gpu, nbytes: int | None, count: int) -> bool:
     return spec.aead.gpu_one_message_min <= nbytes <= (gpu.memory or 0) // 4
 
 
-def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, count: int = 1,
-               *, nonce_len: int | None = None, tag_length: int | None = None,
-               path: str = "array", encrypt: bool | None = None) -> Plan:
-    """The plan of a batch of ``count`` messages (``nbytes`` in all) of AEAD ``spec``
-    (aeads.AEADSpec) with nonces of ``nonce_len`` bytes and tags of ``tag_length``; ``path``
-    "array" (host data), "stream" (host data read from a file: the command line) or "resident"
-    (GPU arrays); ``encrypt``: the direction, where known (``describe`` says it)."""
-    remote = _remote().chosen(device, path)
-    if remote is not None:   # (a service runs it: engines/remote.py)
-        how = remote.aead_capability(spec, count=count, nonce_len=nonce_len,
-                                     tag_length=tag_length)
-        if how is None:
-            raise _remote().cannot(remote, spec.name)
-        return Plan(remote, "array" if path == "resident" else path, how, cipher=spec.name,
-                    encrypt=encrypt, asked=(device or "auto").strip(), nbytes=nbytes)
-    device = (device or "auto").strip().lower()
-    asked = device
-
-    def plan(eng, path_, how, reason="", choice=""):
-        return Plan(eng, path_, how, reason, cipher=spec.name, encrypt=encrypt, asked=asked,
-                    choice=choice, nbytes=nbytes)
-
+def _route_messages(req, device: str, nbytes: int | None, path: str, plan) -> Plan:
+    """``route`` of an AEADRequest (a batch of ``req.count`` messages, ``nbytes`` of text in
+    all) on a device of this process (the module docstring says how)."""
+    spec, count = req.spec, req.count
+    nonce_len, tag_length = req.nonce_len, req.tag_length
     dev_cap = spec.capability("device", count=count)
     ossl = spec.capability("openssl", count=count, nonce_len=nonce_len, tag_length=tag_length)
     if is_multi(device):
         if path != "resident":
-            eng = _aead_composite(device, spec, count, nonce_len, tag_length)
+            eng = for_request(device, req, nbytes)
             if _splits_message(eng, spec, count, nbytes, nonce_len, tag_length):
                 from .engines.composite import CompositeEngine
 
@@ -353,7 +315,7 @@ def route_aead(spec, device: str | None = "auto", nbytes: int | None = None, cou
         device = "gpu"   # (GPU-resident data runs on its own device)
     if device != "auto":
         eng = engine(device)
-        how = spec.capability(eng.kind, count=count, nonce_len=nonce_len, tag_length=tag_length)
+        how = req.capability_on(eng, nbytes)
         if how is None:
             lacks = spec.capability("openssl") is None
             raise UnsupportedCipher(f"{eng.info.spec} cannot run {spec.name}" + (

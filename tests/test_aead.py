@@ -117,20 +117,20 @@ def test_decryption_failing_mid_way_leaves_no_plaintext(error, rng, monkeypatch)
     """A decryption that fails after some plaintext reached the caller's out= buffer (slices
     or pieces already down, their tag not yet compared: a device error, Ctrl-C) zeroes it before
     the error propagates: one message and a batch."""
-    import ciphergrid.aead as api
+    from ciphergrid.plan import Plan
 
     name = "chacha20-poly1305"
     key, nonce, pt = rng.data(32), rng.data(12), rng.data(300)
     ct = ciphergrid.encrypt(pt, name, key, nonce=nonce, device="native")
-    real = api._run
+    real = Plan.run_batch
 
-    def half_done(spec, batch, *a, **kw):
+    def half_done(plan, batch, *a, **kw):
         if not batch.encrypt:
             batch.dst[...] = np.frombuffer(pt, dtype=np.uint8)[:batch.dst.size]  # (released)
             raise error("the device failed")
-        return real(spec, batch, *a, **kw)
+        return real(plan, batch, *a, **kw)
 
-    monkeypatch.setattr(api, "_run", half_done)
+    monkeypatch.setattr(Plan, "run_batch", half_done)
     out = np.full(len(pt), 0xAA, dtype=np.uint8)
     with pytest.raises(error):
         ciphergrid.decrypt(ct, name, key, nonce=nonce, device="native", out=out)
@@ -551,12 +551,12 @@ def test_cli_verbose_names_the_engine_that_runs(tmp_path, rng, monkeypatch, caps
     if len(specs) < 2:
         pytest.skip(f"fewer than two devices run {STATS_AEAD}")
     engines = [route_mod.engine(s) for s in specs[:2]]
-    real, asked, ran = route_mod.route_aead, [], []
+    real, asked, ran = route_mod.route, [], []
 
-    def each_time_another(spec, device="auto", *args, **kw):
+    def each_time_another(req, device="auto", *args, **kw):
         eng = engines[len(asked) % 2]
         asked.append(eng.info.spec)
-        return dataclasses.replace(real(spec, device, *args, **kw), engine=eng)
+        return dataclasses.replace(real(req, device, *args, **kw), engine=eng)
 
     def spy(eng, real_seal):
         def seal(*args, **kw):
@@ -564,7 +564,7 @@ def test_cli_verbose_names_the_engine_that_runs(tmp_path, rng, monkeypatch, caps
             return real_seal(*args, **kw)
         return seal
 
-    monkeypatch.setattr(route_mod, "route_aead", each_time_another)
+    monkeypatch.setattr(route_mod, "route", each_time_another)
     for eng in engines:
         monkeypatch.setattr(eng, "seal", spy(eng, eng.seal))
     kl, nl, tl = _sizes(STATS_AEAD)

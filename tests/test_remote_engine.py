@@ -10,7 +10,7 @@ import pytest
 import ciphergrid
 from ciphergrid import registry, route, service
 from ciphergrid.engines import remote
-from ciphergrid.request import make_request
+from ciphergrid.request import aead_request, make_request
 from ciphergrid.testing import oracle, services
 
 
@@ -64,8 +64,8 @@ def test_the_plan_names_the_service(server):
     assert plan.engine.kind == "remote" and plan.how == "parallel"
     assert plan.describe() == f"aes-128-ctr encrypt by the service at {server.address}"
     assert plan.device == f"service:{server.address}"
-    aead = route.route_aead(ciphergrid.aeads.spec("aes-128-gcm"), f"service:{server.address}",
-                            100, 1, nonce_len=12, tag_length=16, encrypt=False)
+    aead = route.route(aead_request(ciphergrid.aeads.spec("aes-128-gcm"), encrypt=False,
+                                    nonce_len=12, tag_length=16), f"service:{server.address}", 100)
     assert aead.describe() == f"aes-128-gcm decrypt by the service at {server.address}"
     with remote.service_asked(server.address):
         asked = route.route(req, "native", 4096)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import ciphergrid
-from ciphergrid import registry, route
+from ciphergrid import aeads, registry, route
 from ciphergrid.errors import InvalidArgument
-from ciphergrid.request import make_request
+from ciphergrid.request import aead_request, make_request
 
 
 def _req(name, encrypt=True, **kw):
@@ -169,12 +169,13 @@ def test_auto_sends_host_aead_work_to_a_gpu_where_it_beats_openssl():
     assert takes(chacha, gpu, 4 << 20, 1)
     assert not takes(gcm, SimpleNamespace(memory=80 << 30, runtime="opencl"), 1 << 30, 65536)
     # without a GPU nothing changes: OpenSSL
-    r = route.route_aead(gcm, "auto", 1 << 30, 65536, nonce_len=12, tag_length=16)
+    r = route.route(aead_request(gcm, nonce_len=12, tag_length=16, count=65536), "auto", 1 << 30)
     if not _gpus():
         assert r.engine.kind == "openssl"
     # a file's message (the command line) goes to OpenSSL where it has the AEAD, GPU or not
     for spec in (gcm, chacha):
-        r = route.route_aead(spec, "auto", 1 << 30, nonce_len=12, tag_length=16, path="stream")
+        r = route.route(aead_request(spec, nonce_len=12, tag_length=16), "auto", 1 << 30,
+                        path="stream")
         assert r.engine.kind == "openssl"
 
 
@@ -198,9 +199,9 @@ def test_route_returns_a_plan_that_says_and_runs_itself():
     assert dst.tobytes() == oracle.encrypt(data.tobytes(), "aes-128-ctr", req.key, req.iv)
     dec = route.route(_req("aes-128-ctr", False), "auto", 1000)
     assert dec.describe().startswith("aes-128-ctr decrypt on ")
-    a = route.route_aead(__import__("ciphergrid.aeads", fromlist=["spec"]).spec("aes-128-gcm"),
-                         "native", 1000, nonce_len=12, tag_length=16, encrypt=False)
-    assert a.describe() == "aes-128-gcm decrypt on native" and a.request is None
+    areq = aead_request(aeads.spec("aes-128-gcm"), encrypt=False, nonce_len=12, tag_length=16)
+    a = route.route(areq, "native", 1000)
+    assert a.describe() == "aes-128-gcm decrypt on native" and a.request is areq
 
 
 def test_a_plan_falls_back_and_says_why():

@@ -26,8 +26,8 @@ so the bytes equal one engine's), and:
 * CBC encryption (serial) runs on one engine; XTS without ``sector_size`` (one data unit) too;
 * AEAD batches (``seal`` / ``open``) are split by whole messages the same way
   (``units.Messages``: each engine seals or opens its ranges, the tags and the verified mask
-  gathered in order); a composite made with ``message_ranges`` (route.route_aead: one long
-  message of GCM or ChaCha20-Poly1305) splits one message into ranges of its blocks
+  gathered in order); a composite made with ``message_ranges`` (route.route of an AEADRequest:
+  one long message of GCM or ChaCha20-Poly1305) splits one message into ranges of its blocks
   (``message_range.MessageRange``: each engine runs its range's text and returns the range's
   partial MAC, the host folds them into the tag);
 * a GPU-resident array (``crypt_resident``, ``resident.Resident``) over several CUDA GPUs: its

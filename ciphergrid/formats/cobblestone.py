@@ -115,17 +115,19 @@ def _scratch(buf: np.ndarray | None, n: int) -> np.ndarray:
 
 def _native(sch: Scheme, device: str, path: str, nbytes: int, count: int) -> bool:
     """Whether chunks run in OpenSSL's C loop (one call per run of chunks, no batch tables):
-    ``native``; ``auto`` on a file (``path`` "stream", the command line: as route.route_aead
-    sends a file's AEAD message to OpenSSL), or where route.route_aead sends such a batch to
+    ``native``; ``auto`` on a file (``path`` "stream", the command line: as route.route
+    sends a file's AEAD message to OpenSSL), or where route.route sends such a batch to
     OpenSSL."""
     if device == "native" or device == "auto" and path == "stream":
         return True
     if device != "auto":
         return False
     from .. import aeads
-    from ..route import route_aead
+    from ..request import aead_request
+    from ..route import route
 
-    r = route_aead(aeads.spec(sch.aead), "auto", nbytes, count, nonce_len=NONCE, tag_length=TAG)
+    r = route(aead_request(aeads.spec(sch.aead), nonce_len=NONCE, tag_length=TAG, count=count),
+              "auto", nbytes)
     return r.engine.kind == "openssl"
 
 

@@ -46,10 +46,11 @@ def runs_on(sch, device: str, piece: int = BATCH_PIECE) -> tuple[bool, str, str]
     if cb._native(sch, device, "stream", piece, piece // cb.CHUNK):
         return True, "native", ""
     from .. import aeads
-    from ..route import route_aead
+    from ..request import aead_request
+    from ..route import route
 
-    r = route_aead(aeads.spec(sch.aead), device, piece, piece // cb.CHUNK, nonce_len=cb.NONCE,
-                   tag_length=cb.TAG)
+    r = route(aead_request(aeads.spec(sch.aead), nonce_len=cb.NONCE, tag_length=cb.TAG,
+                           count=piece // cb.CHUNK), device, piece)
     return False, r.device, r.reason or ""
 
 
