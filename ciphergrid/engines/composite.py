@@ -28,7 +28,7 @@ so the bytes equal one engine's), and:
   (``units.Messages``: each engine seals or opens its ranges, the tags and the verified mask
   gathered in order); a composite made with ``message_ranges`` (route.route of an AEADRequest:
   one long message of GCM or ChaCha20-Poly1305) splits one message into ranges of its blocks
-  (``message_range.MessageRange``: each engine runs its range's text and returns the range's
+  (``message_range.MessageText``: each engine runs its range's text and returns the range's
   partial MAC, the host folds them into the tag);
 * a GPU-resident array (``crypt_resident``, ``resident.Resident``) over several CUDA GPUs: its
   own GPU runs its ranges in place, the others through peer copies in pieces, overlapped.
@@ -134,11 +134,11 @@ class CompositeEngine(Engine):
         return work.result
 
     def _ranges(self, batch, tags, stats):
-        """One message in ranges of its blocks over every engine (MessageRange)."""
-        from .scheduler.message_range import MessageRange
+        """One message in ranges of its blocks over every engine (MessageText)."""
+        from .scheduler.message_range import MessageText
 
         try:
-            work = MessageRange(batch, tags)
+            work = MessageText(batch, tags)
             Run(work, self.engines, stats, self.fence, self.rt).go()
             return work.result()
         except BaseException:

@@ -1,4 +1,4 @@
-"""One long AEAD message over several engines (``MessageRange``: a run's units are the bytes of
+"""One long AEAD message over several engines (``MessageText``: a run's units are the bytes of
 the message's text, ranges cut on 64 bytes): each engine runs its range's text and returns the
 range's partial MAC; the host folds the partials into the tag.
 
@@ -280,7 +280,7 @@ def poly_tag(keys: PolyKeys, aad_part: int, aad_len: int, parts, clen: int) -> b
 
 # --------------------------------------------------------------------------- the unit
 
-class MessageRange:
+class MessageText:
     """One AEAD message's text as a scheduled run's units (bytes; ranges cut on ALIGN, at
     least GRAIN, at most MAX_RANGE), every range fenced: its text and its partial MAC are
     committed together, only while the range is still its worker's (``Run``); a range's
@@ -405,3 +405,8 @@ class MessageRange:
         if not ok:
             self.dst[:] = 0
         return np.array([ok], dtype=bool)
+
+
+#: MessageText's name for the callers that still import it by that name (request.MessageRange is
+#: a range of a batch's messages)
+MessageRange = MessageText

@@ -1,13 +1,16 @@
 """A scheduled run's units of work (the protocol ``Run`` deals: ``n`` units, ``weight(a, b)``,
 ``cut(a, b, nbytes)``, ``path(eng)``, ``tail_share()``, ``grain``, ``buffer``, ``run``,
-``commit``): a message's bytes (``Bytes``: ranges on the mode's grain, each run through the
-engine's session of the request) and an AEAD batch's messages (``Messages``: ranges of whole
-messages, each sealed or opened by the engine).
+``commit``) over the request family's work (request.py): a message's bytes (``Bytes``: ranges on
+the mode's grain, each a ``BlockRange`` run through the engine's session of the request) and an
+AEAD batch's messages (``Messages``: ranges of whole messages, each a ``MessageRange`` sealed or
+opened by the engine).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ...request import BlockRange, MessageRange
 
 #: the share of the bytes handed out as a self-scheduled tail (the rest: by expected speed)
 TAIL = 0.15
@@ -72,15 +75,17 @@ class Bytes:
     def run(self, eng, a: int, b: int, out) -> None:
         out = self.dst[a:b] if out is None else out
         chain = self.chains.get(a) if self.chains is not None else None
-        self.s._member(eng).crypt(self.src[a:b], out, self.first + a // self.req.block_size, chain)
+        bs = self.req.block_size
+        work = BlockRange(self.first + a // bs, -(-(b - a) // bs), chain)
+        work.run(self.s._member(eng), self.src[a:b], out)
 
     def commit(self, a: int, b: int, out) -> None:
         self.dst[a:b] = out
 
 
 class Messages:
-    """An AEAD batch's messages as a run's units (ranges of whole messages, ``Batch.part``),
-    each sealed or opened by the engine itself; the tags (encryption) or the verified mask
+    """An AEAD batch's messages as a run's units (``MessageRange``: whole messages), each
+    sealed or opened by the engine itself; the tags (encryption) or the verified mask
     (decryption) gathered in message order."""
 
     def __init__(self, batch, tags_in, impl):
@@ -114,11 +119,8 @@ class Messages:
         return np.empty(int(self.off[b] - self.off[a]), dtype=np.uint8)
 
     def run(self, eng, a: int, b: int, out) -> None:
-        part = self.b.part(a, b, out)
-        if self.encrypt:
-            self.result[a:b] = eng.seal(part, self.impl)
-        else:
-            self.result[a:b] = eng.open(part, self.tags_in[a:b], self.impl)
+        tags = None if self.encrypt else self.tags_in[a:b]
+        self.result[a:b] = MessageRange(self.b, a, b).run(eng, self.impl, tags, out)
 
     def commit(self, a: int, b: int, out) -> None:
         self.b.dst[int(self.off[a]):int(self.off[b])] = out
