@@ -58,6 +58,8 @@ AEAD_SPLIT_MIN_BYTES = 16 << 20
 
 #: paths: data on the host (arrays), on the GPU ("resident"), or a file / pipe ("stream")
 PATHS = ("array", "resident", "stream")
+#: bytes per piece where a file's data go through a streaming context (route_file's "array")
+FILE_PIECE = 64 << 20
 
 
 #: what ``route`` returns (plan.py); its first name, kept for the callers that use it
@@ -219,6 +221,25 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
                + ": OpenSSL runs it")
         return plan(_openssl(), "array" if path == "resident" else path, ossl, why)
     raise UnsupportedCipher(f"{eng.info.spec} cannot run {what} and OpenSSL lacks it")
+
+
+def file_streams(req, nbytes: int | None, framed: bool = False) -> bool:
+    """Whether a block request's file or pipe of ``nbytes`` bytes (None: unknown) runs as a
+    stream (path "stream": the engine's own file path): its mode streams, the bytes are the
+    cipher's own (not ``framed`` by base64 text decoded or encoded around them), and the size
+    is known or no block limit under one key needs counting.  Otherwise it goes through a
+    streaming context, which counts."""
+    return req.mode.streams(req) and not framed and (nbytes is not None or not req.limit_refuses)
+
+
+def route_file(req, device: str | None, nbytes: int | None, *, framed: bool = False) -> Plan:
+    """The plan of a command's file or pipe (``nbytes`` bytes, None: unknown; ``framed``: base64
+    text around the cipher's bytes): the path decided from what the input is (file_streams),
+    so the caller runs ``plan.stream`` or, on path "array", a context's pieces of at most
+    FILE_PIECE bytes (routed for one).  An AEAD's file is one message read whole: "stream"."""
+    if req.kind == "messages" or file_streams(req, nbytes, framed):
+        return route(req, device, nbytes, path="stream")
+    return route(req, device, min(nbytes or FILE_PIECE, FILE_PIECE), path="array")
 
 
 def for_request(device: str, req, nbytes: int | None):
