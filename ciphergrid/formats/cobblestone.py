@@ -9,17 +9,19 @@ instantiation) and Cobblestone-256 (SHA-512 + AES-256-GCM), byte-identical to py
 A sealed message is salt (24 random bytes) || commitment (32) || the chunks: the plaintext in
 16 KiB chunks, the last always shorter (possibly empty), each an AEAD message under the derived
 key with nonce = base nonce XOR its number (big-endian), no AAD, ciphertext || tag.  Every chunk is
-independent, so many go to the device in one AEAD batch (``aead.encrypt_batch``: a GPU where
-one wins, else OpenSSL on every core); decryption checks the commitment before any chunk, each
+independent: on a device a message's whole chunks are ONE AEAD batch (aeads.base.Batch: one
+key, counter nonces, no AAD) whose texts the device reads and writes where they lie between the
+tags (rows of the sealed message: transfer/batches.py), the shorter final chunk one AES-GCM
+call on the host; where OpenSSL runs them, its C loop; decryption checks the commitment before any chunk, each
 chunk's tag before its plaintext is released, and the final chunk's length (a message cut at a
 chunk boundary is truncated).  ``decrypt_range`` authenticates only the chunks a range needs.
 """
 
 from __future__ import annotations
 
-import hmac
 import os
-from dataclasses import dataclass
+from _operator import _compare_digest   # (hmac.compare_digest itself: constant time, no hashlib)
+from typing import NamedTuple
 
 from .._lazy import numpy_for
 from ..errors import (AlreadyFinalized, ChunkFailed, CommitmentMismatch, InvalidArgument, InvalidKeySize,
@@ -35,13 +37,13 @@ HEADER = SALT + COMMITMENT
 SEALED_CHUNK = CHUNK + TAG
 #: the spec's limit on a message's chunks
 MAX_CHUNKS = 1 << 38
-#: chunks per AEAD batch (64 MiB of plaintext): the device's unit of work
+#: chunks per AEAD batch where the engine takes only contiguous texts (several engines, a
+#: service), and per update of a device's stream encryptor
 BATCH_CHUNKS = 4096
 PREFIX = b"c2sp.org/chunked-encryption@v1+"
 
 
-@dataclass(frozen=True)
-class Scheme:
+class Scheme(NamedTuple):
     name: str          # "cobblestone-128"
     aead: str          # ciphergrid's name of the AEAD ("aes-128-gcm")
     iana: str          # its name in the IANA AEAD registry, in the key derivation
@@ -144,6 +146,46 @@ def _u8_of(buf, n: int) -> np.ndarray:
     return buf[:n] if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8, count=n)
 
 
+def _plan(sch: Scheme, device: str, nbytes: int, count: int, encrypt: bool):
+    """The plan (route.route) of ``count`` whole chunks, ``nbytes`` of text, on ``device``."""
+    from .. import aeads
+    from ..request import aead_request
+    from ..route import route
+
+    return route(aead_request(aeads.spec(sch.aead), encrypt=encrypt, nonce_len=NONCE,
+                              tag_length=TAG, count=count), device, nbytes)
+
+
+def _pitched(p) -> bool:
+    """Whether plan ``p``'s engine takes a batch whose texts lie between the tags (rows of a
+    sealed message, read and written where they are): one device (transfer/batches.py)."""
+    return getattr(p.engine, "kind", None) == "device"
+
+
+def _batch(sch: Scheme, encrypt: bool, key: bytes, base: bytes, first: int, count: int, src, dst):
+    """Whole chunks [first, first + count) as ONE AEAD batch (aeads.base.Batch): the derived
+    key once, the counter nonces (``nonces``), no AAD; ``src`` and ``dst`` the texts, flat or
+    as (count, CHUNK) rows of a sealed message (a pitched view: transfer/batches.py).  Its
+    nonces are distinct by construction: no repeated-pair check."""
+    from ..aeads.base import Batch
+
+    return Batch(sch.aead, encrypt, TAG, np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
+                 np.zeros(count, dtype=np.int32), nonces(base, first, count),
+                 np.zeros(0, dtype=np.uint8), np.zeros(count + 1, dtype=np.int64), src,
+                 np.arange(count + 1, dtype=np.int64) * CHUNK, dst)
+
+
+def _aesgcm(key: bytes):
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(key)
+
+
+def _nonce(base: bytes, chunk: int) -> bytes:
+    """Chunk ``chunk``'s nonce: the base nonce XOR its number, big-endian."""
+    return (int.from_bytes(base, "big") ^ chunk).to_bytes(NONCE, "big")
+
+
 class Sealer:
     """One message's chunks sealed in OpenSSL's C loop or in batches (the engine of the
     encryptor, of ``encrypt`` and of the command line's file path)."""
@@ -209,35 +251,36 @@ class Sealer:
             if ossl.chunked(True, self.sch.aead, self.key, self.base, first, src, dst, n, final,
                             CHUNK, TAG, threads, alone, host) is not None:
                 return
-        with self._lock:
-            self._batches(first, _u8_of(src, n), final, _u8_of(dst, self._check(first, n, final)))
-
-    def _batches(self, first: int, pt: np.ndarray, final: bool, out: np.ndarray) -> None:
-        """The chunks through ``aead.encrypt_batch`` (the device's batch path), BATCH_CHUNKS at
-        a time, the tags put between the ciphertexts."""
-        from .. import aead
-
-        n = pt.nbytes
+        pt, out = _u8_of(src, n), _u8_of(dst, self._check(first, n, final))
         full = n // CHUNK
-        count = full + (1 if final else 0)
-        self._texts = _scratch(self._texts, min(n, BATCH_CHUNKS * CHUNK))
-        for a in range(0, count, BATCH_CHUNKS):
-            b = min(count, a + BATCH_CHUNKS)
-            lo, hi = a * CHUNK, min(n, b * CHUNK)
-            off = np.minimum(np.arange(a, b + 1, dtype=np.int64) * CHUNK, n) - lo
-            r = aead.encrypt_batch(pt[lo:hi], self.sch.aead, key=self.key,
-                                   nonces=nonces(self.base, first + a, b - a),
-                                   offsets=off, device=self.device, out=self._texts[:hi - lo])
-            whole = min(b, full) - a                       # the batch's whole chunks
-            o = a * SEALED_CHUNK
-            view = out[o:o + whole * SEALED_CHUNK].reshape(whole, SEALED_CHUNK)
-            view[:, :CHUNK] = r.data[:whole * CHUNK].reshape(whole, CHUNK)
-            view[:, CHUNK:] = r.tags[:whole]
-            if b - a > whole:                              # the final chunk
-                t = o + whole * SEALED_CHUNK
-                rest = r.data[whole * CHUNK:]
-                out[t:t + rest.nbytes] = rest
-                out[t + rest.nbytes:] = r.tags[whole]
+        rows = out[:full * SEALED_CHUNK].reshape(full, SEALED_CHUNK)
+        if full:
+            p = _plan(self.sch, self.device, full * CHUNK, full, True)
+            if _pitched(p):
+                tags = p.run_batch(_batch(self.sch, True, self.key, self.base, first, full,
+                                          pt[:full * CHUNK], rows[:, :CHUNK]))
+                rows[:, CHUNK:] = tags
+            else:
+                with self._lock:
+                    self._batches(p, first, pt[:full * CHUNK], rows)
+        if final:   # (the shorter final chunk, one AES-GCM call on the host)
+            out[full * SEALED_CHUNK:] = np.frombuffer(
+                _aesgcm(self.key).encrypt(_nonce(self.base, first + full), pt[full * CHUNK:n], None),
+                dtype=np.uint8)
+
+    def _batches(self, p, first: int, pt: np.ndarray, rows: np.ndarray) -> None:
+        """Whole chunks through plan ``p`` where its engine takes only contiguous texts (several
+        engines, a service): BATCH_CHUNKS at a time into a scratch, the texts then put between
+        the tags."""
+        full = rows.shape[0]
+        self._texts = _scratch(self._texts, min(pt.nbytes, BATCH_CHUNKS * CHUNK))
+        for a in range(0, full, BATCH_CHUNKS):
+            b = min(full, a + BATCH_CHUNKS)
+            texts = self._texts[:(b - a) * CHUNK]
+            tags = p.run_batch(_batch(self.sch, True, self.key, self.base, first + a, b - a,
+                                      pt[a * CHUNK:b * CHUNK], texts))
+            rows[a:b, :CHUNK] = texts.reshape(b - a, CHUNK)
+            rows[a:b, CHUNK:] = tags
 
 
 class Opener:
@@ -254,7 +297,7 @@ class Opener:
         if len(header) != HEADER:
             raise Truncated("the sealed message is shorter than its header: nothing is released")
         self.key, self.base, commitment = derive(sch, bytes(input_key), header[:SALT], bytes(context))
-        if not hmac.compare_digest(commitment, header[SALT:]):
+        if not _compare_digest(commitment, header[SALT:]):
             raise CommitmentMismatch(f"{sch.name}: the key commitment does not match (wrong key, "
                                      "passphrase or context, or a damaged header): nothing is "
                                      "released")
@@ -319,41 +362,52 @@ class Opener:
                                       "(altered, reordered or from another message): nothing is "
                                       "released", first + bad)
                 return
-        with self._lock:
-            self._batches(first, _u8_of(src, m), final, _u8_of(dst, n))
-
-    def _batches(self, first: int, ct: np.ndarray, final: bool, out: np.ndarray) -> None:
-        """The chunks through ``aead.decrypt_batch`` (the device's batch path), BATCH_CHUNKS at
-        a time, their texts and tags taken apart first."""
-        from .. import aead
-
-        m = ct.nbytes
+        ct, out = _u8_of(src, m), _u8_of(dst, n)
         full = m // SEALED_CHUNK
-        count = full + (1 if final else 0)
-        n = out.nbytes
-        self._texts = _scratch(self._texts, min(n, BATCH_CHUNKS * CHUNK))
-        for a in range(0, count, BATCH_CHUNKS):
-            b = min(count, a + BATCH_CHUNKS)
-            whole = min(b, full) - a
-            o = a * SEALED_CHUNK
-            view = ct[o:o + whole * SEALED_CHUNK].reshape(whole, SEALED_CHUNK)
-            texts = self._texts[:min(n, b * CHUNK) - a * CHUNK]
-            texts[:whole * CHUNK].reshape(whole, CHUNK)[:] = view[:, :CHUNK]
-            tags = np.empty((b - a, TAG), dtype=np.uint8)
-            tags[:whole] = view[:, CHUNK:]
-            if b - a > whole:
-                t = o + whole * SEALED_CHUNK
-                texts[whole * CHUNK:] = ct[t:m - TAG]
-                tags[whole] = ct[m - TAG:m]
-            off = np.minimum(np.arange(a, b + 1, dtype=np.int64) * CHUNK, n) - a * CHUNK
-            r = aead.decrypt_batch(texts, self.sch.aead, key=self.key, tags=tags,
-                                   nonces=nonces(self.base, first + a, b - a), offsets=off,
-                                   device=self.device, out=out[a * CHUNK:a * CHUNK + texts.nbytes])
-            if r.failed:
-                out.fill(0)
-                raise ChunkFailed(f"{self.sch.name}: chunk {first + a + r.failed[0]} does not verify "
-                                  "(altered, reordered or from another message): nothing is released",
-                                  first + a + r.failed[0])
+        rows = ct[:full * SEALED_CHUNK].reshape(full, SEALED_CHUNK)
+        if full:
+            p = _plan(self.sch, self.device, full * CHUNK, full, False)
+            if _pitched(p):
+                ok = p.run_batch(_batch(self.sch, False, self.key, self.base, first, full,
+                                        rows[:, :CHUNK], out[:full * CHUNK]),
+                                 np.ascontiguousarray(rows[:, CHUNK:]))
+            else:
+                with self._lock:
+                    ok = self._batches(p, first, rows, out[:full * CHUNK])
+            if not ok.all():
+                self._failed(out, first + int(np.flatnonzero(~ok)[0]))
+        if final:   # (the shorter final chunk, one AES-GCM call on the host)
+            from cryptography.exceptions import InvalidTag as _Bad
+
+            try:
+                pt = _aesgcm(self.key).decrypt(_nonce(self.base, first + full),
+                                               ct[full * SEALED_CHUNK:m], None)
+            except _Bad:
+                self._failed(out, first + full)
+            out[full * CHUNK:] = np.frombuffer(pt, dtype=np.uint8)
+
+    def _failed(self, out: np.ndarray, chunk: int) -> None:
+        out.fill(0)
+        raise ChunkFailed(f"{self.sch.name}: chunk {chunk} does not verify (altered, reordered or "
+                          "from another message): nothing is released", chunk)
+
+    def _batches(self, p, first: int, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Whole sealed chunks through plan ``p`` where its engine takes only contiguous texts
+        (several engines, a service): BATCH_CHUNKS at a time, their texts and tags taken apart
+        first; the mask of those that verified."""
+        full = rows.shape[0]
+        self._texts = _scratch(self._texts, min(out.nbytes, BATCH_CHUNKS * CHUNK))
+        ok = np.ones(full, dtype=bool)
+        for a in range(0, full, BATCH_CHUNKS):
+            b = min(full, a + BATCH_CHUNKS)
+            texts = self._texts[:(b - a) * CHUNK]
+            texts.reshape(b - a, CHUNK)[:] = rows[a:b, :CHUNK]
+            ok[a:b] = p.run_batch(_batch(self.sch, False, self.key, self.base, first + a, b - a,
+                                         texts, out[a * CHUNK:b * CHUNK]),
+                                  np.ascontiguousarray(rows[a:b, CHUNK:]))
+            if not ok[a:b].all():
+                break
+        return ok
 
 
 def encrypt(data, key: bytes, context: bytes = b"", *, aes256: bool = False, salt: bytes | None = None,

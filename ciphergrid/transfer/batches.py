@@ -122,7 +122,19 @@ def piece(batch, a: int, b: int):
         name=batch.name, encrypt=batch.encrypt, tag_length=batch.tag_length, keys=batch.keys,
         key_index=batch.key_index[a:b], nonces=batch.nonces[a:b],
         aad=batch.aad[q0:q1], aad_off=batch.aad_off[a:b + 1] - q0,
-        src=batch.src[o0:o1], off=batch.off[a:b + 1] - o0, dst=batch.dst[o0:o1])
+        src=texts_range(batch.src, o0, o1), off=batch.off[a:b + 1] - o0,
+        dst=texts_range(batch.dst, o0, o1))
+
+
+def texts_range(arr, lo: int, hi: int):
+    """Bytes [lo, hi) of a batch's texts: a flat buffer's slice, or the rows [lo / w, hi / w)
+    of texts held as rows of w bytes (a 2-D view whose rows lie at any pitch: a sealed
+    message's chunks between their tags, formats/cobblestone.py; every message one row, so
+    every cut falls between rows)."""
+    if getattr(arr, "ndim", 1) == 2:
+        w = arr.shape[1]
+        return arr[lo // w:hi // w]
+    return arr[lo:hi]
 
 
 def _queues(backend, kernel_queues: int = 1) -> tuple:
