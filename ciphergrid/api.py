@@ -18,7 +18,7 @@ from . import buffers
 from .errors import AlreadyFinalized, InvalidArgument
 from .modes import padding as _padding
 from .registry import lookup, names
-from .request import make_request
+from .request import Closing, make_request
 from .engines.base import Sessions
 from .route import route
 from ._lazy import numpy_for
@@ -117,11 +117,7 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
     n = arr.nbytes
     req.check_length(n)
     req.admit(n)
-    if out is not None:
-        dst = buffers.out_array(out, n)
-        buffers.check_no_overlap(arr, dst)
-    else:
-        dst = np.empty(n, dtype=np.uint8)
+    dst = buffers.output(out, n, arr)
     if n:
         route(req, device, n).run(arr, dst, stats=stats)
     if out is not None:
@@ -224,19 +220,28 @@ _CRYPT_ARGS = """
 """
 
 
+def _one_shot(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size,
+              start_sector, constant_time, implementation, out, allow_weak, nonce, aad,
+              tag_length, stats):
+    """:func:`encrypt` / :func:`decrypt`: an AEAD's message (aead.crypt) or a block
+    cipher·mode's (``_crypt``), the options of the other kind refused."""
+    if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
+        from . import aead as _aead
+
+        return _aead.crypt(encrypt, data, cipher, key, _nonce(cipher, iv, nonce), aad,
+                           tag_length, device, constant_time, implementation, out, stats=stats)
+    return _crypt(encrypt, data, cipher, key, iv, device, padding, sector_size, start_sector,
+                  constant_time, implementation, out, allow_weak, stats)
+
+
 def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
             padding: str | None = None, sector_size: int | None = None,
             start_sector: int | None = None, constant_time: bool = False,
             implementation: str | None = None, out=None, allow_weak: bool = False,
             nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None,
             stats=None):
-    if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
-        from . import aead as _aead
-
-        return _aead.crypt(True, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
-                           device, constant_time, implementation, out, stats=stats)
-    return _crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                  constant_time, implementation, out, allow_weak, stats)
+    return _one_shot(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
+                     constant_time, implementation, out, allow_weak, nonce, aad, tag_length, stats)
 
 
 encrypt.__doc__ = """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "aes-256-xts") in one call.
@@ -252,13 +257,8 @@ def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
             implementation: str | None = None, out=None, allow_weak: bool = False,
             nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None,
             stats=None):
-    if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
-        from . import aead as _aead
-
-        return _aead.crypt(False, data, cipher, key, _nonce(cipher, iv, nonce), aad, tag_length,
-                           device, constant_time, implementation, out, stats=stats)
-    return _crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                  constant_time, implementation, out, allow_weak, stats)
+    return _one_shot(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
+                     constant_time, implementation, out, allow_weak, nonce, aad, tag_length, stats)
 
 
 decrypt.__doc__ = """Decrypt ``data``: the inverse of :func:`encrypt` with the same arguments.
@@ -268,7 +268,7 @@ decrypt.__doc__ = """Decrypt ``data``: the inverse of :func:`encrypt` with the s
 """ + _CRYPT_ARGS
 
 
-class Cipher:
+class Cipher(Closing):
     """A keyed cipher·mode on a device; :meth:`encryptor` and :meth:`decryptor` give streaming
     contexts whose output equals the one-shot :func:`encrypt`/:func:`decrypt`.
 
@@ -336,18 +336,6 @@ class Cipher:
     def close(self) -> None:
         """Wipe the keys this Cipher set up on its devices (also done when it is collected)."""
         self._sessions.close()
-
-    def __enter__(self) -> "Cipher":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
 
     def encryptor(self) -> "CipherContext":
         """A new :class:`CipherContext` that encrypts.

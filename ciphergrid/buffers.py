@@ -188,6 +188,16 @@ def out_array(out, n: int) -> np.ndarray:
     return arr
 
 
+def output(out, n: int, src: np.ndarray) -> np.ndarray:
+    """Where a call's ``n`` output bytes go: the caller's ``out`` (``out_array``; it may be
+    ``src`` itself, else must not overlap it), or a new array."""
+    if out is None:
+        return np.empty(n, dtype=np.uint8)
+    dst = out_array(out, n)
+    check_no_overlap(src, dst)
+    return dst
+
+
 def check_no_overlap(src: np.ndarray, dst: np.ndarray) -> None:
     """``dst`` may be ``src`` itself (in place) but must not otherwise overlap it."""
     if np.may_share_memory(dst, src) and dst.ctypes.data != src.ctypes.data:

@@ -28,8 +28,21 @@ from .errors import InvalidArgument, InvalidKey, InvalidKeySize, WeakCipherWarni
 from .modes import padding as _padding
 
 
+class _Kind:
+    """What both kinds of request answer alike: the cipher's name (``spec.name``), and ``what``,
+    the request in an error message."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def what(self) -> str:
+        return self.spec.name
+
+
 @dataclass(frozen=True, eq=False)
-class Request:
+class Request(_Kind):
     spec: object                 # registry.CipherSpec
     key: bytes
     iv: bytes | None
@@ -47,10 +60,6 @@ class Request:
 
     def __repr__(self) -> str:  # never shows key material
         return f"Request({self.spec.name!r}, {'encrypt' if self.encrypt else 'decrypt'})"
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
 
     @property
     def what(self) -> str:
@@ -193,7 +202,7 @@ class MessageRange:
 
 
 @dataclass(frozen=True, eq=False)
-class AEADRequest:
+class AEADRequest(_Kind):
     """An AEAD request: ``spec`` (aeads.AEADSpec), the direction (None: routed without one),
     the nonce and tag lengths, ``count`` messages, the implementation, and ``batch``, the
     messages themselves (None while only sizes are known: the command line routes a file's
@@ -209,14 +218,6 @@ class AEADRequest:
 
     #: the kind of work: a batch's messages
     kind = "messages"
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def what(self) -> str:
-        return self.spec.name
 
     def capability_on(self, eng, nbytes: int | None = None) -> str | None:
         """How engine ``eng`` runs ``count`` messages with these sizes (a service: as it
@@ -239,6 +240,26 @@ class AEADRequest:
             raise InvalidArgument(f"{work.count} messages do not split after {at}")
         return (MessageRange(work.batch, work.a, work.a + at),
                 MessageRange(work.batch, work.a + at, work.b))
+
+
+class Closing:
+    """What holds a key to make requests with (the API's Cipher, its AEAD classes): ``close()``
+    wipes it; leaving a ``with`` block closes it, and so does its collection."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
 
 
 def aead_request(spec, batch=None, *, encrypt: bool | None = None, nonce_len: int | None = None,
