@@ -86,6 +86,10 @@ class Plan:
                     + ("" if there == "auto" else f" on its {there}"))
         why = self.reason or (f"chosen by auto: {self.choice}" if self.choice else
                               "chosen by auto" if self.asked == "auto" else "")
+        if self.engine.kind == "composite":   # (its calibration: together, or one member alone)
+            said = self.engine.verdict(self.cipher, self.encrypt, self.nbytes, self.path,
+                                       getattr(self.request, "count", None))
+            why = "; ".join(w for w in (why, said) if w)
         return f"{what.strip()} on {self.device}" + (f" ({why})" if why else "")
 
     # -- running it ----------------------------------------------------------------------------

@@ -23,6 +23,12 @@ so the bytes equal one engine's), and:
 * **faults injected** for tests and demonstrations: ``CIPHERGRID_FAULT=SPEC:fail:BYTES`` (the
   engine ``SPEC`` raises once it has run ``BYTES``) or ``SPEC:hang:BYTES`` (it stops for
   ``run.HANG_INJECTED_S`` seconds); several separated by commas;
+* **together or alone** (``speeds.choose``): engines that share the host's memory can run slower
+  together than the fastest of them alone; the calibration times whole jobs of at least
+  ``speeds.JUDGE_MIN_BYTES`` together and on the member expected fastest alone, per class of job,
+  and where together is more than ``speeds.SLOWER`` below that member alone, the class's jobs run
+  on it alone (the others stand by for its failure), re-probed one job in ``speeds.REPROBE_EVERY``;
+  ``verdict`` says it for a plan's description (``-v``).
 * CBC encryption (serial) runs on one engine; XTS without ``sector_size`` (one data unit) too;
 * AEAD batches (``seal`` / ``open``) are split by whole messages the same way
   (``units.Messages``: each engine seals or opens its ranges, the tags and the verified mask
@@ -37,9 +43,10 @@ The engine and its sessions are here; the parts are engines/scheduler/: ``run`` 
 the watchdog, ``SchedulerStats``), ``units`` (a message's bytes, an AEAD batch's messages),
 ``resident`` (GPU-resident data over several GPUs), ``speeds`` (the calibration).
 
-What happened is kept in a :class:`SchedulerStats` (each engine's bytes, ranges, failures, the rework),
-filled in for the caller that passes one (``stats=`` of the API) and warned about
-(``EngineFailureWarning``) when an engine failed.
+What happened is kept in a :class:`SchedulerStats` (each engine's bytes, ranges, failures, the rework,
+and ``choice``: whether the job ran together or on one member alone, and why), filled in for the
+caller that passes one (``stats=`` of the API) and warned about (``EngineFailureWarning``) when
+an engine failed.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from ..runtime import current
 from .base import Engine, Session, Sessions
 from .scheduler.resident import Resident
 from .scheduler.run import EngineStats, Run, SchedulerStats
-from .scheduler.speeds import expected_speed
+from .scheduler.speeds import expected_speed, verdict
 from .scheduler.units import Bytes, Messages
 
 __all__ = ["CompositeEngine", "CompositeSession", "EngineStats", "SchedulerStats",
@@ -104,6 +111,23 @@ class CompositeEngine(Engine):
 
     def session(self, req) -> "CompositeSession":
         return CompositeSession(self, req)
+
+    def verdict(self, cipher: str, encrypt: bool | None, nbytes: int | None,
+                path: str = "array", count: int | None = None) -> str:
+        """What the calibration says of a job of ``nbytes`` (a batch: of ``count`` messages) of
+        ``cipher`` on these engines: "SPEC alone: together ... < ... alone (memory bound)", or
+        "together: ..."; "" where such jobs were not judged (speeds.verdict).  A stream's jobs
+        are its pieces."""
+        from ..aeads import is_aead
+
+        if path == "resident" or nbytes is None:
+            return ""
+        if path == "stream":
+            nbytes = min(nbytes, STREAM_PIECE)
+        kind = ("bytes" if not is_aead(cipher) else "message" if self.message_ranges
+                else "messages")
+        return verdict(self.rt, cipher, encrypt, self.engines, kind, nbytes, count,
+                       self.fence == "copy")
 
     # -- AEAD batches: ranges of whole messages ----------------------------------------------------
     def seal(self, batch, impl: str | None = None, beside=None, stats: SchedulerStats | None = None):
@@ -195,17 +219,21 @@ class CompositeSession(Session):
     def __init__(self, engine: CompositeEngine, req):
         super().__init__(engine, req)
         self._sessions = Sessions()
+        #: the member running the current job by itself (Run.alone), if one does
+        self._alone: str | None = None
 
     def _member(self, eng):
+        alone = self._alone == eng.info.spec
+
         def make():
             s = eng.session(self.req)
             devices = sum(e.kind == "device" for e in self.engine.engines)
             host = getattr(eng, "host", None)   # (OpenSSL beside device pipelines: its budget
-            if host is not None and devices:      # less the cores their pipelines take)
+            if host is not None and devices and not alone:   # less the cores they take)
                 s.threads = host.share(CORES_PER_DEVICE * devices)
             return s
 
-        return self._sessions.get(eng.info.spec, make)
+        return self._sessions.get((eng.info.spec, alone), make)
 
     def close(self) -> None:
         self._sessions.close()
@@ -232,5 +260,7 @@ class CompositeSession(Session):
                                                          self.engine.rt)[0])
             eng.crypt(req, src, dst, stats=stats)
             return
-        Run(Bytes(self, req, first_block, unit, src, dst), members, stats, self.engine.fence,
-             self.engine.rt).go()
+        run = Run(Bytes(self, req, first_block, unit, src, dst), members, stats,
+                  self.engine.fence, self.engine.rt)
+        self._alone = run.choice.alone   # (alone, its session takes the whole thread budget)
+        run.go()

@@ -1,7 +1,9 @@
 """One scheduled run (``Run``): a piece of work's units dealt to the member engines' workers --
 a first share each by expected speed, then a self-scheduled tail from one queue -- a watchdog
 that declares hung ranges, failed or hung ranges run again by the others, every range committed
-only while still its worker's; what happened in a ``SchedulerStats``.
+only while still its worker's; what happened in a ``SchedulerStats``.  A job the calibration
+judges better run by one member alone (``speeds.choose``) is dealt to that member whole, the
+others standing by: they take ranges only once it has failed or hung.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ...errors import DeviceError, EngineFailureWarning
 from ...settings import injected_faults
-from .speeds import expected_speed, record, speed_key
+from .speeds import choose, expected_speed, judged, record, speed_key
 
 #: a range running longer than this many times its expected time (and HANG_MIN_S) is hung;
 #: an engine not yet measured in this process (its first range may build its kernels) gets
@@ -40,12 +42,16 @@ class EngineStats:
 @dataclass
 class SchedulerStats:
     """What a scheduled run did: per engine (``engines``: spec -> EngineStats), the bytes run
-    again after a failure (``rework_bytes``), the failures (``failures``: messages)."""
+    again after a failure (``rework_bytes``), the failures (``failures``: messages); how the
+    last scheduled job ran and why (``choice``: together, or ``alone`` on one member because
+    together was slower; "" for a job too small to judge)."""
 
     engines: dict = field(default_factory=dict)
     rework_bytes: int = 0
     failures: list = field(default_factory=list)
     seconds: float = 0.0
+    choice: str = ""
+    alone: str | None = None
 
     def ran(self, spec: str, nbytes: int, seconds: float) -> None:
         """One engine ran ``nbytes`` as one range (an unscheduled run)."""
@@ -76,8 +82,12 @@ class Run:
         self.done = 0                  # units committed
         self.error: BaseException | None = None
         self.faults = injected_faults()
-        self.shares = self._shares()
+        self.choice = choose(rt, work, members, self.fence == "copy")
+        # the worker that runs the job by itself (the others stand by), or None: together
+        self.alone = next((i for i, e in enumerate(members) if e.info.spec == self.choice.alone),
+                          None)
         self.dead: set = set()         # workers that take no more ranges
+        self.shares = self._shares()
 
     def _speed(self, i: int) -> tuple[float, bool]:
         eng = self.members[i]
@@ -86,6 +96,12 @@ class Run:
     def _shares(self) -> list:
         """Each worker's first range, by expected speed, for 1 - TAIL of the bytes; the rest
         queued as the tail."""
+        if self.alone is not None:   # (all of it, one range where the work's cut allows)
+            out = [None] * len(self.members)
+            end = self.w.cut(0, self.n, self.total)
+            out[self.alone] = (0, end)
+            self._tail(end, self.n)
+            return out
         speeds = [self._speed(i)[0] for i in range(len(self.members))]
         head = int(self.total * (1 - self.w.tail_share())) if len(self.members) > 1 else 0
         out, pos = [], 0
@@ -99,7 +115,7 @@ class Run:
 
     def _tail(self, a: int, b: int) -> None:
         """Queue [a, b) as pieces shrinking from 1/(2 x engines) of it down to the grain."""
-        k = max(1, len(self.members))
+        k = 1 if self.alone is not None else max(1, len(self.members))
         while a < b:
             end = self.w.cut(a, b, self.w.weight(a, b) // (2 * k))
             self.queue.append((a, end))
@@ -110,6 +126,7 @@ class Run:
         t0 = time.perf_counter()
         for e in self.members:
             self.stats.engines.setdefault(e.info.spec, EngineStats(e.info.spec))
+        self.stats.choice, self.stats.alone = self.choice.why, self.choice.alone
         threads = [threading.Thread(target=self._worker, args=(i,), daemon=True,
                                     name=f"ciphergrid-sched-{e.info.spec}")
                    for i, e in enumerate(self.members)]
@@ -123,9 +140,12 @@ class Run:
                 self.cv.notify_all()
             raise
         finally:
-            self.stats.seconds += time.perf_counter() - t0
+            took = time.perf_counter() - t0
+            self.stats.seconds += took
         if self.error is not None:
             raise self.error
+        if not self.stats.failures:
+            judged(self.rt, self.choice, took)
         if self.stats.failures:
             warnings.warn("ciphergrid: " + "; ".join(self.stats.failures)
                           + f" ({self.stats.rework_bytes} bytes run again elsewhere; the output is whole)",
@@ -139,6 +159,11 @@ class Run:
         with self.cv:
             while True:
                 if self.error is not None or i in self.dead:
+                    return None
+                if self._standing_by(i):   # (until the one running alone fails or hangs)
+                    if self.queue or self.owner or any(x is not None for x in self.shares):
+                        self.cv.wait(0.05)
+                        continue
                     return None
                 share = self.shares[i]
                 if share is not None:
@@ -174,9 +199,13 @@ class Run:
                 self.owner[rng] = (i, time.monotonic(), limit)
                 return rng
 
+    def _standing_by(self, i: int) -> bool:
+        """(under the lock) Whether worker ``i`` waits while another runs the job alone."""
+        return self.alone is not None and i != self.alone and self.alone not in self.dead
+
     def _allowance(self, i: int) -> int:
         """Bytes worker ``i`` can run while the live workers run everything queued."""
-        live = [j for j in range(len(self.members)) if j not in self.dead]
+        live = [j for j in range(len(self.members)) if j not in self.dead and not self._standing_by(j)]
         speeds = {j: self._speed(j)[0] for j in live}
         queued = sum(self.w.weight(a, b) for a, b in self.queue)
         return int(queued * speeds.get(i, 0) / (sum(speeds.values()) or 1))
