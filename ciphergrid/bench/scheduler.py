@@ -14,11 +14,18 @@ For each cipher (``--cipher``, default aes-128-ctr) and size (``--sched-size``, 
   ``implementation`` "pipeline-copy"), and on a host of several GPUs every GPU's at once, each
   an equal slice ("pipeline-copy-N-gpus-at-once");
 * the scheduled rows' notes say each engine's share of the bytes, its ranges, the failures and
-  the rework (``SchedulerStats``); every output is checked against the oracle first.
+  the rework (``SchedulerStats``), and the scheduler's choice: together, or one engine alone
+  where together was slower (engines/scheduler/speeds.py); every output is checked against the
+  oracle first.  A size the scheduler judges (``speeds.JUDGE_MIN_BYTES`` or more) runs untimed
+  first as often as its learning takes (together once, each engine alone once), so that the
+  timed calls run as it chose;
+* a verdict per set and cipher after the table: together against the faster engine alone (the
+  ratio), the goal, and the choice.
 
 The goals: scheduled >= min(1.3 x the fastest engine alone, 0.9 x the host's copy) for AES-128-CTR
-host -> host (one job over every device); on several GPUs >= 0.9 x the lower of the host's copy
-and the sum of the GPUs' copy strawman (the table's first line).
+host -> host (one job over every device), or, where the host's memory cannot carry both, the
+faster alone chosen and said, never more than 3 % below it; on several GPUs >= 0.9 x the lower
+of the host's copy and the sum of the GPUs' copy strawman (the table's first line).
 """
 
 from __future__ import annotations
@@ -72,7 +79,9 @@ def host_copy(src: np.ndarray, dst: np.ndarray, threads: int) -> None:
 def run(args, ctx: suites.Context) -> dict:
     from ..api import _request
     from ..engines.composite import SchedulerStats
+    from ..engines.scheduler import speeds
     from ..route import for_request
+    from ..runtime import current
     from ..testing import oracle
     from . import sysinfo
 
@@ -84,6 +93,7 @@ def run(args, ctx: suites.Context) -> dict:
     rng = np.random.default_rng()
     threads = os.cpu_count() or 1
     rows = []
+    choices: dict = {}   # id of a scheduled row -> the scheduler's choice after its runs
     src = rng.integers(0, 256, size, dtype=np.uint8)
     dst = np.empty_like(src)
     dst.fill(0)   # (faulted in before anything is timed)
@@ -108,15 +118,31 @@ def run(args, ctx: suites.Context) -> dict:
     for r in _copy_rows(ctx, gpus, src, dst, threads, timed):
         rows.append(r)
         ctx.add(r)
+    def learning(dev: str, nbytes: int) -> int:
+        """Untimed calls the scheduler takes to learn a set's choice at this size."""
+        return 1 + len(member_specs(dev)) if nbytes >= speeds.JUDGE_MIN_BYTES else 0
+
+    def chose(r, name: str, since: int) -> None:
+        said = speeds.latest_verdict(current(), name, True, since)
+        choices[id(r)] = said or (
+            f"not judged (jobs under {size_text(speeds.JUDGE_MIN_BYTES)} run together)"
+            if r.size < speeds.JUDGE_MIN_BYTES else
+            "not judged (no job of it was scheduled over several engines)")
+        r.note = "; ".join(x for x in (r.note, f"choice: {choices[id(r)]}") if x)
+
     with ctx.progress(len(names) * (len(singles) + 2 * len(sets))) as bar:
         for name in names:
             if aeads.is_aead(name):
                 shape = "256x16Ki" if args.quick else args.sched_aead_shape
                 for dev, info, impl in ([(d, i, None) for d, i in singles]
                                         + [(t, None, "scheduled") for t in sets]):
-                    r = _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed)
+                    since = speeds.clock(current())
+                    r = _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed,
+                                  learning)
                     if info is None:
                         r.device_name, r.device_kind, r.runtime = dev, "composite", "composite"
+                        if r.status == "ok":
+                            chose(r, name, since)
                     rows.append(r)
                     ctx.add(r)
                     bar.advance(1)
@@ -149,20 +175,27 @@ def run(args, ctx: suites.Context) -> dict:
                         raise AssertionError(f"the output differs from {oracle.source(spec)}")
                     held[0] = SchedulerStats()    # (what the timed calls do)
 
-                if _measure(ctx, r, call, check, oracle.source(spec), timed):
+                learn = learning(dev, size) if impl == "scheduled" else 0
+                since = speeds.clock(current())
+                if _measure(ctx, r, call, check, oracle.source(spec), timed, learn):
                     stats = held[0]
                     if impl:
                         share = ", ".join(f"{s} {v:.1%} ({stats.engines[s].ranges} ranges)"
                                           for s, v in stats.share().items())
-                        r.note = (f"shares over {repeats + 1} calls: {share}; rework "
+                        r.note = (f"shares over {repeats + 1 + learn} calls: {share}; rework "
                                   f"{stats.rework_bytes} bytes; failures: {len(stats.failures)}")
+                    if impl == "scheduled":
+                        chose(r, name, since)
                 rows.append(r)
                 ctx.add(r)
                 bar.advance(1)
     _print_table(rows)
+    verdicts = _verdicts(rows, choices)
+    _print_verdicts(verdicts)
     return {"devices": [sysinfo.device_info(info) for _, info in singles],
             "options": {"ciphers": names, "size": size, "together": sets, "repeats": repeats,
-                        "copy_threads": threads}}
+                        "copy_threads": threads},
+            "verdicts": verdicts}
 
 
 def _copy_rows(ctx, gpus, src, dst, threads, timed):
@@ -198,9 +231,10 @@ def _copy_rows(ctx, gpus, src, dst, threads, timed):
         yield r
 
 
-def _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed) -> Record:
+def _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed, learning=None) -> Record:
     """One AEAD batch row: ``encrypt_batch`` of COUNT x SIZE messages in one buffer (counter
-    nonces), its first messages checked against pyca first."""
+    nonces), its first messages checked against pyca first; a scheduled row first runs
+    ``learning(dev, bytes)`` more times untimed (the scheduler's learning)."""
     import ciphergrid
     from cryptography.hazmat.primitives.ciphers import aead as pyca
 
@@ -231,16 +265,20 @@ def _aead_row(ctx, name, shape, dev, info, impl, repeats, rng, timed) -> Record:
             if holder["r"].messages[i] != want:
                 raise AssertionError("a message differs from pyca/cryptography")
 
-    _measure(ctx, r, call, check, "pyca/cryptography", timed)
+    learn = learning(dev, count * msize) if impl and learning is not None else 0
+    _measure(ctx, r, call, check, "pyca/cryptography", timed, learn)
     return r
 
 
-def _measure(ctx, r: Record, call, check, oracle_name: str, timed) -> bool:
-    """Run ``call`` once, ``check`` its output (raises when wrong), then time it into row ``r``;
-    any failure fails the row alone (no timing).  Returns whether the row was timed."""
+def _measure(ctx, r: Record, call, check, oracle_name: str, timed, learn: int = 0) -> bool:
+    """Run ``call`` once, ``check`` its output (raises when wrong), run it ``learn`` more times
+    untimed (the scheduler's learning), then time it into row ``r``; any failure fails the row
+    alone (no timing).  Returns whether the row was timed."""
     try:
         call()
         check()
+        for _ in range(learn):
+            call()
         r.verification = {"status": "passed", "oracle": oracle_name}
         r.timer = "wall-clock"
         r.set_times(timed(call))
@@ -270,6 +308,47 @@ def _print_table(rows) -> None:
         print(f"{head} {r.gbps:8.2f} {vs}  {r.note or ''}")
 
 
+def _verdicts(rows, choices: dict) -> list[dict]:
+    """Per scheduled row: together against the faster of its engines alone (same cipher), the
+    goal (min(1.3 x the faster alone, 0.9 x the host's copy)) and whether it was met -- at or
+    above the goal, or the faster alone chosen and within 3 % of it -- and the choice."""
+    from ..devices import member_specs
+
+    copy = next((r for r in rows if r.cipher == "copy" and r.implementation
+                 and r.implementation.startswith("memcpy") and r.status == "ok"), None)
+    out = []
+    for r in rows:
+        if r.implementation != "scheduled" or r.status != "ok":
+            continue
+        alone = [a for a in rows if a.cipher == r.cipher and a.implementation is None
+                 and a.status == "ok" and a.device in member_specs(r.device)]
+        if not alone:
+            continue
+        best = max(alone, key=lambda a: a.gbps)
+        goal = 1.3 * best.gbps if copy is None else min(1.3 * best.gbps, 0.9 * copy.gbps)
+        choice = choices.get(id(r), "")
+        ratio = r.gbps / best.gbps
+        met = "met" if r.gbps >= goal else (
+            "met (the faster alone)" if " alone: " in choice and ratio >= 0.97 else "missed")
+        out.append({"cipher": r.cipher, "together": r.device, "gbps": r.gbps,
+                    "faster_alone": best.device, "faster_alone_gbps": best.gbps,
+                    "ratio": ratio, "goal_gbps": goal, "verdict": met, "choice": choice})
+    return out
+
+
+def _print_verdicts(verdicts) -> None:
+    if not verdicts:
+        return
+    print("verdict: together >= min(1.3 x the faster alone, 0.9 x the host's copy), or the "
+          "faster alone chosen and within 3 % of it")
+    print(f"{'cipher':<18} {'together':<18} {'GB/s':>8}  {'faster alone':<22} {'ratio':>6} "
+          f"{'goal':>7}  {'verdict':<22} choice")
+    for v in verdicts:
+        fa = f"{v['faster_alone']} {v['faster_alone_gbps']:.2f}"
+        print(f"{v['cipher']:<18} {v['together']:<18} {v['gbps']:8.2f}  {fa:<22} "
+              f"{v['ratio']:6.3f} {v['goal_gbps']:7.2f}  {v['verdict']:<22} {v['choice']}")
+
+
 def _fit(size: int, log) -> int:
     """The arrays' bytes: ``size``, or the whole MiB of which four arrays fit half the memory
     available (the input, the output, the oracle's and a device's copies), with a line saying so."""
@@ -294,10 +373,13 @@ def estimate(args, rate: float, api) -> tuple[str, float]:
     repeats = args.repeats or (3 if args.quick else 5)
     sets = args.sched_devices or ["all"]
     singles = list(dict.fromkeys(d for t in sets for d in member_specs(t)))
+    from ..engines.scheduler.speeds import JUDGE_MIN_BYTES
+
     rows = len(names) * (len(singles) + 2 * len(sets))
+    learn = len(names) * len(sets) * (1 + len(singles)) if size >= JUDGE_MIN_BYTES else 0
     return (f"{len(names)} cipher(s) x ({len(singles)} engines alone, {len(sets)} set(s) scheduled) "
             f"x {repeats} repeats of {size_text(size)}",
-            rows * (0.5 + (repeats + 2) * size / rate) + 2 * repeats * size / rate)
+            rows * (0.5 + (repeats + 2) * size / rate) + (2 * repeats + learn) * size / rate)
 
 
 suites.register("scheduler", run, help="one request over several engines against each alone and "
