@@ -95,6 +95,15 @@ def enumerate_devices() -> list[DeviceInfo]:
     return out
 
 
+def _root(buf) -> tuple:
+    """(the buffer ``buf`` is a sub-buffer of, or ``buf``; ``buf``'s offset in it)."""
+    c = cl()
+    parent = buf.get_info(c.mem_info.ASSOCIATED_MEMOBJECT)
+    if parent is None:
+        return buf, 0
+    return parent, int(buf.get_info(c.mem_info.OFFSET))
+
+
 class OpenCLBackend(Backend):
     def __init__(self, info: DeviceInfo):
         c = cl()
@@ -151,6 +160,22 @@ class OpenCLBackend(Backend):
     def view(self, buf, offset: int, nbytes: int):
         return buf.get_sub_region(int(offset), max(int(nbytes), 1))
 
+    def in_place(self, arr, pad: int = 0, apart=None) -> bool:
+        # a buffer of this context (a resident AEAD job's texts: engines.device.aead_resident)
+        # at an aligned offset of the buffer it is part of; ``pad`` bytes past it only where
+        # they lie inside it (an OpenCL kernel may not read past its buffer argument)
+        c = cl()
+        if not isinstance(arr, c.Buffer) or arr.get_info(c.mem_info.CONTEXT) != self.ctx:
+            return False
+        root, o = _root(arr)
+        if pad or o % self.view_align:
+            return False
+        if isinstance(apart, c.Buffer):
+            other, a = _root(apart)
+            if other.int_ptr == root.int_ptr and a < o + arr.size and o < a + apart.size:
+                return False
+        return True
+
     def host_transfer_mode(self) -> str:
         # a CPU device (PoCL) reads host memory in place; a GPU needs pinned staging
         return "any" if self.info.kind == "cpu" else "staging"
@@ -177,10 +202,16 @@ class OpenCLBackend(Backend):
             cl().enqueue_barrier(queue or self._default, wait_for=list(events))
 
     def upload(self, buf, host, queue=None, *, offset=0, wait_for=None, record=True):
+        if not isinstance(host, np.ndarray):   # (a device buffer: a copy on the device)
+            return cl().enqueue_copy(queue or self._default, buf, host, dst_offset=offset,
+                                     byte_count=host.size, wait_for=wait_for)
         return cl().enqueue_copy(queue or self._default, buf, host, dst_offset=offset,
                                  is_blocking=False, wait_for=wait_for)
 
     def download(self, host, buf, queue=None, *, offset=0, wait_for=None, record=True):
+        if not isinstance(host, np.ndarray):   # (a device buffer: a copy on the device)
+            return cl().enqueue_copy(queue or self._default, host, buf, src_offset=offset,
+                                     byte_count=host.size, wait_for=wait_for)
         return cl().enqueue_copy(queue or self._default, host, buf, src_offset=offset,
                                  is_blocking=False, wait_for=wait_for)
 

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from ..aeads.base import Batch, verify
 from ..devices import backend as _backend
 from ..errors import DeviceError
 from ..program import KeyedProgram
@@ -101,6 +102,55 @@ def resident(kp, req, src, dst, s) -> None:
         dst[...] = out
 
 
+def _part(buf, n: int):
+    """The first ``n`` bytes of a device array (a view), or of an OpenCL buffer (a sub-buffer;
+    the buffer itself where it is that long or ``n`` is 0: a sub-buffer has a size)."""
+    if hasattr(buf, "reshape"):
+        return buf[:n]
+    return buf if n == 0 or n == buf.size else buf[0:n]
+
+
+def _resident_job(b, drv, batch, src, dst, text: int, queue) -> bool:
+    """DeviceEngine.aead_resident's job of ``batch`` on ``queue``."""
+    job = drv.prepare(batch, queue, resident=True)
+    try:
+        try:
+            job.enqueue()
+        except BaseException:
+            job.abort()
+            raise
+        if batch.encrypt:
+            job.settle(tag_to=(dst, text))
+            return True
+        got, received = job.settle(tags_from=(src, text))
+        # (the constant-time comparison; the output is zeroed below, on the device)
+        ok = bool(verify(_HostMarks(), got, received)[0])
+    except BaseException:
+        if not batch.encrypt:   # (no unverified plaintext stays)
+            _zero(b, dst, queue)
+        raise
+    if not ok:
+        _zero(b, dst, queue)
+    return ok
+
+
+class _HostMarks:
+    """What ``verify`` zeroes for one message when the device output is zeroed apart."""
+
+    count = 1
+    off = (0, 0)
+    dst = np.zeros(0, dtype=np.uint8)
+
+
+def _zero(b, buf, queue) -> None:
+    """Zero a device output and wait for it (best effort after an error)."""
+    try:
+        if (getattr(buf, "nbytes", None) or getattr(buf, "size", 0)):
+            b.zero(buf, queue, wait=True)
+    except Exception:
+        pass
+
+
 class DeviceEngine(Engine):
     """Runs modes on one OpenCL or CUDA device."""
 
@@ -187,6 +237,49 @@ class DeviceEngine(Engine):
             # from code comments')
             return batches.whole(drv, batch, received=received, beside=beside)
         return batches.run(self.backend, drv, batch, received=received, beside=beside)
+
+    def runs_resident(self, *arrays) -> bool:
+        """Whether :meth:`aead_resident` takes these GPU arrays where they lie: CuPy arrays on
+        this CUDA device."""
+        if self.info.runtime != "cuda":
+            return False
+        index = self.backend.index
+        return all(getattr(getattr(a, "device", None), "id", None) == index for a in arrays)
+
+    def aead_resident(self, name: str, encrypt: bool, key: bytes, nonce: bytes, aad: bytes,
+                      tag_length: int, src, dst, text: int, impl: str | None = None,
+                      stats=None) -> bool:
+        """One message of AEAD ``name`` whose data lies on this device: ``src`` holds its text
+        (``text`` bytes; decryption: then its tag), ``dst`` receives the output text
+        (encryption: then the tag) -- CuPy arrays on CUDA (queued on CuPy's current stream of
+        this device, as a CuPy operation is), buffers on OpenCL (on the backend's queue).  The
+        kernels read and write these arrays where they lie, the layout's metadata comes from
+        the driver's copy on the device, the tag is written on the device into ``dst`` after
+        the text: the host does not wait for an encryption (CUDA).  Decryption waits for the
+        tag and compares it in constant time: returns whether it verified; a failure (or any
+        error) zeroes ``dst`` first.  The key material is wiped on the device and the host."""
+        b = self.backend
+        batch = Batch(name, encrypt, tag_length,
+                      np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
+                      np.zeros(1, dtype=np.int32), np.frombuffer(nonce, dtype=np.uint8).reshape(1, -1),
+                      np.frombuffer(aad, dtype=np.uint8), np.array([0, len(aad)], dtype=np.int64),
+                      _part(src, text), np.array([0, text], dtype=np.int64), _part(dst, text))
+        t0 = time.perf_counter()
+        try:
+            drv = self.aead_driver(name, impl)
+            if self.info.runtime == "cuda":
+                import cupy
+
+                with b.dev:
+                    ok = _resident_job(b, drv, batch, src, dst, text,
+                                       cupy.cuda.get_current_stream())
+            else:
+                ok = _resident_job(b, drv, batch, src, dst, text, b.default_queue)
+        finally:
+            batch.wipe()
+        if stats is not None:
+            stats.ran(self.info.spec, text, time.perf_counter() - t0)
+        return ok
 
     def seal(self, batch, impl: str | None = None, beside=None):
         """Encrypt every message of ``batch`` (aeads.base.Batch) into ``batch.dst``; the tags."""

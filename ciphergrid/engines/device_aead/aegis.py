@@ -12,7 +12,7 @@ import numpy as np
 from ...backends.base import defines_prefix, program_source
 from ...errors import DeviceError
 from .driver import DeviceAEAD
-from .job import Job, texts
+from .job import Job, _nbytes, flat, texts
 
 #: bytes past the end of the text and AAD buffers that the kernel's word loads may read
 _PAD = 8
@@ -40,11 +40,12 @@ class AegisJob(Job):
         batch, b = self.batch, self.b
         self.tag_words = batch.tag_length // 4
         aad = np.ascontiguousarray(batch.aad, dtype=np.uint8).reshape(-1)
-        src = texts(batch.src).reshape(-1)
+        src = flat(texts(batch.src))
+        n = _nbytes(src)
         # the texts first, straight from the caller's buffers (page-locked by
         # transfer/batches.py for large batches), into a device buffer with the zeroed slack the
         # word loads read; then the metadata in one upload, the AAD with the same slack
-        text = self.upload(src, _padded_size(src.nbytes) - src.nbytes, zero_pad=True,
+        text = self.upload(src, _padded_size(n) - n, zero_pad=True,
                            texts_in=True)
         self.buf = self.stage({
             "keys": np.ascontiguousarray(batch.keys, dtype=np.uint8),
@@ -56,7 +57,7 @@ class AegisJob(Job):
         }, pads={"aad": _padded_size(aad.nbytes) - aad.nbytes}, secret=("keys",))
         self.secret = [self.buf["keys"]]
         self.buf["src"] = text
-        self.buf["dst"] = self.texts_out = b.alloc(_padded_size(src.nbytes))
+        self.buf["dst"] = self.texts_out = b.alloc(_padded_size(n))
         self.buf["tags"] = self.tags_out = b.alloc(self.m * batch.tag_length)
 
     def launch(self, queue, lo, hi) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from ...backends.base import defines_prefix, program_source
 from ...errors import DeviceError, InvalidArgument
 from .driver import DeviceAEAD
-from .job import Job, texts
+from .job import Job, span, texts
 
 U32 = np.uint32
 U64 = np.uint64
@@ -85,7 +85,7 @@ class AsconJob(Job):
         batch, b, m = self.batch, self.b, self.m
         self.total = int(batch.off[-1])
         # whole 32-bit words are loaded: 3 bytes (rounded to a word) past the last message
-        self.src = self.upload(texts(batch.src[:self.total]), 8, texts_in=True)
+        self.src = self.upload(texts(span(batch.src, 0, self.total)), 8, texts_in=True)
         self.dst = self.texts_out = b.alloc(self.total + 8)
         d = self.stage({
             "off": np.ascontiguousarray(batch.off, dtype=np.int64),

@@ -16,8 +16,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ...backends.base import defines_prefix, program_source
-from .driver import DeviceAEAD, coarse_index
-from .job import Job, texts
+from .driver import DeviceAEAD, coarse_index, layout_key
+from .job import Job, span, texts
 
 U32 = np.uint32
 U64 = np.uint64
@@ -77,7 +77,7 @@ class ChaChaJob(Job):
         drv, batch, b, m = self.drv, self.batch, self.b, self.m
         total = int(batch.off[-1])
         # the texts first: the copy engine starts while the host works out the metadata
-        self.src = self.upload(texts(batch.src[:total]), texts_in=True)
+        self.src = self.upload(texts(span(batch.src, 0, total)), texts_in=True)
         sh = drv.shape(batch)
         off, aad_off = sh.off, sh.aad_off
         self.na, self.seg, self.blk_off = sh.na, sh.seg, sh.blk_off
@@ -95,7 +95,9 @@ class ChaChaJob(Job):
         }
         for k, lv in enumerate(self.levels):
             meta[f"level{k}"] = lv
-        dev = self.stage(meta, secret=("keys",))
+        names = ("off", "aad_off", "blk", "blk_hint", "poly", "poly_hint", "pow",
+                 *(f"level{k}" for k in range(len(self.levels))))
+        dev = self.stage(meta, secret=("keys",), layout=(drv, layout_key(batch), names))
         key_words.fill(0)   # (the staging copy is wiped when the job ends)
         self.dev = dev
         self.keys = dev["keys"]

@@ -38,6 +38,14 @@ SHAPES_KEPT = 8
 #: ... holding at most this many bytes of arrays in all (a GCM layout of a 128 MiB piece of 16
 #: KiB messages: about 0.5 MiB; of 256-byte messages: about 25 MiB)
 SHAPES_KEPT_BYTES = 32 << 20
+#: message layouts whose layout-only metadata a driver keeps on its device for resident jobs
+#: (DeviceAEAD.device_layout), and the most bytes of it: the first ones seen, never replaced
+#: (jobs on any queue read them without the host waiting, so none may be freed under them);
+#: a layout past these is uploaded with each job's metadata.  Layouts of at most
+#: LAYOUT_MESSAGES messages only (resident jobs are one message)
+LAYOUTS_KEPT = 16
+LAYOUTS_KEPT_BYTES = 64 << 20
+LAYOUT_MESSAGES = 4
 
 
 class DeviceAEAD:
@@ -82,6 +90,8 @@ class DeviceAEAD:
             self.kernel_queues = SERIAL_KERNEL_QUEUES
         self._shapes: list = []   # (extra, off, aad_off, shape, bytes), the latest first
         self._shapes_lock = threading.Lock()
+        self._layouts: dict = {}  # layout key -> (name -> device view, the whole buffer)
+        self._layout_bytes = 0
 
     def shape(self, batch: Batch, *extra):
         """What the layout of ``batch``'s messages alone decides for this driver's jobs:
@@ -116,6 +126,48 @@ class DeviceAEAD:
                 self._shapes = kept
         return got
 
+    def device_layout(self, key, arrays: dict, pads: dict | None = None,
+                      queue=None) -> dict | None:
+        """name -> a device view of each of ``arrays`` (host arrays that the message layout
+        ``key`` alone decides: the same for every job of it; ``pads[name]`` zeroed bytes
+        longer), uploaded once per layout and kept while the driver lives: resident jobs read
+        them here instead of uploading them each call (Job.stage's ``layout``).  None where
+        ``key`` is None or the driver keeps LAYOUTS_KEPT layouts (LAYOUTS_KEPT_BYTES) already:
+        the job uploads them with the rest.  The upload goes on ``queue`` (the job's: its new
+        buffer may be memory that queue's earlier work still uses, CuPy's pool is
+        stream-ordered) and is waited for, once, so that a job on any queue may read it."""
+        if key is None:
+            return None
+        got = self._layouts.get(key)
+        if got is not None:
+            return got[0]
+        pads = pads or {}
+        b = self.backend
+        with self._shapes_lock:
+            got = self._layouts.get(key)
+            if got is not None:
+                return got[0]
+            al = b.view_align
+            offs, pos = {}, 0
+            for name, a in arrays.items():
+                offs[name] = pos
+                pos += -(-(a.nbytes + pads.get(name, 0)) // al) * al or al
+            if len(self._layouts) >= LAYOUTS_KEPT or self._layout_bytes + pos > LAYOUTS_KEPT_BYTES:
+                return None
+            host = np.zeros(pos, dtype=np.uint8)
+            for name, a in arrays.items():
+                o, n = offs[name], a.nbytes
+                if n:
+                    host[o:o + n] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+            dev = b.alloc(pos)
+            b.upload(dev, host, queue, record=False)
+            b.finish(queue)
+            views = {name: b.view(dev, offs[name], max(a.nbytes + pads.get(name, 0), 1))
+                     for name, a in arrays.items()}
+            self._layouts[key] = (views, dev)
+            self._layout_bytes += pos
+        return views
+
     def derive_shape(self, off: np.ndarray, aad_off: np.ndarray, *extra):
         """The layout-only part of a job's host work (``shape``), as a NamedTuple whose
         arrays the jobs only read; raise for a layout the AEAD refuses."""
@@ -123,7 +175,7 @@ class DeviceAEAD:
 
     def prepare(self, batch: Batch, queue=None, **slicing) -> Job:
         """A Job of ``batch`` with its uploads enqueued on ``queue``; ``slicing``: the Job's
-        ``slices``."""
+        ``slices``, ``head`` or ``resident``."""
         raise NotImplementedError
 
     def run(self, batch: Batch) -> np.ndarray:
@@ -134,6 +186,14 @@ class DeviceAEAD:
             job.abort()
             raise
         return job.finish()
+
+
+def layout_key(batch: Batch, *extra):
+    """The key of ``batch``'s message layout for DeviceAEAD.device_layout (its offsets and
+    ``extra``), or None for a batch of more than LAYOUT_MESSAGES messages (not kept)."""
+    if batch.count > LAYOUT_MESSAGES:
+        return None
+    return (tuple(batch.off.tolist()), tuple(batch.aad_off.tolist())) + extra
 
 
 def _nbytes_of(x) -> int:

@@ -22,8 +22,8 @@ import numpy as np
 from ...algorithms.aes import CIPHER as AES_CIPHER
 from ...backends.base import defines_prefix, program_source
 from ...errors import DeviceError, InvalidArgument
-from .driver import DeviceAEAD, coarse_index
-from .job import Job, texts
+from .driver import DeviceAEAD, coarse_index, layout_key
+from .job import Job, _nbytes, flat, texts
 
 U32 = np.uint32
 U64 = np.uint64
@@ -334,6 +334,10 @@ class GCMShape(NamedTuple):
     plog: int               # gcm_tag: log2 work-items per message
 
 
+#: the staged arrays that the message layout alone decides (Job.stage's ``layout``)
+_LAYOUT = ("off", "aad_off", "cb_off", "cb_hint", "tile_off")
+
+
 class GCMJob(Job):
     """A batch on the device (job.Job); its kernels take any range of the texts (slices),
     cut between messages or inside one on a 16-byte block."""
@@ -359,8 +363,9 @@ class GCMJob(Job):
         drv, batch, b, m = self.d, self.batch, self.b, self.m
         # the texts first: the copy engine starts while the host checks and works out the
         # metadata (a failure below aborts the job: its queue drains, nothing is launched)
-        src = texts(batch.src).reshape(-1)
-        self.bufs = {"src": self.upload(src, _PAD, texts_in=True)}
+        src = flat(texts(batch.src))
+        pad = _PAD if isinstance(src, np.ndarray) else self.text_pad()
+        self.bufs = {"src": self.upload(src, pad, texts_in=True)}
         self.nkeys = int(batch.keys.shape[0])
         # positional GHASH tables, and the counter pass of one key: batches of one key only
         self.pos = bool(drv.gh) and self.nkeys == 1
@@ -392,13 +397,14 @@ class GCMJob(Job):
                 "tile_off": tile_off,
                 "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32),
                 "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8).reshape(-1),
-            }, pads={"aad": _PAD, "nonces": _PAD}, secret=("ktab",))
+            }, pads={"aad": _PAD, "nonces": _PAD}, secret=("ktab",),
+                layout=(drv, layout_key(batch, self.pos), _LAYOUT))
         finally:
             ktab.fill(0)
         B["src"] = self.bufs["src"]
         self.bufs = B
         self.secret = [B["ktab"]]
-        B["dst"] = self.output_texts(src.nbytes, _PAD)
+        B["dst"] = self.output_texts(_nbytes(src), pad)
         # H powers, J0s, E(K, J0)s, partial sums (key material, wiped at once); the tags apart
         # (downloaded after the wipe is enqueued: Job.collect)
         work, views = self.scratch({"hk": self.nkeys * self.hs * 16, "j0": m * 16,
@@ -407,6 +413,12 @@ class GCMJob(Job):
         B["tags"] = b.alloc(m * 16)
         self.texts_out, self.tags_out = B["dst"], B["tags"]
         self.secret = [B["ktab"], work]
+
+    def text_pad(self) -> int:
+        """Bytes the kernels read past the end of device-resident texts: gcm_load's 16-byte
+        loads stay inside the 16-byte block of a message's last byte when the message starts
+        on a multiple of 16 bytes (one message: at 0), so up to that block's end; else _PAD."""
+        return (-int(self.batch.off[-1])) % 16 if self.m == 1 else _PAD
 
     def _tiles_before(self, c) -> int:
         """GHASH tiles whose stream blocks all lie before the cut ``c``: every tile of the

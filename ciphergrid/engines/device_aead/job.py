@@ -62,6 +62,16 @@ class Job:
     * ``finish()`` (collecting first if needed) waits for them, releases everything and returns
       the tags, one row per message.
 
+    **Resident jobs** (``resident=True``: one message of GPU-resident texts, ``queue`` the
+    caller's stream, engines.device.DeviceEngine.aead_resident): the kernels read and write the
+    caller's arrays where they lie (``upload``, ``output_texts``: a copy only where the backend
+    cannot allow it), the metadata that the message layout alone decides comes from the
+    driver's device copy of it (``stage``'s ``layout``, DeviceAEAD.device_layout: uploaded once
+    per layout), the rest in one upload, and ``settle`` ends the job without the host waiting
+    (encryption: the tag copied on the device into the caller's output; decryption waits for
+    the computed tag).  Everything is enqueued on the one queue, in order: no events between
+    queues.
+
     **Slices.**  ``slices`` (byte offsets in the job's texts [0, ..., total], rising) cut the
     job into byte ranges that move and run on their own: the texts go up as one copy per slice
     (the first before the metadata, the others after it), each slice's kernels wait (on the
@@ -99,15 +109,20 @@ class Job:
     #: backend allows (``Backend.in_place``; ``upload``, ``output_texts``)
     texts_in_place = False
 
-    def __init__(self, backend, batch, queue=None, *, slices=None, head: Head | None = None):
+    def __init__(self, backend, batch, queue=None, *, slices=None, head: Head | None = None,
+                 resident: bool = False):
         """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
         already on the device is wiped before the error propagates.  ``slices``: see the class
         docstring (None: one slice); ``head``: the input texts' first bytes already enqueued on
-        ``queue`` (``upload`` takes its buffer and enqueues the rest)."""
+        ``queue`` (``upload`` takes its buffer and enqueues the rest); ``resident``: see the
+        class docstring (one slice, no head)."""
         self.b = backend
         self.batch = batch
         self.m = batch.count
         self.queue = queue if queue is not None else backend.default_queue
+        self.resident = bool(resident)
+        if self.resident:
+            slices, head = None, None
         self._head = head
         self.slices, self.cuts = self._cuts(slices)
         # events, several slices: slice j's inputs are on the device (its texts; the first
@@ -136,7 +151,8 @@ class Job:
             try:
                 self.setup()
                 self._upload_later()
-                self._up = backend.marker(self.queue)
+                if not self.resident:   # (a resident job's kernels run on its own queue)
+                    self._up = backend.marker(self.queue)
             except BaseException:
                 self.abort()
                 raise
@@ -172,20 +188,33 @@ class Job:
         raise NotImplementedError
 
     # -- uploads --------------------------------------------------------------------------------
-    def stage(self, arrays: dict, pads: dict | None = None, secret=()) -> dict:
+    def stage(self, arrays: dict, pads: dict | None = None, secret=(), layout=None) -> dict:
         """Device buffers holding the host ``arrays`` (name -> array), all in ONE device buffer
         and ONE upload from a host staging buffer: views at aligned offsets, each ``pads[name]``
         zeroed bytes longer.  Names in ``secret``: key material (zeroed on the host once the job
-        ends, and on the device by the caller listing the views in ``self.secret``)."""
+        ends, and on the device by the caller listing the views in ``self.secret``).
+        ``layout``: (driver, shape, names): the arrays of those names are what the message
+        layout ``shape`` alone decides (the same for every job of it); a resident job takes
+        them from the driver's device copy (DeviceAEAD.device_layout) instead of uploading
+        them."""
         b, pads = self.b, pads or {}
+        kept = {}
+        if self.resident and layout is not None:
+            drv, shape, names = layout
+            kept = drv.device_layout(shape, {k: arrays[k] for k in names}, pads, self.queue) or {}
+            arrays = {k: a for k, a in arrays.items() if k not in kept}
+        # a resident job's metadata straight from ordinary memory where the backend's upload
+        # returns with its own copy of it (no staging buffer to keep, the key words wiped at
+        # once); every other job's from page-locked staging kept until the job ends
+        direct = self.resident and getattr(b, "upload_copies_pageable", False)
         al = b.view_align
         offs, pos = {}, 0
         for name, a in arrays.items():
             offs[name] = pos
             pos += -(-(a.nbytes + pads.get(name, 0)) // al) * al or al
-        host = b.host_staging(pos)
+        host = np.empty(max(pos, 16), np.uint8)[:pos] if direct else b.host_staging(pos)
         dev = b.alloc(pos)
-        out = {}
+        out = dict(kept)
         for name, a in arrays.items():
             o, n = offs[name], a.nbytes
             if n:
@@ -199,6 +228,11 @@ class Job:
             done = b.marker(self.queue)
             self._text_up = [done] * len(self._text_up)
             self._upload_later()
+        if direct:
+            if secret:
+                host.fill(0)   # (the upload has its own copy)
+            self._hold.append(dev)
+            return out
         self._hold += [host, dev]
         if secret:
             self._secret_host.append(host)   # (the key words lie in it)
@@ -229,7 +263,8 @@ class Job:
                 and b.in_place(arr, pad)):
             self._hold.append(arr)   # (GPU-resident texts, read where they are)
             return arr
-        size = max(arr.nbytes + pad, 16)
+        n = _nbytes(arr)
+        size = max(n + pad, 16)
         head, done = self._head if texts_in else None, 0
         if head is not None:
             self._head = None
@@ -239,11 +274,11 @@ class Job:
         if not done:
             buf = b.alloc(size)
         if zero_pad and pad:   # (the slack, from the last aligned offset; the upload follows)
-            o = arr.nbytes // b.view_align * b.view_align
+            o = n // b.view_align * b.view_align
             b.zero(b.view(buf, o, size - o), self.queue, wait=False)
         if texts_in and len(self.slices) > 2:
             bounds = list(self.slices)
-            bounds[-1] = arr.nbytes
+            bounds[-1] = n
             self._later = [(buf, arr, max(lo, min(done, hi)), hi)
                            for lo, hi in zip(bounds[:-1], bounds[1:])]
             # the first slice now, the others after the metadata (stage): the first kernels
@@ -251,8 +286,8 @@ class Job:
             # queue: the metadata on a queue of its own is slower, docs/benchmarks.md 0j)
             self._upload_later(FIRST_SLICES)
         elif texts_in:
-            self._copy_up(buf, arr, done, arr.nbytes)
-        elif arr.nbytes:
+            self._copy_up(buf, arr, done, n)
+        elif n:
             b.upload(buf, arr, self.queue, record=False)
         self._hold.append(arr)
         return buf
@@ -329,22 +364,24 @@ class Job:
         """Enqueue on ``q`` the download of slice ``j``'s output texts, after its kernels (on
         ``kq``; one slice: all of them)."""
         b = self.b
+        if q is not kq:
+            b.after(q, [self._done[j] if self._done else b.marker(kq)])
+        if self._out_in_place:   # (the kernels wrote the batch's own array: nothing to copy)
+            return
         if self._target is None:
             dst = self.batch.dst
             n = int(self.batch.off[-1])
             if isinstance(dst, np.ndarray) and not dst.flags.c_contiguous:
                 self._target = self._out = np.empty(n, dtype=np.uint8)
-            else:
+            elif hasattr(dst, "reshape"):
                 target = dst.reshape(-1)[:n]
                 self._target = target.view(np.uint8) if isinstance(target, np.ndarray) else target
+            else:   # (a device buffer of a backend without arrays: OpenCL's)
+                self._target = span(dst, 0, n)
             self._bounds = list(self.slices) if self._done else [0, n]
         target, bounds = self._target, self._bounds
-        if q is not kq:
-            b.after(q, [self._done[j] if self._done else b.marker(kq)])
-        if self._out_in_place:   # (the kernels wrote the batch's own array: nothing to copy)
-            return
         for x, y in _pieces(b, target, bounds[j], bounds[j + 1]):
-            b.download(target[x:y], self.texts_out, q, offset=x, record=False)
+            b.download(span(target, x, y), self.texts_out, q, offset=x, record=False)
 
     def collect(self, queue=None) -> None:
         """Enqueue the downloads and the wipe of the key material (nothing waited for)."""
@@ -390,6 +427,43 @@ class Job:
         self.release()
         return tags
 
+    def settle(self, tag_to=None, tags_from=None):
+        """A resident job's end, after ``enqueue`` (see the class docstring), all on its queue:
+        the output texts copied into the batch's array where the kernels did not write them
+        there, the key material zeroed, the job released.  Encryption (``tag_to``: a device
+        buffer and a byte offset in it): the message's tag (its first tag_length bytes) copied
+        there on the device, and nothing waited for where the backend's later allocations on
+        this queue wait for this work (CUDA: CuPy's pool is stream-ordered, and every buffer of
+        the job was taken on this queue), else the queue finished.  Decryption: the computed
+        tags, (m, tag_length), downloaded and waited for, and with ``tags_from`` (a device
+        buffer and the byte offset of the received tag in it) that tag in the same wait:
+        returns (computed, received or None).  On any failure the job is aborted."""
+        b, q, t = self.b, self.queue, self.batch.tag_length
+        got = rec = None
+        try:
+            self._texts_down(q, q, 0)
+            if tag_to is not None:
+                out, at = tag_to
+                b.upload(out, b.view(self.tags_out, 0, t), q, offset=at, record=False)
+            else:
+                got = np.empty(self.m * self.tag_width, dtype=np.uint8)
+                b.download(got, self.tags_out, q, record=False)
+                if tags_from is not None:
+                    rec = np.empty(t, dtype=np.uint8)
+                    b.download(rec, tags_from[0], q, offset=tags_from[1], record=False)
+            for buf in self.secret:
+                b.zero(buf, q, wait=False)
+            if got is not None or not getattr(b, "upload_copies_pageable", False):
+                b.finish(q)
+        except BaseException:
+            self.abort()
+            raise
+        self.release()
+        if got is None:
+            return None
+        return (got.reshape(self.m, self.tag_width)[:, :t].copy(),
+                None if rec is None else rec.reshape(1, t))
+
     def abort(self) -> None:
         """After a failure: let every queue of the job drain (a kernel still queued could write
         key material after an earlier wipe; a download still reads the buffers released below),
@@ -434,7 +508,15 @@ def upload_texts(backend, buf, arr, lo: int, hi: int, queue) -> None:
     """Enqueue on ``queue`` the upload of bytes [lo, hi) of host texts ``arr`` into device
     buffer ``buf`` at the same offsets, in the copies ``_pieces`` cuts."""
     for x, y in _pieces(backend, arr, lo, hi):
-        backend.upload(buf, arr[x:y], queue, offset=x, record=False)
+        backend.upload(buf, span(arr, x, y), queue, offset=x, record=False)
+
+
+def span(a, x: int, y: int):
+    """Bytes [x, y) of texts ``a``: a view, or ``a`` itself where that is all of it or, for an
+    OpenCL buffer, nothing of it (a sub-buffer has no sub-buffers, nor an empty size)."""
+    if x == 0 and (y == _nbytes(a) or (y == 0 and device_buffer(a))):
+        return a
+    return a[x:y]
 
 
 def _nbytes(buf) -> int:
@@ -446,7 +528,19 @@ def _nbytes(buf) -> int:
 def texts(a, dtype=np.uint8):
     """A batch's texts (or any of its arrays) C-contiguous as ``dtype``: host data as a numpy
     array; GPU-resident texts (a CUDA batch's ``src``/``dst`` may be CuPy arrays, contiguous
-    uint8 by construction) as they are, for the backend's device-to-device copies."""
-    if isinstance(a, np.ndarray) or not hasattr(a, "__cuda_array_interface__"):
+    uint8 by construction; a resident job's on OpenCL, buffers) as they are, for the backend's
+    device-to-device copies or to be read where they lie."""
+    if isinstance(a, np.ndarray) or not (hasattr(a, "__cuda_array_interface__")
+                                         or device_buffer(a)):
         return np.ascontiguousarray(a, dtype=dtype)
     return a
+
+
+def device_buffer(a) -> bool:
+    """Whether ``a`` is an OpenCL buffer (a resident job's texts on an OpenCL device)."""
+    return type(a).__module__.startswith("pyopencl") and hasattr(a, "get_sub_region")
+
+
+def flat(a):
+    """Texts as a flat view: numpy and CuPy arrays reshaped, a device buffer as it is."""
+    return a.reshape(-1) if hasattr(a, "reshape") else a

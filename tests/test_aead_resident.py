@@ -1,0 +1,161 @@
+"""One AEAD message whose data lie on the device (engines.device.DeviceEngine.aead_resident, the
+path of ``ciphergrid.encrypt`` on GPU arrays): the kernels on the caller's buffers where they lie,
+the layout's metadata kept on the device, the tag written after the text on the device, no
+unverified plaintext left.  Runs on an OpenCL CPU device (PoCL) with OpenCL buffers as the
+caller's arrays; the CuPy test at the end runs where a CUDA device is."""
+import os
+
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+import ciphergrid
+from ciphergrid.engines.device_aead import driver as aead_driver
+from ciphergrid.route import engine
+
+cl = pytest.importorskip("pyopencl")
+
+PYCA = {"aes-128-gcm": (AESGCM, 16), "chacha20-poly1305": (ChaCha20Poly1305, 32)}
+
+
+@pytest.fixture
+def eng(cpu_device):
+    return engine(cpu_device)
+
+
+def _buffer(b, data: bytes, size: int | None = None):
+    buf = cl.Buffer(b.ctx, cl.mem_flags.READ_WRITE, max(size or len(data), 16))
+    if data:
+        cl.enqueue_copy(b.default_queue, buf, np.frombuffer(data, dtype=np.uint8))
+        b.finish()
+    return buf
+
+
+def _read(b, buf, n: int) -> bytes:
+    h = np.empty(n, dtype=np.uint8)
+    if n:
+        cl.enqueue_copy(b.default_queue, h, buf)
+        b.finish()
+    return h.tobytes()
+
+
+def _spy(monkeypatch, b) -> dict:
+    """The backend's allocations (sizes), downloads and waits during a call."""
+    seen = {"alloc": [], "download": 0, "finish": 0}
+    alloc, download, finish = b.alloc, b.download, b.finish
+
+    def spy_alloc(n):
+        seen["alloc"].append(int(n))
+        return alloc(n)
+
+    def spy_download(*a, **kw):
+        seen["download"] += 1
+        return download(*a, **kw)
+
+    def spy_finish(*a, **kw):
+        seen["finish"] += 1
+        return finish(*a, **kw)
+
+    monkeypatch.setattr(b, "alloc", spy_alloc)
+    monkeypatch.setattr(b, "download", spy_download)
+    monkeypatch.setattr(b, "finish", spy_finish)
+    return seen
+
+
+@pytest.mark.parametrize("name,n", [("aes-128-gcm", 4096), ("aes-128-gcm", 1001),
+                                    ("aes-128-gcm", 0), ("chacha20-poly1305", 4099)])
+def test_resident_message_matches_pyca(eng, name, n):
+    """Encryption writes ciphertext || tag into the caller's buffer (pyca's bytes), decryption
+    gives the plaintext back; a wrong tag gives False and zeroes the output.  GCM on 4096 bytes
+    reads the caller's buffers in place, on 1001 bytes (whole 16-byte blocks would read past the
+    buffer) through a copy."""
+    b = eng.backend
+    cls, kl = PYCA[name]
+    key, nonce, aad = os.urandom(kl), os.urandom(12), os.urandom(13)
+    data = os.urandom(n)
+    want = cls(key).encrypt(nonce, data, aad)
+    src, out = _buffer(b, data, n), _buffer(b, b"", n + 16)
+    assert eng.aead_resident(name, True, key, nonce, aad, 16, src, out, n) is True
+    assert _read(b, out, n + 16) == want
+    back = _buffer(b, os.urandom(max(n, 16)))
+    assert eng.aead_resident(name, False, key, nonce, aad, 16, out, back, n) is True
+    assert _read(b, back, n) == data
+    assert eng.aead_resident(name, False, key, nonce, aad + b"!", 16, out, back, n) is False
+    assert not any(_read(b, back, max(n, 16)))
+    assert _read(b, src, n) == data   # (the input untouched)
+
+
+def test_resident_encryption_in_place_on_the_device(eng, monkeypatch):
+    """A resident encryption allocates nothing of the text's size (the kernels read and write
+    the caller's buffers) and downloads nothing (the tag is copied on the device); the second
+    call of a layout uploads none of it again (the driver keeps it): fewer bytes allocated."""
+    b = eng.backend
+    n = 1 << 18
+    for name, (cls, kl) in PYCA.items():
+        key, nonce = os.urandom(kl), os.urandom(12)
+        data = os.urandom(n)
+        src, out = _buffer(b, data), _buffer(b, b"", n + 16)
+        eng.aead_resident(name, True, key, nonce, b"", 16, src, out, n)   # (the layout kept)
+        seen = _spy(monkeypatch, b)
+        key, nonce = os.urandom(kl), os.urandom(12)   # (a fresh key: the layout is the key's
+        assert eng.aead_resident(name, True, key, nonce, b"", 16, src, out, n)   # too)
+        assert _read(b, out, n + 16) == cls(key).encrypt(nonce, data, None)
+        assert max(seen["alloc"]) < n // 2, seen["alloc"]   # (key powers, tables: not texts)
+        assert seen["download"] == 0
+        monkeypatch.undo()
+
+
+def test_resident_layouts_past_the_limit_still_run(eng, monkeypatch):
+    """Past LAYOUTS_KEPT layouts a job uploads its layout with the rest: the same bytes."""
+    monkeypatch.setattr(aead_driver, "LAYOUTS_KEPT", 0)
+    b = eng.backend
+    key, nonce = os.urandom(16), os.urandom(12)
+    data = os.urandom(777)
+    src, out = _buffer(b, data), _buffer(b, b"", 777 + 16)
+    assert eng.aead_resident("aes-128-gcm", True, key, nonce, b"a", 16, src, out, 777)
+    assert _read(b, out, 777 + 16) == AESGCM(key).encrypt(nonce, data, b"a")
+
+
+def test_resident_failure_mid_way_zeroes_the_output(eng, monkeypatch):
+    """A device error after the kernels of a decryption leaves no plaintext in the output."""
+    b = eng.backend
+    key, nonce = os.urandom(16), os.urandom(12)
+    ct = AESGCM(key).encrypt(nonce, b"x" * 100, None)
+    src, out = _buffer(b, ct), _buffer(b, b"\x07" * 100)
+    download = b.download
+
+    def broken(host, *a, **kw):
+        download(host, *a, **kw)
+        raise ciphergrid.DeviceError("the device fell off the bus")
+
+    monkeypatch.setattr(b, "download", broken)
+    with pytest.raises(ciphergrid.DeviceError):
+        eng.aead_resident("aes-128-gcm", False, key, nonce, b"", 16, src, out, 100)
+    monkeypatch.undo()
+    assert not any(_read(b, out, 100))
+
+
+@pytest.mark.gpu
+def test_cupy_resident_message_on_a_stream():
+    """ciphergrid.encrypt / decrypt of CuPy arrays with out= on a non-default stream: pyca's
+    bytes, the tag after the text; a wrong tag raises and zeroes out=."""
+    cupy = pytest.importorskip("cupy")
+    if not any(d.runtime == "cuda" for d in ciphergrid.devices()):
+        pytest.skip("no CUDA device present")
+    for name, (cls, kl) in PYCA.items():
+        for n in (1 << 20, 100003):
+            key, nonce, aad = os.urandom(kl), os.urandom(12), os.urandom(7)
+            host = os.urandom(n)
+            with cupy.cuda.Stream(non_blocking=True) as s:
+                x = cupy.asarray(np.frombuffer(host, dtype=np.uint8))
+                y = cupy.empty(n + 16, dtype=cupy.uint8)
+                assert ciphergrid.encrypt(x, name, key=key, nonce=nonce, aad=aad, out=y) is y
+                z = cupy.empty(n, dtype=cupy.uint8)
+                assert ciphergrid.decrypt(y, name, key=key, nonce=nonce, aad=aad, out=z) is z
+                s.synchronize()
+                assert cupy.asnumpy(y).tobytes() == cls(key).encrypt(nonce, host, aad)
+                assert cupy.asnumpy(z).tobytes() == host
+                y[0] ^= 1
+                with pytest.raises(ciphergrid.InvalidTag):
+                    ciphergrid.decrypt(y, name, key=key, nonce=nonce, aad=aad, out=z)
+                assert not cupy.asnumpy(z).any()
