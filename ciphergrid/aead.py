@@ -34,13 +34,13 @@ from .aead_tables import refuse_repeats as _refuse_repeats
 from .aead_tables import tag_length_of as _tag_length
 from .aeads.base import Batch
 from .errors import InvalidArgument, InvalidTag
+from .request import Closing, aead_request
 
 I64 = np.int64
 
 
 def _route(spec, batch: Batch, device: str, path: str = "array", impl: str | None = None):
     """The plan of ``batch`` (its AEADRequest through route.route: the one decision)."""
-    from .request import aead_request
     from .route import route
 
     return route(aead_request(spec, batch, impl=impl), device, int(batch.src.nbytes), path=path)
@@ -55,7 +55,6 @@ def route_message(cipher, encrypt: bool, nbytes: int, nonce_len: int,
     :func:`crypt` runs it on.  ``path``: "array" (host data), "stream" (a file's: the command line),
     "resident" (GPU arrays).  A caller that says where a message runs (the command line's
     ``-v``) computes it once here and hands it to ``crypt(route=)``."""
-    from .request import aead_request
     from .route import route
 
     spec = aeads.spec(cipher) if isinstance(cipher, str) else cipher
@@ -96,11 +95,7 @@ def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device,
     if gpu is not None:
         return _crypt_gpu(encrypt, arr, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl,
                           out, route, stats, wait=not _cupy_only(data, out))
-    if out is not None:
-        dst = buffers.out_array(out, out_n)
-        buffers.check_no_overlap(arr, dst)
-    else:
-        dst = np.empty(out_n, dtype=np.uint8)
+    dst = buffers.output(out, out_n, arr)
     if route is None:
         route = route_message(spec, encrypt, n, len(nonce), tl, device, path)
     _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path, route, stats)
@@ -306,9 +301,10 @@ def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tag
 
 
 def _run_tables(spec, encrypt: bool, tl: int, impl, src, off, got, longest: int, table, index,
-                non, aad_arr, aad_off, device, out=None) -> BatchResult:
+                non, aad_arr, aad_off, device, out=None, route=None) -> BatchResult:
     """A batch from its checked tables (``_batch`` makes them from the caller's arguments, the
-    service from a client's request): the limits, nonce repeats, the run, the result."""
+    service from a client's request): the limits, nonce repeats, the run, the result.
+    ``route``: the plan it runs on (route.route's for its sizes), routed here when None."""
     aead = spec.aead
     m = off.size - 1
     _check_limits(spec, longest, _longest(aad_off, aead.max_aad))
@@ -318,17 +314,14 @@ def _run_tables(spec, encrypt: bool, tl: int, impl, src, off, got, longest: int,
             _refuse_repeats(spec, index, non)
         else:  # (a large batch: checked beside the device work, see _Beside)
             repeats = _Beside(_refuse_repeats, spec, index, non)
-    if out is not None:  # the caller's buffer (reused: no page faults of fresh memory)
-        dst = buffers.out_array(out, src.nbytes)
-        buffers.check_no_overlap(src, dst)
-    else:
-        dst = np.empty_like(src)
+    dst = buffers.output(out, src.nbytes, src)   # (a reused buffer: no page faults of fresh memory)
     batch = Batch(spec.name, encrypt, tl, table, index, non, aad_arr, aad_off, src, off, dst)
     if m == 0:
         batch.wipe()
         return BatchResult(encrypt, dst, off, np.zeros((0, tl), np.uint8), np.ones(0, bool))
     try:
-        res = _route(spec, batch, device, impl=impl).run_batch(batch, got, beside=repeats)
+        r = route if route is not None else _route(spec, batch, device, impl=impl)
+        res = r.run_batch(batch, got, impl, beside=repeats)
     except BaseException:
         if not encrypt:   # (a device error or an interrupt mid-way: slices or pieces already
             dst[...] = 0  # down hold plaintext whose tag was not compared)
@@ -412,7 +405,7 @@ decrypt_batch.__doc__ = """Decrypt and verify many messages of one AEAD in one d
 
 # --------------------------------------------------------------------------- pyca-style classes
 
-class _AEADClass:
+class _AEADClass(Closing):
     """Keyed AEAD object in pyca/cryptography's shape: ``encrypt(nonce, data, associated_data)``
     returns ciphertext || tag, ``decrypt(nonce, data, associated_data)`` the plaintext or raises
     ``ciphergrid.InvalidTag``.  ``device``, ``constant_time``, ``implementation``: as for
@@ -478,18 +471,6 @@ class _AEADClass:
     def close(self) -> None:
         for i in range(len(self._key)):
             self._key[i] = 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
 
 
 class AESGCM(_AEADClass):
