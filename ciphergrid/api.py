@@ -483,11 +483,18 @@ class CipherContext:
                 run_in = cupy.concatenate([cupy.zeros(skip, dtype=cupy.uint8), src])
                 run_out = cupy.empty_like(run_in)
             reads = req.mode.carry_reads(req) if n >= self.bs else None
+            session = self._cipher._session(req, r.engine)
+            if reads is not None and hasattr(session, "device_chain"):
+                # (CBC: the chain stays on the device, read and rewritten by the piece's kernel)
+                self._chain = session.device_chain(self._chain)
+                session.crypt_resident(src, dst, self._pos // self.bs, self._chain,
+                                       wait=not _cupy_only(data, buf))
+                self._pos += n
+                return n if buf is not None else wrap(dst)
             chain = self._chain_value()
             if reads == "input":   # (queued before an in-place run; waited for at the next piece)
                 self._chain_block = self._chain_block or _BlockToHost(self.bs)
                 self._chain_block.start(src[-self.bs:])
-            session = self._cipher._session(req, r.engine)
             session.crypt_resident(run_in, run_out, self._pos // self.bs, chain,
                                    wait=not _cupy_only(data, buf))
             if skip:
@@ -501,7 +508,7 @@ class CipherContext:
 
     def _chain_value(self) -> bytes | None:
         """The chaining value for the next piece (a GPU piece's block read now)."""
-        if isinstance(self._chain, _BlockToHost):
+        if isinstance(self._chain, _BlockToHost) or getattr(self._chain, "on_device", False):
             self._chain = self._chain.value()
         return self._chain
 

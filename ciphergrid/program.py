@@ -8,6 +8,8 @@ the streaming contexts (kept across updates), the transfer pipeline (one per str
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .backends.base import defines_prefix, program_source
@@ -73,6 +75,10 @@ class KeyedProgram:
         self._keys_host = []  # the same, of key schedules (zeroed by close())
         self._scratch = None  # (queue, buffer): the scratch kept for launches on that queue
         self.apow = None
+        #: XTS: the segment tweaks kept on the device for later launches (modes/xts.py)
+        self.tweaks = None
+        #: held while a mode decides on and launches over state kept here (XTS's tweaks)
+        self.lock = threading.Lock()
         self._queue = queue
         self._upload_queue = queue or backend.default_queue
         self._async = getattr(backend, "upload_copies_pageable", False)
@@ -85,11 +91,14 @@ class KeyedProgram:
     def _upload_keys(self, schedules) -> list:
         """Every key schedule of the request in one device buffer (one allocation, one upload,
         one zeroing: several schedules, XTS's two, at offsets of the backend's view alignment,
-        each a view); the buffers the kernels take, in ``schedules``' order."""
+        each a view); the buffers the kernels take, in ``schedules``' order.  The mode's
+        ``scratch_reserve`` bytes after them are the first scratch of launches on the upload
+        queue (a small call's, with nothing more to allocate or wipe)."""
         alg = self.req.spec.algorithm
         words = [alg.expand(key, decrypt, layout=self.impl.key_layout) for key, decrypt in schedules]
         b = self.b
-        if len(words) == 1:
+        reserve = self.req.mode.scratch_reserve
+        if len(words) == 1 and not reserve:
             host = words[0].view(np.uint8)
             offsets = [0]
         else:
@@ -98,7 +107,7 @@ class KeyedProgram:
             for w in words:
                 offsets.append(total)
                 total += -(-w.nbytes // align) * align
-            host = np.zeros(total, dtype=np.uint8)
+            host = np.zeros(total + reserve, dtype=np.uint8)
             for w, off in zip(words, offsets):
                 host[off: off + w.nbytes] = w.view(np.uint8)
                 w.fill(0)
@@ -118,7 +127,9 @@ class KeyedProgram:
         else:             # the device reads it later: kept until close() has finished the queue
             self._keys_host.append(host)
             self._ready = ev
-        if len(words) == 1:
+        if reserve:
+            self._scratch = (self._upload_queue, b.view(buf, total, reserve), reserve)
+        if len(words) == 1 and not reserve:
             return [buf]
         return [b.view(buf, off, w.nbytes) for w, off in zip(words, offsets)]
 
@@ -146,13 +157,16 @@ class KeyedProgram:
         return arr
 
     def enqueue(self, in_buf, out_buf, nblocks: int, first_block: int, queue=None, *,
-                chain: bytes | None = None, layout=None, scratch=None, wait_for=None, req=None):
+                chain=None, layout=None, scratch=None, wait_for=None, req=None,
+                record: bool | None = None):
         """Enqueue the mode kernel on blocks [first_block, first_block + nblocks) of the message.
 
         ``in_buf``/``out_buf`` hold exactly those blocks.  CBC needs ``chain`` (see
-        Mode.chain_at); XTS needs ``layout`` and a ``scratch`` buffer of at least
-        ``layout.scratch_bytes(nblocks)`` bytes (allocated when None).  ``req``: a request with
-        this program's key and other IV / start sector (a split: ``Request.at``)."""
+        Mode.chain_at), bytes or a :class:`DeviceChain`; XTS needs ``layout`` and a ``scratch``
+        buffer of at least ``layout.scratch_bytes(nblocks)`` bytes (None: the program's own,
+        which keeps its tweaks for later launches).  ``req``: a request with this program's key
+        and other IV / start sector (a split: ``Request.at``).  ``record``: whether the launch
+        returns an event (None: the program's ``record``)."""
         if (queue or self.b.default_queue) is not self._upload_queue:
             if self._ready is None and self._async:
                 self._ready = self.b.marker(self._upload_queue)
@@ -160,7 +174,8 @@ class KeyedProgram:
                 wait_for = list(wait_for or ()) + [self._ready]
         req = req or self.req
         return req.mode.enqueue(self, req, in_buf, out_buf, first_block, nblocks, queue,
-                                chain=chain, layout=layout, scratch=scratch, wait_for=wait_for)
+                                chain=chain, layout=layout, scratch=scratch, wait_for=wait_for,
+                                record=record)
 
     def close(self, wait: bool = True) -> None:
         """Wipe the round keys (and the chaining value) on the device: every buffer zeroed on
@@ -183,6 +198,7 @@ class KeyedProgram:
         self._bufs = []
         self._hold = []
         self._scratch = None
+        self.tweaks = None
         self._ready = None
 
     def __enter__(self):
@@ -190,3 +206,28 @@ class KeyedProgram:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class DeviceChain:
+    """CBC's chaining value kept on one device between the pieces of a message (a context's
+    GPU-resident pieces): a buffer the kernels read it from and leave the next one in, so a
+    piece needs no copy, no upload and no wait.  ``known``: the value while the host has it
+    (the buffer not yet written), else None; :meth:`value` reads it back (waiting for the
+    launches before it), for a piece that runs elsewhere."""
+
+    #: what the modes test for (modes/cbc.py): a chain that lives on a device
+    on_device = True
+
+    def __init__(self, backend, block_size: int, value: bytes | None):
+        self.b = backend
+        self.bs = block_size
+        self.buf = backend.alloc(16)
+        self.known = None if value is None else bytes(value)
+        self.queue = None    # the queue of the last launch that wrote it
+
+    def value(self) -> bytes:
+        if self.known is None:
+            host = np.empty(16, dtype=np.uint8)
+            self.b.wait(self.b.download(host, self.buf, self.queue))
+            self.known = host[: self.bs].tobytes()
+        return self.known

@@ -15,7 +15,7 @@ import numpy as np
 from ..aeads.base import Batch, verify
 from ..devices import backend as _backend
 from ..errors import DeviceError
-from ..program import KeyedProgram
+from ..program import DeviceChain, KeyedProgram
 from ..transfer import runs
 from .base import Engine, Session
 
@@ -45,32 +45,51 @@ class DeviceSession(Session):
         if tail is not None:
             dst[layout.tail_start:] = np.frombuffer(req.mode.tail(req, layout, tail), dtype=np.uint8)
 
-    def crypt_resident(self, src, dst, first_block: int = 0, chain: bytes | None = None,
+    def crypt_resident(self, src, dst, first_block: int = 0, chain=None,
                        wait: bool = True) -> None:
         """Blocks from ``first_block`` on of GPU-resident ``src`` into ``dst`` (CuPy arrays on
         this CUDA device, as ``DeviceEngine.crypt_resident``) with the session's keys, on CuPy's
-        current stream; ``wait``: finished before this returns."""
+        current stream; ``wait``: finished before this returns.  ``chain``: CBC's chaining value,
+        bytes or this session's :meth:`device_chain` (read and left holding the next one on the
+        device: one launch a piece)."""
         import cupy
 
-        req = self.req.at(first_block, chain) if first_block else self.req
+        held = chain if getattr(chain, "on_device", False) else None
+        if held is not None and held.b is not self.kp.b:   # (another device's: through the host)
+            held, chain = None, held.value()
+        if held is not None:
+            req = self.req    # (CBC's blocks from the chain on: numbered from 0, the IV unused)
+        else:
+            req = self.req.at(first_block, chain) if first_block else self.req
         req.check_length(src.nbytes)
         if src.nbytes == 0:
             return
         with self.kp.b.dev:
             s = cupy.cuda.get_current_stream()
-            resident(self.kp, req, src, dst, s)
+            resident(self.kp, req, src, dst, s, chain=held)
             if wait:
                 s.synchronize()
+
+    def device_chain(self, chain):
+        """The chaining value ``chain`` (bytes; None: the request's IV; a DeviceChain) kept on
+        this session's device between a context's GPU-resident pieces (program.DeviceChain),
+        for :meth:`crypt_resident`: ``chain`` itself where it is one of this device's."""
+        if getattr(chain, "on_device", False):
+            if chain.b is self.kp.b:
+                return chain
+            chain = chain.value()
+        return DeviceChain(self.kp.b, self.req.block_size, self.req.iv if chain is None else chain)
 
     def close(self) -> None:
         self.kp.close()
 
 
-def resident(kp, req, src, dst, s) -> None:
+def resident(kp, req, src, dst, s, chain=None) -> None:
     """``req``'s mode over GPU-resident ``src`` into ``dst`` with the keys of ``kp``, queued on
     the CuPy stream ``s``: the kernel where the arrays are (a copy first only of an unaligned
     input or for in-place CBC decryption), CTR's last partial block and XTS's stolen tail through
-    small buffers."""
+    small buffers; no launch records an event.  ``chain``: CBC's DeviceChain, else the chaining
+    value is ``req``'s IV."""
     import cupy
 
     n = src.nbytes
@@ -83,17 +102,18 @@ def resident(kp, req, src, dst, s) -> None:
         tail = cupy.asnumpy(src[layout.tail_start:]).tobytes()
     if layout is not None:
         if layout.kernel_blocks:
-            kp.enqueue(src, out, layout.kernel_blocks, 0, s, layout=layout, req=req)
+            kp.enqueue(src, out, layout.kernel_blocks, 0, s, layout=layout, req=req, record=False)
     else:
         bs = req.block_size
         full = n // bs
         if full:
-            kp.enqueue(src, out, full, 0, s, chain=req.mode.chain_at(req, None, 0), req=req)
+            kp.enqueue(src, out, full, 0, s, req=req, record=False,
+                       chain=chain if chain is not None else req.mode.chain_at(req, None, 0))
         if n % bs:  # CTR: the last partial block through a one-block buffer
             t_in = cupy.zeros(16, dtype=cupy.uint8)
             t_in[: n - full * bs] = src[full * bs:]
             t_out = cupy.empty(16, dtype=cupy.uint8)
-            kp.enqueue(t_in, t_out, 1, full, s, req=req)
+            kp.enqueue(t_in, t_out, 1, full, s, req=req, record=False)
             out[full * bs:] = t_out[: n - full * bs]
     if tail is not None:
         out[layout.tail_start:] = cupy.asarray(

@@ -204,15 +204,32 @@ KERNEL void cg_cbc_enc(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
     }
 }
 
-/* ---- CBC decryption.  iv is the chaining value before block 0 of this launch.  in and out must
- *      not overlap. --------------------------------------------------------------------------- */
+/* ---- CBC decryption.  The chaining value before block 0 of this launch is (iv0..iv3), or with
+ *      carry & 1 the block in chain[]; with carry & 2 the launch's last input block is written to
+ *      chain[] (the next launch's chaining value).  One work-item does both, reading before
+ *      writing, so a context's pieces keep their chain on the device (no copy, no wait).  in and
+ *      out must not overlap, nor chain either of them. ------------------------------------------ */
 
 KERNEL void cg_cbc_dec(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
-                       GLOBAL_RO const uint *RESTRICT dk,
+                       GLOBAL_RO const uint *RESTRICT dk, GLOBAL uint *chain, uint carry,
                        uint iv0, uint iv1, uint iv2, uint iv3, ulong n)
 {
     CG_DEC_LOCALS
     CG_DEC_SETUP(dk)
+    uint iv[4];
+    iv[0] = iv0; iv[1] = iv1; iv[2] = iv2; iv[3] = iv3;
+    if (GID == 0 && carry && n) {
+        if (carry & 1) {
+#pragma unroll
+            for (int w = 0; w < CG_W; w++) iv[w] = chain[w];
+        }
+        if (carry & 2) {
+            uint last[CG_W];
+            cg_load(in, n - 1, last);
+#pragma unroll
+            for (int w = 0; w < CG_W; w++) chain[w] = last[w];
+        }
+    }
     CG_STEPS(base, n) {
         uint s[CG_BATCH * CG_W];
         cg_load_batch(in, base, n, s);
@@ -222,10 +239,8 @@ KERNEL void cg_cbc_dec(GLOBAL_RO const cg_vec *in, GLOBAL cg_vec *out,
             ulong b = base + (ulong)k * GSIZE;
             uint p[CG_W];
             if (b == 0) {
-                p[0] = iv0; p[1] = iv1;
-#if CG_BLOCK_WORDS == 4
-                p[2] = iv2; p[3] = iv3;
-#endif
+#pragma unroll
+                for (int w = 0; w < CG_W; w++) p[w] = iv[w];
             } else if (b < n) {
                 cg_load(in, b - 1, p);
             }

@@ -136,13 +136,16 @@ class Mode:
         return items
 
     def enqueue(self, kp, req, in_buf, out_buf, first_block: int, nblocks: int, queue=None, *,
-                chain: bytes | None = None, layout=None, scratch=None, wait_for=None):
+                chain: bytes | None = None, layout=None, scratch=None, wait_for=None,
+                record: bool | None = None):
         """Launch the kernel on blocks [first_block, first_block + nblocks) of the message of
-        ``req`` (``kp`` holds its keys), held in ``in_buf``/``out_buf``; returns the event."""
+        ``req`` (``kp`` holds its keys), held in ``in_buf``/``out_buf``: one launch, nothing
+        allocated or copied; returns its event (``record``: whether there is one; None:
+        ``kp.record``)."""
         args = [in_buf, out_buf, kp.rk[0], *self.kernel_args(req, first_block, chain), U64(nblocks)]
         name = self.kernel(req.encrypt)
         return kp.b.launch(kp.prg, name, self.items(kp, name, nblocks), args, queue,
-                           wait_for=wait_for, record=kp.record)
+                           wait_for=wait_for, record=kp.record if record is None else record)
 
     def kernel_args(self, req, first_block: int, chain: bytes | None) -> list:
         """The arguments between the key and the block count."""
@@ -152,6 +155,10 @@ class Mode:
         """Whether block i's output needs input block i - 1 (CBC decryption): such a run cannot
         write over its input, and a split takes the block before it from the input."""
         return False
+
+    #: device scratch bytes a keyed program reserves beside its round keys (XTS: a small call's
+    #: segment tweaks), allocated, uploaded and wiped with them
+    scratch_reserve = 0
 
     def scratch_bytes(self, req, layout, nblocks: int) -> int:
         """Device scratch a launch of up to ``nblocks`` blocks needs (XTS: segment tweaks; CBC

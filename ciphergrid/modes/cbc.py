@@ -5,7 +5,7 @@ device runs it on one work-item, carrying the chaining value from launch to laun
 
 from __future__ import annotations
 
-from .base import U64, Mode, iv_words, replace
+from .base import U32, U64, Mode, iv_words, replace
 
 
 class CBCMode(Mode):
@@ -49,23 +49,40 @@ class CBCMode(Mode):
             raise ValueError("CBC from a block other than the first needs the chaining value")
         return replace(req, iv=bytes(chain))
 
-    def kernel_args(self, req, first_block, chain):
-        return iv_words(chain)
-
     def enqueue(self, kp, req, in_buf, out_buf, first_block, nblocks, queue=None, *, chain=None,
-                layout=None, scratch=None, wait_for=None):
-        if not req.encrypt:
-            return super().enqueue(kp, req, in_buf, out_buf, first_block, nblocks, queue,
-                                   chain=chain, wait_for=wait_for)
+                layout=None, scratch=None, wait_for=None, record=None):
+        """``chain``: the chaining value as bytes, or a device chain (program.DeviceChain: the
+        value in its buffer, or its ``known`` bytes), which the launch leaves holding this run's
+        next chaining value (decryption: the last input block; encryption: the last output
+        block) without a copy or a wait."""
         b = kp.b
-        if scratch is None:  # (a call of its own: the chain lives as long as the program)
-            scratch = kp.keep(b.alloc(16))
+        held = chain if getattr(chain, "on_device", False) else None
+        if not req.encrypt:   # (cg_cbc_dec's carry: modes.cl)
+            if held is None:
+                carry, dev, iv = 0, out_buf, iv_words(chain)  # (chain[] not touched)
+            elif held.known is not None:
+                carry, dev, iv = 2, held.buf, iv_words(held.known)
+            else:
+                carry, dev, iv = 3, held.buf, iv_words(b"")
+            ev = b.launch(kp.prg, "cg_cbc_dec", self.items(kp, "cg_cbc_dec", nblocks),
+                          [in_buf, out_buf, kp.rk[0], dev, U32(carry), *iv, U64(nblocks)],
+                          queue, wait_for=wait_for, record=kp.record if record is None else record)
+            if held is not None:
+                held.known = None
+                held.queue = queue
+            return ev
+        if held is not None:          # the chain buffer carries it from launch to launch
+            scratch, chain = held.buf, held.known
+            held.known = None
+            held.queue = queue
+        elif scratch is None:         # (a call of its own: the program's scratch on this queue)
+            scratch = kp.scratch(16, queue)
         if chain is not None:  # a new chain (the IV, or a split's) into the chain buffer
             ev = b.upload(scratch, kp.host_block(chain), queue, wait_for=wait_for)
             wait_for = [ev]
         return b.launch(kp.prg, "cg_cbc_enc", b.group_size(kp.prg),
                         [in_buf, out_buf, kp.rk[0], scratch, U64(nblocks)], queue,
-                        wait_for=wait_for)
+                        wait_for=wait_for, record=kp.record if record is None else record)
 
 
 CBC = CBCMode()

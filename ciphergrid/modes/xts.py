@@ -146,6 +146,9 @@ class XTSMode(Mode):
             return XtsLayout(bpu, spu, n // 16 - 1, tail_unit, m - 1, tail_start)
         return XtsLayout(bpu, spu, n // 16, -1, 0, n)
 
+    #: 64 segment tweaks (up to 8192 blocks of one unit, 64 units of 128 blocks or fewer)
+    scratch_reserve = 16 * 64
+
     def scratch_bytes(self, req, layout, nblocks):
         return layout.scratch_bytes(nblocks)
 
@@ -207,22 +210,79 @@ class XTSMode(Mode):
         kp.apow = _apow_buffer(kp.b)
 
     def enqueue(self, kp, req, in_buf, out_buf, first_block, nblocks, queue=None, *, chain=None,
-                layout=None, scratch=None, wait_for=None):
-        b = kp.b
+                layout=None, scratch=None, wait_for=None, record=None):
+        """The segment tweaks (cg_xts_seg), then the data (cg_xts_enc/dec).  With ``scratch``
+        (the pipeline's): the launch's own segments into it.  Without: the program's tweak window
+        on ``queue`` (``KeyedProgram.tweaks``), which a later launch of the same program reads
+        without a tweak launch while it covers that launch's units; a miss computes the launch's
+        units, and when the program has launched before (a context's next piece), WINDOW_SEGMENTS
+        segments of units ahead."""
         first_seg, nseg = layout.segments(first_block, nblocks)
-        if scratch is None:
-            scratch = kp.scratch(16 * nseg, queue)
         iv = int.from_bytes(self.xts_iv(req), "little")
+        if scratch is None:
+            with kp.lock:   # (the window and the launches that use it, in one queue's order)
+                scratch, seg_arg, fill = _window(kp, queue, iv, first_seg, nseg, layout.spu)
+                return self._launch(kp, req, in_buf, out_buf, first_block, first_seg, nblocks,
+                                    layout, queue, scratch, seg_arg, fill, wait_for, record)
+        return self._launch(kp, req, in_buf, out_buf, first_block, first_seg, nblocks, layout,
+                            queue, scratch, first_seg, (first_seg, first_seg + nseg, iv),
+                            wait_for, record)
+
+    def _launch(self, kp, req, in_buf, out_buf, first_block, first_seg, nblocks, layout, queue,
+                scratch, seg_arg, fill, wait_for, record):
+        """cg_xts_seg over ``fill`` = (lo, hi, base) when not None, then the data kernel reading
+        the segment tweaks in ``scratch`` (its first holding segment ``seg_arg``)."""
+        b = kp.b
         opencl = b.info.runtime == "opencl"
-        ev = b.launch(kp.prg, "cg_xts_seg", self.items(kp, "cg_xts_seg", nseg),
-                      [scratch, kp.rk[1], kp.apow, *_seg_args(first_seg, nseg, layout.spu),
-                       U64(iv & MASK64), U64(iv >> 64)], queue, wait_for=wait_for, record=opencl)
-        wait_for = [ev] if opencl else None   # (a CUDA stream runs them in order)
-        args = [in_buf, out_buf, kp.rk[0], scratch,
-                *_unit_args(first_block, first_seg, nblocks, layout.bpu, layout.spu)]
+        if fill is not None:
+            lo, hi, base = fill
+            ev = b.launch(kp.prg, "cg_xts_seg", self.items(kp, "cg_xts_seg", hi - lo),
+                          [scratch, kp.rk[1], kp.apow, *_seg_args(lo, hi - lo, layout.spu),
+                           U64(base & MASK64), U64(base >> 64)], queue, wait_for=wait_for,
+                          record=opencl)
+            wait_for = [ev] if opencl else None   # (a CUDA stream runs them in order)
+        a = _unit_args(first_block, first_seg, nblocks, layout.bpu, layout.spu)
+        if seg_arg != first_seg:
+            a = (a[0], U64(seg_arg), *a[2:])
         name = self.kernel(req.encrypt)
-        return b.launch(kp.prg, name, self.items(kp, name, nblocks), args, queue, wait_for=wait_for,
-                        record=kp.record)
+        return b.launch(kp.prg, name, self.items(kp, name, nblocks),
+                        [in_buf, out_buf, kp.rk[0], scratch, *a], queue, wait_for=wait_for,
+                        record=kp.record if record is None else record)
+
+
+#: segments a context's tweak window computes ahead (16 bytes each; 512 units of 4 KiB)
+WINDOW_SEGMENTS = 1024
+
+
+@dataclass
+class _Window:
+    """Segment tweaks on the device: ``buf[k]`` is segment ``lo + k`` of the units numbered from
+    the tweak input ``base`` (segment s: unit s // spu of ``spu`` segments each)."""
+
+    queue: object
+    buf: object
+    base: int
+    lo: int
+    hi: int
+    spu: int
+
+
+def _window(kp, queue, iv: int, first_seg: int, nseg: int, spu: int):
+    """(buffer, cg_xts_enc's first_seg argument, None or the (lo, hi, base) cg_xts_seg must
+    fill first) for segments [first_seg, first_seg + nseg) of the units from tweak input ``iv``."""
+    q = queue or kp.b.default_queue
+    w = kp.tweaks
+    if w is not None and w.queue is q and w.spu == spu:
+        d = ((iv - w.base) & gf128.MASK128) * spu    # (the launch's unit 0 in the window's numbering)
+        if w.lo <= d + first_seg and d + first_seg + nseg <= w.hi:
+            return w.buf, (w.lo - d) & MASK64, None
+    lo, hi = first_seg, first_seg + nseg
+    if w is not None:   # a program launched again: units ahead, from the launch's first unit
+        lo = first_seg // spu * spu
+        hi = max(hi, lo + -(-WINDOW_SEGMENTS // spu) * spu)
+    buf = kp.scratch(16 * (hi - lo), q)
+    kp.tweaks = _Window(q, buf, iv, lo, hi, spu)
+    return buf, lo, (lo, hi, iv)
 
 
 XTS = XTSMode()

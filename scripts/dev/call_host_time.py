@@ -1,20 +1,34 @@
-"""The host's own time per call on the device path, on any machine: a one-shot call's request
-("request"), the request and its keyed program (key schedules, their 'upload': "+keyed"), all of
-that with the launch arguments and the wipe ("one-shot"), and a context piece's split request and
-launch arguments ("piece"), against a backend whose operations do nothing (what a CUDA
-call pays besides CuPy's own calls).  CPU time of this thread, the best of 7 rounds, in us.
+"""The host's own time per call on the device path, on any machine, and the device operations
+each call makes.
 
-    python3 scripts/dev/call_host_time.py [NAME ...]
+Against a backend whose operations do nothing (what a CUDA call pays besides CuPy's own
+calls; CPU time of this thread, the best of 7 rounds, in us): a one-shot call's request
+("request"), the request and its keyed program (key schedules, their 'upload': "+keyed"), all
+of that with the launch arguments and the wipe ("one-shot"), and a context piece ("piece": what
+``CipherContext.update_into`` does on a GPU-resident piece past the API's checks: the split
+request, CBC's chaining value, the launch arguments).  "ops" counts the device operations of
+one one-shot call and of one context piece in the steady state (L launches, U uploads, D
+downloads, A allocations, Z zeroings, E events recorded, W host waits).
+
+``--opencl``: the same calls on the OpenCL CPU device (PoCL) over device buffers, each call
+finished before the next (its wall time and this thread's CPU time, median of 200 calls, us).
+
+    python3 scripts/dev/call_host_time.py [--opencl] [NAME ...]
 
 To compare two trees, run it from each with that tree first on the path (``cd TREE &&
-PYTHONPATH=TREE python3 .../call_host_time.py``), alternating.
+PYTHONPATH=TREE python3 .../call_host_time.py``), alternating.  A tree without
+``program.DeviceChain`` is measured as its API ran CBC decryption contexts then: the piece's
+last input block copied to the host behind an event, read at the next piece.
 """
 
 from __future__ import annotations
 
+import inspect
+import statistics
 import sys
 import time
 import warnings
+from collections import Counter
 
 import numpy as np
 
@@ -24,11 +38,21 @@ from ciphergrid.registry import lookup
 from ciphergrid.request import make_request
 from ciphergrid.testing.oracle import random_inputs
 
+try:
+    from ciphergrid.program import DeviceChain
+except ImportError:   # (an older tree: its contexts read CBC's chain back to the host)
+    DeviceChain = None
+#: launches without an event where the tree's enqueue takes ``record`` (older: the program's)
+NO_EVENT = {"record": False} if "record" in inspect.signature(KeyedProgram.enqueue).parameters \
+    else {}
+
 NAMES = ["aes-128-ctr", "aes-256-ctr", "aes-128-cbc", "aes-128-xts", "camellia-128-ctr",
          "camellia-128-xts", "camellia-256-xts", "seed-ctr", "seed-xts", "clefia-128-ctr",
          "clefia-192-ctr", "clefia-256-ctr", "clefia-256-xts", "cast5-ctr", "misty1-ctr",
          "hight-ctr", "present-80-ctr", "des-ede3-cbc"]
 SIZE = 4096
+OPS = (("launch", "L"), ("upload", "U"), ("download", "D"), ("alloc", "A"), ("zero", "Z"),
+       ("event", "E"), ("wait", "W"))
 
 
 class _Buf:
@@ -37,7 +61,7 @@ class _Buf:
 
 
 class NullBackend(Backend):
-    """A CUDA-like device whose allocations, copies and launches do nothing."""
+    """A CUDA-like device whose allocations, copies and launches do nothing (counted)."""
 
     upload_copies_pageable = True
 
@@ -46,6 +70,7 @@ class NullBackend(Backend):
         self._programs: dict = {}
         self.local_size = 256
         self._default = object()
+        self.count: Counter = Counter()
 
     def cached_program(self, key):
         p = self._programs.get(key)
@@ -57,33 +82,70 @@ class NullBackend(Backend):
         return 132 * 2048
 
     def alloc(self, nbytes):
+        self.count["alloc"] += 1
         return _Buf(nbytes)
 
     def view(self, buf, offset, nbytes):
         return _Buf(nbytes)
 
-    def upload(self, buf, host, queue=None, *, offset=0, wait_for=None, record=True):
+    def _event(self, record):
+        if record:
+            self.count["event"] += 1
+            return object()
         return None
+
+    def upload(self, buf, host, queue=None, *, offset=0, wait_for=None, record=True):
+        self.count["upload"] += 1
+        return self._event(record)
+
+    def download(self, host, buf, queue=None, *, offset=0, wait_for=None, record=True):
+        self.count["download"] += 1
+        return self._event(record)
 
     def launch(self, program, name, items, args, queue=None, *, wait_for=None, record=True):
         program.kernel(name)
-        return None
+        self.count["launch"] += 1
+        return self._event(record)
 
     def zero(self, buf, queue=None, *, wait=True):
-        pass
+        self.count["zero"] += 1
+        self.count["wait"] += bool(wait)
 
     def wait(self, event):
-        pass
+        self.count["wait"] += 1
 
     def finish(self, queue=None):
-        pass
+        self.count["wait"] += 1
 
     def marker(self, queue=None):
-        return None
+        self.count["event"] += 1
+        return object()
 
     @property
     def default_queue(self):
         return self._default
+
+
+class CountingBackend:
+    """A real backend with its operations counted (the instance's methods wrapped)."""
+
+    def __init__(self, b):
+        self.count: Counter = Counter()
+        for name in ("launch", "upload", "download", "alloc", "zero", "marker", "wait", "finish"):
+            fn = getattr(b, name)
+
+            def wrapped(*a, _fn=fn, _name=name, **k):
+                key = {"marker": "event", "finish": "wait"}.get(_name, _name)
+                self.count[key] += 1
+                if _name == "zero" and k.get("wait", True):
+                    self.count["wait"] += 1
+                return _fn(*a, **k)
+
+            setattr(b, name, wrapped)
+
+
+def ops(count: Counter) -> str:
+    return " ".join(f"{count[k]}{c}" for k, c in OPS if count[k])
 
 
 def best_us(fn, n: int = 100, rounds: int = 7) -> float:
@@ -96,54 +158,132 @@ def best_us(fn, n: int = 100, rounds: int = 7) -> float:
     return best
 
 
-def _launch(kp, req, src, dst, first_block: int, chain=None):
-    lay = req.mode.layout(req, SIZE)
-    if lay is not None:
-        kp.enqueue(src, dst, lay.kernel_blocks, first_block, layout=lay, req=req)
-    else:
-        kp.enqueue(src, dst, SIZE // req.block_size, first_block,
-                   chain=req.mode.chain_at(req, None, 0) if not first_block else chain, req=req)
+class Calls:
+    """A cipher·mode's one-shot call and context piece on backend ``b`` over ``src``/``dst``
+    (SIZE bytes), as the GPU-resident paths make them (engines/device.py: resident, api.py:
+    CipherContext._update_gpu)."""
 
+    def __init__(self, b, name: str, rng, src, dst, host_block=None):
+        self.b, self.name, self.src, self.dst = b, name, src, dst
+        self.spec = spec = lookup(name)
+        self.enc = spec.mode.parallel(True)          # (as bench api: CBC decrypting)
+        self.inputs = [random_inputs(name, rng.bytes, SIZE) for _ in range(64)]
+        self.i = 0
+        self.kp = KeyedProgram(b, self.request())     # (as a session's)
+        self.pos = 0
+        self.chain = None
+        self.host_block = host_block   # (old trees: where CBC's chain lands on the host)
 
-def row(b, name: str, rng) -> str:
-    spec = lookup(name)
-    enc = spec.mode.parallel(True)          # (as bench api: CBC decrypting)
-    inputs = [random_inputs(name, rng.bytes, SIZE) for _ in range(64)]
-    count = [0]
+    def request(self):
+        key, iv, opts = self.inputs[self.i % 64]
+        self.i += 1
+        return make_request(self.spec, key, iv, self.enc, opts.get("padding"),
+                            opts.get("sector_size"), opts.get("start_sector"), None, True)
 
-    def request():
-        key, iv, opts = inputs[count[0] % 64]
-        count[0] += 1
-        return make_request(spec, key, iv, enc, opts.get("padding"), opts.get("sector_size"),
-                            opts.get("start_sector"), None, True)
+    def _launch(self, kp, req, chain=None):
+        lay = req.mode.layout(req, SIZE)
+        if lay is not None:
+            kp.enqueue(self.src, self.dst, lay.kernel_blocks, 0, layout=lay, req=req, **NO_EVENT)
+        else:
+            kp.enqueue(self.src, self.dst, SIZE // req.block_size, 0, req=req, **NO_EVENT,
+                       chain=chain if chain is not None else req.mode.chain_at(req, None, 0))
 
-    src, dst = _Buf(SIZE), _Buf(SIZE)
-    kp = KeyedProgram(b, request(), record=False)
-
-    def one_shot():
-        req = request()
-        k = KeyedProgram(b, req, record=False)
-        _launch(k, req, src, dst, 0)
+    def one_shot(self):
+        req = self.request()
+        k = KeyedProgram(self.b, req, record=False)
+        self._launch(k, req)
         k.close(False)
 
-    def piece():          # a context's later piece: its request from block f on, the launch
-        count[0] += 1
-        first = 256 * (count[0] % 50 + 1)
-        chain = bytes(16) if spec.mode.carries else None
-        req = kp.req.at(first, chain)
-        _launch(kp, req, src, dst, first, chain)
+    def piece(self):
+        """The context's next SIZE-byte piece."""
+        kp, bs = self.kp, self.spec.block_size
+        first = self.pos // bs
+        self.pos += SIZE
+        base = kp.req
+        if base.mode.carries and DeviceChain is not None:
+            if self.chain is None:
+                self.chain = DeviceChain(self.b, bs, base.iv)
+            self._launch(kp, base, self.chain)
+            return
+        chain = None
+        if base.mode.carries:      # the old way: the last input block to the host, an event
+            chain = self.chain.tobytes() if self.chain is not None else base.iv
+            if self.chain is not None:
+                self.b.wait(self._ev)
+            self.chain = self.host_block
+            self.b.download(self.host_block, self.src, record=False)
+            self._ev = self.b.marker()
+        req = base.at(first, chain) if first else base
+        self._launch(kp, req, chain)
 
-    return (f"{name:18s} {best_us(request):8.1f} {best_us(lambda: KeyedProgram(b, request(), record=False)):8.1f}"
-            f" {best_us(one_shot):9.1f} {best_us(piece):9.1f}")
+
+def null_row(b, name: str, rng) -> str:
+    c = Calls(b, name, rng, _Buf(SIZE), _Buf(SIZE), np.zeros(16, np.uint8))
+    b.count.clear()
+    c.one_shot()
+    one = ops(b.count)
+    for _ in range(3):
+        c.piece()
+    b.count.clear()
+    c.piece()
+    piece = ops(b.count)
+    return (f"{name:18s} {best_us(c.request):8.1f}"
+            f" {best_us(lambda: KeyedProgram(b, c.request(), record=False)):8.1f}"
+            f" {best_us(c.one_shot):9.1f} {best_us(c.piece):9.1f}   {one:>14s} | {piece}")
+
+
+def _median_us(fn, b, n: int = 200) -> tuple[float, float]:
+    wall, cpu = [], []
+    for _ in range(n):
+        t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+        fn()
+        b.finish()
+        wall.append(time.perf_counter_ns() - t0)
+        cpu.append(time.thread_time_ns() - c0)
+    return statistics.median(wall) / 1000, statistics.median(cpu) / 1000
+
+
+def opencl_row(b, counting, name: str, rng) -> str:
+    data = np.frombuffer(rng.bytes(SIZE), dtype=np.uint8)
+    src, dst = b.alloc(SIZE), b.alloc(SIZE)
+    b.wait(b.upload(src, data))
+    c = Calls(b, name, rng, src, dst, b.pinned(16))
+    for _ in range(3):          # (compiled, window made)
+        c.one_shot()
+        c.piece()
+    b.finish()
+    counting.count.clear()
+    c.one_shot()
+    one = ops(counting.count)
+    counting.count.clear()
+    c.piece()
+    piece = ops(counting.count)
+    ow, oc = _median_us(c.one_shot, b)
+    pw, pc = _median_us(c.piece, b)
+    c.kp.close()
+    return (f"{name:18s} {ow:9.1f} {oc:9.1f} {pw:9.1f} {pc:9.1f}   {one:>14s} | {piece}")
 
 
 def main(argv: list[str]) -> None:
     warnings.simplefilter("ignore")
-    b = NullBackend()
     rng = np.random.default_rng(1)
-    print(f"{'cipher':18s} {'request':>8s} {'+keyed':>8s} {'one-shot':>9s} {'piece':>9s}   (us of CPU)")
-    for name in argv or NAMES:
-        print(row(b, name, rng), flush=True)
+    opencl = "--opencl" in argv
+    names = [a for a in argv if not a.startswith("--")] or NAMES
+    if opencl:
+        from ciphergrid.route import engine
+
+        b = engine("cpu").backend
+        counting = CountingBackend(b)
+        print(f"{'cipher':18s} {'one wall':>9s} {'one cpu':>9s} {'pc wall':>9s} {'pc cpu':>9s}"
+              f"   {'ops one-shot':>14s} | piece   (us, {b.info.spec}, median of 200)")
+        for name in names:
+            print(opencl_row(b, counting, name, rng), flush=True)
+        return
+    b = NullBackend()
+    print(f"{'cipher':18s} {'request':>8s} {'+keyed':>8s} {'one-shot':>9s} {'piece':>9s}"
+          f"   {'ops one-shot':>14s} | piece   (us of CPU)")
+    for name in names:
+        print(null_row(b, name, rng), flush=True)
 
 
 if __name__ == "__main__":

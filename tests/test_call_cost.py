@@ -1,0 +1,180 @@
+"""What one call costs the device: launches, copies and allocations per piece of a message run
+through one keyed program (a context's pieces), and the bytes they give, on the OpenCL CPU
+device (PoCL) through the same KeyedProgram calls the GPU-resident paths make.
+
+A context's later pieces each take ONE launch, no copy, no allocation and no wait: CBC's
+chaining value stays on the device (program.DeviceChain), XTS's segment tweaks come from the
+program's tweak window (modes/xts.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ciphergrid import registry
+from ciphergrid.errors import DeviceNotFound, Error
+from ciphergrid.modes import xts as xts_mode
+from ciphergrid.program import DeviceChain, KeyedProgram
+from ciphergrid.request import make_request
+from ciphergrid.testing import oracle
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from ciphergrid.route import engine as get_engine
+
+    try:
+        return get_engine("cpu").backend
+    except (DeviceNotFound, Error) as e:
+        pytest.skip(f"no OpenCL CPU device: {e}")
+
+
+class Ops:
+    """Counts the backend's device operations (the instance's methods wrapped)."""
+
+    NAMES = ("launch", "upload", "download", "alloc", "zero", "marker", "wait", "finish")
+
+    def __init__(self, b, monkeypatch):
+        self.calls: list = []
+        for name in self.NAMES:
+            fn = getattr(b, name)
+
+            def wrapped(*a, _fn=fn, _name=name, **k):
+                self.calls.append((_name, a[1] if _name == "launch" else None))
+                return _fn(*a, **k)
+
+            monkeypatch.setattr(b, name, wrapped)
+
+    def take(self) -> list:
+        out, self.calls = self.calls, []
+        return out
+
+
+def _device(b, data: bytes):
+    buf = b.alloc(len(data))
+    b.wait(b.upload(buf, np.frombuffer(data, dtype=np.uint8)))
+    return buf
+
+
+def _host(b, buf, n: int) -> bytes:
+    out = np.empty(n, dtype=np.uint8)
+    b.wait(b.download(out, buf))
+    return out.tobytes()
+
+
+@pytest.mark.parametrize("name", ["aes-128-cbc", "des-ede3-cbc"])
+@pytest.mark.parametrize("encrypt", [False, True])
+def test_cbc_pieces_keep_the_chain_on_the_device(backend, monkeypatch, rng, name, encrypt):
+    """Pieces of one CBC message through a DeviceChain give the one-shot bytes; from the second
+    piece on each is one launch and nothing else (decryption: also the first, whose IV goes as
+    arguments); the chain reads back as the last ciphertext block."""
+    spec = registry.lookup(name)
+    bs = spec.block_size
+    key, iv = rng.key(name), rng.iv(name)
+    sizes = [3 * bs, bs, 7 * bs, 2 * bs]
+    data = rng.data(sum(sizes))
+    want = oracle.crypt(name, key, iv, data, encrypt)
+    req = make_request(spec, key, iv, encrypt)
+    b = backend
+    with KeyedProgram(b, req) as kp:
+        chain = DeviceChain(b, bs, iv)
+        ins = [_device(b, data[a: a + n]) for a, n in _spans(sizes)]
+        outs = [b.alloc(n) for n in sizes]
+        ops = Ops(b, monkeypatch)
+        for i, ((a, n), src, dst) in enumerate(zip(_spans(sizes), ins, outs)):
+            kp.enqueue(src, dst, n // bs, 0, chain=chain, record=False)
+            seen = ops.take()
+            want_ops = [("launch", "cg_cbc_enc" if encrypt else "cg_cbc_dec")]
+            if encrypt and i == 0:
+                want_ops = [("upload", None)] + want_ops   # (the IV into the chain's buffer)
+            assert seen == want_ops, (i, seen)
+        monkeypatch.undo()
+        got = b"".join(_host(b, dst, n) for dst, n in zip(outs, sizes))
+        assert got == want
+        last = (want if encrypt else data)[-bs:]
+        assert chain.value() == last
+
+
+def test_cbc_calls_of_their_own_reuse_the_programs_scratch(backend, monkeypatch, rng):
+    """CBC encryption without a chain buffer (a call of its own) takes the program's scratch:
+    a program launched many times allocates once, not once a launch."""
+    name = "aes-128-cbc"
+    spec = registry.lookup(name)
+    key, iv = rng.key(name), rng.iv(name)
+    data = rng.data(64)
+    b = backend
+    with KeyedProgram(b, make_request(spec, key, iv, True)) as kp:
+        src, dst = _device(b, data), b.alloc(64)
+        ops = Ops(b, monkeypatch)
+        for _ in range(4):
+            kp.enqueue(src, dst, 4, 0, chain=iv)
+        allocs = [c for c in ops.take() if c[0] == "alloc"]
+        monkeypatch.undo()
+        assert len(allocs) == 1, allocs
+        assert _host(b, dst, 64) == oracle.crypt(name, key, iv, data, True)
+
+
+def _spans(sizes):
+    a = 0
+    for n in sizes:
+        yield a, n
+        a += n
+
+
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_xts_pieces_read_the_tweak_window(backend, monkeypatch, rng, encrypt):
+    """A context's XTS pieces (one program, the request from each piece's sector on): the first
+    piece computes its own segment tweaks, the next a window ahead, the later ones within it
+    launch the data kernel alone; past the window's end, or back before it, a new window.  Every
+    piece gives the one-shot bytes."""
+    name = "aes-128-xts"
+    spec = registry.lookup(name)
+    sector = 4096
+    key, _, opts = oracle.random_inputs(name, rng.data, sector)
+    monkeypatch.setattr(xts_mode, "WINDOW_SEGMENTS", 8)   # 4 sectors of 2 segments
+    nsec = 7
+    data = rng.data(nsec * sector)
+    want = oracle.crypt(name, key, None, data, encrypt, sector_size=sector, start_sector=5)
+    req = make_request(spec, key, None, encrypt, None, sector, 5)
+    b = backend
+    order = [0, 1, 2, 3, 4, 5, 6, 1, 2]    # sectors, one piece each (the last two: back again)
+    expect = [2, 2, 1, 1, 1, 2, 1, 2, 1]   # launches: own, window 1-4, hits, window 5-8 ...
+    with KeyedProgram(b, req) as kp:
+        ops = Ops(b, monkeypatch)
+        for u, nl in zip(order, expect):
+            piece = req.at(u * sector // 16)
+            lay = piece.mode.layout(piece, sector)
+            src = _device(b, data[u * sector: (u + 1) * sector])
+            dst = b.alloc(sector)
+            ops.take()
+            kp.enqueue(src, dst, lay.kernel_blocks, 0, layout=lay, req=piece, record=False)
+            seen = ops.take()
+            launches = [k for op, k in seen if op == "launch"]
+            assert len(launches) == nl and launches[-1] == ("cg_xts_enc" if encrypt else
+                                                            "cg_xts_dec"), (u, seen)
+            assert [op for op, _ in seen if op != "launch"] in ([], ["alloc"]), (u, seen)
+            got = _host(b, dst, sector)
+            assert got == want[u * sector: (u + 1) * sector], u
+
+
+def test_xts_window_spans_units_of_several_segments(backend, monkeypatch, rng):
+    """Sectors of three segments (384 blocks): pieces of two sectors each, starting anywhere in
+    the window, give the one-shot bytes."""
+    name = "aes-128-xts"
+    spec = registry.lookup(name)
+    sector = 16 * 384
+    key, _, _ = oracle.random_inputs(name, rng.data, sector)
+    monkeypatch.setattr(xts_mode, "WINDOW_SEGMENTS", 12)
+    data = rng.data(8 * sector)
+    start = (1 << 64) - 3     # (the tweak input carries into its high half)
+    want = oracle.crypt(name, key, None, data, True, sector_size=sector, start_sector=start)
+    req = make_request(spec, key, None, True, None, sector, start)
+    b = backend
+    with KeyedProgram(b, req) as kp:
+        for u in (0, 2, 3, 1, 5, 6, 4):
+            piece = req.at(u * sector // 16)
+            n = min(2, 8 - u) * sector
+            lay = piece.mode.layout(piece, n)
+            src, dst = _device(b, data[u * sector: u * sector + n]), b.alloc(n)
+            kp.enqueue(src, dst, lay.kernel_blocks, 0, layout=lay, req=piece)
+            assert _host(b, dst, n) == want[u * sector: u * sector + n], u
