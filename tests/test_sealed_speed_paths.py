@@ -89,3 +89,120 @@ def test_nonces_are_the_counter_xor_base():
     for i in range(3):
         assert got[i].tobytes() == cb._nonce(base, (1 << 38) - 3 + i)
         assert got[i].tobytes() == (int.from_bytes(base, "big") ^ ((1 << 38) - 3 + i)).to_bytes(12, "big")
+
+
+@pytest.mark.skipif(CPU is None, reason="no OpenCL CPU device")
+def test_rows_through_the_pipelined_pieces():
+    """transfer/batches.run on a batch whose texts are rows between tags (a sealed message's):
+    pieces overlapped on the device's queues give pyca's sealed bytes and open them; a broken
+    chunk fails that chunk only, its plaintext zeroed."""
+    from ciphergrid.route import engine
+    from ciphergrid.transfer import batches
+
+    eng = engine(CPU)
+    drv = eng.aead_driver("aes-128-gcm")
+    sch, key, ctx, h = cb.scheme(False), os.urandom(16), b"rows", 7
+    msg = np.frombuffer(os.urandom(h * K), dtype=np.uint8)
+    s = cb.Sealer(sch, key, ctx, device="native")
+    sealed = np.zeros(h * cb.SEALED_CHUNK + cb.TAG, dtype=np.uint8)
+    s.seal(msg, True, out=sealed)
+    rows = np.full(h * cb.SEALED_CHUNK, 5, dtype=np.uint8).reshape(h, cb.SEALED_CHUNK)
+    b = cb._batch(sch, True, s.key, s.base, 0, h, msg, rows[:, :K])
+    tags = batches.run(eng.backend, drv, b, piece_bytes=2 * K, depth=2)
+    rows[:, K:] = tags
+    assert rows.tobytes() == sealed[:h * cb.SEALED_CHUNK].tobytes()
+
+    bad = sealed[:h * cb.SEALED_CHUNK].copy().reshape(h, cb.SEALED_CHUNK)
+    bad[3, 100] ^= 1
+    out = np.full(h * K, 9, dtype=np.uint8)
+    b = cb._batch(sch, False, s.key, s.base, 0, h, bad[:, :K], out)
+    ok = batches.run(eng.backend, drv, b, received=np.ascontiguousarray(bad[:, K:]),
+                     piece_bytes=2 * K, depth=2)
+    assert ok.tolist() == [True, True, True, False, True, True, True]
+    want = msg.copy()
+    want[3 * K:4 * K] = 0
+    assert out.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("h,w,pitch,edges", [
+    (4, 10, 13, []), (4, 10, 13, [15]), (4, 10, 13, [13, 26]), (3, 8, 8, [4, 12]),
+    (5, 16, 20, [1, 39, 40, 77])])
+def test_row_copies_cover_each_row_once_within_the_edges(h, w, pitch, edges):
+    from ciphergrid.transfer.batches import row_copies
+
+    n = (h - 1) * pitch + w
+    bounds = [0, *edges, n]
+    ranges = list(zip(bounds[:-1], bounds[1:]))
+    seen = np.zeros(n, dtype=int)
+    for kind, k, x, *y in row_copies(ranges, h, w, pitch):
+        lo, hi = (k * pitch, (x - 1) * pitch + w) if kind == "rows" else (k * pitch + x, k * pitch + y[0])
+        assert any(a <= lo and hi <= z for a, z in ranges)
+        if kind == "rows":
+            for r in range(k, x):
+                seen[r * pitch:r * pitch + w] += 1
+        else:
+            seen[lo:hi] += 1
+    want = np.zeros(n, dtype=int)
+    for r in range(h):
+        want[r * pitch:r * pitch + w] = 1
+    assert seen.tolist() == want.tolist()
+
+
+class _FakeRowsBackend:
+    """A backend whose device memory is host memory: what batches._Rows asks of one with
+    ``row_copies`` (CUDA's one copy per run of rows), recorded."""
+
+    row_copies = True
+
+    def __init__(self):
+        self.calls = []
+
+    def alloc(self, n):
+        return np.zeros(n, dtype=np.uint8)
+
+    def view(self, buf, offset, n):
+        return buf[offset:offset + n]
+
+    def upload_rows(self, buf, rows, queue=None, *, offset=0):
+        self.calls.append(("rows", rows.shape[0]))
+        buf[offset:offset + rows.size] = rows.reshape(-1)
+
+    def download_rows(self, rows, buf, queue=None, *, offset=0):
+        self.calls.append(("rows", rows.shape[0]))
+        rows[...] = buf[offset:offset + rows.size].reshape(rows.shape)
+
+    def upload(self, buf, host, queue=None, *, offset=0, record=True):
+        self.calls.append(("part", host.size))
+        buf[offset:offset + host.size] = host
+
+    def download(self, host, buf, queue=None, *, offset=0, record=True):
+        self.calls.append(("part", host.size))
+        host[...] = buf[offset:offset + host.size]
+
+
+def test_rows_move_as_runs_cut_at_the_registrations(monkeypatch):
+    from ciphergrid.transfer import batches, pinning
+
+    # (a registration edge 1.5 rows into the span: row 1 moves in two parts)
+    edge = cb.SEALED_CHUNK + 100
+    monkeypatch.setattr(pinning, "copy_ranges",
+                        lambda b, arr, lo, hi: [(lo, edge), (edge, hi)])
+    sch, h = cb.scheme(False), 5
+    sealed = np.frombuffer(os.urandom(h * cb.SEALED_CHUNK), dtype=np.uint8).copy()
+    rows = sealed.reshape(h, cb.SEALED_CHUNK)
+    fake = _FakeRowsBackend()
+    b = cb._batch(sch, False, os.urandom(16), os.urandom(12), 0, h, rows[:, :K],
+                  np.zeros(h * K, dtype=np.uint8))
+    r = batches._Rows(fake, b)
+    staged = r.stage(b, None)
+    assert staged.src.tobytes() == np.ascontiguousarray(rows[:, :K]).tobytes()
+    assert fake.calls == [("rows", 1), ("part", 100), ("part", K - 100), ("rows", 3)]
+
+    out = np.zeros(h * cb.SEALED_CHUNK, dtype=np.uint8).reshape(h, cb.SEALED_CHUNK)
+    e = cb._batch(sch, True, os.urandom(16), os.urandom(12), 0, h, np.zeros(h * K, np.uint8),
+                  out[:, :K])
+    r = batches._Rows(fake, e)
+    staged = r.stage(e, None)
+    staged.dst[...] = np.ascontiguousarray(rows[:, :K]).reshape(-1)
+    r.down(staged, e, None)
+    assert out[:, :K].tobytes() == rows[:, :K].tobytes() and not out[:, K:].any()

@@ -204,6 +204,23 @@ class Backend:
         event.  ``record=False``: the caller needs no event (a backend may then return None)."""
         raise NotImplementedError
 
+    #: ``upload_rows`` / ``download_rows`` move rows at a pitch in ONE copy (else a copy a row)
+    row_copies = False
+
+    def upload_rows(self, buf, rows: np.ndarray, queue=None, *, offset: int = 0) -> None:
+        """Copy the rows of host array ``rows`` (2-D uint8, each row contiguous, rows at any
+        pitch) into ``buf`` back to back from byte ``offset`` (nothing waited for)."""
+        w = rows.shape[1]
+        for k in range(rows.shape[0]):
+            self.upload(buf, rows[k], queue, offset=offset + k * w, record=False)
+
+    def download_rows(self, rows: np.ndarray, buf, queue=None, *, offset: int = 0) -> None:
+        """Copy bytes of ``buf`` from byte ``offset`` into the rows of host array ``rows``
+        (see ``upload_rows``), back to back (nothing waited for)."""
+        w = rows.shape[1]
+        for k in range(rows.shape[0]):
+            self.download(rows[k], buf, queue, offset=offset + k * w, record=False)
+
     def launch(self, program, name: str, items: int, args: list, queue=None, *, wait_for=None,
                record: bool = True):
         """Run kernel ``name`` over ``items`` work-items (rounded up to the work-group size);

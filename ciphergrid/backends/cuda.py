@@ -61,6 +61,12 @@ def _source(arr, host_kind: int) -> tuple[int, int]:
     return arr.data.ptr, 3
 
 
+def _pitch(rows) -> int:
+    """Bytes from one row of a 2-D host array to the next (one row: its width; numpy may give
+    a lone row any stride)."""
+    return int(rows.strides[0]) if rows.shape[0] > 1 else int(rows.shape[1])
+
+
 class _Event:
     """A CUDA event recorded on a stream (what launch/upload/download return)."""
 
@@ -223,6 +229,22 @@ class CudaBackend(Backend):
             self._prepare(s, wait_for)
             cp().cuda.runtime.memcpyAsync(ptr, buf.data.ptr + offset, host.nbytes, kind, s.ptr)
             return _Event(s) if record else None
+
+    row_copies = True
+
+    def upload_rows(self, buf, rows, queue=None, *, offset=0):
+        s = queue or self._default
+        h, w = rows.shape
+        with self.dev:   # (cudaMemcpyHostToDevice: 1)
+            cp().cuda.runtime.memcpy2DAsync(buf.data.ptr + offset, w, rows.ctypes.data,
+                                            _pitch(rows), w, h, 1, s.ptr)
+
+    def download_rows(self, rows, buf, queue=None, *, offset=0):
+        s = queue or self._default
+        h, w = rows.shape
+        with self.dev:   # (cudaMemcpyDeviceToHost: 2)
+            cp().cuda.runtime.memcpy2DAsync(rows.ctypes.data, _pitch(rows),
+                                            buf.data.ptr + offset, w, w, h, 2, s.ptr)
 
     def launch(self, program, name, items, args, queue=None, *, wait_for=None, record=True):
         s = queue or self._default

@@ -16,6 +16,10 @@ slice's download is enqueued right after its launches; a serial AEAD's long mess
 whole pieces: ``layout``), and a message longer than a slice is cut into slices inside it
 where the driver says so (``slice_align``: GCM and ChaCha20-Poly1305), so one long message
 overlaps its transfers and kernels as a batch does.
+Texts held as rows (a 2-D view, one message a row at any pitch: a sealed message's chunks
+between their tags, formats/cobblestone.py) are staged per piece in contiguous texts its job
+reads or writes: device memory filled or emptied by one DMA per run of rows where the backend
+has ``row_copies`` (CUDA's 2-D copies), so the host copies nothing.
 The caller's text buffers are page-locked for the run (transfer.pinning: kept in the
 registration cache), so the texts move by DMA from and to them with no staging copy (each copy
 cut at the registrations' edges: Job, transfer.pinning.copy_ranges).  The tags come back in
@@ -185,6 +189,8 @@ def page_locked(backend, batch, min_bytes: int = 0):
     backends that need no locking are left as they are."""
     with ExitStack() as stack:
         for arr in (batch.src, batch.dst):
+            if isinstance(arr, np.ndarray) and arr.ndim == 2:   # (rows: their whole extent,
+                arr = span(arr) if getattr(backend, "row_copies", False) else None  # for DMA)
             if isinstance(arr, np.ndarray) and arr.nbytes >= max(1, min_bytes):
                 stack.enter_context(pinned(backend, arr))
         yield
@@ -224,6 +230,110 @@ def head_start(backend, batch, nbytes: int, first: int, queue) -> Head | None:
     return Head(buf, done)
 
 
+def pitch(rows: np.ndarray) -> int:
+    """Bytes from one row of texts held as rows to the next (a lone row: its width)."""
+    return int(rows.strides[0]) if rows.shape[0] > 1 else int(rows.shape[1])
+
+
+def span(rows: np.ndarray) -> np.ndarray | None:
+    """The flat bytes from the first byte of texts held as rows (a 2-D uint8 view, rows at any
+    pitch) to the last byte of their last row, as a view of the memory they lie in (its
+    registrations are that memory's); None where that memory is not one buffer."""
+    h, w = rows.shape
+    n = (h - 1) * pitch(rows) + w if h else 0
+    try:
+        whole = np.frombuffer(rows.base, dtype=np.uint8)
+    except (TypeError, ValueError, BufferError):
+        return None
+    at = int(rows.ctypes.data) - int(whole.ctypes.data)
+    return whole[at:at + n] if 0 <= at and at + n <= whole.nbytes else None
+
+
+def row_copies(ranges, h: int, w: int, pitch: int) -> list[tuple]:
+    """How rows [0, h) of ``w`` bytes at ``pitch`` move where no copy may cross the edges of
+    ``ranges`` (byte ranges of their span covering it, rising: transfer.pinning.copy_ranges):
+    ("rows", a, b), runs of whole rows inside one range, and ("part", k, x, y), bytes [x, y)
+    of row k, a row cut by an edge."""
+    out = []
+    for x, y in ranges:
+        a = min(h, -(-x // pitch))                  # the first row starting at or after x
+        k = a - 1
+        if k >= 0 and k * pitch < x < k * pitch + w:   # (the row before ends in this range)
+            out.append(("part", k, x - k * pitch, min(w, y - k * pitch)))
+        b = max(a, min(h, (y - w) // pitch + 1)) if y >= w else a   # rows ending by y
+        if b > a:
+            out.append(("rows", a, b))
+        if b < h and x <= b * pitch < y:            # (a row starting here, ending past y)
+            out.append(("part", b, 0, y - b * pitch))
+    return out
+
+
+class _Rows:
+    """A batch whose texts lie as rows (formats/cobblestone.py: a sealed message's chunks
+    between their tags; one message a row) in pieces: each piece's rows staged in contiguous
+    texts its job reads or writes.  On a backend with ``row_copies`` (CUDA) the staging is
+    device memory, the rows moving by DMA in one copy per run of rows (cut at the host
+    memory's registrations, ``row_copies``), on the upload queue before the piece's job and on
+    the download queue after its texts; elsewhere host memory, copied on this thread (before
+    the job, after its finish)."""
+
+    def __init__(self, backend, batch):
+        self.b = backend
+        self.into = batch.src.ndim == 2          # the input texts are rows (decryption)
+        self.out = batch.dst.ndim == 2           # the output texts are rows (encryption)
+        self.dev = bool(getattr(backend, "row_copies", False))
+
+    def stage(self, sub, q_up):
+        """``sub`` (a piece) with contiguous texts in place of its rows."""
+        src, dst = sub.src, sub.dst
+        if self.into:
+            src = self._buffer(src)
+            self._move(sub.src, src, q_up, True)
+        if self.out:
+            dst = self._buffer(dst)
+        return type(sub)(name=sub.name, encrypt=sub.encrypt, tag_length=sub.tag_length,
+                         keys=sub.keys, key_index=sub.key_index, nonces=sub.nonces, aad=sub.aad,
+                         aad_off=sub.aad_off, src=src, off=sub.off, dst=dst)
+
+    def down(self, staged, sub, q_down) -> None:
+        """After the job's texts are on their way down (``enqueue(down=q_down)``): the rows'
+        copies from device staging."""
+        if self.out and self.dev:
+            self._move(sub.dst, staged.dst, q_down, False)
+
+    def done(self, staged, sub) -> None:
+        """After the job's finish: the rows' copies from host staging."""
+        if self.out and not self.dev:
+            sub.dst[...] = staged.dst.reshape(sub.dst.shape)
+
+    def _buffer(self, rows):
+        n = rows.shape[0] * rows.shape[1]
+        if self.dev:   # (HEAD_PAD more: the job may read its texts where they lie)
+            return self.b.view(self.b.alloc(n + HEAD_PAD), 0, n)
+        return np.empty(n, dtype=np.uint8)
+
+    def _move(self, rows, flat, queue, up: bool) -> None:
+        if not self.dev:
+            if up:
+                flat.reshape(rows.shape)[...] = rows
+            return
+        from .pinning import copy_ranges
+
+        h, w = rows.shape
+        whole = span(rows)
+        b = self.b
+        for kind, k, x, *y in row_copies(copy_ranges(b, whole, 0, whole.nbytes), h, w,
+                                         pitch(rows)):
+            if kind == "rows" and up:
+                b.upload_rows(flat, rows[k:x], queue, offset=k * w)
+            elif kind == "rows":
+                b.download_rows(rows[k:x], flat, queue, offset=k * w)
+            elif up:
+                b.upload(flat, rows[k, x:y[0]], queue, offset=k * w + x, record=False)
+            else:
+                b.download(rows[k, x:y[0]], flat, queue, offset=k * w + x, record=False)
+
+
 def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=None,
         piece_bytes: int | None = None, depth: int | None = None) -> np.ndarray:
     """The tags of every message of ``batch`` (texts into ``batch.dst``), pieces overlapped on
@@ -249,29 +359,35 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     if (n <= 1 and not slice_bytes) or depth <= 1:
         return whole(driver, batch, received=received, beside=beside)
     q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
-    flight: deque = deque()   # (job, its piece, first message, end message), oldest first
+    flight: deque = deque()   # (job, its piece, the piece as run, first, end message), oldest first
     out = None                # the result, made once the first piece is enqueued
+    rows = _Rows(backend, batch) if 2 in (batch.src.ndim, batch.dst.ndim) else None
 
     def retire() -> None:
-        job, sub, a, b = flight.popleft()
+        job, sub, ran, a, b = flight.popleft()
         tags = job.finish()
-        out[a:b] = tags if received is None else verify(sub, tags, received[a:b])
+        if rows is not None:
+            rows.done(ran, sub)
+        out[a:b] = tags if received is None else verify(ran, tags, received[a:b])
 
     with page_locked(backend, batch):
         try:
             end = int(batch.off[bounds[1]])
-            head = head_start(backend, batch, end, slice_bytes or end, q_up)
+            head = None if rows else head_start(backend, batch, end, slice_bytes or end, q_up)
             for k in range(n):
                 if len(flight) >= 2 * depth:
                     start_beside(beside)
                     retire()
                 a, b = bounds[k], bounds[k + 1]
                 sub = piece(batch, a, b)
-                job = driver.prepare(sub, q_up, slices=slice_cuts(sub.off, slice_bytes, align)
+                ran = sub if rows is None else rows.stage(sub, q_up)
+                job = driver.prepare(ran, q_up, slices=slice_cuts(sub.off, slice_bytes, align)
                                      if slice_bytes else None, head=head)
                 head = None
-                flight.append((job, sub, a, b))
+                flight.append((job, sub, ran, a, b))
                 job.enqueue(q_ks[k % len(q_ks)], q_down)   # (each slice's texts down at once)
+                if rows is not None:
+                    rows.down(ran, sub, q_down)
                 job.collect(q_down)
                 if out is None:   # (after the first piece's work is on the device)
                     out = (np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
