@@ -370,7 +370,7 @@ class Opener:
             if _pitched(p):
                 ok = p.run_batch(_batch(self.sch, False, self.key, self.base, first, full,
                                         rows[:, :CHUNK], out[:full * CHUNK]),
-                                 np.ascontiguousarray(rows[:, CHUNK:]))
+                                 rows[:, CHUNK:])   # (each piece's tags read as it is done)
             else:
                 with self._lock:
                     ok = self._batches(p, first, rows, out[:full * CHUNK])
