@@ -176,6 +176,13 @@ class Plan:
         the bytes written."""
         return self.engine.stream(self.request, src, dst, **kw)
 
+    def sealed_file(self, seal: bool, scheme: str, key, context, src, dst, **kw) -> int:
+        """A sealed file (C2SP chunked encryption, ``scheme`` by name: this plan's AEAD request
+        is its chunks) from ``src`` into ``dst`` on the engine's sealed-file entry (the remote
+        engine's: a service runs it; ``header``, ``progress``: RemoteEngine.sealed_file's); the
+        bytes written."""
+        return self.engine.sealed_file(seal, scheme, key, context, src, dst, **kw)
+
 
 def _on_gpu(a) -> bool:
     """Whether ``a`` is a CuPy array (without importing CuPy)."""

@@ -226,9 +226,35 @@ class RemoteEngine(Engine):
         self._conns.local.reply = reply
         return int(reply.get("bytes", 0))
 
+    def sealed_file(self, seal: bool, scheme: str, key: bytes, context: bytes, src, dst, *,
+                    header: bytes | None = None, progress=None) -> int:
+        """A sealed file (C2SP chunked encryption, ``scheme`` by name) from ``src`` into ``dst``
+        (files or pipes: their descriptors go to the service, which reads and writes them):
+        sealing writes the C2SP header and the chunks; opening takes ``header`` (the input's,
+        read by the caller) and checks its key commitment first.  ``key``: the input key (a
+        passphrase's derived by the caller, never sent).  ``progress(k)``: bytes written (the
+        header included), as the service says them.  Returns the bytes written (``last_reply``:
+        where the service ran it); a failure raises its class (CommitmentMismatch,
+        ChunkFailed, Truncated...)."""
+        fds = [f if isinstance(f, int) else f.fileno() for f in (src, dst)]
+        reply = self._call(lambda c: c.sealed(seal, scheme, key, context, fds[0], fds[1],
+                                              header=header, device=self.remote_device,
+                                              progress=progress))
+        self._conns.local.reply = reply
+        return int(reply.get("bytes", 0))
+
+    def sealed_refusal(self, context: bytes) -> str | None:
+        """Why a sealed file under ``context`` does not go to the service (it stays in the
+        caller's process), else None: a context past what one request carries."""
+        from ..service import protocol
+
+        if len(context) > protocol.INLINE_MAX:
+            return f"a context of more than {protocol.INLINE_MAX >> 10} KiB"
+        return None
+
     def last_reply(self) -> dict:
-        """This thread's last stream reply from the service (``device``, ``reason``,
-        ``seconds``: what ran it there), {} before one."""
+        """This thread's last stream or sealed-file reply from the service (``device``,
+        ``reason``, ``seconds``: what ran it there), {} before one."""
         return getattr(self._conns.local, "reply", None) or {}
 
     def _batch(self, batch, tags, impl):
