@@ -178,3 +178,34 @@ def test_xts_window_spans_units_of_several_segments(backend, monkeypatch, rng):
             src, dst = _device(b, data[u * sector: u * sector + n]), b.alloc(n)
             kp.enqueue(src, dst, lay.kernel_blocks, 0, layout=lay, req=piece)
             assert _host(b, dst, n) == want[u * sector: u * sector + n], u
+
+
+def test_xts_pieces_on_two_queues(backend, monkeypatch, rng):
+    """Pieces alternating between two queues each compute their own tweaks (a window is one
+    queue's: the other queue's launches are not ordered after its tweak launch) and give the
+    one-shot bytes."""
+    name = "aes-128-xts"
+    spec = registry.lookup(name)
+    sector = 4096
+    key, _, _ = oracle.random_inputs(name, rng.data, sector)
+    data = rng.data(4 * sector)
+    want = oracle.crypt(name, key, None, data, False, sector_size=sector, start_sector=0)
+    req = make_request(spec, key, None, False, None, sector, 0)
+    b = backend
+    queues = [b.default_queue, b.queue()]
+    with KeyedProgram(b, req) as kp:
+        ops = Ops(b, monkeypatch)
+        outs = []
+        for u in range(4):
+            piece = req.at(u * sector // 16)
+            lay = piece.mode.layout(piece, sector)
+            src, dst = _device(b, data[u * sector: (u + 1) * sector]), b.alloc(sector)
+            ops.take()
+            kp.enqueue(src, dst, lay.kernel_blocks, 0, queues[u % 2], layout=lay, req=piece)
+            assert [k for op, k in ops.take() if op == "launch"] == ["cg_xts_seg", "cg_xts_dec"]
+            outs.append(dst)
+        monkeypatch.undo()
+        for q in queues:
+            b.finish(q)
+        got = b"".join(_host(b, d, sector) for d in outs)
+        assert got == want

@@ -215,8 +215,8 @@ class XTSMode(Mode):
         (the pipeline's): the launch's own segments into it.  Without: the program's tweak window
         on ``queue`` (``KeyedProgram.tweaks``), which a later launch of the same program reads
         without a tweak launch while it covers that launch's units; a miss computes the launch's
-        units, and when the program has launched before (a context's next piece), WINDOW_SEGMENTS
-        segments of units ahead."""
+        units, and when the program has launched on that queue before (a context's next piece),
+        WINDOW_SEGMENTS segments of units ahead."""
         first_seg, nseg = layout.segments(first_block, nblocks)
         iv = int.from_bytes(self.xts_iv(req), "little")
         if scratch is None:
@@ -277,7 +277,7 @@ def _window(kp, queue, iv: int, first_seg: int, nseg: int, spu: int):
         if w.lo <= d + first_seg and d + first_seg + nseg <= w.hi:
             return w.buf, (w.lo - d) & MASK64, None
     lo, hi = first_seg, first_seg + nseg
-    if w is not None:   # a program launched again: units ahead, from the launch's first unit
+    if w is not None and w.queue is q:   # launched again on this queue: units ahead as well
         lo = first_seg // spu * spu
         hi = max(hi, lo + -(-WINDOW_SEGMENTS // spu) * spu)
     buf = kp.scratch(16 * (hi - lo), q)
