@@ -450,16 +450,17 @@ class GCMJob(Job):
         def items(name, n):
             return max(1, min(int(n), b.resident_items(prg, name)))
 
+        prologue = []
         if lo.index == 0 and texts:
-            b.launch(prg, "gcm_hkey", items("gcm_hkey", self.nkeys),
-                     [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2),
-                      U32(self.nkeys)], queue, record=False)
-            b.launch(prg, "gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
-                     [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
-                      U32(self.pos), U32(self.rlog), U32(self.nf)], queue, record=False)
-            b.launch(prg, "gcm_j0", items("gcm_j0", self.m),
-                     [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs),
-                      B["j0"], U32(0), U32(self.m)], queue, record=False)
+            prologue = [
+                ("gcm_hkey", items("gcm_hkey", self.nkeys),
+                 [B["ktab"], U32(self.ks), B["hk"], U32(self.hs), U32(self.np2), U32(self.nkeys)]),
+                ("gcm_hpow", items("gcm_hpow", self.nkeys * (w + self.tb)),
+                 [B["hk"], U32(self.hs), U32(self.np2), U32(self.wlog), U32(self.nkeys),
+                  U32(self.pos), U32(self.rlog), U32(self.nf)]),
+                ("gcm_j0", items("gcm_j0", self.m),
+                 [B["nonces"], U32(self.nlen), B["key_index"], B["hk"], U32(self.hs), B["j0"],
+                  U32(0), U32(self.m)])]
         # (a slice inside one long message completes no tag, some none of its tiles: no launch
         # without work)
         steps = []
@@ -500,7 +501,16 @@ class GCMJob(Job):
             groups = _ceil_div(thi - tlo, ls // w)
             steps.append((gh_name, min(groups * ls,
                                        max(ls, b.resident_items(prg, gh_name) // ls * ls)), ghash))
-        for name, count, args in (steps if self.batch.encrypt else steps[::-1]):
+        seq = steps if self.batch.encrypt else steps[::-1]
+        if prologue and self.batch.encrypt and self.nlen == 12:
+            # J0 of a 12-byte nonce needs no H and the key stream none of H's powers: the key
+            # stream is launched before them (the device starts the bulk one host launch after
+            # the upload), H's powers before GHASH, which needs them
+            k = 1 if seq and seq[0][0].startswith("gcm_ctr") else 0
+            seq = prologue[2:] + seq[:k] + prologue[:2] + seq[k:]
+        else:
+            seq = prologue + seq
+        for name, count, args in seq:
             b.launch(prg, name, count, args, queue, record=False)
         if n and tags:
             mpg = ls >> self.plog
