@@ -32,9 +32,8 @@ from .aead_tables import longest_of as _longest
 from .aead_tables import nonce_table as _nonce_table
 from .aead_tables import refuse_repeats as _refuse_repeats
 from .aead_tables import tag_length_of as _tag_length
-from .aeads.base import Batch
 from .errors import InvalidArgument, InvalidTag
-from .request import Closing, aead_request
+from .request import Batch, Closing, aead_request
 
 I64 = np.int64
 

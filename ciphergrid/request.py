@@ -8,8 +8,8 @@ A request is a cipher with its keys and options plus the work it stands for:
   a part of it a :class:`BlockRange` (``Request.at`` is the request for a range's blocks as a
   message of its own);
 * :class:`AEADRequest`, an AEAD·direction with its nonce and tag lengths and (once the data is
-  there) its batch of messages (``aeads.base.Batch``: keys, nonces, AAD and texts); its work is the
-  batch's messages, a part of it a :class:`MessageRange`.
+  there) its batch of messages (:class:`Batch`: keys, nonces, AAD and texts; ``make_batch``);
+  its work is the batch's messages, a part of it a :class:`MessageRange`.
 
 Both kinds answer ``work(nbytes)`` (the whole of it), ``split(work, at)`` (two ranges: splitting is
 the primitive every layer uses), ``weight(work)`` (its bytes) and ``capability_on(engine, nbytes)``
@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from .runtime import current
 from .errors import InvalidArgument, InvalidKey, InvalidKeySize, WeakCipherWarning
 from .modes import padding as _padding
+from ._lazy import numpy_for
+
+np = numpy_for(__name__)
 
 
 class _Kind:
@@ -172,7 +175,7 @@ class BlockRange:
 
 @dataclass(frozen=True, eq=False)
 class MessageRange:
-    """Messages [a, b) of an AEAD request's batch (``aeads.base.Batch``)."""
+    """Messages [a, b) of an AEAD request's batch (:class:`Batch`)."""
 
     batch: object
     a: int
@@ -199,6 +202,92 @@ class MessageRange:
         if part.encrypt:
             return eng.seal(part, impl)
         return eng.open(part, tags, impl)
+
+
+@dataclass
+class Batch:
+    """Messages of one AEAD name, one direction: an AEAD request's data.  Everything is a
+    batch: one message is a batch of one, a million database cells a batch of a million; the
+    public API, the CLI, the engines and the benchmark all hand the engine a ``Batch``:
+
+    * the texts of every message, concatenated in ``src`` (message i is ``src[off[i]:off[i+1]]``:
+      plaintext when encrypting, ciphertext *without its tag* when decrypting); ``dst`` has the
+      same size and layout and receives the output texts;
+    * a key per message as an index into a table of distinct keys (``keys[key_index[i]]``), so
+      one key for all (the common case) is expanded once;
+    * a nonce per message (``nonces``, one row each, one length per batch), the AAD per message
+      (``aad[aad_off[i]:aad_off[i+1]]``) and one tag length for the batch.
+    """
+
+    name: str                    # the cipher name, e.g. "aes-128-gcm"
+    encrypt: bool
+    tag_length: int              # bytes of each tag
+    keys: np.ndarray             # (k, key_len) uint8: the distinct keys
+    key_index: np.ndarray        # (m,) int32: message i uses keys[key_index[i]]
+    nonces: np.ndarray           # (m, nonce_len) uint8
+    aad: np.ndarray              # uint8: every message's AAD, concatenated
+    aad_off: np.ndarray          # (m + 1,) int64
+    src: np.ndarray              # uint8: every message's text, concatenated
+    off: np.ndarray              # (m + 1,) int64: message i is src[off[i]:off[i + 1]]
+    dst: np.ndarray              # uint8, src's size and layout (may be src itself: in place)
+
+    @property
+    def count(self) -> int:
+        return int(self.key_index.shape[0])
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.off)
+
+    def aad_lengths(self) -> np.ndarray:
+        return np.diff(self.aad_off)
+
+    def message(self, i: int):
+        """(key, nonce, aad, text) of message i as bytes (tests and host references)."""
+        return (self.keys[self.key_index[i]].tobytes(), self.nonces[i].tobytes(),
+                self.aad[self.aad_off[i]:self.aad_off[i + 1]].tobytes(),
+                self.src[self.off[i]:self.off[i + 1]].tobytes())
+
+    def wipe(self) -> None:
+        """Zero the key table (the shared layer calls it when the batch is done)."""
+        self.keys.fill(0)
+
+    def part(self, a: int, b: int, dst=None) -> "Batch":
+        """Messages [a, b) as a batch of their own: views of this one's arrays (the key table
+        shared), offsets from 0; its output texts into ``dst`` (default: this batch's, in place
+        where they lie)."""
+        o0, o1 = int(self.off[a]), int(self.off[b])
+        p0, p1 = int(self.aad_off[a]), int(self.aad_off[b])
+        return Batch(self.name, self.encrypt, self.tag_length, self.keys, self.key_index[a:b],
+                     self.nonces[a:b], self.aad[p0:p1], self.aad_off[a:b + 1] - p0,
+                     self.src[o0:o1], self.off[a:b + 1] - o0,
+                     self.dst[o0:o1] if dst is None else dst)
+
+
+def make_batch(name: str, encrypt: bool, tag_length: int, keys, nonces, aads, texts,
+               dst: np.ndarray | None = None) -> Batch:
+    """A Batch from lists (tests, small batches): ``keys`` one bytes per message (equal keys are
+    stored once), ``nonces``/``aads``/``texts`` one bytes-like each."""
+    m = len(texts)
+    table: dict[bytes, int] = {}
+    index = np.empty(m, dtype=np.int32)
+    for i, k in enumerate(keys):
+        index[i] = table.setdefault(bytes(k), len(table))
+    klen = len(next(iter(table))) if table else 0
+    key_arr = np.frombuffer(b"".join(table), dtype=np.uint8).reshape(len(table), klen).copy()
+    nlen = len(nonces[0]) if m else 0
+    if any(len(n) != nlen for n in nonces):
+        raise InvalidArgument("every nonce of a batch has the same length")
+    non = np.frombuffer(b"".join(bytes(n) for n in nonces), dtype=np.uint8).reshape(m, nlen).copy()
+    aad_off = np.zeros(m + 1, dtype=np.int64)
+    aad_off[1:] = np.cumsum([len(a) for a in aads])
+    off = np.zeros(m + 1, dtype=np.int64)
+    off[1:] = np.cumsum([len(t) for t in texts])
+    aad = np.frombuffer(b"".join(bytes(a) for a in aads), dtype=np.uint8).copy()
+    src = np.frombuffer(b"".join(bytes(t) for t in texts), dtype=np.uint8).copy()
+    if dst is None:
+        dst = np.empty_like(src)
+    return Batch(name, bool(encrypt), int(tag_length), key_arr, index, non, aad, aad_off, src,
+                 off, dst)
 
 
 @dataclass(frozen=True, eq=False)

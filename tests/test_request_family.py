@@ -119,3 +119,18 @@ def test_the_public_calls_are_unchanged(rng):
                                  nonces=[nonce, rng.data(12)], device="native")
     assert r.messages[0] == ct
     assert BlockRange(2, 3).span(16, 40) == (32, 40)
+
+
+def test_the_batch_is_the_request_familys():
+    """Batch (an AEAD request's data) lives in request.py; aeads.base names the same class."""
+    from ciphergrid import request
+    from ciphergrid.aeads import base
+
+    assert base.Batch is request.Batch and base.make_batch is request.make_batch
+    b = request.make_batch("aes-128-gcm", True, 16, [bytes(16)] * 3, [bytes(12)] * 3,
+                           [b"", b"a", b"bc"], [b"x", b"", b"yz"])
+    assert aead_request(aeads.spec("aes-128-gcm"), b).batch is b
+    r = request.MessageRange(b, 1, 3)
+    part = r.part()
+    assert (r.count, r.nbytes, part.count, part.src.tobytes()) == (2, 2, 2, b"yz")
+    assert part.aad.tobytes() == b"abc" and part.off.tolist() == [0, 0, 2]

@@ -1,18 +1,8 @@
-"""The uniform AEAD interface: the request type (``Batch``), the declaration (``AEAD``: names,
-sizes, limits, and its device implementations by the name of their driver, ``Kernel``) and the
-one tag comparison (``verify``).  The device drivers and their jobs are the device engine's
+"""The uniform AEAD interface: the declaration (``AEAD``: names, sizes, limits, and its device
+implementations by the name of their driver, ``Kernel``) and the one tag comparison
+(``verify``); the request data, ``Batch`` (everything is a batch), is the request family's
+(request.py, beside ``AEADRequest``).  The device drivers and their jobs are the device engine's
 (``engines/device_aead/``).
-
-Everything is a batch.  One message is a batch of one; a million database cells are a batch of a
-million; the public API, the CLI, the engines and the benchmark all hand the engine a ``Batch``:
-
-* the texts of every message, concatenated in ``src`` (message i is ``src[off[i]:off[i+1]]``:
-  plaintext when encrypting, ciphertext *without its tag* when decrypting); ``dst`` has the same
-  size and layout and receives the output texts;
-* a key per message as an index into a table of distinct keys (``keys[key_index[i]]``), so one
-  key for all (the common case) is expanded once;
-* a nonce per message (``nonces``, one row each, one length per batch), the AAD per message
-  (``aad[aad_off[i]:aad_off[i+1]]``) and one tag length for the batch.
 
 A device driver returns the tags it computed, one row per message, in both directions; the shared
 layer writes them after the ciphertext, or compares them in constant time with the received ones
@@ -26,85 +16,9 @@ from dataclasses import dataclass, field
 
 from ..errors import InvalidArgument, InvalidKeySize
 from .._lazy import numpy_for
+from ..request import Batch, make_batch   # (the request data: request.py)
 
 np = numpy_for(__name__)
-
-I64 = np.int64
-
-
-@dataclass
-class Batch:
-    """Messages of one AEAD name, one direction (see the module docstring)."""
-
-    name: str                    # the cipher name, e.g. "aes-128-gcm"
-    encrypt: bool
-    tag_length: int              # bytes of each tag
-    keys: np.ndarray             # (k, key_len) uint8: the distinct keys
-    key_index: np.ndarray        # (m,) int32: message i uses keys[key_index[i]]
-    nonces: np.ndarray           # (m, nonce_len) uint8
-    aad: np.ndarray              # uint8: every message's AAD, concatenated
-    aad_off: np.ndarray          # (m + 1,) int64
-    src: np.ndarray              # uint8: every message's text, concatenated
-    off: np.ndarray              # (m + 1,) int64: message i is src[off[i]:off[i + 1]]
-    dst: np.ndarray              # uint8, src's size and layout (may be src itself: in place)
-
-    @property
-    def count(self) -> int:
-        return int(self.key_index.shape[0])
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.off)
-
-    def aad_lengths(self) -> np.ndarray:
-        return np.diff(self.aad_off)
-
-    def message(self, i: int):
-        """(key, nonce, aad, text) of message i as bytes (tests and host references)."""
-        return (self.keys[self.key_index[i]].tobytes(), self.nonces[i].tobytes(),
-                self.aad[self.aad_off[i]:self.aad_off[i + 1]].tobytes(),
-                self.src[self.off[i]:self.off[i + 1]].tobytes())
-
-    def wipe(self) -> None:
-        """Zero the key table (the shared layer calls it when the batch is done)."""
-        self.keys.fill(0)
-
-    def part(self, a: int, b: int, dst=None) -> "Batch":
-        """Messages [a, b) as a batch of their own: views of this one's arrays (the key table
-        shared), offsets from 0; its output texts into ``dst`` (default: this batch's, in place
-        where they lie)."""
-        o0, o1 = int(self.off[a]), int(self.off[b])
-        p0, p1 = int(self.aad_off[a]), int(self.aad_off[b])
-        return Batch(self.name, self.encrypt, self.tag_length, self.keys, self.key_index[a:b],
-                     self.nonces[a:b], self.aad[p0:p1], self.aad_off[a:b + 1] - p0,
-                     self.src[o0:o1], self.off[a:b + 1] - o0,
-                     self.dst[o0:o1] if dst is None else dst)
-
-
-def make_batch(name: str, encrypt: bool, tag_length: int, keys, nonces, aads, texts,
-               dst: np.ndarray | None = None) -> Batch:
-    """A Batch from lists (tests, small batches): ``keys`` one bytes per message (equal keys are
-    stored once), ``nonces``/``aads``/``texts`` one bytes-like each."""
-    m = len(texts)
-    table: dict[bytes, int] = {}
-    index = np.empty(m, dtype=np.int32)
-    for i, k in enumerate(keys):
-        index[i] = table.setdefault(bytes(k), len(table))
-    klen = len(next(iter(table))) if table else 0
-    key_arr = np.frombuffer(b"".join(table), dtype=np.uint8).reshape(len(table), klen).copy()
-    nlen = len(nonces[0]) if m else 0
-    if any(len(n) != nlen for n in nonces):
-        raise InvalidArgument("every nonce of a batch has the same length")
-    non = np.frombuffer(b"".join(bytes(n) for n in nonces), dtype=np.uint8).reshape(m, nlen).copy()
-    aad_off = np.zeros(m + 1, dtype=I64)
-    aad_off[1:] = np.cumsum([len(a) for a in aads])
-    off = np.zeros(m + 1, dtype=I64)
-    off[1:] = np.cumsum([len(t) for t in texts])
-    aad = np.frombuffer(b"".join(bytes(a) for a in aads), dtype=np.uint8).copy()
-    src = np.frombuffer(b"".join(bytes(t) for t in texts), dtype=np.uint8).copy()
-    if dst is None:
-        dst = np.empty_like(src)
-    return Batch(name, bool(encrypt), int(tag_length), key_arr, index, non, aad, aad_off, src,
-                 off, dst)
 
 
 @dataclass(frozen=True)

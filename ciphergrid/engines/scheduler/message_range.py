@@ -330,7 +330,7 @@ class MessageText:
     def _batch(self, pieces, a: int, src, dst, nonces, aad=None):
         """A batch of GCM messages: piece j of ``src`` (the range from byte ``a``) under
         ``nonces[j]``, into ``dst``; with ``aad``, no texts and piece j of ``aad`` as AAD."""
-        from ...aeads.base import Batch
+        from ...request import Batch
 
         k = len(pieces)
         off = np.array([p[0] - a for p in pieces] + [pieces[-1][1] - a], dtype=np.int64)
