@@ -486,7 +486,8 @@ class CipherContext:
             session = self._cipher._session(req, r.engine)
             if reads is not None and hasattr(session, "device_chain"):
                 # (CBC: the chain stays on the device, read and rewritten by the piece's kernel)
-                self._chain = session.device_chain(self._chain)
+                held = getattr(self._chain, "on_device", False)
+                self._chain = session.device_chain(self._chain if held else self._chain_value())
                 session.crypt_resident(src, dst, self._pos // self.bs, self._chain,
                                        wait=not _cupy_only(data, buf))
                 self._pos += n
