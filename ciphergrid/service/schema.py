@@ -7,7 +7,7 @@ a string's or bin's length, another value's type.
 The ranges bound what a request may make the service do: a stream's ``chunk_bytes`` and ``depth``
 are the command line's (settings.MIN_CHUNK..MAX_CHUNK, MIN_DEPTH..MAX_DEPTH), every other count is
 bounded by the size of what it counts; the memory a request holds is computed from them
-(server._memory_need) and admitted against the policy's ``max_memory`` before anything is
+(memory.need) and admitted against the policy's ``max_memory`` before anything is
 allocated.
 """
 
