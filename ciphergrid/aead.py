@@ -107,10 +107,7 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path,
     the tag when encrypting): host arrays (``path`` "array", or "stream": a file's), or GPU
     arrays on a CUDA device ("resident"); on ``route`` (routed for ``device`` when None).
     A tag that fails zeroes ``dst`` and raises InvalidTag."""
-    batch = Batch(spec.name, encrypt, tl, np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
-                  np.zeros(1, dtype=np.int32), np.frombuffer(nonce, dtype=np.uint8).reshape(1, -1),
-                  np.frombuffer(aad, dtype=np.uint8), np.array([0, len(aad)], dtype=I64),
-                  arr[:text], np.array([0, text], dtype=I64), dst[:text])
+    batch = Batch.one(spec.name, encrypt, tl, key, nonce, aad, arr[:text], dst[:text])
     r = route if route is not None else _route(spec, batch, device, path)
     if encrypt:
         tag = r.run_batch(batch, None, impl, stats=stats)[0]

@@ -247,6 +247,18 @@ class Batch:
                 self.aad[self.aad_off[i]:self.aad_off[i + 1]].tobytes(),
                 self.src[self.off[i]:self.off[i + 1]].tobytes())
 
+    @classmethod
+    def one(cls, name: str, encrypt: bool, tag_length: int, key: bytes, nonce: bytes,
+            aad: bytes, src, dst) -> "Batch":
+        """One message as a batch: ``src`` its text into ``dst`` (host or GPU arrays of the
+        text's size), the key copied into the batch's table (wiped with it)."""
+        n = src.nbytes
+        return cls(name, bool(encrypt), int(tag_length),
+                   np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
+                   np.zeros(1, dtype=np.int32), np.frombuffer(nonce, dtype=np.uint8).reshape(1, -1),
+                   np.frombuffer(aad, dtype=np.uint8), np.array([0, len(aad)], dtype=np.int64),
+                   src, np.array([0, n], dtype=np.int64), dst)
+
     def wipe(self) -> None:
         """Zero the key table (the shared layer calls it when the batch is done)."""
         self.keys.fill(0)

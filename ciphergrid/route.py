@@ -1,4 +1,5 @@
-"""The one decision point: which engine runs a request, and on which path.
+"""The one decision point: which engine runs a request (either kind of request.py's family: a
+block cipher·mode's message, an AEAD's batch), and on which path.
 
 The command line and the API describe what they have (a request, a device spec, a size, where the
 data lives) and take the answer, a plan (plan.py) they run and say; nothing below re-decides.  The

@@ -134,3 +134,16 @@ def test_the_batch_is_the_request_familys():
     part = r.part()
     assert (r.count, r.nbytes, part.count, part.src.tobytes()) == (2, 2, 2, b"yz")
     assert part.aad.tobytes() == b"abc" and part.off.tolist() == [0, 0, 2]
+
+
+def test_one_message_is_a_batch_of_one(rng):
+    from ciphergrid.request import Batch
+
+    key, nonce, aad, pt = rng.data(16), rng.data(12), rng.data(5), rng.data(33)
+    src = np.frombuffer(pt, np.uint8)
+    b = Batch.one("aes-128-gcm", True, 16, key, nonce, aad, src, np.empty_like(src))
+    assert b.message(0) == (key, nonce, aad, pt) and b.count == 1
+    tag = MessageRange(b, 0, 1).run(route.engine("native"))
+    assert b.dst.tobytes() + tag[0].tobytes() == _pyca_seal(key, nonce, aad, pt)
+    b.wipe()
+    assert not b.keys.any()
