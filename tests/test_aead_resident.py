@@ -105,6 +105,27 @@ def test_resident_encryption_in_place_on_the_device(eng, monkeypatch):
         monkeypatch.undo()
 
 
+def test_gcm_key_stream_launched_before_h_powers(eng, cpu_device, monkeypatch):
+    """A GCM encryption with a 12-byte nonce launches J0 and the key stream first, H's powers
+    after them and before GHASH (which needs them); other nonces and decryptions keep H first."""
+    from conftest import watch_launches
+
+    b = eng.backend
+    seen = watch_launches(cpu_device, monkeypatch)
+    key, data = os.urandom(16), os.urandom(4096)
+    for nonce in (os.urandom(12), os.urandom(16)):
+        src, out = _buffer(b, data), _buffer(b, b"", 4096 + 16)
+        seen.clear()
+        assert eng.aead_resident("aes-128-gcm", True, key, nonce, b"", 16, src, out, 4096)
+        assert _read(b, out, 4096 + 16) == AESGCM(key).encrypt(nonce, data, None)
+        ctr = next(k for k in seen if k.startswith("gcm_ctr"))
+        gh = next(k for k in seen if k.startswith("gcm_ghash"))
+        if len(nonce) == 12:
+            assert seen[:2] == ["gcm_j0", ctr] and seen.index("gcm_hpow") < seen.index(gh)
+        else:
+            assert seen[:3] == ["gcm_hkey", "gcm_hpow", "gcm_j0"]
+
+
 def test_resident_layouts_past_the_limit_still_run(eng, monkeypatch):
     """Past LAYOUTS_KEPT layouts a job uploads its layout with the rest: the same bytes."""
     monkeypatch.setattr(aead_driver, "LAYOUTS_KEPT", 0)

@@ -193,15 +193,15 @@ class Job:
         and ONE upload from a host staging buffer: views at aligned offsets, each ``pads[name]``
         zeroed bytes longer.  Names in ``secret``: key material (zeroed on the host once the job
         ends, and on the device by the caller listing the views in ``self.secret``).
-        ``layout``: (driver, shape, names): the arrays of those names are what the message
-        layout ``shape`` alone decides (the same for every job of it); a resident job takes
-        them from the driver's device copy (DeviceAEAD.device_layout) instead of uploading
-        them."""
+        ``layout``: (driver, key, names): the arrays of those names are what the message
+        layout alone decides (the same for every job of it; ``key``: driver.layout_key's); a
+        resident job takes them from the driver's device copy (DeviceAEAD.device_layout)
+        instead of uploading them."""
         b, pads = self.b, pads or {}
         kept = {}
         if self.resident and layout is not None:
-            drv, shape, names = layout
-            kept = drv.device_layout(shape, {k: arrays[k] for k in names}, pads, self.queue) or {}
+            drv, key, names = layout
+            kept = drv.device_layout(key, {k: arrays[k] for k in names}, pads, self.queue) or {}
             arrays = {k: a for k, a in arrays.items() if k not in kept}
         # a resident job's metadata straight from ordinary memory where the backend's upload
         # returns with its own copy of it (no staging buffer to keep, the key words wiped at
