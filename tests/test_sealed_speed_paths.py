@@ -206,3 +206,58 @@ def test_rows_move_as_runs_cut_at_the_registrations(monkeypatch):
     staged.dst[...] = np.ascontiguousarray(rows[:, :K]).reshape(-1)
     r.down(staged, e, None)
     assert out[:, :K].tobytes() == rows[:, :K].tobytes() and not out[:, K:].any()
+
+
+def _pieces(sealed: bytes, q: int):
+    """The body of ``sealed`` in pieces of ``q`` whole sealed chunks (the file path's), the last
+    one final: (first chunk, bytes, final)."""
+    body = sealed[cb.HEADER:]
+    step = q * cb.SEALED_CHUNK
+    k = 0
+    for lo in range(0, len(body) + 1, step):
+        part = body[lo:lo + step]
+        final = lo + step >= len(body)
+        if final and len(part) == step:   # (a message ending on a piece: its final one after)
+            yield k, part, False
+            yield k + q, b"", True
+            return
+        yield k, part, final
+        if final:
+            return
+        k += q
+
+
+@pytest.mark.parametrize("aes256", [False, True])
+@pytest.mark.parametrize("size", [0, 3 * K, 7 * K + 5])
+def test_a_lone_worker_opens_through_pycas_chunk_loop(monkeypatch, aes256, size):
+    """One worker opening in order (the command line's one thread) runs pyca's decryptor, no
+    Python per chunk, where pyca's OpenSSL is the later release; the same bytes, the same
+    errors."""
+    from ciphergrid.engines.openssl import aead as ossl
+
+    if not ossl._pyca_newer():
+        pytest.skip("pyca's OpenSSL is not later than the system's: the C loop runs the chunks")
+    sch = cb.scheme(aes256)
+    key, msg = os.urandom(sch.key_len), os.urandom(size)
+    sealed = cb.encrypt(msg, key, b"c", aes256=aes256, device="native")
+
+    def opened(data, fail_per_chunk=True):
+        op = cb.Opener(sch, key, b"c", data[:cb.HEADER], device="native", path="stream")
+        out = bytearray()
+        for first, part, final in _pieces(data, 2):
+            buf = bytearray(len(part))
+            n = op.open_at(first, part, len(part), final, buf, threads=1, alone=True)
+            out += buf[:n]
+        return bytes(out)
+
+    real = ossl._pyca_chunks
+    monkeypatch.setattr(ossl, "_pyca_chunks", lambda *a: pytest.fail("a chunk at a time"))
+    assert opened(sealed) == msg
+    monkeypatch.setattr(ossl, "_pyca_chunks", real)
+    last = size // K
+    for chunk in sorted({0, last // 2, last}):
+        bad = bytearray(sealed)
+        bad[cb.HEADER + chunk * cb.SEALED_CHUNK + 3] ^= 1
+        with pytest.raises(cb.ChunkFailed) as e:
+            opened(bytes(bad))
+        assert e.value.chunk == chunk

@@ -303,6 +303,8 @@ class Opener:
                                      "released")
         self._texts = None  # a batch's ciphertexts without their tags (reused)
         self._lock = threading.Lock()   # (the batch path's scratch: one batch at a time)
+        self._made = (bytes(input_key), bytes(context), header)   # (pyca's decryptor: _lone)
+        self._seq = None    # (pyca's decryptor, the chunk it expects next): a lone worker's
 
     def _check(self, first: int, m: int, final: bool) -> int:
         """The plaintext bytes of ``m`` sealed bytes from chunk ``first`` on (InvalidTag: cut
@@ -353,6 +355,8 @@ class Opener:
                 host = _host()
                 threads = host.budget
                 alone = threads == 1
+            if alone and threads == 1 and self._lone(first, src, m, final, dst, n):
+                return
             bad = ossl.chunked(False, self.sch.aead, self.key, self.base, first, src, dst, m, final,
                                CHUNK, TAG, threads, alone, host)
             if bad is not None:
@@ -385,6 +389,52 @@ class Opener:
             except _Bad:
                 self._failed(out, first + full)
             out[full * CHUNK:] = np.frombuffer(pt, dtype=np.uint8)
+
+    def _lone(self, first: int, src, m: int, final: bool, dst, n: int) -> bool:
+        """A lone worker's chunks read in order from the first (the command line's one thread,
+        a stream decryptor) through pyca's own Cobblestone decryptor: its chunk loop in Rust, no
+        Python per chunk, each chunk's plaintext written once its tag verified; where pyca's
+        OpenSSL is the later release (engines/openssl/aead.py ``_pyca_newer``, as for a lone
+        worker's chunks there).  False where it does not apply (another position, no such
+        decryptor).  A failure zeroes ``dst`` and names the chunk (found again chunk by
+        chunk)."""
+        from ..engines.openssl import aead as ossl
+
+        seq, self._seq = self._seq, None
+        if seq is None or seq[1] != first:
+            if first or not ossl._pyca_newer():
+                return False
+            try:
+                from cryptography import cobblestone as pyca
+            except ImportError:
+                return False
+            key, context, header = self._made
+            dec = (pyca.Cobblestone256Decryptor if self.sch.key_len == 32 else
+                   pyca.Cobblestone128Decryptor)(key, context)
+            dec.update_into(header, bytearray(0))
+            seq = (dec, 0)
+        from cryptography.exceptions import InvalidTag as _Bad
+
+        dec = seq[0]
+        with memoryview(src) as a, memoryview(dst) as b:
+            a, b = a.cast("B")[:m], b.cast("B")[:n]
+            try:
+                got = dec.update_into(a, b)
+                if final:
+                    rest = dec.finalize()
+                    b[got:got + len(rest)] = rest
+                    got += len(rest)
+            except _Bad:
+                bad = ossl._pyca_chunks(False, self.key, self.base, first, a, b, m, final, CHUNK, TAG)
+                b[:] = bytes(n)
+                raise ChunkFailed(f"{self.sch.name}: chunk {first + max(bad, 0)} does not verify "
+                                  "(altered, reordered or from another message): nothing is "
+                                  "released", first + max(bad, 0)) from None
+        if got != n:   # (not the bytes the format says: never released)
+            raise InvalidTag(f"{self.sch.name}: the sealed chunks opened to {got} bytes, not {n}")
+        if not final:
+            self._seq = (dec, first + m // SEALED_CHUNK)
+        return True
 
     def _failed(self, out: np.ndarray, chunk: int) -> None:
         out.fill(0)
