@@ -6,8 +6,9 @@ drivers and their memos: ``devices.backend``), device discovery's answers (``dev
 the page-lock cache of host memory (``rt.pins``: ``transfer.pinning.pins_of``), the host threads (their
 budget, the OpenSSL engine's pool, the AEAD repeated-pair check's thread: ``rt.threads``), the
 use policy's state (the warnings said, the suspension of the self-test and benchmarks:
-``request``), the library's use of a service (``service.for_library``: ``rt.service``) and the
-scheduler's measured speeds (``engines.composite``).  The library keeps a default runtime; a
+``request``; a service's client session keeps its own: ``policy_of``), the library's use of a
+service (``service.for_library``: ``rt.service``) and the scheduler's measured speeds
+(``engines.composite``).  The library keeps a default runtime; a
 service serving many clients, or an MPI rank, makes its own and runs its requests under it::
 
     rt = ciphergrid.runtime.Runtime()
@@ -29,6 +30,7 @@ threads, a backend its runtime (``backend.runtime``: the pin cache).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import os
 import threading
@@ -149,7 +151,7 @@ class Runtime:
         self.backends: dict = {}         # device spec -> Backend
         self.devices = Discovery()
         self.threads = Threads(threads)
-        self.policy = PolicyState()
+        self._policy = PolicyState()
         self.service = ServiceUse()
         self.serving = serving
         self.speeds: dict = {}           # (spec, device name, cipher, encrypt) -> bytes/s
@@ -161,6 +163,24 @@ class Runtime:
 
     def __repr__(self) -> str:
         return f"<Runtime {self.name!r}: {len(self.engines)} engines>"
+
+    @property
+    def policy(self) -> PolicyState:
+        """The use policy's state of this thread's requests: its session's (``policy_of``), else
+        the runtime's own."""
+        return getattr(self._local, "policy", None) or self._policy
+
+    @contextlib.contextmanager
+    def policy_of(self, state: PolicyState):
+        """Within the block, this thread's requests under this runtime keep their use-policy
+        state in ``state``: a service's client session (its warnings said once and its
+        ``weak_use_allowed`` are that client's, not every client's)."""
+        before = getattr(self._local, "policy", None)
+        self._local.policy = state
+        try:
+            yield state
+        finally:
+            self._local.policy = before
 
     def pinned_bytes(self) -> int:
         """Host memory this runtime keeps page-locked now (0 before any run locked some)."""

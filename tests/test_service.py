@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -700,6 +701,34 @@ def test_a_connection_reuses_one_shared_buffer(server):
         gc.collect()
         assert mapped() - base <= 2    # (the client's arena, and the service's mapping of it)
     gc.collect()
+
+
+@pytest.mark.policy
+def test_each_client_has_its_own_weak_cipher_warnings(server):
+    """The use policy's state is a client session's, not the service's: a 64-bit block cipher's
+    warning said for one client is said again for the second client of the same service (once
+    per session: not again for the first one's next request), and the service's own state stays
+    untouched."""
+    msg = {"op": "crypt", "version": 1, "cipher": "cast5-cbc", "key": bytes(range(16)),
+           "iv": bytes(8), "encrypt": True, "device": "native", "data": bytes(16)}
+
+    def weak(w):
+        return [str(x.message) for x in w if x.category is ciphergrid.WeakCipherWarning]
+
+    first, second = (socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(2))
+    with first, second, warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for s in (first, second):
+            s.settimeout(10)
+            s.connect(server.address)
+        for s in (first, second, first):
+            protocol.send(s, msg)
+            reply, _ = protocol.recv(s)
+            assert reply["ok"] and reply["data"] == oracle.encrypt(bytes(16), "cast5-cbc",
+                                                                   bytes(range(16)), bytes(8))
+    said = weak(w)
+    assert len(said) == 2 and said[0] == said[1] and "64-bit blocks" in said[0], said
+    assert server.runtime.policy.warned == set()
 
 
 def test_the_library_uses_a_service_only_when_asked(server, folder, monkeypatch):

@@ -2,6 +2,9 @@
 credentials against the policy; a remote client's certificate or token), what the policy grants
 it, its requests one after another, and what is the client's own while it is connected:
 
+* its use-policy state (``runtime.PolicyState``): the weak-cipher warnings said once and the
+  depth of ``weak_use_allowed`` are this session's, not the service's: one client's warning or
+  decision is never another's (DESIGN.md: policy travels with the request);
 * its arena: a shared buffer the client named, kept mapped for its next requests;
 * its line in the status (jobs, bytes, weight).
 
@@ -16,6 +19,7 @@ import contextlib
 import threading
 import time
 
+from ..runtime import PolicyState
 from . import handlers, protocol, schema
 from .listener import trim_heap
 
@@ -27,6 +31,7 @@ class Session:
     def __init__(self, server, ch, uid, pid, grant):
         self.server, self.ch = server, ch
         self.uid, self.pid, self.grant = uid, pid, grant
+        self.policy = PolicyState()
         self.maps: dict = {}      # this connection's arena, mapped (handlers.Buffer)
         self.cid = None
 
@@ -40,7 +45,8 @@ class Session:
                                      "since": time.time(), "weight": self.grant.weight}
         srv.count("connections")
         try:
-            self._loop()
+            with srv.runtime.policy_of(self.policy):
+                self._loop()
         finally:
             handlers.unmap_all(self.maps)
             with srv.lock:
