@@ -461,13 +461,7 @@ class Client:
         msg = {"op": "stream", "version": protocol.VERSION, "device": device, "nbytes": nbytes,
                "chunk_bytes": chunk_bytes, "depth": depth, "fresh_output": bool(fresh_output),
                **protocol.request_fields(req)}
-        last = [0]
-
-        def step(total: int) -> None:   # (the service says bytes so far; progress takes steps)
-            if progress is not None and total > last[0]:
-                progress(total - last[0])
-                last[0] = total
-
+        step = _steps(progress)
         reply = self._call(msg, [src, dst], progress=step)
         step(int(reply.get("bytes", 0)))
         return reply
@@ -488,13 +482,7 @@ class Client:
                "encrypt": bool(encrypt), "context": bytes(context), "device": device}
         if header is not None:
             msg["header"] = bytes(header)
-        last = [0]
-
-        def step(total: int) -> None:   # (the service says bytes so far; progress takes steps)
-            if progress is not None and total > last[0]:
-                progress(total - last[0])
-                last[0] = total
-
+        step = _steps(progress)
         try:
             reply = self._call(msg, [src, dst], progress=step)
         except Exception as e:
@@ -504,6 +492,19 @@ class Client:
             raise
         step(int(reply.get("bytes", 0)))
         return reply
+
+
+def _steps(progress):
+    """A file job's progress messages (the bytes so far, as the service says them) as the steps
+    ``progress(k)`` takes (None: none)."""
+    last = [0]
+
+    def step(total: int) -> None:
+        if progress is not None and total > last[0]:
+            progress(total - last[0])
+            last[0] = total
+
+    return step
 
 
 class RemoteClient(Client):
