@@ -405,8 +405,3 @@ class MessageText:
         if not ok:
             self.dst[:] = 0
         return np.array([ok], dtype=bool)
-
-
-#: MessageText's name for the callers that still import it by that name (request.MessageRange is
-#: a range of a batch's messages)
-MessageRange = MessageText
