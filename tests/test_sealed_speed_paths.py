@@ -261,3 +261,47 @@ def test_a_lone_worker_opens_through_pycas_chunk_loop(monkeypatch, aes256, size)
         with pytest.raises(cb.ChunkFailed) as e:
             opened(bytes(bad))
         assert e.value.chunk == chunk
+
+
+@pytest.mark.skipif(CPU is None, reason="no OpenCL CPU device")
+def test_device_files_go_through_both_mappings(tmp_path, monkeypatch):
+    """transfer/sealed.py on a device between two regular files: both mapped, the message one
+    call (``mapped``); pyca opens what it seals; a broken chunk is named and fails; a pipe and
+    OpenSSL's C loop take the pieces' path."""
+    from ciphergrid.transfer import sealed
+
+    calls = []
+    real = sealed.mapped
+    monkeypatch.setattr(sealed, "mapped", lambda *a, **k: calls.append(real(*a, **k)) or calls[-1])
+    key, msg = os.urandom(16), os.urandom(3 * K + 11)
+    (tmp_path / "m").write_bytes(msg)
+    s = cb.Sealer(cb.scheme(False), key, b"f", device=CPU, path="stream")
+    with open(tmp_path / "m", "rb") as src, open(tmp_path / "m.cg", "wb") as dst:
+        dst.write(s.header())
+        dst.flush()
+        dst.seek(cb.HEADER)
+        assert sealed.seal(src, dst, s) == cb.sealed_length(len(msg)) - cb.HEADER
+    data = (tmp_path / "m.cg").read_bytes()
+    d = pyca.Cobblestone128Decryptor(key, b"f")
+    assert d.update(data) + d.finalize() == msg
+
+    def opened(blob: bytes):
+        (tmp_path / "in.cg").write_bytes(blob)
+        op = cb.Opener(cb.scheme(False), key, b"f", blob[:cb.HEADER], device=CPU, path="stream")
+        with open(tmp_path / "in.cg", "rb", buffering=0) as src, open(tmp_path / "o", "wb") as dst:
+            src.seek(cb.HEADER)
+            sealed.open_(src, dst, op)
+        return (tmp_path / "o").read_bytes()
+
+    assert opened(data) == msg
+    assert calls == [len(data) - cb.HEADER, len(msg)]
+    bad = bytearray(data)
+    bad[cb.HEADER + 2 * cb.SEALED_CHUNK + 9] ^= 1
+    with pytest.raises(cb.ChunkFailed) as e:
+        opened(bytes(bad))
+    assert e.value.chunk == 2
+    r, w = os.pipe()
+    with open(r, "rb", buffering=0) as src, open(tmp_path / "p", "wb") as dst:
+        os.close(w)
+        s2 = cb.Sealer(cb.scheme(False), key, b"f", device="native", path="stream")
+        assert sealed.mapped(src, dst, s2, True) is None

@@ -75,13 +75,68 @@ def plan(engine, piece: int | None = None, threads: int | None = None) -> tuple[
     return piece, max(1, threads), 1 if native else None
 
 
+def mapped(src, dst, engine, seal: bool, progress=None) -> int | None:
+    """A device's sealed file between two regular files as ``ciphergrid encrypt``'s stream runs
+    one (transfer/streams.py): both mapped (transfer/files.py: the input read-only, the output
+    reserved, a new RAM-disk output faulted in ahead by threads), the whole message ONE call of
+    ``engine`` (a Sealer from chunk 0, or an Opener: its texts one AEAD batch whose pieces the
+    device reads from and writes into the mappings, transfer/batches.py); the output left just
+    past what was written.  Returns the bytes written, or None where this does not apply (OpenSSL
+    runs the chunks, a pipe, an empty input, ``CIPHERGRID_STREAM_MMAP`` 0 or ``out``, a file that
+    cannot be mapped).  Opening checks the input's length before anything is read."""
+    from .. import settings
+    from ..formats import cobblestone as cb
+
+    if cb._native(engine.sch, engine.device, engine.path, BATCH_PIECE, BATCH_PIECE // cb.CHUNK):
+        return None
+    how = settings.transfer().stream_mmap
+    ends = files.ends(src, dst)
+    size = ends.size
+    if not (size and ends.reg_in and ends.reg_out) or how in ("0", "out"):
+        return None
+    n = cb.sealed_length(size) - cb.HEADER if seal else cb.message_length(cb.HEADER + size)
+    if not n:
+        return None
+    in_map, inp = files.map_input(ends.fd_in, ends.base_in, size)
+    if in_map is None:
+        return None
+    out_map = out = ahead = None
+    try:
+        ahead = files.prefault_output(ends.fd_out, n, new=True)   # (while the device starts)
+        cb._plan(engine.sch, engine.device, min(n, size), max(1, size // cb.SEALED_CHUNK), seal)
+        if ahead is not None:
+            ahead.wait()
+        out_map, out = files.map_output(ends.fd_out, ends.base_out, n, how)
+        if out_map is None:
+            return None
+        if seal:
+            engine.seal_at(0, inp, size, True, out)
+        else:
+            engine.open_at(0, inp, size, True, out)
+    finally:
+        if ahead is not None:
+            ahead.close()
+        del inp, out
+        files.close_map(in_map)
+        if out_map is not None:
+            files.close_map(out_map)
+    files.seek_to(dst, ends.fd_out, ends.base_out + n)
+    if progress is not None:
+        progress(n)
+    return n
+
+
 def seal(src, dst, sealer, *, piece: int | None = None, threads: int | None = None,
          progress=None) -> int:
     """The rest of ``src`` sealed by ``sealer`` (formats.cobblestone.Sealer, its header already
     written) into ``dst`` (binary file objects or descriptors); returns the bytes written.
-    ``progress(n)``: bytes written, in order where the output is written in order."""
+    ``progress(n)``: bytes written, in order where the output is written in order.  A device's
+    between two regular files: ``mapped``."""
     from ..formats import cobblestone as cb
 
+    done = mapped(src, dst, sealer, True, progress)
+    if done is not None:
+        return done
     piece, threads, per = plan(sealer, piece, threads)
     q = piece // cb.CHUNK
     return _run(src, dst, piece, q * cb.SEALED_CHUNK, q, threads, progress,
@@ -93,9 +148,13 @@ def open_(src, dst, opener, *, piece: int | None = None, threads: int | None = N
           progress=None) -> int:
     """The rest of ``src`` (the sealed chunks: the header already read) opened by ``opener``
     (formats.cobblestone.Opener) into ``dst``; returns the bytes written.  InvalidTag where the
-    message does not verify or is cut short (nothing more written)."""
+    message does not verify or is cut short (nothing more written).  A device's between two
+    regular files: ``mapped``."""
     from ..formats import cobblestone as cb
 
+    done = mapped(src, dst, opener, False, progress)
+    if done is not None:
+        return done
     piece, threads, per = plan(opener, piece, threads)
     q = piece // cb.CHUNK
     return _run(src, dst, q * cb.SEALED_CHUNK, piece, q, threads, progress,
@@ -156,4 +215,4 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
     return sh.run(threads, body, "sealed", dst)
 
 
-__all__ = ["seal", "open_", "plan", "runs_on", "cores", "PIECE", "BATCH_PIECE"]
+__all__ = ["seal", "open_", "mapped", "plan", "runs_on", "cores", "PIECE", "BATCH_PIECE"]
