@@ -35,7 +35,7 @@ def test_cupy_out_of_place_and_in_place(name, n):
 
 CONTEXT_CASES = [("aes-128-ctr", (4096, 17, 0, 65536, 5, 1000)), ("des-ede3-ctr", (64, 3, 4096, 9)),
                  ("camellia-256-cbc", (4096, 16, 0, 32768)), ("aes-256-xts", (8192, 4096, 0, 12288)),
-                 ("present-80-ecb", (8, 4096, 64))]
+                 ("present-80-ecb", (8, 4096, 64)), ("hight-cbc", (4096, 8, 0, 32768))]
 
 
 @pytest.mark.gpu
@@ -71,8 +71,9 @@ def test_cupy_pieces_through_a_context(name, pieces, encrypt):
 @pytest.mark.gpu
 @pytest.mark.parametrize("encrypt", [True, False])
 def test_cbc_context_between_gpu_and_host_pieces(encrypt):
-    """CBC's chaining value after a GPU piece (decryption: its last input block, copied to the
-    host without waiting) reaches the next piece, GPU-resident or host, in place or not."""
+    """CBC's chaining value after a GPU piece (kept on the device: decryption's last input
+    block, encryption's last output block) reaches the next piece, GPU-resident or host, in
+    place or not."""
     name = "aes-128-cbc"
     key, iv = os.urandom(16), os.urandom(16)
     host = os.urandom(4096 * 5)
