@@ -288,14 +288,15 @@ def _resident_composite(device: str, req, nbytes: int | None, resident_device: s
     return CompositeEngine(gpus, spec=device.strip().lower(), fence=scheduler_fence())
 
 
-def _splits_message(eng, spec, count: int, nbytes: int | None, nonce_len, tag_length) -> bool:
-    """Whether one message runs in ranges of its blocks over the composite ``eng``'s members:
-    at least AEAD_SPLIT_MIN_BYTES, two members or more, each running such ranges."""
+def _splits_message(eng, req, nbytes: int | None) -> bool:
+    """Whether the one message of AEADRequest ``req`` runs in ranges of its blocks over the
+    composite ``eng``'s members: at least AEAD_SPLIT_MIN_BYTES, two members or more, each
+    running such ranges."""
     from .engines.scheduler.message_range import engine_runs_ranges
 
-    if count != 1 or nbytes is None or nbytes < AEAD_SPLIT_MIN_BYTES or len(eng.engines) < 2:
+    if req.count != 1 or nbytes is None or nbytes < AEAD_SPLIT_MIN_BYTES or len(eng.engines) < 2:
         return False
-    return all(engine_runs_ranges(e, spec.name, nonce_len, tag_length, nbytes)
+    return all(engine_runs_ranges(e, req.name, req.nonce_len, req.tag_length, nbytes)
                for e in eng.engines)
 
 
@@ -326,7 +327,7 @@ def _route_messages(req, device: str, nbytes: int | None, path: str, plan) -> Pl
     if is_multi(device):
         if path != "resident":
             eng = for_request(device, req, nbytes)
-            if _splits_message(eng, spec, count, nbytes, nonce_len, tag_length):
+            if _splits_message(eng, req, nbytes):
                 from .engines.composite import CompositeEngine
 
                 eng = CompositeEngine(eng.engines, spec=eng.info.spec, fence=eng.fence,
