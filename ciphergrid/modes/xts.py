@@ -60,6 +60,9 @@ _apow_lock = threading.Lock()
 
 def _apow_buffer(backend):
     """x^(128 s) for every segment s of a unit, on the device (uploaded once per backend)."""
+    buf = getattr(backend, "_cg_apow", None)
+    if buf is not None:
+        return buf
     with _apow_lock:
         buf = getattr(backend, "_cg_apow", None)
         if buf is None:
