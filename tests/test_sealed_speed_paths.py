@@ -288,13 +288,20 @@ def test_device_files_go_through_both_mappings(tmp_path, monkeypatch):
     def opened(blob: bytes):
         (tmp_path / "in.cg").write_bytes(blob)
         op = cb.Opener(cb.scheme(False), key, b"f", blob[:cb.HEADER], device=CPU, path="stream")
-        with open(tmp_path / "in.cg", "rb", buffering=0) as src, open(tmp_path / "o", "wb") as dst:
+        # (into an unlinked file, as the command line's --out: a named one takes the pieces)
+        with open(tmp_path / "in.cg", "rb", buffering=0) as src, open(tmp_path / "o", "w+b") as dst:
+            os.unlink(tmp_path / "o")
             src.seek(cb.HEADER)
             sealed.open_(src, dst, op)
-        return (tmp_path / "o").read_bytes()
+            dst.seek(0)
+            return dst.read()
 
     assert opened(data) == msg
     assert calls == [len(data) - cb.HEADER, len(msg)]
+    with open(tmp_path / "in.cg", "rb", buffering=0) as src, open(tmp_path / "named", "wb") as dst:
+        op = cb.Opener(cb.scheme(False), key, b"f", data[:cb.HEADER], device=CPU, path="stream")
+        src.seek(cb.HEADER)
+        assert sealed.mapped(src, dst, op, False) is None
     bad = bytearray(data)
     bad[cb.HEADER + 2 * cb.SEALED_CHUNK + 9] ^= 1
     with pytest.raises(cb.ChunkFailed) as e:

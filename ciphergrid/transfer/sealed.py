@@ -19,6 +19,8 @@ length is checked before anything is read (a sealed length or InvalidTag).
 
 from __future__ import annotations
 
+import os
+
 from . import files
 from .pieces import _Shared
 
@@ -83,7 +85,9 @@ def mapped(src, dst, engine, seal: bool, progress=None) -> int | None:
     device reads from and writes into the mappings, transfer/batches.py); the output left just
     past what was written.  Returns the bytes written, or None where this does not apply (OpenSSL
     runs the chunks, a pipe, an empty input, ``CIPHERGRID_STREAM_MMAP`` 0 or ``out``, a file that
-    cannot be mapped).  Opening checks the input's length before anything is read."""
+    cannot be mapped; opening: an output with a name, since a piece's plaintext is there before
+    its tags are compared, zeroed where they fail).  Opening checks the input's length before
+    anything is read."""
     from .. import settings
     from ..formats import cobblestone as cb
 
@@ -94,6 +98,8 @@ def mapped(src, dst, engine, seal: bool, progress=None) -> int | None:
     size = ends.size
     if not (size and ends.reg_in and ends.reg_out) or how in ("0", "out"):
         return None
+    if not seal and os.fstat(ends.fd_out).st_nlink:   # (plaintext lands before its piece's
+        return None   # tags are compared: only into a file no one can open, the CLI's --out)
     n = cb.sealed_length(size) - cb.HEADER if seal else cb.message_length(cb.HEADER + size)
     if not n:
         return None
