@@ -428,21 +428,25 @@ def _wait_gone(path, seconds=5.0) -> bool:
 
 
 def _still(partial, want) -> bool:
-    """Whether the job stands still: rank 2 has written every range but rank 1's (the first and
-    the third, dealt to it first: IN_FLIGHT 2)."""
+    """Whether the job stands still: the partial file holds ranges rank 2 ran but not the first
+    one (rank 1's: it stopped on it), and does not change."""
     try:
         with open(partial, "rb") as f:
             got = f.read()
+        time.sleep(0.2)
+        with open(partial, "rb") as f:
+            again = f.read()
     except OSError:
         return False
-    return got[RANGE:2 * RANGE] == want[RANGE:2 * RANGE] and got[3 * RANGE:] == want[3 * RANGE:]
+    return got == again and got[:RANGE] != want[:RANGE] and any(
+        got[a:a + RANGE] == want[a:a + RANGE] for a in range(RANGE, len(want), RANGE))
 
 
 @pytest.mark.parametrize("victim,sig", [(0, signal.SIGKILL), (1, signal.SIGKILL), (2, signal.SIGTERM),
                                         (0, signal.SIGTERM), ("mpiexec", signal.SIGTERM), (1, signal.SIGINT)])
 def test_a_rank_killed_mid_job_leaves_nothing(tmp_path, victim, sig):
-    """Rank 1 made to stop on its first range (the job stands still once rank 2 has run the
-    others), then a rank (the stopped one too) or mpiexec is signalled: nothing under the
+    """Rank 1 made to stop on its first range (the job stands still once rank 2 has run what
+    it may: its share and tail pieces), then a rank (the stopped one too) or mpiexec is signalled: nothing under the
     output's name and no partial file; 128 + N and one line (a SIGKILL: mpiexec reports the
     signal's number itself)."""
     rng = random.Random(25)
@@ -453,7 +457,9 @@ def test_a_rank_killed_mid_job_leaves_nothing(tmp_path, victim, sig):
     before = _mpich_segments()
     with subprocess.Popen([MPIEXEC, "-n", "3", sys.executable, "-m", "ciphergrid", "encrypt", *args],
                           stderr=subprocess.PIPE, start_new_session=True,
-                          env={**os.environ, "CIPHERGRID_FAULT": "mpi:1:hang:0"}) as p:
+                          env={**os.environ, "CIPHERGRID_FAULT": "mpi:1:hang:0",
+                               # (no speeds measured before: equal shares, the longest hang limit)
+                               "CIPHERGRID_CACHE_DIR": str(tmp_path / "cache")}) as p:
         try:
             end = time.monotonic() + 30
             ranks = {}

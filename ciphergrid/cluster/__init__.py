@@ -4,9 +4,10 @@ Seed 002's resource manager as an MPI job (docs/mpi.md):
 
 * **rank 0 is the manager**: it checks the arguments, the key (a passphrase is asked and derived
   there only) and the output (``fileio.Output``: the one-process command's rules and words), and
-  deals the message out in ranges (``--mpi-range``, default 64 MiB, on the mode's grain) to
-  whichever worker asks next, so a slow worker never holds the job; it takes no range itself
-  (one rank alone: it runs them all);
+  deals the message out (cluster.manager): every other rank is an engine of the ``mpi`` kind and
+  the composite engine's dealer deals them ranges on the plan's step (``--mpi-range``, default
+  64 MiB, on the mode's grain) -- shares by expected speed, then a self-scheduled tail, so a
+  slow worker never holds the job; it takes no range itself (one rank alone: it runs them all);
 * **the other ranks are workers**: each reads its ranges of the input file and writes them into
   the partial output file itself (positioned I/O: the files are on a filesystem every node sees),
   running them on its node's engines (``--device``: ``auto``, a GPU, ``all`` for the scheduler
@@ -20,11 +21,12 @@ Seed 002's resource manager as an MPI job (docs/mpi.md):
   run on the same output removes one that a lost node left (and says so);
 * **one outcome**: every rank ends with rank 0's exit code; only rank 0 says why.  A worker that
   gets a signal tells rank 0, which ends the job as if it had got it;
-* **faults**: a worker whose range fails is told to stop and its range is dealt to another one
-  (``CIPHERGRID_FAULT=mpi:RANK:fail:BYTES`` makes rank RANK fail once it has run BYTES;
-  ``mpi:RANK:kill:BYTES`` kills it, which ends the MPI job; ``mpi:RANK:hang:BYTES`` stops it);
+* **faults**: a worker whose range fails takes no more ranges and its range is dealt to another
+  one, as is a range that runs past the dealer's hang limit (``CIPHERGRID_FAULT=mpi:RANK:fail:
+  BYTES`` makes rank RANK fail once it has run BYTES; ``mpi:RANK:kill:BYTES`` kills it, which
+  ends the MPI job; ``mpi:RANK:hang:BYTES`` stops it);
 * CBC encryption (serial) runs on one worker, as one range;
-* sealed files (``seal`` / ``open --mpi``: cluster.sealed) are jobs of the same manager: ranges
+* sealed files (``seal`` / ``open --mpi``: cluster.sealed) are jobs of the same dealer: ranges
   of whole chunks, a chunk that does not verify ending the job on every rank (not dealt again).
 
 The keys go from rank 0 to the workers inside MPI's messages (never on a command line, never
@@ -38,13 +40,13 @@ import sys
 
 from ..errors import DeviceError, InvalidArgument
 from .job import _Job, partial_path
-from .manager import _alone, _manage
-from .wire import (_END, _PLAN, IN_FLIGHT, PARTIAL_SUFFIX, POLL_MAX_S, RANGE, SIGNAL_WAIT_S,
-                   _await, _end, _portable, _tell)
+from .manager import deal
+from .wire import (_END, _PLAN, PARTIAL_SUFFIX, POLL_MAX_S, RANGE, SIGNAL_WAIT_S, _await, _end,
+                   _portable, _tell)
 from .worker import _work
 
-__all__ = ["run", "crypt_file", "partial_path", "RANGE", "IN_FLIGHT", "POLL_MAX_S",
-           "PARTIAL_SUFFIX", "SIGNAL_WAIT_S"]
+__all__ = ["run", "crypt_file", "partial_path", "RANGE", "POLL_MAX_S", "PARTIAL_SUFFIX",
+           "SIGNAL_WAIT_S"]
 
 
 def run(args, encrypt: bool, keying) -> str:
@@ -52,16 +54,22 @@ def run(args, encrypt: bool, keying) -> str:
     (rank 0's, with its message; the others' silenced, so that the command line exits with
     rank 0's code everywhere and says why once).  ``keying``: the command line's key reader
     (cli.keying._keying), run on rank 0 only."""
+    return command(args, lambda: _Job.for_command(args, encrypt, keying),
+                   "encrypt" if encrypt else "decrypt")
+
+
+def command(args, make_job, verb: str) -> str:
+    """A command line's job on this rank (``make_job``: rank 0's, cluster.run's rules)."""
     from .. import interrupts
 
     comm = _world(InvalidArgument)
     if comm.rank != 0:
         interrupts.hold()   # (rank 0 holds them once its job is made: a passphrase's prompt)
-    plan = _share_plan(comm, lambda: _Job.for_command(args, encrypt, keying), True)
+    plan = _share_plan(comm, make_job, True)
     summary = _execute(comm, plan, args.device, command=True)
     if comm.rank == 0 and args.verbose:
-        print(f"ciphergrid: {plan['cipher']} {'encrypt' if encrypt else 'decrypt'} over "
-              f"{comm.size} ranks: {summary}", file=sys.stderr)
+        print(f"ciphergrid: {plan['cipher']} {verb} over {comm.size} ranks: {summary}",
+              file=sys.stderr)
     return "ok"
 
 
@@ -128,12 +136,7 @@ def _execute(comm, plan, device: str, command: bool) -> str:
     if comm.rank == 0:
         job, outcome = plan["job"], None
         try:
-            if plan["send"]:
-                job.sender.manage(comm, device)
-            elif comm.size == 1:
-                _alone(plan, device)
-            else:
-                _manage(comm, plan)
+            deal(comm, job, device)
             job.commit()
         except BaseException as e:
             job.abort()

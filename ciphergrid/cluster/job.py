@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 from ..errors import InvalidArgument
-from .manager import _Sender
 from .wire import PARTIAL_SUFFIX, RANGE
 
 
@@ -22,10 +21,10 @@ def partial_path(out: str) -> str:
 class _Job:
     """Rank 0's side of a job: the plan every rank gets, the output (``fileio.Output``: replaced
     when everything succeeded, or written through), the sentinel of a partial file the workers
-    write by name, and the sender when rank 0 sends the data."""
+    write by name, and the input (``source``: a fileio.Input) when rank 0 sends the data."""
 
-    def __init__(self, plan, out, sentinel=None, sender=None):
-        self.plan, self.out, self.sentinel, self.sender = plan, out, sentinel, sender
+    def __init__(self, plan, out, sentinel=None, source=None):
+        self.plan, self.out, self.sentinel, self.source = plan, out, sentinel, source
 
     @classmethod
     def for_command(cls, args, encrypt: bool, keying) -> "_Job":
@@ -94,22 +93,20 @@ class _Job:
             if header:
                 output.write(header)
             plan = _plan(req, None, 0, n, None, len(header), step)
-            return cls(plan, output, sender=_Sender(plan, src, output))
+            return cls(plan, output, source=src)
         except BaseException:
             output.abort()
             raise
 
     def commit(self) -> None:
-        if self.sender is not None:
-            self.sender.finish()
         self.out.commit()
 
     def abort(self) -> None:
         self.out.abort()
 
     def close(self) -> None:
-        if self.sender is not None:
-            self.sender.close()
+        if self.source is not None:
+            self.source.close()
         if self.sentinel is not None:
             self.sentinel.close()
 
@@ -159,19 +156,15 @@ def _fresh_partial(target: str) -> str:
 def _plan(req, src, offset: int, n, partial, out_offset: int, step: int) -> dict:
     """The plan every rank gets.  ``src`` None: rank 0 sends the data (``n`` None: until the
     input ends)."""
-    unit = req.mode.split_unit(req)
-    if unit is None:
-        # serial: one range, one worker -- or, sent, ranges one after the other (each waits
-        # for the one before: its chaining value)
-        step = max(n or 1, 1) if src is not None else max(req.block_size, step // req.block_size
-                                                          * req.block_size)
-    else:
-        step = max(unit, step // unit * unit)
+    # (serial: the message is one range, run a step at a time by one rank -- or, sent, in
+    # pieces one after the other, each taking its chaining value from the one before)
+    unit = req.mode.split_unit(req) or req.block_size
+    step = max(unit, step // unit * unit)
     return {"cipher": req.spec.name, "key": bytes(req.key), "iv": bytes(req.iv) if req.iv else None,
             "encrypt": req.encrypt, "sector_size": req.sector_size,
             "start_sector": req.start_sector or None, "impl": req.impl, "allow_weak": req.allow_weak,
             "in": src, "in_offset": offset, "n": n, "partial": partial, "out_offset": out_offset,
-            "step": step, "send": src is None, "serial": unit is None}
+            "step": step, "send": src is None, "serial": req.mode.split_unit(req) is None}
 
 
 class _Sentinel:

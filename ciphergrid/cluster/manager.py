@@ -1,239 +1,384 @@
-"""Rank 0, the manager (ciphergrid.cluster): the ranges dealt to the workers as they ask (or
-run alone), a failed worker's ranges dealt again; the sender, when rank 0 reads the input and
-writes the output itself."""
+"""Rank 0's dealing (ciphergrid.cluster): the other ranks are engines of the ``mpi`` kind, and
+the composite engine's dealer deals them the job's ranges.
+
+* **Each worker rank is an engine** (``RankEngine``, registered as the ``mpi`` kind for the job's
+  time: ``registry.register_engine_kind``, its devices ``rank:1`` ... ``rank:N-1``): its
+  ``run_range(a, b)`` has the rank read bytes [a, b) of the input, run them on its node's
+  engines and write them at their offset in the partial file; its sessions' ``crypt`` send a
+  range's bytes and take the result back (rank 0 sends the data).  A rank whose range fails
+  takes no more ranges (its ``capability`` is None from then on).
+* **One dealer**: a file job's ranges are a ``FileRanges`` work dealt by the scheduler's ``Run``
+  (shares by expected speed, a self-scheduled tail, a failed or hung range dealt again); data
+  rank 0 sends goes through ``CompositeEngine.stream`` over the rank engines (pieces read in
+  order, each scheduled over the ranks, written in order or at their offset).  Rank 0 alone
+  (one rank) is its own engine (``_Local``).
+* **One thread speaks MPI**: the dealer runs in a thread of its own; rank 0's main thread is
+  the ``Switchboard``, which sends what the dealer's threads post, hands each rank's answers to
+  the thread waiting for them (a rank answers in order), acts on a signal (held: raised there)
+  and on a worker's report of one.  When the job ends every wait still open is cancelled.
+"""
 
 from __future__ import annotations
 
-import os
-import sys
+import threading
 import time
 
 from .. import interrupts
-from ..errors import DeviceError
-from .wire import _DONE, _DOWN, _FAILED, _READY, IN_FLIGHT, _next_message
-from .worker import _positioned, _ranges, _request, _Runner, make_runner
+from ..engines.base import Engine, Session
+from ..errors import DeviceError, EngineFailureWarning
+from .wire import _DONE, _DOWN, _READY, _SIGNALLED, _UP, POLL_MAX_S, _next_message
+
+KIND = "mpi"
+#: how long rank 0 waits for the dealer's thread once the job was stopped (a read of a silent
+#: pipe there never returns; nothing in it speaks MPI)
+DEALER_WAIT_S = 2.0
 
 
-def _alone(plan, device) -> None:
-    runner = make_runner(plan, device, 0)
-    try:
-        for a, b in _ranges(plan):
+class _Cancelled(BaseException):
+    """The job ended while a range was out (a signal, another failure)."""
+
+
+class InputFault(Exception):
+    """A range failed for its input, not for its rank (a sealed chunk that does not verify):
+    ``error`` ends the job on every rank, and the range is not dealt again."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
+
+
+def can_run(spec, mode, direction, **details):
+    """The ``mpi`` kind's column: every block cipher as its mode runs (a rank runs it with its
+    own engines, or OpenSSL); AEADs are not dealt to ranks."""
+    if getattr(spec, "aead", None) is not None or mode is None:
+        return None
+    return "parallel" if mode.parallel(direction == "encrypt") else "serial"
+
+
+class RankEngine(Engine):
+    """One worker rank as an engine (see the module docstring).  ``line(msg)``: the rank's
+    answer to ``msg`` (the switchboard's call, or a local runner's)."""
+
+    kind = KIND
+
+    def __init__(self, info, line):
+        self.info, self.line = info, line
+        self.broken: str | None = None
+        self.bytes = 0
+        self.lock = threading.Lock()
+
+    def capability(self, req, nbytes=None):
+        if self.broken is not None:
+            return None
+        return req.spec.capability(self.kind, req.encrypt)
+
+    def session(self, req):
+        return RankSession(self, req)
+
+    def run_range(self, a: int, b: int) -> None:
+        """Bytes [a, b) of the job's input, run by the rank into the partial file."""
+        self._ask(("range", a, b))
+        self._ran(b - a)
+
+    def _ran(self, n: int) -> None:
+        with self.lock:
+            self.bytes += n
+
+    def _ask(self, msg):
+        if self.broken is not None:
+            raise DeviceError(self.broken)
+        reply = self.line(msg)
+        if reply[0] == _DONE:
+            return reply
+        if reply[2] is not None:
+            raise InputFault(reply[2])
+        self.broken = reply[1]
+        raise DeviceError(reply[1])
+
+
+class RankSession(Session):
+    """A request on a rank: ``crypt`` sends the range's bytes (the request at its first block:
+    its IV and start sector; the rank holds the keys) and writes the answer into ``dst``."""
+
+    def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None) -> None:
+        import numpy as np
+
+        r = self.req.at(first_block, chain) if first_block else self.req
+        data = np.asarray(src).reshape(-1).view(np.uint8).tobytes()
+        out = self.engine._ask(("data", r.iv, r.start_sector, data))[1]
+        np.asarray(dst).reshape(-1).view(np.uint8)[:] = np.frombuffer(out, dtype=np.uint8)
+        self.engine._ran(len(data))
+
+
+class FileRanges:
+    """A file job's bytes as the dealer's units (the protocol of engines/scheduler/units.py):
+    ranges on the plan's step (a sealed file's: whole chunks), each read, run and written by the
+    rank dealt it; a serial mode's message is one range.  An input fault is kept (``fault``) and
+    ends the dealing: the ranges left are passed over."""
+
+    in_place = False
+
+    def __init__(self, plan):
+        from ..engines.scheduler.units import TAIL
+
+        self.n = plan["n"]
+        self.grain = max(1, self.n) if plan["serial"] else plan["step"]
+        self.name = plan["cipher"]
+        sealed = plan.get("sealed")
+        self.encrypt = sealed["seal"] if sealed is not None else plan["encrypt"]
+        self.tail = TAIL
+        self.fault = None
+
+    def weight(self, a: int, b: int) -> int:
+        return b - a
+
+    def cut(self, a: int, b: int, nbytes: int) -> int:
+        from ..engines.scheduler.units import Bytes
+
+        return Bytes.cut(self, a, b, nbytes)
+
+    def path(self, eng) -> str:
+        return "array"
+
+    def tail_share(self) -> float:
+        return self.tail
+
+    def buffer(self, eng, a: int, b: int):
+        return None
+
+    def run(self, eng, a: int, b: int, out) -> None:
+        if self.fault is not None:
+            return
+        try:
+            eng.run_range(a, b)
+        except InputFault as e:
+            self.fault = self.fault or e.error
+
+    def commit(self, a: int, b: int, out) -> None:
+        pass
+
+
+class _Slot:
+    def __init__(self):
+        self.done = threading.Event()
+        self.reply = None
+
+
+class Switchboard:
+    """Rank 0's MPI traffic, in its main thread (see the module docstring)."""
+
+    def __init__(self, comm):
+        self.comm = comm
+        self.lock = threading.Lock()
+        self.outbox: list = []       # (rank, message, slot) posted by the dealer's threads
+        self.waiting: dict = {}      # rank -> its slots sent, oldest first
+        self.ended = False
+        self.handling = 0.0          # the main thread's own work on the messages
+        self.replies = 0
+        #: the sends not yet received: a rank sending its answer waits for rank 0 to take it,
+        #: so rank 0 never waits in a send (each is kept until the rank has received it)
+        self.sends: list = []
+
+    def line(self, rank: int):
+        return lambda msg: self.call(rank, msg)
+
+    def call(self, rank: int, msg):
+        """(a dealer's thread) ``msg`` sent to ``rank``; its answer."""
+        slot = _Slot()
+        with self.lock:
+            if self.ended:
+                raise _Cancelled()
+            self.outbox.append((rank, msg, slot))
+        while not slot.done.wait(0.05):
+            if self.ended:
+                raise _Cancelled()
+        return slot.reply
+
+    def end(self) -> None:
+        """Every open wait cancelled; nothing posted from now on is sent."""
+        with self.lock:
+            self.ended = True
+
+    def pump(self, finished: threading.Event) -> None:
+        """(the main thread) Until ``finished``: the posted messages sent, the answers handed
+        over; a signal held, or one a worker reports, raised here."""
+        from mpi4py import MPI
+
+        from ..interrupts import Interrupted
+
+        comm, st, pause = self.comm, MPI.Status(), 0.00005
+        while not finished.is_set():
             interrupts.check()
-            runner.run(a, b)
-    finally:
-        runner.close()
-    plan["summary"] = f"rank 0 alone on {runner.device}"
+            busy = False
+            with self.lock:
+                out, self.outbox = self.outbox, []
+            for rank, msg, slot in out:
+                t0 = time.perf_counter()
+                self.waiting.setdefault(rank, []).append(slot)
+                self.sends.append(comm.isend(msg, dest=rank, tag=_DOWN))
+                self.handling += time.perf_counter() - t0
+                busy = True
+            if self.sends:
+                self.sends = [r for r in self.sends if not r.Test()]
+            if comm.Iprobe(source=MPI.ANY_SOURCE, tag=_UP, status=st):
+                t0 = time.perf_counter()
+                rank = st.Get_source()
+                msg = comm.recv(source=rank, tag=_UP)
+                if msg[0] == _SIGNALLED:
+                    raise Interrupted(msg[1])
+                waiting = self.waiting.get(rank)
+                if waiting:
+                    slot = waiting.pop(0)
+                    slot.reply = msg
+                    slot.done.set()
+                    self.replies += 1
+                self.handling += time.perf_counter() - t0
+                busy = True
+            if busy:
+                pause = 0.00005
+                continue
+            finished.wait(pause)
+            pause = min(pause * 2, POLL_MAX_S)
 
 
-def _manage(comm, plan) -> None:
-    """Rank 0: deal the ranges to the workers, IN_FLIGHT each (the next one waits in a worker's
-    queue while it runs one: the manager's answer is hidden behind the range); re-deal a failed
-    worker's ranges.  Raises when every worker failed."""
+def check_in(comm):
+    """Every worker checks in first (its engines set up, or why not).  ({rank: (device, kind)}
+    of the ready ones, the failures)."""
     from mpi4py import MPI
 
-    queue = _ranges(plan)
-    done = 0
-    total = len(queue)
-    handling, dealing = 0.0, 0.0   # the manager's own work on the messages; the dealing's span
-    live, ready, devices, failures = _check_in(comm)
-    shares = {w: 0 for w in range(1, comm.size)}
-    inflight: dict = {w: [] for w in ready}   # each live worker's ranges, oldest first
-
-    def deal() -> None:   # (one range each first, then a second each)
-        for depth in range(1, IN_FLIGHT + 1):
-            for w in ready:
-                if w in live and len(inflight[w]) < depth and queue:
-                    rng = queue.pop(0)
-                    inflight[w].append(rng)
-                    comm.send(("range",) + rng, dest=w, tag=_DOWN)
-
-    try:
-        t_start, t0 = time.perf_counter(), None
-        while True:
-            deal()
-            if t0 is not None:
-                handling += time.perf_counter() - t0
-            if done == total or not live:
-                break
-            st = MPI.Status()
-            msg = _next_message(comm, st)
-            t0 = time.perf_counter()
-            w = st.Get_source()
-            rng = (msg[1], msg[2])
-            if msg[0] == _DONE:
-                done += 1
-                shares[w] += rng[1] - rng[0]
-                inflight[w].remove(rng)
-            elif msg[0] == _FAILED:
-                if len(msg) > 4 and msg[4] is not None:   # (the input's fault: the job fails)
-                    raise msg[4]
-                queue[:0] = inflight.pop(w)   # (its ranges first, in their order)
-                live.discard(w)
-                failures.append(f"rank {w}: {msg[3]}")
-                comm.send(("stop",), dest=w, tag=_DOWN)
-        dealing = time.perf_counter() - t_start
-    finally:
-        for w in live:   # (every live worker waits for a message: the ones parked too)
-            comm.send(("stop",), dest=w, tag=_DOWN)
-    if done != total:
-        raise DeviceError("every worker failed: " + "; ".join(failures))
-    n = plan["n"] or 1
-    plan["summary"] = ", ".join(f"rank {w} ({devices.get(w, '?')}) {v / n:.0%}"
-                                for w, v in sorted(shares.items())) + (
-        f"; the manager's work {1e6 * handling / max(1, total):.0f} us per range, "
-        f"{handling / dealing if dealing else 0:.2%} of the dealing") + (
-        f"; failures: {'; '.join(failures)}" if failures else "")
-    _warn_rework(failures)
-
-
-def _warn_rework(failures) -> None:
-    if failures:
-        print("ciphergrid: warning: " + "; ".join(failures) + " (their ranges were run again "
-              "by the others; the output is whole)", file=sys.stderr)
-
-
-def _check_in(comm):
-    """Rank 0: every worker checks in first (its engines set up, or why not), as seed 002's
-    hosts did.  (live workers, the ready ones in rank order, their devices, the failures)."""
-    from mpi4py import MPI
-
-    live, waiting, devices, failures = set(range(1, comm.size)), [], {}, []
+    ready, failures = {}, []
     for _ in range(comm.size - 1):
         st = MPI.Status()
         msg = _next_message(comm, st)
-        w = st.Get_source()
         if msg[0] == _READY:
-            devices[w] = msg[1]
-            waiting.append(w)
+            ready[st.Get_source()] = (msg[1], msg[2])
         else:
-            live.discard(w)
-            failures.append(f"rank {w}: {msg[1]}")
-            comm.send(("stop",), dest=w, tag=_DOWN)
-    return live, sorted(waiting), devices, failures
+            failures.append(f"rank {st.Get_source()}: {msg[1]}")
+    return ready, failures
 
 
-class _Sender:
-    """Rank 0 when it sends the data (a pipe, stdin, an output written through, --mpi-send), as
-    seed 002's manager did: it reads the input in ranges and deals each with its bytes to the
-    next worker that asks (two per worker in flight at most; a serial mode's one at a time, each
-    after the one before, whose output gives its chaining value), and writes the results: at
-    their place in a replaced output, or in order to one written through."""
+def _infos(ready: dict) -> list:
+    from ..backends.base import DeviceInfo
 
-    def __init__(self, plan, src, out):
-        self.plan, self.src, self.out = plan, src, out
-        self.req = _request(plan)
-        self.ahead: dict = {}    # results written through waiting for the ones before them
-        self.next = 0            # written through: the next byte to write
-        self.total = 0
+    return [DeviceInfo(spec=f"rank:{w}", runtime=KIND, name=device,
+                       kind=kind if kind in ("gpu", "cpu") else "native", compute_units=1,
+                       memory=0, extra={"rank": w})
+            for w, (device, kind) in sorted(ready.items())]
 
-    def close(self) -> None:
-        self.src.close()
 
-    def _read(self, k: int) -> bytes:
-        from ..fileio import read_exact
+def deal(comm, job, device: str) -> None:
+    """Rank 0: the job's ranges dealt to the ranks (or run here alone); ``job.plan["summary"]``
+    says who ran what.  Raises the job's error (a signal: Interrupted)."""
+    from ..registry import register_engine_kind, unregister_engine_kind
+    from ..route import engine_of
 
-        with interrupts.interruptible():
-            return read_exact(self.src.read, k)
+    plan = job.plan
+    board = Switchboard(comm)
+    failures: list = []
+    local = None
+    if comm.size == 1:
+        from .worker import _Local
 
-    def _write(self, a: int, out: bytes) -> None:
-        if self.out.kind == "replace":
-            if _positioned(os.pwritev, self.out.fd, out, self.plan["out_offset"] + a) != len(out):
-                raise OSError(f"cannot write {self.out.name}: a write stopped short (disk full?)")
-            return
-        self.ahead[a] = out
-        while self.next in self.ahead:
-            piece = self.ahead.pop(self.next)
-            self.out.write(piece)
-            self.next += len(piece)
+        local = _Local(plan, device)
+        ready, lines = {0: (local.device, local.kind)}, {0: local.answer}
+    else:
+        ready, failures = check_in(comm)
+        lines = {w: board.line(w) for w in ready}
+    infos = _infos(ready)
+    register_engine_kind(KIND, lambda info: RankEngine(info, lines[info.extra["rank"]]), can_run,
+                         devices=lambda: tuple(infos), label="the ranks of an MPI job")
+    try:
+        engines = [engine_of(info) for info in infos]
+        if not engines:
+            raise DeviceError("every worker failed: " + "; ".join(failures))
+        if failures:
+            import warnings
 
-    def _chain(self, a: int, prev_in, prev_out):
-        if not a or not self.req.mode.carries:
-            return None
-        return self.req.mode.carry(self.req, prev_in, prev_out)
+            warnings.warn("ciphergrid: " + "; ".join(failures) + " (the other ranks run the "
+                          "job; the output is whole)", EngineFailureWarning, stacklevel=2)
+        outcome: dict = {}
+        finished = threading.Event()
 
-    def finish(self) -> None:
-        """Every range written: a replaced output of unknown size cut where its data ended."""
-        if self.out.kind == "replace" and self.plan["n"] is None:
-            os.ftruncate(self.out.fd, self.plan["out_offset"] + self.total)
-
-    def manage(self, comm, device) -> None:
-        from mpi4py import MPI
-
-        plan, req = self.plan, self.req
-        step, serial = plan["step"], plan["serial"]
-        if comm.size == 1:   # (alone: it runs the ranges itself)
-            runner = _Runner(plan, device, 0)
+        def dealer() -> None:
             try:
-                pos, prev_in, prev_out = 0, None, None
-                while True:
-                    interrupts.check()
-                    data = self._read(step)
-                    if len(data) < step:
-                        req.check_length(pos + len(data))
-                    if not data and pos:
-                        break
-                    out = runner.crypt(pos, data, self._chain(pos, prev_in, prev_out))
-                    self._write(pos, out)
-                    prev_in, prev_out, pos = data, out, pos + len(data)
-                    if len(data) < step:
-                        break
+                _dealing(job, engines, failures)
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                outcome["error"] = e
             finally:
-                runner.close()
-            self._done(pos, {0: pos}, [])
-            return
-        live, waiting, _, failures = _check_in(comm)
-        shares = {w: 0 for w in range(1, comm.size)}
-        pending: dict = {}   # a -> (data, chain, worker)
-        again: list = []     # (a, data, chain) to deal again
-        pos, eof, prev_in, prev_out = 0, False, None, None
-        try:
-            while True:
-                limit = 1 if serial else 2 * max(1, len(live))
-                while waiting and (again or (not eof and len(pending) < limit)):
-                    if again:
-                        a, data, chain = again.pop(0)
-                    else:
-                        data = self._read(step)
-                        if len(data) < step:
-                            eof = True
-                            req.check_length(pos + len(data))
-                            if not data and pos:
-                                break
-                        a, chain = pos, self._chain(pos, prev_in, prev_out)
-                        prev_in, pos = data, pos + len(data)
-                    w = waiting.pop(0)
-                    pending[a] = (data, chain, w)
-                    comm.send(("data", a, data, chain), dest=w, tag=_DOWN)
-                if eof and not pending and not again:
-                    break
-                if not live:
-                    raise DeviceError("every worker failed: " + "; ".join(failures))
-                st = MPI.Status()
-                msg = _next_message(comm, st)
-                w = st.Get_source()
-                if msg[0] == _DONE:
-                    a = msg[1]
-                    data = pending.pop(a)[0]
-                    self._write(a, msg[3])
-                    shares[w] += len(data)
-                    if serial:
-                        prev_out = msg[3]
-                    waiting.append(w)
-                elif msg[0] == _FAILED:
-                    a = msg[1]
-                    data, chain, _ = pending.pop(a)
-                    again.append((a, data, chain))
-                    live.discard(w)
-                    failures.append(f"rank {w}: {msg[3]}")
-                    comm.send(("stop",), dest=w, tag=_DOWN)
-        finally:
-            for w in live:
-                comm.send(("stop",), dest=w, tag=_DOWN)
-        self._done(pos, shares, failures)
+                finished.set()
 
-    def _done(self, total: int, shares: dict, failures: list) -> None:
-        self.total = total
-        n = total or 1
-        self.plan["summary"] = (f"rank 0 sent {total} bytes; " + ", ".join(
-            f"rank {w} {v / n:.0%}" for w, v in sorted(shares.items())))
-        _warn_rework(failures)
+        t0 = time.perf_counter()
+        threading.Thread(target=dealer, name="ciphergrid-mpi-dealer", daemon=True).start()
+        try:
+            board.pump(finished)
+        finally:
+            job.sends = board.sends   # (received by the ranks as the job ends: kept till then)
+            board.end()
+            finished.wait(DEALER_WAIT_S)
+            if local is not None:
+                local.close()
+        if "error" in outcome:
+            raise outcome["error"]
+        _summary(plan, engines, board, time.perf_counter() - t0, failures, local)
+    finally:
+        unregister_engine_kind(KIND)
+
+
+def _dealing(job, engines, failures: list) -> None:
+    """(the dealer's thread) The job over the rank engines."""
+    from ..engines.composite import CompositeEngine
+    from ..engines.scheduler.run import Run, SchedulerStats
+    from ..runtime import current
+
+    plan = job.plan
+    try:
+        if plan["send"]:
+            from .worker import _request
+
+            CompositeEngine(engines, spec=KIND).stream(
+                _request(plan), job.source.f, job.out.fd, progress=job.out.count,
+                chunk_bytes=plan["step"] * len(engines), depth=2)
+            return
+        work = FileRanges(plan)
+        if work.n == 0:
+            _empty(engines)
+        else:
+            Run(work, engines, SchedulerStats(), "direct", current()).go()
+        if work.fault is not None:
+            raise work.fault
+    except InputFault as e:
+        raise e.error from None
+    except DeviceError:
+        broken = [f"{e.info.spec}: {e.broken}" for e in engines if e.broken is not None]
+        if len(broken) == len(engines):
+            raise DeviceError("every worker failed: " + "; ".join(failures + broken)) from None
+        raise
+
+
+def _empty(engines) -> None:
+    """An empty message: one range [0, 0) (a sealed file's final chunk), on the first rank that
+    runs it."""
+    for eng in engines:
+        try:
+            eng.run_range(0, 0)
+            return
+        except DeviceError:
+            continue
+    raise DeviceError("every worker failed")
+
+
+def _summary(plan, engines, board, seconds: float, failures: list, local) -> None:
+    total = sum(e.bytes for e in engines) or 1
+    shares = ", ".join(f"rank {e.info.extra['rank']} ({e.info.name}) {e.bytes / total:.0%}"
+                       for e in engines)
+    if local is not None:
+        plan["summary"] = f"rank 0 alone on {local.device}"
+    elif plan["send"]:
+        plan["summary"] = f"rank 0 sent {sum(e.bytes for e in engines)} bytes; {shares}"
+    else:
+        plan["summary"] = (
+            f"{shares}; the manager's work {1e6 * board.handling / max(1, board.replies):.0f} us "
+            f"per range, {board.handling / seconds if seconds else 0:.2%} of the dealing")
+    broken = failures + [f"{e.info.spec}: {e.broken}" for e in engines if e.broken is not None]
+    if broken:
+        plan["summary"] += "; failures: " + "; ".join(broken)

@@ -17,7 +17,6 @@ job fails with it on every rank (ChunkFailed, exit 9).
 from __future__ import annotations
 
 import os
-import sys
 
 from ..errors import InvalidArgument
 from .wire import RANGE
@@ -26,18 +25,9 @@ from .wire import RANGE
 def run(args, seal: bool, context: bytes) -> str:
     """``seal`` / ``open`` with --mpi on this rank: "ok" on every rank, or the job's error raised
     on every rank (rank 0's words; as cluster.run)."""
-    from .. import interrupts
-    from . import _execute, _share_plan, _world
+    from . import command
 
-    comm = _world(InvalidArgument)
-    if comm.rank != 0:
-        interrupts.hold()   # (rank 0 holds them once its job is made: a passphrase's prompt)
-    plan = _share_plan(comm, lambda: _job(args, seal, context), True)
-    summary = _execute(comm, plan, args.device, command=True)
-    if comm.rank == 0 and args.verbose:
-        print(f"ciphergrid: {plan['cipher']} {'seal' if seal else 'open'} over {comm.size} "
-              f"ranks: {summary}", file=sys.stderr)
-    return "ok"
+    return command(args, lambda: _job(args, seal, context), "seal" if seal else "open")
 
 
 def _through(path) -> bool:

@@ -16,8 +16,6 @@ from ..errors import DeviceError
 RANGE = 64 << 20
 #: the longest sleep between two looks for a message (a manager or a worker waiting)
 POLL_MAX_S = 0.001
-#: ranges a worker holds at once (the file mode): one running, the next already in its queue
-IN_FLIGHT = 2
 PARTIAL_SUFFIX = ".ciphergrid-partial"
 #: how long a worker that got a signal waits for rank 0 to end the job, and rank 0 for every
 #: worker to answer that it ends

@@ -1,10 +1,12 @@
-"""A worker rank (ciphergrid.cluster): its ranges read, run on its node's engines and written
-in place, or run on the bytes rank 0 sent; its reports, until the job's end."""
+"""A worker rank (ciphergrid.cluster): the ranges rank 0's dealer sends it read, run on its
+node's engines (its own Runtime's route) a plan's step at a time and written at their offset,
+or run on the bytes rank 0 sent; its answers, in order, until the job's end."""
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 from ..errors import DeviceError, Error, InvalidArgument, InvalidTag
@@ -18,11 +20,6 @@ def _request(plan):
 
     return make_request(lookup(plan["cipher"]), plan["key"], plan["iv"], plan["encrypt"], None,
                         plan["sector_size"], plan["start_sector"], plan["impl"], plan["allow_weak"])
-
-
-def _ranges(plan) -> list:
-    n, step = plan["n"], plan["step"]
-    return [(a, min(n, a + step)) for a in range(0, n, step)] or [(0, 0)]
 
 
 def make_runner(plan, device: str, rank: int):
@@ -48,28 +45,39 @@ class _Runner:
             self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
         size = plan["step"] if plan["n"] is None else min(plan["n"], plan["step"])
         r = route(self.req, device, size or None)
-        self.device = r.device
+        self.device, self.kind = r.device, r.engine.info.kind
+        self.engine = r.engine
         self.session = r.engine.session(self.req)
+        self.sent = (None, None)   # (the IV and start sector of the data sent last, its session)
         self.fault = injected_faults().get(f"mpi:{rank}")
         self.ran = 0
 
-    def run(self, a: int, b: int) -> None:
+    def run_span(self, a: int, b: int) -> None:
+        """Bytes [a, b) dealt to this rank, read, run and written a step at a time (a serial
+        mode's chaining value carried from one step to the next)."""
+        step, chain = self.plan["step"], None
+        for x in range(a, max(a + 1, b), step):
+            chain = self.run(x, min(b, x + step), chain)
+
+    def run(self, a: int, b: int, chain=None):
+        """One step [a, b): the chaining value after it where the mode carries one."""
         import numpy as np
 
         self._injected(b - a)
         if b <= a:
-            return
+            return None
         p = self.plan
         buf = np.empty(b - a, dtype=np.uint8)
         if _positioned(os.preadv, self.fin, buf, p["in_offset"] + a) != b - a:
             raise OSError(f"{p['in']}: the input changed size while it was read")
-        bs = self.req.block_size
-        chain = self.req.mode.chain_at(self.req, _FileWindow(self.fin, p["in_offset"]), a // bs) \
-            if a else None
+        bs, req = self.req.block_size, self.req
+        if a and chain is None:
+            chain = req.mode.chain_at(req, _FileWindow(self.fin, p["in_offset"]), a // bs)
         self.session.crypt(buf, buf, a // bs, chain)
         if _positioned(os.pwritev, self.fout, buf, p["out_offset"] + a) != b - a:
             raise OSError(f"{p['partial']}: a write stopped short (disk full?)")
         self.ran += b - a
+        return req.mode.carry(req, None, buf) if p["serial"] else None
 
     def _injected(self, nbytes: int) -> None:
         """The fault switch (mpi:RANK:fail|kill|hang:BYTES): this rank fails, dies or stops
@@ -81,19 +89,29 @@ class _Runner:
                 raise _Stalled()
             raise DeviceError(f"injected failure (CIPHERGRID_FAULT) on rank {self.rank}")
 
-    def crypt(self, a: int, data: bytes, chain) -> bytes:
-        """Range ``a`` sent by the manager: its bytes back."""
+    def crypt(self, iv, start_sector: int, data: bytes) -> bytes:
+        """Bytes rank 0 sent, as the message at their first block (its ``iv`` and
+        ``start_sector``): their result."""
         import numpy as np
+
+        from ..modes.base import replace
 
         self._injected(len(data))
         buf = np.frombuffer(bytearray(data), dtype=np.uint8)
         if buf.nbytes:
-            self.session.crypt(buf, buf, a // self.req.block_size, chain)
+            if self.sent[0] != (iv, start_sector):
+                if self.sent[1] is not None:
+                    self.sent[1].close()
+                req = replace(self.req, iv=iv, start_sector=start_sector)
+                self.sent = ((iv, start_sector), self.engine.session(req))
+            self.sent[1].crypt(buf, buf)
         self.ran += len(data)
         return buf.tobytes()
 
     def close(self) -> None:
         self.session.close()
+        if self.sent[1] is not None:
+            self.sent[1].close()
         for fd in (self.fin, self.fout):
             if fd is not None:
                 os.close(fd)
@@ -121,6 +139,7 @@ class _SealedRunner(_Runner):
         step = plan["step"]
         self.device = "native" if cb._native(sch, device, "stream", step, step // cb.CHUNK) \
             else device
+        self.kind = "native" if self.device == "native" else "gpu"
         self.fin = os.open(plan["in"], os.O_RDONLY | os.O_CLOEXEC)
         try:
             self.fout = os.open(plan["partial"], os.O_WRONLY | os.O_CLOEXEC)
@@ -136,7 +155,7 @@ class _SealedRunner(_Runner):
             self.bufs[i] = bytearray(n)
         return memoryview(self.bufs[i])[:n]
 
-    def run(self, a: int, b: int) -> None:
+    def run(self, a: int, b: int, chain=None):
         from ..formats import cobblestone as cb
 
         self._injected(b - a)
@@ -156,8 +175,9 @@ class _SealedRunner(_Runner):
         if _positioned(os.pwritev, self.fout, dst[:k], at_out) != k:
             raise OSError(f"{p['partial']}: a write stopped short (disk full?)")
         self.ran += n
+        return None
 
-    def crypt(self, a: int, data: bytes, chain) -> bytes:
+    def crypt(self, iv, start_sector: int, data: bytes) -> bytes:
         raise InvalidArgument("--mpi: a sealed file's ranges are read by the workers")
 
     def close(self) -> None:
@@ -187,10 +207,49 @@ class _FileWindow:
         return os.pread(self.fd, sl.stop - sl.start, self.offset + sl.start)
 
 
+def answer(runner, msg, broken):
+    """A rank's answer to rank 0's ``msg`` ("range", a, b: run into the partial file; "data",
+    iv, start sector, bytes: run and sent back), and why it is broken from now on (None: it is
+    not).  A broken rank answers every range with its failure."""
+    if broken is not None:
+        return (_FAILED, broken, None), broken
+    try:
+        if msg[0] == "range":
+            runner.run_span(msg[1], msg[2])
+            return (_DONE,), None
+        return (_DONE, runner.crypt(msg[1], msg[2], msg[3])), None
+    except InvalidTag as e:   # (the input's fault, not this rank's: the job fails)
+        return (_FAILED, str(e)[:300], _portable(e)), None
+    except (Error, OSError) as e:
+        why = f"{type(e).__name__}: {e}"[:300]
+        return (_FAILED, why, None), why
+
+
+class _Local:
+    """Rank 0 alone: its own runner, answering as a worker rank does."""
+
+    def __init__(self, plan, device: str):
+        self.runner = make_runner(plan, device, 0)
+        self.device, self.kind = self.runner.device, self.runner.kind
+        self.broken = None
+        self.lock = threading.Lock()
+
+    def answer(self, msg):
+        with self.lock:
+            try:
+                reply, self.broken = answer(self.runner, msg, self.broken)
+            except _Stalled:
+                reply = (_FAILED, "stalled (CIPHERGRID_FAULT)", None)
+                self.broken = reply[1]
+            return reply
+
+    def close(self) -> None:
+        self.runner.close()
+
+
 def _work(comm, plan, device):
-    """A worker: ask, run, report, until told to stop; the job's outcome if rank 0 sent it
-    meanwhile (else None: it comes next).  A signal here is sent to rank 0, which ends the job
-    for every rank."""
+    """A worker: check in, then answer rank 0's ranges until the job's outcome comes, which it
+    returns.  A signal here is sent to rank 0, which ends the job for every rank."""
     from ..interrupts import Interrupted
 
     runner = None
@@ -199,28 +258,15 @@ def _work(comm, plan, device):
             runner = make_runner(plan, device, comm.rank)
         except (Error, OSError) as e:
             comm.send((_BROKEN, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
-            return _stopped(comm)
-        comm.send((_READY, runner.device), dest=0, tag=_UP)
+            return _await_end(comm, None, noted=True)
+        comm.send((_READY, runner.device, runner.kind), dest=0, tag=_UP)
+        broken = None
         while True:
             tag, msg = _poll(comm, 0, (_END, _DOWN))
             if tag == _END:
                 return msg
-            if msg[0] not in ("range", "data"):
-                return None
-            a = msg[1]
-            b = msg[2] if msg[0] == "range" else a + len(msg[2])
             try:
-                if msg[0] == "range":
-                    runner.run(a, b)
-                    reply = (_DONE, a, b)
-                else:
-                    reply = (_DONE, a, b, runner.crypt(a, msg[2], msg[3]))
-            except InvalidTag as e:   # (the input's fault, not this rank's: the job fails)
-                comm.send((_FAILED, a, b, str(e)[:300], _portable(e)), dest=0, tag=_UP)
-                return _stopped(comm)
-            except (Error, OSError) as e:
-                comm.send((_FAILED, a, b, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
-                return _stopped(comm)
+                reply, broken = answer(runner, msg, broken)
             except _Stalled:   # (it answers no more, but it hears the job's end and signals)
                 return _await_end(comm, None, noted=True)
             comm.send(reply, dest=0, tag=_UP)
@@ -247,14 +293,3 @@ def _await_end(comm, until, noted: bool = False):
 
 class _Stalled(Exception):
     """The fault switch's hang: the worker stops running ranges and answering them."""
-
-
-def _stopped(comm):
-    """A worker out of the job: the ranges dealt to it ahead dropped until its stop (or the
-    job's outcome, returned)."""
-    while True:
-        tag, msg = _poll(comm, 0, (_END, _DOWN))
-        if tag == _END:
-            return msg
-        if msg[0] == "stop":
-            return None

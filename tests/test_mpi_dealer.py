@@ -1,0 +1,125 @@
+"""MPI ranks are engines of the composite dealer (ciphergrid/cluster/manager.py), without MPI:
+rank engines whose line to their rank is a function here, dealt a file job's ranges by the
+scheduler's Run (shares, tail, a failed range dealt again, an input fault ending the job), and
+the ``mpi`` kind's column of the capability table while it is registered."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ciphergrid import registry
+from ciphergrid.backends.base import DeviceInfo
+from ciphergrid.cluster.manager import KIND, FileRanges, RankEngine, can_run
+from ciphergrid.cluster.wire import _DONE, _FAILED
+from ciphergrid.engines.scheduler.run import Run, SchedulerStats
+from ciphergrid.errors import DeviceError, EngineFailureWarning
+from ciphergrid.runtime import current
+
+STEP = 64 << 10
+
+
+def _plan(n, serial=False):
+    return {"n": n, "step": STEP, "serial": serial, "cipher": "aes-128-ctr", "encrypt": True}
+
+
+class _Rank:
+    """A rank's side: the ranges it ran; it fails (or finds the input bad) from a byte on."""
+
+    def __init__(self, fail_at=None, bad=None):
+        self.ran, self.fail_at, self.bad = [], fail_at, bad
+        self.lock = threading.Lock()
+
+    def line(self, msg):
+        assert msg[0] == "range"
+        a, b = msg[1], msg[2]
+        if self.bad is not None:
+            return (_FAILED, "chunk 3 does not verify", self.bad)
+        if self.fail_at is not None and b > self.fail_at:
+            return (_FAILED, "DeviceError: the node's GPU fell off the bus", None)
+        with self.lock:
+            self.ran.append((a, b))
+        return (_DONE,)
+
+
+def _engines(ranks):
+    return [RankEngine(DeviceInfo(spec=f"rank:{w}", runtime=KIND, name="native", kind="native",
+                                  compute_units=1, memory=0, extra={"rank": w}), r.line)
+            for w, r in enumerate(ranks, 1)]
+
+
+@pytest.fixture
+def mpi_kind(tmp_path, monkeypatch):
+    monkeypatch.setenv("CIPHERGRID_CACHE_DIR", str(tmp_path / "cache"))   # (no speeds kept)
+    registry.register_engine_kind(KIND, lambda info: None, can_run, devices=lambda: ())
+    try:
+        yield
+    finally:
+        registry.unregister_engine_kind(KIND)
+
+
+def _covered(ranks) -> list:
+    spans = sorted(s for r in ranks for s in r.ran)
+    merged = []
+    for a, b in spans:
+        assert not merged or a >= merged[-1][1], spans   # (no byte run twice)
+        if merged and merged[-1][1] == a:
+            merged[-1] = (merged[-1][0], b)
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def test_a_file_job_is_dealt_to_every_rank_and_a_failed_range_again(mpi_kind):
+    n = 20 * STEP + 5
+    ranks = [_Rank(), _Rank(fail_at=0), _Rank()]
+    engines = _engines(ranks)
+    stats = SchedulerStats()
+    with pytest.warns(EngineFailureWarning, match="run again elsewhere"):
+        Run(FileRanges(_plan(n)), engines, stats, "direct", current()).go()
+    assert _covered(ranks) == [(0, n)]
+    assert ranks[0].ran and ranks[2].ran and not ranks[1].ran
+    assert all(a % STEP == 0 for r in ranks for a, _ in r.ran)   # (on the plan's step)
+    assert engines[1].broken and engines[1].capability(_req()) is None
+    assert stats.failures and "rank:2" in stats.failures[0] and stats.rework_bytes > 0
+    assert sum(e.bytes for e in engines) == n
+
+
+def test_a_serial_message_is_one_range_run_by_one_rank(mpi_kind):
+    ranks = [_Rank(fail_at=0), _Rank()]
+    with pytest.warns(EngineFailureWarning):
+        Run(FileRanges(_plan(7 * STEP, serial=True)), _engines(ranks), SchedulerStats(),
+            "direct", current()).go()
+    assert ranks[1].ran == [(0, 7 * STEP)] and not ranks[0].ran
+
+
+def test_an_input_fault_ends_the_dealing_and_is_not_dealt_again(mpi_kind):
+    bad = ValueError("chunk 3 does not verify")
+    ranks = [_Rank(bad=bad), _Rank()]
+    work = FileRanges(_plan(8 * STEP))
+    engines = _engines(ranks)
+    Run(work, engines, SchedulerStats(), "direct", current()).go()
+    assert work.fault is bad and not any(e.broken for e in engines)
+
+
+def test_every_rank_failing_is_the_jobs_failure(mpi_kind):
+    ranks = [_Rank(fail_at=0), _Rank(fail_at=0)]
+    with pytest.raises(DeviceError, match="every engine failed"):
+        Run(FileRanges(_plan(4 * STEP)), _engines(ranks), SchedulerStats(), "direct",
+            current()).go()
+
+
+def _req(name="aes-128-ctr", encrypt=True):
+    from ciphergrid.request import make_request
+
+    spec = registry.lookup(name)
+    return make_request(spec, bytes(spec.key_len), bytes(spec.iv_len) or None, encrypt)
+
+
+def test_the_kind_is_a_column_of_the_capability_table_while_registered(mpi_kind):
+    caps = registry.lookup("aes-128-cbc").capabilities()
+    assert caps["encrypt"][KIND] == "serial" and caps["decrypt"][KIND] == "parallel"
+    eng = _engines([_Rank()])[0]
+    assert eng.capability(_req()) == "parallel"
+    assert eng.capability(_req("aes-128-cbc")) == "serial"
