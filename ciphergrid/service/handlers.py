@@ -97,39 +97,28 @@ def _crypt(job, msg, buf, req):
 
 
 def _aead(job, msg, buf, _):
-    """One AEAD message: inline, or in the shared buffer (encryption: the text, room for the
-    tag after it; decryption: text and tag, the plaintext written over them only once the tag
-    verified -- else the buffer is left as it was, and InvalidTag).  The text is copied out
-    first: the client changing its buffer meanwhile changes nothing here."""
-    import numpy as np
-
+    """One AEAD message through the library's one-message body (aead.crypt) on the plan routed
+    here: inline, or in the shared buffer (encryption: the text, room for the tag after it;
+    decryption: text and tag, the plaintext written over them only once the tag verified --
+    else the buffer is left as it was, and InvalidTag).  The text is copied out first: the
+    client changing its buffer meanwhile changes nothing here."""
     from .. import aead, aeads
 
     spec = aeads.spec(msg["cipher"])   # (the fields: checked by schema.check)
-    encrypt, tl = msg["encrypt"], msg["tag_length"]
-    key, nonce = msg["key"], msg["nonce"]
-    aad = msg.get("aad") or b""
+    encrypt, tl, key, nonce = msg["encrypt"], msg["tag_length"], msg["key"], msg["nonce"]
     spec.aead.check(spec.name, len(key), len(nonce), tl)
-    impl = aead._implementation(spec.aead, False, msg.get("impl"))
-    room = buf.array.nbytes
-    n = room if buf.inline else msg["text_length"]
+    n = buf.array.nbytes if buf.inline else msg["text_length"]
     src = buf.array if buf.inline else buf.array[:n].copy()
     try:
-        if not encrypt and n < tl:
-            raise errors.InvalidTag(f"{spec.name}: the input ({n} bytes) is shorter than its tag")
-        text = n if encrypt else n - tl
-        aead._check_limits(spec, text, len(aad))
-        out_n = n + tl if encrypt else n - tl
-        if not buf.inline and out_n > room:
+        if not buf.inline and encrypt and n + tl > buf.array.nbytes:
             raise errors.InvalidArgument("aead: length leaves no room for the tag")
-        dst = np.empty(out_n, dtype=np.uint8)
-        plan = _aead_plan(spec, encrypt, text, 1, len(nonce), tl, device_of(msg))
+        plan = aead.route_message(spec, encrypt, n, len(nonce), tl, device_of(msg))
         job.turn(n)
-        aead._one(spec, encrypt, key, nonce, aad, tl, src, text, dst, device_of(msg), impl,
-                  "array", route=plan)
+        dst = aead.crypt(encrypt, src, spec.name, key, nonce, msg.get("aad"), tl,
+                         device_of(msg), False, msg.get("impl"), None, route=plan)
         if not buf.inline:
-            buf.array[:out_n] = dst
-        return plan, text, dst
+            buf.array[:dst.nbytes] = dst
+        return plan, n if encrypt else n - tl, dst
     finally:
         src[:] = 0   # (the client's plaintext or unverified text: not kept)
 
@@ -165,7 +154,7 @@ def _batch(job, msg, buf, _):
         if (aad_off.size != m + 1 or aad_off[0] != 0 or aad_off[-1] != aad.nbytes
                 or not bool((aad_off[1:] >= aad_off[:-1]).all())):
             raise errors.InvalidArgument("a batch's AAD offsets must rise from 0 to its size")
-        plan = _aead_plan(spec, encrypt, n, m, nl, tl, device_of(msg)) if m else None
+        plan = _batch_plan(spec, encrypt, n, m, nl, tl, device_of(msg)) if m else None
         job.turn(n)
         res = aead._run_tables(spec, encrypt, tl, impl, src, off, got, longest, table, index,
                                non, aad, aad_off, device_of(msg),
@@ -182,9 +171,9 @@ def _batch(job, msg, buf, _):
         del v
 
 
-def _aead_plan(spec, encrypt: bool, n: int, m: int, nl: int, tl: int, device: str):
-    """The plan ``route`` gives ``m`` messages of AEAD ``spec`` with ``n`` bytes of text in all,
-    nonces of ``nl`` bytes and tags of ``tl``."""
+def _batch_plan(spec, encrypt: bool, n: int, m: int, nl: int, tl: int, device: str):
+    """The plan ``route`` gives a batch: ``m`` messages of AEAD ``spec`` with ``n`` bytes of
+    text in all, nonces of ``nl`` bytes and tags of ``tl``."""
     from ..request import aead_request
     from ..route import route
 
