@@ -1,12 +1,12 @@
-"""``ciphergrid encrypt`` / ``decrypt`` with an AEAD: one message, ciphertext || tag."""
+"""``ciphergrid encrypt`` / ``decrypt`` with an AEAD: the job's strategy (cli/crypt.py runs it):
+one message, ciphertext || tag."""
 
 from __future__ import annotations
 
 import os
-import sys
 
 from ..errors import InvalidArgument, InvalidTag
-from .common import EXIT_OK, READ_CHUNK, _file_bytes, _hex, _note_written, _service_engine, _warn
+from .common import READ_CHUNK, _file_bytes, _hex, _warn
 
 
 #: an AEAD's decrypted output larger than this is staged in an anonymous temporary file (not in
@@ -57,46 +57,50 @@ def _staging(n: int):
     return np.frombuffer(m, dtype=np.uint8), (f, m)
 
 
-def cmd_aead(args, encrypt: bool) -> int:
-    """encrypt/decrypt with an AEAD: one message, ciphertext || tag; on decryption nothing is
-    written before the tag verified (a failed tag: exit 3, one line, no output)."""
-    from .. import aeads
-    from ..aead import _tag_length, crypt, route_message
-    from ..engines.remote import service_asked
-    from ..fileio import Input, Output
-    from ..progress import Progress
+class Message:
+    """An AEAD's job (cli.crypt runs it): one message, ciphertext || tag, read whole (a regular
+    file mapped); on decryption nothing is written before the tag verified (a failed tag: exit
+    3, one line, no output): the text is staged (:func:`_staging`) and written once it did."""
 
-    spec = aeads.spec(args.cipher)
-    aead = spec.aead
-    for flag, value in (("--pass", args.passphrase), ("--pbkdf2", args.pbkdf2 or None),
-                        ("--iter", args.iter), ("--md", args.md), ("--pad", args.pad),
-                        ("--nopad", args.nopad or None), ("--sector-size", args.sector_size),
-                        ("--start-sector", args.start_sector), ("--base64", args.base64 or None)):
-        if value is not None:
-            raise InvalidArgument(f"{flag} does not apply to {spec.name} (an AEAD: give --key-file "
-                                  "and --nonce)")
-    if args.iv is not None and args.nonce is not None:
-        raise InvalidArgument("give --nonce or --iv, not both")
-    if args.iv is not None and not spec.name.endswith("-gcm"):
-        raise InvalidArgument(f"{spec.name} takes --nonce, not --iv")
-    nonce_hex = args.nonce if args.nonce is not None else args.iv
-    if nonce_hex is None:
-        raise InvalidArgument(f"{spec.name} needs --nonce HEX ({aead.default_nonce_length} bytes, "
-                              "never reused under one key)")
-    nonce = _hex(nonce_hex, "--nonce")
-    if args.aad is not None and args.aad_file is not None:
-        raise InvalidArgument("give --aad or --aad-file, not both")
-    aad = b""
-    if args.aad is not None:
-        aad = _hex(args.aad, "--aad")
-    elif args.aad_file is not None:
-        aad = _file_bytes(args.aad_file, "--aad-file")
-    tl = _tag_length(aead, args.tag_length)
-    src = Input(args.infile)
-    served = None
-    try:
-        # a service named that does not answer fails the job here (exit 5), before the key
-        served = _service_engine(args)
+    quiet = (InvalidTag,)   # (a failed tag wrote nothing: _note_written says no count)
+
+    def __init__(self, args, encrypt: bool):
+        from .. import aeads
+        from ..aead import _tag_length
+
+        self.args, self.encrypt = args, encrypt
+        spec = self.spec = aeads.spec(args.cipher)
+        aead = spec.aead
+        for flag, value in (("--pass", args.passphrase), ("--pbkdf2", args.pbkdf2 or None),
+                            ("--iter", args.iter), ("--md", args.md), ("--pad", args.pad),
+                            ("--nopad", args.nopad or None), ("--sector-size", args.sector_size),
+                            ("--start-sector", args.start_sector),
+                            ("--base64", args.base64 or None)):
+            if value is not None:
+                raise InvalidArgument(f"{flag} does not apply to {spec.name} (an AEAD: give "
+                                      "--key-file and --nonce)")
+        if args.iv is not None and args.nonce is not None:
+            raise InvalidArgument("give --nonce or --iv, not both")
+        if args.iv is not None and not spec.name.endswith("-gcm"):
+            raise InvalidArgument(f"{spec.name} takes --nonce, not --iv")
+        nonce_hex = args.nonce if args.nonce is not None else args.iv
+        if nonce_hex is None:
+            raise InvalidArgument(f"{spec.name} needs --nonce HEX ({aead.default_nonce_length} "
+                                  "bytes, never reused under one key)")
+        self.nonce = _hex(nonce_hex, "--nonce")
+        if args.aad is not None and args.aad_file is not None:
+            raise InvalidArgument("give --aad or --aad-file, not both")
+        self.aad = b""
+        if args.aad is not None:
+            self.aad = _hex(args.aad, "--aad")
+        elif args.aad_file is not None:
+            self.aad = _file_bytes(args.aad_file, "--aad-file")
+        self.tl = _tag_length(aead, args.tag_length)
+        self.data = None
+
+    def prepare(self, src) -> None:
+        """The key, the sizes checked, and the whole input (mapped or read)."""
+        args, spec, tl = self.args, self.spec, self.tl
         if args.key_file is not None and args.key is not None:
             raise InvalidArgument("give one of --key, --key-file")
         if args.raw_key and args.key_file is None:
@@ -104,56 +108,60 @@ def cmd_aead(args, encrypt: bool) -> int:
         if args.key_file is not None:
             from .. import keys
 
-            key = keys.read_key_file(args.key_file, (spec.key_len,), spec.name, raw=args.raw_key)
+            self.key = keys.read_key_file(args.key_file, (spec.key_len,), spec.name,
+                                          raw=args.raw_key)
         elif args.key is not None:
             _warn("--key puts the key on the command line, where other users can read it (ps, "
                   "/proc); prefer --key-file")
-            key = _hex(args.key, "--key")
+            self.key = _hex(args.key, "--key")
         else:
             raise InvalidArgument("no key: give --key-file PATH or --key HEX")
-        aead.check(spec.name, len(key), len(nonce), tl)
+        spec.aead.check(spec.name, len(self.key), len(self.nonce), tl)
         n = src.size
-        if n is not None and not encrypt and n < tl:
+        if n is not None and not self.encrypt and n < tl:
             raise InvalidArgument(f"{spec.name}: the input ({n} bytes) is shorter than its tag "
                                   f"({tl} bytes)")
-        data = _aead_input(src, aead.max_message + (0 if encrypt else tl))
-        n = data.nbytes
-        if not encrypt and n < tl:
+        self.data = _aead_input(src, spec.aead.max_message + (0 if self.encrypt else tl))
+        self.n = n = self.data.nbytes
+        if not self.encrypt and n < tl:
             raise InvalidArgument(f"{spec.name}: the input ({n} bytes) is shorter than its tag "
                                   f"({tl} bytes)")
-        out_n = n + tl if encrypt else n - tl
-        # where the message runs, decided once (the service's remote engine, when one runs the
-        # command): what -v says is what runs
-        with service_asked(served):
-            r = route_message(spec, encrypt, n, len(nonce), tl, args.device, "stream")
-        if args.verbose:
-            print(f"ciphergrid: {r.describe()}", file=sys.stderr)
-        with Progress(n, quiet=args.quiet, verb="encrypted" if encrypt else "decrypted",
-                      device=args.device) as bar:
-            buf, held = _staging(out_n)
-            # the output is opened first (its errors come before the work; a FIFO's reader sees
-            # its end even when the tag fails) but written only once the tag verified
-            out = Output(args.outfile, size=out_n, sync=not args.no_sync)
-            try:
-                with out:
-                    crypt(encrypt, data, spec.name, key, nonce, aad, tl, args.device,
-                          args.constant_time, None, buf, path="stream",
-                          route=r)  # InvalidTag: nothing written
-                    step = 64 << 20
-                    for a in range(0, out_n, step):
-                        out.write(memoryview(buf[a:a + step]))
-            except BaseException as e:
-                _note_written(e, out, InvalidTag)
-                raise
-            finally:
-                if held is None:
-                    if not encrypt:
-                        buf[:] = 0  # the plaintext's staging copy in memory
-                else:  # an unlinked file: its pages are dropped, never written back, once closed
-                    held[0].close()  # (the mapping goes when its last view does)
-            bar.advance(n)
-    finally:
-        if served is not None:
-            served.close()   # (this command's connections to it)
-        src.close()
-    return EXIT_OK
+        self.out_size = n + tl if self.encrypt else n - tl
+
+    def route(self, device):
+        """The plan of the one message: a file's (route sends it to OpenSSL under auto where
+        OpenSSL has the AEAD); what -v says is what runs."""
+        from ..aead import route_message
+
+        return route_message(self.spec, self.encrypt, self.n, len(self.nonce), self.tl, device,
+                             "stream")
+
+    def said_after(self, plan) -> bool:
+        return False
+
+    def note(self, plan) -> str:
+        return ""
+
+    def close(self) -> None:
+        self.data = None
+
+    def run(self, plan, src, out, bar) -> None:
+        from ..aead import crypt
+
+        args, out_n = self.args, self.out_size
+        out.stop_reserving()   # (the writes allocate what the start-up left unreserved)
+        buf, held = _staging(out_n)
+        try:
+            crypt(self.encrypt, self.data, self.spec.name, self.key, self.nonce, self.aad, self.tl,
+                  args.device, args.constant_time, None, buf, path="stream",
+                  route=plan)  # InvalidTag: nothing written
+            step = 64 << 20
+            for a in range(0, out_n, step):
+                out.write(memoryview(buf[a:a + step]))
+        finally:
+            if held is None:
+                if not self.encrypt:
+                    buf[:] = 0  # the plaintext's staging copy in memory
+            else:  # an unlinked file: its pages are dropped, never written back, once closed
+                held[0].close()  # (the mapping goes when its last view does)
+        bar.advance(self.n)

@@ -4,6 +4,7 @@ service the command runs through."""
 from __future__ import annotations
 
 import errno
+import os
 import sys
 
 from ..errors import InvalidArgument
@@ -34,7 +35,7 @@ EXIT_CODES = {
     EXIT_SIGNAL: "128 + N: stopped by signal N (SIGINT 130, SIGHUP 129, SIGTERM 143, SIGPIPE 141)",
 }
 
-#: bytes read per step when the data goes through a streaming context (not the device pipeline)
+#: bytes read per step from an input of unknown size read whole (an AEAD's message from a pipe)
 READ_CHUNK = 64 << 20
 
 #: errors that can only come from writing the output
@@ -117,34 +118,30 @@ def _pipeline_flags(args):
 
 
 
-def _service_client(args):
-    """The service the command runs through: --service / CIPHERGRID_SERVICE ``auto`` (the
-    per-user one when its socket answers), ``off``, or an address (it must answer); None: this
-    process runs the command."""
-    from ..settings import service_setting
-
-    where = (args.service or service_setting() or "auto").strip()
-    if where.startswith(("tls://", "tcp://")):
-        raise InvalidArgument("--service: a command's files go to a local service (a socket "
-                              "path); a remote one takes buffers (ciphergrid.connect)")
-    from ..service import resolve
-
-    return resolve(where)
-
-
-
 def _service_engine(args):
     """The service the command runs through, as route's remote engine (engines/remote.py):
     --service / CIPHERGRID_SERVICE ``auto`` (the per-user one when its socket answers), ``off``,
     or a socket path (it must answer: ServiceError); None: this process runs the command."""
-    from ..engines.remote import for_setting
-    from ..settings import service_setting
+    from ..settings import default_service_address, service_setting
 
     where = (args.service or service_setting() or "auto").strip()
     if where.startswith(("tls://", "tcp://")):
         raise InvalidArgument("--service: a command's files go to a local service (a socket "
                               "path); a remote one takes buffers (ciphergrid.connect)")
+    if where.lower() == "off" or where.lower() == "auto" and not os.path.exists(
+            default_service_address()):
+        return None   # (no service to ask: the engines' modules are not imported for it)
+    from ..engines.remote import for_setting
+
     return for_setting(where)
+
+
+def _said_by_service(engine, what: str) -> None:
+    """-v after a service ran a stream or a sealed file: where it ran there, and how long."""
+    reply = engine.last_reply()
+    why = f" ({reply['reason']})" if reply.get("reason") else ""
+    print(f"ciphergrid: {what} on {reply.get('device')}{why}, by the service at "
+          f"{engine.address} ({reply.get('seconds', 0):.3f} s there)", file=sys.stderr)
 
 
 def _error(message: str, exc: BaseException | None = None) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 
 from ..errors import ChunkFailed, InvalidArgument, InvalidTag
-from .common import EXIT_DEVICE, EXIT_OK, _file_bytes, _note_written, _service_client
+from .common import (EXIT_DEVICE, EXIT_OK, _file_bytes, _note_written, _said_by_service,
+                     _service_engine)
 from .keying import _open_key, _seal_key
 
 #: bytes copied at a time from the staging file of --all-or-nothing to the output
@@ -21,11 +22,12 @@ def cmd_seal(args, seal: bool) -> int:
     holds a stream's back until then too); with --offset / --length it maps the file and reads
     only the chunks of that range.
 
-    Through a service (--service, CIPHERGRID_SERVICE: cli.common._service_client) the service
-    reads and writes the command's own descriptors as ``encrypt``'s streams do; the key (a
-    passphrase's derived here), the context and an input's header go in the request, a
-    passphrase's wrapper is read or written here.  A range, and a context past what one request
-    carries, stay in this process (-v says so)."""
+    Through a service (--service, CIPHERGRID_SERVICE: cli.common._service_engine) route plans
+    the chunks on the service's remote engine, whose sealed-file entry hands it the command's
+    own descriptors as ``encrypt``'s streams do; the key (a passphrase's derived here), the
+    context and an input's header go in the request, a passphrase's wrapper is read or written
+    here.  A range, and a context past what one request carries, stay in this process (-v says
+    so)."""
     from ..fileio import Input
     from ..formats import cobblestone as cb
 
@@ -38,44 +40,58 @@ def cmd_seal(args, seal: bool) -> int:
 
         return {"ok": EXIT_OK}.get(sealed.run(args, seal, context), EXIT_DEVICE)
     src = Input(args.infile)
-    client = None
+    served = None
     try:
         # the service named (or the per-user one under auto) runs the job; one named that does
         # not answer fails it here (exit 5), before a key is read or a passphrase asked for
-        client = _served(args, _service_client(args), context, seal)
+        served = _served(args, _service_engine(args), context, seal)
         if seal:
-            return _seal(args, src, context, client)
+            return _seal(args, src, context, served)
         if args.offset is not None or args.length is not None:
             return _open_range(args, src, context)
         head = bytearray(cb.HEADER)
         got = src.readinto(head)
         key, sch, head = _open_key(args, src, bytes(head[:got]), stream=True)
-        return _open(args, src, context, key, sch, head, client)
+        return _open(args, src, context, key, sch, head, served)
     finally:
-        if client is not None:
-            client.close()
+        if served is not None:
+            served.close()   # (this command's connections to it)
         src.close()
 
 
-def _served(args, client, context: bytes, seal: bool):
-    """``client`` where the service runs this job, else None (closed): a range, a context past
-    what one request carries (said with -v)."""
-    if client is None:
+def _served(args, served, context: bytes, seal: bool):
+    """The service's remote engine where it runs this job, else None (closed): a range, a
+    context past what one request carries (said with -v)."""
+    if served is None:
         return None
-    from ..service import protocol
-
     why = None
     if not seal and (args.offset is not None or args.length is not None):
         why = "--offset / --length"
-    elif len(context) > protocol.INLINE_MAX:
-        why = f"a context of more than {protocol.INLINE_MAX >> 10} KiB"
+    else:
+        why = served.sealed_refusal(context)
     if why is None:
-        return client
+        return served
     if args.verbose:
-        print(f"ciphergrid: {why}: run in this process, not by the service at {client.address}",
+        print(f"ciphergrid: {why}: run in this process, not by the service at {served.address}",
               file=sys.stderr)
-    client.close()
+    served.close()
     return None
+
+
+def _plan(args, served, sch, seal: bool, nbytes: int | None):
+    """The plan of a sealed file's chunks on the service (route, asked to use ``served``): its
+    remote engine, which checks that the service runs the scheme's AEAD."""
+    from .. import aeads
+    from ..engines.remote import service_asked
+    from ..formats import cobblestone as cb
+    from ..request import aead_request
+    from ..route import route
+
+    chunks = 1 if nbytes is None else nbytes // cb.CHUNK + 1
+    req = aead_request(aeads.spec(sch.aead), encrypt=seal, nonce_len=cb.NONCE,
+                       tag_length=cb.TAG, count=chunks)
+    with service_asked(served):
+        return route(req, args.device, nbytes, path="stream")
 
 
 def _check_flags(args, seal: bool) -> None:
@@ -95,20 +111,20 @@ def _check_flags(args, seal: bool) -> None:
 
 
 # ------------------------------------------------------------------------------------ seal
-def _seal(args, src, context: bytes, client=None) -> int:
+def _seal(args, src, context: bytes, served=None) -> int:
     from ..fileio import Output
     from ..formats import cobblestone as cb
 
     sch, key, wrapper = _seal_key(args, src)
-    if client is not None:   # (the service writes the C2SP header, counted in its progress)
+    if served is not None:   # (the service writes the C2SP header, counted in its progress)
+        plan = _plan(args, served, sch, True, src.size)
         total = None if src.size is None else cb.sealed_length(src.size)
         with _Stream(args, "sealed", total, "service", served=True) as st:
             with Output(args.outfile, sync=not args.no_sync) as out:
                 st.out = out
                 out.write(wrapper)
-                reply = client.sealed(True, sch.name, key, context, src.fd, out.fd,
-                                      device=args.device, progress=st.advance)
-        _said(args, sch, "seal", client, reply)
+                plan.sealed_file(True, sch.name, key, context, src.fd, out.fd, progress=st.advance)
+        _said(args, sch, "seal", plan)
         return EXIT_OK
     total = None if src.size is None else cb.sealed_length(src.size) - cb.HEADER
     device = _where(args, sch, "seal")
@@ -148,7 +164,7 @@ def _open_range(args, src, context: bytes) -> int:
     return EXIT_OK
 
 
-def _open(args, src, context: bytes, key: bytes, sch, head: bytes, client=None) -> int:
+def _open(args, src, context: bytes, key: bytes, sch, head: bytes, served=None) -> int:
     from ..fileio import Output
     from ..formats import cobblestone as cb
 
@@ -161,12 +177,12 @@ def _open(args, src, context: bytes, key: bytes, sch, head: bytes, client=None) 
     total = None
     if src.size is not None:
         total = cb.message_length(cb.HEADER + src.size)   # (Truncated before anything is read)
-    if client is not None:
+    if served is not None:
+        plan = _plan(args, served, sch, False, total)
+
         def run(fd: int, progress=None) -> None:
-            nonlocal reply
-            reply = client.sealed(False, sch.name, key, context, src.fd, fd, header=head,
-                                  device=args.device, progress=progress)
-        reply = None
+            plan.sealed_file(False, sch.name, key, context, src.fd, fd, header=head,
+                             progress=progress)
         device = "service"
     else:
         device = _where(args, sch, "open")
@@ -175,24 +191,22 @@ def _open(args, src, context: bytes, key: bytes, sch, head: bytes, client=None) 
         def run(fd: int, progress=None) -> None:
             sealed.open_(src.f, fd, op, progress=progress)
 
-    with _Stream(args, "opened", total, device, served=client is not None) as st:
+    with _Stream(args, "opened", total, device, served=served is not None) as st:
         with Output(args.outfile, sync=not args.no_sync) as out:
             st.out = out
             if args.all_or_nothing and out.kind == "through":
                 _staged(out, st, run)
             else:
                 run(out.fd, st.advance)
-    if client is not None:
-        _said(args, sch, "open", client, reply)
+    if served is not None:
+        _said(args, sch, "open", plan)
     return EXIT_OK
 
 
-def _said(args, sch, verb: str, client, reply: dict) -> None:
+def _said(args, sch, verb: str, plan) -> None:
     """-v: where the service ran the chunks."""
     if args.verbose:
-        why = f" ({reply['reason']})" if reply.get("reason") else ""
-        print(f"ciphergrid: {sch.name} {verb} on {reply.get('device')}{why}, by the service at "
-              f"{client.address} ({reply.get('seconds', 0):.3f} s there)", file=sys.stderr)
+        _said_by_service(plan.engine, f"{sch.name} {verb}")
 
 
 def _staged(out, st, run) -> None:
