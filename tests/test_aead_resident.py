@@ -126,6 +126,24 @@ def test_gcm_key_stream_launched_before_h_powers(eng, cpu_device, monkeypatch):
             assert seen[:3] == ["gcm_hkey", "gcm_hpow", "gcm_j0"]
 
 
+def test_resident_layout_derived_once(eng, monkeypatch):
+    """Resident calls of one layout derive its shape once (found by its offsets' values, the
+    shapes compared as arrays forgotten); another length is another layout."""
+    b = eng.backend
+    drv = eng.aead_driver("chacha20-poly1305")
+    derived = []
+    derive = drv.derive_shape
+    monkeypatch.setattr(drv, "derive_shape", lambda *a: derived.append(1) or derive(*a))
+    monkeypatch.setattr(drv, "_small", {})
+    monkeypatch.setattr(drv, "_shapes", [])
+    for n in (3001, 3001, 3001, 3002):
+        key, nonce, data = os.urandom(32), os.urandom(12), os.urandom(n)
+        src, out = _buffer(b, data), _buffer(b, b"", n + 16)
+        assert eng.aead_resident("chacha20-poly1305", True, key, nonce, b"", 16, src, out, n)
+        assert _read(b, out, n + 16) == ChaCha20Poly1305(key).encrypt(nonce, data, None)
+    assert len(derived) == 2
+
+
 def test_resident_layouts_past_the_limit_still_run(eng, monkeypatch):
     """Past LAYOUTS_KEPT layouts a job uploads its layout with the rest: the same bytes."""
     monkeypatch.setattr(aead_driver, "LAYOUTS_KEPT", 0)

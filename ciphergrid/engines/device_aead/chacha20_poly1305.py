@@ -78,7 +78,7 @@ class ChaChaJob(Job):
         total = int(batch.off[-1])
         # the texts first: the copy engine starts while the host works out the metadata
         self.src = self.upload(texts(span(batch.src, 0, total)), texts_in=True)
-        sh = drv.shape(batch)
+        sh = drv.shape(batch, small=self.resident)
         off, aad_off = sh.off, sh.aad_off
         self.na, self.seg, self.blk_off = sh.na, sh.seg, sh.blk_off
         self.poly_off, self.pow_off, self.levels = sh.poly_off, sh.pow_off, sh.levels

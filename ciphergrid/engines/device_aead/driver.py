@@ -90,10 +90,11 @@ class DeviceAEAD:
             self.kernel_queues = SERIAL_KERNEL_QUEUES
         self._shapes: list = []   # (extra, off, aad_off, shape, bytes), the latest first
         self._shapes_lock = threading.Lock()
+        self._small: dict = {}    # layout key -> shape, batches of few messages (shape)
         self._layouts: dict = {}  # layout key -> (name -> device view, the whole buffer)
         self._layout_bytes = 0
 
-    def shape(self, batch: Batch, *extra):
+    def shape(self, batch: Batch, *extra, small: bool = False):
         """What the layout of ``batch``'s messages alone decides for this driver's jobs:
         ``derive_shape(off, aad_off, *extra)`` (a subclass's: lengths, prefix sums, coarse
         indexes, a tile choice), remembered for the last SHAPES_KEPT layouts and returned again
@@ -101,7 +102,25 @@ class DeviceAEAD:
         equal messages (transfer/batches.py) share one, and so do the calls of a program that
         seals chunks of one size.  An invalid layout raises and is not remembered.  The arrays
         of a shape are read-only: jobs share them; one with fields ``off`` and ``aad_off`` (the
-        offsets, any integer type) is compared with them instead of copies."""
+        offsets, any integer type) is compared with them instead of copies.  With ``small``
+        (a resident job's: one GPU-resident message a call) a batch of at most
+        LAYOUT_MESSAGES messages is found by its offsets' values (``layout_key``) first, with
+        no array comparisons, among the last SHAPES_KEPT of them."""
+        key = layout_key(batch, *extra) if small else None
+        if key is not None:
+            got = self._small.get(key)
+            if got is not None:
+                return got
+        got = self._shape(batch, extra)
+        if key is not None:
+            with self._shapes_lock:
+                if len(self._small) >= SHAPES_KEPT:
+                    self._small.clear()
+                self._small[key] = got
+        return got
+
+    def _shape(self, batch: Batch, extra: tuple):
+        """``shape`` by comparing offsets with the layouts remembered (SHAPES_KEPT)."""
         off, aad_off = batch.off, batch.aad_off
         m, total, atotal = off.shape[0], off[-1], aad_off[-1]
         for ex, o, a, got, _ in self._shapes:   # (a snapshot: entries replaced, never changed)

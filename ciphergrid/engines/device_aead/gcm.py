@@ -370,7 +370,7 @@ class GCMJob(Job):
         # positional GHASH tables, and the counter pass of one key: batches of one key only
         self.pos = bool(drv.gh) and self.nkeys == 1
         self.ctr_one = bool(drv.ctr) and self.nkeys == 1
-        sh = drv.shape(batch, self.pos)
+        sh = drv.shape(batch, self.pos, small=self.resident)
         self.cb_off, self.tile_off, self.ntiles = sh.cb_off, sh.tile_off, sh.ntiles
         self.nb, self.na = sh.nb, sh.na      # (stream and AAD blocks: cuts in a message)
         self.wlog, self.rlog, self.np2, self.nf = sh.wlog, sh.rlog, sh.np2, sh.nf
