@@ -349,13 +349,15 @@ _LOOP_LOCK = threading.Lock()
 
 
 def _build_loop():
-    import hashlib
+    from cryptography.hazmat.primitives import hashes   # (loaded with the package: no hashlib)
 
     allowed, cc_env = settings.openssl_c_loop()
     if not allowed:
         return None
     machine = os.uname().machine if hasattr(os, "uname") else ""
-    tag = hashlib.sha256((_LOOP_SRC + machine + sys.platform).encode()).hexdigest()[:16]
+    digest = hashes.Hash(hashes.SHA256())
+    digest.update((_LOOP_SRC + machine + sys.platform).encode())
+    tag = digest.finalize().hex()[:16]
     suffix = ".dylib" if sys.platform == "darwin" else ".so"
     from ...settings import cache_dir
 
