@@ -281,7 +281,8 @@ class _Rows:
         self.b = backend
         self.into = batch.src.ndim == 2          # the input texts are rows (decryption)
         self.out = batch.dst.ndim == 2           # the output texts are rows (encryption)
-        self.dev = bool(getattr(backend, "row_copies", False))
+        self.dev = bool(getattr(backend, "row_copies", False)) and all(
+            span(a) is not None for a in (batch.src, batch.dst) if a.ndim == 2)
 
     def stage(self, sub, q_up):
         """``sub`` (a piece) with contiguous texts in place of its rows."""
