@@ -135,7 +135,7 @@ def texts_range(arr, lo: int, hi: int):
     of texts held as rows of w bytes (a 2-D view whose rows lie at any pitch: a sealed
     message's chunks between their tags, formats/cobblestone.py; every message one row, so
     every cut falls between rows)."""
-    if getattr(arr, "ndim", 1) == 2:
+    if _ndim(arr) == 2:
         w = arr.shape[1]
         return arr[lo // w:hi // w]
     return arr[lo:hi]
@@ -230,6 +230,11 @@ def head_start(backend, batch, nbytes: int, first: int, queue) -> Head | None:
     return Head(buf, done)
 
 
+def _ndim(a) -> int:
+    """Dimensions of a batch's texts (a device buffer without them: 1)."""
+    return int(getattr(a, "ndim", 1))
+
+
 def pitch(rows: np.ndarray) -> int:
     """Bytes from one row of texts held as rows to the next (a lone row: its width)."""
     return int(rows.strides[0]) if rows.shape[0] > 1 else int(rows.shape[1])
@@ -279,10 +284,10 @@ class _Rows:
 
     def __init__(self, backend, batch):
         self.b = backend
-        self.into = batch.src.ndim == 2          # the input texts are rows (decryption)
-        self.out = batch.dst.ndim == 2           # the output texts are rows (encryption)
+        self.into = _ndim(batch.src) == 2        # the input texts are rows (decryption)
+        self.out = _ndim(batch.dst) == 2         # the output texts are rows (encryption)
         self.dev = bool(getattr(backend, "row_copies", False)) and all(
-            span(a) is not None for a in (batch.src, batch.dst) if a.ndim == 2)
+            span(a) is not None for a in (batch.src, batch.dst) if _ndim(a) == 2)
 
     def stage(self, sub, q_up):
         """``sub`` (a piece) with contiguous texts in place of its rows."""
@@ -362,7 +367,7 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
     flight: deque = deque()   # (job, its piece, the piece as run, first, end message), oldest first
     out = None                # the result, made once the first piece is enqueued
-    rows = _Rows(backend, batch) if 2 in (batch.src.ndim, batch.dst.ndim) else None
+    rows = _Rows(backend, batch) if 2 in (_ndim(batch.src), _ndim(batch.dst)) else None
 
     def retire() -> None:
         job, sub, ran, a, b = flight.popleft()
