@@ -93,7 +93,7 @@ def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device,
     out_n = n + tl if encrypt else n - tl
     if gpu is not None:
         return _crypt_gpu(encrypt, arr, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl,
-                          out, route, stats, wait=not _cupy_only(data, out))
+                          out, route, stats, wait=not buffers.cupy_only(data, out))
     dst = buffers.output(out, out_n, arr)
     if route is None:
         route = route_message(spec, encrypt, n, len(nonce), tl, device, path)
@@ -125,18 +125,13 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path,
         raise
     if not ok[0]:
         dst[:] = 0
-        raise InvalidTag(f"{spec.name}: the tag does not verify (wrong key, nonce or associated "
-                         "data, or the data was altered): no plaintext is released")
+        raise _tag_fails(spec)
 
 
-def _cupy_only(data, out) -> bool:
-    """Whether the caller's GPU data are CuPy arrays (in, and out when given): read in CuPy's
-    stream order, so an encryption may return once its work is queued there."""
-    import sys
-
-    cupy = sys.modules.get("cupy")
-    return (cupy is not None and type(data) is cupy.ndarray
-            and (out is None or type(out) is cupy.ndarray))
+def _tag_fails(spec) -> InvalidTag:
+    """The error of a message whose tag does not verify (its plaintext already withheld)."""
+    return InvalidTag(f"{spec.name}: the tag does not verify (wrong key, nonce or associated "
+                      "data, or the data was altered): no plaintext is released")
 
 
 def _crypt_gpu(encrypt, src, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl, out,
@@ -155,20 +150,12 @@ def _crypt_gpu(encrypt, src, wrap, spec, key, nonce, aad, tl, text, out_n, devic
         want = (device or "auto").strip().lower()
         dev = f"cuda:{src.device.id}" if want in ("auto", "gpu", "cuda") else want
         r = route_message(spec, encrypt, src.nbytes, len(nonce), tl, dev, "resident")
-    if out is not None:
-        o = buffers.gpu_array(out)
-        if o is None or o[0].nbytes != out_n:
-            raise InvalidArgument(f"out must be a GPU array of the output's size ({out_n} bytes)")
-        dst = o[0]
-    else:
-        with src.device:
-            dst = cupy.empty(out_n, dtype=cupy.uint8)
+    dst = buffers.gpu_output(out, out_n, src)
     runs = getattr(r.engine, "runs_resident", None)
     if r.path == "resident" and runs is not None and runs(src, dst):
         if not r.engine.aead_resident(spec.name, encrypt, key, nonce, aad, tl, src, dst, text,
                                       impl, stats=stats):
-            raise InvalidTag(f"{spec.name}: the tag does not verify (wrong key, nonce or "
-                             "associated data, or the data was altered): no plaintext is released")
+            raise _tag_fails(spec)
         if wait and encrypt:
             with src.device:
                 cupy.cuda.get_current_stream().synchronize()

@@ -11,8 +11,6 @@ otherwise); every other bad argument is a :class:`ciphergrid.Error` (see ``ciphe
 
 from __future__ import annotations
 
-import sys
-
 from . import aeads as _aeads
 from . import buffers
 from .errors import AlreadyFinalized, InvalidArgument
@@ -73,30 +71,14 @@ def _request(cipher: str, key, iv, encrypt: bool, padding, sector_size, start_se
 def _crypt_resident(req, gpu, device, out, wait=True, stats=None):
     """The GPU-resident path: same type out, in place when ``out`` is the input.  ``wait=False``
     (CuPy arrays in and out): queued on CuPy's current stream like CuPy's own operations."""
-    import cupy
-
     src, wrap = gpu
     n = src.nbytes
     req.check_length(n)
     req.admit(n)
     plan = route(req, device, n, path="resident", resident_device=f"cuda:{src.device.id}")
-    if out is not None:
-        res = buffers.gpu_array(out)
-        if res is None or res[0].nbytes != n:
-            raise InvalidArgument("out must be a GPU array of the input's size")
-        dst = res[0]
-    else:
-        dst = cupy.empty_like(src)
+    dst = buffers.gpu_output(out, n, src)
     plan.run(src, dst, wait=wait, stats=stats)   # (a host engine's plan: through host copies)
     return out if out is not None else wrap(dst)
-
-
-def _cupy_only(data, out) -> bool:
-    """Whether the caller's GPU data are CuPy arrays (in, and out when given): their users read
-    them in CuPy's stream order, so a call can return as soon as its work is queued there."""
-    cupy = sys.modules.get("cupy")
-    return (cupy is not None and type(data) is cupy.ndarray
-            and (out is None or type(out) is cupy.ndarray))
 
 
 def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector,
@@ -107,7 +89,8 @@ def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_si
     if gpu is not None:
         if padding:
             raise InvalidArgument("padding is not supported for GPU-resident data")
-        return _crypt_resident(req, gpu, device, out, wait=not _cupy_only(data, out), stats=stats)
+        return _crypt_resident(req, gpu, device, out, wait=not buffers.cupy_only(data, out),
+                               stats=stats)
     arr, wrap = buffers.host_array(data)
     if out is not None and padding:
         raise InvalidArgument("out= cannot be used with padding (the length changes)")
@@ -489,7 +472,7 @@ class CipherContext:
                 held = getattr(self._chain, "on_device", False)
                 self._chain = session.device_chain(self._chain if held else self._chain_value())
                 session.crypt_resident(src, dst, self._pos // self.bs, self._chain,
-                                       wait=not _cupy_only(data, buf))
+                                       wait=not buffers.cupy_only(data, buf))
                 self._pos += n
                 return n if buf is not None else wrap(dst)
             chain = self._chain_value()
@@ -497,7 +480,7 @@ class CipherContext:
                 self._chain_block = self._chain_block or _BlockToHost(self.bs)
                 self._chain_block.start(src[-self.bs:])
             session.crypt_resident(run_in, run_out, self._pos // self.bs, chain,
-                                   wait=not _cupy_only(data, buf))
+                                   wait=not buffers.cupy_only(data, buf))
             if skip:
                 dst[...] = run_out[skip:]
             if reads == "input":

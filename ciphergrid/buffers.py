@@ -198,6 +198,28 @@ def output(out, n: int, src: np.ndarray) -> np.ndarray:
     return dst
 
 
+def gpu_output(out, n: int, src):
+    """Where a call's ``n`` output bytes of GPU-resident data go: the caller's ``out`` (a GPU
+    array of ``n`` bytes, else InvalidArgument), or a new CuPy array on ``src``'s device."""
+    if out is not None:
+        res = gpu_array(out)
+        if res is None or res[0].nbytes != n:
+            raise InvalidArgument(f"out must be a GPU array of the output's size ({n} bytes)")
+        return res[0]
+    import cupy
+
+    with src.device:
+        return cupy.empty(n, dtype=cupy.uint8)
+
+
+def cupy_only(data, out) -> bool:
+    """Whether the caller's GPU data are CuPy arrays (in, and ``out`` when given): their users
+    read them in CuPy's stream order, so a call may return as soon as its work is queued there."""
+    cupy = sys.modules.get("cupy")
+    return (cupy is not None and type(data) is cupy.ndarray
+            and (out is None or type(out) is cupy.ndarray))
+
+
 def check_no_overlap(src: np.ndarray, dst: np.ndarray) -> None:
     """``dst`` may be ``src`` itself (in place) but must not otherwise overlap it."""
     if np.may_share_memory(dst, src) and dst.ctypes.data != src.ctypes.data:
