@@ -731,6 +731,49 @@ def test_each_client_has_its_own_weak_cipher_warnings(server):
     assert server.runtime.policy.warned == set()
 
 
+@pytest.mark.policy
+def test_the_service_counts_a_block_limit_itself(server, folder, monkeypatch):
+    """A cipher's refusing block limit is checked in the service too, not only in the client: a
+    stream of a regular file past it, a piece of a longer message whose place puts it past it
+    (``first_block``), and a pipe (its size unknown) are refused before any byte is written;
+    within the limit they run."""
+    from ciphergrid import registry
+    from ciphergrid.algorithms.base import UsePolicy
+
+    name = "cast5-ecb"   # (8-byte blocks: a limit of 4 blocks is 32 bytes)
+    monkeypatch.setattr(registry.lookup(name).algorithm, "encryption_policy",
+                        lambda key: UsePolicy(block_limit=4, over_limit_refused=True))
+    common = {"version": 1, "cipher": name, "key": bytes(range(16)), "iv": None,
+              "encrypt": True, "device": "native"}
+
+    def stream(data, pipe=False):
+        out = os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)
+        if pipe:
+            src, w = os.pipe()
+            os.write(w, data)
+            os.close(w)
+        else:
+            src = os.open(folder, os.O_TMPFILE | os.O_RDWR, 0o600)
+            os.write(src, data)
+            os.lseek(src, 0, os.SEEK_SET)
+        try:
+            return _ask(server.address, _stream_msg(**common), [src, out]), os.fstat(out).st_size
+        finally:
+            os.close(src)
+            os.close(out)
+
+    assert stream(bytes(32))[0]["ok"]
+    reply, written = stream(bytes(40))
+    assert reply["error"]["type"] == "InvalidArgument" and "refused" in reply["error"]["message"]
+    assert written == 0
+    reply, written = stream(bytes(16), pipe=True)
+    assert reply["error"]["type"] == "InvalidArgument" and written == 0, reply
+    assert _ask(server.address, {"op": "crypt", **common, "data": bytes(16),
+                                 "first_block": 2})["ok"]
+    reply = _ask(server.address, {"op": "crypt", **common, "data": bytes(16), "first_block": 3})
+    assert reply["error"]["type"] == "InvalidArgument" and "refused" in reply["error"]["message"]
+
+
 def test_the_library_uses_a_service_only_when_asked(server, folder, monkeypatch):
     """``ciphergrid.encrypt`` and the batches run in this process unless CIPHERGRID_SERVICE names
     a service (a path, or ``auto`` with the per-user one answering): then the service runs them,

@@ -88,7 +88,7 @@ def _crypt(job, msg, buf, req):
     a = buf.array
     n = a.nbytes
     req.check_length(n)
-    req.admit(n)
+    req.admit((msg.get("first_block") or 0) * req.block_size + n)   # (its place in its message)
     if not n:
         return None, 0, a
     plan = route(req, device_of(msg), n)
@@ -319,6 +319,12 @@ def _stream(job, msg, req, fds) -> dict:
     # pages faulted in ahead) is the input's own size, where it is a regular file
     size = memory.remaining(fds[0])
     n = size if size is not None else msg.get("nbytes")
+    if n is not None:   # (the cipher's block limit, counted here too)
+        req.admit(n)
+    elif req.limit_refuses:   # (the client sends such an input as a context's pieces: crypt)
+        raise errors.InvalidArgument(f"{req.spec.name}: a stream of unknown size under the "
+                                     f"cipher's block limit is refused (send it as a "
+                                     f"context's pieces)")
     plan = route(req, device_of(msg), n, path="stream")
     progress = Progress(job)
     t0 = time.perf_counter()
