@@ -21,7 +21,8 @@ STEP = 64 << 10
 
 
 def _plan(n, serial=False):
-    return {"n": n, "step": STEP, "serial": serial, "cipher": "aes-128-ctr", "encrypt": True}
+    return {"n": n, "step": STEP, "unit": 16, "serial": serial, "cipher": "aes-128-ctr",
+            "encrypt": True}
 
 
 class _Rank:
@@ -123,3 +124,17 @@ def test_the_kind_is_a_column_of_the_capability_table_while_registered(mpi_kind)
     eng = _engines([_Rank()])[0]
     assert eng.capability(_req()) == "parallel"
     assert eng.capability(_req("aes-128-cbc")) == "serial"
+
+
+def test_ranges_are_cut_finer_than_the_step(mpi_kind):
+    """A rank runs a range a step at a time, so the dealer cuts on the scheduler's grain where
+    the step is coarser: two ranks share a job of four steps by more than whole steps."""
+    from ciphergrid.engines.scheduler.units import GRAIN
+
+    step = 16 * GRAIN
+    ranks = [_Rank(), _Rank()]
+    plan = {**_plan(4 * step), "step": step}
+    Run(FileRanges(plan), _engines(ranks), SchedulerStats(), "direct", current()).go()
+    assert _covered(ranks) == [(0, 4 * step)]
+    starts = [a for r in ranks for a, _ in r.ran]
+    assert all(a % GRAIN == 0 for a in starts) and any(a % step for a in starts)

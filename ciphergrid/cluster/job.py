@@ -164,7 +164,8 @@ def _plan(req, src, offset: int, n, partial, out_offset: int, step: int) -> dict
             "encrypt": req.encrypt, "sector_size": req.sector_size,
             "start_sector": req.start_sector or None, "impl": req.impl, "allow_weak": req.allow_weak,
             "in": src, "in_offset": offset, "n": n, "partial": partial, "out_offset": out_offset,
-            "step": step, "send": src is None, "serial": req.mode.split_unit(req) is None}
+            "step": step, "unit": unit, "send": src is None,
+            "serial": req.mode.split_unit(req) is None}
 
 
 class _Sentinel:

@@ -112,17 +112,19 @@ class RankSession(Session):
 
 class FileRanges:
     """A file job's bytes as the dealer's units (the protocol of engines/scheduler/units.py):
-    ranges on the plan's step (a sealed file's: whole chunks), each read, run and written by the
-    rank dealt it; a serial mode's message is one range.  An input fault is kept (``fault``) and
-    ends the dealing: the ranges left are passed over."""
+    ranges cut on the smaller of the plan's step and the scheduler's grain (units.GRAIN), on the
+    plan's unit (the mode's grain; a sealed file's: whole chunks), each read, run (a step at a
+    time) and written by the rank dealt it; a serial mode's message is one range.  An input fault
+    is kept (``fault``) and ends the dealing: the ranges left are passed over."""
 
     in_place = False
 
     def __init__(self, plan):
-        from ..engines.scheduler.units import TAIL
+        from ..engines.scheduler.units import GRAIN, TAIL
 
-        self.n = plan["n"]
-        self.grain = max(1, self.n) if plan["serial"] else plan["step"]
+        self.n, unit = plan["n"], plan["unit"]
+        self.grain = max(1, self.n) if plan["serial"] else \
+            max(unit, min(plan["step"], GRAIN) // unit * unit)
         self.name = plan["cipher"]
         sealed = plan.get("sealed")
         self.encrypt = sealed["seal"] if sealed is not None else plan["encrypt"]
@@ -333,11 +335,14 @@ def _dealing(job, engines, failures: list) -> None:
     plan = job.plan
     try:
         if plan["send"]:
+            from ..engines.composite import STREAM_PIECE
             from .worker import _request
 
+            # (a piece: a step per rank, at most the composite's piece unless the step is more)
+            piece = max(plan["step"], min(plan["step"] * len(engines), STREAM_PIECE))
             CompositeEngine(engines, spec=KIND).stream(
                 _request(plan), job.source.f, job.out.fd, progress=job.out.count,
-                chunk_bytes=plan["step"] * len(engines), depth=2)
+                chunk_bytes=piece, depth=2)
             return
         work = FileRanges(plan)
         if work.n == 0:

@@ -84,6 +84,7 @@ def _job(args, seal: bool, context: bytes):
         src.close()
     output, partial, sentinel = partial_output(args.outfile, size, header, not args.no_sync)
     plan = {"cipher": sch.name, "sealed": job, "in": infile, "in_offset": in_offset, "n": n,
-            "partial": partial, "out_offset": out_offset, "step": step, "send": False,
+            "partial": partial, "out_offset": out_offset, "step": step, "unit": cb.CHUNK,
+            "send": False,
             "serial": False}
     return _Job(plan, output, sentinel)
