@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 from ..errors import InvalidArgument, InvalidTag
-from .common import READ_CHUNK, _file_bytes, _hex, _warn
+from .common import READ_CHUNK, _file_bytes, _hex
+from .keying import _given_key
 
 
 #: an AEAD's decrypted output larger than this is staged in an anonymous temporary file (not in
@@ -105,17 +106,7 @@ class Message:
             raise InvalidArgument("give one of --key, --key-file")
         if args.raw_key and args.key_file is None:
             raise InvalidArgument("--raw-key says how --key-file holds the key: give --key-file")
-        if args.key_file is not None:
-            from .. import keys
-
-            self.key = keys.read_key_file(args.key_file, (spec.key_len,), spec.name,
-                                          raw=args.raw_key)
-        elif args.key is not None:
-            _warn("--key puts the key on the command line, where other users can read it (ps, "
-                  "/proc); prefer --key-file")
-            self.key = _hex(args.key, "--key")
-        else:
-            raise InvalidArgument("no key: give --key-file PATH or --key HEX")
+        self.key = _given_key(args, (spec.key_len,), spec.name, phrases=False)
         spec.aead.check(spec.name, len(self.key), len(self.nonce), tl)
         n = src.size
         if n is not None and not self.encrypt and n < tl:

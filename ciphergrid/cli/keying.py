@@ -31,16 +31,7 @@ def _keying(args, spec, encrypt: bool, src) -> _Keying:
         if args.md is not None:
             raise InvalidArgument("--md applies to passphrases (--pbkdf2 --pass)")
         iv = _hex(args.iv, "--iv") if args.iv is not None else None
-        if args.key_file is not None:
-            from .. import keys
-
-            return _Keying(keys.read_key_file(args.key_file, spec.key_lens, spec.name,
-                                              raw=args.raw_key), iv)
-        if args.key is None:
-            raise InvalidArgument("no key: give --key-file PATH, --key HEX, or --pbkdf2 --pass SOURCE")
-        _warn("--key puts the key on the command line, where other users can read it (ps, "
-              "/proc); prefer --key-file or --pbkdf2 --pass")
-        return _Keying(_hex(args.key, "--key"), iv)
+        return _Keying(_given_key(args, spec.key_lens, spec.name, phrases=True), iv)
     if args.key is not None or args.key_file is not None:
         raise InvalidArgument("--pbkdf2/--pass derive the key: give no --key or --key-file")
     if args.iv is not None:
@@ -60,6 +51,21 @@ def _keying(args, spec, encrypt: bool, src) -> _Keying:
     keys.digest(md)  # an unknown digest fails before the prompt
     phrase = keys.read_passphrase(args.passphrase, confirm=encrypt, stdin_is_data=src.is_stdin)
     return _Keying(phrase=phrase, md=md)
+
+
+def _given_key(args, lens, name: str, phrases: bool) -> bytes:
+    """The key of --key-file or --key (a block cipher's or an AEAD's; ``phrases``: a passphrase
+    is the other way to give one, named in the messages)."""
+    if args.key_file is not None:
+        from .. import keys
+
+        return keys.read_key_file(args.key_file, lens, name, raw=args.raw_key)
+    if args.key is None:
+        raise InvalidArgument("no key: give " + ("--key-file PATH, --key HEX, or --pbkdf2 --pass "
+                                                 "SOURCE" if phrases else "--key-file PATH or --key HEX"))
+    _warn("--key puts the key on the command line, where other users can read it (ps, /proc); "
+          "prefer --key-file" + (" or --pbkdf2 --pass" if phrases else ""))
+    return _hex(args.key, "--key")
 
 
 def _salted(args, spec, kg: _Keying, encrypt: bool, read) -> bytes:
