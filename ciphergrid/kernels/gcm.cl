@@ -414,7 +414,9 @@ DEVICE_FN uint gcm_find_hinted(GLOBAL_RO const ulong *off, GLOBAL_RO const uint 
 
 /* a block of n bytes (16 or fewer: zero-padded) at byte offset o of p as an element: one 16-byte
  * load when aligned, else the 4 or 5 aligned words that cover it, funnel-shifted.  The host pads
- * every buffer read here by 32 bytes, so the words past the end exist (their bytes are masked). */
+ * every buffer read here by 32 bytes, so the words past the end exist (their bytes are masked);
+ * texts whose messages all start on a multiple of 16 bytes only to the end of their last 16-byte
+ * block (every load of such a message stays inside its blocks: GCMJob.text_pad). */
 DEVICE_FN uint4 gcm_load(GLOBAL_RO const uchar *p, ulong o, ulong n)
 {
     if (n >= 16 && (o & 15) == 0) {
