@@ -198,3 +198,31 @@ def test_cupy_resident_message_on_a_stream():
                 with pytest.raises(ciphergrid.InvalidTag):
                     ciphergrid.decrypt(y, name, key=key, nonce=nonce, aad=aad, out=z)
                 assert not cupy.asnumpy(z).any()
+
+
+@pytest.mark.gpu
+def test_cupy_encryption_returns_while_the_stream_is_busy():
+    """An encryption of CuPy arrays is queued behind the stream's work without waiting for it
+    (no synchronisation in the call once its layout is kept); its output is right once the
+    stream is done."""
+    cupy = pytest.importorskip("cupy")
+    if not any(d.runtime == "cuda" for d in ciphergrid.devices()):
+        pytest.skip("no CUDA device present")
+    import time
+
+    spin = cupy.RawKernel(r'''extern "C" __global__ void spin(long long n) {
+        long long t0 = clock64(); while (clock64() - t0 < n) { } }''', "spin")
+    n = 1 << 20
+    for name, (cls, kl) in PYCA.items():
+        x = cupy.asarray(np.frombuffer(os.urandom(n), dtype=np.uint8))
+        y = cupy.empty(n + 16, dtype=cupy.uint8)
+        ciphergrid.encrypt(x, name, key=os.urandom(kl), nonce=os.urandom(12), out=y)  # (kept)
+        key, nonce = os.urandom(kl), os.urandom(12)
+        cupy.cuda.get_current_stream().synchronize()
+        spin((1,), (1,), (np.int64(600_000_000),))   # (~0.3 s of one GPU thread)
+        t0 = time.perf_counter()
+        ciphergrid.encrypt(x, name, key=key, nonce=nonce, out=y)
+        took = time.perf_counter() - t0
+        cupy.cuda.get_current_stream().synchronize()
+        assert took < 0.1
+        assert cupy.asnumpy(y).tobytes() == cls(key).encrypt(nonce, cupy.asnumpy(x).tobytes(), None)
