@@ -56,7 +56,8 @@ class KeyedProgram:
     reads later, are kept until ``close()``, which zeroes the device copies, finishes the queue
     and then zeroes them."""
 
-    def __init__(self, backend, req, queue=None, *, record: bool = True):
+    def __init__(self, backend, req, queue=None, *, record: bool = True,
+                 first_bytes: int | None = None):
         self.b = backend
         #: whether launches return events (a caller that waits for the queue as a whole needs none)
         self.record = record
@@ -83,12 +84,42 @@ class KeyedProgram:
         self._upload_queue = queue or backend.default_queue
         self._async = getattr(backend, "upload_copies_pageable", False)
         self._ready = None   # the marker after the uploads (a launch on another queue waits on it)
-        self.rk = self._upload_keys(req.mode.schedules(req))
+        schedules = req.mode.schedules(req)
+        #: what the mode worked out on the host for a first launch over ``first_bytes`` bytes
+        #: from block 0 (XTS: its segment tweaks), uploaded in the reserve with the keys, and the
+        #: schedules that launch does without (uploaded by :meth:`schedule` when asked for)
+        self.first = None
+        head = None
+        if first_bytes:
+            ahead = getattr(req.mode, "first_launch", None)
+            self.first = ahead(req, first_bytes) if ahead is not None else None
+        if self.first is not None:
+            head, keep = self.first[0], self.first[1]
+            self._later = schedules[keep:]
+            schedules = schedules[:keep]
+        try:
+            self.rk = self._upload_keys(schedules, head)
+        finally:
+            if head is not None:
+                head[:] = bytes(len(head))
+        if self.first is not None:
+            self.rk += [None] * len(self._later)
         prepare = getattr(req.mode, "prepare", None)
         if prepare is not None:
             prepare(self)
 
-    def _upload_keys(self, schedules) -> list:
+    def schedule(self, i: int):
+        """Key schedule ``i``'s buffer (one a first launch did without: uploaded now and waited
+        for, so that a launch on any queue may read it; wiped with the others)."""
+        buf = self.rk[i]
+        if buf is None:
+            buf = self._upload_keys([self._later[i - (len(self.rk) - len(self._later))]], None,
+                                    reserve=False)[0]
+            self.b.finish(self._queue)
+            self.rk[i] = buf
+        return buf
+
+    def _upload_keys(self, schedules, head: bytes | None = None, *, reserve: bool = True) -> list:
         """Every key schedule of the request in one device buffer (one allocation, one upload,
         one zeroing: several schedules, XTS's two, at offsets of the backend's view alignment,
         each a view); the buffers the kernels take, in ``schedules``' order.  The mode's
@@ -97,7 +128,7 @@ class KeyedProgram:
         alg = self.req.spec.algorithm
         words = [alg.expand(key, decrypt, layout=self.impl.key_layout) for key, decrypt in schedules]
         b = self.b
-        reserve = self.req.mode.scratch_reserve
+        reserve = self.req.mode.scratch_reserve if reserve else 0
         if len(words) == 1 and not reserve:
             host = words[0].view(np.uint8)
             offsets = [0]
@@ -111,6 +142,8 @@ class KeyedProgram:
             for w, off in zip(words, offsets):
                 host[off: off + w.nbytes] = w.view(np.uint8)
                 w.fill(0)
+            if head:
+                host[total: total + len(head)] = np.frombuffer(head, dtype=np.uint8)
         buf = b.alloc(host.nbytes)
         self._bufs.append(buf)
         try:

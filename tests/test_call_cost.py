@@ -209,3 +209,62 @@ def test_xts_pieces_on_two_queues(backend, monkeypatch, rng):
             b.finish(q)
         got = b"".join(_host(b, d, sector) for d in outs)
         assert got == want
+
+
+@pytest.mark.parametrize("name,sector,n", [("aes-128-xts", 4096, 4096), ("aes-256-xts", 512, 4096),
+                                           ("aes-128-xts", None, 4096 + 5),
+                                           ("camellia-128-xts", 16 * 384, 2 * 16 * 384)])
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_xts_one_shot_tweaks_from_the_host(backend, monkeypatch, rng, name, sector, n, encrypt):
+    """A one-shot program told its launch's size (as DeviceEngine.crypt_resident's) gets that
+    launch's segment tweaks from the host with its keys, where the cipher's block function on
+    the host is OpenSSL's: one launch, no tweak key on the device; a later launch elsewhere in
+    the message uploads the tweak key then and computes its own.  Both give the oracle's bytes."""
+    spec = registry.lookup(name)
+    key, iv, opts = oracle.random_inputs(name, rng.data, sector)
+    start = 7 if sector else None
+    data = rng.data(2 * n)
+    want = oracle.crypt(name, key, iv, data[:n], encrypt, **opts,
+                        **({"start_sector": start} if sector else {}))
+    req = make_request(spec, key, iv, encrypt, None, sector, start)
+    b = backend
+    lay = req.mode.layout(req, n)
+    with KeyedProgram(b, req, first_bytes=n) as kp:
+        assert kp.rk[1] is None
+        ops = Ops(b, monkeypatch)
+        src, dst = _device(b, data[:n]), b.alloc(n)
+        ops.take()
+        kp.enqueue(src, dst, lay.kernel_blocks, 0, layout=lay)
+        launches = [k for op, k in ops.take() if op == "launch"]
+        assert launches == ["cg_xts_enc" if encrypt else "cg_xts_dec"]
+        monkeypatch.undo()
+        got = _host(b, dst, n)
+        assert got[: 16 * lay.kernel_blocks] == want[: 16 * lay.kernel_blocks]
+        if sector:     # the next sectors through the same program: the tweak key goes up now
+            later = req.at(n // 16)
+            want2 = oracle.crypt(name, key, None, data[n:], encrypt, sector_size=sector,
+                                 start_sector=start + n // sector)
+            src2, dst2 = _device(b, data[n:]), b.alloc(n)
+            kp.enqueue(src2, dst2, lay.kernel_blocks, 0, layout=lay, req=later)
+            assert kp.rk[1] is not None
+            assert _host(b, dst2, n) == want2
+
+
+def test_xts_one_shot_without_openssl_computes_its_tweaks(backend, monkeypatch, rng):
+    """A cipher OpenSSL lacks (CLEFIA) keeps the tweak launch: its host block function is Python."""
+    name = "clefia-128-xts"
+    spec = registry.lookup(name)
+    key, _, opts = oracle.random_inputs(name, rng.data, 4096)
+    data = rng.data(4096)
+    req = make_request(spec, key, None, True, None, 4096, 0)
+    lay = req.mode.layout(req, 4096)
+    b = backend
+    with KeyedProgram(b, req, first_bytes=4096) as kp:
+        assert kp.first is None and kp.rk[1] is not None
+        ops = Ops(b, monkeypatch)
+        src, dst = _device(b, data), b.alloc(4096)
+        ops.take()
+        kp.enqueue(src, dst, lay.kernel_blocks, 0, layout=lay)
+        assert [k for op, k in ops.take() if op == "launch"] == ["cg_xts_seg", "cg_xts_enc"]
+        monkeypatch.undo()
+        assert _host(b, dst, 4096) == oracle.crypt(name, key, None, data, True, **opts)

@@ -223,7 +223,7 @@ class DeviceEngine(Engine):
         t0 = time.perf_counter()
         with self.backend.dev:
             s = cupy.cuda.get_current_stream()
-            kp = KeyedProgram(self.backend, req, queue=s, record=False)
+            kp = KeyedProgram(self.backend, req, queue=s, record=False, first_bytes=src.nbytes)
             try:
                 resident(kp, req, src, dst, s)
             finally:

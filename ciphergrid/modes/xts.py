@@ -211,6 +211,40 @@ class XTSMode(Mode):
 
     def prepare(self, kp) -> None:
         kp.apow = _apow_buffer(kp.b)
+        if kp.first is not None:   # (the segment tweaks of the first launch, in the reserve)
+            base, nseg, spu = kp.first[2]
+            kp.tweaks = _Window(kp._upload_queue, kp._scratch[1], base, 0, nseg, spu)
+
+    def first_launch(self, req, n: int):
+        """(the segment tweaks of one launch over the ``n`` bytes from block 0, the number of
+        schedules it needs, (tweak input, segments, segments per unit)), worked out on the host
+        where the cipher's own block function there is OpenSSL's (a block costs less than a
+        tweak launch), else None: the data key's schedule alone then goes to the device."""
+        alg = req.spec.algorithm
+        if alg.openssl_provider is None:
+            return None
+        lay = _layout(req.sector_size, n)
+        nseg = lay.segments(0, lay.kernel_blocks)[1] if lay.kernel_blocks else 0
+        if not nseg or 16 * nseg > self.scratch_reserve:
+            return None
+        spu = lay.spu
+        t_in = self.xts_iv(req)
+        iv = int.from_bytes(t_in, "little")
+        units = -(-nseg // spu)
+        if units > 1:
+            t_in = b"".join(((iv + u) & gf128.MASK128).to_bytes(16, "little") for u in range(units))
+        try:
+            enc = alg.reference_ecb(req.key[req.spec.key_size:], t_in, True)
+        except Exception:   # (no provider for it here: the device computes them)
+            return None
+        head = bytearray(enc) if spu == 1 else bytearray(16 * nseg)
+        if spu > 1:
+            for g in range(nseg):
+                u, sidx = divmod(g, spu)
+                t = int.from_bytes(enc[16 * u: 16 * u + 16], "little") if not sidx else \
+                    _times_x128(t)
+                head[16 * g: 16 * g + 16] = t.to_bytes(16, "little")
+        return head, 1, (iv, nseg, spu)
 
     def enqueue(self, kp, req, in_buf, out_buf, first_block, nblocks, queue=None, *, chain=None,
                 layout=None, scratch=None, wait_for=None, record=None):
@@ -240,7 +274,7 @@ class XTSMode(Mode):
         if fill is not None:
             lo, hi, base = fill
             ev = b.launch(kp.prg, "cg_xts_seg", self.items(kp, "cg_xts_seg", hi - lo),
-                          [scratch, kp.rk[1], kp.apow, *_seg_args(lo, hi - lo, layout.spu),
+                          [scratch, kp.schedule(1), kp.apow, *_seg_args(lo, hi - lo, layout.spu),
                            U64(base & MASK64), U64(base >> 64)], queue, wait_for=wait_for,
                           record=opencl)
             wait_for = [ev] if opencl else None   # (a CUDA stream runs them in order)
@@ -286,6 +320,13 @@ def _window(kp, queue, iv: int, first_seg: int, nseg: int, spu: int):
     buf = kp.scratch(16 * (hi - lo), q)
     kp.tweaks = _Window(q, buf, iv, lo, hi, spu)
     return buf, lo, (lo, hi, iv)
+
+
+def _times_x128(t: int) -> int:
+    """t * x^128 = t * (x^7 + x^2 + x + 1) in GF(2^128), folded twice."""
+    r = t ^ (t << 1) ^ (t << 2) ^ (t << 7)
+    hi = r >> 128
+    return (r & gf128.MASK128) ^ hi ^ (hi << 1) ^ (hi << 2) ^ (hi << 7)
 
 
 XTS = XTSMode()

@@ -46,6 +46,8 @@ except ImportError:   # (an older tree: its contexts read CBC's chain back to th
 #: launches without an event where the tree's enqueue takes ``record`` (older: the program's)
 NO_EVENT = {"record": False} if "record" in inspect.signature(KeyedProgram.enqueue).parameters \
     else {}
+#: a one-shot's program told its launch's size where the tree's takes it (as DeviceEngine's)
+FIRST = "first_bytes" in inspect.signature(KeyedProgram.__init__).parameters
 
 NAMES = ["aes-128-ctr", "aes-256-ctr", "aes-128-cbc", "aes-128-xts", "camellia-128-ctr",
          "camellia-128-xts", "camellia-256-xts", "seed-ctr", "seed-xts", "clefia-128-ctr",
@@ -191,7 +193,7 @@ class Calls:
 
     def one_shot(self):
         req = self.request()
-        k = KeyedProgram(self.b, req, record=False)
+        k = KeyedProgram(self.b, req, record=False, **({"first_bytes": SIZE} if FIRST else {}))
         self._launch(k, req)
         k.close(False)
 
