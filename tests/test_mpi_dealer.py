@@ -138,3 +138,18 @@ def test_ranges_are_cut_finer_than_the_step(mpi_kind):
     assert _covered(ranks) == [(0, 4 * step)]
     starts = [a for r in ranks for a, _ in r.ran]
     assert all(a % GRAIN == 0 for a in starts) and any(a % step for a in starts)
+
+
+def test_ranks_are_never_judged_alone(mpi_kind, monkeypatch):
+    """The scheduler's rule "together, or the fastest member alone" is for engines sharing one
+    host's memory: a job over ranks runs together whatever the calibration says."""
+    from ciphergrid.engines.scheduler import run, speeds
+
+    def alone(rt, work, members, fenced=False):
+        return speeds.Choice(alone=members[0].info.spec, why="alone (the test's)")
+
+    monkeypatch.setattr(run, "choose", alone)
+    ranks = [_Rank(), _Rank()]
+    stats = SchedulerStats()
+    Run(FileRanges(_plan(16 * STEP)), _engines(ranks), stats, "direct", current()).go()
+    assert stats.alone is None and ranks[0].ran and ranks[1].ran

@@ -60,6 +60,8 @@ class RankEngine(Engine):
     answer to ``msg`` (the switchboard's call, or a local runner's)."""
 
     kind = KIND
+    #: a rank runs on a host of its own: the scheduler never judges it against the others alone
+    apart = True
 
     def __init__(self, info, line):
         self.info, self.line = info, line

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ...errors import DeviceError, EngineFailureWarning
 from ...settings import injected_faults
-from .speeds import choose, expected_speed, judged, record, speed_key
+from .speeds import Choice, choose, expected_speed, judged, record, speed_key
 
 #: a range running longer than this many times its expected time (and HANG_MIN_S) is hung;
 #: an engine not yet measured in this process (its first range may build its kernels) gets
@@ -82,7 +82,9 @@ class Run:
         self.done = 0                  # units committed
         self.error: BaseException | None = None
         self.faults = injected_faults()
-        self.choice = choose(rt, work, members, self.fence == "copy")
+        # members on hosts of their own (``apart``: an MPI job's ranks) share no memory: together
+        self.choice = Choice() if any(getattr(e, "apart", False) for e in members) else \
+            choose(rt, work, members, self.fence == "copy")
         # the worker that runs the job by itself (the others stand by), or None: together
         self.alone = next((i for i, e in enumerate(members) if e.info.spec == self.choice.alone),
                           None)
