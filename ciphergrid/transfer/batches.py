@@ -19,7 +19,8 @@ overlaps its transfers and kernels as a batch does.
 Texts held as rows (a 2-D view, one message a row at any pitch: a sealed message's chunks
 between their tags, formats/cobblestone.py) are staged per piece in contiguous texts its job
 reads or writes: device memory filled or emptied by one DMA per run of rows where the backend
-has ``row_copies`` (CUDA's 2-D copies), so the host copies nothing.
+has ``row_copies`` (CUDA's 2-D copies), so the host copies nothing; the pieces are then whole
+(a slice's size, no slices), their jobs reading and writing that staging where it lies.
 The caller's text buffers are page-locked for the run (transfer.pinning: kept in the
 registration cache), so the texts move by DMA from and to them with no staging copy (each copy
 cut at the registrations' edges: Job, transfer.pinning.copy_ranges).  The tags come back in
@@ -357,7 +358,13 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     flight first fill up, just before this thread waits for the oldest (the device then has
     2 x depth pieces queued), or after the last piece is enqueued: not beside the first pieces'
     host work, which it would slow down."""
+    rows = _Rows(backend, batch) if 2 in (_ndim(batch.src), _ndim(batch.dst)) else None
     own, slice_bytes = layout(driver, int(batch.off[-1]), batch.count)
+    if rows is not None and rows.dev:
+        # (whole pieces of a slice's size: the job reads and writes its staged texts where
+        # they lie, with no copy between device buffers on the copy engines; the device's
+        # first kernels wait for one such piece's rows)
+        own, slice_bytes = slice_bytes or own, None
     piece_bytes, align = piece_bytes or own, slice_align(driver)
     depth = depth or max(2, DEPTH * PIECE_BYTES // piece_bytes)
     bounds = cuts(batch.off, piece_bytes, RAMP)
@@ -367,7 +374,6 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
     flight: deque = deque()   # (job, its piece, the piece as run, first, end message), oldest first
     out = None                # the result, made once the first piece is enqueued
-    rows = _Rows(backend, batch) if 2 in (_ndim(batch.src), _ndim(batch.dst)) else None
 
     def retire() -> None:
         job, sub, ran, a, b = flight.popleft()
