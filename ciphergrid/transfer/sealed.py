@@ -15,6 +15,9 @@ chunk shorter, possibly empty); a pipe's final piece is the first that reads sho
 Opening: each piece's tags are checked before any of its plaintext is written; a piece that does
 not verify stops every worker (its plaintext zeroed) and raises InvalidTag.  A regular input's
 length is checked before anything is read (a sealed length or InvalidTag).
+
+A device between two regular files (opening: into an unlinked output) takes no pieces here: both
+files are mapped and the whole message is one call, its chunks one AEAD batch (:func:`mapped`).
 """
 
 from __future__ import annotations
