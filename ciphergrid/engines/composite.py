@@ -25,10 +25,10 @@ so the bytes equal one engine's), and:
   ``run.HANG_INJECTED_S`` seconds); several separated by commas;
 * **together or alone** (``speeds.choose``): engines that share the host's memory can run slower
   together than the fastest of them alone; the calibration times whole jobs of at least
-  ``speeds.JUDGE_MIN_BYTES`` together and on the member expected fastest alone, per class of job,
-  and where together is more than ``speeds.SLOWER`` below that member alone, the class's jobs run
-  on it alone (the others stand by for its failure), re-probed one job in ``speeds.REPROBE_EVERY``;
-  ``verdict`` says it for a plan's description (``-v``).
+  ``speeds.JUDGE_MIN_BYTES`` together and on each member alone (those not far slower), per class
+  of job, and where together is more than ``speeds.SLOWER`` below the fastest alone, the class's
+  jobs run on that member alone (the others stand by for its failure), re-probed one job in
+  ``speeds.REPROBE_EVERY``; ``verdict`` says it for a plan's description (``-v``).
 * CBC encryption (serial) runs on one engine; XTS without ``sector_size`` (one data unit) too;
 * AEAD batches (``seal`` / ``open``) are split by whole messages the same way
   (``units.Messages``: each engine seals or opens its ranges, the tags and the verified mask

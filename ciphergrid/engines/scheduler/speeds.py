@@ -44,7 +44,7 @@ SLOWER = 0.03
 #: every this many judged jobs of a class, one runs the way not chosen (together, or alone)
 REPROBE_EVERY = 16
 #: a member is timed alone (probed) where its ranges ran at this share of the fastest's or more
-PROBE_SHARE = 0.25
+PROBE_SHARE = 0.1
 
 
 def speed_key(engine, name: str, encrypt: bool, path: str = "array") -> tuple:
@@ -212,6 +212,8 @@ def choose(rt, work, members, fenced: bool = False) -> Choice:
                   if speeds[s] >= PROBE_SHARE * top)
     with rt.lock:
         v = rt.calibration.setdefault("together", {}).get(key)
+        if v is not None:   # (a member's ranges may have been slow only while it was cold)
+            v["probe"] += [s for s in probe if s not in v["probe"]]
         alone, why = _decide(v)
         warm = rt.calibration.get("warm", set())
         runs = [e for e in members if alone in (None, e.info.spec)]
@@ -221,8 +223,8 @@ def choose(rt, work, members, fenced: bool = False) -> Choice:
 
 def judged(rt, choice: Choice, seconds: float) -> None:
     """A judged job's rate (its bytes over its wall time), into its class's rate together or
-    its member's alone (half the old, half the new); the members to probe are those of its
-    class's first judged job.  Written to the cache folder when the class's choice changes,
+    its member's alone (half the old, half the new); the members to probe are those of any
+    of its class's jobs (``choose`` adds them).  Written to the cache folder when the class's choice changes,
     else at most every SAVE_EVERY_S."""
     if choice.key is None or not choice.warm or seconds <= 0:
         return
