@@ -198,6 +198,16 @@ class Switchboard:
                 raise _Cancelled()
         return slot.reply
 
+    def here(self, answer):
+        """Rank 0's own line (alone): ``answer(msg)`` in the dealer's thread, none once the job
+        ended."""
+        def line(msg):
+            if self.ended:
+                raise _Cancelled()
+            return answer(msg)
+
+        return line
+
     def end(self) -> None:
         """Every open wait cancelled; nothing posted from now on is sent."""
         with self.lock:
@@ -284,7 +294,7 @@ def deal(comm, job, device: str) -> None:
         from .worker import _Local
 
         local = _Local(plan, device)
-        ready, lines = {0: (local.device, local.kind)}, {0: local.answer}
+        ready, lines = {0: (local.device, local.kind)}, {0: board.here(local.answer)}
     else:
         ready, failures = check_in(comm)
         lines = {w: board.line(w) for w in ready}
@@ -318,8 +328,8 @@ def deal(comm, job, device: str) -> None:
         finally:
             job.sends = board.sends   # (received by the ranks as the job ends: kept till then)
             board.end()
-            finished.wait(DEALER_WAIT_S)
-            if local is not None:
+            # (rank 0's own runner is closed once the dealer is out of it: never under a range)
+            if finished.wait(DEALER_WAIT_S) and local is not None:
                 local.close()
         if "error" in outcome:
             raise outcome["error"]
