@@ -213,7 +213,8 @@ def test_the_rule_memory_bound(warm, monkeypatch):
     assert [c.alone for c in got] == [None, FAST.spec, SLOW.spec, FAST.spec, None, FAST.spec,
                                       FAST.spec, FAST.spec]
     assert "first of its class" in got[0].why
-    assert got[1].why == f"{FAST.spec} alone, a probe (together 36.7 GB/s; {FAST.spec} alone not measured)"
+    assert got[1].why == (f"{FAST.spec} alone, a probe (together 36.7 GB/s; {FAST.spec} alone "
+                          "not measured)")
     assert got[3].why == f"{FAST.spec} alone: together 36.7 GB/s < 47.3 alone (memory bound)"
     assert got[4].why.startswith("together, a re-probe (one job in 5; ")
     assert speeds.verdict(warm, "aes-128-ctr", True, _pair(), "bytes", 4 << 30) == got[3].why

@@ -3,18 +3,18 @@ path, smoothed over its last ranges, kept in the runtime and, across processes, 
 folder (CALIBRATION_FILE); a default per kind of device for an engine never measured.
 
 And whether the engines together beat the fastest of them alone (``choose``, ``judged``): per
-class of job (cipher, direction, set of engines, shape: ``shape_of``), the rate of the last jobs
-run together and of the expected fastest member run alone, smoothed.  Two engines can run slower
-together than one alone (on host memory both need, the host engine's threads take the bandwidth
-a GPU's copies need): where the rate together is below (1 - SLOWER) x that member's alone, the
+class of job (cipher, direction, set of engines, ``shape``), the rate of the last jobs run
+together and of each member run alone, smoothed.  Engines can run slower together than the
+fastest alone (on host memory both need, the host engine's threads take the bandwidth a GPU's
+copies need): where the rate together is below (1 - SLOWER) x the fastest member's alone, the
 class's jobs run on that member alone, the others standing by (they take its ranges only if it
 fails or hangs), and the choice says so (``SchedulerStats.choice``, the plan's ``describe``).
 How a class is learnt: its first warm job runs together, the next ones on each member alone (a
 probe each; only the members whose ranges ran at PROBE_SHARE or more of the fastest's: a member
-far slower is not the faster alone), the later ones as the rates say; every REPROBE_EVERY-th job runs the other way
-once, so that a change of load is seen.  Jobs under JUDGE_MIN_BYTES, and jobs on data resident
-on a GPU, always run together and are not judged.  Kept in the runtime and in the cache folder
-(TOGETHER_FILE).
+far slower is not the faster alone), the later ones as the rates say; every REPROBE_EVERY-th
+judged job runs the other way once, so that a change of load is seen.  Jobs under
+JUDGE_MIN_BYTES, jobs on one engine and jobs on data resident on a GPU are not judged (they are
+dealt by speed).  Kept in the runtime and in the cache folder (TOGETHER_FILE).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def engines_key(engines) -> tuple:
 
 
 def _work_shape(work, members) -> tuple | None:
-    """(kind, bytes, count) of a scheduled ``work`` on host data; None for data resident on a GPU."""
+    """(kind, bytes, count) of a scheduled ``work`` on host data; None for data on a GPU."""
     from .units import Bytes, Messages
 
     if any(work.path(e) != "array" for e in members):
@@ -224,8 +224,8 @@ def choose(rt, work, members, fenced: bool = False) -> Choice:
 def judged(rt, choice: Choice, seconds: float) -> None:
     """A judged job's rate (its bytes over its wall time), into its class's rate together or
     its member's alone (half the old, half the new); the members to probe are those of any
-    of its class's jobs (``choose`` adds them).  Written to the cache folder when the class's choice changes,
-    else at most every SAVE_EVERY_S."""
+    of its class's jobs (``choose`` adds them).  Written to the cache folder when the class's
+    choice changes, else at most every SAVE_EVERY_S."""
     if choice.key is None or not choice.warm or seconds <= 0:
         return
     rate = choice.nbytes / seconds
@@ -247,7 +247,8 @@ def judged(rt, choice: Choice, seconds: float) -> None:
         v["at"] = rt.calibration["clock"] = rt.calibration.get("clock", 0) + 1
         now = time.monotonic()
         changed = _decide(v, probes=False)[0] != before
-        if rt.calibration["saved"] <= now and (changed or now - rt.calibration["saved"] > SAVE_EVERY_S):
+        last = rt.calibration["saved"]
+        if last <= now and (changed or now - last > SAVE_EVERY_S):
             save(rt)
 
 
