@@ -233,17 +233,25 @@ class XTSMode(Mode):
         units = -(-nseg // spu)
         if units > 1:
             t_in = b"".join(((iv + u) & gf128.MASK128).to_bytes(16, "little") for u in range(units))
-        try:
-            enc = alg.reference_ecb(req.key[req.spec.key_size:], t_in, True)
-        except Exception:   # (no provider for it here: the device computes them)
-            return None
-        head = bytearray(enc) if spu == 1 else bytearray(16 * nseg)
-        if spu > 1:
-            for g in range(nseg):
-                u, sidx = divmod(g, spu)
-                t = int.from_bytes(enc[16 * u: 16 * u + 16], "little") if not sidx else \
-                    _times_x128(t)
+        key2 = req.key[req.spec.key_size:]
+        native = _HOST_BLOCKS.get(alg.name)
+        enc = native(alg, key2, t_in) if native is not None else None
+        if enc is None:
+            try:
+                enc = alg.reference_ecb(key2, t_in, True)
+            except Exception:   # (no provider for it here: the device computes them)
+                return None
+        if spu == 1:
+            return bytearray(enc), 1, (iv, nseg, spu)
+        head = bytearray(16 * nseg)
+        g = 0
+        for u in range(units):   # (segment s of unit u: T_u x^(128 s))
+            t = int.from_bytes(enc[16 * u: 16 * u + 16], "little")
+            for sidx in range(min(spu, nseg - g)):
+                if sidx:
+                    t = _times_x128(t)
                 head[16 * g: 16 * g + 16] = t.to_bytes(16, "little")
+                g += 1
         return head, 1, (iv, nseg, spu)
 
     def enqueue(self, kp, req, in_buf, out_buf, first_block, nblocks, queue=None, *, chain=None,
@@ -320,6 +328,84 @@ def _window(kp, queue, iv: int, first_seg: int, nseg: int, spu: int):
     buf = kp.scratch(16 * (hi - lo), q)
     kp.tweaks = _Window(q, buf, iv, lo, hi, spu)
     return buf, lo, (lo, hi, iv)
+
+
+class _HostBlock:
+    """Blocks of one cipher encrypted on the host by libcrypto's low-level calls (its key setup
+    and block function: a microsecond or two, where pyca's objects take several), used where
+    they agree with the cipher's reference on a probe key of each size (checked once); else
+    None, and the reference runs."""
+
+    #: bytes for the call's key structure (AES_KEY, CAMELLIA_KEY, SEED_KEY_SCHEDULE fit)
+    STATE = 512
+
+    def __init__(self, set_key: str, encrypt: str, with_bits: bool):
+        self.names, self.with_bits = (set_key, encrypt), with_bits
+        self.fns = None
+        self.sizes: dict = {}     # key size -> whether the calls agree with the reference
+        self.lock = threading.Lock()
+
+    def __call__(self, alg, key: bytes, blocks: bytes) -> bytes | None:
+        ok = self.sizes.get(len(key))
+        if ok is None:
+            with self.lock:
+                ok = self.sizes.get(len(key))
+                if ok is None:
+                    ok = self.sizes[len(key)] = self._check(alg, len(key))
+        return self._run(key, blocks) if ok else None
+
+    def _run(self, key: bytes, blocks: bytes) -> bytes:
+        import ctypes
+
+        set_key, encrypt = self.fns
+        n = len(blocks)
+        buf = ctypes.create_string_buffer(self.STATE + n)   # (the key structure, then the blocks)
+        ks = ctypes.addressof(buf)
+        try:
+            if self.with_bits:
+                set_key(key, 8 * len(key), ks)
+            else:
+                set_key(key, ks)
+            for i in range(0, n, 16):
+                encrypt(blocks[i: i + 16], ks + self.STATE + i, ks)
+            return buf.raw[self.STATE:]
+        finally:
+            ctypes.memset(ks, 0, self.STATE)
+
+    def _check(self, alg, size: int) -> bool:
+        import ctypes
+
+        from .._libcrypto import load
+
+        if self.fns is None:
+            found = []
+
+            def declare(lib) -> None:
+                sk, enc = (getattr(lib, n) for n in self.names)
+                sk.restype = ctypes.c_int if self.with_bits else None
+                sk.argtypes = ((ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p) if self.with_bits
+                               else (ctypes.c_char_p, ctypes.c_void_p))
+                enc.restype, enc.argtypes = None, (ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p)
+                found.append((sk, enc))
+
+            try:
+                if load(declare) is None:
+                    return False
+            except Exception:   # (no library, no such call: the reference runs)
+                return False
+            self.fns = found[-1]
+        probe_key = bytes(range(7, 7 + size))
+        probe = bytes(range(100, 132))
+        try:
+            return self._run(probe_key, probe) == alg.reference_ecb(probe_key, probe, True)
+        except Exception:
+            return False
+
+
+#: the host block calls by cipher (XTS one-shots' tweaks; the others use their reference)
+_HOST_BLOCKS = {"aes": _HostBlock("AES_set_encrypt_key", "AES_encrypt", True),
+                "camellia": _HostBlock("Camellia_set_key", "Camellia_encrypt", True),
+                "seed": _HostBlock("SEED_set_key", "SEED_encrypt", False)}
 
 
 def _times_x128(t: int) -> int:
