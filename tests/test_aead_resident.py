@@ -85,6 +85,19 @@ def test_resident_message_matches_pyca(eng, name, n):
     assert _read(b, src, n) == data   # (the input untouched)
 
 
+def test_resident_gcm_short_tag(eng):
+    """A GCM tag of 12 bytes: the first 12 of the full tag after the text, and it verifies."""
+    b = eng.backend
+    key, nonce, data = os.urandom(16), os.urandom(12), os.urandom(2048)
+    want = AESGCM(key).encrypt(nonce, data, None)
+    src, out = _buffer(b, data), _buffer(b, b"", 2048 + 12)
+    assert eng.aead_resident("aes-128-gcm", True, key, nonce, b"", 12, src, out, 2048)
+    assert _read(b, out, 2048 + 12) == want[:2048 + 12]
+    back = _buffer(b, b"", 2048)
+    assert eng.aead_resident("aes-128-gcm", False, key, nonce, b"", 12, out, back, 2048)
+    assert _read(b, back, 2048) == data
+
+
 def test_resident_encryption_in_place_on_the_device(eng, monkeypatch):
     """A resident encryption allocates nothing of the text's size (the kernels read and write
     the caller's buffers) and downloads nothing (the tag is copied on the device); the second

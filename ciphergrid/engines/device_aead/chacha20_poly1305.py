@@ -97,23 +97,24 @@ class ChaChaJob(Job):
             meta[f"level{k}"] = lv
         names = ("off", "aad_off", "blk", "blk_hint", "poly", "poly_hint", "pow",
                  *(f"level{k}" for k in range(len(self.levels))))
-        dev = self.stage(meta, secret=("keys",), layout=(drv, layout_key(batch), names))
-        key_words.fill(0)   # (the staging copy is wiped when the job ends)
-        self.dev = dev
-        self.keys = dev["keys"]
-        self.secret = [self.keys]
-        self.level_bufs = [dev[f"level{k}"] for k in range(len(self.levels))]
-        self.dst = self.texts_out = self.output_texts(total)
         self.n_items = int(self.poly_off[-1])
         sizes = [self.n_items] + [int(lv[-1]) for lv in self.levels[:-1]]
         # Poly1305 keys, powers of r and shares (key material, wiped at once); the tags apart
-        # (downloaded after the wipe is enqueued: Job.collect)
-        work, v = self.scratch({"polykey": 32 * m, "powers": 20 * int(self.pow_off[-1]),
-                                **{f"sums{k}": 20 * n for k, n in enumerate(sizes)}})
-        self.polykey, self.powers = v["polykey"], v["powers"]
-        self.tags_out = b.alloc(16 * m)
-        self.sums = [v[f"sums{k}"] for k in range(len(sizes))]
-        self.secret = [self.keys, work]
+        # (downloaded after the wipe is enqueued: Job.collect) but in a resident job's scratch
+        # (its tag is copied before the wipe: Job.settle)
+        work = {"polykey": 32 * m, "powers": 20 * int(self.pow_off[-1]),
+                **{f"sums{k}": 20 * n for k, n in enumerate(sizes)},
+                **({"tags": 16 * m} if self.resident else {})}
+        dev = self.stage(meta, secret=("keys",), layout=(drv, layout_key(batch), names),
+                         scratch=work)
+        key_words.fill(0)   # (the staging copy is wiped when the job ends)
+        self.dev = dev
+        self.keys = dev["keys"]
+        self.level_bufs = [dev[f"level{k}"] for k in range(len(self.levels))]
+        self.dst = self.texts_out = self.output_texts(total)
+        self.polykey, self.powers = dev["polykey"], dev["powers"]
+        self.tags_out = dev["tags"] if "tags" in dev else b.alloc(16 * m)
+        self.sums = [dev[f"sums{k}"] for k in range(len(sizes))]
 
     def _items(self, c) -> tuple[int, int, int]:
         """(ChaCha20 blocks, messages whose block 0 (the Poly1305 key) is, Poly1305 work-items

@@ -384,6 +384,11 @@ class GCMJob(Job):
         ktab = np.concatenate(words).astype("<u4")
         for w in words:
             w.fill(0)
+        # H powers, J0s, E(K, J0)s, partial sums (key material, wiped at once); the tags apart
+        # (downloaded after the wipe is enqueued: Job.collect) but in a resident job's scratch
+        # (its tag is copied before the wipe: Job.settle)
+        work = {"hk": self.nkeys * self.hs * 16, "j0": m * 16, "ej0": m * 16,
+                "tile_sum": self.ntiles * 16, **({"tags": m * 16} if self.resident else {})}
         try:
             # the metadata in one upload; AAD and nonces padded for the kernels' whole-word loads
             # (gcm_load)
@@ -398,21 +403,15 @@ class GCMJob(Job):
                 "key_index": np.ascontiguousarray(batch.key_index, dtype=np.int32),
                 "nonces": np.ascontiguousarray(batch.nonces, dtype=np.uint8).reshape(-1),
             }, pads={"aad": _PAD, "nonces": _PAD}, secret=("ktab",),
-                layout=(drv, layout_key(batch, self.pos), _LAYOUT))
+                layout=(drv, layout_key(batch, self.pos), _LAYOUT), scratch=work)
         finally:
             ktab.fill(0)
         B["src"] = self.bufs["src"]
         self.bufs = B
-        self.secret = [B["ktab"]]
         B["dst"] = self.output_texts(_nbytes(src), pad)
-        # H powers, J0s, E(K, J0)s, partial sums (key material, wiped at once); the tags apart
-        # (downloaded after the wipe is enqueued: Job.collect)
-        work, views = self.scratch({"hk": self.nkeys * self.hs * 16, "j0": m * 16,
-                                    "ej0": m * 16, "tile_sum": self.ntiles * 16})
-        B.update(views)
-        B["tags"] = b.alloc(m * 16)
+        if "tags" not in B:
+            B["tags"] = b.alloc(m * 16)
         self.texts_out, self.tags_out = B["dst"], B["tags"]
-        self.secret = [B["ktab"], work]
 
     def text_pad(self) -> int:
         """Bytes the kernels read past the end of device-resident texts: gcm_load's 16-byte

@@ -145,6 +145,7 @@ class Job:
         self._bounds = None           # the slices' byte offsets in it (_texts_down)
         self._texts_q = None          # queue the output texts went down on (enqueue's down)
         self._out_in_place = False    # texts_out is the batch's own device array (no download)
+        self._tags_home = None        # (staged buffer, offset) of tags_out inside it (stage)
         self._tags = None
         self._out = None
         if self.m:
@@ -188,7 +189,8 @@ class Job:
         raise NotImplementedError
 
     # -- uploads --------------------------------------------------------------------------------
-    def stage(self, arrays: dict, pads: dict | None = None, secret=(), layout=None) -> dict:
+    def stage(self, arrays: dict, pads: dict | None = None, secret=(), layout=None,
+              scratch: dict | None = None) -> dict:
         """Device buffers holding the host ``arrays`` (name -> array), all in ONE device buffer
         and ONE upload from a host staging buffer: views at aligned offsets, each ``pads[name]``
         zeroed bytes longer.  Names in ``secret``: key material (zeroed on the host once the job
@@ -196,7 +198,11 @@ class Job:
         ``layout``: (driver, key, names): the arrays of those names are what the message
         layout alone decides (the same for every job of it; ``key``: driver.layout_key's); a
         resident job takes them from the driver's device copy (DeviceAEAD.device_layout)
-        instead of uploading them."""
+        instead of uploading them.  ``scratch`` (name -> bytes): device scratch the kernels
+        write (key powers, partial sums: key material), its views returned with the others
+        (``scratch``), and ``self.secret`` set to what holds key material: the views of
+        ``secret`` and the scratch -- a resident job's all in the staged buffer, after the
+        uploaded bytes (one allocation, one zeroing)."""
         b, pads = self.b, pads or {}
         kept = {}
         if self.resident and layout is not None:
@@ -213,7 +219,12 @@ class Job:
             offs[name] = pos
             pos += -(-(a.nbytes + pads.get(name, 0)) // al) * al or al
         host = np.empty(max(pos, 16), np.uint8)[:pos] if direct else b.host_staging(pos)
-        dev = b.alloc(pos)
+        inner = self.resident and scratch
+        end, at = pos, {}
+        for name, n in (scratch.items() if inner else ()):
+            at[name] = end
+            end += -(-max(int(n), 1) // al) * al
+        dev = b.alloc(end)
         out = dict(kept)
         for name, a in arrays.items():
             o, n = offs[name], a.nbytes
@@ -224,6 +235,15 @@ class Job:
                 host[o + n:o + n + pad] = 0
             out[name] = b.view(dev, o, max(n + pad, 1))
         b.upload(dev, host, self.queue, record=False)
+        if inner:
+            out.update({name: b.view(dev, o, max(int(scratch[name]), 1)) for name, o in at.items()})
+            self.secret = [dev]
+            if "tags" in at:   # (settle takes a tag's bytes from the buffer itself)
+                self._tags_home = (dev, at["tags"])
+        elif scratch:
+            whole, views = self.scratch(scratch)
+            out.update(views)
+            self.secret = [out[name] for name in secret] + [whole]
         if self._text_up:   # (the first slices' texts are up: with this, all they need)
             done = b.marker(self.queue)
             self._text_up = [done] * len(self._text_up)
@@ -444,7 +464,8 @@ class Job:
             self._texts_down(q, q, 0)
             if tag_to is not None:
                 out, at = tag_to
-                b.upload(out, b.view(self.tags_out, 0, t), q, offset=at, record=False)
+                home = self._tags_home or (self.tags_out, 0)
+                b.upload(out, b.view(home[0], home[1], t), q, offset=at, record=False)
             else:
                 got = np.empty(self.m * self.tag_width, dtype=np.uint8)
                 b.download(got, self.tags_out, q, record=False)
