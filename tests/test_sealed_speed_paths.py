@@ -312,3 +312,27 @@ def test_device_files_go_through_both_mappings(tmp_path, monkeypatch):
         os.close(w)
         s2 = cb.Sealer(cb.scheme(False), key, b"f", device="native", path="stream")
         assert sealed.mapped(src, dst, s2, True) is None
+
+
+@pytest.mark.skipif(CPU is None, reason="no OpenCL CPU device")
+def test_a_device_failure_mid_open_releases_nothing(monkeypatch):
+    """A device error (or an interrupt) while a device opens: the plaintext already down, its
+    tags not compared, is zeroed before the error goes up."""
+    from ciphergrid import plan
+
+    key, msg = os.urandom(16), os.urandom(3 * K)
+    s = cb.encrypt(msg, key, b"", device="native")
+    real = plan.Plan.run_batch
+
+    def broken(self, batch, *a, **k):
+        real(self, batch, *a, **k)            # (the plaintext is down...)
+        raise ciphergrid_errors.DeviceError("the device failed")
+
+    import ciphergrid.errors as ciphergrid_errors
+
+    monkeypatch.setattr(plan.Plan, "run_batch", broken)
+    out = np.zeros(len(msg), dtype=np.uint8)
+    op = cb.Opener(cb.scheme(False), key, b"", s[:cb.HEADER], device=CPU)
+    with pytest.raises(ciphergrid_errors.DeviceError):
+        op.open(np.frombuffer(s[cb.HEADER:], dtype=np.uint8), 0, True, out=out)
+    assert not out.any()

@@ -371,13 +371,17 @@ class Opener:
         rows = ct[:full * SEALED_CHUNK].reshape(full, SEALED_CHUNK)
         if full:
             p = _plan(self.sch, self.device, full * CHUNK, full, False)
-            if _pitched(p):
-                ok = p.run_batch(_batch(self.sch, False, self.key, self.base, first, full,
-                                        rows[:, :CHUNK], out[:full * CHUNK]),
-                                 rows[:, CHUNK:])   # (each piece's tags read as it is done)
-            else:
-                with self._lock:
-                    ok = self._batches(p, first, rows, out[:full * CHUNK])
+            try:
+                if _pitched(p):
+                    ok = p.run_batch(_batch(self.sch, False, self.key, self.base, first, full,
+                                            rows[:, :CHUNK], out[:full * CHUNK]),
+                                     rows[:, CHUNK:])   # (each piece's tags read as it is done)
+                else:
+                    with self._lock:
+                        ok = self._batches(p, first, rows, out[:full * CHUNK])
+            except BaseException:   # (a device error, an interrupt: pieces already down hold
+                out.fill(0)         # plaintext whose tags were not compared)
+                raise
             if not ok.all():
                 self._failed(out, first + int(np.flatnonzero(~ok)[0]))
         if final:   # (the shorter final chunk, one AES-GCM call on the host)
