@@ -218,8 +218,9 @@ class XTSMode(Mode):
     def first_launch(self, req, n: int):
         """(the segment tweaks of one launch over the ``n`` bytes from block 0, the number of
         schedules it needs, (tweak input, segments, segments per unit)), worked out on the host
-        where the cipher's own block function there is OpenSSL's (a block costs less than a
-        tweak launch), else None: the data key's schedule alone then goes to the device."""
+        where OpenSSL has the cipher (libcrypto's low-level calls, else pyca: a block costs less
+        than a tweak launch), else None.  The data key's schedule alone then goes to the
+        device; every host copy of the tweaks is zeroed once uploaded."""
         alg = req.spec.algorithm
         if alg.openssl_provider is None:
             return None
@@ -242,7 +243,7 @@ class XTSMode(Mode):
             except Exception:   # (no provider for it here: the device computes them)
                 return None
         if spu == 1:
-            return bytearray(enc), 1, (iv, nseg, spu)
+            return enc if isinstance(enc, bytearray) else bytearray(enc), 1, (iv, nseg, spu)
         head = bytearray(16 * nseg)
         g = 0
         for u in range(units):   # (segment s of unit u: T_u x^(128 s))
@@ -252,6 +253,8 @@ class XTSMode(Mode):
                     t = _times_x128(t)
                 head[16 * g: 16 * g + 16] = t.to_bytes(16, "little")
                 g += 1
+        if isinstance(enc, bytearray):
+            enc[:] = bytes(len(enc))
         return head, 1, (iv, nseg, spu)
 
     def enqueue(self, kp, req, in_buf, out_buf, first_block, nblocks, queue=None, *, chain=None,
@@ -345,7 +348,7 @@ class _HostBlock:
         self.sizes: dict = {}     # key size -> whether the calls agree with the reference
         self.lock = threading.Lock()
 
-    def __call__(self, alg, key: bytes, blocks: bytes) -> bytes | None:
+    def __call__(self, alg, key: bytes, blocks: bytes) -> bytearray | None:
         ok = self.sizes.get(len(key))
         if ok is None:
             with self.lock:
@@ -354,7 +357,7 @@ class _HostBlock:
                     ok = self.sizes[len(key)] = self._check(alg, len(key))
         return self._run(key, blocks) if ok else None
 
-    def _run(self, key: bytes, blocks: bytes) -> bytes:
+    def _run(self, key: bytes, blocks: bytes) -> bytearray:
         import ctypes
 
         set_key, encrypt = self.fns
@@ -368,9 +371,11 @@ class _HostBlock:
                 set_key(key, ks)
             for i in range(0, n, 16):
                 encrypt(blocks[i: i + 16], ks + self.STATE + i, ks)
-            return buf.raw[self.STATE:]
+            out = bytearray(n)
+            ctypes.memmove((ctypes.c_char * n).from_buffer(out), ks + self.STATE, n)
+            return out
         finally:
-            ctypes.memset(ks, 0, self.STATE)
+            ctypes.memset(ks, 0, self.STATE + n)
 
     def _check(self, alg, size: int) -> bool:
         import ctypes
