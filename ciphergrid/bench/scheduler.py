@@ -118,6 +118,7 @@ def run(args, ctx: suites.Context) -> dict:
     for r in _copy_rows(ctx, gpus, src, dst, threads, timed):
         rows.append(r)
         ctx.add(r)
+
     def learning(dev: str, nbytes: int) -> int:
         """Untimed calls the scheduler takes to learn a set's choice at this size."""
         return 1 + len(member_specs(dev)) if nbytes >= speeds.JUDGE_MIN_BYTES else 0
