@@ -357,3 +357,33 @@ def test_classes_by_shape():
     batch = speeds.shape("messages", 4 << 30, 1 << 20)   # 1Mi x 4 KiB
     assert batch != speeds.shape("messages", 4 << 30, 4096) != speeds.shape("bytes", 4 << 30)
     assert speeds.shape("bytes", 4 << 30, fenced=True) != speeds.shape("bytes", 4 << 30)
+
+
+def test_bench_verdict_rows():
+    """bench scheduler's verdict: together against the faster of the set's engines alone, the
+    goal min(1.3 x it, 0.9 x the host's copy); met by the faster alone only where chosen and
+    within 3 % of it (issue 50's figures)."""
+    from ciphergrid.bench import scheduler
+    from ciphergrid.bench.records import Record
+
+    def row(cipher, device, impl, gbps):
+        r = Record(cipher=cipher, algorithm=None, key_bits=None, mode=None, direction="encrypt",
+                   device=device, device_name=device, device_kind="cpu", runtime="native",
+                   kind="e2e", size=1 << 30, implementation=impl)
+        r.gbps = gbps
+        return r
+
+    rows = [row("copy", "host", "memcpy-16-threads", 65.28),
+            row("aes-128-ctr", FAST.spec, None, 44.16), row("aes-128-ctr", SLOW.spec, None, 38.63),
+            row("aes-128-ctr", PAIR, "scheduled", 45.59),
+            row("aes-128-gcm", FAST.spec, None, 47.29), row("aes-128-gcm", SLOW.spec, None, 30.22),
+            row("aes-128-gcm", PAIR, "scheduled", 46.9), row("aes-128-gcm", PAIR, "scheduled", 36.68)]
+    alone = f"{FAST.spec} alone: together 36.7 GB/s < 47.3 alone (memory bound)"
+    choices = {id(rows[3]): "together: 45.6 GB/s", id(rows[6]): alone, id(rows[7]): "together"}
+    got = scheduler._verdicts(rows, choices)
+    assert [(v["cipher"], v["faster_alone"], round(v["ratio"], 3), round(v["goal_gbps"], 2),
+             v["verdict"]) for v in got] == [
+        ("aes-128-ctr", FAST.spec, 1.032, 57.41, "missed"),
+        ("aes-128-gcm", FAST.spec, 0.992, 58.75, "met (the faster alone)"),
+        ("aes-128-gcm", FAST.spec, 0.776, 58.75, "missed")]
+    assert got[1]["choice"] == alone
