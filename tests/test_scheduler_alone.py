@@ -377,7 +377,8 @@ def test_bench_verdict_rows():
             row("aes-128-ctr", FAST.spec, None, 44.16), row("aes-128-ctr", SLOW.spec, None, 38.63),
             row("aes-128-ctr", PAIR, "scheduled", 45.59),
             row("aes-128-gcm", FAST.spec, None, 47.29), row("aes-128-gcm", SLOW.spec, None, 30.22),
-            row("aes-128-gcm", PAIR, "scheduled", 46.9), row("aes-128-gcm", PAIR, "scheduled", 36.68)]
+            row("aes-128-gcm", PAIR, "scheduled", 46.9),
+            row("aes-128-gcm", PAIR, "scheduled", 36.68)]
     alone = f"{FAST.spec} alone: together 36.7 GB/s < 47.3 alone (memory bound)"
     choices = {id(rows[3]): "together: 45.6 GB/s", id(rows[6]): alone, id(rows[7]): "together"}
     got = scheduler._verdicts(rows, choices)
