@@ -291,6 +291,7 @@ class Cipher(Closing):
         self._args = (key, iv, padding, sector_size, start_sector, impl, allow_weak)
         self.device = device
         self._reqs: dict = {}
+        self._plans: dict = {}
         self._sessions = Sessions()
 
     def __repr__(self) -> str:  # never shows the key
@@ -309,11 +310,24 @@ class Cipher(Closing):
         Cipher (sessions hold no state between calls, so contexts may share them)."""
         return self._sessions.get((req.encrypt, engine.info.spec), lambda: engine.session(req))
 
+    def _plan(self, req, n: int, resident_device: str | None = None):
+        """The route's plan for a piece of ``n`` bytes (GPU-resident: on ``resident_device``),
+        kept per direction, size and device: a context's pieces of one size route once."""
+        key = (req.encrypt, n, resident_device)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = (route(req, self.device, n, path="resident", resident_device=resident_device)
+                    if resident_device else route(req, self.device, n))
+            if len(self._plans) >= 64:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
+
     def _run(self, req, piece, out, first_block: int, chain) -> None:
         """One piece of a context's message (its blocks from ``first_block`` on, ``chain``: CBC's
         chaining value) into ``out``: on the engine the route picks, through this Cipher's
         session (a service's Cipher sends it to the service instead)."""
-        eng = route(req, self.device, piece.nbytes).engine
+        eng = self._plan(req, piece.nbytes).engine
         self._session(req, eng).crypt(piece, out, first_block, chain)
 
     def close(self) -> None:
@@ -456,7 +470,7 @@ class CipherContext:
             dst = cupy.empty_like(src)
         if n:
             req.admit(self._pos + n)
-            r = route(req, self.device, n, path="resident", resident_device=f"cuda:{src.device.id}")
+            r = self._cipher._plan(req, n, f"cuda:{src.device.id}")
             if r.path != "resident":   # an engine on the host: through host copies
                 dst.set(np.frombuffer(self._process(cupy.asnumpy(src)), dtype=np.uint8))
                 return n if buf is not None else wrap(dst)

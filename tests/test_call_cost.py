@@ -279,3 +279,29 @@ def test_host_blocks_agree_with_the_reference(rng, name, size):
     key, blocks = rng.data(size), rng.data(48)
     got = xts_mode._HOST_BLOCKS[name](alg, key, blocks)
     assert got is None or got == alg.reference_ecb(key, blocks, True)
+
+
+def test_a_contexts_pieces_of_one_size_route_once(monkeypatch, rng):
+    """A context's pieces of one size take the plan made for the first (route costs a call
+    about as much as the rest of a small piece's host work): one route per size, and the
+    bytes of the one-shot call."""
+    import ciphergrid
+    from ciphergrid import api
+
+    calls = []
+    real = api.route
+
+    def counting(req, device="auto", n=None, **kw):
+        calls.append(n)
+        return real(req, device, n, **kw)
+
+    monkeypatch.setattr(api, "route", counting)
+    name = "aes-128-cbc"
+    key, iv = rng.key(name), rng.iv(name)
+    data = rng.data(6 * 4096 + 512)
+    with ciphergrid.Cipher(name, key, iv, device="native") as c:
+        ctx = c.decryptor()
+        out = b"".join(ctx.update(data[i: i + 4096]) for i in range(0, len(data), 4096))
+        out += ctx.finalize()
+    assert out == oracle.crypt(name, key, iv, data, False)
+    assert sorted(set(calls)) == [512, 4096] and len(calls) == 2, calls
