@@ -185,3 +185,34 @@ def test_seal_and_open_through_the_remote_engines_sealed_entry(folder, capfd, mo
                      folder / "m.cg", "--out", folder / "back3", "-q", *svc) == 8
         assert not (folder / "back3").exists()
     assert calls == [True, False]
+
+
+def test_a_contexts_pieces_run_on_the_plans_device(folder, capfd, monkeypatch):
+    """base64 (a context, not a stream): the pieces run on the device the plan names (what -v
+    says), not on a device chosen again per piece; the text equals openssl enc -a's framing of
+    the library's bytes."""
+    import base64
+
+    import ciphergrid
+    from ciphergrid import api
+
+    asked = []
+    real = api.route
+
+    def recorded(req, device="auto", *a, **kw):
+        asked.append(device)
+        return real(req, device, *a, **kw)
+
+    monkeypatch.setattr(api, "route", recorded)
+    key, iv = os.urandom(16), os.urandom(16)
+    (folder / "k").write_text(key.hex())
+    msg = os.urandom(3000)
+    (folder / "m").write_bytes(msg)
+    assert _main("encrypt", "-c", "aes-128-ctr", "--key-file", folder / "k", "--iv", iv.hex(),
+                 "--base64", "--in", folder / "m", "--out", folder / "e", "-v", "-q",
+                 "--service", "off") == 0
+    err = capfd.readouterr().err
+    plan_device = err.split(" encrypt on ")[1].split()[0]
+    assert asked and set(asked) == {plan_device}, (asked, err)
+    want = ciphergrid.encrypt(msg, "aes-128-ctr", key=key, iv=iv, device="native")
+    assert base64.b64decode((folder / "e").read_bytes()) == want

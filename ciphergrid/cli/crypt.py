@@ -166,9 +166,9 @@ class Blocks:
         from ..route import route_file
 
         plan = route_file(self.req, device, self.n, framed=self.args.base64)
-        # a context: this Cipher's, its pieces on the engine route picks for each (the
-        # service's under remote.service_asked, which checks the device itself)
-        self.cipher.device = device
+        # a context: this Cipher's, its pieces on the plan's device (what -v says runs them);
+        # a service's on the device asked of it (remote.service_asked: it checks the device)
+        self.cipher.device = device if plan.engine.kind == "remote" else plan.device
         return plan
 
     def said_after(self, plan) -> bool:
