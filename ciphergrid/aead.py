@@ -110,7 +110,7 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path,
     batch = Batch.one(spec.name, encrypt, tl, key, nonce, aad, arr[:text], dst[:text])
     r = route if route is not None else _route(spec, batch, device, path)
     if encrypt:
-        tag = r.run_batch(batch, None, impl, stats=stats)[0]
+        tag = r.run(batch, impl=impl, stats=stats)[0]
         if path == "resident":
             dst[text:].set(tag)
         else:
@@ -119,7 +119,7 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path,
     tag = arr[text:]
     tag = (tag.get() if path == "resident" else tag).reshape(1, tl)
     try:
-        ok = r.run_batch(batch, tag, impl, stats=stats)
+        ok = r.run(batch, tags=tag, impl=impl, stats=stats)
     except BaseException:
         dst[:] = 0   # (a device error or an interrupt mid-way: no unverified plaintext stays)
         raise
@@ -304,7 +304,7 @@ def _run_tables(spec, encrypt: bool, tl: int, impl, src, off, got, longest: int,
         return BatchResult(encrypt, dst, off, np.zeros((0, tl), np.uint8), np.ones(0, bool))
     try:
         r = route if route is not None else _route(spec, batch, device, impl=impl)
-        res = r.run_batch(batch, got, impl, beside=repeats)
+        res = r.run(batch, tags=got, impl=impl, beside=repeats)
     except BaseException:
         if not encrypt:   # (a device error or an interrupt mid-way: slices or pieces already
             dst[...] = 0  # down hold plaintext whose tag was not compared)

@@ -1,9 +1,10 @@
 """A plan: what ``route`` decided for one request, and how to run it.
 
 ``route.route(req, device, nbytes, path=)`` returns a :class:`Plan` for either kind of request
-(request.py: a block ``Request`` or an ``AEADRequest``); its callers run it (``plan.run`` and
-``plan.stream`` for a block request's message, ``plan.run_batch`` for an AEAD request's batch) and
-say it (``plan.describe()``, the line ``-v`` prints) instead of deciding again.  A plan holds:
+(request.py: a block ``Request`` or an ``AEADRequest``); its callers run it (``plan.run``: a
+block request's message or an AEAD request's batch, by the request's kind of work; ``plan.stream``
+for a block request's file or pipe) and say it (``plan.describe()``, the line ``-v`` prints)
+instead of deciding again.  A plan holds:
 
 * the request it was routed for;
 * the engine (one device's, OpenSSL's, or a composite over several: ``engines`` and ``shares``);
@@ -19,6 +20,8 @@ say it (``plan.describe()``, the line ``-v`` prints) instead of deciding again. 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from .request import Batch, MessageRange
 
 
 @dataclass(frozen=True)
@@ -93,22 +96,45 @@ class Plan:
         return f"{what.strip()} on {self.device}" + (f" ({why})" if why else "")
 
     # -- running it ----------------------------------------------------------------------------
-    def run(self, src, dst, *, stats=None, wait: bool = True, slice_bytes: int | None = None,
-            turn=None) -> None:
-        """A block request's whole message ``src`` into ``dst`` (the same size; ``dst`` may be
-        ``src``): host arrays on the "array" path; GPU arrays on the "resident" path (queued on
-        the caller's CuPy stream when ``wait`` is False), or -- GPU arrays routed to a host
-        engine -- through host copies.  ``stats``: a SchedulerStats to fill in.
+    def run(self, data=None, out=None, **opts):
+        """The plan's request on ``data``, by its kind of work:
 
-        ``slice_bytes`` (host arrays): the message runs in slices of about that many bytes
+        * a block request (its message's blocks, request.BlockRange): ``data`` the whole message
+          (host or GPU array) into ``out`` (the same size; default: ``data`` itself, in place)
+          on the "array" or "resident" path (a stream's plan runs through :meth:`stream`);
+          options ``stats``, ``wait``, ``slice_bytes``, ``turn`` (:meth:`_run_blocks`);
+        * an AEAD request (its batch's messages, request.MessageRange): ``data`` the batch
+          (request.Batch; default: the request's) sealed (returns the tags) or opened against
+          ``tags`` (returns the verified mask), its output texts into ``out`` (default: the
+          batch's ``dst``); options ``tags``, ``impl``, ``beside``, ``stats``
+          (:meth:`_run_messages`).
+
+        An option of the other kind is a TypeError, as is data of the other kind."""
+        req = self.request
+        if req is None:
+            raise TypeError("a plan without its request does not run (route binds one)")
+        if req.kind == "messages":
+            return self._run_messages(data, out, **opts)
+        return self._run_blocks(data, out, **opts)
+
+    def _run_blocks(self, src, dst=None, *, stats=None, wait: bool = True,
+                    slice_bytes: int | None = None, turn=None) -> None:
+        """A block request's whole message ``src`` into ``dst`` (``src`` where None): host arrays
+        on the "array" path; GPU arrays on the "resident" path (queued on the caller's CuPy
+        stream when ``wait`` is False), or -- GPU arrays routed to a host engine -- through host
+        copies.  ``stats``: a SchedulerStats to fill in.
+
+        ``slice_bytes`` (host arrays): the message runs in block ranges of about that many bytes
         through one session where the request splits (a parallel mode), whole otherwise;
-        ``turn(nbytes)`` is called before each slice (before the whole message when unsliced):
+        ``turn(nbytes)`` is called before each range (before the whole message when unsliced):
         a service's fair share."""
         req = self.request
-        if req is None or req.kind != "blocks":
-            raise TypeError("Plan.run runs a block request's plan (AEADs: run_batch)")
+        if isinstance(src, Batch) or src is None:
+            raise TypeError(f"a plan of {req.what} runs a message's array, not an AEAD batch")
         if self.path == "stream":
             raise TypeError("a stream's plan runs through Plan.stream")
+        if dst is None:
+            dst = src
         if self.path == "resident":
             self.engine.crypt_resident(req, src, dst, wait, stats=stats)
             return
@@ -126,44 +152,49 @@ class Plan:
                 turn(n)
             self.engine.crypt(req, src, dst, stats=stats)
             return
-        step = max(unit, slice_bytes // unit * unit)
         bs = req.block_size
+        step = max(unit, slice_bytes // unit * unit) // bs
+        rest = req.work(n)
         with self.engine.session(req) as session:
-            chain = None
-            for a in range(0, n, step):
-                b = min(n, a + step)
-                # (in place: the next slice's chaining block is read before this one is run)
-                following = req.mode.chain_at(req, src, b // bs) if b < n else None
+            while rest is not None:
+                if rest.count > step:
+                    # (in place: the next range's chaining value is read from the input now,
+                    # before this range is run over it)
+                    part, rest = req.split(rest, step, src)
+                else:
+                    part, rest = rest, None
+                a, b = part.span(bs, n)
                 if turn is not None:
                     turn(b - a)
-                session.crypt(src[a:b], dst[a:b], a // bs, chain)
-                chain = following
+                part.run(session, src[a:b], dst[a:b])
 
-    def run_batch(self, batch=None, tags=None, impl: str | None = None, beside=None, stats=None):
-        """An AEAD plan on ``batch`` (aeads.base.Batch; default: its request's): sealed (the
-        tags) or opened against ``tags`` (the verified mask), by implementation ``impl``
-        (default: the request's); ``beside``: the caller's host work, started once the
+    def _run_messages(self, batch=None, out=None, *, tags=None, impl: str | None = None,
+                      beside=None, stats=None):
+        """An AEAD plan on ``batch`` (request.Batch; default: its request's) as one
+        MessageRange of all its messages: sealed (the tags) or opened against ``tags`` (the
+        verified mask), by implementation ``impl`` (default: the request's), output texts into
+        ``out`` (default: the batch's); ``beside``: the caller's host work, started once the
         engine's device is busy (Engine.seal); ``stats``: a SchedulerStats filled in (a
         composite: its scheduler's shares; one engine: what it ran).  The batch's key material
         is wiped after, whatever happens."""
         import time
 
+        req = self.request
+        if batch is None:
+            batch = req.batch
+        if not isinstance(batch, Batch):
+            raise TypeError(f"a plan of {req.what} runs an AEAD batch (request.Batch), "
+                            f"not {type(batch).__name__}")
+        if impl is None:
+            impl = req.impl
         eng = self.engine
         composite = eng.kind == "composite"
         kw = {"stats": stats} if composite and stats is not None else {}
-        req = self.request
-        if req is not None and req.kind != "messages":
-            raise TypeError("Plan.run_batch runs an AEAD request's plan (block ciphers: run)")
-        if batch is None:
-            batch = req.batch
-        if impl is None and req is not None:
-            impl = req.impl
+        if batch.encrypt:
+            kw["beside"] = beside
         t0 = time.perf_counter()
         try:
-            if batch.encrypt:
-                res = eng.seal(batch, impl, beside=beside, **kw)
-            else:
-                res = eng.open(batch, tags, impl, **kw)
+            res = MessageRange(batch, 0, batch.count).run(eng, impl, tags, out, **kw)
         finally:
             batch.wipe()
         if stats is not None and not composite:

@@ -192,16 +192,19 @@ class MessageRange:
 
     def part(self, dst=None):
         """The range as a batch of its own (views; its output texts into ``dst``, default the
-        batch's own)."""
+        batch's own; every message with the batch's own output: the batch itself)."""
+        if dst is None and self.a == 0 and self.b == self.batch.count:
+            return self.batch
         return self.batch.part(self.a, self.b, dst)
 
-    def run(self, eng, impl: str | None = None, tags=None, dst=None):
+    def run(self, eng, impl: str | None = None, tags=None, dst=None, **kw):
         """The range sealed (its tags) or opened against ``tags`` (the range's received tags;
-        its verified mask) by engine ``eng``; output texts into ``dst`` (default: the batch's)."""
+        its verified mask) by engine ``eng``; output texts into ``dst`` (default: the batch's).
+        ``kw``: the engine's options (``beside`` of a seal, a composite's ``stats``)."""
         part = self.part(dst)
         if part.encrypt:
-            return eng.seal(part, impl)
-        return eng.open(part, tags, impl)
+            return eng.seal(part, impl, **kw)
+        return eng.open(part, tags, impl, **kw)
 
 
 @dataclass
@@ -249,10 +252,11 @@ class Batch:
 
     @classmethod
     def one(cls, name: str, encrypt: bool, tag_length: int, key: bytes, nonce: bytes,
-            aad: bytes, src, dst) -> "Batch":
-        """One message as a batch: ``src`` its text into ``dst`` (host or GPU arrays of the
-        text's size), the key copied into the batch's table (wiped with it)."""
-        n = src.nbytes
+            aad: bytes, src, dst, nbytes: int | None = None) -> "Batch":
+        """One message as a batch: ``src`` its text into ``dst`` (host or GPU arrays, or device
+        buffers, of the text's size: ``nbytes``, default ``src.nbytes``), the key copied into
+        the batch's table (wiped with it)."""
+        n = src.nbytes if nbytes is None else int(nbytes)
         return cls(name, bool(encrypt), int(tag_length),
                    np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
                    np.zeros(1, dtype=np.int32), np.frombuffer(nonce, dtype=np.uint8).reshape(1, -1),

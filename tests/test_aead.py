@@ -122,7 +122,7 @@ def test_decryption_failing_mid_way_leaves_no_plaintext(error, rng, monkeypatch)
     name = "chacha20-poly1305"
     key, nonce, pt = rng.data(32), rng.data(12), rng.data(300)
     ct = ciphergrid.encrypt(pt, name, key, nonce=nonce, device="native")
-    real = Plan.run_batch
+    real = Plan._run_messages
 
     def half_done(plan, batch, *a, **kw):
         if not batch.encrypt:
@@ -130,7 +130,7 @@ def test_decryption_failing_mid_way_leaves_no_plaintext(error, rng, monkeypatch)
             raise error("the device failed")
         return real(plan, batch, *a, **kw)
 
-    monkeypatch.setattr(Plan, "run_batch", half_done)
+    monkeypatch.setattr(Plan, "_run_messages", half_done)
     out = np.full(len(pt), 0xAA, dtype=np.uint8)
     with pytest.raises(error):
         ciphergrid.decrypt(ct, name, key, nonce=nonce, device="native", out=out)

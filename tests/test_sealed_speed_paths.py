@@ -322,7 +322,7 @@ def test_a_device_failure_mid_open_releases_nothing(monkeypatch):
 
     key, msg = os.urandom(16), os.urandom(3 * K)
     s = cb.encrypt(msg, key, b"", device="native")
-    real = plan.Plan.run_batch
+    real = plan.Plan._run_messages
 
     def broken(self, batch, *a, **k):
         real(self, batch, *a, **k)            # (the plaintext is down...)
@@ -330,7 +330,7 @@ def test_a_device_failure_mid_open_releases_nothing(monkeypatch):
 
     import ciphergrid.errors as ciphergrid_errors
 
-    monkeypatch.setattr(plan.Plan, "run_batch", broken)
+    monkeypatch.setattr(plan.Plan, "_run_messages", broken)
     out = np.zeros(len(msg), dtype=np.uint8)
     op = cb.Opener(cb.scheme(False), key, b"", s[:cb.HEADER], device=CPU)
     with pytest.raises(ciphergrid_errors.DeviceError):

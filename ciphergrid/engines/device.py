@@ -279,11 +279,8 @@ class DeviceEngine(Engine):
         tag and compares it in constant time: returns whether it verified; a failure (or any
         error) zeroes ``dst`` first.  The key material is wiped on the device and the host."""
         b = self.backend
-        batch = Batch(name, encrypt, tag_length,
-                      np.frombuffer(key, dtype=np.uint8).reshape(1, -1).copy(),
-                      np.zeros(1, dtype=np.int32), np.frombuffer(nonce, dtype=np.uint8).reshape(1, -1),
-                      np.frombuffer(aad, dtype=np.uint8), np.array([0, len(aad)], dtype=np.int64),
-                      _part(src, text), np.array([0, text], dtype=np.int64), _part(dst, text))
+        batch = Batch.one(name, encrypt, tag_length, key, nonce, aad, _part(src, text),
+                          _part(dst, text), text)
         t0 = time.perf_counter()
         try:
             drv = self.aead_driver(name, impl)

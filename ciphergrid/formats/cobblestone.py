@@ -257,8 +257,8 @@ class Sealer:
         if full:
             p = _plan(self.sch, self.device, full * CHUNK, full, True)
             if _pitched(p):
-                tags = p.run_batch(_batch(self.sch, True, self.key, self.base, first, full,
-                                          pt[:full * CHUNK], rows[:, :CHUNK]))
+                tags = p.run(_batch(self.sch, True, self.key, self.base, first, full,
+                                    pt[:full * CHUNK], rows[:, :CHUNK]))
                 rows[:, CHUNK:] = tags
             else:
                 with self._lock:
@@ -277,8 +277,8 @@ class Sealer:
         for a in range(0, full, BATCH_CHUNKS):
             b = min(full, a + BATCH_CHUNKS)
             texts = self._texts[:(b - a) * CHUNK]
-            tags = p.run_batch(_batch(self.sch, True, self.key, self.base, first + a, b - a,
-                                      pt[a * CHUNK:b * CHUNK], texts))
+            tags = p.run(_batch(self.sch, True, self.key, self.base, first + a, b - a,
+                                pt[a * CHUNK:b * CHUNK], texts))
             rows[a:b, :CHUNK] = texts.reshape(b - a, CHUNK)
             rows[a:b, CHUNK:] = tags
 
@@ -373,9 +373,9 @@ class Opener:
             p = _plan(self.sch, self.device, full * CHUNK, full, False)
             try:
                 if _pitched(p):
-                    ok = p.run_batch(_batch(self.sch, False, self.key, self.base, first, full,
-                                            rows[:, :CHUNK], out[:full * CHUNK]),
-                                     rows[:, CHUNK:])   # (each piece's tags read as it is done)
+                    ok = p.run(_batch(self.sch, False, self.key, self.base, first, full,
+                                      rows[:, :CHUNK], out[:full * CHUNK]),
+                               tags=rows[:, CHUNK:])   # (each piece's tags read as it is done)
                 else:
                     with self._lock:
                         ok = self._batches(p, first, rows, out[:full * CHUNK])
@@ -456,9 +456,9 @@ class Opener:
             b = min(full, a + BATCH_CHUNKS)
             texts = self._texts[:(b - a) * CHUNK]
             texts.reshape(b - a, CHUNK)[:] = rows[a:b, :CHUNK]
-            ok[a:b] = p.run_batch(_batch(self.sch, False, self.key, self.base, first + a, b - a,
-                                         texts, out[a * CHUNK:b * CHUNK]),
-                                  np.ascontiguousarray(rows[a:b, CHUNK:]))
+            ok[a:b] = p.run(_batch(self.sch, False, self.key, self.base, first + a, b - a,
+                                   texts, out[a * CHUNK:b * CHUNK]),
+                            tags=np.ascontiguousarray(rows[a:b, CHUNK:]))
             if not ok[a:b].all():
                 break
         return ok
