@@ -1,6 +1,9 @@
 """C2SP chunked encryption (Cobblestone-128 and -256) with the names of pyca/cryptography's
 ``cryptography.cobblestone``, plus one-shot ``encrypt`` / ``decrypt`` and ``decrypt_range``;
-the chunks go to the device in AEAD batches (ciphergrid/formats/cobblestone.py).
+the chunks go to the device in AEAD batches (ciphergrid/formats/cobblestone.py).  ``encrypt`` /
+``decrypt`` also take GPU arrays (CuPy, or any CUDA array): the whole message is one batch on
+the device where it lies, and the result a CuPy array (``out=``: the caller's;
+ciphergrid/formats/resident.py).
 
 A message that does not open raises one of three ``InvalidTag`` subclasses (each still pyca's
 ``InvalidTag``): :class:`CommitmentMismatch` (a wrong key, passphrase or context, or a damaged
@@ -19,8 +22,9 @@ from .formats.passphrase import decrypt_range as decrypt_range_with_passphrase  
 from .formats.passphrase import encrypt as encrypt_with_passphrase  # noqa: F401
 from .formats.passphrase import is_wrapped as is_passphrase_sealed  # noqa: F401
 from .formats.cobblestone import (Cobblestone128Decryptor, Cobblestone128Encryptor,  # noqa: F401
-                                  Cobblestone256Decryptor, Cobblestone256Encryptor, decrypt,
-                                  decrypt_range, encrypt, message_length, sealed_length)
+                                  Cobblestone256Decryptor, Cobblestone256Encryptor,
+                                  decrypt_range, message_length, sealed_length)
+from .formats.resident import decrypt, encrypt  # noqa: F401
 
 __all__ = ["Cobblestone128Encryptor", "Cobblestone128Decryptor", "Cobblestone256Encryptor",
            "Cobblestone256Decryptor", "encrypt", "decrypt", "decrypt_range", "sealed_length",

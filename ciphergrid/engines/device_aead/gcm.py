@@ -416,8 +416,12 @@ class GCMJob(Job):
     def text_pad(self) -> int:
         """Bytes the kernels read past the end of device-resident texts: gcm_load's 16-byte
         loads stay inside the 16-byte block of a message's last byte when the message starts
-        on a multiple of 16 bytes (one message: at 0), so up to that block's end; else _PAD."""
-        return (-int(self.batch.off[-1])) % 16 if self.m == 1 else _PAD
+        on a multiple of 16 bytes (one message: at 0; a sealed message's chunks: every one), so
+        up to the last block's end; else _PAD."""
+        off = self.batch.off
+        if self.m == 1 or not (np.asarray(off[:-1]) & 15).any():
+            return (-int(off[-1])) % 16
+        return _PAD
 
     def _tiles_before(self, c) -> int:
         """GHASH tiles whose stream blocks all lie before the cut ``c``: every tile of the

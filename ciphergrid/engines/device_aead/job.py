@@ -456,21 +456,27 @@ class Job:
         this queue wait for this work (CUDA: CuPy's pool is stream-ordered, and every buffer of
         the job was taken on this queue), else the queue finished.  Decryption: the computed
         tags, (m, tag_length), downloaded and waited for, and with ``tags_from`` (a device
-        buffer and the byte offset of the received tag in it) that tag in the same wait:
-        returns (computed, received or None).  On any failure the job is aborted."""
+        buffer and the byte offset of the received tags in it, each message's tag_length bytes
+        back to back) those tags in the same wait: returns (computed, received or None).
+        ``tag_to`` may instead be a function, called with a device view of the computed tags
+        (``tag_width`` bytes a message, back to back) and ``tag_width``: it enqueues their copies
+        on the queue before the key material (the tags with it) is zeroed.  On any failure the
+        job is aborted."""
         b, q, t = self.b, self.queue, self.batch.tag_length
         got = rec = None
         try:
             self._texts_down(q, q, 0)
-            if tag_to is not None:
+            home = self._tags_home or (self.tags_out, 0)
+            if callable(tag_to):
+                tag_to(b.view(home[0], home[1], self.m * self.tag_width), self.tag_width)
+            elif tag_to is not None:
                 out, at = tag_to
-                home = self._tags_home or (self.tags_out, 0)
                 b.upload(out, b.view(home[0], home[1], t), q, offset=at, record=False)
             else:
                 got = np.empty(self.m * self.tag_width, dtype=np.uint8)
                 b.download(got, self.tags_out, q, record=False)
                 if tags_from is not None:
-                    rec = np.empty(t, dtype=np.uint8)
+                    rec = np.empty(self.m * t, dtype=np.uint8)
                     b.download(rec, tags_from[0], q, offset=tags_from[1], record=False)
             for buf in self.secret:
                 b.zero(buf, q, wait=False)
@@ -483,7 +489,7 @@ class Job:
         if got is None:
             return None
         return (got.reshape(self.m, self.tag_width)[:, :t].copy(),
-                None if rec is None else rec.reshape(1, t))
+                None if rec is None else rec.reshape(self.m, t))
 
     def abort(self) -> None:
         """After a failure: let every queue of the job drain (a kernel still queued could write

@@ -1,0 +1,220 @@
+"""A batch of AEAD messages whose data lie on the device with each message's tag after its
+text (a sealed message's chunks, formats/resident.py): ONE resident job (Job's ``resident``
+mode, as DeviceEngine.aead_resident runs one message), on the caller's queue.
+
+Message i (i < m - 1) is ``chunk`` bytes, the last one shorter (possibly empty); in the
+interleaved form message i's text starts at ``at`` + i (``chunk`` + ``tag``) and its tag
+follows it.  The kernels take contiguous texts: the interleaved side moves through ONE
+device-to-device 2-D copy per run of rows (``copy_rows``: CUDA's memcpy2D, OpenCL's
+rectangular copy), the contiguous side is read or written where it lies.
+
+* ``seal_rows``: contiguous plaintext -> interleaved ciphertext and tags; the tags go from the
+  job's scratch straight into their places on the device, before the key material (the tags
+  with it) is zeroed; nothing is waited for on CUDA.
+* ``open_rows``: interleaved -> contiguous plaintext; the computed and received tags come down
+  in one wait and are compared in constant time (aeads.base.verify); where any fails, or on any
+  error, the whole output is zeroed before this returns: no plaintext is released unless every
+  tag verified.
+"""
+
+from __future__ import annotations
+
+from ..._lazy import numpy_for
+from ...aeads.base import Batch, verify
+
+np = numpy_for(__name__)
+
+I64 = np.int64
+
+
+def copy_rows(b, dst, dst_at: int, dst_pitch: int, src, src_at: int, src_pitch: int,
+              width: int, count: int, queue) -> None:
+    """Enqueue on ``queue`` the copy of ``count`` rows of ``width`` bytes from device buffer
+    ``src`` (the first at byte ``src_at``, the next ``src_pitch`` bytes on) into ``dst`` (from
+    ``dst_at``, every ``dst_pitch`` bytes): CuPy arrays on CUDA, buffers on OpenCL, each whole
+    from its first byte; ONE copy."""
+    if count <= 0 or width <= 0:
+        return
+    if count == 1:
+        src_pitch = dst_pitch = width
+    if _cuda(b):
+        import cupy
+
+        with b.dev:   # (cudaMemcpyDeviceToDevice: 3)
+            cupy.cuda.runtime.memcpy2DAsync(dst.data.ptr + dst_at, dst_pitch,
+                                            src.data.ptr + src_at, src_pitch, width, count, 3,
+                                            queue.ptr)
+        return
+    import pyopencl as cl
+
+    # (sub-buffers as their parents at an offset: PoCL's rectangular copies fault on them)
+    src, src_at = _whole(cl, src, src_at)
+    dst, dst_at = _whole(cl, dst, dst_at)
+    if count == 1:
+        cl.enqueue_copy(queue, dst, src, src_offset=src_at, dst_offset=dst_at, byte_count=width)
+        return
+    # (each origin as a byte within a row and a row: offsets past the first row as rows)
+    cl.enqueue_copy(queue, dst, src, src_origin=(src_at % src_pitch, src_at // src_pitch, 0),
+                    dst_origin=(dst_at % dst_pitch, dst_at // dst_pitch, 0),
+                    region=(width, count, 1), src_pitches=(src_pitch, src_pitch * count),
+                    dst_pitches=(dst_pitch, dst_pitch * count))
+
+
+def _whole(cl, buf, at: int) -> tuple:
+    """(the OpenCL buffer that ``buf`` is a sub-buffer of, or ``buf``; byte ``at`` of ``buf``
+    in it)."""
+    parent = buf.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT)
+    if parent is None:
+        return buf, at
+    return parent, at + int(buf.get_info(cl.mem_info.OFFSET))
+
+
+def _queue(engine):
+    """The queue a resident job of ``engine`` runs on: CuPy's current stream of its device
+    (CUDA), else the backend's default queue."""
+    b = engine.backend
+    if engine.info.runtime == "cuda":
+        import cupy
+
+        with b.dev:
+            return cupy.cuda.get_current_stream()
+    return b.default_queue
+
+
+def _part(b, buf, n: int):
+    """The first ``n`` bytes of a device buffer: a view (CuPy), a sub-buffer (OpenCL; the
+    buffer itself where it is that long or ``n`` is 0)."""
+    if hasattr(buf, "reshape"):
+        return buf[:n]
+    return buf if n == 0 or n == buf.size else buf[0:n]
+
+
+def _batch(name: str, encrypt: bool, tag: int, key: bytes, nonces: np.ndarray, chunk: int,
+           n: int, src, dst) -> Batch:
+    """The batch of m = len(nonces) messages: ``chunk`` bytes each, the last ``n`` - (m - 1)
+    ``chunk``; one key, no AAD."""
+    m = int(nonces.shape[0])
+    off = np.arange(m + 1, dtype=I64) * chunk
+    off[-1] = n
+    return Batch(name, encrypt, tag, np.frombuffer(bytes(key), dtype=np.uint8).reshape(1, -1).copy(),
+                 np.zeros(m, dtype=np.int32), np.ascontiguousarray(nonces, dtype=np.uint8),
+                 np.zeros(0, dtype=np.uint8), np.zeros(m + 1, dtype=I64), src, off, dst)
+
+
+def _shape(m: int, n: int, chunk: int) -> int:
+    """Bytes of the last message (InvalidArgument where ``n`` is no such batch's)."""
+    last = n - (m - 1) * chunk
+    if m < 1 or not 0 <= last < chunk:
+        from ...errors import InvalidArgument
+
+        raise InvalidArgument(f"{n} bytes are not {m - 1} messages of {chunk} bytes and a "
+                              "shorter last one")
+    return last
+
+
+class _Marks:
+    """What ``verify`` zeroes when the device output is zeroed apart: nothing on the host."""
+
+    def __init__(self, count: int):
+        self.count = count
+        self.off = np.zeros(count + 1, dtype=I64)
+        self.dst = np.zeros(0, dtype=np.uint8)
+
+
+def _zero(b, buf, queue) -> None:
+    """Zero a device output and wait for it (best effort after an error)."""
+    try:
+        if getattr(buf, "nbytes", None) or getattr(buf, "size", 0):
+            b.zero(buf, queue, wait=True)
+    except Exception:
+        pass
+
+
+def seal_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, n: int, dst, at: int,
+              chunk: int, tag: int, impl: str | None = None) -> None:
+    """Messages of contiguous plaintext ``src`` (``n`` bytes: see the module docstring) sealed
+    into ``dst`` from byte ``at``, each text followed by its ``tag``-byte tag, as ONE resident
+    job on ``engine`` (a DeviceEngine) with ``nonces`` (m x nonce bytes); queued on the
+    caller's stream (CUDA: nothing waited for)."""
+    b = engine.backend
+    m = int(nonces.shape[0])
+    last = _shape(m, n, chunk)
+    full, row = m - 1, chunk + tag
+    drv = engine.aead_driver(name, impl)
+    q = _queue(engine)
+    with _on(b):
+        texts = b.alloc(n + 32)   # (the kernels' read-ahead past the texts: whole blocks)
+        batch = _batch(name, True, tag, key, nonces, chunk, n, _part(b, src, n),
+                       _part(b, texts, n))
+
+        def place(tags, width: int) -> None:
+            copy_rows(b, dst, at, row, texts, 0, chunk, chunk, full, q)
+            copy_rows(b, dst, at + full * row, row, texts, full * chunk, chunk, last, 1, q)
+            copy_rows(b, dst, at + chunk, row, tags, 0, width, tag, full, q)
+            copy_rows(b, dst, at + full * row + last, row, tags, full * width, width, tag, 1, q)
+
+        try:
+            job = drv.prepare(batch, q, resident=True)
+            try:
+                job.enqueue()
+            except BaseException:
+                job.abort()
+                raise
+            job.settle(tag_to=place)
+        finally:
+            batch.wipe()
+
+
+def open_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, at: int, n: int, dst,
+              chunk: int, tag: int, impl: str | None = None) -> np.ndarray:
+    """Interleaved messages in ``src`` from byte ``at`` (see the module docstring; ``n`` bytes
+    of text in all) opened into contiguous ``dst`` as ONE resident job on ``engine``: the mask
+    of the messages whose tags verified.  Where any fails, or on any error, ``dst`` is zeroed
+    (all of it) before this returns or raises."""
+    b = engine.backend
+    m = int(nonces.shape[0])
+    last = _shape(m, n, chunk)
+    full, row = m - 1, chunk + tag
+    drv = engine.aead_driver(name, impl)
+    q = _queue(engine)
+    with _on(b):
+        try:
+            texts, rec = b.alloc(n + 32), b.alloc(m * tag)
+            copy_rows(b, texts, 0, chunk, src, at, row, chunk, full, q)
+            copy_rows(b, texts, full * chunk, chunk, src, at + full * row, row, last, 1, q)
+            copy_rows(b, rec, 0, tag, src, at + chunk, row, tag, full, q)
+            copy_rows(b, rec, full * tag, tag, src, at + full * row + last, row, tag, 1, q)
+        except BaseException:
+            _zero(b, dst, q)
+            raise
+        batch = _batch(name, False, tag, key, nonces, chunk, n, _part(b, texts, n),
+                       _part(b, dst, n))
+        try:
+            job = drv.prepare(batch, q, resident=True)
+            try:
+                job.enqueue()
+            except BaseException:
+                job.abort()
+                raise
+            got, received = job.settle(tags_from=(rec, 0))
+            # (the constant-time comparison; the output is zeroed below, on the device)
+            ok = verify(_Marks(m), got, received)
+        except BaseException:   # (no unverified plaintext stays)
+            _zero(b, dst, q)
+            raise
+        finally:
+            batch.wipe()
+        if not ok.all():
+            _zero(b, dst, q)
+    return ok
+
+
+def _cuda(b) -> bool:
+    return b.info.runtime == "cuda"
+
+
+def _on(b):
+    """The context of ``b``'s device (CUDA: its device current), else nothing."""
+    from contextlib import nullcontext
+
+    return b.dev if _cuda(b) else nullcontext()
