@@ -6,12 +6,12 @@ Where the route's plan for the chunks (route.route, path "resident") is a CUDA d
 the arrays, the whole message -- its whole chunks and the shorter final one -- is ONE batch of
 AES-GCM messages on that device, on CuPy's current stream (engines/device_aead/rows.py: the
 texts read or written where they lie, the sealed side moved by one 2-D copy on the device, the
-tags put in their places there).  Only the header crosses the bus: the key derivation and the
-commitment are the host's (the derived key's round keys go up with the job).  Sealing returns
-once queued (CuPy arrays in and out); opening checks the commitment first (the header comes
-down), then every chunk's tag, and releases nothing unless all verify: a failure zeroes the
-output and raises ChunkFailed naming the first chunk that failed.  Where the plan is a host
-engine, the message goes through host copies.
+tags put in their places there).  No text crosses the bus: the header (the key derivation and
+the commitment are the host's), the job's tables and the derived key's round keys go up, an
+opening's tags come down.  Sealing returns once queued (CuPy arrays in and out); opening
+checks the commitment first (the header comes down), then every chunk's tag, and releases
+nothing unless all verify: a failure zeroes the output and raises ChunkFailed naming the first
+chunk that failed.  Where the plan is a host engine, the message goes through host copies.
 """
 
 from __future__ import annotations

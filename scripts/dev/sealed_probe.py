@@ -15,6 +15,15 @@ enqueued), their launches (enqueue), their downloads enqueued (collect) and the 
 message should reach.  Every output is checked once before it is timed (the sealed message is
 opened by OpenSSL, ``device="native"``).  About 30 s on a GPU at 1 GiB.  With ``--files DIR``:
 `cat` beside `ciphergrid seal` / `open` of one file in DIR on the device and on ``auto``.
+
+With ``--resident`` (a CUDA device; nothing else is run): a GPU-resident sealed message of
+``--size`` bytes (default 1 GiB; a CuPy array, ``ciphergrid.cobblestone.encrypt`` / ``decrypt``
+with ``out=``) against the AES-128-GCM 16 KiB-batch kernel on as many bytes (bench/aead.py
+``make_batch`` + ``time_job``, as ``bench api``'s AEAD row): device seconds between CUDA events
+around each call on the current stream (median of the repeats, a fresh key or salt each), the
+calls' wall and thread CPU time, the phases above (and the resident jobs' ``settle``), and the
+ratios kernel / call.  The sealed message is checked against OpenSSL's (``device="native"``,
+same salt) and opened back first.  Under 30 s on a GPU at 1 GiB.
 """
 
 from __future__ import annotations
@@ -64,6 +73,7 @@ def instrument() -> None:
     _wrap(jobmod.Job, "enqueue", "launches")
     _wrap(jobmod.Job, "collect", "downloads enqueued")
     _wrap(jobmod.Job, "finish", "waits (finish)")
+    _wrap(jobmod.Job, "settle", "settle (resident)")
 
 
 def measure(fn, copy, repeats: int) -> dict:
@@ -100,6 +110,8 @@ def main() -> int:
                     help="also `cat` beside `ciphergrid seal` / `open` of a file of --file-size "
                     "bytes in DIR (a RAM disk: /dev/shm) on the device and with --device auto")
     ap.add_argument("--file-size", type=int, default=1 << 30)
+    ap.add_argument("--resident", action="store_true",
+                    help="only a GPU-resident sealed message against the 16 KiB-batch kernel")
     args = ap.parse_args()
     devs = ciphergrid.devices()
     if args.device is None:
@@ -109,6 +121,11 @@ def main() -> int:
         dev = next(d for d in devs if d.spec == args.device)
     spec = dev.spec
     n = args.size or ((1 << 30) if dev.kind == "gpu" else (16 << 20))
+    if args.resident:
+        res = resident(dev, n if args.size else 1 << 30, args.repeats)
+        if args.json:
+            Path(args.json).write_text(json.dumps(res, indent=1))
+        return 0
     from ciphergrid.bench.methodology import Api
     from ciphergrid.bench.pipeline import copy_strawman
 
@@ -167,6 +184,79 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1))
     return 0
+
+
+def resident(dev, n: int, repeats: int) -> dict:
+    """A GPU-resident sealed message of ``n`` bytes against the 16 KiB-batch kernel (see the
+    module docstring)."""
+    import cupy
+
+    from ciphergrid import cobblestone
+    from ciphergrid.bench.aead import make_batch, time_job
+    from ciphergrid.route import engine
+
+    if dev.runtime != "cuda":
+        raise SystemExit(f"--resident needs a CUDA device, not {dev.spec}")
+    rng = np.random.default_rng(2)
+    n = max(cb.CHUNK, n // cb.CHUNK * cb.CHUNK)
+    eng = engine(dev.spec)
+    batch = make_batch("aes-128-gcm", n // cb.CHUNK, cb.CHUNK, rng)
+    job = eng.aead_driver("aes-128-gcm").prepare(batch)
+    kt = time_job(eng.backend, job, repeats)
+    job.finish()
+    instrument()
+    res = {"device": dev.spec, "device_name": dev.name, "size": n,
+           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+           "kernel_s": statistics.median(kt)}
+    with cupy.cuda.Device(int(dev.spec.split(":")[1])):
+        x = cupy.asarray(batch.src)
+        y = cupy.empty(cb.sealed_length(n), dtype=cupy.uint8)
+        z = cupy.empty(n, dtype=cupy.uint8)
+        key, salt = os.urandom(16), os.urandom(cb.SALT)
+        cobblestone.encrypt(x, key, b"probe", salt=salt, out=y)
+        if cupy.asnumpy(y).tobytes() != cb.encrypt(batch.src, key, b"probe", salt=salt,
+                                                    device="native"):
+            raise SystemExit(f"the GPU-resident sealed message on {dev.spec} is not OpenSSL's")
+        cobblestone.decrypt(y, key, b"probe", out=z)
+        if not bool((z == x).all()):
+            raise SystemExit(f"the GPU-resident sealed message on {dev.spec} does not open back")
+        s = cupy.cuda.get_current_stream()
+
+        def timed(fn) -> dict:
+            rows = []
+            for i in range(repeats + 1):
+                PHASES.clear()
+                COUNTS.clear()
+                s.synchronize()
+                e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+                c0, t = time.thread_time(), time.perf_counter()
+                e0.record(s)
+                fn()
+                e1.record(s)
+                cpu = time.thread_time() - c0   # (the call's host work, not the wait below)
+                e1.synchronize()
+                wall = time.perf_counter() - t
+                if i:   # (the first: warm-up)
+                    rows.append((cupy.cuda.get_elapsed_time(e0, e1) * 1e-3, wall, cpu,
+                                 dict(PHASES)))
+            mid = sorted(rows, key=lambda r: r[0])[len(rows) // 2]
+            dev_s = statistics.median(r[0] for r in rows)
+            return {"s": dev_s, "wall_s": statistics.median(r[1] for r in rows),
+                    "cpu_s": statistics.median(r[2] for r in rows),
+                    "vs_kernel": res["kernel_s"] / dev_s,
+                    "phases_s": {k: round(v, 6) for k, v in mid[3].items()}}
+
+        # (open first: the timed seals overwrite ``y`` under fresh keys)
+        res["open"] = timed(lambda: cobblestone.decrypt(y, key, b"probe", out=z))
+        res["seal"] = timed(lambda: cobblestone.encrypt(x, os.urandom(16), b"probe", out=y))
+    print(f"kernel     {n / res['kernel_s'] / 1e9:7.2f} GB/s  (AES-128-GCM "
+          f"{n // cb.CHUNK} x 16 KiB, {res['kernel_s'] * 1e3:.2f} ms)")
+    for k in ("seal", "open"):
+        v = res[k]
+        print(f"resident {k:4s} {n / v['s'] / 1e9:7.2f} GB/s  {v['vs_kernel']:.3f} x kernel  "
+              f"wall {v['wall_s'] * 1e3:.2f} ms  thread cpu {v['cpu_s'] * 1e3:.2f} ms  "
+              f"phases {v['phases_s']}")
+    return res
 
 
 def files(folder: Path, size: int, spec: str, repeats: int) -> dict:

@@ -96,9 +96,10 @@ def _batch(name: str, encrypt: bool, tag: int, key: bytes, nonces: np.ndarray, c
     m = int(nonces.shape[0])
     off = np.arange(m + 1, dtype=I64) * chunk
     off[-1] = n
-    return Batch(name, encrypt, tag, np.frombuffer(bytes(key), dtype=np.uint8).reshape(1, -1).copy(),
-                 np.zeros(m, dtype=np.int32), np.ascontiguousarray(nonces, dtype=np.uint8),
-                 np.zeros(0, dtype=np.uint8), np.zeros(m + 1, dtype=I64), src, off, dst)
+    keys = np.frombuffer(bytes(key), dtype=np.uint8).reshape(1, -1).copy()
+    return Batch(name, encrypt, tag, keys, np.zeros(m, dtype=np.int32),
+                 np.ascontiguousarray(nonces, dtype=np.uint8), np.zeros(0, dtype=np.uint8),
+                 np.zeros(m + 1, dtype=I64), src, off, dst)
 
 
 def _shape(m: int, n: int, chunk: int) -> int:
