@@ -470,6 +470,7 @@ STATE_ALLOWED: dict[str, str] = {
     "algorithms/aes.py:_OPENSSL_SCHEDULE": "the loaded libcrypto's AES key schedule, checked once",
     "algorithms/seed.py:_NATIVE": "the loaded libcrypto's SEED key schedule, checked once",
     "algorithms/cast5.py:_NATIVE": "the loaded libcrypto's CAST5 key schedule, checked once",
+    "algorithms/camellia.py:_NATIVE": "the loaded libcrypto's Camellia key schedule, checked once",
     "engines/openssl/libcrypto.py:_CIPHERS": "the loaded libcrypto's EVP cipher handles by name",
     "engines/openssl/libcrypto.py:_PROVIDERS": "the OpenSSL providers loaded into the process",
     "engines/openssl/libcrypto.py:global _LOOP": "the C helper loop, a shared library loaded once",

@@ -58,11 +58,14 @@ class NativeSchedule:
     where its result, converted by the cipher, equals the cipher's own schedule for the probe
     keys of ``check`` (run once, at first use); otherwise (no libcrypto, no such call, another
     layout) the cipher's Python runs.  ``call(fn, key, address)`` writes the schedule's
-    ``words`` 32-bit words at ``address``; ``argtypes`` names the call's ctypes types."""
+    ``words`` 32-bit words at ``address``; ``argtypes`` names the call's ctypes types.
+    ``check`` returns what the cipher keeps of the comparison as ``found`` (where its words lie
+    among the call's, or just True), false where they disagree."""
 
     def __init__(self, symbol: str, argtypes: tuple, words: int, call):
         self.symbol, self.argtypes, self.words, self.call = symbol, argtypes, words, call
         self.fn = None
+        self.found = None
         self.checked = False
         self.lock = threading.Lock()
 
@@ -97,7 +100,8 @@ class NativeSchedule:
             if load(declare) is None:
                 return
             self.fn = found[-1]
-            if not check(self):
+            self.found = check(self)
+            if not self.found:
                 self.fn = None
         except Exception:  # (no library, no such call, or it disagreed: the Python runs)
             self.fn = None
@@ -201,6 +205,12 @@ class BlockCipher:
     def defines(self, key_size: int) -> dict[str, int]:
         """Compile-time constants for a key size (e.g. the number of rounds)."""
         return {}
+
+    def host_encrypt(self, key: bytes, blocks: bytes) -> bytearray | None:
+        """A few whole blocks encrypted on the host for less than a device launch costs (XTS
+        one-shots' tweaks), a bytearray the caller zeroes; None where the cipher has no such
+        path (modes/xts.py calls libcrypto's block functions for the ciphers OpenSSL has)."""
+        return None
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
         """Host ECB of whole blocks (XTS stealing and the tweak of tails): OpenSSL's for ciphers

@@ -3,7 +3,8 @@ SP tables in work-group memory) and kernels/camellia_ref.cl ("reference", byte S
 
 Camellia is an 18-round (128-bit key) or 24-round (192/256-bit key) Feistel network on two 64-bit
 halves, with FL / FL^-1 layers after every six rounds and whitening before and after.  The key
-schedule (RFC 3713 section 2.2) runs here on the host; the kernels receive the subkeys as 32-bit
+schedule (RFC 3713 section 2.2) runs on the host (libcrypto's Camellia_set_key picked into this
+order where it agrees with the Python here, checked once); the kernels receive the subkeys as 32-bit
 *values* (the high half of a 64-bit subkey first), in the order the rounds use them:
 
     kw1 kw2 | k1 .. k(R) | ke1 .. ke(2F) | kw3 kw4           (R = 18 or 24 rounds, F = 2 or 3)
@@ -20,7 +21,7 @@ import math
 import numpy as np
 
 from .. import modes
-from .base import BlockCipher, Implementation
+from .base import BlockCipher, Implementation, NativeSchedule
 
 MASK32 = 0xFFFFFFFF
 MASK64 = (1 << 64) - 1
@@ -235,6 +236,41 @@ def schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
     return out
 
 
+def _camellia_call(fn, key: bytes, address: int) -> None:
+    fn(key, 8 * len(key), address)
+
+
+#: OpenSSL's Camellia_set_key: CAMELLIA_KEY's 68 words hold every subkey's two 32-bit values (its
+#: own order; some twice), then the grand rounds; _native_layout finds where ours lie
+_NATIVE = NativeSchedule("Camellia_set_key", ("c_char_p", "c_int", "c_void_p"), 69, _camellia_call)
+
+
+def _native_layout(native) -> dict | None:
+    """For each key size and direction, the index among CAMELLIA_KEY's words of each word of
+    :func:`schedule_words` (the first place it lies in, on a probe key), where that pick gives
+    :func:`schedule_words` for the probe and for other keys; None otherwise."""
+    picks = {}
+    for n in (16, 24, 32):
+        probe = bytes((0x9E * i + 0x37 * n + 0x5B) & 0xFF for i in range(n))
+        raw = native.raw(probe)
+        for decrypt in (False, True):
+            where = []
+            for w in schedule_words(probe, decrypt):
+                hits = np.flatnonzero(raw[:68] == w)
+                if not len(hits):
+                    return None
+                where.append(int(hits[0]))
+            picks[(n, decrypt)] = np.array(where, dtype=np.intp)
+        raw.fill(0)
+        for key in (bytes(n), b"\xff" * n, bytes(range(n)), bytes(range(200, 200 + n))):
+            raw = native.raw(key)
+            ok = all(raw[picks[(n, d)]].tolist() == schedule_words(key, d) for d in (False, True))
+            raw.fill(0)
+            if not ok:
+                return None
+    return picks
+
+
 def schedule_words(key: bytes, decrypt: bool) -> list[int]:
     """The kernels' schedule (module docstring) as a list of 32-bit values."""
     sk = subkeys(key)
@@ -299,7 +335,12 @@ class Camellia(BlockCipher):
         if layout is not None:
             raise ValueError(f"unknown Camellia key layout {layout!r}")
         self.check_key(key)
-        return schedule_fast(bytes(key), decrypt)
+        if not _NATIVE.ready(_native_layout):
+            return schedule_fast(bytes(key), decrypt)
+        raw = _NATIVE.raw(bytes(key))
+        out = raw[_NATIVE.found[(len(key), decrypt)]].astype("<u4", copy=False)
+        raw.fill(0)
+        return out
 
     def defines(self, key_size: int) -> dict[str, int]:
         return {"CAM_ROUNDS": rounds(key_size)}

@@ -32,6 +32,7 @@ Where the constants come from (RFC 6114, M. Katagi and S. Moriai, Sony, March 20
 from __future__ import annotations
 
 import struct
+from array import array
 
 import numpy as np
 
@@ -223,96 +224,139 @@ def schedule(key: bytes) -> tuple[list[int], list[int]]:
     return wk, rk
 
 
-#: the F-functions' column tables as tuples (indexing a tuple is what the schedule does most)
-_F0T = tuple(tuple(t) for t in F0_LE)
-_F1T = tuple(tuple(t) for t in F1_LE)
-#: CON^(k) as little-endian words (the GFN's input form) and, grouped by four, as the 128-bit
-#: big-endian integers the round keys are XORed with (the GFN's 2 x 12 or 4 x 10 come first)
-_CON_LE = {n: tuple(_bswap(c) for c in con[: 24 if n == 16 else 40]) for n, con in _CON.items()}
+def _tables16(columns) -> tuple[array, array]:
+    """An F-function's four byte tables as two 16 -> 32-bit ones: F(x) = lo[x & 0xffff] ^
+    hi[x >> 16] on the little-endian word x (half the lookups and shifts of the byte tables)."""
+    t = np.array(columns, dtype=np.uint32)
+    return tuple(array("I", (t[2 * h + 1][:, None] ^ t[2 * h][None, :]).astype(np.uint32).tobytes())
+                 for h in (0, 1))
+
+
+assert array("I").itemsize == 4
+#: F0 and F1 as 16 -> 32-bit tables (256 KiB each): the host's schedule and blocks
+_F0_16 = _tables16(F0_LE)
+_F1_16 = _tables16(F1_LE)
+#: CON^(k) of the GFN (2 x 12 or 4 x 10) as little-endian words, a tuple per round
+_CON_ROUNDS = {n: tuple(tuple(_bswap(c) for c in con[i: i + (2 if n == 16 else 4)])
+                        for i in range(0, 24 if n == 16 else 40, 2 if n == 16 else 4))
+               for n, con in _CON.items()}
+#: CON^(k) after the GFN's, by four: the 128-bit big-endian integers XORed into the round keys
 _CON_128 = {n: tuple(_words_to_int(con[i: i + 4]) for i in range(24 if n == 16 else 40, len(con), 4))
             for n, con in _CON.items()}
-_M57 = (1 << 57) - 1
+_M64 = (1 << 64) - 1
+_TOP7 = 0x7F << 57
+_LE4, _LE8 = struct.Struct("<4I"), struct.Struct("<8I")
+_BE2, _BE4 = struct.Struct(">2Q"), struct.Struct(">4Q")
 
 
-def _gfn_le(t: list[int], con: tuple, rounds: int) -> list[int]:
-    """GFN_{4,r} or GFN_{8,r} on little-endian words with the round constants ``con``: what
-    :func:`_gfn` computes, unrolled over the F-functions' tables (the one-shot call's key set-up
-    runs this for every fresh key)."""
-    a0, a1, a2, a3 = _F0T
-    b0, b1, b2, b3 = _F1T
-    if len(t) == 4:
-        t0, t1, t2, t3 = t
-        for i in range(0, 2 * rounds, 2):
-            x = t0 ^ con[i]
-            t1 ^= a0[x & 255] ^ a1[(x >> 8) & 255] ^ a2[(x >> 16) & 255] ^ a3[x >> 24]
-            x = t2 ^ con[i + 1]
-            t3 ^= b0[x & 255] ^ b1[(x >> 8) & 255] ^ b2[(x >> 16) & 255] ^ b3[x >> 24]
-            t0, t1, t2, t3 = t1, t2, t3, t0
-        return [t3, t0, t1, t2]   # (the last round does not rotate)
+def _gfn4(t0: int, t1: int, t2: int, t3: int, rounds) -> tuple[int, int, int, int]:
+    """GFN_{4,r} on little-endian words (what :func:`_gfn` computes), a round's constants a
+    tuple of ``rounds``, over the 16-bit tables."""
+    fa, fb = _F0_16
+    ga, gb = _F1_16
+    for c0, c1 in rounds:
+        x = t0 ^ c0
+        t1 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+        x = t2 ^ c1
+        t3 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+        t0, t1, t2, t3 = t1, t2, t3, t0
+    return t3, t0, t1, t2   # (the last round does not rotate)
+
+
+def _gfn8(t, rounds) -> tuple[int, ...]:
+    """GFN_{8,r} as :func:`_gfn4`."""
+    fa, fb = _F0_16
+    ga, gb = _F1_16
     t0, t1, t2, t3, t4, t5, t6, t7 = t
-    for i in range(0, 4 * rounds, 4):
-        x = t0 ^ con[i]
-        t1 ^= a0[x & 255] ^ a1[(x >> 8) & 255] ^ a2[(x >> 16) & 255] ^ a3[x >> 24]
-        x = t2 ^ con[i + 1]
-        t3 ^= b0[x & 255] ^ b1[(x >> 8) & 255] ^ b2[(x >> 16) & 255] ^ b3[x >> 24]
-        x = t4 ^ con[i + 2]
-        t5 ^= a0[x & 255] ^ a1[(x >> 8) & 255] ^ a2[(x >> 16) & 255] ^ a3[x >> 24]
-        x = t6 ^ con[i + 3]
-        t7 ^= b0[x & 255] ^ b1[(x >> 8) & 255] ^ b2[(x >> 16) & 255] ^ b3[x >> 24]
+    for c0, c1, c2, c3 in rounds:
+        x = t0 ^ c0
+        t1 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+        x = t2 ^ c1
+        t3 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+        x = t4 ^ c2
+        t5 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+        x = t6 ^ c3
+        t7 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
         t0, t1, t2, t3, t4, t5, t6, t7 = t1, t2, t3, t4, t5, t6, t7, t0
-    return [t7, t0, t1, t2, t3, t4, t5, t6]
+    return t7, t0, t1, t2, t3, t4, t5, t6
 
 
-def _le_to_int(ws) -> int:
-    """Little-endian words (of CLEFIA's big-endian ones) as the 128-bit big-endian integer."""
-    return int.from_bytes(struct.pack(f"<{len(ws)}I", *ws), "big")
+def _masks(n: int, decrypt: bool) -> tuple:
+    """For :func:`kernel_schedule_fast`: the kernels' words as 64-bit big-endian units (WK0 WK1,
+    RK0 RK1, ..., WK2 WK3; decryption: the units reversed), the CON^(k) part of every round key
+    and, as multipliers, the places of K (CLEFIA-128) or of K_R and K_L (192/256: round keys
+    from L_L take K_R, from L_R K_L) in that order, as one integer each."""
+    cons = _CON_128[n]
+    m = len(cons)
+    units = 2 * m + 2
+    con = rep_r = rep_l = 0
+    for i, c in enumerate(cons):
+        j = m - 1 - i if decrypt else i
+        shift = 64 * (units - 3 - 2 * j)
+        con |= (((c & _M64) << 64) | (c >> 64) if decrypt else c) << shift
+        if i & 1:
+            if n == 16 or (i >> 1) & 1 == 0:
+                rep_r |= 1 << shift
+            else:
+                rep_l |= 1 << shift
+    return struct.Struct(f">{units}Q"), con, rep_r, rep_l
+
+
+_MASKS = {(n, d): _masks(n, d) for n in (16, 24, 32) for d in (False, True)}
 
 
 def kernel_schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
     """:func:`kernel_schedule` as a little-endian uint32 array, computed without the readable
-    form's conversions: the GFN on little-endian words, the round keys as 128-bit integers
-    (DoubleSwap as four shifts), their bytes straight into the kernels' layout."""
+    form's conversions: the GFN on little-endian words over 16-bit tables, L as two 64-bit
+    halves (DoubleSwap in six operations), every state's halves packed at once in the kernels'
+    order and the constants and K XORed in by one operation on the whole."""
     n = len(key)
-    le = list(struct.unpack(f"<{n // 4}I", key))
-    chunks = []
+    a = b = c = d = 0
     if n == 16:
-        lval = _le_to_int(_gfn_le(le, _CON_LE[16], 12))
-        kval = int.from_bytes(key, "big")
-        wk = key
-        for i, c in enumerate(_CON_128[16]):
-            t = lval ^ c
-            lval = (((lval >> 64) & _M57) << 71) | ((lval & 0x7F) << 64) | ((lval >> 121) << 57) \
-                | ((lval >> 7) & _M57)
-            if i & 1:
-                t ^= kval
-            chunks.append(t.to_bytes(16, "big"))
+        a, b = _BE2.unpack(_LE4.pack(*_gfn4(*_LE4.unpack(key), _CON_ROUNDS[16])))
+        kh, kl = _BE2.unpack(key)
+        ws = [kh]
+        for _ in range(9):
+            ws += (a, b)
+            a, b = ((a << 7) & _M64) | (b & 0x7F), (a & _TOP7) | (b >> 7)
+        ws.append(kl)
+        kr = kl_ = (kl << 64) | kh if decrypt else (kh << 64) | kl
     else:
+        le = list(struct.unpack(f"<{n // 4}I", key))
         if n == 24:
             le += [le[0] ^ MASK32, le[1] ^ MASK32]
-        lw = _gfn_le(le, _CON_LE[n], 10)
-        halves = [_le_to_int(lw[:4]), _le_to_int(lw[4:])]     # L_L, L_R
-        klv, krv = _le_to_int(le[:4]), _le_to_int(le[4:])
-        wk = (klv ^ krv).to_bytes(16, "big")
-        for i, c in enumerate(_CON_128[n]):
-            h = (i >> 1) & 1              # rounds 0, 1 from L_L, 2, 3 from L_R, ...
-            v = halves[h]
-            t = v ^ c
-            halves[h] = (((v >> 64) & _M57) << 71) | ((v & 0x7F) << 64) | ((v >> 121) << 57) \
-                | ((v >> 7) & _M57)
-            if i & 1:
-                t ^= krv if h == 0 else klv
-            chunks.append(t.to_bytes(16, "big"))
-        halves.clear()
-    rk = b"".join(chunks)
-    chunks.clear()
-    if decrypt:   # WK2 WK3 | the (RK(2i), RK(2i+1)) pairs from the last | WK0 WK1
-        out = bytearray(wk[8:])
-        out += np.frombuffer(rk, dtype="<u8")[::-1].tobytes()
-        out += wk[:8]
-    else:         # WK0 WK1 | RK0 .. RK(2r-1) | WK2 WK3
-        out = bytearray(wk[:8])
-        out += rk
-        out += wk[8:]
+        a, b, c, d = _BE4.unpack(_LE8.pack(*_gfn8(le, _CON_ROUNDS[n])))   # L_L, L_R
+        k0, k1, k2, k3 = _BE4.unpack(_LE8.pack(*le))                       # K_L, K_R
+        ws = [k0 ^ k2]
+        for _ in range(ROUNDS[n] // 8):   # round keys 4j, 4j + 1 from L_L, 4j + 2, 4j + 3 from L_R
+            ws += (a, b)
+            a, b = ((a << 7) & _M64) | (b & 0x7F), (a & _TOP7) | (b >> 7)
+            ws += (a, b)
+            a, b = ((a << 7) & _M64) | (b & 0x7F), (a & _TOP7) | (b >> 7)
+            ws += (c, d)
+            c, d = ((c << 7) & _M64) | (d & 0x7F), (c & _TOP7) | (d >> 7)
+            ws += (c, d)
+            c, d = ((c << 7) & _M64) | (d & 0x7F), (c & _TOP7) | (d >> 7)
+        ws += (a, b)                      # 192: 11 round keys (the last three), 256: 13 (one)
+        if n == 24:
+            a, b = ((a << 7) & _M64) | (b & 0x7F), (a & _TOP7) | (b >> 7)
+            ws += (a, b, c, d)
+        ws.append(k1 ^ k3)
+        if decrypt:
+            kr, kl_ = (k3 << 64) | k2, (k1 << 64) | k0
+        else:
+            kr, kl_ = (k2 << 64) | k3, (k0 << 64) | k1
+        le.clear()
+        k0 = k1 = k2 = k3 = 0
+    fmt, con, rep_r, rep_l = _MASKS[(n, decrypt)]
+    if decrypt:
+        ws.reverse()
+    v = int.from_bytes(fmt.pack(*ws), "big") ^ con ^ (kr * rep_r)
+    if n != 16:
+        v ^= kl_ * rep_l
+    out = bytearray(v.to_bytes(8 * len(ws), "big"))
+    ws.clear()
+    a = b = c = d = v = kr = kl_ = 0
     return np.frombuffer(out, dtype="<u4")   # (the caller zeroes it: the bytearray below it)
 
 
@@ -344,6 +388,37 @@ def _block_scalar(ks: list[int], w: list[int], r: int, decrypt: bool) -> list[in
         if i < r - 1:
             t = (t[-1:] + t[:-1]) if decrypt else (t[1:] + t[:1])
     return [t[0], t[1] ^ ks[2 * r + 2], t[2], t[3] ^ ks[2 * r + 3]]
+
+
+def encrypt_blocks(key: bytes, blocks) -> bytearray:
+    """Blocks encrypted with :func:`kernel_schedule_fast`'s words, the network over the 16-bit
+    tables (the few blocks of an XTS one-shot's tweaks: what the readable model takes several
+    times as long for).  The schedule's copies are zeroed; the caller zeroes the result."""
+    r = ROUNDS[len(key)]
+    arr = kernel_schedule_fast(key, False)
+    ks = arr.tolist()
+    arr.fill(0)
+    fa, fb = _F0_16
+    ga, gb = _F1_16
+    w0, w1, e0, e1 = ks[0], ks[1], ks[2 * r + 2], ks[2 * r + 3]
+    it = iter(ks[2: 2 * r + 2])
+    pairs = list(zip(it, it))
+    out = bytearray(len(blocks))
+    for off in range(0, len(blocks), 16):
+        t0, t1, t2, t3 = _LE4.unpack_from(blocks, off)
+        t1 ^= w0
+        t3 ^= w1
+        for k0, k1 in pairs:
+            x = t0 ^ k0
+            t1 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+            x = t2 ^ k1
+            t3 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+            t0, t1, t2, t3 = t1, t2, t3, t0
+        _LE4.pack_into(out, off, t3, t0 ^ e0, t1, t2 ^ e1)   # (the last round does not rotate)
+    pairs.clear()
+    ks.clear()
+    t0 = t1 = t2 = t3 = x = w0 = w1 = e0 = e1 = 0
+    return out
 
 
 def _f_np(tables, x):
@@ -420,6 +495,12 @@ class CLEFIA(BlockCipher):
             raise ValueError(f"unknown CLEFIA key layout {layout!r}")
         self.check_key(key)
         return kernel_schedule_fast(bytes(key), decrypt)
+
+    def host_encrypt(self, key: bytes, blocks: bytes) -> bytearray:
+        self.check_key(key)
+        if len(blocks) % 16:
+            raise ValueError("CLEFIA ECB takes whole 16-byte blocks")
+        return encrypt_blocks(bytes(key), blocks)
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
         self.check_key(key)
