@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from ..aeads.base import Batch, verify
+from ..aeads.base import Batch
 from ..devices import backend as _backend
 from ..errors import DeviceError
 from ..program import DeviceChain, KeyedProgram
@@ -131,44 +131,15 @@ def _part(buf, n: int):
 
 
 def _resident_job(b, drv, batch, src, dst, text: int, queue) -> bool:
-    """DeviceEngine.aead_resident's job of ``batch`` on ``queue``."""
-    job = drv.prepare(batch, queue, resident=True)
-    try:
-        try:
-            job.enqueue()
-        except BaseException:
-            job.abort()
-            raise
-        if batch.encrypt:
-            job.settle(tag_to=(dst, text))
-            return True
-        got, received = job.settle(tags_from=(src, text))
-        # (the constant-time comparison; the output is zeroed below, on the device)
-        ok = bool(verify(_HostMarks(), got, received)[0])
-    except BaseException:
-        if not batch.encrypt:   # (no unverified plaintext stays)
-            _zero(b, dst, queue)
-        raise
-    if not ok:
-        _zero(b, dst, queue)
-    return ok
+    """DeviceEngine.aead_resident's job of ``batch`` on ``queue`` (device_aead/rows.py's
+    ``run``): the tag after the text in ``dst``; decryption's received tag after the text in
+    ``src``, whether it verified (``dst`` zeroed where not)."""
+    from .device_aead import rows
 
-
-class _HostMarks:
-    """What ``verify`` zeroes for one message when the device output is zeroed apart."""
-
-    count = 1
-    off = (0, 0)
-    dst = np.zeros(0, dtype=np.uint8)
-
-
-def _zero(b, buf, queue) -> None:
-    """Zero a device output and wait for it (best effort after an error)."""
-    try:
-        if (getattr(buf, "nbytes", None) or getattr(buf, "size", 0)):
-            b.zero(buf, queue, wait=True)
-    except Exception:
-        pass
+    if batch.encrypt:
+        rows.run(b, drv, batch, queue, dst, tag_to=(dst, text))
+        return True
+    return bool(rows.run(b, drv, batch, queue, dst, tags_from=(src, text))[0])
 
 
 class DeviceEngine(Engine):

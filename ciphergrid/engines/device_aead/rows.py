@@ -1,6 +1,7 @@
-"""A batch of AEAD messages whose data lie on the device with each message's tag after its
-text (a sealed message's chunks, formats/resident.py): ONE resident job (Job's ``resident``
-mode, as DeviceEngine.aead_resident runs one message), on the caller's queue.
+"""Resident jobs (Job's ``resident`` mode: data that lie on the device, the caller's queue):
+``run``, the one way they start and end (DeviceEngine.aead_resident's one message, and the
+batches below); and a batch of AEAD messages with each message's tag after its text (a sealed
+message's chunks, formats/resident.py) as ONE such job.
 
 Message i (i < m - 1) is ``chunk`` bytes, the last one shorter (possibly empty); in the
 interleaved form message i's text starts at ``at`` + i (``chunk`` + ``tag``) and its tag
@@ -113,6 +114,35 @@ def _shape(m: int, n: int, chunk: int) -> int:
     return last
 
 
+def run(b, drv, batch: Batch, queue, out, *, tag_to=None, tags_from=None) -> np.ndarray:
+    """A resident job of ``batch`` on driver ``drv`` and ``queue``, ended there (Job.settle):
+    encryption's tags put by ``tag_to``; decryption's computed tags and the received ones
+    (``tags_from``) downloaded in one wait and compared in constant time (aeads.base.verify).
+    The mask of the messages that verified (encryption: all).  When decrypting, any tag that
+    fails, or any error, zeroes ``out`` (the device buffer of the output texts, all of it)
+    before this returns or raises: no unverified plaintext stays."""
+    job = drv.prepare(batch, queue, resident=True)
+    try:
+        try:
+            job.enqueue()
+        except BaseException:
+            job.abort()
+            raise
+        if batch.encrypt:
+            job.settle(tag_to=tag_to)
+            return np.ones(batch.count, dtype=bool)
+        got, received = job.settle(tags_from=tags_from)
+        # (the constant-time comparison; the output is zeroed below, on the device)
+        ok = verify(_Marks(batch.count), got, received)
+    except BaseException:
+        if not batch.encrypt:
+            _zero(b, out, queue)
+        raise
+    if not ok.all():
+        _zero(b, out, queue)
+    return ok
+
+
 class _Marks:
     """What ``verify`` zeroes when the device output is zeroed apart: nothing on the host."""
 
@@ -155,13 +185,7 @@ def seal_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, n: int, ds
             copy_rows(b, dst, at + full * row + last, row, tags, full * width, width, tag, 1, q)
 
         try:
-            job = drv.prepare(batch, q, resident=True)
-            try:
-                job.enqueue()
-            except BaseException:
-                job.abort()
-                raise
-            job.settle(tag_to=place)
+            run(b, drv, batch, q, None, tag_to=place)
         finally:
             batch.wipe()
 
@@ -188,26 +212,16 @@ def open_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, at: int, n
         except BaseException:
             _zero(b, dst, q)
             raise
-        batch = _batch(name, False, tag, key, nonces, chunk, n, _part(b, texts, n),
-                       _part(b, dst, n))
         try:
-            job = drv.prepare(batch, q, resident=True)
-            try:
-                job.enqueue()
-            except BaseException:
-                job.abort()
-                raise
-            got, received = job.settle(tags_from=(rec, 0))
-            # (the constant-time comparison; the output is zeroed below, on the device)
-            ok = verify(_Marks(m), got, received)
-        except BaseException:   # (no unverified plaintext stays)
+            batch = _batch(name, False, tag, key, nonces, chunk, n, _part(b, texts, n),
+                           _part(b, dst, n))
+        except BaseException:
             _zero(b, dst, q)
             raise
+        try:
+            return run(b, drv, batch, q, dst, tags_from=(rec, 0))
         finally:
             batch.wipe()
-        if not ok.all():
-            _zero(b, dst, q)
-    return ok
 
 
 def _cuda(b) -> bool:
