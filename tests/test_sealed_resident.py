@@ -205,3 +205,13 @@ def test_cupy_sealed_message_on_a_host_engine():
     y = cobblestone.encrypt(x, key, salt=salt, device="native")
     assert cupy.asnumpy(y).tobytes() == cs.encrypt(data, key, salt=salt, device="native")
     assert cupy.asnumpy(cobblestone.decrypt(y, key, device="native")).tobytes() == data
+
+
+def test_batch_nonces_are_the_chunk_nonces():
+    """A batch's nonces (records of 4 bytes and a big-endian word) are each chunk's: the base
+    nonce XOR its number, near the spec's last chunk too."""
+    base = os.urandom(12)
+    for first, count in ((0, 0), (0, 300), (2**38 - 5, 5), (70000, 3)):
+        got = cs.nonces(base, first, count)
+        assert got.shape == (count, 12) and got.dtype == np.uint8 and got.flags.c_contiguous
+        assert [bytes(r) for r in got] == [cs._nonce(base, first + i) for i in range(count)]

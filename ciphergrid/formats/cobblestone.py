@@ -75,12 +75,14 @@ def derive(sch: Scheme, input_key: bytes, salt: bytes, context: bytes) -> tuple[
 
 
 def nonces(base: bytes, first: int, count: int) -> np.ndarray:
-    """The nonces of chunks [first, first + count): the base nonce XOR each chunk number as a
-    big-endian integer."""
-    out = np.tile(np.frombuffer(base, dtype=np.uint8), (count, 1))
-    ctr = np.arange(first, first + count, dtype=np.uint64).astype(">u8").view(np.uint8)
-    out[:, NONCE - 8:] ^= ctr.reshape(count, 8)
-    return out
+    """The nonces of chunks [first, first + count), (count, 12) uint8: the base nonce XOR each
+    chunk number (below 2^38: its last 8 bytes, one big-endian word a record) as big-endian."""
+    out = np.empty(count, dtype=[("head", "V4"), ("low", ">u8")])
+    out["head"] = np.frombuffer(base, dtype="V4", count=1)[0]
+    low = np.arange(first, first + count, dtype=np.uint64)
+    low ^= np.uint64(int.from_bytes(base[NONCE - 8:], "big"))
+    out["low"] = low
+    return out.view(np.uint8).reshape(count, NONCE)
 
 
 def sealed_length(n: int) -> int:
