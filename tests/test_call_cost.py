@@ -213,12 +213,13 @@ def test_xts_pieces_on_two_queues(backend, monkeypatch, rng):
 
 @pytest.mark.parametrize("name,sector,n", [("aes-128-xts", 4096, 4096), ("aes-256-xts", 512, 4096),
                                            ("aes-128-xts", None, 4096 + 5),
-                                           ("camellia-128-xts", 16 * 384, 2 * 16 * 384)])
+                                           ("camellia-128-xts", 16 * 384, 2 * 16 * 384),
+                                           ("clefia-256-xts", 4096, 4096)])
 @pytest.mark.parametrize("encrypt", [True, False])
 def test_xts_one_shot_tweaks_from_the_host(backend, monkeypatch, rng, name, sector, n, encrypt):
     """A one-shot program told its launch's size (as DeviceEngine.crypt_resident's) gets that
     launch's segment tweaks from the host with its keys, where the cipher's block function on
-    the host is OpenSSL's: one launch, no tweak key on the device; a later launch elsewhere in
+    the host is OpenSSL's or its own ``host_encrypt`` (CLEFIA's): one launch, no tweak key on the device; a later launch elsewhere in
     the message uploads the tweak key then and computes its own.  Both give the oracle's bytes."""
     spec = registry.lookup(name)
     key, iv, opts = oracle.random_inputs(name, rng.data, sector)
@@ -250,12 +251,14 @@ def test_xts_one_shot_tweaks_from_the_host(backend, monkeypatch, rng, name, sect
             assert _host(b, dst2, n) == want2
 
 
-def test_xts_one_shot_without_openssl_computes_its_tweaks(backend, monkeypatch, rng):
-    """A cipher OpenSSL lacks (CLEFIA) keeps the tweak launch: its host block function is Python."""
+def test_xts_one_shot_without_a_host_block_computes_its_tweaks(backend, monkeypatch, rng):
+    """A cipher OpenSSL lacks and without ``host_encrypt`` (CLEFIA's taken away here) keeps the
+    tweak launch."""
     name = "clefia-128-xts"
     spec = registry.lookup(name)
     key, _, opts = oracle.random_inputs(name, rng.data, 4096)
     data = rng.data(4096)
+    monkeypatch.setattr(type(spec.algorithm), "host_encrypt", lambda self, key, blocks: None)
     req = make_request(spec, key, None, True, None, 4096, 0)
     lay = req.mode.layout(req, 4096)
     b = backend

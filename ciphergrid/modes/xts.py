@@ -218,12 +218,11 @@ class XTSMode(Mode):
     def first_launch(self, req, n: int):
         """(the segment tweaks of one launch over the ``n`` bytes from block 0, the number of
         schedules it needs, (tweak input, segments, segments per unit)), worked out on the host
-        where OpenSSL has the cipher (libcrypto's low-level calls, else pyca: a block costs less
-        than a tweak launch), else None.  The data key's schedule alone then goes to the
-        device; every host copy of the tweaks is zeroed once uploaded."""
+        where OpenSSL has the cipher (libcrypto's low-level calls, else pyca) or the cipher's
+        ``host_encrypt`` does (a block costs less than a tweak launch), else None.  The data
+        key's schedule alone then goes to the device; every host copy of the tweaks is zeroed
+        once uploaded."""
         alg = req.spec.algorithm
-        if alg.openssl_provider is None:
-            return None
         lay = _layout(req.sector_size, n)
         nseg = lay.segments(0, lay.kernel_blocks)[1] if lay.kernel_blocks else 0
         if not nseg or 16 * nseg > self.scratch_reserve:
@@ -236,8 +235,10 @@ class XTSMode(Mode):
             t_in = b"".join(((iv + u) & gf128.MASK128).to_bytes(16, "little") for u in range(units))
         key2 = req.key[req.spec.key_size:]
         native = _HOST_BLOCKS.get(alg.name)
-        enc = native(alg, key2, t_in) if native is not None else None
+        enc = native(alg, key2, t_in) if native is not None else alg.host_encrypt(key2, t_in)
         if enc is None:
+            if alg.openssl_provider is None:
+                return None
             try:
                 enc = alg.reference_ecb(key2, t_in, True)
             except Exception:   # (no provider for it here: the device computes them)
