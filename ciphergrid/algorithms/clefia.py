@@ -306,10 +306,16 @@ _MASKS = {(n, d): _masks(n, d) for n in (16, 24, 32) for d in (False, True)}
 
 
 def kernel_schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
-    """:func:`kernel_schedule` as a little-endian uint32 array, computed without the readable
-    form's conversions: the GFN on little-endian words over 16-bit tables, L as two 64-bit
-    halves (DoubleSwap in six operations), every state's halves packed at once in the kernels'
-    order and the constants and K XORed in by one operation on the whole."""
+    """:func:`kernel_schedule` as a little-endian uint32 array (the caller zeroes it: the
+    bytearray below it)."""
+    return np.frombuffer(_schedule_bytes(key, decrypt), dtype="<u4")
+
+
+def _schedule_bytes(key: bytes, decrypt: bool) -> bytearray:
+    """The bytes of :func:`kernel_schedule`'s words, computed without the readable form's
+    conversions: the GFN on little-endian words over 16-bit tables, L as two 64-bit halves
+    (DoubleSwap in six operations), every state's halves packed at once in the kernels' order
+    and the constants and K XORed in by one operation on the whole."""
     n = len(key)
     a = b = c = d = 0
     if n == 16:
@@ -357,7 +363,7 @@ def kernel_schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
     out = bytearray(v.to_bytes(8 * len(ws), "big"))
     ws.clear()
     a = b = c = d = v = kr = kl_ = 0
-    return np.frombuffer(out, dtype="<u4")   # (the caller zeroes it: the bytearray below it)
+    return out
 
 
 def kernel_schedule(key: bytes, decrypt: bool) -> list[int]:
@@ -392,31 +398,36 @@ def _block_scalar(ks: list[int], w: list[int], r: int, decrypt: bool) -> list[in
 
 def encrypt_blocks(key: bytes, blocks) -> bytearray:
     """Blocks encrypted with :func:`kernel_schedule_fast`'s words, the network over the 16-bit
-    tables (the few blocks of an XTS one-shot's tweaks: what the readable model takes several
-    times as long for).  The schedule's copies are zeroed; the caller zeroes the result."""
+    tables, two rounds a step (the few blocks of an XTS one-shot's tweaks: what the readable
+    model takes several times as long for).  The schedule's bytes are zeroed; the caller zeroes
+    the result."""
     r = ROUNDS[len(key)]
-    arr = kernel_schedule_fast(key, False)
-    ks = arr.tolist()
-    arr.fill(0)
+    raw = _schedule_bytes(key, False)
+    ks = struct.unpack(f"<{2 * r + 4}I", raw)
+    raw[:] = bytes(len(raw))
     fa, fb = _F0_16
     ga, gb = _F1_16
     w0, w1, e0, e1 = ks[0], ks[1], ks[2 * r + 2], ks[2 * r + 3]
     it = iter(ks[2: 2 * r + 2])
-    pairs = list(zip(it, it))
+    steps = list(zip(it, it, it, it))     # (r is even)
     out = bytearray(len(blocks))
     for off in range(0, len(blocks), 16):
         t0, t1, t2, t3 = _LE4.unpack_from(blocks, off)
         t1 ^= w0
         t3 ^= w1
-        for k0, k1 in pairs:
+        for k0, k1, k2, k3 in steps:     # rounds 2i and 2i + 1; (t0 t1 t2 t3) rotated by two
             x = t0 ^ k0
             t1 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
             x = t2 ^ k1
             t3 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
-            t0, t1, t2, t3 = t1, t2, t3, t0
+            x = t1 ^ k2
+            t2 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+            x = t3 ^ k3
+            t0 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+            t0, t1, t2, t3 = t2, t3, t0, t1
         _LE4.pack_into(out, off, t3, t0 ^ e0, t1, t2 ^ e1)   # (the last round does not rotate)
-    pairs.clear()
-    ks.clear()
+    steps.clear()
+    ks = it = None
     t0 = t1 = t2 = t3 = x = w0 = w1 = e0 = e1 = 0
     return out
 
