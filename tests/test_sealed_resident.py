@@ -215,3 +215,25 @@ def test_batch_nonces_are_the_chunk_nonces():
         got = cs.nonces(base, first, count)
         assert got.shape == (count, 12) and got.dtype == np.uint8 and got.flags.c_contiguous
         assert [bytes(r) for r in got] == [cs._nonce(base, first + i) for i in range(count)]
+
+
+def test_resident_sealed_layout_derived_once_and_kept(eng, monkeypatch):
+    """Sealed messages of one length share their layout (a regular one: found by its count,
+    chunk and total, no array comparisons): derived once, kept on the device; another length
+    is another layout."""
+    from ciphergrid.engines.device_aead import driver as aead_driver
+
+    drv = eng.aead_driver("aes-128-gcm")
+    derived = []
+    derive = drv.derive_shape
+    monkeypatch.setattr(drv, "derive_shape", lambda *a: derived.append(1) or derive(*a))
+    monkeypatch.setattr(drv, "_small", {})
+    monkeypatch.setattr(drv, "_shapes", [])
+    monkeypatch.setattr(aead_driver, "SHAPES_KEPT", 8)
+    for n in (5 * CHUNK + 3, 5 * CHUNK + 3, 5 * CHUNK + 4):
+        key, salt, data = os.urandom(16), os.urandom(24), os.urandom(n)
+        out, _, _ = _sealed_on(eng, data, key, salt)
+        assert (_read(eng.backend, out, cs.sealed_length(n))
+                == cs.encrypt(data, key, b"ctx", salt=salt, device="native"))
+    assert len(derived) == 2
+    assert any(k[:4] == ("regular", 6, CHUNK, 5 * CHUNK + 3) for k in drv._layouts)

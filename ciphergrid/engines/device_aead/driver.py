@@ -104,8 +104,8 @@ class DeviceAEAD:
         of a shape are read-only: jobs share them; one with fields ``off`` and ``aad_off`` (the
         offsets, any integer type) is compared with them instead of copies.  With ``small``
         (a resident job's: one GPU-resident message a call) a batch of at most
-        LAYOUT_MESSAGES messages is found by its offsets' values (``layout_key``) first, with
-        no array comparisons, among the last SHAPES_KEPT of them."""
+        LAYOUT_MESSAGES messages, or of a regular layout, is found by its key (``layout_key``)
+        first, with no array comparisons, among the last SHAPES_KEPT of them."""
         key = layout_key(batch, *extra) if small else None
         if key is not None:
             got = self._small.get(key)
@@ -209,10 +209,26 @@ class DeviceAEAD:
 
 def layout_key(batch: Batch, *extra):
     """The key of ``batch``'s message layout for DeviceAEAD.device_layout (its offsets and
-    ``extra``), or None for a batch of more than LAYOUT_MESSAGES messages (not kept)."""
+    ``extra``); for a batch of more than LAYOUT_MESSAGES messages only where the layout is
+    regular (``regular_key``), else None (not kept)."""
     if batch.count > LAYOUT_MESSAGES:
-        return None
+        return regular_key(batch, *extra)
     return (tuple(batch.off.tolist()), tuple(batch.aad_off.tolist())) + extra
+
+
+def regular_key(batch: Batch, *extra):
+    """The key of a regular layout -- messages of one length but the last, which may be shorter
+    (possibly empty), from offset 0, no AAD: a sealed message's chunks (device_aead/rows.py) --
+    as (count, length, total) and ``extra``, which decide every offset; None for any other."""
+    off, m = batch.off, batch.count
+    if m < 2 or batch.aad_off[-1] != 0 or np.asarray(batch.aad_off).any() or off[0] != 0:
+        return None
+    step, total = int(off[1]), int(off[-1])
+    if step <= 0 or not 0 <= total - int(off[-2]) <= step:
+        return None
+    if not np.array_equal(off[:-1], np.arange(0, m * step, step, dtype=I64)):
+        return None
+    return ("regular", m, step, total) + extra
 
 
 def _nbytes_of(x) -> int:
