@@ -9,9 +9,10 @@ follows it.  The kernels take contiguous texts: the interleaved side moves throu
 device-to-device 2-D copy per run of rows (``copy_rows``: CUDA's memcpy2D, OpenCL's
 rectangular copy), the contiguous side is read or written where it lies.
 
-* ``seal_rows``: contiguous plaintext -> interleaved ciphertext and tags; the tags go from the
-  job's scratch straight into their places on the device, before the key material (the tags
-  with it) is zeroed; nothing is waited for on CUDA.
+* ``seal_rows``: contiguous plaintext -> interleaved ciphertext and tags; the texts' copy into
+  the rows runs beside GHASH (GCM: on a queue of its own, once the key streams are written);
+  the tags go from the job's scratch straight into their places on the device, before the key
+  material (the tags with it) is zeroed; nothing is waited for on CUDA.
 * ``open_rows``: interleaved -> contiguous plaintext; the computed and received tags come down
   in one wait and are compared in constant time (aeads.base.verify); where any fails, or on any
   error, the whole output is zeroed before this returns: no plaintext is released unless every
@@ -114,9 +115,11 @@ def _shape(m: int, n: int, chunk: int) -> int:
     return last
 
 
-def run(b, drv, batch: Batch, queue, out, *, tag_to=None, tags_from=None) -> np.ndarray:
-    """A resident job of ``batch`` on driver ``drv`` and ``queue``, ended there (Job.settle):
-    encryption's tags put by ``tag_to``; decryption's computed tags and the received ones
+def run(b, drv, batch: Batch, queue, out, *, tag_to=None, tags_from=None,
+        enqueue=None) -> np.ndarray:
+    """A resident job of ``batch`` on driver ``drv`` and ``queue``, its kernels launched by
+    ``enqueue(job)`` (None: Job.enqueue), ended there (Job.settle): encryption's tags put by
+    ``tag_to``; decryption's computed tags and the received ones
     (``tags_from``) downloaded in one wait and compared in constant time (aeads.base.verify).
     The mask of the messages that verified (encryption: all).  When decrypting, any tag that
     fails, or any error, zeroes ``out`` (the device buffer of the output texts, all of it)
@@ -124,7 +127,7 @@ def run(b, drv, batch: Batch, queue, out, *, tag_to=None, tags_from=None) -> np.
     job = drv.prepare(batch, queue, resident=True)
     try:
         try:
-            job.enqueue()
+            job.enqueue() if enqueue is None else enqueue(job)
         except BaseException:
             job.abort()
             raise
@@ -178,14 +181,36 @@ def seal_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, n: int, ds
         batch = _batch(name, True, tag, key, nonces, chunk, n, _part(b, src, n),
                        _part(b, texts, n))
 
+        moved = []
+
+        def texts_to_rows(buf, queue) -> None:
+            copy_rows(b, dst, at, row, buf, 0, chunk, chunk, full, queue)
+            copy_rows(b, dst, at + full * row, row, buf, full * chunk, chunk, last, 1, queue)
+
+        def enqueue(job) -> None:
+            # a job whose text and tag kernels launch apart (GCM's): the key streams first,
+            # then the texts' copy into the rows on a queue of its own while GHASH and the tags
+            # run (they only read the texts), the caller's queue waiting for it after them
+            if not (job.tags_apart and full):
+                job.enqueue()
+                return
+            lo, hi = job.cuts[0], job.cuts[-1]
+            job.launch(q, lo, hi, tags=False)
+            side = b.owned(("aead rows", "copies"), b.queue)
+            b.after(side, [b.marker(q)])
+            texts_to_rows(job.texts_out, side)
+            moved.append(side)
+            job.launch(q, lo, hi, texts=False)
+            b.after(q, [b.marker(side)])
+
         def place(tags, width: int) -> None:
-            copy_rows(b, dst, at, row, texts, 0, chunk, chunk, full, q)
-            copy_rows(b, dst, at + full * row, row, texts, full * chunk, chunk, last, 1, q)
+            if not moved:
+                texts_to_rows(texts, q)
             copy_rows(b, dst, at + chunk, row, tags, 0, width, tag, full, q)
             copy_rows(b, dst, at + full * row + last, row, tags, full * width, width, tag, 1, q)
 
         try:
-            run(b, drv, batch, q, None, tag_to=place)
+            run(b, drv, batch, q, None, tag_to=place, enqueue=enqueue)
         finally:
             batch.wipe()
 
