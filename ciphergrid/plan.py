@@ -95,6 +95,22 @@ class Plan:
             why = "; ".join(w for w in (why, said) if w)
         return f"{what.strip()} on {self.device}" + (f" ({why})" if why else "")
 
+    # -- kept by route ---------------------------------------------------------------------------
+    def template(self) -> "Plan":
+        """This plan without its request (route keeps templates: a kept plan holds no key, IV
+        or batch)."""
+        t = object.__new__(Plan)
+        t.__dict__.update(self.__dict__)
+        t.__dict__["request"] = None
+        return t
+
+    def bound(self, request) -> "Plan":
+        """A template's plan for ``request`` (one with the template's plan key)."""
+        p = object.__new__(Plan)
+        p.__dict__.update(self.__dict__)
+        p.__dict__["request"] = request
+        return p
+
     # -- running it ----------------------------------------------------------------------------
     def run(self, data=None, out=None, **opts):
         """The plan's request on ``data``, by its kind of work:

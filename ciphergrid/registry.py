@@ -119,7 +119,16 @@ def register_engine_kind(kind: str, factory, can_run, *, runtimes=None, devices=
         if kind in _KINDS or taken.intersection(runtimes):
             raise ValueError(f"engine kind {kind!r} or one of its runtimes is registered already")
         k = _KINDS[kind] = EngineKind(kind, factory, can_run, runtimes, devices, label)
+    _kinds_changed()
     return k
+
+
+def _kinds_changed() -> None:
+    """Route's kept plans of the current and the default runtime dropped (the kinds decide)."""
+    from . import runtime
+
+    for rt in {runtime.current(), runtime.default()}:
+        rt.plans.clear()
 
 
 def unregister_engine_kind(kind: str) -> None:
@@ -134,6 +143,7 @@ def unregister_engine_kind(kind: str) -> None:
         with rt.lock:
             for spec in [s for s, e in rt.engines.items() if e.info.runtime in k.runtimes]:
                 del rt.engines[spec]
+    _kinds_changed()
 
 
 def engine_kind(kind: str) -> EngineKind:

@@ -127,6 +127,13 @@ class Request(_Kind):
         """How engine ``eng`` runs this request for ``nbytes``: "parallel", "serial" or None."""
         return eng.capability(self, nbytes)
 
+    @property
+    def plan_key(self) -> tuple:
+        """What route's plan of this request depends on besides the size, the device and the
+        path: every field but its secrets (key, IV) and its policy (route.py keeps plans by it)."""
+        return ("blocks", self.spec, self.encrypt, self.padding, self.sector_size,
+                self.start_sector, self.impl, self.allow_weak)
+
     def work(self, nbytes: int) -> "BlockRange":
         """The whole message of ``nbytes`` as a range of blocks (the last may be partial)."""
         return BlockRange(0, -(-nbytes // self.block_size))
@@ -331,6 +338,13 @@ class AEADRequest(_Kind):
         if eng.kind == "remote":
             return eng.aead_capability(self.spec, **sizes)
         return self.spec.capability(eng.kind, **sizes)
+
+    @property
+    def plan_key(self) -> tuple:
+        """What route's plan of this request depends on besides the size, the device and the
+        path: every field but its batch (keys, nonces, texts)."""
+        return ("messages", self.spec, self.encrypt, self.nonce_len, self.tag_length, self.count,
+                self.impl)
 
     def work(self, nbytes: int | None = None) -> MessageRange:
         """Every message of the batch."""

@@ -37,6 +37,8 @@ runs them (engines/scheduler/message_range.py).
 from __future__ import annotations
 
 import functools
+import sys
+
 from .devices import first_cpu, first_gpu, is_multi, member_specs, resolve
 from .runtime import current
 from .errors import Error
@@ -65,6 +67,10 @@ FILE_PIECE = 64 << 20
 
 #: what ``route`` returns (plan.py); its first name, kept for the callers that use it
 Route = Plan
+
+
+#: engines/remote.py's module name (a context asks for a service only once it is imported)
+_REMOTE = __package__ + ".engines.remote"
 
 
 def _remote():
@@ -166,7 +172,43 @@ def route(req, device: str | None = "auto", nbytes: int | None = None, *, path: 
     """The plan of request ``req`` (request.py: a block ``Request``, or an ``AEADRequest``: a
     batch of messages, or their sizes) for ``nbytes`` of data (an AEAD's: its texts, without
     tags) on ``path`` ("array", "resident", "stream"): which engine runs it, on which path, and
-    why (plan.py).  ``resident_device``: the CUDA device holding GPU-resident data (its spec)."""
+    why (plan.py).  ``resident_device``: the CUDA device holding GPU-resident data (its spec).
+
+    The plans of one device are kept by the runtime (``rt.plans``) by everything the decision
+    reads: the request's ``plan_key`` (its fields but key, IV and batch), the device spec, the
+    size (exact: an engine kind's capability may depend on any size), the path, the resident
+    device and the thread budget; a kept plan is used while its engine is still the runtime's
+    engine of its device.  Not kept: plans over several devices (a composite is made per call)
+    and plans where a service may run the request (whether one answers changes)."""
+    rt = current()
+    key = _plan_key(rt, req, device, nbytes, path, resident_device)
+    if key is not None:
+        kept = rt.plans.get(key)
+        if kept is not None and rt.engines.get(kept.engine.info.spec) is kept.engine:
+            return kept.bound(req)
+    plan = _route(req, device, nbytes, path, resident_device)
+    if key is not None and plan.engine.kind not in ("composite", "remote"):
+        rt.plans.put(key, plan.template())
+    return plan
+
+
+def _plan_key(rt, req, device: str | None, nbytes: int | None, path: str,
+              resident_device: str | None):
+    """The key of ``route``'s kept plan for these arguments, or None where none is kept (the
+    route docstring says which)."""
+    spec = (device or "auto").strip().lower()
+    if spec == "all" or "," in spec or spec.startswith("service") or path not in PATHS:
+        return None
+    if path != "resident" and not (rt.serving or rt.service.in_process):
+        remote = sys.modules.get(_REMOTE)
+        if remote is not None and remote.asks_service():
+            return None
+    return (req.plan_key, spec, nbytes, path, resident_device, rt.threads.budget)
+
+
+def _route(req, device: str | None, nbytes: int | None, path: str,
+           resident_device: str | None) -> Plan:
+    """``route``'s decision, made now."""
     if path not in PATHS:
         raise InvalidArgument(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     remote = _remote().chosen(device, path)

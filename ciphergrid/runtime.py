@@ -7,9 +7,10 @@ the page-lock cache of host memory (``rt.pins``: ``transfer.pinning.pins_of``), 
 budget, the OpenSSL engine's pool, the AEAD repeated-pair check's thread: ``rt.threads``), the
 use policy's state (the warnings said, the suspension of the self-test and benchmarks:
 ``request``; a service's client session keeps its own: ``policy_of``), the library's use of a
-service (``service.for_library``: ``rt.service``) and the scheduler's measured speeds
-(``engines.composite``).  The library keeps a default runtime; a
-service serving many clients, or an MPI rank, makes its own and runs its requests under it::
+service (``service.for_library``: ``rt.service``), the scheduler's measured speeds
+(``engines.composite``) and route's plans of one device by what decides them (``rt.plans``).
+The library keeps a default runtime; a service serving many clients, or an MPI rank, makes its
+own and runs its requests under it::
 
     rt = ciphergrid.runtime.Runtime()
     with rt:                      # this thread (and task) uses rt until the block ends
@@ -137,9 +138,37 @@ class ServiceUse:
         self.in_process = 0
 
 
+class Plans:
+    """``route``'s plans kept by what decides them (route.py says what): templates without
+    their request (no key, IV or batch is kept), at most LIMIT of them (past it, all are
+    dropped).  ``clear()`` drops them: whatever changes a decision (the engine kinds, a device
+    rediscovered, an engine replaced) calls it or is checked by route on each use."""
+
+    LIMIT = 512
+
+    def __init__(self):
+        self.table: dict = {}
+
+    def get(self, key):
+        return self.table.get(key)
+
+    def put(self, key, value) -> None:
+        table = self.table
+        if len(table) >= self.LIMIT:
+            table.clear()
+        table[key] = value
+
+    def clear(self) -> None:
+        self.table.clear()
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
 class Runtime:
     """Engines, backends, device discovery, pinned memory, host threads, policy state, the
-    library's service connections and the scheduler's speeds (see the module docstring).
+    library's service connections, the scheduler's speeds and route's plans (see the module
+    docstring).
     ``threads``: the thread budget (None: the usable cores); ``serving``: the runtime of a
     service (calls under it never go to a service)."""
 
@@ -155,6 +184,7 @@ class Runtime:
         self.service = ServiceUse()
         self.serving = serving
         self.speeds: dict = {}           # (spec, device name, cipher, encrypt) -> bytes/s
+        self.plans = Plans()             # route's plans by what decides them (route.py)
         self.calibration = {"loaded": False, "saved": 0.0}
         #: the page-lock cache of host memory (transfer.pinning._PinCache), made at first use by
         #: transfer.pinning.pins_of

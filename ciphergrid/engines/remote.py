@@ -298,6 +298,15 @@ def service_asked(where):
         _ASKED.reset(token)
 
 
+def asks_service() -> bool:
+    """Whether this context was asked to send its requests to a service (service_asked with a
+    setting other than ``off``, or a remote engine): ``chosen`` then asks whether one answers."""
+    where = _ASKED.get()
+    if where is None:
+        return False
+    return not isinstance(where, str) or where.strip().lower() not in ("", "off")
+
+
 def chosen(device: str | None, path: str):
     """The remote engine a request runs on, or None (this process's engines): the service its
     device spec names; else, for host data and files, the service this context was asked for
