@@ -237,3 +237,29 @@ def test_resident_sealed_layout_derived_once_and_kept(eng, monkeypatch):
                 == cs.encrypt(data, key, b"ctx", salt=salt, device="native"))
     assert len(derived) == 2
     assert any(k[:4] == ("regular", 6, CHUNK, 5 * CHUNK + 3) for k in drv._layouts)
+
+
+def test_resident_sealed_texts_stay_on_the_device(eng, monkeypatch):
+    """Sealing downloads nothing and allocates one buffer of the texts' size (the kernels'
+    contiguous output: the plaintext is read where it lies); opening downloads the two tag
+    tables only and allocates one such buffer (the contiguous ciphertext: the plaintext is
+    written where it lies)."""
+    b = eng.backend
+    n = 4 * CHUNK + 48
+    key, salt, data = os.urandom(16), os.urandom(24), os.urandom(n)
+    _sealed_on(eng, data, key, salt)   # (the layout kept)
+    seen = {"alloc": [], "download": []}
+    alloc, download = b.alloc, b.download
+    monkeypatch.setattr(b, "alloc", lambda k: seen["alloc"].append(int(k)) or alloc(k))
+    monkeypatch.setattr(b, "download", lambda h, *a, **kw: seen["download"].append(h.nbytes)
+                        or download(h, *a, **kw))
+    out, k, base = _sealed_on(eng, data, key, salt)
+    assert seen["download"] == [] and sum(x >= n for x in seen["alloc"]) == 1, seen
+    seen["alloc"].clear()
+    back = _buffer(b, b"", n)
+    assert rows.open_rows(eng, "aes-128-gcm", k, cs.nonces(base, 0, 5), out, HEADER, n, back,
+                          CHUNK, cs.TAG).all()
+    monkeypatch.undo()
+    assert sorted(seen["download"]) == [5 * 16, 5 * 16]
+    assert sum(x >= n for x in seen["alloc"]) == 1, seen
+    assert _read(b, back, n) == data
