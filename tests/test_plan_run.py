@@ -203,3 +203,17 @@ def test_what_decides_a_plan_drops_or_bypasses_the_kept_one(rng, tmp_path):
                 route.route(req, "native", 4096)
         with remote.service_asked("off"):
             assert route.route(req, "native", 4096).engine is again.engine
+
+
+def test_the_thread_budget_decides_a_files_kept_plan(monkeypatch):
+    """A file of AES goes to OpenSSL for keeping up with the filesystem only on a budget of
+    enough cores: a runtime's budget changed, the kept plan of the smaller one is not used."""
+    monkeypatch.setattr(route, "_cpu_flags", lambda: frozenset({"aes"}))
+    req = _block("aes-128-ctr", bytes(16), bytes(16))
+    with ciphergrid.runtime.Runtime("plans", threads=route.AUTO_FILES_OPENSSL_MIN_CORES) as rt:
+        keeps_up = route.route(req, "auto", 64 << 20, path="stream")
+        assert "keeps up with files" in keeps_up.choice
+        rt.threads.budget = 1
+        assert "keeps up" not in route.route(req, "auto", 64 << 20, path="stream").choice
+        rt.threads.budget = route.AUTO_FILES_OPENSSL_MIN_CORES
+        assert route.route(req, "auto", 64 << 20, path="stream") == keeps_up
