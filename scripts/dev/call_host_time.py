@@ -3,7 +3,8 @@ each call makes.
 
 Against a backend whose operations do nothing (what a CUDA call pays besides CuPy's own
 calls; CPU time of this thread, the best of 7 rounds, in us): a one-shot call's request
-("request"), the request and its keyed program (key schedules, their 'upload': "+keyed"), all
+("request"), its plan (``route(req, "auto", 4096)``, which every one-shot call asks: "route"),
+the request and its keyed program (key schedules, their 'upload': "+keyed"), all
 of that with the launch arguments and the wipe ("one-shot"), and a context piece ("piece": what
 ``CipherContext.update_into`` does on a GPU-resident piece past the API's checks: the split
 request, CBC's chaining value, the launch arguments).  "ops" counts the device operations of
@@ -37,6 +38,7 @@ from ciphergrid.backends.base import Backend, DeviceInfo, Program
 from ciphergrid.program import KeyedProgram
 from ciphergrid.registry import lookup
 from ciphergrid.request import make_request
+from ciphergrid.route import route
 from ciphergrid.testing.oracle import random_inputs
 
 try:
@@ -230,7 +232,9 @@ def null_row(b, name: str, rng) -> str:
     b.count.clear()
     c.piece()
     piece = ops(b.count)
+    req = c.request()
     return (f"{name:18s} {best_us(c.request):8.1f}"
+            f" {best_us(lambda: route(req, 'auto', SIZE)):6.1f}"
             f" {best_us(lambda: KeyedProgram(b, c.request(), record=False)):8.1f}"
             f" {best_us(c.one_shot):9.1f} {best_us(c.piece):9.1f}   {one:>14s} | {piece}")
 
@@ -283,7 +287,8 @@ def main(argv: list[str]) -> None:
             print(opencl_row(b, counting, name, rng), flush=True)
         return
     b = NullBackend()
-    print(f"{'cipher':18s} {'request':>8s} {'+keyed':>8s} {'one-shot':>9s} {'piece':>9s}"
+    print(f"{'cipher':18s} {'request':>8s} {'route':>6s} {'+keyed':>8s} {'one-shot':>9s}"
+          f" {'piece':>9s}"
           f"   {'ops one-shot':>14s} | piece   (us of CPU)")
     for name in names:
         print(null_row(b, name, rng), flush=True)
