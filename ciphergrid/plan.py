@@ -6,7 +6,8 @@ block request's message or an AEAD request's batch, by the request's kind of wor
 for a block request's file or pipe) and say it (``plan.describe()``, the line ``-v`` prints)
 instead of deciding again.  A plan holds:
 
-* the request it was routed for;
+* the request it was routed for (the runtime keeps route's plans as templates without one:
+  ``template``, ``bound``);
 * the engine (one device's, OpenSSL's, or a composite over several: ``engines`` and ``shares``);
 * the path: "array" (host memory), "resident" (GPU arrays on the engine's own device; data that
   is resident but routed to a host engine has path "array": it runs through host copies),
@@ -99,10 +100,7 @@ class Plan:
     def template(self) -> "Plan":
         """This plan without its request (route keeps templates: a kept plan holds no key, IV
         or batch)."""
-        t = object.__new__(Plan)
-        t.__dict__.update(self.__dict__)
-        t.__dict__["request"] = None
-        return t
+        return self.bound(None)
 
     def bound(self, request) -> "Plan":
         """A template's plan for ``request`` (one with the template's plan key)."""
