@@ -119,8 +119,8 @@ def run(b, drv, batch: Batch, queue, out, *, tag_to=None, tags_from=None,
         enqueue=None) -> np.ndarray:
     """A resident job of ``batch`` on driver ``drv`` and ``queue``, its kernels launched by
     ``enqueue(job)`` (None: Job.enqueue), ended there (Job.settle): encryption's tags put by
-    ``tag_to``; decryption's computed tags and the received ones
-    (``tags_from``) downloaded in one wait and compared in constant time (aeads.base.verify).
+    ``tag_to``; decryption's computed tags and the received ones (``tags_from``) downloaded in
+    one wait and compared in constant time (aeads.base.verify).
     The mask of the messages that verified (encryption: all).  When decrypting, any tag that
     fails, or any error, zeroes ``out`` (the device buffer of the output texts, all of it)
     before this returns or raises: no unverified plaintext stays."""
@@ -198,10 +198,14 @@ def seal_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, n: int, ds
             job.launch(q, lo, hi, tags=False)
             side = b.owned(("aead rows", "copies"), b.queue)
             b.after(side, [b.marker(q)])
-            texts_to_rows(job.texts_out, side)
-            moved.append(side)
-            job.launch(q, lo, hi, texts=False)
-            b.after(q, [b.marker(side)])
+            try:
+                texts_to_rows(job.texts_out, side)
+                moved.append(side)
+                job.launch(q, lo, hi, texts=False)
+                b.after(q, [b.marker(side)])
+            except BaseException:   # (the copy done before the job's buffers go)
+                b.finish(side)
+                raise
 
         def place(tags, width: int) -> None:
             if not moved:
