@@ -74,6 +74,9 @@ def instrument() -> None:
     _wrap(jobmod.Job, "collect", "downloads enqueued")
     _wrap(jobmod.Job, "finish", "waits (finish)")
     _wrap(jobmod.Job, "settle", "settle (resident)")
+    from ciphergrid.engines.device_aead import gcm
+
+    _wrap(gcm.GCMJob, "launch", "launches")   # (a resident sealing launches apart: rows.py)
 
 
 def measure(fn, copy, repeats: int) -> dict:
