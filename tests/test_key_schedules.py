@@ -62,3 +62,37 @@ def test_camellia_schedule(monkeypatch, native, n):
             _same(camellia.CIPHER.expand(key, decrypt), camellia.schedule_words(key, decrypt))
     if not native:
         assert camellia._NATIVE.fn is None
+
+
+def _bits(values, width: int) -> list[int]:
+    """Each value's ``width`` masks, bit 0 first (the bitsliced layouts)."""
+    return [0xFFFFFFFF if v >> j & 1 else 0 for v in values for j in range(width)]
+
+
+def test_hight_layouts():
+    from ciphergrid.algorithms import hight
+
+    for key in _keys(16):
+        sk = list(hight.schedule(key))
+        for decrypt in (False, True):   # (decryption takes the same keys)
+            _same(hight.CIPHER.expand(key, decrypt, "bitsliced"), _bits(sk, 8))
+            _same(hight.CIPHER.expand(key, decrypt), list(np.frombuffer(bytes(sk), "<u4")))
+
+
+def test_misty1_layouts():
+    from ciphergrid.algorithms import misty1
+
+    for key in _keys(16):
+        ek = misty1.expanded_key(key)
+        rk = misty1.round_keys(ek)
+        for decrypt in (False, True):
+            _same(misty1.CIPHER.expand(key, decrypt, "bitsliced"), _bits(rk, 16))
+            _same(misty1.CIPHER.expand(key, decrypt, "rounds"), rk)
+            _same(misty1.CIPHER.expand(key, decrypt), ek)
+
+
+def test_misty1_expanded_key():
+    from ciphergrid.algorithms import misty1
+
+    for key in _keys(16, 200):
+        assert misty1.expanded_key_fast(key) == misty1.expanded_key(key)

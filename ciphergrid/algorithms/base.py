@@ -107,6 +107,14 @@ class NativeSchedule:
             self.fn = None
 
 
+def byte_mask_table() -> np.ndarray:
+    """A (256, 8) table: row b holds byte b's 8 masks (0 or 0xffffffff, bit 0 first), so that
+    ``table.take(data, axis=0).reshape(-1)`` is :func:`bit_masks` of bytes in one gather (the
+    bitsliced layouts of ciphers whose round keys are bytes or 16-bit words)."""
+    bits = (np.arange(256, dtype=np.uint32)[:, None] >> np.arange(8, dtype=np.uint32)) & np.uint32(1)
+    return (np.uint32(0) - bits).astype("<u4")
+
+
 @dataclass(frozen=True)
 class UsePolicy:
     """What encrypting under one key is allowed (DES and TDEA: refused; 64-bit blocks: a limit).

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BlockCipher, Implementation, bit_masks
+from .base import BlockCipher, Implementation, byte_mask_table
 
 ROUNDS = 32
 
@@ -68,6 +68,10 @@ def schedule(key: bytes) -> bytearray:
 _GATHER = np.array([12, 13, 14, 15, 0, 1, 2, 3] + [half + ((j - i) & 7) for i in range(8)
                                                    for half in (0, 8) for j in range(8)], dtype=np.intp)
 _ADD = np.frombuffer(bytes(8) + DELTA, dtype=np.uint8)
+
+
+#: each byte's 8 bitsliced masks (the "bitsliced" layout as one gather)
+_BYTE_MASKS = byte_mask_table()
 
 
 def schedule_array(key: bytes) -> np.ndarray:
@@ -223,10 +227,7 @@ class HIGHT(BlockCipher):
             if layout == "replicated":
                 return (ks.astype("<u4") * np.uint32(0x01010101)).astype("<u4")
             if layout == "bitsliced":
-                b = ks.astype("<u4")
-                out = np.ascontiguousarray(bit_masks(b).reshape(-1, 32)[:, :8]).reshape(-1)
-                b.fill(0)
-                return out
+                return _BYTE_MASKS.take(ks, axis=0).reshape(-1)
             if layout == "lanes2":
                 b = np.concatenate([ks[8:], ks[:8]]).astype("<u4")
                 out = (b * np.uint32(0x01000100)).astype("<u4")

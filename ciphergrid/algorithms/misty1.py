@@ -27,9 +27,11 @@ kernel uses; the test suite checks it against its own RFC-literal model (tests/m
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
-from .base import BlockCipher, Implementation
+from .base import BlockCipher, Implementation, byte_mask_table
 
 # RFC 2994 section 2.3 ("Data Randomizing Part"), S7TABLE and S9TABLE.  Both are permutations
 # with differential uniformity 2 (tests/test_misty1.py checks both properties and the table
@@ -104,6 +106,23 @@ def expanded_key(key: bytes) -> list[int]:
     return ek + kp + [k & 0x1FF for k in kp] + [k >> 9 for k in kp]
 
 
+_KEY16 = struct.Struct(">8H")
+
+
+def expanded_key_fast(key: bytes) -> list[int]:
+    """:func:`expanded_key` with FI inlined (the one-shot call's key set-up)."""
+    ek = _KEY16.unpack(key)
+    fa, fb, s9 = FUSED_A, FUSED_B, S9
+    kp = []
+    for x, ki in zip(ek, ek[1:] + ek[:1]):
+        y = fa[x >> 7] ^ fb[x & 0x7F] ^ ki
+        kp.append((y & 0xFE00) | (s9[y & 0x1FF] ^ (y >> 9)))
+    out = [*ek, *kp, *[k & 0x1FF for k in kp], *[k >> 9 for k in kp]]
+    kp.clear()
+    x = y = ki = 0
+    return out
+
+
 def round_keys(ek: list[int]) -> list[int]:
     """The "rounds" layout (76 values) from EK: the indices of RFC 2994's FO and FL."""
     out = []
@@ -118,9 +137,10 @@ def round_keys(ek: list[int]) -> list[int]:
     return out
 
 
-#: round_keys' indices into EK (the "rounds" layout as a gather) and the bit numbers of a mask row
+#: round_keys' indices into EK (the "rounds" layout as a gather)
 _ROUND_KEYS = np.array(round_keys(list(range(32))), dtype=np.intp)
-_BITS16 = np.arange(16, dtype=np.uint32)
+#: each byte's 8 bitsliced masks (the "bitsliced" layout as one gather)
+_BYTE_MASKS = byte_mask_table()
 
 # --------------------------------------------------------------------------- the host model
 
@@ -349,21 +369,22 @@ class MISTY1(BlockCipher):
         if layout not in (None, "rounds", "bitsliced"):
             raise ValueError(f"unknown MISTY1 key layout {layout!r}")
         self.check_key(key)
-        ek = expanded_key(bytes(key))
+        ek = expanded_key_fast(bytes(key))
+        if layout == "bitsliced":   # 16 masks per word of round_keys() (its 16 bits, bit 0 first)
+            words = np.array(ek, dtype="<u2")
+            ek[:] = [0] * len(ek)
+            rk = words[_ROUND_KEYS]   # (its bytes low first: bits 0..7, then 8..15)
+            words.fill(0)
+            masks = _BYTE_MASKS.take(rk.view(np.uint8), axis=0).reshape(-1)
+            rk.fill(0)
+            return masks
         out = np.array(ek, dtype="<u4")
         ek[:] = [0] * len(ek)
         if layout is None:
             return out
         words = out[_ROUND_KEYS]          # round_keys(), as one gather
         out.fill(0)
-        if layout == "rounds":
-            return words
-        # bitsliced: 16 masks per word (its 16 bits, bit 0 first)
-        bits = (words[:, None] >> _BITS16) & np.uint32(1)
-        masks = (np.uint32(0) - bits).astype("<u4").reshape(-1)
-        bits.fill(0)
-        words.fill(0)
-        return masks
+        return words
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
         self.check_key(key)
