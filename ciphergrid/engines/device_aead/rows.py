@@ -13,10 +13,11 @@ rectangular copy), the contiguous side is read or written where it lies.
   the rows runs beside GHASH (GCM: on a queue of its own, once the key streams are written);
   the tags go from the job's scratch straight into their places on the device, before the key
   material (the tags with it) is zeroed; nothing is waited for on CUDA.
-* ``open_rows``: interleaved -> contiguous plaintext; the computed and received tags come down
-  in one wait and are compared in constant time (aeads.base.verify); where any fails, or on any
-  error, the whole output is zeroed before this returns: no plaintext is released unless every
-  tag verified.
+* ``open_rows``: interleaved -> contiguous plaintext; the rows' copies run on a queue of their
+  own while the host makes the job (its tables go up beside them); the computed and received
+  tags come down in one wait and are compared in constant time (aeads.base.verify); where any
+  fails, or on any error, the whole output is zeroed before this returns: no plaintext is
+  released unless every tag verified.
 """
 
 from __future__ import annotations
@@ -232,25 +233,44 @@ def open_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, at: int, n
     drv = engine.aead_driver(name, impl)
     q = _queue(engine)
     with _on(b):
+        # the texts and tags taken out of the rows on a queue of its own (after the caller's
+        # work on ``q``), while the host makes the job and its tables go up on ``q``; its
+        # kernels wait for them
+        side = b.owned(("aead rows", "copies"), b.queue)
         try:
             texts, rec = b.alloc(n + 32), b.alloc(m * tag)
-            copy_rows(b, texts, 0, chunk, src, at, row, chunk, full, q)
-            copy_rows(b, texts, full * chunk, chunk, src, at + full * row, row, last, 1, q)
-            copy_rows(b, rec, 0, tag, src, at + chunk, row, tag, full, q)
-            copy_rows(b, rec, full * tag, tag, src, at + full * row + last, row, tag, 1, q)
-        except BaseException:
-            _zero(b, dst, q)
-            raise
-        try:
+            b.after(side, [b.marker(q)])
+            copy_rows(b, texts, 0, chunk, src, at, row, chunk, full, side)
+            copy_rows(b, texts, full * chunk, chunk, src, at + full * row, row, last, 1, side)
+            copy_rows(b, rec, 0, tag, src, at + chunk, row, tag, full, side)
+            copy_rows(b, rec, full * tag, tag, src, at + full * row + last, row, tag, 1, side)
+            copied = b.marker(side)
             batch = _batch(name, False, tag, key, nonces, chunk, n, _part(b, texts, n),
                            _part(b, dst, n))
         except BaseException:
+            _finish(b, side)
             _zero(b, dst, q)
             raise
+
+        def enqueue(job) -> None:
+            b.after(q, [copied])
+            job.enqueue()
+
         try:
-            return run(b, drv, batch, q, dst, tags_from=(rec, 0))
+            return run(b, drv, batch, q, dst, tags_from=(rec, 0), enqueue=enqueue)
+        except BaseException:   # (the copies done before their buffers go)
+            _finish(b, side)
+            raise
         finally:
             batch.wipe()
+
+
+def _finish(b, queue) -> None:
+    """Wait for ``queue`` (best effort after an error)."""
+    try:
+        b.finish(queue)
+    except Exception:
+        pass
 
 
 def _cuda(b) -> bool:
