@@ -96,3 +96,38 @@ def test_misty1_expanded_key():
 
     for key in _keys(16, 200):
         assert misty1.expanded_key_fast(key) == misty1.expanded_key(key)
+
+
+def _old_present_expand(key: bytes, decrypt: bool, layout) -> list[int]:
+    """PRESENT's expand() before the one-shot work on it (the reference for its layouts)."""
+    from ciphergrid.algorithms import present as p
+    from ciphergrid.algorithms.base import bit_masks
+
+    lop3 = {"bitsliced-lop3": False, "bitsliced-lop3x": True, "bitsliced-lop3o": "all"}
+    if layout == "bitsliced-t" or (layout in lop3 and decrypt):
+        return _old_present_expand(key, decrypt, "bitsliced") + list(p.TRANSPOSE_MASKS)
+    rk = p.round_keys(key)
+    if layout in lop3:
+        bits = p.lop3_masks(p.key_bits(rk), lop3[layout])
+        return [0xFFFFFFFF if b else 0 for b in bits] + list(p.TRANSPOSE_MASKS)
+    if decrypt:
+        rk.reverse()
+    plain = [w for k in rk for w in (k >> 32, k & 0xFFFFFFFF)]
+    if layout is None:
+        return plain
+    words = np.array([w for k in rk for w in (k & 0xFFFFFFFF, k >> 32)], dtype=np.uint32)
+    return bit_masks(words).tolist() + plain
+
+
+@pytest.mark.parametrize("n", [10, 16])
+def test_present_layouts(n):
+    from ciphergrid.algorithms import present
+
+    for key in _keys(n, 12):
+        assert present.round_keys_fast(key) == present.round_keys(key)
+        for layout in present.PRESENT.LAYOUTS:
+            for decrypt in (False, True):
+                _same(present.CIPHER.expand(key, decrypt, layout),
+                      _old_present_expand(key, decrypt, layout))
+    with pytest.raises(ValueError):
+        present.CIPHER.expand(bytes(n), False, "no-such-layout")

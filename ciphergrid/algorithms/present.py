@@ -22,9 +22,11 @@ decryption schedule is "bitsliced-t".
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
-from .base import BlockCipher, Implementation, bit_masks
+from .base import BlockCipher, Implementation, byte_mask_table
 
 ROUNDS = 31
 
@@ -125,10 +127,6 @@ _P = np.array([player_position(i) for i in range(64)], dtype=np.intp)
 _FLIP = np.array([LOP3O_FLIP >> (i & 3) & 1 for i in range(64)], dtype=np.uint8)
 
 
-#: the bit of each round key the "bitsliced-lop3o" masks take: K_1's bits in order, then for
-#: K_2 .. K_32 bit P(i) at position i (lop3_masks with absorb="all")
-_LOP3O_SHIFTS = np.concatenate([np.arange(64), np.tile(_P, ROUNDS)]).reshape(ROUNDS + 1, 64).astype(np.uint64)
-
 
 def key_bits(rk: list[int]) -> np.ndarray:
     """The round keys as a (rounds, 64) uint8 array of bits: ``[r, i]`` is bit i (the least
@@ -189,6 +187,47 @@ def round_keys(key: bytes) -> list[int]:
             k ^= i << 62                                                 # k66..k62 ^= counter
     k = 0
     return out
+
+
+#: the key schedule's update past the rotation, as XORs: the S-box on the top nibble (80) or
+#: byte (128) as a table of differences in place, and the round counter in place
+_S_DIFF = {10: tuple((SBOX[x] ^ x) << 76 for x in range(16)),
+           16: tuple((_byte_sbox(x, SBOX) ^ x) << 120 for x in range(256))}
+_COUNTERS = {10: tuple(i << 15 for i in range(1, ROUNDS + 1)),
+             16: tuple(i << 62 for i in range(1, ROUNDS + 1))}
+_M80, _M128 = (1 << 80) - 1, (1 << 128) - 1
+
+
+def round_keys_fast(key: bytes) -> list[int]:
+    """:func:`round_keys` with the update as two XORs (the one-shot call's key set-up)."""
+    k = int.from_bytes(key, "big")
+    sd = _S_DIFF[len(key)]
+    if len(key) == 10:
+        out = [k >> 16]
+        for c in _COUNTERS[10]:
+            k = ((k << 61) | (k >> 19)) & _M80
+            k ^= sd[k >> 76] ^ c
+            out.append(k >> 16)
+    else:
+        out = [k >> 64]
+        for c in _COUNTERS[16]:
+            k = ((k << 61) | (k >> 67)) & _M128
+            k ^= sd[k >> 120] ^ c
+            out.append(k >> 64)
+    k = 0
+    return out
+
+
+#: the round keys' bits as they lie in the little-endian bytes of the keys (bit 64 r + i: K_r's
+#: bit i), taken by the "bitsliced-lop3o" masks: K_1's bits in order, then for K_2 .. K_32 bit
+#: P(i) at position i (lop3_masks with absorb="all"), and the masks XORed with LOP3O_FLIP's
+_LOP3O_PICK = np.concatenate([np.arange(64)] + [64 * r + _P for r in range(1, ROUNDS + 1)])
+_LOP3O_FLIP = np.concatenate([np.zeros(64, np.uint32),
+                              np.tile(np.uint32(0) - _FLIP.astype(np.uint32), ROUNDS)]).astype("<u4")
+#: each byte's 8 masks (the bitsliced layouts as one gather)
+_BYTE_MASKS = byte_mask_table()
+_RK_LE = struct.Struct(f"<{ROUNDS + 1}Q")
+_RK_BE = struct.Struct(f">{ROUNDS + 1}Q")
 
 
 def _ecb_ints(rk: list[int], blocks, encrypt: bool):
@@ -274,59 +313,57 @@ class PRESENT(BlockCipher):
                 ("present-128", 16, ("ecb", "cbc", "ctr")))
     openssl_provider = None   # OpenSSL (and pyca) lack PRESENT
 
+    #: the layouts expand() makes (the LUT-circuit ones: encryption; their decryption is
+    #: "bitsliced-t")
+    LAYOUTS = (None, "bitsliced", "bitsliced-t", "bitsliced-lop3", "bitsliced-lop3x",
+               "bitsliced-lop3o")
+
     def expand(self, key: bytes, decrypt: bool, layout: str | None = None) -> np.ndarray:
-        lop3 = {"bitsliced-lop3": False, "bitsliced-lop3x": True, "bitsliced-lop3o": "all"}
-        if layout == "bitsliced-t" or (layout in lop3 and decrypt):
-            bs = self.expand(key, decrypt, layout="bitsliced")
-            out = np.concatenate([bs, np.array(TRANSPOSE_MASKS, dtype="<u4")])
-            bs.fill(0)
-            return out
-        if layout == "bitsliced-lop3o":   # lop3_masks(key_bits(...), "all") as one shift
-            self.check_key(key)
-            rk = round_keys(bytes(key))
-            k = np.array(rk, dtype=np.uint64)
-            rk.clear()
-            bits = ((k[:, None] >> _LOP3O_SHIFTS) & np.uint64(1)).astype(np.uint8)
-            bits[1:] ^= _FLIP
-            k.fill(0)
-            n = bits.size + 64                      # (and a row of zeros after the rounds)
-            out = np.empty(n + len(TRANSPOSE_MASKS), dtype="<u4")
-            np.negative(bits.reshape(-1), out=out[:bits.size], dtype=np.uint32)
-            out[bits.size:n] = 0
-            out[n:] = TRANSPOSE_MASKS
-            bits.fill(0)
-            return out
-        if layout in lop3:
-            self.check_key(key)
-            rk = round_keys(bytes(key))
-            kb = key_bits(rk)
-            rk.clear()
-            bits = lop3_masks(kb, lop3[layout])
-            out = np.empty(bits.size + len(TRANSPOSE_MASKS), dtype="<u4")
-            np.negative(bits, out=out[:bits.size], dtype=np.uint32)     # 0 / 0xffffffff
-            out[bits.size:] = TRANSPOSE_MASKS
-            kb.fill(0)
-            bits.fill(0)
-            return out
-        if layout == "bitsliced":
-            plain = self.expand(key, decrypt)
-            ks = plain.view(np.uint32).reshape(-1, 2)
-            # bit j of round key r: j < 32 in the low word (ks[r, 1]), j >= 32 in the high one
-            words = np.concatenate([ks[:, 1:2], ks[:, 0:1]], axis=1)           # (lo, hi)
-            masks = bit_masks(words)
-            out = np.concatenate([masks, plain])
-            for a in (plain, words, masks):
-                a.fill(0)
-            return out
-        if layout is not None:
+        if layout not in self.LAYOUTS:
             raise ValueError(f"unknown PRESENT key layout {layout!r}")
         self.check_key(key)
-        rk = round_keys(bytes(key))
+        rk = round_keys_fast(bytes(key))
         if decrypt:
             rk.reverse()
-        out = np.array([w for k in rk for w in (k >> 32, k & 0xFFFFFFFF)], dtype="<u4")
-        rk.clear()
-        return out
+        try:
+            if layout is None:
+                raw = bytearray(_RK_BE.pack(*rk))
+                out = np.frombuffer(raw, dtype=">u4").astype("<u4")
+                raw[:] = bytes(len(raw))
+                return out
+            if layout in ("bitsliced-lop3", "bitsliced-lop3x") and not decrypt:
+                kb = key_bits(rk)
+                bits = lop3_masks(kb, layout == "bitsliced-lop3x")
+                out = np.empty(bits.size + len(TRANSPOSE_MASKS), dtype="<u4")
+                np.negative(bits, out=out[:bits.size], dtype=np.uint32)     # 0 / 0xffffffff
+                out[bits.size:] = TRANSPOSE_MASKS
+                kb.fill(0)
+                bits.fill(0)
+                return out
+            raw = bytearray(_RK_LE.pack(*rk))
+            masks = _BYTE_MASKS.take(np.frombuffer(raw, dtype=np.uint8), axis=0).reshape(-1)
+            raw[:] = bytes(len(raw))
+            if layout == "bitsliced-lop3o" and not decrypt:
+                n = masks.size + 64                     # (and a row of zeros after the rounds)
+                out = np.empty(n + len(TRANSPOSE_MASKS), dtype="<u4")
+                picked = masks.take(_LOP3O_PICK)
+                np.bitwise_xor(picked, _LOP3O_FLIP, out=out[:masks.size])
+                picked.fill(0)
+                out[masks.size:n] = 0
+                out[n:] = TRANSPOSE_MASKS
+            else:   # bitsliced: bit j of round key r at mask 64 r + j; then the plain layout
+                raw = bytearray(_RK_BE.pack(*rk))
+                extra = len(TRANSPOSE_MASKS) if layout != "bitsliced" else 0
+                out = np.empty(masks.size + 2 * len(rk) + extra, dtype="<u4")
+                out[:masks.size] = masks
+                out[masks.size: masks.size + 2 * len(rk)] = np.frombuffer(raw, dtype=">u4")
+                raw[:] = bytes(len(raw))
+                if extra:
+                    out[-extra:] = TRANSPOSE_MASKS
+            masks.fill(0)
+            return out
+        finally:
+            rk.clear()
 
     implementations = {
         # one block per work-item, the S-box as a 16-entry table, pLayer bit by bit
