@@ -106,7 +106,7 @@ def _plan(key_len: int, decrypt: bool, layout: str | None) -> np.ndarray:
     """Where each bit of a layout comes from, for every key of ``key_len`` bytes: every layout's
     bit is the XOR of some of the key's bits (the schedule selects bits; "lop3" XORs two), so the
     schedule is traced once on sets of key-bit numbers and ``expand`` is a gather.  Returns the
-    key-bit numbers as an int16 array (terms, bits), ``8 * key_len`` (a zero bit) padding the
+    key-bit numbers as an index array (terms, bits), ``8 * key_len`` (a zero bit) padding the
     rows of fewer terms.  Holds no key material."""
     rounds = key_bit_rounds()
     passes = []
@@ -134,7 +134,7 @@ def _plan(key_len: int, decrypt: bool, layout: str | None) -> np.ndarray:
             else:                    # bits 1..24, then 25..48, in the low 24 bits
                 bits += [zero] * 8 + k[:24] + [zero] * 8 + k[24:]
     terms = max(len(b) for b in bits)
-    plan = np.full((terms, len(bits)), 8 * key_len, dtype=np.int16)
+    plan = np.full((terms, len(bits)), 8 * key_len, dtype=np.intp)
     for i, b in enumerate(bits):
         plan[: len(b), i] = sorted(b)
     plan.setflags(write=False)
@@ -219,22 +219,21 @@ class DES(BlockCipher):
         raw = np.zeros(len(key) + 1, dtype=np.uint8)     # (the byte after the key: the zero bits)
         raw[:-1] = np.frombuffer(key, dtype=np.uint8)
         bits = np.unpackbits(raw)
-        if layout in _MASK_LAYOUTS:
-            src = np.negative(bits.astype(np.uint32))      # 0 / 0xffffffff
-        else:
-            src = bits
-        out = src[plan[0]]
+        out = bits.take(plan[0])                         # (bytes of 0 / 1 until the end)
         for row in plan[1:]:
-            out ^= src[row]
-        if layout not in _MASK_LAYOUTS:
+            term = bits.take(row)
+            out ^= term
+            term.fill(0)
+        if layout in _MASK_LAYOUTS:
+            words = np.empty(out.size, dtype="<u4")
+            np.negative(out, out=words, dtype=np.uint32)   # 0 / 0xffffffff
+        else:
             packed = np.packbits(out.reshape(-1, 32), axis=1)
             words = packed.view(">u4").reshape(-1).astype("<u4")
             packed.fill(0)
-            out.fill(0)
-            out = words
-        for arr in (raw, bits, src):
+        for arr in (raw, bits, out):
             arr.fill(0)
-        return out
+        return words
 
     def encryption_policy(self, key: bytes) -> UsePolicy:
         """Encryption with any DES-family cipher is refused unless allow_weak: NIST withdrew DES
