@@ -157,3 +157,15 @@ def test_des_layouts(n):
         for layout in (None, "sp", "bitsliced", "lop3"):
             for decrypt in (False, True):
                 _same(des.CIPHER.expand(key, decrypt, layout), _old_des_expand(key, decrypt, layout))
+
+
+def test_bit_masks():
+    """One mask per bit of each word, bit 0 first (the bitsliced layouts), the word's shape
+    not mattering; the byte table's rows are the bytes' masks."""
+    from ciphergrid.algorithms.base import bit_masks, byte_mask_table
+
+    words = np.array([[RNG.getrandbits(32) for _ in range(4)] for _ in range(15)] + [[0, 1, 1 << 31, 0xFFFFFFFF]],
+                     dtype=np.uint32)
+    _same(bit_masks(words), _bits(words.reshape(-1).tolist(), 32))
+    _same(bit_masks(words.reshape(-1)), _bits(words.reshape(-1).tolist(), 32))
+    assert byte_mask_table().tolist() == [_bits([b], 8) for b in range(256)]

@@ -44,10 +44,14 @@ class Implementation:
 
 def bit_masks(words: np.ndarray) -> np.ndarray:
     """A bitsliced kernel's key layout: one mask word per bit of each 32-bit word of ``words``
-    (0 or 0xffffffff; bit 0 of the first word first), flat little-endian uint32.  Its own
-    temporaries are zeroed; the caller zeroes ``words`` and, when done, the result."""
-    bits = (words.astype(np.uint32)[..., None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
-    masks = (np.uint32(0) - bits).astype("<u4").reshape(-1)
+    (0 or 0xffffffff; bit 0 of the first word first), flat little-endian uint32: the bits of
+    the words' little-endian bytes, low bit first, as masks.  Its own temporaries are zeroed;
+    the caller zeroes ``words`` and, when done, the result."""
+    le = words.astype("<u4")
+    bits = np.unpackbits(le.view(np.uint8), bitorder="little")
+    le.fill(0)
+    masks = np.empty(bits.size, dtype="<u4")
+    np.negative(bits, out=masks, dtype=np.uint32)
     bits.fill(0)
     return masks
 
