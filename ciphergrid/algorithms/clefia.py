@@ -236,10 +236,11 @@ assert array("I").itemsize == 4
 #: F0 and F1 as 16 -> 32-bit tables (256 KiB each): the host's schedule and blocks
 _F0_16 = _tables16(F0_LE)
 _F1_16 = _tables16(F1_LE)
-#: CON^(k) of the GFN (2 x 12 or 4 x 10) as little-endian words, a tuple per round
-_CON_ROUNDS = {n: tuple(tuple(_bswap(c) for c in con[i: i + (2 if n == 16 else 4)])
-                        for i in range(0, 24 if n == 16 else 40, 2 if n == 16 else 4))
-               for n, con in _CON.items()}
+#: CON^(k) of the GFN as little-endian words, a tuple per step: 8 (four rounds of GFN_{4,12})
+#: or 4 (a round of GFN_{8,10})
+_CON_STEPS = {n: tuple(tuple(_bswap(c) for c in con[i: i + (8 if n == 16 else 4)])
+                       for i in range(0, 24 if n == 16 else 40, 8 if n == 16 else 4))
+              for n, con in _CON.items()}
 #: CON^(k) after the GFN's, by four: the 128-bit big-endian integers XORed into the round keys
 _CON_128 = {n: tuple(_words_to_int(con[i: i + 4]) for i in range(24 if n == 16 else 40, len(con), 4))
             for n, con in _CON.items()}
@@ -249,17 +250,29 @@ _LE4, _LE8 = struct.Struct("<4I"), struct.Struct("<8I")
 _BE2, _BE4 = struct.Struct(">2Q"), struct.Struct(">4Q")
 
 
-def _gfn4(t0: int, t1: int, t2: int, t3: int, rounds) -> tuple[int, int, int, int]:
-    """GFN_{4,r} on little-endian words (what :func:`_gfn` computes), a round's constants a
-    tuple of ``rounds``, over the 16-bit tables."""
+def _gfn4(t0: int, t1: int, t2: int, t3: int, steps) -> tuple[int, int, int, int]:
+    """GFN_{4,r} on little-endian words (what :func:`_gfn` computes) over the 16-bit tables,
+    four rounds a step (the words back in place after four rotations): ``steps`` holds each
+    step's 8 constants (r a multiple of 4)."""
     fa, fb = _F0_16
     ga, gb = _F1_16
-    for c0, c1 in rounds:
+    for c0, c1, c2, c3, c4, c5, c6, c7 in steps:
         x = t0 ^ c0
         t1 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
         x = t2 ^ c1
         t3 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
-        t0, t1, t2, t3 = t1, t2, t3, t0
+        x = t1 ^ c2
+        t2 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+        x = t3 ^ c3
+        t0 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+        x = t2 ^ c4
+        t3 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+        x = t0 ^ c5
+        t1 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+        x = t3 ^ c6
+        t0 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+        x = t1 ^ c7
+        t2 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
     return t3, t0, t1, t2   # (the last round does not rotate)
 
 
@@ -319,7 +332,7 @@ def _schedule_bytes(key: bytes, decrypt: bool) -> bytearray:
     n = len(key)
     a = b = c = d = 0
     if n == 16:
-        a, b = _BE2.unpack(_LE4.pack(*_gfn4(*_LE4.unpack(key), _CON_ROUNDS[16])))
+        a, b = _BE2.unpack(_LE4.pack(*_gfn4(*_LE4.unpack(key), _CON_STEPS[16])))
         kh, kl = _BE2.unpack(key)
         ws = [kh]
         for _ in range(9):
@@ -331,7 +344,7 @@ def _schedule_bytes(key: bytes, decrypt: bool) -> bytearray:
         le = list(struct.unpack(f"<{n // 4}I", key))
         if n == 24:
             le += [le[0] ^ MASK32, le[1] ^ MASK32]
-        a, b, c, d = _BE4.unpack(_LE8.pack(*_gfn8(le, _CON_ROUNDS[n])))   # L_L, L_R
+        a, b, c, d = _BE4.unpack(_LE8.pack(*_gfn8(le, _CON_STEPS[n])))   # L_L, L_R
         k0, k1, k2, k3 = _BE4.unpack(_LE8.pack(*le))                       # K_L, K_R
         ws = [k0 ^ k2]
         for _ in range(ROUNDS[n] // 8):   # round keys 4j, 4j + 1 from L_L, 4j + 2, 4j + 3 from L_R
@@ -398,7 +411,7 @@ def _block_scalar(ks: list[int], w: list[int], r: int, decrypt: bool) -> list[in
 
 def encrypt_blocks(key: bytes, blocks) -> bytearray:
     """Blocks encrypted with :func:`kernel_schedule_fast`'s words, the network over the 16-bit
-    tables, two rounds a step (the few blocks of an XTS one-shot's tweaks: what the readable
+    tables, four rounds a step (the few blocks of an XTS one-shot's tweaks: what the readable
     model takes several times as long for).  The schedule's bytes are zeroed; the caller zeroes
     the result."""
     r = ROUNDS[len(key)]
@@ -408,27 +421,43 @@ def encrypt_blocks(key: bytes, blocks) -> bytearray:
     fa, fb = _F0_16
     ga, gb = _F1_16
     w0, w1, e0, e1 = ks[0], ks[1], ks[2 * r + 2], ks[2 * r + 3]
-    it = iter(ks[2: 2 * r + 2])
-    steps = list(zip(it, it, it, it))     # (r is even)
+    it = iter(ks[2: 2 * r - 2])
+    steps = list(zip(it, it, it, it, it, it, it, it))     # (r = 4 q + 2)
+    k0, k1, k2, k3 = ks[2 * r - 2: 2 * r + 2]
     out = bytearray(len(blocks))
     for off in range(0, len(blocks), 16):
         t0, t1, t2, t3 = _LE4.unpack_from(blocks, off)
         t1 ^= w0
         t3 ^= w1
-        for k0, k1, k2, k3 in steps:     # rounds 2i and 2i + 1; (t0 t1 t2 t3) rotated by two
-            x = t0 ^ k0
+        for c0, c1, c2, c3, c4, c5, c6, c7 in steps:   # four rounds: the words back in place
+            x = t0 ^ c0
             t1 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
-            x = t2 ^ k1
+            x = t2 ^ c1
             t3 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
-            x = t1 ^ k2
+            x = t1 ^ c2
             t2 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
-            x = t3 ^ k3
+            x = t3 ^ c3
             t0 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
-            t0, t1, t2, t3 = t2, t3, t0, t1
-        _LE4.pack_into(out, off, t3, t0 ^ e0, t1, t2 ^ e1)   # (the last round does not rotate)
+            x = t2 ^ c4
+            t3 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+            x = t0 ^ c5
+            t1 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+            x = t3 ^ c6
+            t0 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+            x = t1 ^ c7
+            t2 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+        x = t0 ^ k0                                     # the last two rounds
+        t1 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+        x = t2 ^ k1
+        t3 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+        x = t1 ^ k2
+        t2 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
+        x = t3 ^ k3
+        t0 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+        _LE4.pack_into(out, off, t1, t2 ^ e0, t3, t0 ^ e1)   # (the last round does not rotate)
     steps.clear()
     ks = it = None
-    t0 = t1 = t2 = t3 = x = w0 = w1 = e0 = e1 = 0
+    t0 = t1 = t2 = t3 = x = w0 = w1 = e0 = e1 = k0 = k1 = k2 = k3 = 0
     return out
 
 
