@@ -333,13 +333,14 @@ def _schedule_bytes(key: bytes, decrypt: bool) -> bytearray:
     a = b = c = d = 0
     if n == 16:
         a, b = _BE2.unpack(_LE4.pack(*_gfn4(*_LE4.unpack(key), _CON_STEPS[16])))
-        kh, kl = _BE2.unpack(key)
-        ws = [kh]
+        hi, lo = _BE2.unpack(key)
+        ws = [hi]
         for _ in range(9):
             ws += (a, b)
             a, b = ((a << 7) & _M64) | (b & 0x7F), (a & _TOP7) | (b >> 7)
-        ws.append(kl)
-        kr = kl_ = (kl << 64) | kh if decrypt else (kh << 64) | kl
+        ws.append(lo)
+        kr, kl = (lo << 64) | hi if decrypt else (hi << 64) | lo, 0   # (K: rep_r's places)
+        hi = lo = 0
     else:
         le = list(struct.unpack(f"<{n // 4}I", key))
         if n == 24:
@@ -356,26 +357,24 @@ def _schedule_bytes(key: bytes, decrypt: bool) -> bytearray:
             c, d = ((c << 7) & _M64) | (d & 0x7F), (c & _TOP7) | (d >> 7)
             ws += (c, d)
             c, d = ((c << 7) & _M64) | (d & 0x7F), (c & _TOP7) | (d >> 7)
-        ws += (a, b)                      # 192: 11 round keys (the last three), 256: 13 (one)
+        ws += (a, b)     # the rest: 4q from L_L (256); 4q, 4q + 1 from L_L, 4q + 2 from L_R (192)
         if n == 24:
             a, b = ((a << 7) & _M64) | (b & 0x7F), (a & _TOP7) | (b >> 7)
             ws += (a, b, c, d)
         ws.append(k1 ^ k3)
         if decrypt:
-            kr, kl_ = (k3 << 64) | k2, (k1 << 64) | k0
+            kr, kl = (k3 << 64) | k2, (k1 << 64) | k0
         else:
-            kr, kl_ = (k2 << 64) | k3, (k0 << 64) | k1
+            kr, kl = (k2 << 64) | k3, (k0 << 64) | k1
         le.clear()
         k0 = k1 = k2 = k3 = 0
     fmt, con, rep_r, rep_l = _MASKS[(n, decrypt)]
     if decrypt:
         ws.reverse()
-    v = int.from_bytes(fmt.pack(*ws), "big") ^ con ^ (kr * rep_r)
-    if n != 16:
-        v ^= kl_ * rep_l
+    v = int.from_bytes(fmt.pack(*ws), "big") ^ con ^ (kr * rep_r) ^ (kl * rep_l)
     out = bytearray(v.to_bytes(8 * len(ws), "big"))
     ws.clear()
-    a = b = c = d = v = kr = kl_ = 0
+    a = b = c = d = v = kr = kl = 0
     return out
 
 
