@@ -8,8 +8,10 @@ pyca/cryptography.
     r = ciphergrid.decrypt_batch(r.messages, "chacha20-poly1305", key=k, nonces=ns)
     r.messages[i] is None where r.ok[i] is False: that message's tag failed, its plaintext is withheld
 
-One message is a batch of one: everything goes through ``aeads.base.Batch``, as an
-``request.AEADRequest``, to the engine that ``route.route`` picks (a GPU for large work, OpenSSL where it has the AEAD, else an OpenCL
+The public functions check their arguments into a ``request.AEADRequest`` once
+(:func:`message_request`, :func:`batch_request`); the internals take it.  One message is a
+batch of one: everything goes through ``request.Batch``, as an AEADRequest, to the engine that
+``route.route`` picks (a GPU for large work, OpenSSL where it has the AEAD, else an OpenCL
 CPU device).  No plaintext is returned before its tag verified: a failed message's output is
 zeroed (``out=`` included) and ``InvalidTag`` raised (one-shot) or ``None`` given (batches).
 """
@@ -38,38 +40,14 @@ from .request import Batch, Closing, aead_request
 I64 = np.int64
 
 
-def _route(spec, batch: Batch, device: str, path: str = "array", impl: str | None = None):
-    """The plan of ``batch`` (its AEADRequest through route.route: the one decision)."""
-    from .route import route
-
-    return route(aead_request(spec, batch, impl=impl), device, int(batch.src.nbytes), path=path)
-
-
 # --------------------------------------------------------------------------- one message
 
-def route_message(cipher, encrypt: bool, nbytes: int, nonce_len: int,
-                  tag_length: int | None = None, device: str = "auto", path: str = "array"):
-    """Where one message of ``nbytes`` input bytes (decryption: its text, then its tag) of AEAD
-    ``cipher`` (a name or an ``aeads.AEADSpec``) runs: the plan (``plan.Plan``) that
-    :func:`crypt` runs it on.  ``path``: "array" (host data), "stream" (a file's: the command line),
-    "resident" (GPU arrays).  A caller that says where a message runs (the command line's
-    ``-v``) computes it once here and hands it to ``crypt(route=)``."""
-    from .route import route
-
+def message_request(cipher, encrypt: bool, key, nonce, aad=None, tag_length: int | None = None,
+                    constant_time: bool = False, implementation: str | None = None):
+    """One message's request (``request.AEADRequest``) of AEAD ``cipher`` (a name or an
+    ``aeads.AEADSpec``): key, nonce, AAD, tag length and implementation checked here, once
+    (``TypeError`` for a key, nonce or AAD that is not bytes-like; the AEAD's errors)."""
     spec = aeads.spec(cipher) if isinstance(cipher, str) else cipher
-    tl = _tag_length(spec.aead, tag_length)
-    text = nbytes if encrypt else max(0, nbytes - tl)
-    return route(aead_request(spec, encrypt=encrypt, nonce_len=nonce_len, tag_length=tl), device,
-                 text, path=path)
-
-
-def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device, constant_time,
-          implementation, out, path: str = "array", *, route=None, stats=None):
-    """ciphergrid.encrypt/decrypt of an AEAD name (api.py hands them here); ``path`` "stream":
-    the data is a file's (the command line).  ``route``: where it runs (``route_message``'s
-    answer for this message), computed here when None.  ``stats``: a SchedulerStats filled in
-    with what ran."""
-    spec = aeads.spec(cipher)
     aead = spec.aead
     key = buffers.bytes_like(key, "key")
     if nonce is None:
@@ -79,38 +57,67 @@ def crypt(encrypt: bool, data, cipher: str, key, nonce, aad, tag_length, device,
     aad = buffers.bytes_like(aad if aad is not None else b"", "aad")
     tl = _tag_length(aead, tag_length)
     aead.check(spec.name, len(key), len(nonce), tl)
-    impl = _implementation(aead, constant_time, implementation)
+    return aead_request(spec, encrypt=encrypt, tag_length=tl,
+                        impl=_implementation(aead, constant_time, implementation),
+                        key=key, nonce=nonce, aad=aad)
+
+
+def route_message(cipher, encrypt: bool, nbytes: int, nonce_len: int,
+                  tag_length: int | None = None, device: str = "auto", path: str = "array"):
+    """Where one message of ``nbytes`` input bytes (decryption: its text, then its tag) of AEAD
+    ``cipher`` (a name or an ``aeads.AEADSpec``) runs: the plan (``plan.Plan``) that
+    :func:`crypt` runs it on.  ``path``: "array" (host data), "stream" (a file's: the command line),
+    "resident" (GPU arrays).  A caller that says where a message runs (the command line's
+    ``-v``) computes it once here and hands it to ``crypt(plan=)``."""
+    spec = aeads.spec(cipher) if isinstance(cipher, str) else cipher
+    tl = _tag_length(spec.aead, tag_length)
+    req = aead_request(spec, encrypt=encrypt, nonce_len=nonce_len, tag_length=tl)
+    return _route_one(req, nbytes, device, path)
+
+
+def _route_one(req, nbytes: int, device: str, path: str):
+    """The plan of ``req``'s one message of ``nbytes`` input bytes (its text, then its tag when
+    decrypting) through route.route: the one decision."""
+    from .route import route
+
+    text = nbytes if req.encrypt else max(0, nbytes - req.tag_length)
+    return route(req, device, text, path=path)
+
+
+def crypt(req, data, device: str = "auto", out=None, path: str = "array", *, plan=None,
+          stats=None):
+    """ciphergrid.encrypt/decrypt of one AEAD message: ``req`` from :func:`message_request`,
+    ``data`` its text (decryption: then its tag); ``path`` "stream": the data is a file's (the
+    command line).  ``plan``: where it runs (``route_message``'s answer for this message),
+    routed here when None.  ``stats``: a SchedulerStats filled in with what ran."""
+    spec, tl, encrypt = req.spec, req.tag_length, req.encrypt
     gpu = buffers.gpu_array(data)
-    if gpu is not None:
-        arr, wrap = gpu
-    else:
-        arr, wrap = buffers.host_array(data)
+    arr, wrap = gpu if gpu is not None else buffers.host_array(data)
     n = arr.nbytes
     if not encrypt and n < tl:
         raise InvalidTag(f"{spec.name}: the input ({n} bytes) is shorter than its tag ({tl} bytes)")
-    text = n if encrypt else n - tl
-    _check_limits(spec, text, len(aad))
-    out_n = n + tl if encrypt else n - tl
+    _check_limits(spec, n if encrypt else n - tl, len(req.aad))
     if gpu is not None:
-        return _crypt_gpu(encrypt, arr, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl,
-                          out, route, stats, wait=not buffers.cupy_only(data, out))
-    dst = buffers.output(out, out_n, arr)
-    if route is None:
-        route = route_message(spec, encrypt, n, len(nonce), tl, device, path)
-    _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path, route, stats)
+        return _crypt_gpu(req, arr, wrap, out, device, plan, stats,
+                          wait=not buffers.cupy_only(data, out))
+    dst = buffers.output(out, n + tl if encrypt else n - tl, arr)
+    if plan is None:
+        plan = _route_one(req, n, device, path)
+    _one(req, plan, arr, dst, path, stats)
     return out if out is not None else wrap(dst, False)
 
 
-def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path, route=None,
-         stats=None) -> None:
+def _one(req, plan, arr, dst, path: str, stats=None) -> None:
     """One message ``arr`` (its text, then its tag when decrypting) into ``dst`` (the text, then
-    the tag when encrypting): host arrays (``path`` "array", or "stream": a file's), or GPU
-    arrays on a CUDA device ("resident"); on ``route`` (routed for ``device`` when None).
-    A tag that fails zeroes ``dst`` and raises InvalidTag."""
-    batch = Batch.one(spec.name, encrypt, tl, key, nonce, aad, arr[:text], dst[:text])
-    r = route if route is not None else _route(spec, batch, device, path)
-    if encrypt:
-        tag = r.run(batch, impl=impl, stats=stats)[0]
+    the tag when encrypting) on ``plan``: host arrays (``path`` "array", or "stream": a
+    file's), or GPU arrays on a CUDA device ("resident").  A tag that fails zeroes ``dst`` and
+    raises InvalidTag."""
+    tl = req.tag_length
+    text = arr.nbytes if req.encrypt else arr.nbytes - tl
+    batch = Batch.one(req.name, req.encrypt, tl, req.key, req.nonce, req.aad, arr[:text],
+                      dst[:text])
+    if req.encrypt:
+        tag = plan.run(batch, impl=req.impl, stats=stats)[0]
         if path == "resident":
             dst[text:].set(tag)
         else:
@@ -119,13 +126,13 @@ def _one(spec, encrypt, key, nonce, aad, tl, arr, text, dst, device, impl, path,
     tag = arr[text:]
     tag = (tag.get() if path == "resident" else tag).reshape(1, tl)
     try:
-        ok = r.run(batch, tags=tag, impl=impl, stats=stats)
+        ok = plan.run(batch, tags=tag, impl=req.impl, stats=stats)
     except BaseException:
         dst[:] = 0   # (a device error or an interrupt mid-way: no unverified plaintext stays)
         raise
     if not ok[0]:
         dst[:] = 0
-        raise _tag_fails(spec)
+        raise _tag_fails(req.spec)
 
 
 def _tag_fails(spec) -> InvalidTag:
@@ -134,8 +141,7 @@ def _tag_fails(spec) -> InvalidTag:
                       "data, or the data was altered): no plaintext is released")
 
 
-def _crypt_gpu(encrypt, src, wrap, spec, key, nonce, aad, tl, text, out_n, device, impl, out,
-               route=None, stats=None, wait=True):
+def _crypt_gpu(req, src, wrap, out, device, plan=None, stats=None, wait=True):
     """GPU-resident data (CuPy arrays, CUDA DLPack tensors): on the data's CUDA device unless
     told otherwise, on CuPy's current stream, the kernels on the arrays where they lie and the
     tag written after the text on the device (engines.device.DeviceEngine.aead_resident: only
@@ -145,29 +151,30 @@ def _crypt_gpu(encrypt, src, wrap, spec, key, nonce, aad, tl, text, out_n, devic
     output and raises InvalidTag)."""
     import cupy
 
-    r = route
+    encrypt, tl = req.encrypt, req.tag_length
+    n = src.nbytes
+    r = plan
     if r is None:
         want = (device or "auto").strip().lower()
         dev = f"cuda:{src.device.id}" if want in ("auto", "gpu", "cuda") else want
-        r = route_message(spec, encrypt, src.nbytes, len(nonce), tl, dev, "resident")
+        r = _route_one(req, n, dev, "resident")
+    out_n = n + tl if encrypt else n - tl
     dst = buffers.gpu_output(out, out_n, src)
     runs = getattr(r.engine, "runs_resident", None)
     if r.path == "resident" and runs is not None and runs(src, dst):
-        if not r.engine.aead_resident(spec.name, encrypt, key, nonce, aad, tl, src, dst, text,
-                                      impl, stats=stats):
-            raise _tag_fails(spec)
+        if not r.engine.aead_resident(req.name, encrypt, req.key, req.nonce, req.aad, tl, src,
+                                      dst, n if encrypt else n - tl, req.impl, stats=stats):
+            raise _tag_fails(req.spec)
         if wait and encrypt:
             with src.device:
                 cupy.cuda.get_current_stream().synchronize()
     elif r.path == "resident":
         cupy.cuda.get_current_stream().synchronize()  # the caller's work on its arrays is done
-        _one(spec, encrypt, key, nonce, aad, tl, src, text, dst, r.device, impl, "resident", r,
-             stats)
+        _one(req, r, src, dst, "resident", stats)
     else:
         host = np.empty(out_n, dtype=np.uint8)
         try:
-            _one(spec, encrypt, key, nonce, aad, tl, cupy.asnumpy(src), text, host, r.device,
-                 impl, "array", r, stats)
+            _one(req, r, cupy.asnumpy(src), host, "array", stats)
             dst.set(host)
         except InvalidTag:
             dst.fill(0)
@@ -268,43 +275,54 @@ def _texts(spec, messages, offsets, encrypt: bool, tags, tl: int):
     return src, off, got, max((x.nbytes for x in msgs), default=0)
 
 
-def _batch(encrypt: bool, cipher, messages, key, keys, nonces, aad, offsets, tags, tag_length,
-           device, constant_time, implementation, out=None) -> BatchResult:
-    spec = aeads.spec(cipher)
-    aead = spec.aead
-    tl = _tag_length(aead, tag_length)
-    impl = _implementation(aead, constant_time, implementation)
-    src, off, got, longest = _texts(spec, messages, offsets, encrypt, tags, tl)
+def batch_request(cipher, encrypt: bool, tag_length: int | None = None,
+                  constant_time: bool = False, implementation: str | None = None):
+    """A batch's request (``request.AEADRequest``, without its messages yet) of AEAD
+    ``cipher`` (a name or an ``aeads.AEADSpec``): tag length and implementation checked."""
+    spec = aeads.spec(cipher) if isinstance(cipher, str) else cipher
+    return aead_request(spec, encrypt=encrypt, tag_length=_tag_length(spec.aead, tag_length),
+                        impl=_implementation(spec.aead, constant_time, implementation))
+
+
+def _batch(req, device, messages, offsets, tags, key, keys, nonces, aad, out=None) -> BatchResult:
+    """``encrypt_batch``/``decrypt_batch`` of ``req`` (:func:`batch_request`): the caller's
+    messages and tables checked into a ``request.Batch``, then run (:func:`run_batch`)."""
+    spec, tl = req.spec, req.tag_length
+    src, off, got, _ = _texts(spec, messages, offsets, req.encrypt, tags, tl)
     m = off.size - 1
     table, index = _key_table(spec, key, keys, m)
     non = _nonce_table(spec, nonces, m, tl, table.shape[1])
     aad_arr, aad_off = _aad_table(aad, m)
-    return _run_tables(spec, encrypt, tl, impl, src, off, got, longest, table, index, non,
-                       aad_arr, aad_off, device, out)
+    dst = buffers.output(out, src.nbytes, src)   # (a reused buffer: no page faults of fresh memory)
+    batch = Batch(spec.name, req.encrypt, tl, table, index, non, aad_arr, aad_off, src, off, dst)
+    return run_batch(aead_request(spec, batch, impl=req.impl), got, device)
 
 
-def _run_tables(spec, encrypt: bool, tl: int, impl, src, off, got, longest: int, table, index,
-                non, aad_arr, aad_off, device, out=None, route=None) -> BatchResult:
-    """A batch from its checked tables (``_batch`` makes them from the caller's arguments, the
-    service from a client's request): the limits, nonce repeats, the run, the result.
-    ``route``: the plan it runs on (route.route's for its sizes), routed here when None."""
-    aead = spec.aead
-    m = off.size - 1
-    _check_limits(spec, longest, _longest(aad_off, aead.max_aad))
+def run_batch(req, got, device: str = "auto", plan=None) -> BatchResult:
+    """The batch of ``req`` (an AEADRequest holding its checked ``request.Batch``: ``_batch``
+    makes it from the caller's arguments, the service from a client's request), opened
+    against the received tags ``got`` or sealed: the limits, nonce repeats, the run, the
+    result.  ``plan``: where it runs (route.route's for its sizes), routed here when None."""
+    from .route import route
+
+    batch, spec = req.batch, req.spec
+    aead, encrypt, m = spec.aead, batch.encrypt, batch.count
+    _check_limits(spec, _longest(batch.off, aead.max_message),
+                  _longest(batch.aad_off, aead.max_aad))
     repeats = None
     if encrypt:
         if m < _REPEATS_BESIDE:
-            _refuse_repeats(spec, index, non)
+            _refuse_repeats(spec, batch.key_index, batch.nonces)
         else:  # (a large batch: checked beside the device work, see _Beside)
-            repeats = _Beside(_refuse_repeats, spec, index, non)
-    dst = buffers.output(out, src.nbytes, src)   # (a reused buffer: no page faults of fresh memory)
-    batch = Batch(spec.name, encrypt, tl, table, index, non, aad_arr, aad_off, src, off, dst)
+            repeats = _Beside(_refuse_repeats, spec, batch.key_index, batch.nonces)
+    dst, off = batch.dst, batch.off
     if m == 0:
         batch.wipe()
-        return BatchResult(encrypt, dst, off, np.zeros((0, tl), np.uint8), np.ones(0, bool))
+        return BatchResult(encrypt, dst, off, np.zeros((0, batch.tag_length), np.uint8),
+                           np.ones(0, bool))
     try:
-        r = route if route is not None else _route(spec, batch, device, impl=impl)
-        res = r.run(batch, tags=got, impl=impl, beside=repeats)
+        r = plan if plan is not None else route(req, device, int(batch.src.nbytes))
+        res = r.run(batch, tags=got, impl=req.impl, beside=repeats)
     except BaseException:
         if not encrypt:   # (a device error or an interrupt mid-way: slices or pieces already
             dst[...] = 0  # down hold plaintext whose tag was not compared)
@@ -360,8 +378,8 @@ def encrypt_batch(messages, cipher: str, *, nonces, key=None, keys=None, aad=Non
                   tag_length: int | None = None, device: str = "auto", constant_time: bool = False,
                   implementation: str | None = None, out=None) -> BatchResult:
     _check_order("encrypt_batch", messages, cipher)
-    return _batch(True, cipher, messages, key, keys, nonces, aad, offsets, None, tag_length,
-                  device, constant_time, implementation, out)
+    req = batch_request(cipher, True, tag_length, constant_time, implementation)
+    return _batch(req, device, messages, offsets, None, key, keys, nonces, aad, out)
 
 
 encrypt_batch.__doc__ = """Encrypt many independent messages of one AEAD in one device launch set.
@@ -375,8 +393,8 @@ def decrypt_batch(messages, cipher: str, *, nonces, key=None, keys=None, aad=Non
                   constant_time: bool = False, implementation: str | None = None,
                   out=None) -> BatchResult:
     _check_order("decrypt_batch", messages, cipher)
-    return _batch(False, cipher, messages, key, keys, nonces, aad, offsets, tags, tag_length,
-                  device, constant_time, implementation, out)
+    req = batch_request(cipher, False, tag_length, constant_time, implementation)
+    return _batch(req, device, messages, offsets, tags, key, keys, nonces, aad, out)
 
 
 decrypt_batch.__doc__ = """Decrypt and verify many messages of one AEAD in one device launch set.
@@ -432,13 +450,15 @@ class _AEADClass(Closing):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._spec.name!r}, device={self.device!r})"
 
+    def _request(self, encrypt: bool, nonce, associated_data):
+        return message_request(self._spec, encrypt, bytes(self._key), nonce, associated_data,
+                               self._tl, False, self._impl)
+
     def encrypt(self, nonce, data, associated_data=None) -> bytes:
-        return bytes(crypt(True, data, self._spec.name, bytes(self._key), nonce,
-                           associated_data, self._tl, self.device, False, self._impl, None))
+        return bytes(crypt(self._request(True, nonce, associated_data), data, self.device))
 
     def decrypt(self, nonce, data, associated_data=None) -> bytes:
-        return bytes(crypt(False, data, self._spec.name, bytes(self._key), nonce,
-                           associated_data, self._tl, self.device, False, self._impl, None))
+        return bytes(crypt(self._request(False, nonce, associated_data), data, self.device))
 
     def encrypt_batch(self, nonces, messages, associated_data=None, *, offsets=None) -> BatchResult:
         return encrypt_batch(messages, self._spec.name, key=bytes(self._key), nonces=nonces,

@@ -11,6 +11,7 @@ otherwise); every other bad argument is a :class:`ciphergrid.Error` (see ``ciphe
 
 from __future__ import annotations
 
+from . import aead as _aead
 from . import aeads as _aeads
 from . import buffers
 from .errors import AlreadyFinalized, InvalidArgument
@@ -81,10 +82,9 @@ def _crypt_resident(req, gpu, device, out, wait=True, stats=None):
     return out if out is not None else wrap(dst)
 
 
-def _crypt(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size, start_sector,
-           constant_time=False, implementation=None, out=None, allow_weak=False, stats=None):
-    req = _request(cipher, key, iv, encrypt, padding, sector_size, start_sector, constant_time,
-                   implementation, allow_weak)
+def _crypt(req, data, device, out=None, stats=None):
+    """A block cipher·mode's message (``req``: a request.Request) in one call."""
+    encrypt, padding = req.encrypt, req.padding
     gpu = buffers.gpu_array(data)
     if gpu is not None:
         if padding:
@@ -203,18 +203,26 @@ _CRYPT_ARGS = """
 """
 
 
-def _one_shot(encrypt: bool, data, cipher: str, key, iv, device, padding, sector_size,
-              start_sector, constant_time, implementation, out, allow_weak, nonce, aad,
-              tag_length, stats):
-    """:func:`encrypt` / :func:`decrypt`: an AEAD's message (aead.crypt) or a block
-    cipher·mode's (``_crypt``), the options of the other kind refused."""
-    if _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
-        from . import aead as _aead
+def _one_request(encrypt: bool, cipher: str, key, iv, options: dict):
+    """The request of a one-shot call (``options``: :func:`encrypt`'s keywords but ``device``,
+    ``out`` and ``stats``): an AEAD's message (aead.message_request) or a block cipher·mode's
+    (``_request``), the options of the other kind refused."""
+    o = options
+    if _is_aead(cipher, iv, o["padding"], o["sector_size"], o["start_sector"], o["nonce"],
+                o["aad"], o["tag_length"]):
+        return _aead.message_request(cipher, encrypt, key, _nonce(cipher, iv, o["nonce"]),
+                                     o["aad"], o["tag_length"], o["constant_time"],
+                                     o["implementation"])
+    return _request(cipher, key, iv, encrypt, o["padding"], o["sector_size"], o["start_sector"],
+                    o["constant_time"], o["implementation"], o["allow_weak"])
 
-        return _aead.crypt(encrypt, data, cipher, key, _nonce(cipher, iv, nonce), aad,
-                           tag_length, device, constant_time, implementation, out, stats=stats)
-    return _crypt(encrypt, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                  constant_time, implementation, out, allow_weak, stats)
+
+def _one_shot(req, data, device, out=None, stats=None):
+    """:func:`encrypt` / :func:`decrypt` of ``req``: an AEAD's message (aead.crypt) or a block
+    cipher·mode's (``_crypt``)."""
+    if req.kind == "messages":
+        return _aead.crypt(req, data, device, out, stats=stats)
+    return _crypt(req, data, device, out, stats)
 
 
 def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: str = "auto",
@@ -223,8 +231,10 @@ def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
             implementation: str | None = None, out=None, allow_weak: bool = False,
             nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None,
             stats=None):
-    return _one_shot(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                     constant_time, implementation, out, allow_weak, nonce, aad, tag_length, stats)
+    options = dict(padding=padding, sector_size=sector_size, start_sector=start_sector,
+                   constant_time=constant_time, implementation=implementation,
+                   allow_weak=allow_weak, nonce=nonce, aad=aad, tag_length=tag_length)
+    return _one_shot(_one_request(True, cipher, key, iv, options), data, device, out, stats)
 
 
 encrypt.__doc__ = """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "aes-256-xts") in one call.
@@ -240,8 +250,10 @@ def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
             implementation: str | None = None, out=None, allow_weak: bool = False,
             nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None,
             stats=None):
-    return _one_shot(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                     constant_time, implementation, out, allow_weak, nonce, aad, tag_length, stats)
+    options = dict(padding=padding, sector_size=sector_size, start_sector=start_sector,
+                   constant_time=constant_time, implementation=implementation,
+                   allow_weak=allow_weak, nonce=nonce, aad=aad, tag_length=tag_length)
+    return _one_shot(_one_request(False, cipher, key, iv, options), data, device, out, stats)
 
 
 decrypt.__doc__ = """Decrypt ``data``: the inverse of :func:`encrypt` with the same arguments.

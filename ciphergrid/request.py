@@ -318,7 +318,9 @@ class AEADRequest(_Kind):
     """An AEAD request: ``spec`` (aeads.AEADSpec), the direction (None: routed without one),
     the nonce and tag lengths, ``count`` messages, the implementation, and ``batch``, the
     messages themselves (None while only sizes are known: the command line routes a file's
-    message before reading it).  Built by :func:`aead_request`."""
+    message before reading it); a one-shot message's request also holds its ``key``,
+    ``nonce`` and ``aad`` (never shown, and no part of ``plan_key``).  Built by
+    :func:`aead_request`."""
 
     spec: object
     encrypt: bool | None
@@ -327,6 +329,10 @@ class AEADRequest(_Kind):
     count: int = 1
     impl: str | None = None
     batch: object = field(default=None, repr=False)
+    #: one message's key, nonce and AAD (a one-shot call's; a batch holds its own in ``batch``)
+    key: bytes | None = field(default=None, repr=False)
+    nonce: bytes | None = field(default=None, repr=False)
+    aad: bytes = field(default=b"", repr=False)
 
     #: the kind of work: a batch's messages
     kind = "messages"
@@ -382,14 +388,18 @@ class Closing:
 
 
 def aead_request(spec, batch=None, *, encrypt: bool | None = None, nonce_len: int | None = None,
-                 tag_length: int | None = None, count: int = 1,
-                 impl: str | None = None) -> AEADRequest:
+                 tag_length: int | None = None, count: int = 1, impl: str | None = None,
+                 key: bytes | None = None, nonce: bytes | None = None,
+                 aad: bytes = b"") -> AEADRequest:
     """The AEADRequest of ``batch`` (its direction, sizes and count taken from it), or, without
-    one, of ``count`` messages of the sizes given."""
+    one, of ``count`` messages of the sizes given; with ``key`` and ``nonce`` (and ``aad``),
+    one message's (its nonce's length the request's)."""
     if batch is not None:
         return AEADRequest(spec, batch.encrypt, int(batch.nonces.shape[1]), batch.tag_length,
                            batch.count, impl, batch)
-    return AEADRequest(spec, encrypt, nonce_len, tag_length, count, impl)
+    if nonce is not None:
+        nonce_len = len(nonce)
+    return AEADRequest(spec, encrypt, nonce_len, tag_length, count, impl, None, key, nonce, aad)
 
 
 def policy_suspended() -> bool:

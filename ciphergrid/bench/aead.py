@@ -253,7 +253,7 @@ def _api_call(name, batch, device, encrypt: bool):
     """``call()``: the public API on ``batch`` host -> host into a reused output (faulted in):
     encryption, or decryption of what one encryption by the same API gave (checked first:
     every tag verifies and the plaintext comes back)."""
-    from ..aead import crypt, decrypt_batch, encrypt_batch
+    from ..aead import crypt, decrypt_batch, encrypt_batch, message_request
 
     key = batch.keys[0].tobytes()
     one = batch.count == 1
@@ -261,7 +261,7 @@ def _api_call(name, batch, device, encrypt: bool):
     nonce, aad = batch.nonces[0].tobytes(), batch.aad[:16].tobytes()
     if one:
         def enc():
-            return crypt(True, batch.src, name, key, nonce, aad, None, device, False, None, out)
+            return crypt(message_request(name, True, key, nonce, aad), batch.src, device, out)
     else:  # (distinct nonces: the repeated-nonce check runs, as for any caller)
         def enc():
             return encrypt_batch(batch.src, name, offsets=batch.off, key=key, nonces=batch.nonces,
@@ -274,7 +274,7 @@ def _api_call(name, batch, device, encrypt: bool):
     plain = np.zeros(batch.src.nbytes, dtype=np.uint8)
     if one:
         def dec():
-            return crypt(False, sealed, name, key, nonce, aad, None, device, False, None, plain)
+            return crypt(message_request(name, False, key, nonce, aad), sealed, device, plain)
     else:
         def dec():
             return decrypt_batch(sealed, name, offsets=batch.off, key=key, nonces=batch.nonces,

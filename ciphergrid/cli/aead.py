@@ -137,15 +137,15 @@ class Message:
         self.data = None
 
     def run(self, plan, src, out, bar) -> None:
-        from ..aead import crypt
+        from ..aead import crypt, message_request
 
         args, out_n = self.args, self.out_size
         out.stop_reserving()   # (the writes allocate what the start-up left unreserved)
         buf, held = _staging(out_n)
         try:
-            crypt(self.encrypt, self.data, self.spec.name, self.key, self.nonce, self.aad, self.tl,
-                  args.device, args.constant_time, None, buf, path="stream",
-                  route=plan)  # InvalidTag: nothing written
+            req = message_request(self.spec, self.encrypt, self.key, self.nonce, self.aad,
+                                  self.tl, args.constant_time)
+            crypt(req, self.data, args.device, buf, "stream", plan=plan)  # InvalidTag: nothing written
             step = 64 << 20
             for a in range(0, out_n, step):
                 out.write(memoryview(buf[a:a + step]))

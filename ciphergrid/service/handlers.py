@@ -114,8 +114,9 @@ def _aead(job, msg, buf, _):
             raise errors.InvalidArgument("aead: length leaves no room for the tag")
         plan = aead.route_message(spec, encrypt, n, len(nonce), tl, device_of(msg))
         job.turn(n)
-        dst = aead.crypt(encrypt, src, spec.name, key, nonce, msg.get("aad"), tl,
-                         device_of(msg), False, msg.get("impl"), None, route=plan)
+        req = aead.message_request(spec, encrypt, key, nonce, msg.get("aad"), tl, False,
+                                   msg.get("impl"))
+        dst = aead.crypt(req, src, device_of(msg), plan=plan)
         if not buf.inline:
             buf.array[:dst.nbytes] = dst
         return plan, n if encrypt else n - tl, dst
@@ -128,7 +129,8 @@ def _batch(job, msg, buf, _):
     indices, keys, nonces, AAD) are copied out and checked as the library checks its own, so a
     client changing the buffer meanwhile changes only its own results; decryption runs into a
     buffer of the service's, and only verified texts (zeros for the others) are written back."""
-    from .. import aead, aeads
+    from .. import aead, aeads, buffers
+    from ..request import Batch, aead_request
 
     spec = aeads.spec(msg["cipher"])   # (the fields: checked by schema.check)
     encrypt, tl, m, n = msg["encrypt"], msg["tag_length"], msg["m"], msg["n"]
@@ -146,7 +148,7 @@ def _batch(job, msg, buf, _):
         index = v["index"].copy()
         if m and (k == 0 or int(index.min()) < 0 or int(index.max()) >= k):
             raise errors.InvalidArgument("a batch's key index outside its key table")
-        src, off, got, longest = aead._texts(
+        src, off, got, _ = aead._texts(
             spec, v["text"], v["off"].copy(), encrypt,
             None if encrypt else v["tags"].reshape(m, tl).copy(), tl)
         non = aead._nonce_table(spec, v["nonces"].reshape(m, nl).copy(), m, tl, kl)
@@ -156,9 +158,9 @@ def _batch(job, msg, buf, _):
             raise errors.InvalidArgument("a batch's AAD offsets must rise from 0 to its size")
         plan = _batch_plan(spec, encrypt, n, m, nl, tl, device_of(msg)) if m else None
         job.turn(n)
-        res = aead._run_tables(spec, encrypt, tl, impl, src, off, got, longest, table, index,
-                               non, aad, aad_off, device_of(msg),
-                               out=v["out"] if encrypt else None, route=plan)
+        dst = buffers.output(v["out"] if encrypt else None, src.nbytes, src)
+        batch = Batch(spec.name, encrypt, tl, table, index, non, aad, aad_off, src, off, dst)
+        res = aead.run_batch(aead_request(spec, batch, impl=impl), got, device_of(msg), plan)
         if encrypt:
             v["tags"][:] = res.tags.reshape(-1)
         else:

@@ -1,0 +1,91 @@
+"""One request per call, one registry, one vector loader (issue 47).
+
+* the public functions build their request once; the internals take it (no internal function of
+  api.py or aead.py takes a dozen arguments);
+* registry.py finds the declarations of both kinds (block ciphers, AEADs) through one loader and
+  one name table;
+* vectors/ reads the block ciphers' and the AEADs' files through one loader.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+import ciphergrid
+from ciphergrid import aead, api
+
+ROOT = pathlib.Path(ciphergrid.__file__).parent
+PUBLIC = {"encrypt", "decrypt", "encrypt_batch", "decrypt_batch"}
+
+
+def _arg_count(fn: ast.FunctionDef) -> int:
+    a = fn.args
+    return len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+
+
+@pytest.mark.parametrize("module", ["api.py", "aead.py"])
+def test_internal_functions_take_a_request(module):
+    """Only the public pyca-style functions (and the public classes' constructors) take the
+    options one by one; everything behind them takes the request."""
+    tree = ast.parse((ROOT / module).read_text())
+    wide = []
+    for cls_or_fn in ast.walk(tree):
+        if not isinstance(cls_or_fn, ast.ClassDef | ast.Module):
+            continue
+        public_class = isinstance(cls_or_fn, ast.ClassDef) and not cls_or_fn.name.startswith("_")
+        for fn in cls_or_fn.body:
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            if fn.name in PUBLIC or (public_class and fn.name == "__init__"):
+                continue
+            if _arg_count(fn) > 10:
+                wide.append(f"{fn.name} ({_arg_count(fn)})")
+    assert wide == []
+
+
+def test_aead_message_request_carries_its_message_unseen():
+    key, nonce = bytes(range(16)), bytes(12)
+    req = aead.message_request("aes-128-gcm", True, key, nonce, b"hdr")
+    assert (req.key, req.nonce, req.aad, req.nonce_len, req.tag_length) == (key, nonce, b"hdr", 12,
+                                                                             16)
+    assert key.hex() not in repr(req) and repr(key) not in repr(req)
+    other = aead.message_request("aes-128-gcm", True, bytes(16), bytes(12))
+    assert req.plan_key == other.plan_key   # (route keeps plans by it: no key, nonce, AAD)
+    ct = aead.crypt(req, b"attack at dawn", "native")
+    assert bytes(ct) == bytes(ciphergrid.encrypt(b"attack at dawn", "aes-128-gcm", key,
+                                                 nonce=nonce, aad=b"hdr", device="native"))
+    back = aead.crypt(aead.message_request("aes-128-gcm", False, key, nonce, b"hdr"), ct,
+                      "native")
+    assert bytes(back) == b"attack at dawn"
+
+
+def test_one_shot_builds_one_request_of_either_kind():
+    key = bytes(range(16))
+    opts = dict(padding=None, sector_size=None, start_sector=None, constant_time=False,
+                implementation=None, allow_weak=False, nonce=None, aad=None, tag_length=None)
+    block = api._one_request(True, "aes-128-ctr", key, bytes(16), opts)
+    assert block.kind == "blocks" and block.spec.name == "aes-128-ctr"
+    sealed = api._one_request(True, "aes-128-gcm", key, None, {**opts, "nonce": bytes(12)})
+    assert sealed.kind == "messages" and sealed.nonce == bytes(12)
+    with pytest.raises(ciphergrid.InvalidArgument):
+        api._one_request(True, "aes-128-gcm", key, None, {**opts, "padding": "pkcs7",
+                                                          "nonce": bytes(12)})
+    with pytest.raises(ciphergrid.InvalidArgument):
+        api._one_request(True, "aes-128-ctr", key, bytes(16), {**opts, "nonce": bytes(12)})
+
+
+def test_batch_request_runs_a_checked_batch():
+    key = bytes(16)
+    req = aead.batch_request("chacha20-poly1305", True)
+    assert req.tag_length == 16 and req.batch is None
+    r = ciphergrid.encrypt_batch([b"a", b"bc"], "chacha20-poly1305", key=bytes(32),
+                                 nonces=[bytes(12), b"\1" + bytes(11)], device="native")
+    back = ciphergrid.decrypt_batch(r.messages, "chacha20-poly1305", key=bytes(32),
+                                    nonces=[bytes(12), b"\1" + bytes(11)], device="native")
+    assert back.messages == [b"a", b"bc"]
+    with pytest.raises(ciphergrid.Error):
+        ciphergrid.encrypt_batch([b"a"], "aes-128-gcm", key=key, nonces=[bytes(12)],
+                                 tag_length=3, device="native")
