@@ -110,17 +110,17 @@ def test_pins_threads_and_discovery_per_runtime(monkeypatch):
     its runtime's budget and pool."""
     from ciphergrid import aead_tables
     from ciphergrid.devices import resolve
-    from ciphergrid.engines.openssl import bulk
+    from ciphergrid.engines.openssl import threads as workers
     from ciphergrid.transfer import pinning
 
     seen = []
-    real = bulk.run_all
+    real = workers.run_all
 
     def run_all(jobs, host=None):
         seen.append((len(jobs), host))
         return real(jobs, host)
 
-    monkeypatch.setattr(bulk, "run_all", run_all)
+    monkeypatch.setattr(workers, "run_all", run_all)
     data = np.frombuffer(os.urandom(4 << 20), dtype=np.uint8)
     key, iv = os.urandom(16), os.urandom(16)
     a, b = Runtime("a", threads=2), Runtime("b", threads=3)

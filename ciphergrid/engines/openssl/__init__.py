@@ -5,11 +5,16 @@ The package, one concern per module:
 
 * ``libcrypto``  libcrypto through ctypes (loading, declarations, cipher lookup, error queue,
   version), the optional C helper loop; the ``BACKEND_NAME`` in use;
-* ``contexts``   EVP cipher contexts (``EvpCtx``), the pyca/cryptography fallback (``PycaCtx``);
-* ``threads``    the thread pool, runs of jobs with one cancel event, the split into parts;
+* ``contexts``   the one context setup of every concern below: EVP cipher contexts (``EvpCtx``),
+  the pyca/cryptography fallback (``PycaCtx``, ``PycaAead``), a request's parts each on a context
+  of its own over the threads (``run_parts``);
+* ``threads``    the thread pool, runs of jobs with one cancel event, the cut into parts (bytes on
+  a unit's boundaries, or messages of about equal bytes);
 * ``bulk``       ``crypt`` (one-shot, any buffer) and ``run`` (a Request over host arrays):
   block modes split over threads;
 * ``xts``        XTS: one data unit, data units (sectors) over threads, XTS composed from ECB;
+* ``aead``       AEAD batches (GCM, ChaCha20-Poly1305) and C2SP chunks: message ranges in the C
+  loop, pyca's calls without it;
 * here           the engine (``OpenSSLEngine``), its sessions and ``stream``.
 """
 
@@ -23,7 +28,7 @@ __all__ = ["OpenSSLEngine", "OpenSSLSession", "crypt", "run", "openssl_version",
            "BACKEND_NAME", "speed_loop"]
 
 #: the package's names from its modules, imported at first use (PEP 562): a sealed file's chunks
-#: (``aead``) take neither the block modes (``bulk``, ``xts``, ``contexts``) nor the registry
+#: (``aead``, ``contexts``) take neither the block modes (``bulk``, ``xts``) nor the registry
 _LAZY = {"crypt": "bulk", "run": "bulk", "BACKEND_NAME": "libcrypto",
          "openssl_version": "libcrypto", "speed_loop": "libcrypto"}
 

@@ -10,9 +10,8 @@ returning the mask of those that verified.
 
 from __future__ import annotations
 
-import contextlib
-
-from .threads import NEVER, host_threads, run_all
+from . import contexts
+from .threads import host_threads, ranges, split
 from ..._lazy import numpy_for
 
 np = numpy_for(__name__)
@@ -28,134 +27,49 @@ _C_RUN_MIN_BYTES = 1 << 20
 _STEP_CHUNKS = 2048
 
 
-def _algorithm(name: str, key: bytes):
-    from cryptography.hazmat.primitives.ciphers import algorithms
-
-    if name.startswith("aes-"):
-        return algorithms.AES(key)
-    raise ValueError(name)
-
-
-def _one_shot(a, encrypt: bool, nonce: bytes, aad: bytes, src, dst, tag_in: bytes | None):
-    """One message through a pyca one-shot AEAD object ``a`` (AESGCM, ChaCha20Poly1305)."""
-    from cryptography.exceptions import InvalidTag
-
-    if encrypt:
-        out = a.encrypt(nonce, src.tobytes(), aad)
-        dst[:] = np.frombuffer(out, dtype=np.uint8, count=src.nbytes)
-        return out[src.nbytes:]
-    try:
-        out = a.decrypt(nonce, src.tobytes() + tag_in, aad)
-    except InvalidTag:
-        return False
-    dst[:] = np.frombuffer(out, dtype=np.uint8)
-    return True
-
-
-def _one(name: str, kind: str, encrypt: bool, key: bytes, nonce: bytes, aad: bytes, src, dst,
-         tag_length: int, tag_in: bytes | None):
-    """One message; returns its tag (seal) or whether it verified (open)."""
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers import Cipher, modes
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
-
-    if kind == "ChaCha20Poly1305":
-        return _one_shot(ChaCha20Poly1305(key), encrypt, nonce, aad, src, dst, tag_in)
-    if tag_length == 16 and 8 <= len(nonce) <= 128:  # pyca's one-shot AESGCM: one call
-        return _one_shot(AESGCM(key), encrypt, nonce, aad, src, dst, tag_in)
-    # AES-GCM through the streaming interface: any nonce length, truncated tags
-    if encrypt:
-        ctx = Cipher(_algorithm(name, key), modes.GCM(nonce)).encryptor()
-    else:
-        ctx = Cipher(_algorithm(name, key), modes.GCM(nonce, tag_in, min_tag_length=len(tag_in))).decryptor()
-    if aad:
-        ctx.authenticate_additional_data(aad)
-    out = ctx.update(src.tobytes())
-    try:
-        out += ctx.finalize()
-    except InvalidTag:
-        return False
-    dst[:] = np.frombuffer(out, dtype=np.uint8)
-    return ctx.tag[:tag_length] if encrypt else True
-
-
-def _run(batch, tags_in, host):
-    from ... import aeads
-
-    kind = aeads.lookup(batch.name).openssl[batch.name]
-    m = batch.count
-    results = [None] * m
-
-    def part(lo, hi):
-        def job(cancel):
-            for i in range(lo, hi):
-                if cancel.is_set():
-                    return
-                a, b = int(batch.off[i]), int(batch.off[i + 1])
-                key = batch.keys[batch.key_index[i]].tobytes()
-                aad = batch.aad[batch.aad_off[i]:batch.aad_off[i + 1]].tobytes()
-                results[i] = _one(batch.name, kind, batch.encrypt, key, batch.nonces[i].tobytes(),
-                                  aad, batch.src[a:b], batch.dst[a:b], batch.tag_length,
-                                  None if tags_in is None else tags_in[i].tobytes())
-        return job
-
-    threads = host.budget
-    small = m < _THREADED_MIN_MESSAGES and batch.src.nbytes < _THREADED_MIN_BYTES
-    if small or threads == 1 or m == 1:
-        part(0, m)(NEVER)
-        return results
-    step = -(-m // threads)
-    run_all([part(lo, min(m, lo + step)) for lo in range(0, m, max(1, step))] or [lambda c: None],
-            host)
-    return results
-
-
 #: EVP names of the AEADs
 EVP_NAMES = {"aes-128-gcm": "AES-128-GCM", "aes-192-gcm": "AES-192-GCM", "aes-256-gcm": "AES-256-GCM",
              "chacha20-poly1305": "ChaCha20-Poly1305"}
 
 
-def _c_run(batch, tags: np.ndarray, ok: np.ndarray, host) -> bool:
-    """The batch through the C loop on ``host``'s threads (a runtime.Threads: its budget); False
-    when there is no C loop."""
-    from .libcrypto import LIB, c_loop, fail, evp_cipher
+def _messages(batch, tags: np.ndarray, ok: np.ndarray, host) -> None:
+    """The batch's messages on ``host``'s threads (a runtime.Threads: its budget), in ranges of
+    about equal bytes (a message counted 256 more), each on a context of its own: the C loop's
+    where there is one (no Python per message), else pyca's (:class:`contexts.PycaAead`).
+    Sealing writes ``tags``; opening reads them and writes ``ok``."""
+    from .libcrypto import LIB, c_loop, fail
 
-    m = batch.count
-    if m == 1 and int(batch.off[-1]) < _C_LOOP_MIN_BYTES:
-        return False  # one small message: pyca's one call costs less than setting up the loop
-    loop = c_loop()
-    if loop is None or LIB is None:
-        return False
-    cipher = evp_cipher(EVP_NAMES[batch.name])
-    enc = 1 if batch.encrypt else 0
-    arrays = dict(keys=np.ascontiguousarray(batch.keys), kidx=np.ascontiguousarray(batch.key_index, dtype=np.int32),
-                  nonces=np.ascontiguousarray(batch.nonces), aad=np.ascontiguousarray(batch.aad),
-                  aad_off=np.ascontiguousarray(batch.aad_off, dtype=np.int64),
-                  off=np.ascontiguousarray(batch.off, dtype=np.int64))
-    ptr = {k: v.ctypes.data for k, v in arrays.items()}
-    fns = _loop_fns()
+    m, total = batch.count, int(batch.off[-1])
+    loop = c_loop() if batch.name in EVP_NAMES else None
+    if loop is None or LIB is None or m == 1 and total < _C_LOOP_MIN_BYTES:
+        loop = None   # (one small message: pyca's one call costs less than the loop's set-up)
     threads = host.budget
-    total = int(batch.off[-1])
     if m < _THREADED_MIN_MESSAGES and total < _THREADED_MIN_BYTES or m == 1:
         threads = 1
-    # cut [0, m) into ranges of about equal bytes (+ a per-message cost)
-    weight = np.cumsum(np.diff(batch.off) + 256)
-    cuts = [0] + [int(np.searchsorted(weight, weight[-1] * k / threads)) for k in range(1, threads)] + [m]
-    ranges = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    parts = ranges(np.diff(batch.off) + 256, threads)
+    if loop is None:
+        contexts.run_parts(parts, lambda _: contexts.PycaAead(batch.name, batch.encrypt),
+                           lambda ctx, part, cancel: ctx.messages(batch, tags, ok, *part, cancel),
+                           host)
+        return
+    enc = 1 if batch.encrypt else 0
+    arrays = (np.ascontiguousarray(batch.keys), np.ascontiguousarray(batch.key_index, dtype=np.int32),
+              np.ascontiguousarray(batch.nonces), np.ascontiguousarray(batch.aad),
+              np.ascontiguousarray(batch.aad_off, dtype=np.int64),
+              np.ascontiguousarray(batch.off, dtype=np.int64))
+    keys, kidx, nonces, aad, aad_off, off = (v.ctypes.data for v in arrays)
+    fns = _loop_fns()
 
-    def part(lo, hi):
-        def job(cancel):
-            with _evp_ctx(cipher, None, enc) as ctx:
-                r = loop.cg_aead_batch(*fns, ctx, enc, ptr["keys"], batch.keys.shape[1], ptr["kidx"],
-                                       ptr["nonces"], batch.nonces.shape[1], ptr["aad"], ptr["aad_off"],
-                                       batch.src.ctypes.data, batch.dst.ctypes.data, ptr["off"],
-                                       tags.ctypes.data, batch.tag_length, ok.ctypes.data, lo, hi)
-                if r < 0:
-                    fail(f"{batch.name} message {-r - 1}")
-        return job
+    def work(ctx, part, cancel):
+        r = loop.cg_aead_batch(*fns, ctx.ptr, enc, keys, batch.keys.shape[1], kidx, nonces,
+                               batch.nonces.shape[1], aad, aad_off, batch.src.ctypes.data,
+                               batch.dst.ctypes.data, off, tags.ctypes.data, batch.tag_length,
+                               ok.ctypes.data, *part)
+        if r < 0:
+            fail(f"{batch.name} message {-r - 1}")
 
-    run_all([part(a, b) for a, b in ranges] or [lambda c: None], host)
-    return True
+    contexts.run_parts(parts, lambda _: contexts.EvpCtx(EVP_NAMES[batch.name], None, None,
+                                                        batch.encrypt), work, host)
 
 
 def address(buf) -> int:
@@ -192,21 +106,6 @@ def _loop_fns() -> tuple:
     return _FNS
 
 
-@contextlib.contextmanager
-def _evp_ctx(cipher, key, enc: int):
-    """An EVP cipher context initialised for ``cipher`` (``key``: None, or set now) in direction
-    ``enc``, freed (its key material cleared) on leaving."""
-    from .libcrypto import LIB, fail
-
-    ctx = LIB.EVP_CIPHER_CTX_new()
-    if not ctx:
-        fail("EVP_CIPHER_CTX_new")
-    try:
-        if LIB.EVP_CipherInit_ex(ctx, cipher, None, key, None, enc) != 1:
-            fail("EVP_CipherInit_ex")
-        yield ctx
-    finally:
-        LIB.EVP_CIPHER_CTX_free(ctx)
 _PYCA_NEWER: bool | None = None
 
 
@@ -281,7 +180,7 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, 
     there is no C loop (the caller takes the batch path).  An OpenSSL failure raises DeviceError."""
     import ctypes
 
-    from .libcrypto import LIB, c_loop, fail, evp_cipher
+    from .libcrypto import LIB, c_loop, fail
 
     loop = c_loop()
     if loop is None or LIB is None or name not in EVP_NAMES:
@@ -293,60 +192,49 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, 
         return -1
     if alone and threads == 1 and name.endswith("-gcm") and len(base) == 12 and _pyca_newer():
         return _pyca_chunks(encrypt, key, base, first, src, dst, n, final, chunk, tag)
-    cipher = evp_cipher(EVP_NAMES[name])
-    enc = 1 if encrypt else 0
     src, dst = address(src), address(dst)
     fns = _loop_fns()
     runs = max(1, min(threads, count * step // _C_RUN_MIN_BYTES, count))
-    per = -(-count // runs)
-    bad = [-1] * runs
+    # runs of whole chunks (the shorter last one with the last run)
+    parts = [(off // step, (off + length) // step) for off, length in
+             split(n, step, runs, _C_RUN_MIN_BYTES)]
+    parts[-1] = (parts[-1][0], count)
+    bad = [-1]
 
-    def part(r: int, lo: int, hi: int):
-        def job(cancel):
-            with _evp_ctx(cipher, key, enc) as ctx:
-                why = ctypes.c_int(0)
-                for a in range(lo, hi, _STEP_CHUNKS):      # (a look at cancel between steps)
-                    if cancel.is_set():
-                        return
-                    b = min(hi, a + _STEP_CHUNKS)
-                    last = b == count and final
-                    done = loop.cg_chunked(*fns, ctx, enc, base, first + a, src + a * step,
-                                           dst + a * out_step, (n if last else b * step) - a * step,
-                                           1 if last else 0, chunk, tag, ctypes.byref(why))
-                    if why.value == 2:
-                        fail(f"{name} chunk {first + a + done}")
-                    if why.value == 1:
-                        bad[r] = a + done
-                        return
-        return job
+    def work(ctx, part, cancel):
+        lo, hi = part
+        why = ctypes.c_int(0)
+        for a in range(lo, hi, _STEP_CHUNKS):      # (a look at cancel between steps)
+            if cancel.is_set():
+                return
+            b = min(hi, a + _STEP_CHUNKS)
+            last = b == count and final
+            done = loop.cg_chunked(*fns, ctx.ptr, enc, base, first + a, src + a * step,
+                                   dst + a * out_step, (n if last else b * step) - a * step,
+                                   1 if last else 0, chunk, tag, ctypes.byref(why))
+            if why.value == 2:
+                fail(f"{name} chunk {first + a + done}")
+            if why.value == 1:
+                bad.append(a + done)
+                return
 
-    run_all([part(r, lo, min(count, lo + per)) for r, lo in enumerate(range(0, count, per))], host)
-    failed = [b for b in bad if b >= 0]
-    return min(failed) if failed else -1
+    enc = 1 if encrypt else 0
+    contexts.run_parts(parts, lambda _: contexts.EvpCtx(EVP_NAMES[name], key, None, encrypt),
+                       work, host)
+    return min(b for b in bad if b >= 0) if len(bad) > 1 else -1
 
 
 def seal(batch, host=None) -> np.ndarray:
     """The tags of ``batch`` sealed on ``host``'s threads (None: this thread's runtime's)."""
-    host = host_threads(host)
     tags = np.empty((batch.count, batch.tag_length), dtype=np.uint8)
-    if batch.name in EVP_NAMES and _c_run(batch, tags, np.empty(0, dtype=np.uint8), host):
-        return tags
-    res = _run(batch, None, host)
-    tags = np.empty((batch.count, batch.tag_length), dtype=np.uint8)
-    for i, t in enumerate(res):
-        tags[i] = np.frombuffer(t, dtype=np.uint8)
+    _messages(batch, tags, np.empty(0, dtype=np.uint8), host_threads(host))
     return tags
 
 
 def open_(batch, tags_in: np.ndarray, host=None) -> np.ndarray:
     """The mask of ``batch``'s verified messages, opened on ``host``'s threads (None: this
-    thread's runtime's)."""
-    host = host_threads(host)
+    thread's runtime's); the plaintext of every other message zeroed."""
     ok8 = np.zeros(batch.count, dtype=np.uint8)
     tags = np.ascontiguousarray(tags_in, dtype=np.uint8).copy()
-    if batch.name in EVP_NAMES and _c_run(batch, tags, ok8, host):
-        return ok8.astype(bool)
-    ok = np.array(_run(batch, tags_in, host), dtype=bool)
-    for i in np.flatnonzero(~ok):
-        batch.dst[batch.off[i]:batch.off[i + 1]] = 0
-    return ok
+    _messages(batch, tags, ok8, host_threads(host))
+    return ok8.astype(bool)

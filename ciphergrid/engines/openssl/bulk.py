@@ -19,7 +19,7 @@ import sys
 from ... import buffers, registry
 from ...errors import InvalidArgument
 from . import contexts, xts
-from .threads import host_threads, run_all, split
+from .threads import host_threads, split
 from ..._lazy import numpy_for
 
 np = numpy_for(__name__)
@@ -90,22 +90,14 @@ def _block_modes(req, src, dst, threads, host) -> None:
         threads = 1  # CBC encryption is serial
     parts = split(src.nbytes, bs, threads)
     # each part's request (CBC decryption reads the block before it: now, before an in-place run)
-    reqs = [req.at(off // bs, req.mode.chain_at(req, src, off // bs)) for off, _ in parts]
-    ctxs = []
-    try:
-        for r in reqs:
-            ctxs.append(contexts.Ctx(req.spec.name, r.key, r.iv, r.encrypt))
+    reqs = {off: req.at(off // bs, req.mode.chain_at(req, src, off // bs)) for off, _ in parts}
+    name = req.spec.name
 
-        def job(ctx, off, length):
-            def run(cancel):
-                ctx.process(src, dst, off, length, cancel)
-                ctx.final()
-            return run
+    def make(part):
+        r = reqs[part[0]]
+        return contexts.Ctx(name, r.key, r.iv, r.encrypt)
 
-        run_all([job(c, off, length) for c, (off, length) in zip(ctxs, parts)], host)
-    finally:
-        for c in ctxs:
-            c.free()
+    contexts.run_parts(parts, make, contexts.update_final(src, dst), host)
 
 
 # --- a fresh output ------------------------------------------------------------------------

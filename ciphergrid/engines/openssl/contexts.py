@@ -1,7 +1,14 @@
-"""EVP cipher contexts: :class:`EvpCtx` (one ``EVP_CIPHER_CTX`` through ctypes) and
-:class:`PycaCtx` (pyca ``cryptography``, when no libcrypto can be loaded), with one interface:
-``process`` (an update over a range, in cancellable steps), ``final``, ``set_iv``, ``xts_units``
-(XTS data units with their tweaks), ``spin`` (the ``openssl speed`` loop) and ``free``.
+"""The OpenSSL engine's one context setup, for block modes and AEADs alike: :class:`EvpCtx` (one
+``EVP_CIPHER_CTX`` through ctypes: the cipher looked up, key and IV set, padding off) and the
+pyca/``cryptography`` fallback when no libcrypto can be loaded (:class:`PycaCtx` for the block
+modes, :class:`PycaAead` for AEAD messages); :func:`run_parts` runs a request's parts (block
+ranges, data units, messages, chunks: ``threads.split``'s) each on a context of its own over the
+host's threads, and frees every context once no thread is inside OpenSSL.
+
+A block context's interface: ``process`` (an update over a range, in cancellable steps),
+``final``, ``set_iv``, ``xts_units`` (XTS data units with their tweaks), ``spin`` (the ``openssl
+speed`` loop) and ``free``; an AEAD's context carries the cipher only (``key=None``), each message
+keyed in the C loop (aead.py).
 
 Semantics follow ``openssl enc -nopad``: padding is switched off, so nothing is ever added or
 removed here.  Keys are copied into ctypes buffers that are zeroed right after
@@ -14,20 +21,49 @@ from __future__ import annotations
 import ctypes
 import time
 
-from ... import registry
 from ...buffers import address
 from ...errors import DeviceError, InvalidKey, InvalidLength, UnsupportedCipher
+from . import threads
 from .libcrypto import LIB, RAW, c_loop, evp_cipher, fail, fn_addr
 from .threads import STEP, check_cancel
 from ..._lazy import numpy_for
 
 np = numpy_for(__name__)
 
-__all__ = ["Ctx", "EvpCtx", "PycaCtx", "has_evp", "pyca_mode"]
+__all__ = ["Ctx", "EvpCtx", "PycaCtx", "PycaAead", "has_evp", "pyca_mode", "run_parts"]
+
+
+def run_parts(parts, make, work, host=None) -> None:
+    """``work(ctx, part, cancel)`` for each of ``parts`` on a context of its own (``make(part)``,
+    all made before any runs: a key OpenSSL refuses runs nothing), the first part in this thread
+    and the others on ``host``'s pool (a runtime.Threads; None: this thread's runtime's); every
+    context freed once none of them is in use, whatever happened."""
+    ctxs = []
+    try:
+        for part in parts:
+            ctxs.append(make(part))
+        threads.run_all([_job(work, c, part) for c, part in zip(ctxs, parts)], host)
+    finally:
+        for c in ctxs:
+            c.free()
+
+
+def update_final(src, dst):
+    """The work of a block mode's part (offset, length): its bytes from ``src`` into ``dst``
+    through its context, then the context's final."""
+    def work(ctx, part, cancel):
+        ctx.process(src, dst, part[0], part[1], cancel)
+        ctx.final()
+    return work
+
+
+def _job(work, ctx, part):
+    return lambda cancel: work(ctx, part, cancel)
 
 
 class EvpCtx:
-    """One EVP_CIPHER_CTX, initialised with the key (and IV) at construction."""
+    """One EVP_CIPHER_CTX, initialised with the cipher, the key (``None``: the cipher only, keyed
+    later per message) and the IV at construction."""
 
     __slots__ = ("ptr", "ivbuf", "outl", "poutl", "scratch", "__weakref__")
 
@@ -40,23 +76,25 @@ class EvpCtx:
         self.outl = ctypes.c_int(0)
         self.poutl = ctypes.byref(self.outl)
         self.scratch = ctypes.create_string_buffer(64)
-        keybuf = ctypes.create_string_buffer(max(1, len(key)))
-        try:
-            ctypes.memmove(keybuf, key, len(key))
-            ivp = None
-            if iv is not None:
-                ctypes.memmove(self.ivbuf, iv, len(iv))
-                ivp = ctypes.addressof(self.ivbuf)
-            enc = 1 if encrypt else 0
-            # the cipher first, then the key: a cipher of variable key length (CAST5) is told the
-            # key's length before it reads the key
-            ok = LIB.EVP_CipherInit_ex(self.ptr, cipher, None, None, None, enc)
-            if ok == 1 and LIB.cg_ctx_key_length(self.ptr) != len(key):
-                ok = LIB.EVP_CIPHER_CTX_set_key_length(self.ptr, len(key))
-            if ok == 1:
-                ok = LIB.EVP_CipherInit_ex(self.ptr, None, None, ctypes.addressof(keybuf), ivp, enc)
-        finally:
-            ctypes.memset(keybuf, 0, len(keybuf))
+        enc = 1 if encrypt else 0
+        # the cipher first, then the key: a cipher of variable key length (CAST5) is told the
+        # key's length before it reads the key
+        ok = LIB.EVP_CipherInit_ex(self.ptr, cipher, None, None, None, enc)
+        if key is not None:
+            keybuf = ctypes.create_string_buffer(max(1, len(key)))
+            try:
+                ctypes.memmove(keybuf, key, len(key))
+                ivp = None
+                if iv is not None:
+                    ctypes.memmove(self.ivbuf, iv, len(iv))
+                    ivp = ctypes.addressof(self.ivbuf)
+                if ok == 1 and LIB.cg_ctx_key_length(self.ptr) != len(key):
+                    ok = LIB.EVP_CIPHER_CTX_set_key_length(self.ptr, len(key))
+                if ok == 1:
+                    ok = LIB.EVP_CipherInit_ex(self.ptr, None, None, ctypes.addressof(keybuf),
+                                               ivp, enc)
+            finally:
+                ctypes.memset(keybuf, 0, len(keybuf))
         if ok != 1:
             self.free()
             fail("EVP_CipherInit_ex")
@@ -169,6 +207,8 @@ class EvpCtx:
 
 def pyca_mode(evp_name: str):
     """(algorithm class, Mode) for pyca, or None when pyca lacks the cipher."""
+    from ... import registry
+
     try:
         spec = registry.lookup(evp_name)
     except UnsupportedCipher:
@@ -254,6 +294,82 @@ class PycaCtx:
     def free(self) -> None:
         self.ctx = None
         self.alg = None
+
+
+class PycaAead:
+    """AEAD messages through pyca's one-shot objects (AESGCM, ChaCha20Poly1305) or, for a nonce or
+    tag length they refuse, AES-GCM's streaming interface: the fallback of the C loop (none, or
+    one small message, where pyca's one call costs less).  ``messages`` writes what the C loop
+    writes: the tags (sealing), or ``ok`` with the plaintext of every failed message zeroed."""
+
+    __slots__ = ("name", "kind", "encrypt")
+
+    def __init__(self, name: str, encrypt: bool):
+        from ... import aeads
+
+        self.name, self.kind, self.encrypt = name, aeads.lookup(name).openssl[name], encrypt
+
+    def messages(self, batch, tags, ok, lo: int, hi: int, cancel=None) -> None:
+        """Messages [lo, hi) of ``batch``: sealing writes tags[i]; opening checks tags[i] and
+        sets ok[i] (a failed message's plaintext zeroed)."""
+        for i in range(lo, hi):
+            check_cancel(cancel)
+            a, b = int(batch.off[i]), int(batch.off[i + 1])
+            key = batch.keys[batch.key_index[i]].tobytes()
+            aad = batch.aad[batch.aad_off[i]:batch.aad_off[i + 1]].tobytes()
+            got = self._one(key, batch.nonces[i].tobytes(), aad, batch.src[a:b], batch.dst[a:b],
+                            batch.tag_length, None if self.encrypt else tags[i].tobytes())
+            if self.encrypt:
+                tags[i] = np.frombuffer(got, dtype=np.uint8)
+            else:
+                ok[i] = got
+                if not got:
+                    batch.dst[a:b] = 0
+
+    def _one(self, key: bytes, nonce: bytes, aad: bytes, src, dst, tag_length: int, tag_in):
+        """One message; its tag (sealing) or whether it verified (opening)."""
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+        if self.kind == "ChaCha20Poly1305":
+            return self._one_shot(ChaCha20Poly1305(key), nonce, aad, src, dst, tag_in)
+        if tag_length == 16 and 8 <= len(nonce) <= 128:   # pyca's one-shot AESGCM: one call
+            return self._one_shot(AESGCM(key), nonce, aad, src, dst, tag_in)
+        if not self.name.startswith("aes-"):
+            raise UnsupportedCipher(f"cryptography has no AEAD {self.name!r}")
+        # AES-GCM through the streaming interface: any nonce length, truncated tags
+        if self.encrypt:
+            ctx = Cipher(algorithms.AES(key), modes.GCM(nonce)).encryptor()
+        else:
+            ctx = Cipher(algorithms.AES(key),
+                         modes.GCM(nonce, tag_in, min_tag_length=len(tag_in))).decryptor()
+        if aad:
+            ctx.authenticate_additional_data(aad)
+        out = ctx.update(src.tobytes())
+        try:
+            out += ctx.finalize()
+        except InvalidTag:
+            return False
+        dst[:] = np.frombuffer(out, dtype=np.uint8)
+        return ctx.tag[:tag_length] if self.encrypt else True
+
+    def _one_shot(self, a, nonce: bytes, aad: bytes, src, dst, tag_in):
+        from cryptography.exceptions import InvalidTag
+
+        if self.encrypt:
+            out = a.encrypt(nonce, src.tobytes(), aad)
+            dst[:] = np.frombuffer(out, dtype=np.uint8, count=src.nbytes)
+            return out[src.nbytes:]
+        try:
+            out = a.decrypt(nonce, src.tobytes() + tag_in, aad)
+        except InvalidTag:
+            return False
+        dst[:] = np.frombuffer(out, dtype=np.uint8)
+        return True
+
+    def free(self) -> None:
+        pass
 
 
 #: the context class in use: EvpCtx, or PycaCtx when no libcrypto could be loaded (the engine's

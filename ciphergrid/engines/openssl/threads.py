@@ -105,3 +105,17 @@ def split(n: int, unit: int, threads: int, min_chunk: int | None = None) -> list
     last_off, last_len = out[-1]
     out[-1] = (last_off, last_len + (n - off))
     return out
+
+
+def ranges(weights, threads: int) -> list[tuple[int, int]]:
+    """Cut items 0..len(weights)-1 (messages, chunks) into at most ``threads`` non-empty
+    (first, end) ranges of about equal total weight."""
+    import numpy as np
+
+    m = len(weights)
+    if threads <= 1 or m <= 1:
+        return [(0, m)]
+    cum = np.cumsum(weights)
+    cuts = [0] + [int(np.searchsorted(cum, cum[-1] * k / threads)) for k in range(1, threads)]
+    cuts.append(m)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]

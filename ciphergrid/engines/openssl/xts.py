@@ -40,11 +40,8 @@ def run(req, src: np.ndarray, dst: np.ndarray, threads: int, host=None) -> None:
         n = src.size
         if n > MAX_UPDATE:
             raise InvalidLength(f"{spec.name}: a data unit of {n} bytes is too large")
-        ctx = contexts.Ctx(spec.name, req.key, req.iv, req.encrypt)
-        try:
-            ctx.process(src, dst, 0, n)
-        finally:
-            ctx.free()
+        contexts.run_parts([(0, n)], lambda _: contexts.Ctx(spec.name, req.key, req.iv, req.encrypt),
+                           lambda ctx, part, cancel: ctx.process(src, dst, *part, cancel), host)
 
 
 def sector_tweaks(start_sector: int, count: int) -> np.ndarray:
@@ -68,25 +65,16 @@ def sectors(evp_name, key, src, dst, encrypt, threads, unit, start_sector, host=
     tweaks = sector_tweaks(start_sector, count)
     if LIB is not None and c_loop() is None and unit < CTYPES_THREAD_MIN_UNIT:
         threads = 1  # two ctypes calls per small unit: threads would only convoy on the GIL
-    parts = split(n, unit, threads)
-    ctxs = []
-    try:
-        for _ in parts:
-            ctxs.append(contexts.Ctx(evp_name, key, None, encrypt))
+    step = max(unit, STEP // unit * unit)  # whole units per look at the flag
 
-        def job(ctx, off, length):
-            def run(cancel):
-                step = max(unit, STEP // unit * unit)  # whole units per look at the flag
-                for a in range(off, off + length, step):
-                    check_cancel(cancel)
-                    m = min(step, off + length - a)
-                    ctx.xts_units(tweaks, a // unit, src, dst, a, m, unit)
-            return run
+    def work(ctx, part, cancel):
+        off, length = part
+        for a in range(off, off + length, step):
+            check_cancel(cancel)
+            ctx.xts_units(tweaks, a // unit, src, dst, a, min(step, off + length - a), unit)
 
-        run_all([job(c, off, length) for c, (off, length) in zip(ctxs, parts)], host)
-    finally:
-        for c in ctxs:
-            c.free()
+    contexts.run_parts(split(n, unit, threads), lambda _: contexts.Ctx(evp_name, key, None, encrypt),
+                       work, host)
 
 
 # --- XTS composed from ECB, for registered XTS names OpenSSL has no EVP cipher for ------------
@@ -95,12 +83,8 @@ def sectors(evp_name, key, src, dst, encrypt, threads, unit, start_sector, host=
 
 def _ecb(evp_name: str, key: bytes, src: np.ndarray, dst: np.ndarray, encrypt: bool) -> None:
     """ECB of whole blocks src -> dst (flat uint8, same size; dst may be src), in this thread."""
-    ctx = contexts.Ctx(evp_name, key, None, encrypt)
-    try:
-        ctx.process(src, dst, 0, src.size)
-        ctx.final()
-    finally:
-        ctx.free()
+    contexts.run_parts([(0, src.size)], lambda _: contexts.Ctx(evp_name, key, None, encrypt),
+                       contexts.update_final(src, dst))
 
 
 def _encrypted_tweaks(ecb: str, k2: bytes, raw: np.ndarray) -> np.ndarray:
