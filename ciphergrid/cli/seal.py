@@ -16,8 +16,9 @@ COPY_STEP = 4 << 20
 
 def cmd_seal(args, seal: bool) -> int:
     """``ciphergrid seal`` / ``open``: C2SP chunked encryption (Cobblestone-128, or -256 with
-    --aes256); the chunks in OpenSSL's C loop on every core, or in AEAD batches of 64 MiB on a
-    device (formats/cobblestone.py, transfer/sealed.py).  ``open`` releases each chunk once its
+    --aes256); the chunks in OpenSSL's C loop on every core, or on a device as AEAD batches: the
+    whole message one batch between two regular files, else batches of 64 MiB
+    (formats/cobblestone.py, transfer/sealed.py).  ``open`` releases each chunk once its
     tag verified (a regular --out appears only when the whole message did; --all-or-nothing
     holds a stream's back until then too); with --offset / --length it maps the file and reads
     only the chunks of that range.
@@ -127,10 +128,11 @@ def _seal(args, src, context: bytes, served=None) -> int:
         _said(args, sch, "seal", plan)
         return EXIT_OK
     total = None if src.size is None else cb.sealed_length(src.size) - cb.HEADER
-    device = _where(args, sch, "seal")
-    with _Stream(args, "sealed", total, device) as st:
+    where = _where(args, sch)
+    with _Stream(args, "sealed", total, where[0]) as st:
         with Output(args.outfile, sync=not args.no_sync) as out:
             st.out = out
+            _say_where(args, sch, "seal", where, src, out)
             from ..transfer import sealed
 
             s = cb.Sealer(sch, key, context, device=args.device, path="stream")
@@ -185,7 +187,8 @@ def _open(args, src, context: bytes, key: bytes, sch, head: bytes, served=None) 
                              progress=progress)
         device = "service"
     else:
-        device = _where(args, sch, "open")
+        where = _where(args, sch)
+        device = where[0]
         from ..transfer import sealed
 
         def run(fd: int, progress=None) -> None:
@@ -194,6 +197,8 @@ def _open(args, src, context: bytes, key: bytes, sch, head: bytes, served=None) 
     with _Stream(args, "opened", total, device, served=served is not None) as st:
         with Output(args.outfile, sync=not args.no_sync) as out:
             st.out = out
+            if served is None:
+                _say_where(args, sch, "open", where, src, out)
             if args.all_or_nothing and out.kind == "through":
                 _staged(out, st, run)
             else:
@@ -229,20 +234,37 @@ def _staged(out, st, run) -> None:
             pos += got
 
 
-def _where(args, sch, verb: str) -> str:
-    """Where the chunks run: OpenSSL's C loop on this process's cores ("native"), or a device's
-    AEAD batches (its spec); said with -v."""
+def _where(args, sch) -> tuple[str, bool, str]:
+    """Where the chunks run: (the device's spec, or "native"; whether OpenSSL's C loop runs
+    them on this process's cores; route's reason or "")."""
     from ..transfer import sealed
 
-    n = sealed.BATCH_PIECE
-    native, device, reason = sealed.runs_on(sch, args.device, n)
+    native, device, reason = sealed.runs_on(sch, args.device, sealed.BATCH_PIECE)
+    return device, native, reason
+
+
+def _say_where(args, sch, verb: str, where: tuple, src, out) -> None:
+    """-v, once the output is open: OpenSSL's C loop and its cores, or the device and its
+    batches -- the whole message one batch between a regular input and a regular output that
+    no one can open (transfer.sealed.mapped), else batches of BATCH_PIECE."""
+    if not args.verbose:
+        return
+    import os
+
+    from .. import settings
+    from ..transfer import sealed
+
+    device, native, reason = where
     if native:
-        where = f"native (OpenSSL's C loop, {sealed.cores()} cores)"
+        how = f"native (OpenSSL's C loop, {sealed.cores()} cores)"
     else:
-        where = f"{device} (AEAD batches of {n >> 20} MiB)" + (f", {reason}" if reason else "")
-    if args.verbose:
-        print(f"ciphergrid: {sch.name} {verb} on {where}", file=sys.stderr)
-    return device
+        whole = (src.regular and bool(src.size) and out.kind == "replace"
+                 and settings.transfer().stream_mmap not in ("0", "out")
+                 and (verb == "seal" or os.fstat(out.fd).st_nlink == 0))
+        how = device + (" (the whole message one AEAD batch over the mapped files" if whole
+                        else f" (AEAD batches of {sealed.BATCH_PIECE >> 20} MiB")
+        how += (f", {reason})" if reason else ")")
+    print(f"ciphergrid: {sch.name} {verb} on {how}", file=sys.stderr)
 
 
 class _Stream:
