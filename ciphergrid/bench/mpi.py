@@ -138,7 +138,9 @@ MODEL = {
     "poll_s": 1e-3,               # its polling's worst delay (mpi.POLL_MAX_S)
     "latency_s": 5e-6,            # one MPI message (assumed: an InfiniBand-class interconnect)
     "per_node_bytes": 64 << 30,   # each node's share of the job (weak scaling: fixed per node)
-    "in_flight": 2,               # ranges a worker holds (mpi.IN_FLIGHT)
+    "in_flight": 2,               # ranges a worker holds (the model's dealing: one range at a
+                                  # time, the next one queued; the scheduler's dealer hands a
+                                  # rank its share whole instead, docs/mpi.md)
 }
 
 
