@@ -158,7 +158,9 @@ _CRYPT_ARGS = """
             (``ciphergrid.EngineFailureWarning``).  GPU-resident data: over the spec's CUDA
             GPUs and its own (the others through peer copies), finished when the call returns.
         stats: a ``ciphergrid.SchedulerStats()`` to fill in: the bytes, ranges and seconds of
-            each engine that ran, the failures and the bytes run again.
+            each engine that ran, the failures and the bytes run again, and how the job ran
+            (``choice``: together, or on one member ``alone`` where together was slower; ""
+            for a job not judged: under 64 MiB, on one engine, or on GPU-resident data).
         padding: ``None`` or ``"pkcs7"`` (ECB and CBC only).
         sector_size, start_sector: XTS only: cut the data into data units of ``sector_size``
             bytes, unit ``i`` taking the tweak LE128(``start_sector`` + i) (disk-sector style).
