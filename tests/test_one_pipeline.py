@@ -192,7 +192,7 @@ def _aead_batch(b, monkeypatch, name: str, *, encrypt: bool, slices: bool) -> di
     monkeypatch.setattr(drv, "slice_bytes", 600 if slices else None, raising=False)
     monkeypatch.setattr(drv, "slice_mean_max", None, raising=False)
     monkeypatch.setattr(drv, "kernel_queues", 2, raising=False)
-    batches._queues(b, 2)   # (the batches' queues are the backend's: made before the trace)
+    batches._lanes(b, 2)   # (the batches' queues are the backend's: made before the trace)
     tr = Trace(b, monkeypatch)
     got = batches.run(b, drv, batch, received=received, piece_bytes=1500, depth=2)
     monkeypatch.undo()

@@ -8,7 +8,10 @@ Modules (none imports another in a cycle; this package file imports none of them
     workers    the prepare / finish worker threads
     files      the file side of a stream: ends, mappings, read/write loops; RAM-disk prefault
     chunking   chunk size and depth per device: arguments, settings, the tuning cache, defaults
-    driver     chunks, jobs (CipherJob, CopyJob) and the Pipeline (arrays and streams)
+    flight     the one pipeline: jobs of any kind in flight on the lanes (up, kernels, down),
+               from one thread or staged and retired by workers; drain and abort on failure
+    driver     chunks, jobs (CipherJob, CopyJob) and the Pipeline (arrays and streams): the
+               block ciphers' job kind of the one pipeline (batches: the AEADs')
     autotune   measuring the best chunk size and depth (writes the tuning cache)
     runs       cached pipelines (pipeline_for) and the entry points: run_chunks, copy,
                stream_crypt, stream_copy

@@ -2,13 +2,14 @@
 
 A batch (aeads.base.Batch) is cut at message boundaries into pieces of about ``piece_bytes`` of
 text (a message longer than that is a piece alone); every piece is a batch of its own, run by
-the AEAD's driver as one Job.  As the block ciphers' pipeline does with its chunks
-(transfer/driver.py, "inline"), ONE thread enqueues every piece and waits only for the oldest
-when too many are in flight: the uploads on one queue, the kernels on a second, the downloads on
-a third, each piece's kernels waiting on the device for its uploads and its downloads for its
-kernels -- so one piece's upload, another's kernels and a third's download run at once (both copy
-engines and the SMs busy), and no host thread waits for another's lock.  A job's host work is a
-few vectorised array operations and ONE upload of its metadata from page-locked staging
+the AEAD's driver as one Job: the AEADs' job kind of the one pipeline (transfer/flight.py),
+whose block ciphers' kind is transfer/driver.py's chunks.  As for an array's chunks there, ONE
+thread enqueues every piece and waits only for the oldest when too many are in flight: the
+uploads on one queue, the kernels on a second, the downloads on a third, each piece's kernels
+waiting on the device for its uploads and its downloads for its kernels -- so one piece's
+upload, another's kernels and a third's download run at once (both copy engines and the SMs
+busy), and no host thread waits for another's lock.  A job's host work is a few vectorised
+array operations and ONE upload of its metadata from page-locked staging
 (engines.device_aead.job.Job.stage); the first piece's first slice of texts goes up before any
 of it (``head_start``).  The pieces are large and move in slices (Job's ``slices``: each
 slice's texts uploaded, run and downloaded on their own, the host work once per piece; a
@@ -30,7 +31,6 @@ received=)``), with the shared layer's ``verify``.
 
 from __future__ import annotations
 
-from collections import deque
 from contextlib import ExitStack, contextmanager
 from itertools import accumulate
 
@@ -39,6 +39,7 @@ import numpy as np
 from ..aeads.base import verify
 from ..engines.base import start_beside
 from ..engines.device_aead.job import Head, upload_texts
+from .flight import Lanes, fly
 from .pinning import pinned
 
 #: text per piece (whole messages); up to 2 x DEPTH pieces in flight; RAMP: halvings of the
@@ -142,15 +143,15 @@ def texts_range(arr, lo: int, hi: int):
     return arr[lo:hi]
 
 
-def _queues(backend, kernel_queues: int = 1) -> tuple:
-    """The backend's queues for batches: (uploads, [kernels, ...], downloads), made once (not
-    before every batch's first upload).  Runs in several threads may share them: every
-    dependency between a job's uploads, kernels and downloads is an event, so sharing only
-    orders their work."""
+def _lanes(backend, kernel_queues: int = 1) -> Lanes:
+    """The backend's queues for batches as the pipeline's lanes: uploads, ``kernel_queues``
+    kernel queues, downloads, made once (not before every batch's first upload).  Runs in
+    several threads may share them: every dependency between a job's uploads, kernels and
+    downloads is an event, so sharing only orders their work."""
     qs = backend.__dict__.setdefault("_batch_queues", [])
     while len(qs) < 2 + kernel_queues:
         qs.append(backend.queue())
-    return qs[0], qs[2:2 + kernel_queues], qs[1]
+    return Lanes(backend, qs[0], qs[2:2 + kernel_queues], qs[1])
 
 
 def layout(driver, nbytes: int, count: int) -> tuple[int, int | None]:
@@ -371,51 +372,73 @@ def run(backend, driver, batch, *, received: np.ndarray | None = None, beside=No
     n = len(bounds) - 1
     if (n <= 1 and not slice_bytes) or depth <= 1:
         return whole(driver, batch, received=received, beside=beside)
-    q_up, q_ks, q_down = _queues(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
-    flight: deque = deque()   # (job, its piece, the piece as run, first, end message), oldest first
-    out = None                # the result, made once the first piece is enqueued
-
-    def retire() -> None:
-        job, sub, ran, a, b = flight.popleft()
-        tags = job.finish()
-        if rows is not None:
-            rows.done(ran, sub)
-        out[a:b] = tags if received is None else verify(ran, tags, received[a:b])
-
+    lanes = _lanes(backend, max(1, int(getattr(driver, "kernel_queues", 1))))
+    kind = _Pieces(driver, batch, bounds, rows, slice_bytes, align, lanes, received)
     with page_locked(backend, batch):
-        try:
-            end = int(batch.off[bounds[1]])
-            head = None if rows else head_start(backend, batch, end, slice_bytes or end, q_up)
-            for k in range(n):
-                if len(flight) >= 2 * depth:
-                    start_beside(beside)
-                    retire()
-                a, b = bounds[k], bounds[k + 1]
-                sub = piece(batch, a, b)
-                ran = sub if rows is None else rows.stage(sub, q_up)
-                job = driver.prepare(ran, q_up, slices=slice_cuts(sub.off, slice_bytes, align)
-                                     if slice_bytes else None, head=head)
-                head = None
-                flight.append((job, sub, ran, a, b))
-                job.enqueue(q_ks[k % len(q_ks)], q_down)   # (each slice's texts down at once)
-                if rows is not None:
-                    rows.down(ran, sub, q_down)
-                job.collect(q_down)
-                if out is None:   # (after the first piece's work is on the device)
-                    out = (np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
-                           if received is None else np.zeros(batch.count, dtype=bool))
-            start_beside(beside)
-            while flight:
-                retire()
-        except BaseException:
-            # (an interrupt, a device error: every piece in flight wiped and waited for before
-            # the caller's buffers are unlocked)
-            for job, *_ in flight:
-                job.abort()
-            for q in (q_up, *q_ks, q_down):
-                try:
-                    backend.finish(q)
-                except Exception:
-                    pass
-            raise
-    return out
+        # (an interrupt, a device error: every queue drained, then every piece in flight
+        # wiped, before the caller's buffers are unlocked)
+        fly(kind, lanes, n, window=2 * depth,
+            full=lambda: start_beside(beside), ending=lambda _: start_beside(beside))
+    return kind.out
+
+
+class _Piece:
+    """A piece in flight: its job, the piece, the piece as run (its rows staged), its
+    messages [a, b)."""
+
+    __slots__ = ("job", "sub", "ran", "a", "b")
+
+    def __init__(self, job, sub, ran, a: int, b: int):
+        self.job, self.sub, self.ran, self.a, self.b = job, sub, ran, a, b
+
+
+class _Pieces:
+    """The AEAD batches' job kind of the one pipeline (transfer/flight.py): piece ``seq`` of
+    a batch (messages ``bounds[seq]`` to ``bounds[seq + 1]``) as one Job of the driver: its
+    rows staged, its metadata and texts up on the upload queue (``stage``; the first piece's
+    first slice of texts before any host work: ``head_start``), its kernels on the kernel queue
+    of its turn with each slice's texts down at once, its tags down after them (``launch``);
+    retired: its tags into the result, or compared with the ones received."""
+
+    def __init__(self, driver, batch, bounds, rows, slice_bytes, align, lanes, received):
+        self.driver, self.batch, self.bounds, self.rows = driver, batch, bounds, rows
+        self.slice_bytes, self.align, self.lanes = slice_bytes, align, lanes
+        self.received = received
+        self.head = None
+        self.out = None           # the result, made once the first piece is enqueued
+
+    def stage(self, k: int) -> _Piece:
+        batch, rows, slice_bytes = self.batch, self.rows, self.slice_bytes
+        if k == 0:
+            end = int(batch.off[self.bounds[1]])
+            self.head = None if rows else head_start(self.lanes.b, batch, end,
+                                                     slice_bytes or end, self.lanes.up)
+        a, b = self.bounds[k], self.bounds[k + 1]
+        sub = piece(batch, a, b)
+        ran = sub if rows is None else rows.stage(sub, self.lanes.up)
+        job = self.driver.prepare(ran, self.lanes.up, slices=slice_cuts(sub.off, slice_bytes,
+                                                                    self.align)
+                                  if slice_bytes else None, head=self.head)
+        self.head = None
+        return _Piece(job, sub, ran, a, b)
+
+    def launch(self, p: _Piece, k: int) -> None:
+        down = self.lanes.down
+        p.job.enqueue(self.lanes.kernel(k), down)   # (each slice's texts down at once)
+        if self.rows is not None:
+            self.rows.down(p.ran, p.sub, down)
+        p.job.collect(down)
+        if self.out is None:   # (after the first piece's work is on the device)
+            batch = self.batch
+            self.out = (np.zeros((batch.count, batch.tag_length), dtype=np.uint8)
+                        if self.received is None else np.zeros(batch.count, dtype=bool))
+
+    def retire(self, p: _Piece) -> None:
+        tags = p.job.finish()
+        if self.rows is not None:
+            self.rows.done(p.ran, p.sub)
+        self.out[p.a:p.b] = (tags if self.received is None
+                             else verify(p.ran, tags, self.received[p.a:p.b]))
+
+    def abort(self, p: _Piece) -> None:
+        p.job.abort()

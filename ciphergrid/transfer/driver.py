@@ -6,7 +6,9 @@ and the worker threads of one backend, and runs one message at a time: an array
 (:meth:`Pipeline.stream`: :mod:`ciphergrid.transfer.streams`, the file side in
 :mod:`ciphergrid.transfer.files`).  A job says what the device does to each chunk
 (:mod:`ciphergrid.transfer.jobs`): :class:`CipherJob` (a mode kernel of a KeyedProgram) or
-:class:`CopyJob` (the copy-only strawman).  The data path is described in
+:class:`CopyJob` (the copy-only strawman).  The chunks are a job kind of the one pipeline
+(:mod:`ciphergrid.transfer.flight`: their order, overlap, ends and failures; an AEAD batch's
+pieces are the other, :mod:`ciphergrid.transfer.batches`).  The data path is described in
 :mod:`ciphergrid.transfer`.
 """
 
@@ -14,14 +16,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
-from concurrent.futures import Future
 
 import numpy as np
 
 from .. import settings as _settings
 from ..errors import InvalidArgument
 from . import chunking
+from .flight import Lanes, fly, fly_threaded
 from .jobs import Chunk, CipherJob, CopyJob, copy_job, flat_uint8
 from .pinning import pins_of
 from .staging import Staging, transfer_mode
@@ -47,6 +48,50 @@ class _Slot:
         self.ev_d2h = None
 
 
+class _Chunks:
+    """The block ciphers' job kind of the one pipeline (transfer/flight.py): chunk ``seq`` of a
+    message, made by ``produce`` (its host side: staged or page-locked), through the job's
+    kernel in device slot ``seq mod depth`` (``Pipeline._enqueue``: H2D, kernel, D2H on the
+    three queues), then ``finish`` (its host side after D2H) and its buffers released."""
+
+    __slots__ = ("pipe", "job", "produce", "finish", "progress", "launched")
+
+    def __init__(self, pipe, job, produce, finish, progress):
+        self.pipe, self.job, self.produce, self.finish = pipe, job, produce, finish
+        self.progress = progress
+        self.launched = 0
+
+    def stage(self, seq: int):
+        return self.produce(seq)
+
+    def launch(self, ch: Chunk, seq: int) -> None:
+        self.pipe._enqueue(self.job, ch, seq)
+        self.launched += 1
+
+    def retire(self, ch: Chunk) -> None:
+        try:
+            if ch.ev is not None:
+                self.pipe.b.wait(ch.ev)
+            self.finish(ch)
+            if self.progress is not None:
+                self.progress(ch.nbytes + len(ch.extra))
+        finally:
+            self.abort(ch)
+
+    def abort(self, ch: Chunk) -> None:
+        """Release the chunk's page-locked ranges and staging buffers."""
+        if ch.src_pins is not None:
+            ch.src_pins.release(ch.lo, ch.lo + ch.nbytes)
+            ch.src_pins = None
+        if ch.dst_pins is not None:
+            ch.dst_pins.release(ch.lo, ch.lo + ch.nbytes)
+            ch.dst_pins = None
+        staging = self.pipe._staging
+        for i in ch.bufs:
+            staging.put(i)
+        ch.bufs = []
+
+
 # ------------------------------------------------------------------------------------ the pipeline
 class Pipeline(PipelineStreams):
     """Device slots and three queues on one backend; runs arrays and streams through them.
@@ -69,6 +114,7 @@ class Pipeline(PipelineStreams):
         self.q_up = backend.queue()
         self.q_k = backend.queue()
         self.q_down = backend.queue()
+        self.lanes = Lanes(backend, self.q_up, [self.q_k], self.q_down)
         self._slots: list[_Slot] = []
         self._slot_cap = 0
         self._scratch = None
@@ -129,70 +175,30 @@ class Pipeline(PipelineStreams):
     # -- the engine room ------------------------------------------------------------------------
     def _run(self, job, produce, finish, *, permits: int, nprep: int, nfin: int, cap: int,
              progress=None, inline: bool = False, abort_wait: float | None = None) -> None:
-        """Drive chunks ``produce(0), produce(1), ...`` (None: no more) through the device."""
-        b = self.b
-        chunk_blocks = cap // job.bs
-        self._ensure(cap, job.scratch_bytes(chunk_blocks))
-        staging = self._staging
+        """Drive chunks ``produce(0), produce(1), ...`` (None: no more) through the device: the
+        one pipeline (transfer/flight.py) with the chunks as its job kind."""
+        self._ensure(cap, job.scratch_bytes(cap // job.bs))
+        kind = _Chunks(self, job, produce, finish, progress)
         t0 = time.perf_counter()
-        nchunks = 0
-
-        def retire(ch: Chunk) -> None:
-            try:
-                if ch.ev is not None:
-                    b.wait(ch.ev)
-                finish(ch)
-                if progress is not None:
-                    progress(ch.nbytes + len(ch.extra))
-            finally:
-                _release(ch)
-
-        def _release(ch: Chunk) -> None:
-            if ch.src_pins is not None:
-                ch.src_pins.release(ch.lo, ch.lo + ch.nbytes)
-                ch.src_pins = None
-            if ch.dst_pins is not None:
-                ch.dst_pins.release(ch.lo, ch.lo + ch.nbytes)
-                ch.dst_pins = None
-            for i in ch.bufs:
-                staging.put(i)
-            ch.bufs = []
-
         if inline:
             # Nothing for worker threads to do (no staging copy, every page already locked):
             # enqueue every chunk from this thread - the device orders the three queues through
             # the events, the host waits once, for the last copy back.
-            done: list[Chunk] = []
-            try:
-                while True:
-                    ch = produce(nchunks)
-                    if ch is None:
-                        break
-                    done.append(ch)
-                    self._enqueue(job, ch, nchunks)
-                    nchunks += 1
-                    if ch.last:
-                        break
+            def ending(done: list) -> None:
                 evs = [c.ev for c in done if c.ev is not None]
                 if evs:  # in-order D2H queue: the last copy back ends last
                     self._wait_last(evs[-1], sum(c.nbytes for c in done), t0,
                                     getattr(job, "rate_key", "copy"))
-                while done:
-                    ch = done.pop(0)
-                    ch.ev = None
-                    retire(ch)
-            except BaseException:
-                self._abort_device()
-                for ch in done:
-                    _release(ch)
-                raise
+                for c in done:
+                    c.ev = None
+
+            try:
+                fly(kind, self.lanes, ending=ending)
             finally:
                 self._forget_events()
-                self.stats = {"chunks": nchunks, "seconds": time.perf_counter() - t0, "cap": cap,
-                              "inline": True}
+                self.stats = {"chunks": kind.launched, "seconds": time.perf_counter() - t0,
+                              "cap": cap, "inline": True}
             return
-
-        sem = threading.Semaphore(permits)
         # worker threads: the pipeline's own (kept between runs) when any thread may take any
         # chunk; fresh single threads when order matters (a pipe) - those die with the run
         own = nprep == self.threads and nfin == self.threads
@@ -203,93 +209,18 @@ class Pipeline(PipelineStreams):
             prep, fin = self._workers
         else:
             prep, fin = Workers(nprep, "prep"), Workers(nfin, "finish")
-        pending: deque[Future] = deque()
-        finishing: deque[Future] = deque()
-        failure: list[BaseException] = []
-
-        def reap(block: bool = False) -> None:
-            while finishing and (finishing[0].done() or block):
-                f = finishing.popleft()
-                e = f.exception()
-                if e is not None:
-                    raise e
-
-        def check_finishers() -> None:
-            for f in list(finishing):
-                if f.done() and f.exception() is not None:
-                    raise f.exception()
-
-        def produce_guarded(i: int):
-            try:
-                ch = produce(i)
-            except BaseException:
-                sem.release()
-                raise
-            if ch is None:
-                sem.release()
-            return ch
-
-        def finish_guarded(ch: Chunk):
-            try:
-                retire(ch)
-            finally:
-                sem.release()
-
-        i = 0
-        stop = False
+        ok = False
         try:
-            while True:
-                while not stop:
-                    if pending:
-                        if not sem.acquire(blocking=False):
-                            break
-                    else:
-                        while not sem.acquire(timeout=0.05):
-                            check_finishers()
-                    pending.append(prep.submit(produce_guarded, i))
-                    i += 1
-                if not pending:
-                    break
-                ch = pending.popleft().result()
-                if ch is None:
-                    stop = True
-                    continue
-                if ch.last:
-                    stop = True
-                try:
-                    self._enqueue(job, ch, nchunks)
-                except BaseException:
-                    _release(ch)
-                    sem.release()
-                    raise
-                nchunks += 1
-                finishing.append(fin.submit(finish_guarded, ch))
-                reap()
-            reap(block=True)
-        except BaseException as e:
-            failure.append(e)
-            raise
+            fly_threaded(kind, self.lanes, permits=permits, prep=prep, fin=fin,
+                         abort_wait=abort_wait)
+            ok = True
         finally:
-            if failure:
-                for f in pending:
-                    if not f.cancel():
-                        try:
-                            ch = f.result(timeout=abort_wait)
-                            if ch is not None:
-                                _release(ch)
-                        except BaseException:
-                            pass
-                self._abort_device()
-                for f in finishing:
-                    try:
-                        f.result(timeout=30)
-                    except BaseException:
-                        pass
             if not own:
-                prep.shutdown(wait=not failure, timeout=None if not failure else 1.0)
-                fin.shutdown(wait=not failure, timeout=None if not failure else 1.0)
+                prep.shutdown(wait=ok, timeout=None if ok else 1.0)
+                fin.shutdown(wait=ok, timeout=None if ok else 1.0)
             self._forget_events()
-            self.stats = {"chunks": nchunks, "seconds": time.perf_counter() - t0, "cap": cap}
+            self.stats = {"chunks": kind.launched, "seconds": time.perf_counter() - t0,
+                          "cap": cap}
 
     def _wait_last(self, ev, nbytes: int, t0: float, key=None) -> None:
         """Wait for the run's last event: sleep through most of the expected time, then poll
@@ -321,11 +252,7 @@ class Pipeline(PipelineStreams):
 
     def _abort_device(self) -> None:
         """Let every enqueued copy and kernel end before host memory is released or reused."""
-        for q in (self.q_up, self.q_k, self.q_down):
-            try:
-                self.b.finish(q)
-            except Exception:
-                pass
+        self.lanes.drain()
 
     def _enqueue(self, job, ch: Chunk, seq: int) -> None:
         """H2D, kernel and D2H of one chunk on the three queues (no host-side wait)."""
