@@ -1,9 +1,13 @@
-"""Cipher names, as OpenSSL spells them, resolved to (algorithm, key size, mode), and the
-capability table: which kind of engine runs which (algorithm, mode, direction), and how.
+"""Cipher names, as OpenSSL spells them, resolved to their declarations: a block cipher·mode
+(:class:`CipherSpec`: algorithm, key size, mode) or an AEAD (:class:`AEADSpec`), in one name
+table; and the capability table: which kind of engine runs which (algorithm, mode, direction),
+and how.
 
-Every module of ``ciphergrid/algorithms/`` that defines ``CIPHER`` is registered the first time a
-name is looked up (a new cipher touches no file here); ``register`` adds one more (tests register
-a toy cipher).  Every registered name is run by the test suite.
+Every module of ``ciphergrid/algorithms/`` (block ciphers) and ``ciphergrid/aeads/`` (AEADs)
+that defines ``CIPHER`` is registered by one loader the first time a name is looked up (a new
+cipher touches no file here); ``register`` adds one more of either kind (tests register a toy
+cipher).  ``lookup`` gives a block cipher·mode's spec, ``lookup_aead`` an AEAD's (``aeads.spec``
+is its name there).  Every registered name is run by the test suite.
 
 Engine kinds are open: ``register_engine_kind(kind, factory, can_run)`` adds one (the built-in
 ones, ``device``: our kernels on OpenCL and CUDA devices, ``openssl`` and ``composite``, register
@@ -64,6 +68,32 @@ class CipherSpec:
     def capabilities(self) -> dict[str, dict[str, str | None]]:
         """{"encrypt": {"device": ..., "openssl": ...}, "decrypt": {...}}: every kind's column."""
         return {d: {k.name: k.capability(self, self.mode, d) for k in table_kinds()}
+                for d in DIRECTIONS}
+
+
+@dataclass(frozen=True)
+class AEADSpec:
+    """One AEAD cipher name: its declaration and what each engine does with it."""
+
+    name: str          # "aes-128-gcm"
+    aead: object       # the aeads.base.AEAD declaration
+
+    @property
+    def key_len(self) -> int:
+        return self.aead.names[self.name]
+
+    def capability(self, engine: str, encrypt: bool = True, count: int = 1,
+                   nonce_len: int | None = None, tag_length: int | None = None) -> str | None:
+        """How an engine of kind ``engine`` ("device", "openssl", or a registered kind; the
+        capability table: EngineKind) runs ``count`` messages: "parallel", "serial" (one
+        message of a serial AEAD on a device: one work-item) or None; with the nonce and tag
+        sizes, whether it runs those."""
+        return engine_kind(engine).capability(self, None, _direction(encrypt), count=count,
+                                              nonce_len=nonce_len, tag_length=tag_length)
+
+    def capabilities(self) -> dict:
+        """{"encrypt": {"device": ..., "openssl": ...}, "decrypt": {...}}: every kind's column."""
+        return {d: {k.name: k.capability(self, None, d) for k in table_kinds()}
                 for d in DIRECTIONS}
 
 
@@ -224,20 +254,29 @@ def _ecb_of(spec: CipherSpec) -> CipherSpec:
                       spec.key_sizes)
 
 
-_SPECS: dict[str, CipherSpec] = {}
-_loaded = False
+_SPECS: dict = {}   # name -> CipherSpec or AEADSpec: every registered name of either kind
 _lock = threading.Lock()
-_modules_seen: set[str] = set()  # algorithms/ modules registered
+#: what the loader has imported: modules ("algorithms.aes", "aeads.gcm") and whole packages
+_modules_seen: set[str] = set()
+#: the packages of declarations: block ciphers, AEADs
+PACKAGES = ("algorithms", "aeads")
 
 
-def register(algorithm) -> list[str]:
-    """Register ``prefix-mode`` names for each variant of a block cipher; returns the names.
+def register(declaration) -> list[str]:
+    """Register a declaration's names; returns them.  A block cipher (``variants``) registers
+    ``prefix-mode`` names for each variant; an AEAD (aeads.base.AEAD) its ``names``.
 
-    A variant is (prefix, key size in bytes, mode names); the key size may be a tuple or range of
-    sizes when one name takes many (CAST-128: 5..16 bytes), the largest being the nominal one (the
-    CLI's key files and passphrase derivation use it, as ``openssl enc`` does)."""
+    A block cipher's variant is (prefix, key size in bytes, mode names); the key size may be a
+    tuple or range of sizes when one name takes many (CAST-128: 5..16 bytes), the largest being
+    the nominal one (the CLI's key files and passphrase derivation use it, as ``openssl enc``
+    does)."""
+    if not hasattr(declaration, "variants"):
+        for n in declaration.names:
+            _SPECS[n] = AEADSpec(n, declaration)
+        return list(declaration.names)
     from . import modes as _modes
 
+    algorithm = declaration
     added = []
     for prefix, key_size, mode_names in algorithm.variants:
         sizes = (key_size,) if isinstance(key_size, int) else tuple(key_size)
@@ -261,45 +300,32 @@ def unregister(names) -> None:
         _SPECS.pop(n, None)
 
 
-def declarations(package):
-    """The ``CIPHER`` of every module of ``package`` but ``base`` (imported): how the block
-    ciphers of ``algorithms/`` and the AEADs of ``aeads/`` are found."""
-    import pkgutil
-
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name == "base":
+def _load(package: str | None = None) -> None:
+    """Register the CIPHER of every module of the declarations' ``package`` (both when None),
+    once."""
+    for pkg in PACKAGES if package is None else (package,):
+        if pkg in _modules_seen:
             continue
-        mod = importlib.import_module(f"{package.__name__}.{info.name}")
-        if hasattr(mod, "CIPHER"):
-            yield mod.CIPHER
+        with _lock:
+            if pkg in _modules_seen:
+                continue
+            import pkgutil
+
+            for info in pkgutil.iter_modules(importlib.import_module(f".{pkg}", __package__).__path__):
+                _load_module(pkg, info.name)
+            _modules_seen.add(pkg)
 
 
-def _load() -> None:
-    """Import every algorithm module once (each defines CIPHER)."""
-    global _loaded
-    if _loaded:
+def _load_module(package: str, name: str) -> None:
+    """Register the CIPHER of ``<package>/<name>.py`` (once; no such module: nothing)."""
+    key = f"{package}.{name}"
+    if key in _modules_seen or name == "base":
         return
-    with _lock:
-        if _loaded:
-            return
-        import pkgutil
-
-        from . import algorithms
-
-        for info in pkgutil.iter_modules(algorithms.__path__):
-            _load_module(info.name)
-        _loaded = True
-
-
-def _load_module(name: str) -> None:
-    """Register the CIPHER of ``algorithms/<name>.py`` (once; no such module: nothing)."""
-    if name in _modules_seen or name == "base":
-        return
-    _modules_seen.add(name)
+    _modules_seen.add(key)
     try:
-        mod = importlib.import_module(f"{__package__}.algorithms.{name}")
+        mod = importlib.import_module(f"{__package__}.{key}")
     except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.algorithms.{name}":
+        if e.name != f"{__package__}.{key}":
             raise
         return
     if hasattr(mod, "CIPHER"):
@@ -311,7 +337,7 @@ def _load_for(key: str) -> None:
     every module only where that one does not define the name.  A command that enciphers with one
     cipher does not import (and build the tables of) the others in its start-up."""
     if not known(key):
-        _load()
+        _load("algorithms")
 
 
 #: OpenSSL's short names, as ``openssl enc`` takes them (``openssl list -cipher-algorithms``:
@@ -348,23 +374,27 @@ def known(name: str) -> bool:
     from (a cheap test before the AEADs are looked at: False may still be a name of another
     module, which ``lookup`` finds)."""
     key = canonical(name)
-    if not _loaded and key not in _SPECS:
+    if "algorithms" not in _modules_seen and key not in _SPECS:
         head = key.split("-", 1)[0]
         if head.isidentifier():
             with _lock:
-                _load_module(head)
-    return key in _SPECS
+                _load_module("algorithms", head)
+    return isinstance(_SPECS.get(key), CipherSpec)
+
+
+def _of_kind(kind: type) -> list:
+    """The registered specs of ``kind`` (CipherSpec or AEADSpec), by name."""
+    _load("algorithms" if kind is CipherSpec else "aeads")
+    return [s for _, s in sorted(_SPECS.items()) if isinstance(s, kind)]
 
 
 def names() -> list[str]:
-    """Every registered cipher·mode name, sorted."""
-    _load()
-    return sorted(_SPECS)
+    """Every registered block cipher·mode name, sorted (:func:`aead_names`: the AEADs')."""
+    return [s.name for s in _of_kind(CipherSpec)]
 
 
 def specs() -> list[CipherSpec]:
-    _load()
-    return [_SPECS[n] for n in sorted(_SPECS)]
+    return _of_kind(CipherSpec)
 
 
 def lookup(name: str) -> CipherSpec:
@@ -372,28 +402,53 @@ def lookup(name: str) -> CipherSpec:
     ``UnsupportedCipher`` (:func:`unknown`) when it names none."""
     key = canonical(name)
     _load_for(key)
-    try:
-        return _SPECS[key]
-    except KeyError:
-        raise unknown(name) from None
+    spec = _SPECS.get(key)
+    if not isinstance(spec, CipherSpec):
+        raise unknown(name)
+    return spec
+
+
+def aead_names() -> list[str]:
+    """Every registered AEAD name, sorted."""
+    return [s.name for s in _of_kind(AEADSpec)]
+
+
+def aead_specs() -> list[AEADSpec]:
+    return _of_kind(AEADSpec)
+
+
+def is_aead(name) -> bool:
+    """Whether ``name`` is an AEAD's name (imports the AEADs' declarations, not the block
+    ciphers')."""
+    _load("aeads")
+    return isinstance(name, str) and isinstance(_SPECS.get(name.strip().lower()), AEADSpec)
+
+
+def lookup_aead(name: str) -> AEADSpec:
+    """The spec of an AEAD name (``UnsupportedCipher`` when it names none)."""
+    _load("aeads")
+    spec = _SPECS.get(name.strip().lower()) if isinstance(name, str) else None
+    if not isinstance(spec, AEADSpec):
+        raise UnsupportedCipher(f"unknown AEAD {name!r}")
+    return spec
+
+
+def aead_family(family: str):
+    """The AEAD declaration of a family ("aes-gcm")."""
+    for s in _of_kind(AEADSpec):
+        if s.aead.family == family:
+            return s.aead
+    raise UnsupportedCipher(f"unknown AEAD family {family!r}")
 
 
 def unknown(name) -> UnsupportedCipher:
     """The error for a name that is neither a block cipher·mode nor an AEAD, one line: the
     closest names (a misspelling), the block ciphers', the AEADs' and OpenSSL's short names
-    alike, and where every name is listed (``ciphergrid list``).
-
-    The AEADs' names come from their registry (``aeads``) where it is loaded: it depends on this
-    module (``declarations``), so this one does not import it; whoever resolves a name of either
-    kind (the command line, ``api``) has asked ``aeads.is_aead`` first, which loaded it."""
-    import sys
-
+    alike, and where every name is listed (``ciphergrid list``)."""
     _load()
-    aeads = sys.modules.get(f"{__package__}.aeads")
-    sealed = aeads.names() if aeads is not None else []
     short = [a for a in sorted(ALIASES) if ALIASES[a] in _SPECS]
     shown = str(name) if len(str(name)) <= 40 else str(name)[:37] + "..."
-    close = suggest(str(name), sorted(_SPECS) + sealed + short)
+    close = suggest(str(name), sorted(_SPECS) + short)
     hint = f" (did you mean {', '.join(close[:-1])} or {close[-1]}?)" if len(close) > 1 else \
         f" (did you mean {close[0]}?)" if close else ""
     return UnsupportedCipher(f"unknown cipher {shown!r}{hint}; `ciphergrid list` gives every name")

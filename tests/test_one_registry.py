@@ -89,3 +89,55 @@ def test_batch_request_runs_a_checked_batch():
     with pytest.raises(ciphergrid.Error):
         ciphergrid.encrypt_batch([b"a"], "aes-128-gcm", key=key, nonces=[bytes(12)],
                                  tag_length=3, device="native")
+
+
+# --------------------------------------------------------------------------- one registry
+
+def test_one_name_table_of_both_kinds():
+    from ciphergrid import aeads, registry
+
+    gcm = registry.lookup_aead(" AES-128-GCM ")
+    assert isinstance(gcm, registry.AEADSpec) and gcm.name == "aes-128-gcm" and gcm.key_len == 16
+    assert aeads.spec("aes-128-gcm") == gcm and aeads.lookup("aes-128-gcm") is gcm.aead
+    assert aeads.AEADSpec is registry.AEADSpec
+    assert registry.is_aead("chacha20-poly1305") and not registry.is_aead("aes-128-ctr")
+    assert not registry.is_aead(7)
+    # each kind's look-up finds its own kind only, in the one table
+    assert not registry.known("aes-128-gcm")
+    with pytest.raises(ciphergrid.UnsupportedCipher):
+        registry.lookup("aes-128-gcm")
+    with pytest.raises(ciphergrid.UnsupportedCipher, match="unknown AEAD"):
+        registry.lookup_aead("aes-128-ctr")
+    assert not set(registry.names()) & set(registry.aead_names())
+    assert ciphergrid.available_ciphers() == registry.names() + registry.aead_names()
+    assert [s.name for s in registry.aead_specs()] == registry.aead_names() == aeads.names()
+    assert registry.aead_family("aes-gcm") is gcm.aead
+    # one loader found both packages' declarations
+    assert {"algorithms", "aeads", "aeads.gcm", "algorithms.aes"} <= registry._modules_seen
+
+
+def test_an_unknown_name_is_suggested_from_both_kinds():
+    from ciphergrid import registry
+
+    with pytest.raises(ciphergrid.UnsupportedCipher, match="aes-128-gcm"):
+        registry.lookup("aes-128-gcn")
+    with pytest.raises(ciphergrid.UnsupportedCipher, match="aes-128-ctr"):
+        registry.lookup("aes-128-ctx")
+
+
+def test_register_takes_a_declaration_of_either_kind():
+    from ciphergrid import registry
+    from ciphergrid.aeads.gcm import AESGCM
+
+    class Toy(AESGCM):
+        names = {"toy-128-gcm": 16}
+
+    added = registry.register(Toy())
+    try:
+        assert added == ["toy-128-gcm"]
+        assert registry.is_aead("toy-128-gcm") and "toy-128-gcm" in registry.aead_names()
+        assert "toy-128-gcm" not in registry.names()
+        assert registry.lookup_aead("toy-128-gcm").key_len == 16
+    finally:
+        registry.unregister(added)
+    assert not registry.is_aead("toy-128-gcm")

@@ -446,12 +446,9 @@ def state_sites(source: str, stateful: set[str] = frozenset()) -> dict[str, int]
 #: (ciphers, engine kinds, suites) are fine; everything that runs requests belongs to the runtime.
 STATE_ALLOWED: dict[str, str] = {
     "runtime.py:_default": "the library's default runtime: the root the rest hangs off",
-    "registry.py:_SPECS": "the catalogue of cipher names (declarations; register() adds)",
-    "registry.py:_modules_seen": "the catalogue's algorithms/ modules already registered",
-    "registry.py:global _loaded": "the catalogue filled once from algorithms/",
+    "registry.py:_SPECS": "the catalogue of cipher names, both kinds (register() adds)",
+    "registry.py:_modules_seen": "the algorithms/ and aeads/ modules and packages registered",
     "registry.py:_KINDS": "the catalogue of engine kinds (register_engine_kind adds)",
-    "aeads/__init__.py:_BY_NAME": "the catalogue of AEAD names (declarations; register() adds)",
-    "aeads/__init__.py:global _loaded": "the AEAD catalogue filled once from aeads/",
     "bench/suites.py:_SUITES": "the catalogue of benchmark suites",
     "bench/suites.py:_import_errors": "the suites whose modules could not be imported, for the catalogue",
     "bench/suites.py:global _loaded": "the suites' catalogue filled once",
