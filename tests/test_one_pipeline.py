@@ -227,6 +227,125 @@ def test_device_schedule_unchanged(backend, tmp_path, monkeypatch, case):
     assert got["others"] == others.strip().splitlines()
 
 
+
+# ------------------------------------------------------------------------------------ failures
+class _Queues:
+    """A stand-in backend that counts the queues finished."""
+
+    def __init__(self):
+        self.finished: list = []
+
+    def finish(self, q) -> None:
+        self.finished.append(q)
+
+
+class _Kind:
+    """A job kind of numbers that records what the pipeline does to each, failing where told."""
+
+    def __init__(self, count: int, fail_at: tuple = ("", -1), error=RuntimeError):
+        self.count, self.fail_at, self.error = count, fail_at, error
+        self.log: list = []
+        self.lock = threading.Lock()
+
+    def _step(self, what: str, job: int) -> None:
+        with self.lock:
+            self.log.append((what, job))
+        if (what, job) == self.fail_at:
+            raise self.error(f"{what} {job} failed")
+
+    def stage(self, seq: int):
+        if seq >= self.count:
+            return None
+        self._step("stage", seq)
+        return seq
+
+    def launch(self, job: int, seq: int) -> None:
+        assert job == seq
+        self._step("launch", job)
+
+    def retire(self, job: int) -> None:
+        self._step("retire", job)
+
+    def abort(self, job: int) -> None:
+        with self.lock:
+            self.log.append(("abort", job))
+
+    def ends(self) -> dict:
+        """job -> how it ended (retire or abort), each job staged ending once."""
+        out: dict = {}
+        for what, job in self.log:
+            if what in ("retire", "abort"):
+                assert job not in out, (job, self.log)
+                out[job] = what
+        return out
+
+
+def test_one_thread_keeps_its_window_and_ends_every_job():
+    from ciphergrid.transfer.flight import Lanes, fly
+
+    b = _Queues()
+    kind, seen = _Kind(5), []
+    assert fly(kind, Lanes(b, "up", ["k0", "k1"], "down"), 5, window=2,
+               full=lambda: seen.append("full"), ending=seen.append) == 5
+    assert [w for w in kind.log if w[0] != "stage"] == [
+        ("launch", 0), ("launch", 1), ("retire", 0), ("launch", 2), ("retire", 1),
+        ("launch", 3), ("retire", 2), ("launch", 4), ("retire", 3), ("retire", 4)]
+    assert seen == ["full", "full", "full", [3, 4]] and b.finished == []
+    assert Lanes(b, "up", ["k0", "k1"], "down").kernel(3) == "k1"
+
+
+@pytest.mark.parametrize("where", [("launch", 3), ("retire", 1), ("stage", 2)])
+@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
+def test_one_thread_failure_drains_the_lanes_and_aborts_what_flies(where, error):
+    """A failure staging, launching or retiring a job (an interrupt too): every queue finished
+    (uploads, kernels, downloads), then every job still in flight aborted; each job staged
+    ends once."""
+    from ciphergrid.transfer.flight import Lanes, fly
+
+    b = _Queues()
+    kind = _Kind(6, where, error)
+    with pytest.raises(error):
+        fly(kind, Lanes(b, "up", ["k0", "k1"], "down"), 6, window=3)
+    assert b.finished == ["up", "k0", "k1", "down"]
+    staged = {j for w, j in kind.log if w == "stage" and (w, j) != where}
+    assert set(kind.ends()) == staged
+    aborted = [j for j, how in kind.ends().items() if how == "abort"]
+    first_abort = kind.log.index(("abort", aborted[0])) if aborted else len(kind.log)
+    assert all(w != "launch" for w, _ in kind.log[first_abort:])
+
+
+@pytest.mark.parametrize("where", [("launch", 4), ("retire", 2), ("stage", 3)])
+def test_workers_failure_drains_the_lanes_and_ends_every_job(where):
+    """The same with staging and retiring on worker threads: the jobs staged but not launched
+    aborted, the lanes drained, every job staged retired or aborted once."""
+    from ciphergrid.transfer.flight import Lanes, fly_threaded
+    from ciphergrid.transfer.workers import Workers
+
+    b = _Queues()
+    kind = _Kind(8, where)
+    prep, fin = Workers(2, "prep"), Workers(2, "finish")
+    try:
+        with pytest.raises(RuntimeError):
+            fly_threaded(kind, Lanes(b, "up", ["k"], "down"), permits=4, prep=prep, fin=fin,
+                         abort_wait=5)
+    finally:
+        prep.shutdown()
+        fin.shutdown()
+    assert b.finished == ["up", "k", "down"]
+    staged = {j for w, j in kind.log if w == "stage" and (w, j) != where}
+    assert set(kind.ends()) == staged
+    kind = _Kind(8)
+    prep, fin = Workers(2, "prep"), Workers(2, "finish")
+    try:
+        assert fly_threaded(kind, Lanes(b, "up", ["k"], "down"), permits=4, prep=prep,
+                            fin=fin) == 8
+    finally:
+        prep.shutdown()
+        fin.shutdown()
+    assert kind.ends() == {j: "retire" for j in range(8)}
+    assert [j for w, j in kind.log if w == "launch"] == list(range(8))
+
+
 #: the traces recorded at the commit before the job kinds shared one pipeline: (the driving
 #: thread's calls, the other threads' calls counted)
 EXPECTED: dict = {
