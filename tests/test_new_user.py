@@ -39,3 +39,31 @@ def test_seal_v_says_one_batch_between_regular_files(capsys, tmp_path, monkeypat
     monkeypatch.setenv("CIPHERGRID_STREAM_MMAP", "0")
     line = _said(capsys, tmp_path, "open")
     assert line == "ciphergrid: cobblestone-128 open on the-device (AEAD batches of 64 MiB)\n"
+
+
+def test_a_keygen_aes256_key_without_aes256_is_named(capsys, tmp_path):
+    """seal/open with a key of the other Cobblestone's size said only "cobblestone-128 takes a
+    16-byte key ... got 64 hex digits"; the error now names the flag (exit 2, no output)."""
+    from ciphergrid.cli import main
+
+    k256, k128 = tmp_path / "k256", tmp_path / "k128"
+    assert main(["keygen", "--aes256", "--out", str(k256)]) == 0
+    assert main(["keygen", "--out", str(k128)]) == 0
+    (tmp_path / "in").write_bytes(b"data")
+    capsys.readouterr()
+    out = tmp_path / "out.cg"
+    for verb, key, flags, said in (("seal", k256, [], "that is a cobblestone-256 key: give --aes256"),
+                                   ("seal", k128, ["--aes256"],
+                                    "that is a cobblestone-128 key: leave out --aes256")):
+        assert main([verb, "--key-file", str(key), *flags, "--in", str(tmp_path / "in"),
+                     "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.rstrip().endswith(said), err
+        assert key.read_text().strip() not in err
+        assert not out.exists()
+    assert main(["seal", "--aes256", "--key-file", str(k256), "--in", str(tmp_path / "in"),
+                 "--out", str(out)]) == 0
+    assert main(["open", "--key-file", str(k256), "--in", str(out), "--out",
+                 str(tmp_path / "back")]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("give --aes256")
+    assert not (tmp_path / "back").exists()

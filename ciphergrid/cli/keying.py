@@ -93,10 +93,22 @@ def _salted(args, spec, kg: _Keying, encrypt: bool, read) -> bytes:
 
 # ------------------------------------------------------------------------ sealed files
 def _key_file(args, sch) -> bytes:
+    """The sealed file's input key from --key-file; a key of the other scheme's size (a key of
+    ``keygen --aes256`` without ``--aes256``, or the reverse) is said as such."""
     from .. import keys
+    from ..formats import cobblestone as cb
 
     raw = {"raw": True} if getattr(args, "raw_key", False) else {}
-    return keys.read_key_file(args.key_file, sch.key_len, sch.name, **raw)
+    try:
+        return keys.read_key_file(args.key_file, sch.key_len, sch.name, **raw)
+    except InvalidArgument as e:
+        other = cb.scheme(sch.key_len != 32)
+        try:
+            keys.read_key_file(args.key_file, other.key_len, other.name, **raw)
+        except InvalidArgument:
+            raise e from None
+        hint = "give --aes256" if other.key_len == 32 else "leave out --aes256"
+        raise InvalidArgument(f"{e}; that is a {other.name} key: {hint}") from None
 
 
 def _passphrase(args, src, confirm: bool) -> bytes:
