@@ -204,9 +204,78 @@ def _aead_batch(b, monkeypatch, name: str, *, encrypt: bool, slices: bool) -> di
     return tr.result()
 
 
+def _block_pipe(b, tmp_path, monkeypatch) -> dict:
+    """An ECB stream from a pipe (read in order by one worker) into a file."""
+    import os
+
+    from ciphergrid.program import KeyedProgram
+    from ciphergrid.request import make_request
+    from ciphergrid.testing import oracle
+    from ciphergrid.transfer.driver import CipherJob, Pipeline
+
+    key = bytes(range(3, 19))
+    data = (np.arange(3 * 4096 + 512, dtype=np.uint32) * 69069 % 241).astype(np.uint8)
+    dst = tmp_path / "out"
+    r, w = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(w, "wb") as f:
+            f.write(data.tobytes())
+
+    req = make_request(registry.lookup("aes-128-ecb"), key, None, True)
+    with KeyedProgram(b, req) as kp:
+        tr = Trace(b, monkeypatch)
+        pipe = Pipeline(b, chunk_bytes=4096, depth=2, threads=2)
+        writer = threading.Thread(target=feed)
+        writer.start()
+        with os.fdopen(r, "rb") as f, open(dst, "wb") as g:
+            assert pipe.stream(CipherJob(kp), f, g) == data.nbytes
+        writer.join()
+        monkeypatch.undo()
+        pipe.close()
+    assert dst.read_bytes() == oracle.crypt("aes-128-ecb", key, None, data.tobytes(), True)
+    return tr.result()
+
+
+def _aead_rows(b, monkeypatch) -> dict:
+    """A batch sealed into rows between tags (a sealed message's chunks: transfer/batches.py's
+    rows, staged per piece)."""
+    from ciphergrid.aeads.base import Batch
+    from ciphergrid.route import engine as get_engine
+    from ciphergrid.transfer import batches
+
+    name, m, w, tl = "aes-128-gcm", 12, 256, 16
+    drv = get_engine("cpu").aead_driver(name)
+    rnd = np.random.default_rng(49)
+    key = rnd.integers(0, 256, (1, 16), dtype=np.uint8)
+    nonces = rnd.integers(0, 256, (m, 12), dtype=np.uint8)
+    src = rnd.integers(0, 256, m * w, dtype=np.uint8)
+
+    def batch(dst) -> Batch:
+        return Batch(name, True, tl, key, np.zeros(m, dtype=np.int32), nonces,
+                     np.zeros(0, dtype=np.uint8), np.zeros(m + 1, dtype=np.int64), src,
+                     np.arange(m + 1, dtype=np.int64) * w, dst)
+
+    flat = batch(np.zeros(m * w, dtype=np.uint8))
+    tags = drv.run(flat)
+    sealed = np.zeros(m * (w + tl), dtype=np.uint8)
+    rows = sealed.reshape(m, w + tl)[:, :w]
+    monkeypatch.setattr(drv, "slice_bytes", 1024, raising=False)
+    monkeypatch.setattr(drv, "kernel_queues", 1, raising=False)
+    batches._lanes(b, 1)
+    tr = Trace(b, monkeypatch)
+    got = batches.run(b, drv, batch(rows), piece_bytes=1024, depth=2)
+    monkeypatch.undo()
+    assert got.tobytes() == tags.tobytes()
+    assert rows.tobytes() == flat.dst.reshape(m, w).tobytes()
+    return tr.result()
+
+
 CASES = {
     "block_stream": lambda b, tmp_path, mp: _block_stream(b, tmp_path, mp),
     "block_array": lambda b, tmp_path, mp: _block_array(b, mp),
+    "block_pipe": lambda b, tmp_path, mp: _block_pipe(b, tmp_path, mp),
+    "gcm_seal_rows": lambda b, tmp_path, mp: _aead_rows(b, mp),
     "gcm_seal_slices": lambda b, tmp_path, mp: _aead_batch(b, mp, "aes-128-gcm", encrypt=True,
                                                            slices=True),
     "gcm_open_pieces": lambda b, tmp_path, mp: _aead_batch(b, mp, "aes-128-gcm", encrypt=False,
@@ -1073,6 +1142,236 @@ wait E63
 wait E61
 wait E77
 wait E75
+""", """
+
+"""),
+    "block_pipe": ("""
+queue  -> Q2
+queue  -> Q3
+queue  -> Q4
+alloc 4096 -> B1
+alloc 4096 -> B2
+alloc 4096 -> B3
+alloc 4096 -> B4
+upload B1 h4096 Q2 offset=0 wait_for=- -> E1
+launch cg_ecb_enc 256 ([B1,B2,Buffer,256]) [Q3,1,[E1,NannyEvent]] -> E2
+download h4096 B2 Q4 offset=0 wait_for=[E2] -> E3
+upload B3 h4096 Q2 offset=0 wait_for=- -> E4
+launch cg_ecb_enc 256 ([B3,B4,Buffer,256]) [Q3,1,[E4,NannyEvent]] -> E5
+download h4096 B4 Q4 offset=0 wait_for=[E5] -> E6
+upload B1 h4096 Q2 offset=0 wait_for=[E2] -> E7
+launch cg_ecb_enc 256 ([B1,B2,Buffer,256]) [Q3,1,[E7,E3,NannyEvent]] -> E8
+download h4096 B2 Q4 offset=0 wait_for=[E8] -> E9
+upload B3 h512 Q2 offset=0 wait_for=[E5] -> E10
+launch cg_ecb_enc 32 ([B3,B4,Buffer,32]) [Q3,1,[E10,E6,NannyEvent]] -> E11
+download h512 B4 Q4 offset=0 wait_for=[E11] -> E12
+""", """
+1x wait E12
+1x wait E3
+1x wait E6
+1x wait E9
+"""),
+    "gcm_seal_rows": ("""
+alloc 800 -> B1
+upload B1 h768 Q2 offset=0 record=0 -> E1
+host_staging 1280
+alloc 1280 -> B2
+view B2 0 176 -> B3
+view B2 256 32 -> B4
+view B2 384 32 -> B5
+view B2 512 32 -> B6
+view B2 640 32 -> B7
+view B2 768 8 -> B8
+view B2 896 32 -> B9
+view B2 1024 12 -> B10
+view B2 1152 68 -> B11
+upload B2 h1280 Q2 record=0 -> E2
+alloc 33792 -> B12
+view B12 0 33168 -> B13
+view B12 33280 48 -> B14
+view B12 33408 48 -> B15
+view B12 33536 192 -> B16
+alloc 800 -> B17
+alloc 48 -> B18
+marker Q2 -> E3
+after Q3 [E3]
+launch gcm_j0 3 ([B11,12,B10,B13,2073,B14,0,3]) [Q3,0] -> E4
+launch gcm_ctr_one 256 ([B1,B17,B5,B7,B8,B3,B14,B15,0,3,0,48,0,3]) [Q3,0] -> E5
+launch gcm_hkey 1 ([B3,44,B13,2073,5,1]) [Q3,0] -> E6
+launch gcm_hpow 2048 ([B13,2073,5,2,1,1,0,16]) [Q3,0] -> E7
+launch gcm_ghash_pos 256 ([B4,B17,B6,B5,B9,B13,5,2,0,B16,0,3,0,12,16]) [Q3,0] -> E8
+launch gcm_tag 256 ([B16,B9,B15,B18,0,3,2]) [Q3,0] -> E9
+marker Q3 -> E10
+after Q4 [E10]
+download h768 B17 Q4 offset=0 record=0 -> E11
+zero B3 Q3 wait=0
+zero B12 Q3 wait=0
+marker Q3 -> E12
+host_staging 48
+download h48 B18 Q4 record=0 -> E13
+marker Q4 -> E14
+alloc 800 -> B19
+upload B19 h768 Q2 offset=0 record=0 -> E15
+host_staging 1280
+alloc 1280 -> B20
+view B20 0 176 -> B21
+view B20 256 32 -> B22
+view B20 384 32 -> B23
+view B20 512 32 -> B24
+view B20 640 32 -> B25
+view B20 768 8 -> B26
+view B20 896 32 -> B27
+view B20 1024 12 -> B28
+view B20 1152 68 -> B29
+upload B20 h1280 Q2 record=0 -> E16
+alloc 33792 -> B30
+view B30 0 33168 -> B31
+view B30 33280 48 -> B32
+view B30 33408 48 -> B33
+view B30 33536 192 -> B34
+alloc 800 -> B35
+alloc 48 -> B36
+marker Q2 -> E17
+after Q3 [E17]
+launch gcm_j0 3 ([B29,12,B28,B31,2073,B32,0,3]) [Q3,0] -> E18
+launch gcm_ctr_one 256 ([B19,B35,B23,B25,B26,B21,B32,B33,0,3,0,48,0,3]) [Q3,0] -> E19
+launch gcm_hkey 1 ([B21,44,B31,2073,5,1]) [Q3,0] -> E20
+launch gcm_hpow 2048 ([B31,2073,5,2,1,1,0,16]) [Q3,0] -> E21
+launch gcm_ghash_pos 256 ([B22,B35,B24,B23,B27,B31,5,2,0,B34,0,3,0,12,16]) [Q3,0] -> E22
+launch gcm_tag 256 ([B34,B27,B33,B36,0,3,2]) [Q3,0] -> E23
+marker Q3 -> E24
+after Q4 [E24]
+download h768 B35 Q4 offset=0 record=0 -> E25
+zero B21 Q3 wait=0
+zero B30 Q3 wait=0
+marker Q3 -> E26
+host_staging 48
+download h48 B36 Q4 record=0 -> E27
+marker Q4 -> E28
+alloc 800 -> B37
+upload B37 h768 Q2 offset=0 record=0 -> E29
+host_staging 1280
+alloc 1280 -> B38
+view B38 0 176 -> B39
+view B38 256 32 -> B40
+view B38 384 32 -> B41
+view B38 512 32 -> B42
+view B38 640 32 -> B43
+view B38 768 8 -> B44
+view B38 896 32 -> B45
+view B38 1024 12 -> B46
+view B38 1152 68 -> B47
+upload B38 h1280 Q2 record=0 -> E30
+alloc 33792 -> B48
+view B48 0 33168 -> B49
+view B48 33280 48 -> B50
+view B48 33408 48 -> B51
+view B48 33536 192 -> B52
+alloc 800 -> B53
+alloc 48 -> B54
+marker Q2 -> E31
+after Q3 [E31]
+launch gcm_j0 3 ([B47,12,B46,B49,2073,B50,0,3]) [Q3,0] -> E32
+launch gcm_ctr_one 256 ([B37,B53,B41,B43,B44,B39,B50,B51,0,3,0,48,0,3]) [Q3,0] -> E33
+launch gcm_hkey 1 ([B39,44,B49,2073,5,1]) [Q3,0] -> E34
+launch gcm_hpow 2048 ([B49,2073,5,2,1,1,0,16]) [Q3,0] -> E35
+launch gcm_ghash_pos 256 ([B40,B53,B42,B41,B45,B49,5,2,0,B52,0,3,0,12,16]) [Q3,0] -> E36
+launch gcm_tag 256 ([B52,B45,B51,B54,0,3,2]) [Q3,0] -> E37
+marker Q3 -> E38
+after Q4 [E38]
+download h768 B53 Q4 offset=0 record=0 -> E39
+zero B39 Q3 wait=0
+zero B48 Q3 wait=0
+marker Q3 -> E40
+host_staging 48
+download h48 B54 Q4 record=0 -> E41
+marker Q4 -> E42
+alloc 544 -> B55
+upload B55 h512 Q2 offset=0 record=0 -> E43
+host_staging 1280
+alloc 1280 -> B56
+view B56 0 176 -> B57
+view B56 256 32 -> B58
+view B56 384 24 -> B59
+view B56 512 24 -> B60
+view B56 640 24 -> B61
+view B56 768 8 -> B62
+view B56 896 24 -> B63
+view B56 1024 8 -> B64
+view B56 1152 56 -> B65
+upload B56 h1280 Q2 record=0 -> E44
+alloc 33664 -> B66
+view B66 0 33168 -> B67
+view B66 33280 32 -> B68
+view B66 33408 32 -> B69
+view B66 33536 128 -> B70
+alloc 544 -> B71
+alloc 32 -> B72
+marker Q2 -> E45
+after Q3 [E45]
+launch gcm_j0 2 ([B65,12,B64,B67,2073,B68,0,2]) [Q3,0] -> E46
+launch gcm_ctr_one 256 ([B55,B71,B59,B61,B62,B57,B68,B69,0,2,0,32,0,2]) [Q3,0] -> E47
+launch gcm_hkey 1 ([B57,44,B67,2073,5,1]) [Q3,0] -> E48
+launch gcm_hpow 2048 ([B67,2073,5,2,1,1,0,16]) [Q3,0] -> E49
+launch gcm_ghash_pos 256 ([B58,B71,B60,B59,B63,B67,5,2,0,B70,0,2,0,8,16]) [Q3,0] -> E50
+launch gcm_tag 256 ([B70,B63,B69,B72,0,2,2]) [Q3,0] -> E51
+marker Q3 -> E52
+after Q4 [E52]
+download h512 B71 Q4 offset=0 record=0 -> E53
+zero B57 Q3 wait=0
+zero B66 Q3 wait=0
+marker Q3 -> E54
+host_staging 32
+download h32 B72 Q4 record=0 -> E55
+marker Q4 -> E56
+wait E14
+wait E12
+alloc 288 -> B73
+upload B73 h256 Q2 offset=0 record=0 -> E57
+host_staging 1280
+alloc 1280 -> B74
+view B74 0 176 -> B75
+view B74 256 32 -> B76
+view B74 384 16 -> B77
+view B74 512 16 -> B78
+view B74 640 16 -> B79
+view B74 768 8 -> B80
+view B74 896 16 -> B81
+view B74 1024 4 -> B82
+view B74 1152 44 -> B83
+upload B74 h1280 Q2 record=0 -> E58
+alloc 33664 -> B84
+view B84 0 33168 -> B85
+view B84 33280 16 -> B86
+view B84 33408 16 -> B87
+view B84 33536 64 -> B88
+alloc 288 -> B89
+alloc 16 -> B90
+marker Q2 -> E59
+after Q3 [E59]
+launch gcm_j0 1 ([B83,12,B82,B85,2073,B86,0,1]) [Q3,0] -> E60
+launch gcm_ctr_one 256 ([B73,B89,B77,B79,B80,B75,B86,B87,0,1,0,16,0,1]) [Q3,0] -> E61
+launch gcm_hkey 1 ([B75,44,B85,2073,5,1]) [Q3,0] -> E62
+launch gcm_hpow 2048 ([B85,2073,5,2,1,1,0,16]) [Q3,0] -> E63
+launch gcm_ghash_pos 256 ([B76,B89,B78,B77,B81,B85,5,2,0,B88,0,1,0,4,16]) [Q3,0] -> E64
+launch gcm_tag 256 ([B88,B81,B87,B90,0,1,2]) [Q3,0] -> E65
+marker Q3 -> E66
+after Q4 [E66]
+download h256 B89 Q4 offset=0 record=0 -> E67
+zero B75 Q3 wait=0
+zero B84 Q3 wait=0
+marker Q3 -> E68
+host_staging 16
+download h16 B90 Q4 record=0 -> E69
+marker Q4 -> E70
+wait E28
+wait E26
+wait E42
+wait E40
+wait E56
+wait E54
+wait E70
+wait E68
 """, """
 
 """),
