@@ -47,13 +47,21 @@ class Lanes:
         return (self.up, *self.kernels, self.down)
 
     def drain(self) -> None:
-        """Let every enqueued copy and kernel end (errors ignored: this runs after a failure),
-        before host memory is released or reused."""
-        for q in self.queues:
-            try:
-                self.b.finish(q)
-            except Exception:
-                pass
+        """Every queue drained (``drain``)."""
+        drain(self.b, *self.queues)
+
+
+def drain(backend, *queues) -> None:
+    """Let every copy and kernel enqueued on ``queues`` (None: skipped) end, errors ignored:
+    after a failure, before host memory is released or reused and before key material is
+    wiped (a kernel still queued could write it after the wipe)."""
+    for q in queues:
+        if q is None:
+            continue
+        try:
+            backend.finish(q)
+        except Exception:
+            pass
 
 
 def fly(kind, lanes: Lanes, count: int | None = None, *, window: int | None = None,

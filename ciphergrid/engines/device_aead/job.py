@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...errors import InvalidArgument
+from ...transfer.flight import drain
 from ..._lazy import numpy_for
 
 np = numpy_for(__name__)
@@ -496,21 +497,13 @@ class Job:
         key material after an earlier wipe; a download still reads the buffers released below),
         wipe the key material on the device (best effort), wait, release."""
         b = self.b
-        queues = [q for q in (self.queue, self._kq, self._dq) if q is not None]
-        for q in queues:
-            try:
-                b.finish(q)
-            except Exception:
-                pass
+        drain(b, self.queue, self._kq, self._dq)
         for buf in self.secret:
             try:
                 b.zero(buf, self.queue, wait=False)
             except Exception:
                 pass
-        try:
-            b.finish(self.queue)
-        except Exception:
-            pass
+        drain(b, self.queue)
         self.release()
 
     def release(self) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..._lazy import numpy_for
 from ...aeads.base import Batch, verify
+from ...transfer.flight import drain
 
 np = numpy_for(__name__)
 
@@ -248,7 +249,7 @@ def open_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, at: int, n
             batch = _batch(name, False, tag, key, nonces, chunk, n, _part(b, texts, n),
                            _part(b, dst, n))
         except BaseException:
-            _finish(b, side)
+            drain(b, side)
             _zero(b, dst, q)
             raise
 
@@ -259,18 +260,10 @@ def open_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, at: int, n
         try:
             return run(b, drv, batch, q, dst, tags_from=(rec, 0), enqueue=enqueue)
         except BaseException:   # (the copies done before their buffers go)
-            _finish(b, side)
+            drain(b, side)
             raise
         finally:
             batch.wipe()
-
-
-def _finish(b, queue) -> None:
-    """Wait for ``queue`` (best effort after an error)."""
-    try:
-        b.finish(queue)
-    except Exception:
-        pass
 
 
 def _cuda(b) -> bool:
