@@ -11,6 +11,8 @@ otherwise); every other bad argument is a :class:`ciphergrid.Error` (see ``ciphe
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from . import aead as _aead
 from . import aeads as _aeads
 from . import buffers
@@ -205,18 +207,29 @@ _CRYPT_ARGS = """
 """
 
 
-def _one_request(encrypt: bool, cipher: str, key, iv, options: dict):
-    """The request of a one-shot call (``options``: :func:`encrypt`'s keywords but ``device``,
-    ``out`` and ``stats``): an AEAD's message (aead.message_request) or a block cipher·mode's
-    (``_request``), the options of the other kind refused."""
-    o = options
-    if _is_aead(cipher, iv, o["padding"], o["sector_size"], o["start_sector"], o["nonce"],
-                o["aad"], o["tag_length"]):
-        return _aead.message_request(cipher, encrypt, key, _nonce(cipher, iv, o["nonce"]),
-                                     o["aad"], o["tag_length"], o["constant_time"],
-                                     o["implementation"])
-    return _request(cipher, key, iv, encrypt, o["padding"], o["sector_size"], o["start_sector"],
-                    o["constant_time"], o["implementation"], o["allow_weak"])
+class _Options(NamedTuple):
+    """A one-shot call's keywords that make its request (all but ``device``, ``out``, ``stats``)."""
+
+    padding: str | None
+    sector_size: int | None
+    start_sector: int | None
+    constant_time: bool
+    implementation: str | None
+    allow_weak: bool
+    nonce: bytes | None
+    aad: bytes | None
+    tag_length: int | None
+
+
+def _one_request(encrypt: bool, cipher: str, key, iv, o: _Options):
+    """The request of a one-shot call: an AEAD's message (aead.message_request) or a block
+    cipher·mode's (``_request``), the options of the other kind refused."""
+    if _is_aead(cipher, iv, o.padding, o.sector_size, o.start_sector, o.nonce, o.aad,
+                o.tag_length):
+        return _aead.message_request(cipher, encrypt, key, _nonce(cipher, iv, o.nonce), o.aad,
+                                     o.tag_length, o.constant_time, o.implementation)
+    return _request(cipher, key, iv, encrypt, o.padding, o.sector_size, o.start_sector,
+                    o.constant_time, o.implementation, o.allow_weak)
 
 
 def _one_shot(req, data, device, out=None, stats=None):
@@ -233,10 +246,9 @@ def encrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
             implementation: str | None = None, out=None, allow_weak: bool = False,
             nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None,
             stats=None):
-    options = dict(padding=padding, sector_size=sector_size, start_sector=start_sector,
-                   constant_time=constant_time, implementation=implementation,
-                   allow_weak=allow_weak, nonce=nonce, aad=aad, tag_length=tag_length)
-    return _one_shot(_one_request(True, cipher, key, iv, options), data, device, out, stats)
+    o = _Options(padding, sector_size, start_sector, constant_time, implementation, allow_weak,
+                 nonce, aad, tag_length)
+    return _one_shot(_one_request(True, cipher, key, iv, o), data, device, out, stats)
 
 
 encrypt.__doc__ = """Encrypt ``data`` with ``cipher`` (an OpenSSL name such as "aes-256-xts") in one call.
@@ -252,10 +264,9 @@ def decrypt(data, cipher: str, key: bytes, iv: bytes | None = None, *, device: s
             implementation: str | None = None, out=None, allow_weak: bool = False,
             nonce: bytes | None = None, aad: bytes | None = None, tag_length: int | None = None,
             stats=None):
-    options = dict(padding=padding, sector_size=sector_size, start_sector=start_sector,
-                   constant_time=constant_time, implementation=implementation,
-                   allow_weak=allow_weak, nonce=nonce, aad=aad, tag_length=tag_length)
-    return _one_shot(_one_request(False, cipher, key, iv, options), data, device, out, stats)
+    o = _Options(padding, sector_size, start_sector, constant_time, implementation, allow_weak,
+                 nonce, aad, tag_length)
+    return _one_shot(_one_request(False, cipher, key, iv, o), data, device, out, stats)
 
 
 decrypt.__doc__ = """Decrypt ``data``: the inverse of :func:`encrypt` with the same arguments.

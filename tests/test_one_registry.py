@@ -64,17 +64,16 @@ def test_aead_message_request_carries_its_message_unseen():
 
 def test_one_shot_builds_one_request_of_either_kind():
     key = bytes(range(16))
-    opts = dict(padding=None, sector_size=None, start_sector=None, constant_time=False,
-                implementation=None, allow_weak=False, nonce=None, aad=None, tag_length=None)
+    opts = api._Options(None, None, None, False, None, False, None, None, None)
     block = api._one_request(True, "aes-128-ctr", key, bytes(16), opts)
     assert block.kind == "blocks" and block.spec.name == "aes-128-ctr"
-    sealed = api._one_request(True, "aes-128-gcm", key, None, {**opts, "nonce": bytes(12)})
+    sealed = api._one_request(True, "aes-128-gcm", key, None, opts._replace(nonce=bytes(12)))
     assert sealed.kind == "messages" and sealed.nonce == bytes(12)
     with pytest.raises(ciphergrid.InvalidArgument):
-        api._one_request(True, "aes-128-gcm", key, None, {**opts, "padding": "pkcs7",
-                                                          "nonce": bytes(12)})
+        api._one_request(True, "aes-128-gcm", key, None,
+                         opts._replace(padding="pkcs7", nonce=bytes(12)))
     with pytest.raises(ciphergrid.InvalidArgument):
-        api._one_request(True, "aes-128-ctr", key, bytes(16), {**opts, "nonce": bytes(12)})
+        api._one_request(True, "aes-128-ctr", key, bytes(16), opts._replace(nonce=bytes(12)))
 
 
 def test_batch_request_runs_a_checked_batch():
