@@ -387,6 +387,7 @@ class _Piece:
     messages [a, b)."""
 
     __slots__ = ("job", "sub", "ran", "a", "b")
+    last = False   # (the batch's count ends it: transfer/flight.py's fly)
 
     def __init__(self, job, sub, ran, a: int, b: int):
         self.job, self.sub, self.ran, self.a, self.b = job, sub, ran, a, b
