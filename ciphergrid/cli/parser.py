@@ -118,7 +118,8 @@ def _crypt_options(p, name: str) -> None:
                    help="one job over every rank of an MPI run (mpiexec -n N ciphergrid ... "
                         "--mpi; files on a shared filesystem; docs/mpi.md)")
     p.add_argument("--mpi-range", metavar="BYTES",
-                   help="--mpi: bytes per range dealt to a worker (default 64Mi)")
+                   help="--mpi: bytes a worker runs at a time (its step; ranges are dealt on "
+                        "the smaller of this and the scheduler's grain; default 64Mi)")
     p.add_argument("--mpi-send", action="store_true",
                    help="--mpi: rank 0 reads the input and writes the output, sending the "
                         "data to the workers (the files on its node only; the default for "
@@ -154,8 +155,9 @@ def _sealed_options(p, name: str) -> None:
                    help="one job over every rank of an MPI run (mpiexec -n N ciphergrid " + name
                         + " ... --mpi; regular files on a shared filesystem; docs/mpi.md)")
     p.add_argument("--mpi-range", metavar="BYTES",
-                   help="--mpi: plaintext bytes per range dealt to a worker, in whole 16 KiB "
-                        "chunks (default 64Mi)")
+                   help="--mpi: plaintext bytes a worker runs at a time, in whole 16 KiB "
+                        "chunks (its step; ranges are dealt on the smaller of this and the "
+                        "scheduler's grain; default 64Mi)")
     p.add_argument("--service", metavar="WHERE", default=None,
                    help="auto (default: the per-user service when one runs, else this "
                         "process), off, or a service's socket path (CIPHERGRID_SERVICE)")

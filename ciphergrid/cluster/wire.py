@@ -12,7 +12,8 @@ import time
 
 from ..errors import DeviceError
 
-#: bytes per range dealt (on the mode's grain)
+#: the step (--mpi-range): bytes a worker runs at a time, on the mode's grain; ranges are dealt
+#: on the smaller of this and the scheduler's grain
 RANGE = 64 << 20
 #: the longest sleep between two looks for a message (a manager or a worker waiting)
 POLL_MAX_S = 0.001
