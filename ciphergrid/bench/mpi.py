@@ -123,7 +123,9 @@ def run(args, ctx: suites.Context) -> dict:
              for m in [re.search(r"manager's work (\d+(?:\.\d+)?) us per range", r.note)] if m]
     if costs:
         print(f"\nweak scaling modelled with this run's manager cost ({max(costs) * 1e6:.0f} us per "
-              f"range) and GPU nodes of {MODEL['node_bps'] / 1e9:g} GB/s (docs/mpi.md):")
+              f"range) and GPU nodes of {MODEL['node_bps'] / 1e9:g} GB/s, ranges dealt one at a "
+              "time (the scheduler's dealer answers fewer: the manager's load is an upper bound; "
+              "docs/mpi.md):")
         print(model_table(manager_s=max(costs)))
     return {"devices": [], "options": {"ciphers": names, "size": size, "ranks": ranks,
                                        "device": device, "repeats": repeats}}
