@@ -258,14 +258,11 @@ class RemoteEngine(Engine):
         return getattr(self._conns.local, "reply", None) or {}
 
     def _batch(self, batch, tags, impl):
-        from ..service import protocol
+        from .. import aeads
+        from ..request import aead_request
 
-        head = {"op": "batch", "version": protocol.VERSION, "cipher": batch.name,
-                "encrypt": bool(batch.encrypt), "tag_length": int(batch.tag_length),
-                "impl": impl, "device": self.remote_device}
-        out, res = self._call(lambda c: c._batch_call(
-            head, batch.src, batch.off, tags, batch.keys, batch.key_index, batch.nonces,
-            batch.aad, batch.aad_off))
+        req = aead_request(aeads.spec(batch.name), batch, impl=impl)
+        out, res = self._call(lambda c: c.run_batch(req, tags, self.remote_device))
         batch.dst[...] = out
         return res
 

@@ -16,7 +16,10 @@ import socket
 import threading
 
 from .. import errors
+from .._lazy import numpy_for
 from . import protocol
+
+np = numpy_for(__name__)
 
 
 #: seconds a service has to answer the connection and its hello (a hung one is not waited for)
@@ -146,64 +149,46 @@ class Client:
                 sector_size=None, start_sector=None, constant_time=False, implementation=None,
                 allow_weak=False, nonce=None, aad=None, tag_length=None):
         """As :func:`ciphergrid.encrypt`, run by the service (AEADs too: ciphertext || tag)."""
-        if self._is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
-            return self._aead(True, data, cipher, key, iv, nonce, aad, tag_length, device,
-                              constant_time, implementation)
-        return self._crypt(True, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                           constant_time, implementation, allow_weak)
+        from ..api import _one_request, _Options
+
+        options = _Options(padding=padding, sector_size=sector_size, start_sector=start_sector,
+                           constant_time=constant_time, implementation=implementation,
+                           allow_weak=allow_weak, nonce=nonce, aad=aad, tag_length=tag_length)
+        return self._one_shot(_one_request(True, cipher, key, iv, options), data, device)
 
     def decrypt(self, data, cipher: str, key=None, iv=None, *, device: str = "auto", padding=None,
                 sector_size=None, start_sector=None, constant_time=False, implementation=None,
                 allow_weak=False, nonce=None, aad=None, tag_length=None):
         """As :func:`ciphergrid.decrypt`, run by the service (AEADs: InvalidTag, and nothing
         released, when the tag does not verify)."""
-        if self._is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length):
-            return self._aead(False, data, cipher, key, iv, nonce, aad, tag_length, device,
-                              constant_time, implementation)
-        return self._crypt(False, data, cipher, key, iv, device, padding, sector_size, start_sector,
-                           constant_time, implementation, allow_weak)
+        from ..api import _one_request, _Options
 
-    @staticmethod
-    def _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length) -> bool:
-        from ..api import _is_aead
+        options = _Options(padding=padding, sector_size=sector_size, start_sector=start_sector,
+                           constant_time=constant_time, implementation=implementation,
+                           allow_weak=allow_weak, nonce=nonce, aad=aad, tag_length=tag_length)
+        return self._one_shot(_one_request(False, cipher, key, iv, options), data, device)
 
-        return _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length)
+    def _one_shot(self, req, data, device: str):
+        """One message of ``req`` (checked here first, as the library checks it: a bad key is
+        refused before anything is sent): an AEAD's (api._one_request's AEADRequest) or a block
+        cipher·mode's, padded and unpadded here."""
+        from .. import buffers
 
-    def _aead(self, encrypt, data, cipher, key, iv, nonce, aad, tag_length, device, constant_time,
-              implementation):
-        """One AEAD message, checked here first (key, nonce, tag length), run by the service."""
-        from .. import aead as _aead
-        from .. import aeads, buffers
-        from ..api import _nonce
-
-        spec = aeads.spec(cipher)
-        nonce = _nonce(cipher, iv, nonce)
-        if nonce is None:
-            raise errors.InvalidArgument(f"{spec.name} needs a nonce (nonce=)")
-        key, nonce = buffers.bytes_like(key, "key"), buffers.bytes_like(nonce, "nonce")
-        aad = buffers.bytes_like(aad if aad is not None else b"", "aad")
-        tl = _aead._tag_length(spec.aead, tag_length)
-        spec.aead.check(spec.name, len(key), len(nonce), tl)
-        impl = _aead._implementation(spec.aead, constant_time, implementation)
         arr, wrap = buffers.host_array(data)
-        n = arr.nbytes
-        msg = {"op": "aead", "version": protocol.VERSION, "cipher": spec.name, "key": key,
-               "nonce": nonce, "aad": aad, "tag_length": tl, "encrypt": bool(encrypt),
-               "device": device, "impl": impl}
-        room = n + tl if encrypt else n
-        if room > protocol.REMOTE_PIECE and not self.ch.local:
-            raise errors.InvalidArgument(f"one AEAD message through a remote service is at most "
-                                         f"{protocol.REMOTE_PIECE - tl} bytes (a batch or a "
-                                         "sealed file for more)")
-        if room <= protocol.INLINE_MAX or not self.ch.local:
-            import numpy as np
+        if req.kind == "messages":
+            return wrap(self._run(_Message(req, arr, device)), False)
+        padding = req.padding
+        if req.encrypt and padding:
+            from ..modes import padding as _padding
 
-            msg["data"] = arr.tobytes()
-            out = np.frombuffer(bytearray(self._call(msg)["data"]), dtype=np.uint8)
-        else:
-            msg["text_length"] = n
-            out = self._shared(msg, arr, room)[: n + tl if encrypt else n - tl]
-        return wrap(out, False)
+            arr = np.frombuffer(_padding.pad(arr.tobytes(), req.block_size), dtype=np.uint8)
+        req.check_length(arr.nbytes)
+        out = self._run(_Blocks(req, arr, device))
+        if not req.encrypt and padding:
+            from ..modes import padding as _padding
+
+            out = np.frombuffer(_padding.unpad(out.tobytes(), req.block_size), dtype=np.uint8)
+        return wrap(out, not padding)
 
     def Cipher(self, name: str, key, iv=None, *, device: str = "auto", padding=None,
                sector_size=None, start_sector=None, constant_time=False, implementation=None,
@@ -220,233 +205,98 @@ class Client:
     def _piece(self, req, arr, out, first_block: int, chain, device: str) -> None:
         """A context's piece: the blocks of ``req``'s message from ``first_block`` on (``chain``:
         CBC's chaining value before them) into ``out``."""
-        import numpy as np
-
-        msg = {"op": "crypt", "version": protocol.VERSION, "device": device,
-               **protocol.request_fields(req)}
-        msg["padding"] = None   # (the context pads and unpads)
-        if arr.nbytes <= protocol.INLINE_MAX:
-            msg.update(data=arr.tobytes(), first_block=first_block, chain=chain)
-            out[:] = np.frombuffer(self._call(msg)["data"], dtype=np.uint8)
-        elif self.ch.local:
-            msg.update(first_block=first_block, chain=chain)
-            out[:] = self._shared(msg, arr)
-        else:
-            out[:] = self._pieces(msg, req, arr, first_block, chain)
+        out[:] = self._run(_Blocks(req, arr, device, first_block, chain))
 
     def encrypt_batch(self, messages, cipher: str, *, nonces, key=None, keys=None, aad=None,
                       offsets=None, tag_length=None, device: str = "auto",
                       constant_time: bool = False, implementation=None):
         """As :func:`ciphergrid.encrypt_batch`, run by the service."""
-        return self._batch(True, "encrypt_batch", messages, cipher, nonces, key, keys, aad,
-                           offsets, None, tag_length, device, constant_time, implementation)
+        from .. import aead as _aead
+
+        _aead._check_order("encrypt_batch", messages, cipher)
+        req = _aead.batch_request(cipher, True, tag_length, constant_time, implementation)
+        return self._batch(req, device, messages, dict(offsets=offsets, tags=None, key=key,
+                                                       keys=keys, nonces=nonces, aad=aad))
 
     def decrypt_batch(self, messages, cipher: str, *, nonces, key=None, keys=None, aad=None,
                       offsets=None, tags=None, tag_length=None, device: str = "auto",
                       constant_time: bool = False, implementation=None):
         """As :func:`ciphergrid.decrypt_batch`, run by the service: a message whose tag fails is
         withheld (zeros, ``ok[i]`` False), nothing raised."""
-        return self._batch(False, "decrypt_batch", messages, cipher, nonces, key, keys, aad,
-                           offsets, tags, tag_length, device, constant_time, implementation)
-
-    def _batch(self, encrypt, fn, messages, cipher, nonces, key, keys, aad, offsets, tags,
-               tag_length, device, constant_time, implementation):
-        """The batch's tables made and checked here as the library makes them (aead.py), sent in
-        one buffer (protocol.batch_layout): inline, or a sealed memfd; over a remote connection
-        in groups of whole messages of at most REMOTE_PIECE."""
-        import numpy as np
-
         from .. import aead as _aead
-        from .. import aeads
 
-        _aead._check_order(fn, messages, cipher)
-        spec = aeads.spec(cipher)
-        tl = _aead._tag_length(spec.aead, tag_length)
-        impl = _aead._implementation(spec.aead, constant_time, implementation)
-        src, off, got, longest = _aead._texts(spec, messages, offsets, encrypt, tags, tl)
+        _aead._check_order("decrypt_batch", messages, cipher)
+        req = _aead.batch_request(cipher, False, tag_length, constant_time, implementation)
+        return self._batch(req, device, messages, dict(offsets=offsets, tags=tags, key=key,
+                                                       keys=keys, nonces=nonces, aad=aad))
+
+    def _batch(self, req, device, messages, given: dict):
+        """The batch of ``req`` (aead.batch_request's): the caller's messages and ``given``
+        tables (offsets, tags, key, keys, nonces, aad: the batch functions' keywords) checked
+        here as the library checks them (aead.py), run by the service (:meth:`run_batch`)."""
+        from .. import aead as _aead
+        from ..request import Batch, aead_request
+
+        spec, tl, g = req.spec, req.tag_length, given
+        src, off, got, longest = _aead._texts(spec, messages, g["offsets"], req.encrypt,
+                                              g["tags"], tl)
         m = off.size - 1
-        table, index = _aead._key_table(spec, key, keys, m)
+        table, index = _aead._key_table(spec, g["key"], g["keys"], m)
         try:
-            non = _aead._nonce_table(spec, nonces, m, tl, table.shape[1])
-            aad_arr, aad_off = _aead._aad_table(aad, m)
+            non = _aead._nonce_table(spec, g["nonces"], m, tl, table.shape[1])
+            aad_arr, aad_off = _aead._aad_table(g["aad"], m)
             _aead._check_limits(spec, longest, _aead._longest(aad_off, spec.aead.max_aad))
-            head = {"op": "batch", "version": protocol.VERSION, "cipher": spec.name,
-                    "encrypt": bool(encrypt), "tag_length": tl, "impl": impl, "device": device}
-            groups = self._groups(off, tl, non.shape[1], aad_off, table.size)
-            if len(groups) > 1:
-                out = np.empty(src.nbytes, dtype=np.uint8)
-                res = np.empty((m, tl), dtype=np.uint8) if encrypt else np.empty(m, dtype=bool)
-            for i, j in groups:
-                rows = np.unique(index[i:j]) if j > i else np.zeros(0, dtype=index.dtype)
-                a, b = int(off[i]), int(off[j])
-                keys_used = table[rows]   # (a copy: wiped below, as the table is)
-                try:
-                    part = self._batch_call(
-                        head, src[a:b], off[i:j + 1] - a, None if got is None else got[i:j],
-                        keys_used, np.searchsorted(rows, index[i:j]).astype(np.int32),
-                        non[i:j], aad_arr[int(aad_off[i]):int(aad_off[j])],
-                        aad_off[i:j + 1] - aad_off[i])
-                finally:
-                    keys_used.fill(0)
-                if len(groups) == 1:   # (one group: its arrays are the result's)
-                    out, res = part
-                else:
-                    out[a:b], res[i:j] = part
+            # (dst: none here; the service's reply is the output)
+            batch = Batch(spec.name, req.encrypt, tl, table, index, non, aad_arr, aad_off, src,
+                          off, None)
+            out, res = self.run_batch(aead_request(spec, batch, impl=req.impl), got, device)
         finally:
             table.fill(0)
-        if encrypt:
+        if req.encrypt:
             return _aead.BatchResult(True, out, off, res, np.ones(m, dtype=bool))
         return _aead.BatchResult(False, out, off, None, res)
 
-    def _groups(self, off, tl: int, nl: int, aad_off, key_bytes: int):
-        """[(first message, end)] of the batch's requests: one (a local connection), or groups
-        whose buffers fit REMOTE_PIECE (a remote one)."""
-        import numpy as np
+    def run_batch(self, req, got, device: str = "auto"):
+        """The batch ``req`` holds (an AEADRequest with its checked ``request.Batch``), opened
+        against the received tags ``got`` or sealed, by the service: (the output texts, the
+        tags (sealing) or the mask of the messages that verified)."""
+        return self._run(_Batch(req, got, device))
 
-        m = off.size - 1
-        if self.ch.local or m == 0:
-            return [(0, m)]
-        per = 2 * np.diff(off) + np.diff(aad_off) + (tl + nl + 1 + 4 + 16 + 8)
-        budget = protocol.REMOTE_PIECE - key_bytes - (1 << 12)
-        ends, i, csum = [], 0, np.concatenate(([0], np.cumsum(per)))
-        while i < m:
-            j = int(np.searchsorted(csum, csum[i] + budget, side="right")) - 1
-            if j <= i:
-                raise errors.InvalidArgument(
-                    f"message {i} ({int(off[i + 1] - off[i])} bytes) does not fit one request "
-                    f"to a remote service ({protocol.REMOTE_PIECE} bytes)")
-            ends.append((i, j))
-            i = j
-        return ends
+    # -- the one path of a buffer op (crypt, aead, batch) -------------------------------------
+    def _run(self, op):
+        """A buffer op (:class:`_Blocks`, :class:`_Message`, :class:`_Batch`): over a local
+        connection one request; over a remote one the op's requests of at most REMOTE_PIECE
+        (``op.remote``: its data travel inside the messages)."""
+        if self.ch.local:
+            return self._exchange(op)
+        return op.remote(self._exchange)
 
-    def _batch_call(self, head, src, off, got, table, index, non, aad, aad_off):
-        """One batch request; (the texts out, the tags (encryption) or the ok mask)."""
-        import numpy as np
-
-        m = off.size - 1
-        tl = head["tag_length"]
-        layout, total = protocol.batch_layout(m, src.nbytes, tl, table.shape[0], table.shape[1],
-                                              non.shape[1], aad.nbytes)
-        msg = dict(head, m=m, n=int(src.nbytes), keys=int(table.shape[0]),
-                   nonce_length=int(non.shape[1]), aad_length=int(aad.nbytes))
-        if total <= protocol.INLINE_MAX or not self.ch.local:
-            return self._batch_fill(msg, layout, np.zeros(total, dtype=np.uint8), None, None,
-                                    src, off, got, table, index, non, aad, aad_off)
+    def _exchange(self, op):
+        """One request of ``op`` and its reply: the buffer inline in the message (up to
+        INLINE_MAX, and always over a remote connection: the reply's data the op's output), or
+        through a memfd sealed against shrinking and growing (the connection's arena or, past
+        ARENA_MAX, one of the request's own) that the service works on in place.  The result:
+        ``op.read`` of the buffer (copied out of an arena, which the next request reuses)."""
+        msg = dict(op.msg)
+        if op.room <= protocol.INLINE_MAX or not self.ch.local:
+            msg["data"] = op.inline()
+            back = self._call(msg)["data"]
+            if not isinstance(back, bytes) or len(back) != op.reply_size:
+                raise protocol.ProtocolError(f"a {msg['op']} reply of the wrong size")
+            return op.take(back)
         with self.arena_lock:
-            fd, mm, token = self._buffer(total)
+            fd, mm, token = self._buffer(op.room)
             try:
-                region = np.frombuffer(mm, dtype=np.uint8, count=total)
-                return self._batch_fill(msg, layout, region, fd, token, src, off, got, table,
-                                        index, non, aad, aad_off)
-            finally:
-                if token is None:
-                    os.close(fd)
-
-    def _batch_fill(self, msg, layout, region, fd, token, src, off, got, table, index, non, aad,
-                    aad_off):
-        """Write a batch's sections into ``region`` (inline: sent in the message; else the memfd
-        ``fd``, the arena ``token``'s or its own), run it, read the results (copied out of an
-        arena, which the next request reuses)."""
-        import numpy as np
-
-        m = off.size - 1
-        v = protocol.batch_views(region, layout)
-        try:
-            v["text"][:] = src
-            if got is not None:
-                v["tags"][:] = got.reshape(-1)
-            v["off"][:], v["index"][:], v["keys"][:] = off, index, table.reshape(-1)
-            v["nonces"][:], v["aad"][:], v["aad_off"][:] = non.reshape(-1), aad, aad_off
-            if fd is None:
-                msg["data"] = region.tobytes()
-                v["keys"][:] = 0
-                back = self._call(msg)["data"]
-                start = layout["out"][0]
-                if not isinstance(back, bytes) or len(back) != layout["ok"][0] + m - start:
-                    raise protocol.ProtocolError("a batch reply of the wrong size")
-                region[start:start + len(back)] = np.frombuffer(back, dtype=np.uint8)
-            else:
-                msg["length"] = region.nbytes
-                if token is not None:
-                    msg["arena"] = token
-                self._call(msg, [fd])
-        finally:
-            v["keys"][:] = 0
-        out = v["out"] if token is None else v["out"].copy()
-        if msg["encrypt"]:
-            tags = v["tags"].reshape(m, msg["tag_length"])
-            return out, tags if token is None else tags.copy()
-        return out, v["ok"].astype(bool)
-
-    def _crypt(self, encrypt, data, cipher, key, iv, device, padding, sector_size, start_sector,
-               constant_time, implementation, allow_weak):
-        import numpy as np
-
-        from .. import buffers
-        from ..api import _request
-        from ..modes import padding as _padding
-
-        req = _request(cipher, key, iv, encrypt, padding, sector_size, start_sector, constant_time,
-                       implementation, allow_weak)
-        arr, wrap = buffers.host_array(data)
-        bs = req.block_size
-        raw = arr.tobytes() if (encrypt and padding) else None
-        if raw is not None:
-            arr = np.frombuffer(_padding.pad(raw, bs), dtype=np.uint8)
-        req.check_length(arr.nbytes)
-        msg = {"op": "crypt", "version": protocol.VERSION, "device": device,
-               **protocol.request_fields(req)}
-        msg["padding"] = None
-        if arr.nbytes <= protocol.INLINE_MAX:
-            msg["data"] = arr.tobytes()
-            out = np.frombuffer(bytearray(self._call(msg)["data"]), dtype=np.uint8)
-        elif self.ch.local:
-            out = self._shared(msg, arr)
-        else:
-            out = self._pieces(msg, req, arr)
-        if not encrypt and padding:
-            out = np.frombuffer(_padding.unpad(out.tobytes(), bs), dtype=np.uint8)
-        return wrap(out, not padding)
-
-    def _pieces(self, msg: dict, req, arr, first: int = 0, chain=None):
-        """A buffer too large for one remote message (the blocks of ``req`` from ``first`` on,
-        ``chain`` before them): in pieces of REMOTE_PIECE on the mode's grain, each a message
-        of its own (its first block, the chaining value carried)."""
-        import numpy as np
-
-        n = arr.nbytes
-        unit = req.mode.split_unit(req) or (req.block_size if req.mode.carries else None)
-        if unit is None:
-            raise errors.InvalidArgument(f"{req.spec.name}: one data unit of {n} bytes does not "
-                                         f"fit a remote message ({protocol.REMOTE_PIECE} bytes)")
-        step = max(unit, protocol.REMOTE_PIECE // unit * unit)
-        out = np.empty(n, dtype=np.uint8)
-        bs = req.block_size
-        for a in range(0, n, step):
-            b = min(n, a + step)
-            piece = dict(msg, data=arr[a:b].tobytes(), first_block=first + a // bs, chain=chain)
-            out[a:b] = np.frombuffer(self._call(piece)["data"], dtype=np.uint8)
-            if req.mode.carries:   # (CBC: the chaining value of the next piece)
-                chain = req.mode.carry(req, arr[a:b], out[a:b])
-        return out
-
-    def _shared(self, msg: dict, arr, room: int | None = None):
-        """``arr`` through a memfd (``room`` bytes, default the data's) sealed against shrinking
-        and growing, enciphered in place by the service; the result: an array over the mapping
-        (no copy back)."""
-        import numpy as np
-
-        n = arr.nbytes if room is None else room
-        with self.arena_lock:
-            fd, mm, token = self._buffer(n)
-            try:
-                region = np.frombuffer(mm, dtype=np.uint8, count=n)
-                region[: arr.nbytes] = arr.reshape(-1)
-                msg["length"] = n
-                if token is not None:
-                    msg["arena"] = token
-                self._call(msg, [fd])
-                return region if token is None else region.copy()
+                region = np.frombuffer(mm, dtype=np.uint8, count=op.room)
+                try:
+                    op.write(region)
+                    msg.update(op.shared, length=op.room)
+                    if token is not None:
+                        msg["arena"] = token
+                    self._call(msg, [fd])
+                finally:
+                    op.wipe(region)
+                return op.read(region, token is None)
             finally:
                 if token is None:
                     os.close(fd)
@@ -505,6 +355,199 @@ def _steps(progress):
             last[0] = total
 
     return step
+
+
+# ------------------------------------------------------------------------------ buffer ops
+#
+# What differs between the three buffer ops is data on one object each, read by Client._run and
+# Client._exchange: ``msg`` (the request's fields), ``room`` (the bytes of its buffer, results
+# included), ``reply_size`` (the bytes of an inline reply), ``shared`` (the fields a shared
+# buffer adds); ``inline()`` / ``take(data)`` (the buffer as the message's data, the reply's
+# data as the result), ``write(region)`` / ``read(region, own)`` / ``wipe(region)`` (the same
+# through a shared buffer: ``own`` False for the connection's arena, whose bytes are copied
+# out), and ``remote(exchange)`` (the op over a remote connection: its requests of at most
+# REMOTE_PIECE, each through ``exchange``).
+
+class _Text:
+    """An op on one text (``arr``), its result written over it in the buffer."""
+
+    shared = ()   # (no fields of its own for a shared buffer)
+
+    def inline(self) -> bytes:
+        return self.arr.tobytes()
+
+    def take(self, data: bytes):
+        return np.frombuffer(bytearray(data), dtype=np.uint8)
+
+    def write(self, region) -> None:
+        region[:self.arr.nbytes] = self.arr.reshape(-1)
+
+    def wipe(self, region) -> None:
+        pass
+
+    def read(self, region, own: bool):
+        out = region[:self.reply_size]
+        return out if own else out.copy()
+
+
+class _Blocks(_Text):
+    """A block cipher·mode's message (padded already), or a context's piece of it from
+    ``first_block`` on (``chain``: CBC's chaining value before it): enciphered in place."""
+
+    def __init__(self, req, arr, device: str, first_block: int | None = None, chain=None):
+        self.req, self.arr, self.device = req, arr, device
+        self.first_block, self.chain = first_block, chain
+        self.msg = {"op": "crypt", "version": protocol.VERSION, "device": device,
+                    **protocol.request_fields(req), "padding": None}   # (padded here)
+        if first_block is not None:
+            self.msg.update(first_block=first_block, chain=chain)
+        self.room = self.reply_size = arr.nbytes
+
+    def remote(self, exchange):
+        """Past REMOTE_PIECE, in pieces on the mode's grain, each a request from its block on
+        (CBC's chaining value carried from the piece before)."""
+        req, arr = self.req, self.arr
+        n = arr.nbytes
+        if n <= protocol.REMOTE_PIECE:
+            return exchange(self)
+        unit = req.mode.split_unit(req) or (req.block_size if req.mode.carries else None)
+        if unit is None:
+            raise errors.InvalidArgument(f"{req.spec.name}: one data unit of {n} bytes does not "
+                                         f"fit a remote message ({protocol.REMOTE_PIECE} bytes)")
+        step = max(unit, protocol.REMOTE_PIECE // unit * unit)
+        out = np.empty(n, dtype=np.uint8)
+        bs, first, chain = req.block_size, self.first_block or 0, self.chain
+        for a in range(0, n, step):
+            b = min(n, a + step)
+            out[a:b] = exchange(_Blocks(req, arr[a:b], self.device, first + a // bs, chain))
+            if req.mode.carries:
+                chain = req.mode.carry(req, arr[a:b], out[a:b])
+        return out
+
+
+class _Message(_Text):
+    """One AEAD message of ``req`` (aead.message_request's: key, nonce, AAD and tag length
+    checked): its text (decryption: then its tag) in the buffer, the result over it
+    (encryption: ciphertext || tag, room for the tag after the text)."""
+
+    def __init__(self, req, arr, device: str):
+        n, tl = arr.nbytes, req.tag_length
+        self.arr, self.tag_length = arr, tl
+        self.msg = {"op": "aead", "version": protocol.VERSION, "cipher": req.spec.name,
+                    "key": req.key, "nonce": req.nonce, "aad": req.aad, "tag_length": tl,
+                    "encrypt": bool(req.encrypt), "device": device, "impl": req.impl}
+        self.room = n + tl if req.encrypt else n
+        self.reply_size = n + tl if req.encrypt else n - tl
+        self.shared = (("text_length", n),)
+
+    def remote(self, exchange):
+        if self.room > protocol.REMOTE_PIECE:
+            raise errors.InvalidArgument(f"one AEAD message through a remote service is at most "
+                                         f"{protocol.REMOTE_PIECE - self.tag_length} bytes (a batch or a "
+                                         "sealed file for more)")
+        return exchange(self)
+
+
+class _Batch:
+    """A batch of AEAD messages (``req``: an AEADRequest holding its checked ``request.Batch``;
+    ``got``: the received tags when opening) in one buffer of protocol.batch_layout's sections;
+    the result: (the output texts, the tags (sealing) or the mask of verified messages)."""
+
+    shared = ()   # (no fields of its own for a shared buffer)
+
+    def __init__(self, req, got, device: str):
+        b = req.batch
+        m, tl = b.count, b.tag_length
+        self.req, self.got, self.device = req, got, device
+        self.layout, self.room = protocol.batch_layout(
+            m, b.src.nbytes, tl, b.keys.shape[0], b.keys.shape[1], b.nonces.shape[1], b.aad.nbytes)
+        self.msg = {"op": "batch", "version": protocol.VERSION, "cipher": b.name,
+                    "encrypt": bool(b.encrypt), "tag_length": tl, "impl": req.impl,
+                    "device": device, "m": m, "n": int(b.src.nbytes), "keys": int(b.keys.shape[0]),
+                    "nonce_length": int(b.nonces.shape[1]), "aad_length": int(b.aad.nbytes)}
+        self.start = self.layout["out"][0]
+        self.reply_size = self.layout["ok"][0] + m - self.start
+        self._region = None
+
+    def write(self, region) -> None:
+        b, v = self.req.batch, protocol.batch_views(region, self.layout)
+        v["text"][:] = b.src
+        if self.got is not None:
+            v["tags"][:] = self.got.reshape(-1)
+        v["off"][:], v["index"][:], v["keys"][:] = b.off, b.key_index, b.keys.reshape(-1)
+        v["nonces"][:], v["aad"][:], v["aad_off"][:] = b.nonces.reshape(-1), b.aad, b.aad_off
+
+    def wipe(self, region) -> None:
+        protocol.batch_views(region, self.layout)["keys"][:] = 0
+
+    def inline(self) -> bytes:
+        region = self._region = np.zeros(self.room, dtype=np.uint8)
+        try:
+            self.write(region)
+            return region.tobytes()
+        finally:
+            self.wipe(region)
+
+    def take(self, data: bytes):
+        self._region[self.start:self.start + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        return self.read(self._region, True)
+
+    def read(self, region, own: bool):
+        v = protocol.batch_views(region, self.layout)
+        out = v["out"] if own else v["out"].copy()
+        if self.msg["encrypt"]:
+            tags = v["tags"].reshape(self.msg["m"], self.msg["tag_length"])
+            return out, tags if own else tags.copy()
+        return out, v["ok"].astype(bool)
+
+    def remote(self, exchange):
+        """In groups of whole messages whose buffers fit REMOTE_PIECE, each a batch of its own
+        (the keys it uses only, wiped once sent)."""
+        from ..request import Batch, aead_request
+
+        b = self.req.batch
+        groups = self._groups()
+        if len(groups) == 1:
+            return exchange(self)
+        m, tl = b.count, b.tag_length
+        out = np.empty(b.src.nbytes, dtype=np.uint8)
+        res = np.empty((m, tl), dtype=np.uint8) if b.encrypt else np.empty(m, dtype=bool)
+        for i, j in groups:
+            rows = np.unique(b.key_index[i:j])
+            x, y = int(b.off[i]), int(b.off[j])
+            p, q = int(b.aad_off[i]), int(b.aad_off[j])
+            keys = b.keys[rows]   # (a copy: wiped below)
+            try:
+                part = Batch(b.name, b.encrypt, tl, keys,
+                             np.searchsorted(rows, b.key_index[i:j]).astype(np.int32),
+                             b.nonces[i:j], b.aad[p:q], b.aad_off[i:j + 1] - p, b.src[x:y],
+                             b.off[i:j + 1] - x, None)
+                out[x:y], res[i:j] = exchange(_Batch(
+                    aead_request(self.req.spec, part, impl=self.req.impl),
+                    None if self.got is None else self.got[i:j], self.device))
+            finally:
+                keys.fill(0)
+        return out, res
+
+    def _groups(self):
+        """[(first message, end)]: whole messages whose buffers fit REMOTE_PIECE."""
+        b = self.req.batch
+        m, off, aad_off = b.count, b.off, b.aad_off
+        if m == 0:
+            return [(0, 0)]
+        per = 2 * np.diff(off) + np.diff(aad_off) + (b.tag_length + b.nonces.shape[1] + 1 + 4
+                                                     + 16 + 8)
+        budget = protocol.REMOTE_PIECE - b.keys.size - (1 << 12)
+        ends, i, csum = [], 0, np.concatenate(([0], np.cumsum(per)))
+        while i < m:
+            j = int(np.searchsorted(csum, csum[i] + budget, side="right")) - 1
+            if j <= i:
+                raise errors.InvalidArgument(
+                    f"message {i} ({int(off[i + 1] - off[i])} bytes) does not fit one request "
+                    f"to a remote service ({protocol.REMOTE_PIECE} bytes)")
+            ends.append((i, j))
+            i = j
+        return ends
 
 
 class RemoteClient(Client):
