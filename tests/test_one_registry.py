@@ -140,3 +140,40 @@ def test_register_takes_a_declaration_of_either_kind():
     finally:
         registry.unregister(added)
     assert not registry.is_aead("toy-128-gcm")
+
+
+# --------------------------------------------------------------------------- one vector loader
+
+def test_one_loader_reads_both_kinds():
+    from ciphergrid import vectors
+    from ciphergrid.vectors import aeads as aead_vectors
+
+    assert vectors.data_files() == vectors.data_files(vectors.BLOCKS)
+    assert "aes-gcm.json" in vectors.data_files(aead_vectors.AEADS)
+    assert vectors.load("aes-128-cbc") == vectors.select(vectors.BLOCKS, "AES-128-CBC")
+    written = aead_vectors.load("aes-128-gcm", files=False)
+    assert written and written == vectors.select(aead_vectors.AEADS, "aes-128-gcm", False)
+    doc = vectors._read(aead_vectors.AEADS, "aes-gcm.json")
+    group = doc["groups"][0]
+    assert aead_vectors.load(group["vectors"][0]["cipher"], files=False)[0].source == \
+        f"{group['source']} {group['vectors'][0]['id']}"
+    # the naming field of each kind's files is read and kept checked
+    for kind, name in ((vectors.BLOCKS, "aes.json"), (aead_vectors.AEADS, "aes-gcm.json")):
+        assert isinstance(vectors._read(kind, name)[kind.naming], str)
+
+
+def test_each_kind_checks_its_files_format_and_naming():
+    """A file of the wrong format, or one that does not name what its vectors are of, is
+    refused by the one loader for either kind."""
+    import dataclasses
+
+    from ciphergrid.vectors import BLOCKS, VectorFileError, _read
+    from ciphergrid.vectors import aeads as aead_vectors
+
+    AEADS = aead_vectors.AEADS
+    with pytest.raises(VectorFileError, match=r"^aes.json: \"format\" must be 'ciphergrid-aead"):
+        _read(dataclasses.replace(AEADS, folder=""), "aes.json")
+    with pytest.raises(VectorFileError, match=r"^aead/aes-gcm.json: \"format\" must be"):
+        _read(dataclasses.replace(BLOCKS, folder="aead"), "aes-gcm.json")
+    with pytest.raises(VectorFileError, match=r"^aead/aes-gcm.json: \"algorithm\" .* missing"):
+        _read(dataclasses.replace(AEADS, naming="algorithm"), "aes-gcm.json")

@@ -50,6 +50,10 @@ inside is ignored (the files write 16-byte blocks apart).  Integers (``start_sec
 ``sector_size``) are JSON numbers or strings such as ``"0x3333333333"``.  Unknown fields are an
 error, so that a misspelt field cannot drop a value silently.
 
+The AEADs' files (``aead/FAMILY.json``, vectors/aeads.py) are read by the same loader: a
+:class:`VectorKind` names what tells the two kinds of file apart (their folder, format, the field
+naming what their vectors are of, their record fields, how a record and a file set are read).
+
 Derived, not written in the files: a record in sector mode whose plaintext is one data unit is
 also given as a vector with the tweak as ``iv`` (LE128(start_sector), the tweak that unit takes),
 and a key the mode refuses for encryption (XTS with key1 == key2) makes a decryption-only vector.
@@ -59,7 +63,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Callable, Iterable, Iterator
 
@@ -68,6 +72,7 @@ from . import cavp
 __all__ = [
     "Vector",
     "MCTVector",
+    "VectorKind",
     "load",
     "names_with_vectors",
     "vectors_dir",
@@ -133,24 +138,53 @@ class VectorFileError(ValueError):
     """A vector data file does not follow the format."""
 
 
-def data_files() -> list[str]:
-    """Names of the vector data files of this package (``aes.json``, ...), sorted."""
-    return sorted(p.name for p in resources.files(__name__).iterdir()
-                  if p.name.endswith(".json") and p.is_file())
+@dataclass(frozen=True)
+class VectorKind:
+    """What tells one kind of vector file from another (the block ciphers': :data:`BLOCKS`; the
+    AEADs': vectors/aeads.py's ``AEADS``); the loader (``_read``, ``records``, ``_all``,
+    ``select``) is one for both."""
+
+    folder: str                  # under this package ("": this folder)
+    format: str                  # the files' "format"
+    naming: str                  # the field naming what a file's vectors are of ("algorithm")
+    top: frozenset               # a file's fields
+    fields: frozenset            # a record's fields
+    required: tuple              # a record's required fields (on it or on its group)
+    file_fields: frozenset       # a ``files`` set's fields
+    #: (record merged over its group, source, where) -> the record's vectors
+    record: Callable = field(compare=False)
+    #: (file set, the file's document, where) -> the set's reader ((path, rel) -> its vectors),
+    #: or None for a set this kind's vectors do not read; raises VectorFileError for a bad set
+    file_set: Callable = field(compare=False)
+
+    def where(self, fname: str) -> str:
+        """The file's name in an error message (``aead/aes-gcm.json``)."""
+        return f"{self.folder}/{fname}" if self.folder else fname
+
+
+def data_files(kind: VectorKind | None = None) -> list[str]:
+    """Names of the vector data files of ``kind`` (default: the block ciphers': ``aes.json``,
+    ...), sorted."""
+    folder = resources.files(__name__)
+    if kind is not None and kind.folder:
+        folder = folder.joinpath(kind.folder)
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".json") and p.is_file())
 
 
 @functools.lru_cache(maxsize=None)
-def _read(fname: str) -> dict:
-    text = resources.files(__name__).joinpath(fname).read_text(encoding="utf-8")
+def _read(kind: VectorKind, fname: str) -> dict:
+    where = kind.where(fname)
+    text = resources.files(__name__).joinpath(where).read_text(encoding="utf-8")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise VectorFileError(f"{fname}: not JSON: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise VectorFileError(f"{fname}: \"format\" must be {FORMAT!r}")
-    _no_unknown(doc, _TOP_FIELDS, fname)
-    if not isinstance(doc.get("algorithm"), str):
-        raise VectorFileError(f"{fname}: \"algorithm\" (a registry name such as \"aes\") is missing")
+        raise VectorFileError(f"{where}: not JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != kind.format:
+        raise VectorFileError(f"{where}: \"format\" must be {kind.format!r}")
+    _no_unknown(doc, kind.top, where)
+    if not isinstance(doc.get(kind.naming), str):
+        raise VectorFileError(f"{where}: \"{kind.naming}\" (the name of what its vectors are "
+                              "of, such as \"aes\") is missing")
     return doc
 
 
@@ -204,10 +238,51 @@ def group_records(groups: list, where: str, fields: set,
             yield merged, f"{group['source']} {merged['id']}", rwhere
 
 
-def _records(fname: str, section: str, fields: set) -> Iterator[tuple[dict, str, str]]:
-    """group_records of a section of a block-cipher vector file."""
-    yield from group_records(_read(fname).get(section, []), f"{fname} {section}", fields,
-                             ("id", "cipher", "key", "plaintext", "ciphertext"))
+def records(kind: VectorKind, fname: str, section: str = "groups",
+            fields: set | None = None) -> Iterator[tuple[dict, str, str]]:
+    """group_records of a section of a vector file of ``kind`` (its record fields, unless
+    ``fields``)."""
+    yield from group_records(_read(kind, fname).get(section, []),
+                             f"{kind.where(fname)} {section}",
+                             kind.fields if fields is None else fields, kind.required)
+
+
+def _file_sets(kind: VectorKind, fname: str) -> Iterator[tuple[dict, dict, str]]:
+    """(set, the file's document, where) of each ``files`` set of a vector file of ``kind``."""
+    doc = _read(kind, fname)
+    for i, s in enumerate(doc.get("files", [])):
+        where = f"{kind.where(fname)} files[{i}]"
+        _no_unknown(s, kind.file_fields, where)
+        yield s, doc, where
+
+
+@functools.lru_cache(maxsize=None)
+def _all(kind: VectorKind, with_files: bool = True) -> tuple:
+    """Every vector of ``kind``: its data files' records, then (``with_files``, where the
+    cryptography_vectors package is installed) the package's files they name."""
+    out: list = []
+    for fname in data_files(kind):
+        for r, source, where in records(kind, fname):
+            out.extend(kind.record(r, source, where))
+    base = vectors_dir() if with_files else None
+    if base is not None:
+        for fname in data_files(kind):
+            for s, doc, where in _file_sets(kind, fname):
+                read = kind.file_set(s, doc, where)
+                if read is not None:
+                    for path, rel in cavp.files(base, s["directory"], s["match"]):
+                        out.extend(read(path, rel))
+    return tuple(out)
+
+
+def select(kind: VectorKind, cipher_name: str | None = None, files: bool = True) -> list:
+    """The vectors of ``kind`` (of one cipher name); ``files=False``: only those written in the
+    data files."""
+    vs = _all(kind, bool(files))
+    if cipher_name is None:
+        return list(vs)
+    n = _norm(cipher_name)
+    return [v for v in vs if v.cipher == n]
 
 
 def _encrypt_ok(cipher: str, key: bytes) -> bool:
@@ -226,36 +301,36 @@ def _encrypt_ok(cipher: str, key: bytes) -> bool:
     return True
 
 
-def _from_data(fname: str) -> Iterator[Vector]:
-    for r, source, where in _records(fname, "groups", _RECORD_FIELDS):
-        name = r["cipher"].strip().lower()
-        key = _hex(r["key"], f"{where} key")
-        pt = _hex(r["plaintext"], f"{where} plaintext")
-        ct = _hex(r["ciphertext"], f"{where} ciphertext")
-        iv = _hex(r["iv"], f"{where} iv") if "iv" in r else None
-        if len(pt) != len(ct):
-            raise VectorFileError(f"{where}: plaintext and ciphertext differ in length")
-        enc_ok = _encrypt_ok(name, key)
-        if "start_sector" not in r:
-            if "sector_size" in r:
-                raise VectorFileError(f"{where}: sector_size without start_sector")
-            yield Vector(name, key, iv, pt, ct, encrypt_ok=enc_ok, source=source)
-            continue
-        if iv is not None:
-            raise VectorFileError(f"{where}: start_sector (sector mode) takes no iv")
-        start = _int(r["start_sector"], f"{where} start_sector")
-        size = _int(r.get("sector_size", len(pt)), f"{where} sector_size")
-        if size == len(pt):
-            # one data unit: the same vector with its tweak given explicitly ...
-            yield Vector(name, key, start.to_bytes(16, "little"), pt, ct, encrypt_ok=enc_ok,
-                         source=source + " (tweak as iv)")
-        # ... and as sector mode
-        yield Vector(name, key, None, pt, ct, encrypt_ok=enc_ok, sector_size=size,
-                     start_sector=start, source=source + " (sector mode)")
+def _block_record(r: dict, source: str, where: str) -> Iterator[Vector]:
+    """The vectors of a block cipher's record (sector mode: two, see the module docstring)."""
+    name = r["cipher"].strip().lower()
+    key = _hex(r["key"], f"{where} key")
+    pt = _hex(r["plaintext"], f"{where} plaintext")
+    ct = _hex(r["ciphertext"], f"{where} ciphertext")
+    iv = _hex(r["iv"], f"{where} iv") if "iv" in r else None
+    if len(pt) != len(ct):
+        raise VectorFileError(f"{where}: plaintext and ciphertext differ in length")
+    enc_ok = _encrypt_ok(name, key)
+    if "start_sector" not in r:
+        if "sector_size" in r:
+            raise VectorFileError(f"{where}: sector_size without start_sector")
+        yield Vector(name, key, iv, pt, ct, encrypt_ok=enc_ok, source=source)
+        return
+    if iv is not None:
+        raise VectorFileError(f"{where}: start_sector (sector mode) takes no iv")
+    start = _int(r["start_sector"], f"{where} start_sector")
+    size = _int(r.get("sector_size", len(pt)), f"{where} sector_size")
+    if size == len(pt):
+        # one data unit: the same vector with its tweak given explicitly ...
+        yield Vector(name, key, start.to_bytes(16, "little"), pt, ct, encrypt_ok=enc_ok,
+                     source=source + " (tweak as iv)")
+    # ... and as sector mode
+    yield Vector(name, key, None, pt, ct, encrypt_ok=enc_ok, sector_size=size,
+                 start_sector=start, source=source + " (sector mode)")
 
 
 def _mct_from_data(fname: str) -> Iterator[MCTVector]:
-    for r, source, where in _records(fname, "monte_carlo", _MCT_FIELDS):
+    for r, source, where in records(BLOCKS, fname, "monte_carlo", _MCT_FIELDS):
         if not isinstance(r.get("encrypt"), bool):
             raise VectorFileError(f"{where}: \"encrypt\" (true or false) is missing")
         yield MCTVector(r["cipher"].strip().lower(), _hex(r["key"], f"{where} key"),
@@ -271,19 +346,13 @@ def vectors_dir() -> str | None:
     return cavp.package_dir()
 
 
-def _file_sets(fname: str, fmt: set[str]) -> Iterator[tuple[dict, Callable[[int], str | None]]]:
-    """The ``files`` sets of a data file whose format is in ``fmt``, with the function that names
-    the cipher of a record from its key length."""
-    doc = _read(fname)
-    for i, s in enumerate(doc.get("files", [])):
-        where = f"{fname} files[{i}]"
-        _no_unknown(s, _FILE_SET_FIELDS, where)
-        if set(s) != _FILE_SET_FIELDS:
-            raise VectorFileError(f"{where}: needs {sorted(_FILE_SET_FIELDS - set(s))}")
-        if s["format"] not in cavp.FORMATS:
-            raise VectorFileError(f"{where}: format {s['format']!r} is not one of {cavp.FORMATS}")
-        if s["format"] in fmt:
-            yield s, _namer(doc["algorithm"], s["mode"])
+def _block_set(s: dict, where: str) -> str:
+    """A block cipher's ``files`` set checked; its format."""
+    if set(s) != _FILE_SET_FIELDS:
+        raise VectorFileError(f"{where}: needs {sorted(_FILE_SET_FIELDS - set(s))}")
+    if s["format"] not in cavp.FORMATS:
+        raise VectorFileError(f"{where}: format {s['format']!r} is not one of {cavp.FORMATS}")
+    return s["format"]
 
 
 def _namer(algorithm: str, mode: str) -> Callable[[int], str | None]:
@@ -296,7 +365,14 @@ def _namer(algorithm: str, mode: str) -> Callable[[int], str | None]:
     return by_len.get
 
 
-def _from_files(base: str, fname: str) -> Iterator[Vector]:
+def _block_file_set(s: dict, doc: dict, where: str):
+    """The reader of a block cipher's ``files`` set of known-answer records (a Monte Carlo set:
+    None, ``load_mct`` reads those)."""
+    fmt = _block_set(s, where)
+    if fmt == "mct":
+        return None
+    name_of = _namer(doc["algorithm"], s["mode"])
+
     def block(name, key, iv, pt, ct, src):
         return Vector(name, key, iv, pt, ct, source=src)
 
@@ -304,26 +380,16 @@ def _from_files(base: str, fname: str) -> Iterator[Vector]:
         return Vector(name, key, iv, pt, ct, encrypt_ok=_encrypt_ok(name, key),
                       sector_size=sector_size, start_sector=start_sector, source=src)
 
-    for s, name_of in _file_sets(fname, {"nist", "xts", "ntt"}):
-        for path, rel in cavp.files(base, s["directory"], s["match"]):
-            if s["format"] == "nist":
-                yield from cavp.read_nist(path, rel, name_of, block)
-            elif s["format"] == "ntt":
-                yield from cavp.read_ntt(path, rel, name_of, block)
-            else:
-                yield from cavp.read_xts(path, rel, name_of, xts)
+    if fmt == "xts":
+        return lambda path, rel: cavp.read_xts(path, rel, name_of, xts)
+    read = cavp.read_nist if fmt == "nist" else cavp.read_ntt
+    return lambda path, rel: read(path, rel, name_of, block)
 
 
-@functools.lru_cache(maxsize=None)
-def _all() -> tuple[Vector, ...]:
-    out: list[Vector] = []
-    for fname in data_files():
-        out.extend(_from_data(fname))
-    base = vectors_dir()
-    if base is not None:
-        for fname in data_files():
-            out.extend(_from_files(base, fname))
-    return tuple(out)
+#: the block ciphers' vector files (this folder's ``NAME.json``)
+BLOCKS = VectorKind("", FORMAT, "algorithm", frozenset(_TOP_FIELDS), frozenset(_RECORD_FIELDS),
+                    ("id", "cipher", "key", "plaintext", "ciphertext"),
+                    frozenset(_FILE_SET_FIELDS), _block_record, _block_file_set)
 
 
 def _norm(name: str) -> str:
@@ -332,15 +398,12 @@ def _norm(name: str) -> str:
 
 def load(cipher_name: str | None = None) -> list[Vector]:
     """All known-answer vectors, or those of one cipher name ("aes-128-cbc")."""
-    if cipher_name is None:
-        return list(_all())
-    n = _norm(cipher_name)
-    return [v for v in _all() if v.cipher == n]
+    return select(BLOCKS, cipher_name)
 
 
 def names_with_vectors() -> list[str]:
     """Sorted cipher names that have at least one vector."""
-    return sorted({v.cipher for v in _all()})
+    return sorted({v.cipher for v in _all(BLOCKS)})
 
 
 # --------------------------------------------------------------------------- Monte Carlo (AESAVS)
@@ -358,9 +421,11 @@ def _all_mct(per_file: int) -> tuple[MCTVector, ...]:
         return MCTVector(name, key, iv, pt, ct, encrypt, source=src)
 
     for fname in data_files():
-        for s, name_of in _file_sets(fname, {"mct"}):
-            for path, rel in cavp.files(base, s["directory"], s["match"]):
-                out.extend(cavp.read_mct(path, rel, name_of, make, per_file))
+        for s, doc, where in _file_sets(BLOCKS, fname):
+            if _block_set(s, where) == "mct":
+                name_of = _namer(doc["algorithm"], s["mode"])
+                for path, rel in cavp.files(base, s["directory"], s["match"]):
+                    out.extend(cavp.read_mct(path, rel, name_of, make, per_file))
     return tuple(out)
 
 

@@ -17,19 +17,18 @@ The vectors are data, one file per AEAD family in ``vectors/aead/`` (``aes-gcm.j
     KEY/NONCE or IV/IN or Plaintext/AD or AAD/CT or Ciphertext/TAG/Result, as the package's
     ChaCha20Poly1305 files), with ``cipher`` naming the cipher of a ``kv`` set.
 
-Unknown fields are an error.  Parsing happens once per process.
+Unknown fields are an error.  Parsing happens once per process.  The files are read by the
+package's one loader (vectors/__init__.py) as the kind :data:`AEADS`; what is theirs alone is
+here: the record (:func:`_record`) and the two formats of file sets.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import os
-import re
 from dataclasses import dataclass
-from importlib import resources
 
-from . import VectorFileError, _hex, _no_unknown, group_records, vectors_dir
+from . import VectorFileError, VectorKind, _hex, select, vectors_dir
+
+__all__ = ["AEADVector", "AEADS", "load", "vectors_dir"]
 
 FORMAT = "ciphergrid-aead-vectors 1"
 _TOP = {"format", "family", "groups", "files"}
@@ -50,38 +49,18 @@ class AEADVector:
     source: str = ""
 
 
-def data_files() -> list[str]:
-    folder = resources.files(__package__).joinpath("aead")
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".json") and p.is_file())
-
-
-@functools.lru_cache(maxsize=None)
-def _read(fname: str) -> dict:
-    text = resources.files(__package__).joinpath("aead", fname).read_text(encoding="utf-8")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise VectorFileError(f"aead/{fname}: not JSON: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise VectorFileError(f"aead/{fname}: \"format\" must be {FORMAT!r}")
-    _no_unknown(doc, _TOP, f"aead/{fname}")
-    return doc
-
-
-def _from_data(fname: str):
-    records = group_records(_read(fname).get("groups", []), f"aead/{fname} groups", _RECORD,
-                            ("id", "cipher", "key", "nonce", "ciphertext", "tag"))
-    for r, source, w in records:
-        valid = r.get("valid", True)
-        if valid and "plaintext" not in r:
-            raise VectorFileError(f"{w}: no 'plaintext'")
-        pt = _hex(r["plaintext"], f"{w} plaintext") if "plaintext" in r else None
-        ct = _hex(r["ciphertext"], f"{w} ciphertext")
-        if pt is not None and len(pt) != len(ct):
-            raise VectorFileError(f"{w}: plaintext and ciphertext differ in length")
-        yield AEADVector(r["cipher"].strip().lower(), _hex(r["key"], f"{w} key"),
-                         _hex(r["nonce"], f"{w} nonce"), _hex(r.get("aad", ""), f"{w} aad"),
-                         pt, ct, _hex(r["tag"], f"{w} tag"), bool(valid), source)
+def _record(r: dict, source: str, w: str):
+    """The vector of an AEAD record."""
+    valid = r.get("valid", True)
+    if valid and "plaintext" not in r:
+        raise VectorFileError(f"{w}: no 'plaintext'")
+    pt = _hex(r["plaintext"], f"{w} plaintext") if "plaintext" in r else None
+    ct = _hex(r["ciphertext"], f"{w} ciphertext")
+    if pt is not None and len(pt) != len(ct):
+        raise VectorFileError(f"{w}: plaintext and ciphertext differ in length")
+    yield AEADVector(r["cipher"].strip().lower(), _hex(r["key"], f"{w} key"),
+                     _hex(r["nonce"], f"{w} nonce"), _hex(r.get("aad", ""), f"{w} aad"),
+                     pt, ct, _hex(r["tag"], f"{w} tag"), bool(valid), source)
 
 
 def _read_nist_gcm(path: str, rel: str, cipher_of):
@@ -154,46 +133,25 @@ def _read_kv(path: str, rel: str, cipher: str):
     yield from flush()
 
 
-def _from_files(base: str, fname: str):
-    from .. import aeads
+def _file_set(s: dict, doc: dict, where: str):
+    """The reader of an AEAD's ``files`` set, by its format."""
+    if s["format"] == "nist-gcm":
+        from .. import aeads
 
-    doc = _read(fname)
-    for i, s in enumerate(doc.get("files", [])):
-        where = f"aead/{fname} files[{i}]"
-        _no_unknown(s, _FILES, where)
-        folder = os.path.join(base, s["directory"])
-        if not os.path.isdir(folder):
-            continue
-        for fn in sorted(os.listdir(folder)):
-            if not re.fullmatch(s["match"], fn):
-                continue
-            path, rel = os.path.join(folder, fn), f"{s['directory']}/{fn}"
-            if s["format"] == "nist-gcm":
-                by_len = {v: k for k, v in aeads.family(doc["family"]).names.items()}
-                yield from _read_nist_gcm(path, rel, by_len.__getitem__)
-            elif s["format"] == "kv":
-                yield from _read_kv(path, rel, s["cipher"])
-            else:
-                raise VectorFileError(f"{where}: format {s['format']!r} is not nist-gcm or kv")
+        by_len = {v: k for k, v in aeads.family(doc["family"]).names.items()}
+        return lambda path, rel: _read_nist_gcm(path, rel, by_len.__getitem__)
+    if s["format"] == "kv":
+        return lambda path, rel: _read_kv(path, rel, s["cipher"])
+    raise VectorFileError(f"{where}: format {s['format']!r} is not nist-gcm or kv")
 
 
-@functools.lru_cache(maxsize=None)
-def _all(with_files: bool) -> tuple:
-    out: list = []
-    for fname in data_files():
-        out.extend(_from_data(fname))
-    base = vectors_dir() if with_files else None
-    if base is not None:
-        for fname in data_files():
-            out.extend(_from_files(base, fname))
-    return tuple(out)
+#: the AEADs' vector files (``aead/FAMILY.json``)
+AEADS = VectorKind("aead", FORMAT, "family", frozenset(_TOP), frozenset(_RECORD),
+                   ("id", "cipher", "key", "nonce", "ciphertext", "tag"), frozenset(_FILES),
+                   _record, _file_set)
 
 
 def load(cipher_name: str | None = None, *, files: bool = True) -> list[AEADVector]:
     """The AEAD vectors (of one cipher name); ``files=False``: only those written in the data
     files (not the large sets of the ``cryptography_vectors`` package)."""
-    vs = _all(bool(files))
-    if cipher_name is None:
-        return list(vs)
-    n = cipher_name.strip().lower()
-    return [v for v in vs if v.cipher == n]
+    return select(AEADS, cipher_name, files)
