@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import types
 
+import pytest
+
 from ciphergrid import fileio
 from ciphergrid.cli import seal as cli_seal
 
@@ -67,3 +69,26 @@ def test_a_keygen_aes256_key_without_aes256_is_named(capsys, tmp_path):
                  str(tmp_path / "back")]) == 2
     assert capsys.readouterr().err.rstrip().endswith("give --aes256")
     assert not (tmp_path / "back").exists()
+
+
+def test_open_length_below_zero_is_a_usage_error(capsys, tmp_path):
+    """open --length -3 said "the range [5, 2) is not within the message's N bytes"; argparse
+    now names the option (exit 2, one line, nothing written)."""
+    from ciphergrid.cli import main
+
+    k = tmp_path / "k"
+    assert main(["keygen", "--out", str(k)]) == 0
+    (tmp_path / "in").write_bytes(bytes(range(200)))
+    assert main(["seal", "--key-file", str(k), "--in", str(tmp_path / "in"),
+                 "--out", str(tmp_path / "s")]) == 0
+    capsys.readouterr()
+    out = tmp_path / "part"
+    opened = ["open", "--key-file", str(k), "--in", str(tmp_path / "s"), "--offset", "5"]
+    with pytest.raises(SystemExit) as stop:   # (argparse's usage error)
+        main([*opened, "--length", "-3", "--out", str(out)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "argument --length: give a whole number of bytes" in err, err
+    assert not out.exists()
+    assert main([*opened, "--length", "3", "--out", str(out)]) == 0
+    assert out.read_bytes() == bytes(range(5, 8))

@@ -59,6 +59,15 @@ def _iterations(text: str) -> int:
     return int(t)
 
 
+def _length(text: str) -> int:
+    """open --length: a whole number of bytes, 0 or more."""
+    t = text.strip()
+    if not (t.isascii() and t.isdigit()) or len(t) > 20:
+        shown = t if len(t) <= 24 else t[:21] + "..."
+        raise argparse.ArgumentTypeError(f"give a whole number of bytes (0 or more), not {shown!r}")
+    return int(t)
+
+
 _EPILOG = "exit codes: " + "; ".join(f"{k}{'+N' if k == EXIT_SIGNAL else ''} {v.split(' (')[0]}"
                                      for k, v in EXIT_CODES.items() if k != EXIT_SIGNAL) \
     + "; 128+N stopped by signal N"
@@ -164,7 +173,8 @@ def _sealed_options(p, name: str) -> None:
     if name == "open":
         p.add_argument("--offset", type=int, metavar="N",
                        help="the first byte of the message to open (negative: from its end)")
-        p.add_argument("--length", type=int, metavar="M", help="bytes to open (default: to the end)")
+        p.add_argument("--length", type=_length, metavar="M",
+                       help="bytes to open (default: to the end)")
         p.add_argument("--all-or-nothing", action="store_true",
                        help="stdout, a pipe or a device: hold the plaintext in an unlinked "
                             "temporary file ($TMPDIR) and write it only once every chunk "
