@@ -92,3 +92,39 @@ def test_open_length_below_zero_is_a_usage_error(capsys, tmp_path):
     assert not out.exists()
     assert main([*opened, "--length", "3", "--out", str(out)]) == 0
     assert out.read_bytes() == bytes(range(5, 8))
+
+
+def test_mpi_with_a_service_socket_is_refused(tmp_path):
+    """``mpiexec ... --mpi --service PATH`` ran the job on the ranks and ignored the socket
+    (exit 0, even where no service answers); it is now one line from rank 0, exit 2 on every
+    rank, no output -- for encrypt and for seal."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    pytest.importorskip("mpi4py", reason="mpi4py is not installed")
+    mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep
+                           + os.environ.get("PATH", ""))
+    if mpiexec is None:
+        pytest.skip("no mpiexec")
+    (tmp_path / "in").write_bytes(b"x" * 100)
+    (tmp_path / "k").write_text("00" * 16)
+    sock = str(tmp_path / "no-service.sock")
+    for args in (["encrypt", "-c", "aes-128-ctr", "--iv", "00" * 16],
+                 ["seal"]):
+        out = tmp_path / f"out-{args[0]}"
+        with subprocess.Popen([mpiexec, "-n", "2", sys.executable, "-m", "ciphergrid", *args,
+                               "--key-file", str(tmp_path / "k"), "--in", str(tmp_path / "in"),
+                               "--out", str(out), "--mpi", "--service", sock],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              start_new_session=True) as p:
+            try:
+                _, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                raise
+        assert p.returncode == 2, err
+        assert err.count(b"error:") == 1 and b"leave out --service" in err, err
+        assert sorted(f.name for f in tmp_path.iterdir()) == ["in", "k"]

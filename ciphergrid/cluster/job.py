@@ -18,6 +18,15 @@ def partial_path(out: str) -> str:
     return os.path.join(folder, f".{name}{PARTIAL_SUFFIX}")
 
 
+def no_service(args) -> None:
+    """--mpi runs the job on the MPI job's ranks: a --service socket named beside it is refused
+    (auto and off, and CIPHERGRID_SERVICE, are the one-process command's)."""
+    where = (getattr(args, "service", None) or "").strip().lower()
+    if where not in ("", "auto", "off"):
+        raise InvalidArgument("--mpi runs the job on the MPI job's ranks, not through a service: "
+                              "leave out --service")
+
+
 class _Job:
     """Rank 0's side of a job: the plan every rank gets, the output (``fileio.Output``: replaced
     when everything succeeded, or written through), the sentinel of a partial file the workers
@@ -38,6 +47,7 @@ class _Job:
         from ..registry import known, lookup
         from ..settings import parse_bytes
 
+        no_service(args)
         if not known(args.cipher) and aeads.is_aead(args.cipher):
             raise InvalidArgument(f"--mpi: {args.cipher.strip().lower()} is an AEAD: AEADs do "
                                   "not run under --mpi yet (sealed files do: seal, open)")

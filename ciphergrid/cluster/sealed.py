@@ -44,8 +44,9 @@ def _job(args, seal: bool, context: bytes):
     from ..formats import cobblestone as cb
     from ..formats import passphrase as pp
     from ..settings import parse_bytes
-    from .job import _Job, partial_output
+    from .job import _Job, no_service, partial_output
 
+    no_service(args)
     if not seal and (args.offset is not None or args.length is not None):
         raise InvalidArgument("--mpi opens a whole message: --offset / --length run in one "
                               "process (leave out --mpi)")
