@@ -16,14 +16,17 @@ from .errors import InvalidArgument, InvalidLength
 I64 = np.int64
 
 
-def implementation_of(aead, constant_time: bool, implementation: str | None) -> str | None:
+def implementation_of(declaration, constant_time: bool, implementation: str | None) -> str | None:
+    """The implementation a call asks of ``declaration`` (a block cipher's or an AEAD's):
+    ``constant_time`` selects its constant-time one (another named beside it is refused), an
+    unknown name is refused."""
     if constant_time:
-        ct = aead.constant_time_implementation()
+        ct = declaration.constant_time_implementation()
         if implementation not in (None, ct):
             raise InvalidArgument(f"constant_time=True selects the {ct!r} implementation")
         return ct
     if implementation is not None:
-        aead.implementation(implementation)  # raises for an unknown one
+        declaration.implementation(implementation)  # raises for an unknown one
     return implementation
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from . import aead as _aead
-from . import aeads as _aeads
 from . import buffers
+from .aead_tables import implementation_of as _implementation
 from .errors import AlreadyFinalized, InvalidArgument
 from .modes import padding as _padding
-from .registry import lookup, names
+from .registry import aead_names, is_aead, lookup, names
 from .request import Closing, make_request
 from .engines.base import Sessions
 from .route import route
@@ -35,7 +35,7 @@ def available_ciphers() -> list[str]:
     the ``name`` of :class:`Cipher` (whether a given device runs it is a separate question:
     ``device="auto"`` always finds one).
     """
-    return names() + _aeads.names()
+    return names() + aead_names()
 
 
 def devices():
@@ -53,22 +53,13 @@ def devices():
     return _devices()
 
 
-def _impl(spec, constant_time: bool, implementation: str | None) -> str | None:
-    if constant_time:
-        ct = spec.algorithm.constant_time_implementation()
-        if implementation not in (None, ct):
-            raise InvalidArgument(f"constant_time=True selects the {ct!r} implementation")
-        return ct
-    return implementation
-
-
 def _request(cipher: str, key, iv, encrypt: bool, padding, sector_size, start_sector,
              constant_time, implementation, allow_weak=False):
     key = buffers.bytes_like(key, "key")
     iv = buffers.bytes_like(iv, "iv", optional=True)
     spec = lookup(cipher)
     return make_request(spec, key, iv, encrypt, padding, sector_size, start_sector,
-                        _impl(spec, constant_time, implementation), allow_weak)
+                        _implementation(spec.algorithm, constant_time, implementation), allow_weak)
 
 
 def _crypt_resident(req, gpu, device, out, wait=True, stats=None):
@@ -114,7 +105,7 @@ def _crypt(req, data, device, out=None, stats=None):
 
 def _is_aead(cipher, iv, padding, sector_size, start_sector, nonce, aad, tag_length) -> bool:
     """Whether ``cipher`` names an AEAD; the options of the other kind refused."""
-    if _aeads.is_aead(cipher):
+    if is_aead(cipher):
         if padding is not None or sector_size is not None or start_sector is not None:
             raise InvalidArgument(f"{cipher}: padding, sector_size and start_sector are not AEAD options")
         return True
@@ -306,7 +297,7 @@ class Cipher(Closing):
         key = buffers.bytes_like(key, "key")
         iv = buffers.bytes_like(iv, "iv", optional=True)
         self.spec = lookup(name)
-        impl = _impl(self.spec, constant_time, implementation)
+        impl = _implementation(self.spec.algorithm, constant_time, implementation)
         # validate now, for both directions (XTS equal-key check happens per direction)
         make_request(self.spec, key, iv, False, padding, sector_size, start_sector, impl)
         if device is not None:
