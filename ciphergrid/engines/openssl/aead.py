@@ -46,7 +46,7 @@ def _messages(batch, tags: np.ndarray, ok: np.ndarray, host) -> None:
     threads = host.budget
     if m < _THREADED_MIN_MESSAGES and total < _THREADED_MIN_BYTES or m == 1:
         threads = 1
-    parts = ranges(np.diff(batch.off) + 256, threads)
+    parts = [(0, m)] if threads == 1 else ranges(np.diff(batch.off) + 256, threads)
     if loop is None:
         contexts.run_parts(parts, lambda _: contexts.PycaAead(batch.name, batch.encrypt),
                            lambda ctx, part, cancel: ctx.messages(batch, tags, ok, *part, cancel),

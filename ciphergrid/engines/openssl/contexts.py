@@ -38,6 +38,13 @@ def run_parts(parts, make, work, host=None) -> None:
     all made before any runs: a key OpenSSL refuses runs nothing), the first part in this thread
     and the others on ``host``'s pool (a runtime.Threads; None: this thread's runtime's); every
     context freed once none of them is in use, whatever happened."""
+    if len(parts) == 1:   # (this thread alone: nobody to cancel it)
+        ctx = make(parts[0])
+        try:
+            work(ctx, parts[0], threads.NEVER)
+        finally:
+            ctx.free()
+        return
     ctxs = []
     try:
         for part in parts:
