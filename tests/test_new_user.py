@@ -128,3 +128,17 @@ def test_mpi_with_a_service_socket_is_refused(tmp_path):
         assert p.returncode == 2, err
         assert err.count(b"error:") == 1 and b"leave out --service" in err, err
         assert sorted(f.name for f in tmp_path.iterdir()) == ["in", "k"]
+
+
+def test_bench_seal_finds_the_environments_mpiexec(monkeypatch):
+    """`ciphergrid bench seal` from a venv that was not activated skipped its MPI rows ("mpiexec
+    not on PATH") while the mpi extra's mpiexec lay beside its Python, which `bench mpi` uses."""
+    import os
+    import sys
+
+    from ciphergrid.bench import seal as bench_seal
+
+    if not os.access(os.path.join(os.path.dirname(sys.executable), "mpiexec"), os.X_OK):
+        pytest.skip("no mpiexec beside this Python (pip install 'ciphergrid[mpi]')")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert bench_seal.mpi_support() is None

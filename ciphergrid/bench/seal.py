@@ -11,7 +11,8 @@ interleaved, wall clock of the whole command (start-up included), no fsync:
 * the same through a service (``--service SOCKET``): ``ciphergrid serve`` started by the bench on
   a socket in its folder, stopped at the end;
 * ``mpiexec -n 2 ciphergrid seal|open --mpi`` where both commands take ``--mpi`` (their
-  ``--help`` says so) and ``mpiexec`` is on PATH; else a skipped row saying why;
+  ``--help`` says so) and an ``mpiexec`` is found (this Python's environment's, else PATH's);
+  else a skipped row saying why;
 * the same format through pyca/cryptography's ``cryptography.cobblestone`` streamed in 1 MiB
   pieces in one Python process: a single-core streaming tool, the ratio against it;
 * ``age -e -r RECIPIENT`` and ``age -d -i IDENTITY`` (X25519 and ChaCha20-Poly1305 in 64 KiB
@@ -45,7 +46,7 @@ import sys
 import tempfile
 import time
 
-from ..settings import bytes_option, parse_bytes
+from ..settings import bytes_option, mpiexec_path, parse_bytes
 from . import suites
 from .files import _time
 from .preflight import room, size_text, sparse_zeros
@@ -91,14 +92,15 @@ def _cg(*args: str) -> str:
 
 
 def mpi_support() -> str | None:
-    """None where ``ciphergrid seal`` and ``open`` take ``--mpi`` and ``mpiexec`` is on PATH;
-    else why the MPI rows are skipped."""
+    """None where ``ciphergrid seal`` and ``open`` take ``--mpi`` and an ``mpiexec`` is found
+    (settings.mpiexec_path: this Python's environment's, else PATH's); else why the MPI rows are
+    skipped."""
     for verb in ("seal", "open"):
         p = subprocess.run(shlex.split(_cg(verb, "--help")), capture_output=True, text=True)
         if "--mpi" not in p.stdout:
             return "--mpi not supported for seal/open yet"
-    if not shutil.which("mpiexec"):
-        return "mpiexec not on PATH"
+    if mpiexec_path() is None:
+        return "no mpiexec (pip install 'ciphergrid[mpi]')"
     return None
 
 
@@ -242,7 +244,7 @@ def _one_size(ctx, bar, add, rows, folder, size, key, kf, devices, repeats, age,
             if no_mpi:
                 skipped.append(_skipped(_record(SCHEME, dev, what, size, ""), no_mpi))
                 continue
-            cmd = shlex.join(["mpiexec", "-n", str(MPI_RANKS)]) + " " + _cg(
+            cmd = shlex.join([mpiexec_path(), "-n", str(MPI_RANKS)]) + " " + _cg(
                 path, "--mpi", *common, "--in", inp, "--out", out)
             cases.append((SCHEME, dev, what, cmd, ours(path)))
     for cls, path in (("Encryptor", "seal"), ("Decryptor", "open")):
