@@ -415,6 +415,59 @@ def test_workers_failure_drains_the_lanes_and_ends_every_job(where):
     assert [j for w, j in kind.log if w == "launch"] == list(range(8))
 
 
+
+# ------------------------------------------------------------------------------------ resident
+def test_resident_opening_copies_the_texts_after_the_rows_are_out(backend, monkeypatch):
+    """A resident opening takes the texts and tags out of the rows on a queue of its own
+    (engines/device_aead/rows.py): the job's own copy of those texts (a device-to-device upload
+    on the caller's queue) waits for that queue's copies; before, it raced them and the tags
+    failed now and then on PoCL."""
+    import os
+
+    from ciphergrid.engines.device_aead import rows
+    from ciphergrid.formats import cobblestone as cs
+    from ciphergrid.route import engine as get_engine
+
+    eng = get_engine("cpu")
+    b = eng.backend
+    if eng.info.runtime != "opencl":
+        pytest.skip("OpenCL buffers as the caller's device arrays")
+    import pyopencl as cl
+
+    def buffer(data: bytes, size: int):
+        buf = cl.Buffer(b.ctx, cl.mem_flags.READ_WRITE, max(size, 16))
+        if data:
+            cl.enqueue_copy(b.default_queue, buf, np.frombuffer(data, dtype=np.uint8))
+        b.finish()
+        return buf
+
+    n = 2 * cs.CHUNK + 100
+    data, key, salt = os.urandom(n), os.urandom(16), os.urandom(24)
+    sch = cs.scheme(False)
+    k, base, commitment = cs.derive(sch, key, salt, b"ctx")
+    nonces = cs.nonces(base, 0, n // cs.CHUNK + 1)
+    sealed = buffer(salt + commitment, cs.sealed_length(n))
+    rows.seal_rows(eng, sch.aead, k, nonces, buffer(data, n), n, sealed, cs.HEADER, cs.CHUNK,
+                   cs.TAG)
+    back = buffer(b"", n)
+    tr = Trace(b, monkeypatch)
+    ok = rows.open_rows(eng, sch.aead, k, nonces, sealed, cs.HEADER, n, back, cs.CHUNK, cs.TAG)
+    monkeypatch.undo()
+    calls = tr.result()["main"]
+    q = tr.names[id(b.default_queue)]
+    side = next(c for c in calls if c.startswith("after ") and not c.startswith(f"after {q} "))
+    copied = next(c for c in calls[calls.index(side):] if c.startswith("marker "))
+    copied = copied.split(" -> ")[1]
+    waits = calls.index(f"after {q} [{copied}]")
+    texts = next(i for i, c in enumerate(calls) if c.startswith("upload ")
+                 and c.split()[2] == "Buffer" and c.split()[3] == q)
+    assert waits < texts, calls
+    h = np.empty(n, dtype=np.uint8)
+    cl.enqueue_copy(b.default_queue, h, back)
+    b.finish()
+    assert ok.all() and h.tobytes() == data
+
+
 #: the traces recorded at the commit before the job kinds shared one pipeline: (the driving
 #: thread's calls, the other threads' calls counted)
 EXPECTED: dict = {

@@ -111,16 +111,19 @@ class Job:
     texts_in_place = False
 
     def __init__(self, backend, batch, queue=None, *, slices=None, head: Head | None = None,
-                 resident: bool = False):
+                 resident: bool = False, after=None):
         """Enqueue the uploads (``setup``, a subclass's); on any failure the key material
         already on the device is wiped before the error propagates.  ``slices``: see the class
         docstring (None: one slice); ``head``: the input texts' first bytes already enqueued on
         ``queue`` (``upload`` takes its buffer and enqueues the rest); ``resident``: see the
-        class docstring (one slice, no head)."""
+        class docstring (one slice, no head); ``after``: events (of other queues) that write
+        the input texts: the job's copy of them waits for these on the device, or, where its
+        kernels read them in place, its first kernels do."""
         self.b = backend
         self.batch = batch
         self.m = batch.count
         self.queue = queue if queue is not None else backend.default_queue
+        self._after = list(after) if after else None
         self.resident = bool(resident)
         if self.resident:
             slices, head = None, None
@@ -284,6 +287,9 @@ class Job:
                 and b.in_place(arr, pad)):
             self._hold.append(arr)   # (GPU-resident texts, read where they are)
             return arr
+        if texts_in and self._after:   # (the texts are still being written elsewhere)
+            b.after(self.queue, self._after)
+            self._after = None
         n = _nbytes(arr)
         size = max(n + pad, 16)
         head, done = self._head if texts_in else None, 0
@@ -363,6 +369,9 @@ class Job:
                 raise RuntimeError("this job's output texts are already on their way down")
             self._dq = down   # (before any download: abort drains it after a failure here)
         self._done = []
+        if self._after:   # (texts read in place: the kernels wait for their writers)
+            b.after(q, self._after)
+            self._after = None
         apart = self._tags_apart()
         parts = {"tags": False} if apart else {}   # (a class without tags_apart takes none)
         for j in range(len(cuts) - 1):

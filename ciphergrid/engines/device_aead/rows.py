@@ -118,15 +118,16 @@ def _shape(m: int, n: int, chunk: int) -> int:
 
 
 def run(b, drv, batch: Batch, queue, out, *, tag_to=None, tags_from=None,
-        enqueue=None) -> np.ndarray:
+        enqueue=None, after=None) -> np.ndarray:
     """A resident job of ``batch`` on driver ``drv`` and ``queue``, its kernels launched by
-    ``enqueue(job)`` (None: Job.enqueue), ended there (Job.settle): encryption's tags put by
+    ``enqueue(job)`` (None: Job.enqueue), ended there (Job.settle); ``after``: events of other
+    queues writing its input texts (Job's ``after``).  Encryption's tags put by
     ``tag_to``; decryption's computed tags and the received ones (``tags_from``) downloaded in
     one wait and compared in constant time (aeads.base.verify).
     The mask of the messages that verified (encryption: all).  When decrypting, any tag that
     fails, or any error, zeroes ``out`` (the device buffer of the output texts, all of it)
     before this returns or raises: no unverified plaintext stays."""
-    job = drv.prepare(batch, queue, resident=True)
+    job = drv.prepare(batch, queue, resident=True, after=after)
     try:
         try:
             job.enqueue() if enqueue is None else enqueue(job)
@@ -253,12 +254,10 @@ def open_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, at: int, n
             _zero(b, dst, q)
             raise
 
-        def enqueue(job) -> None:
-            b.after(q, [copied])
-            job.enqueue()
-
         try:
-            return run(b, drv, batch, q, dst, tags_from=(rec, 0), enqueue=enqueue)
+            # (the job's copy of the texts, or its kernels reading them, wait for the copies;
+            # its tables go up before)
+            return run(b, drv, batch, q, dst, tags_from=(rec, 0), after=[copied])
         except BaseException:   # (the copies done before their buffers go)
             drain(b, side)
             raise
