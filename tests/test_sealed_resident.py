@@ -229,6 +229,8 @@ def test_resident_sealed_layout_derived_once_and_kept(eng, monkeypatch):
     monkeypatch.setattr(drv, "derive_shape", lambda *a: derived.append(1) or derive(*a))
     monkeypatch.setattr(drv, "_small", {})
     monkeypatch.setattr(drv, "_shapes", [])
+    monkeypatch.setattr(drv, "_layouts", {})   # (earlier tests' layouts fill the driver's)
+    monkeypatch.setattr(drv, "_layout_bytes", 0)
     monkeypatch.setattr(aead_driver, "SHAPES_KEPT", 8)
     for n in (5 * CHUNK + 3, 5 * CHUNK + 3, 5 * CHUNK + 4):
         key, salt, data = os.urandom(16), os.urandom(24), os.urandom(n)
