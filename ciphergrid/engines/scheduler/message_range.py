@@ -217,29 +217,20 @@ class PolyKeys:
     def openssl_keystream(self, eng, src, dst, first_byte: int) -> None:
         """:meth:`keystream` on the OpenSSL engine ``eng``'s threads (libcrypto's ChaCha20, a
         piece of at least threads.MIN_CHUNK per thread); pyca where libcrypto is not loaded."""
-        from ..openssl.contexts import EvpCtx
+        from ..openssl import contexts
         from ..openssl.libcrypto import LIB
-        from ..openssl.threads import MIN_CHUNK, run_all
+        from ..openssl.threads import split
 
         n = src.nbytes
         if LIB is None or not n:
             self.keystream(src, dst, first_byte)
             return
-        k = max(1, min(getattr(getattr(eng, "host", None), "budget", 1), n // MIN_CHUNK))
-        step = -(-n // k // ALIGN) * ALIGN
+        host = getattr(eng, "host", None)
         src = np.ascontiguousarray(src)
-
-        def part(lo: int, hi: int):
-            def job(cancel):
-                ctx = EvpCtx("ChaCha20", self.key, self._iv(first_byte + lo), True)
-                try:
-                    ctx.process(src, dst, lo, hi - lo, cancel)
-                finally:
-                    ctx.free()
-            return job
-
-        run_all([part(lo, min(n, lo + step)) for lo in range(0, n, step)],
-                getattr(eng, "host", None))
+        contexts.run_parts(
+            split(n, ALIGN, getattr(host, "budget", 1)),
+            lambda part: contexts.EvpCtx("ChaCha20", self.key, self._iv(first_byte + part[0]), True),
+            lambda ctx, part, cancel: ctx.process(src, dst, part[0], part[1], cancel), host)
 
     def device_keystream(self, eng, src, dst, first_byte: int) -> None:
         """:meth:`keystream` on device engine ``eng`` (the ChaCha20-Poly1305 driver's
