@@ -90,6 +90,9 @@ def crypt(req, data, device: str = "auto", out=None, path: str = "array", *, pla
     ``data`` its text (decryption: then its tag); ``path`` "stream": the data is a file's (the
     command line).  ``plan``: where it runs (``route_message``'s answer for this message),
     routed here when None.  ``stats``: a SchedulerStats filled in with what ran."""
+    if getattr(req, "kind", None) != "messages" or req.key is None or req.nonce is None:
+        raise TypeError("aead.crypt runs one message's request (aead.message_request), "
+                        f"not {type(req).__name__}")
     spec, tl, encrypt = req.spec, req.tag_length, req.encrypt
     gpu = buffers.gpu_array(data)
     arr, wrap = gpu if gpu is not None else buffers.host_array(data)

@@ -60,6 +60,8 @@ def test_aead_message_request_carries_its_message_unseen():
     back = aead.crypt(aead.message_request("aes-128-gcm", False, key, nonce, b"hdr"), ct,
                       "native")
     assert bytes(back) == b"attack at dawn"
+    with pytest.raises(TypeError, match="message_request"):   # (sizes only: no message to run)
+        aead.crypt(aead.batch_request("aes-128-gcm", True), b"x", "native")
 
 
 def test_one_shot_builds_one_request_of_either_kind():
