@@ -194,10 +194,9 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, 
         return _pyca_chunks(encrypt, key, base, first, src, dst, n, final, chunk, tag)
     src, dst = address(src), address(dst)
     fns = _loop_fns()
-    runs = max(1, min(threads, count * step // _C_RUN_MIN_BYTES, count))
-    # runs of whole chunks (the shorter last one with the last run)
+    # runs of whole chunks, at least _C_RUN_MIN_BYTES each (the shorter last chunk with the last)
     parts = [(off // step, (off + length) // step) for off, length in
-             split(n, step, runs, _C_RUN_MIN_BYTES)]
+             split(n, step, threads, _C_RUN_MIN_BYTES)]
     parts[-1] = (parts[-1][0], count)
     bad = [-1]
 
