@@ -287,18 +287,35 @@ def batch_request(cipher, encrypt: bool, tag_length: int | None = None,
                         impl=_implementation(spec.aead, constant_time, implementation))
 
 
-def _batch(req, device, messages, offsets, tags, key, keys, nonces, aad, out=None) -> BatchResult:
-    """``encrypt_batch``/``decrypt_batch`` of ``req`` (:func:`batch_request`): the caller's
-    messages and tables checked into a ``request.Batch``, then run (:func:`run_batch`)."""
-    spec, tl = req.spec, req.tag_length
-    src, off, got, _ = _texts(spec, messages, offsets, req.encrypt, tags, tl)
+def checked_batch(req, messages, given: dict, out=None, *, output: bool = True):
+    """(the ``request.Batch`` of ``req`` (:func:`batch_request`'s), its received tags or None)
+    from a batch function's ``messages`` and the ``given`` tables (``offsets``, ``tags``,
+    ``key``, ``keys``, ``nonces``, ``aad``: encrypt_batch's and decrypt_batch's keywords),
+    checked as every caller checks them: texts, keys, nonces, AAD, the AEAD's limits.  The
+    output texts go into ``out`` (a new array where None; none with ``output=False``: a
+    service's reply is the output).  The key table is wiped when a check fails."""
+    spec, tl, g = req.spec, req.tag_length, given
+    src, off, got, longest = _texts(spec, messages, g["offsets"], req.encrypt, g["tags"], tl)
     m = off.size - 1
-    table, index = _key_table(spec, key, keys, m)
-    non = _nonce_table(spec, nonces, m, tl, table.shape[1])
-    aad_arr, aad_off = _aad_table(aad, m)
-    dst = buffers.output(out, src.nbytes, src)   # (a reused buffer: no page faults of fresh memory)
-    batch = Batch(spec.name, req.encrypt, tl, table, index, non, aad_arr, aad_off, src, off, dst)
-    return run_batch(aead_request(spec, batch, impl=req.impl), got, device)
+    table, index = _key_table(spec, g["key"], g["keys"], m)
+    try:
+        non = _nonce_table(spec, g["nonces"], m, tl, table.shape[1])
+        aad_arr, aad_off = _aad_table(g["aad"], m)
+        _check_limits(spec, longest, _longest(aad_off, spec.aead.max_aad))
+        dst = buffers.output(out, src.nbytes, src) if output else None
+    except BaseException:
+        table.fill(0)
+        raise
+    return Batch(spec.name, req.encrypt, tl, table, index, non, aad_arr, aad_off, src, off,
+                 dst), got
+
+
+def _batch(req, device, messages, given: dict, out=None) -> BatchResult:
+    """``encrypt_batch``/``decrypt_batch`` of ``req`` (:func:`batch_request`): the caller's
+    messages and tables checked into a ``request.Batch`` (:func:`checked_batch`), then run
+    (:func:`run_batch`)."""
+    batch, got = checked_batch(req, messages, given, out)
+    return run_batch(aead_request(req.spec, batch, impl=req.impl), got, device)
 
 
 def run_batch(req, got, device: str = "auto", plan=None) -> BatchResult:
@@ -310,14 +327,18 @@ def run_batch(req, got, device: str = "auto", plan=None) -> BatchResult:
 
     batch, spec = req.batch, req.spec
     aead, encrypt, m = spec.aead, batch.encrypt, batch.count
-    _check_limits(spec, _longest(batch.off, aead.max_message),
-                  _longest(batch.aad_off, aead.max_aad))
     repeats = None
-    if encrypt:
-        if m < _REPEATS_BESIDE:
-            _refuse_repeats(spec, batch.key_index, batch.nonces)
-        else:  # (a large batch: checked beside the device work, see _Beside)
-            repeats = _Beside(_refuse_repeats, spec, batch.key_index, batch.nonces)
+    try:
+        _check_limits(spec, _longest(batch.off, aead.max_message),
+                      _longest(batch.aad_off, aead.max_aad))
+        if encrypt:
+            if m < _REPEATS_BESIDE:
+                _refuse_repeats(spec, batch.key_index, batch.nonces)
+            else:  # (a large batch: checked beside the device work, see _Beside)
+                repeats = _Beside(_refuse_repeats, spec, batch.key_index, batch.nonces)
+    except BaseException:
+        batch.wipe()   # (refused before it ran: the run would have wiped it)
+        raise
     dst, off = batch.dst, batch.off
     if m == 0:
         batch.wipe()
@@ -382,7 +403,8 @@ def encrypt_batch(messages, cipher: str, *, nonces, key=None, keys=None, aad=Non
                   implementation: str | None = None, out=None) -> BatchResult:
     _check_order("encrypt_batch", messages, cipher)
     req = batch_request(cipher, True, tag_length, constant_time, implementation)
-    return _batch(req, device, messages, offsets, None, key, keys, nonces, aad, out)
+    given = dict(offsets=offsets, tags=None, key=key, keys=keys, nonces=nonces, aad=aad)
+    return _batch(req, device, messages, given, out)
 
 
 encrypt_batch.__doc__ = """Encrypt many independent messages of one AEAD in one device launch set.
@@ -397,7 +419,8 @@ def decrypt_batch(messages, cipher: str, *, nonces, key=None, keys=None, aad=Non
                   out=None) -> BatchResult:
     _check_order("decrypt_batch", messages, cipher)
     req = batch_request(cipher, False, tag_length, constant_time, implementation)
-    return _batch(req, device, messages, offsets, tags, key, keys, nonces, aad, out)
+    given = dict(offsets=offsets, tags=tags, key=key, keys=keys, nonces=nonces, aad=aad)
+    return _batch(req, device, messages, given, out)
 
 
 decrypt_batch.__doc__ = """Decrypt and verify many messages of one AEAD in one device launch set.

@@ -179,3 +179,30 @@ def test_each_kind_checks_its_files_format_and_naming():
         _read(dataclasses.replace(BLOCKS, folder="aead"), "aes-gcm.json")
     with pytest.raises(VectorFileError, match=r"^aead/aes-gcm.json: \"algorithm\" .* missing"):
         _read(dataclasses.replace(AEADS, naming="algorithm"), "aes-gcm.json")
+
+
+def test_a_refused_batch_wipes_its_key_table(monkeypatch):
+    """A batch refused before it runs (a repeated nonce, a check of its tables) leaves no key
+    in its table: the run would have wiped it."""
+    from ciphergrid.request import aead_request
+
+    req = aead.batch_request("aes-128-gcm", True)
+    given = dict(offsets=None, tags=None, key=b"\x5a" * 16, keys=None,
+                 nonces=[bytes(12), bytes(12)], aad=None)
+    batch, got = aead.checked_batch(req, [b"a", b"b"], given)
+    assert got is None and batch.keys.any()
+    with pytest.raises(ciphergrid.InvalidArgument, match="repeat"):
+        aead.run_batch(aead_request(req.spec, batch), None, "native")
+    assert not batch.keys.any()
+
+    tables = []
+    key_table = aead._key_table
+
+    def kept(*args):
+        tables.append(key_table(*args))
+        return tables[-1]
+
+    monkeypatch.setattr(aead, "_key_table", kept)
+    with pytest.raises(ciphergrid.Error):   # (one nonce for two messages)
+        aead.checked_batch(req, [b"a", b"b"], {**given, "nonces": [bytes(12)]})
+    assert tables and not tables[0][0].any()
