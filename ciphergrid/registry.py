@@ -311,7 +311,8 @@ def _load(package: str | None = None) -> None:
                 continue
             import pkgutil
 
-            for info in pkgutil.iter_modules(importlib.import_module(f".{pkg}", __package__).__path__):
+            found = importlib.import_module(f".{pkg}", __package__).__path__
+            for info in pkgutil.iter_modules(found):
                 _load_module(pkg, info.name)
             _modules_seen.add(pkg)
 
