@@ -334,3 +334,28 @@ def test_a_remote_identity_is_refused_files_and_gets_its_slot_back(folder):
         t.join(15)
     with pytest.raises(ServiceError):
         ciphergrid.connect(address, cafile=pki["ca"], token="s3cret", timeout=2)
+
+
+def test_v_says_one_batch_through_the_service_as_in_process(server, folder, capfd, monkeypatch):
+    """seal/open -v through a service said "AEAD batches of 64 MiB" for a device's job between
+    regular files, where the command in process said (and both ran) one batch over the mapped
+    files: both say it by transfer.sealed's one rule (one_batch) in its one wording (said).
+    The device is a name here (runs_on's answer); OpenSSL runs the chunks."""
+    from ciphergrid.transfer import sealed
+
+    monkeypatch.delenv("CIPHERGRID_STREAM_MMAP", raising=False)
+    monkeypatch.setattr(sealed, "runs_on", lambda sch, device, piece=0: (False, "the-device", ""))
+    kf, key, msg, src = _files(folder, K + 5)
+    out, back = os.path.join(folder, "m.cg"), os.path.join(folder, "back")
+    whole = "the-device (the whole message one AEAD batch over the mapped files)"
+    for verb, i, o in (("seal", src, out), ("open", out, back)):
+        for where, said in ((["--service", server.address], f"{whole}, by the service at"),
+                            (["--service", "off"], f"{whole}\n")):
+            assert _main(verb, "--key-file", kf, "--in", i, "--out", o, "-q", "-v", *where) == 0
+            err = capfd.readouterr().err
+            assert f"cobblestone-128 {verb} on {said}" in err, err
+    assert _read(back) == msg
+    monkeypatch.setenv("CIPHERGRID_STREAM_MMAP", "0")
+    assert _main("seal", "--key-file", kf, "--in", src, "--out", out, "-q", "-v",
+                 "--service", server.address) == 0
+    assert "on the-device (AEAD batches of " in capfd.readouterr().err   # (the service's piece)

@@ -244,27 +244,18 @@ def _where(args, sch) -> tuple[str, bool, str]:
 
 
 def _say_where(args, sch, verb: str, where: tuple, src, out) -> None:
-    """-v, once the output is open: OpenSSL's C loop and its cores, or the device and its
-    batches -- the whole message one batch between a regular input and a regular output that
-    no one can open (transfer.sealed.mapped), else batches of BATCH_PIECE."""
+    """-v, once the output is open: OpenSSL's C loop and its workers, or the device and its
+    batches (transfer.sealed.said: the whole message one batch where transfer.sealed.one_batch
+    says so, else batches of BATCH_PIECE)."""
     if not args.verbose:
         return
-    import os
-
-    from .. import settings
     from ..transfer import sealed
 
     device, native, reason = where
-    if native:
-        how = f"native (OpenSSL's C loop, {sealed.cores()} cores)"
-    else:
-        whole = (src.regular and bool(src.size) and out.kind == "replace"
-                 and settings.transfer().stream_mmap not in ("0", "out")
-                 and (verb == "seal" or os.fstat(out.fd).st_nlink == 0))
-        how = device + (" (the whole message one AEAD batch over the mapped files" if whole
-                        else f" (AEAD batches of {sealed.BATCH_PIECE >> 20} MiB")
-        how += (f", {reason})" if reason else ")")
-    print(f"ciphergrid: {sch.name} {verb} on {how}", file=sys.stderr)
+    whole = not native and sealed.one_batch(src.fd, out.fd, verb == "seal")
+    how = sealed.said(native, reason, whole, sealed.cores())
+    print(f"ciphergrid: {sch.name} {verb} on {'native' if native else device} ({how})",
+          file=sys.stderr)
 
 
 class _Stream:

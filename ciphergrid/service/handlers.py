@@ -360,6 +360,7 @@ def _sealed(job, msg, prepared, fds) -> dict:
     device = device_of(msg)
     context = msg.get("context") or b""
     progress = Progress(job)
+    whole = sealed.one_batch(fds[0], fds[1], msg["encrypt"])   # (before the offsets move)
     t0 = time.perf_counter()
     try:
         if msg["encrypt"]:
@@ -377,7 +378,7 @@ def _sealed(job, msg, prepared, fds) -> dict:
     except Exception as e:
         e.service_done = progress.done   # (what reached the output: the client says so)
         raise
-    where, reason = _sealed_where(sch, device, piece, workers)
+    where, reason = _sealed_where(sch, device, piece, workers, whole)
     return {"bytes": progress.done, "device": where, "reason": reason,
             "seconds": round(time.perf_counter() - t0, 6)}
 
@@ -392,11 +393,10 @@ def scheme(name: str):
     raise errors.InvalidArgument("sealed: cipher must be cobblestone-128 or cobblestone-256")
 
 
-def _sealed_where(sch, device: str, piece: int, workers: int) -> tuple[str, str]:
-    """(where a sealed job's chunks ran, how): OpenSSL's C loop, or a device's AEAD batches."""
+def _sealed_where(sch, device: str, piece: int, workers: int, whole: bool) -> tuple[str, str]:
+    """(where a sealed job's chunks ran, how: transfer.sealed.said) -- OpenSSL's C loop, or a
+    device's one batch over the mapped files (``whole``) or its batches of ``piece``."""
     from ..transfer import sealed
 
     native, where, reason = sealed.runs_on(sch, device, piece)
-    if native:
-        return "native", f"OpenSSL's C loop, {workers} worker{'s' if workers > 1 else ''}"
-    return where, f"AEAD batches of {piece >> 20} MiB" + (f", {reason}" if reason else "")
+    return ("native" if native else where), sealed.said(native, reason, whole, workers, piece)

@@ -80,6 +80,50 @@ def plan(engine, piece: int | None = None, threads: int | None = None) -> tuple[
     return piece, max(1, threads), 1 if native else None
 
 
+def one_batch(src, dst, seal: bool) -> bool:
+    """Whether a device's sealed file from ``src`` to ``dst`` (descriptors or binary file
+    objects, from their current offsets) is ONE AEAD batch over the mapped files
+    (:func:`mapped`) rather than batches of a piece each: the one rule :func:`mapped`, the
+    command line's -v and the service's reply follow.  (A file the kernel will not map still
+    takes the pieces.)"""
+    return bool(_mapped_bytes(files.ends(src, dst), seal))
+
+
+def _mapped_bytes(ends, seal: bool) -> int:
+    """The bytes :func:`mapped` writes between ``ends``, or 0 where it does not apply: a pipe
+    or another non-regular end, an empty input, ``CIPHERGRID_STREAM_MMAP`` 0 or ``out``;
+    opening: an output with a name (a piece's plaintext lands before its tags are compared,
+    so only into a file no one can open, the CLI's --out)."""
+    from .. import settings
+    from ..formats import cobblestone as cb
+
+    size = ends.size
+    if not (size and ends.reg_in and ends.reg_out):
+        return 0
+    if settings.transfer().stream_mmap in ("0", "out"):
+        return 0
+    if not seal and os.fstat(ends.fd_out).st_nlink:
+        return 0
+    return cb.sealed_length(size) - cb.HEADER if seal else cb.message_length(cb.HEADER + size)
+
+
+def said(native: bool, reason: str, whole: bool, workers: int,
+         piece: int = BATCH_PIECE) -> str:
+    """How a sealed file's chunks run, as -v says it (in process and from a service's reply):
+    OpenSSL's C loop and its workers, or a device's one batch over the mapped files
+    (``whole``: :func:`one_batch`) or its batches of ``piece`` bytes; route's ``reason``
+    after it."""
+    if native:
+        return f"OpenSSL's C loop, {workers} worker{'s' if workers != 1 else ''}"
+    how = ("the whole message one AEAD batch over the mapped files" if whole
+           else f"AEAD batches of {_size(piece)}")
+    return how + (f", {reason}" if reason else "")
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n} bytes"
+
+
 def mapped(src, dst, engine, seal: bool, progress=None) -> int | None:
     """A device's sealed file between two regular files as ``ciphergrid encrypt``'s stream runs
     one (transfer/streams.py): both mapped (transfer/files.py: the input read-only, the output
@@ -99,11 +143,7 @@ def mapped(src, dst, engine, seal: bool, progress=None) -> int | None:
     how = settings.transfer().stream_mmap
     ends = files.ends(src, dst)
     size = ends.size
-    if not (size and ends.reg_in and ends.reg_out) or how in ("0", "out"):
-        return None
-    if not seal and os.fstat(ends.fd_out).st_nlink:   # (plaintext lands before its piece's
-        return None   # tags are compared: only into a file no one can open, the CLI's --out)
-    n = cb.sealed_length(size) - cb.HEADER if seal else cb.message_length(cb.HEADER + size)
+    n = _mapped_bytes(ends, seal)
     if not n:
         return None
     in_map, inp = files.map_input(ends.fd_in, ends.base_in, size)
@@ -224,4 +264,4 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
     return sh.run(threads, body, "sealed", dst)
 
 
-__all__ = ["seal", "open_", "mapped", "plan", "runs_on", "cores", "PIECE", "BATCH_PIECE"]
+__all__ = ["seal", "open_", "mapped", "one_batch", "said", "plan", "runs_on", "cores", "PIECE", "BATCH_PIECE"]
