@@ -75,13 +75,14 @@ def route_message(cipher, encrypt: bool, nbytes: int, nonce_len: int,
     return _route_one(req, nbytes, device, path)
 
 
-def _route_one(req, nbytes: int, device: str, path: str):
+def _route_one(req, nbytes: int, device: str, path: str, resident_device: str | None = None):
     """The plan of ``req``'s one message of ``nbytes`` input bytes (its text, then its tag when
-    decrypting) through route.route: the one decision."""
+    decrypting) through route.route: the one decision (GPU-resident data: on
+    ``resident_device`` unless ``device`` names another)."""
     from .route import route
 
     text = nbytes if req.encrypt else max(0, nbytes - req.tag_length)
-    return route(req, device, text, path=path)
+    return route(req, device, text, path=path, resident_device=resident_device)
 
 
 def crypt(req, data, device: str = "auto", out=None, path: str = "array", *, plan=None,
@@ -145,8 +146,8 @@ def _tag_fails(spec) -> InvalidTag:
 
 
 def _crypt_gpu(req, src, wrap, out, device, plan=None, stats=None, wait=True):
-    """GPU-resident data (CuPy arrays, CUDA DLPack tensors): on the data's CUDA device unless
-    told otherwise, on CuPy's current stream, the kernels on the arrays where they lie and the
+    """GPU-resident data (CuPy arrays, CUDA DLPack tensors): where route puts it (the data's
+    CUDA device unless told otherwise), on CuPy's current stream, the kernels on the arrays where they lie and the
     tag written after the text on the device (engines.device.DeviceEngine.aead_resident: only
     key, nonce and AAD cross the bus, and a decryption's tag); through host copies where the
     engine routed to is not a CUDA device.  An encryption returns once queued unless ``wait``
@@ -158,9 +159,7 @@ def _crypt_gpu(req, src, wrap, out, device, plan=None, stats=None, wait=True):
     n = src.nbytes
     r = plan
     if r is None:
-        want = (device or "auto").strip().lower()
-        dev = f"cuda:{src.device.id}" if want in ("auto", "gpu", "cuda") else want
-        r = _route_one(req, n, dev, "resident")
+        r = _route_one(req, n, device, "resident", f"cuda:{src.device.id}")
     out_n = n + tl if encrypt else n - tl
     dst = buffers.gpu_output(out, out_n, src)
     runs = getattr(r.engine, "runs_resident", None)

@@ -31,7 +31,8 @@ an OpenCL CPU device, then a GPU; one message of an AEAD that is serial within a
 AEGIS) goes to a CPU device before a GPU (one work-item of a CPU core is the faster stream).
 With ``all`` or a list, a batch is dealt by whole messages; one message of GCM or
 ChaCha20-Poly1305 of AEAD_SPLIT_MIN_BYTES or more, in ranges of its blocks where every member
-runs them (engines/scheduler/message_range.py).
+runs them (engines/scheduler/message_range.py).  GPU-resident messages run on the data's own
+device (``resident_device``) under ``auto``, ``gpu``, ``cuda`` and a list, as blocks do.
 """
 
 from __future__ import annotations
@@ -226,7 +227,7 @@ def _route(req, device: str | None, nbytes: int | None, path: str,
                     asked=device, choice=choice, nbytes=nbytes)
 
     if req.kind == "messages":
-        return _route_messages(req, device, nbytes, path, plan)
+        return _route_messages(req, device, nbytes, path, plan, resident_device)
     reason = ""
     if is_multi(device):
         if path != "resident":
@@ -359,9 +360,12 @@ def _gpu_takes_host_aead(spec, gpu, nbytes: int | None, count: int) -> bool:
     return spec.aead.gpu_one_message_min <= nbytes <= (gpu.memory or 0) // 4
 
 
-def _route_messages(req, device: str, nbytes: int | None, path: str, plan) -> Plan:
+def _route_messages(req, device: str, nbytes: int | None, path: str, plan,
+                    resident_device: str | None = None) -> Plan:
     """``route`` of an AEADRequest (a batch of ``req.count`` messages, ``nbytes`` of text in
-    all) on a device of this process (the module docstring says how)."""
+    all) on a device of this process (the module docstring says how).  GPU-resident data runs
+    on ``resident_device`` where the spec names no one device (one message or batch is not dealt
+    over several GPUs)."""
     spec, count = req.spec, req.count
     nonce_len, tag_length = req.nonce_len, req.tag_length
     dev_cap = spec.capability("device", count=count)
@@ -378,6 +382,8 @@ def _route_messages(req, device: str, nbytes: int | None, path: str, plan) -> Pl
                             f"one message in ranges of its blocks over {eng.info.name}")
             return plan(eng, "array", "parallel", f"scheduled over {eng.info.name}")
         device = "gpu"   # (GPU-resident data runs on its own device)
+    if path == "resident" and device in ("auto", "gpu", "cuda") and resident_device:
+        device = resident_device
     if device != "auto":
         eng = engine(device)
         how = req.capability_on(eng, nbytes)

@@ -187,6 +187,23 @@ def test_resident_failure_mid_way_zeroes_the_output(eng, monkeypatch):
     assert not any(_read(b, out, 100))
 
 
+def test_route_puts_a_resident_message_on_the_datas_device(cpu_device):
+    """aead.py chose the data's CUDA device itself before asking route, which ignored
+    ``resident_device`` for AEADs; route takes it for both kinds now: auto, gpu, cuda and a list
+    put a resident message on the data's device (PoCL's here: its plan goes through host
+    copies), a device named alone stays."""
+    from ciphergrid import aeads
+    from ciphergrid.request import aead_request
+    from ciphergrid.route import route
+
+    req = aead_request(aeads.spec("aes-128-gcm"), nonce_len=12, tag_length=16, count=1)
+    for asked in ("auto", "gpu", "cuda", f"native,{cpu_device}"):
+        p = route(req, asked, 4096, path="resident", resident_device=cpu_device)
+        assert (p.engine.info.spec, p.path) == (cpu_device, "array"), asked
+    p = route(req, "native", 4096, path="resident", resident_device=cpu_device)
+    assert p.engine.kind == "openssl"
+
+
 @pytest.mark.gpu
 def test_cupy_resident_message_on_a_stream():
     """ciphergrid.encrypt / decrypt of CuPy arrays with out= on a non-default stream: pyca's
