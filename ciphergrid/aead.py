@@ -72,13 +72,15 @@ def route_message(cipher, encrypt: bool, nbytes: int, nonce_len: int,
     spec = aeads.spec(cipher) if isinstance(cipher, str) else cipher
     tl = _tag_length(spec.aead, tag_length)
     req = aead_request(spec, encrypt=encrypt, nonce_len=nonce_len, tag_length=tl)
-    return _route_one(req, nbytes, device, path)
+    return route_one(req, nbytes, device, path)
 
 
-def _route_one(req, nbytes: int, device: str, path: str, resident_device: str | None = None):
+def route_one(req, nbytes: int, device: str, path: str, resident_device: str | None = None):
     """The plan of ``req``'s one message of ``nbytes`` input bytes (its text, then its tag when
     decrypting) through route.route: the one decision (GPU-resident data: on
-    ``resident_device`` unless ``device`` names another)."""
+    ``resident_device`` unless ``device`` names another).  A caller holding the message's
+    request (message_request) routes it here and runs the same request on the plan
+    (``crypt(req, ..., plan=)``)."""
     from .route import route
 
     text = nbytes if req.encrypt else max(0, nbytes - req.tag_length)
@@ -106,7 +108,7 @@ def crypt(req, data, device: str = "auto", out=None, path: str = "array", *, pla
                           wait=not buffers.cupy_only(data, out))
     dst = buffers.output(out, n + tl if encrypt else n - tl, arr)
     if plan is None:
-        plan = _route_one(req, n, device, path)
+        plan = route_one(req, n, device, path)
     _one(req, plan, arr, dst, path, stats)
     return out if out is not None else wrap(dst, False)
 
@@ -159,7 +161,7 @@ def _crypt_gpu(req, src, wrap, out, device, plan=None, stats=None, wait=True):
     n = src.nbytes
     r = plan
     if r is None:
-        r = _route_one(req, n, device, "resident", f"cuda:{src.device.id}")
+        r = route_one(req, n, device, "resident", f"cuda:{src.device.id}")
     out_n = n + tl if encrypt else n - tl
     dst = buffers.gpu_output(out, out_n, src)
     runs = getattr(r.engine, "runs_resident", None)

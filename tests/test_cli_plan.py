@@ -112,6 +112,43 @@ def test_block_and_aead_commands_share_one_path(folder, capfd):
     assert not hasattr(aead, "cmd_aead") and hasattr(crypt, "Blocks")
 
 
+def test_an_aead_message_is_one_request_routed_once(folder, monkeypatch):
+    """The AEAD job routed a sizes-only request and then built the full one it ran: now one
+    request (key, nonce, AAD) is routed once and is the one the plan runs, encrypting and
+    decrypting."""
+    import ciphergrid
+    from ciphergrid import aead, route
+
+    routed, ran = [], []
+    real_route, real_crypt = route.route, aead.crypt
+
+    def spy_route(req, *a, **kw):
+        routed.append(req)
+        return real_route(req, *a, **kw)
+
+    def spy_crypt(req, *a, **kw):
+        ran.append(req)
+        return real_crypt(req, *a, **kw)
+
+    key, nonce, msg = os.urandom(16), os.urandom(12), os.urandom(3000)
+    want = ciphergrid.encrypt(msg, "aes-128-gcm", key=key, nonce=nonce,
+                              aad=bytes.fromhex("abcd"), device="native")
+    monkeypatch.setattr(route, "route", spy_route)
+    monkeypatch.setattr(aead, "crypt", spy_crypt)
+    (folder / "k").write_text(key.hex())
+    (folder / "m").write_bytes(msg)
+    common = ["-c", "aes-128-gcm", "--key-file", folder / "k", "--nonce", nonce.hex(), "--aad",
+              "abcd", "-d", "native", "-q", "--service", "off"]
+    assert _main("encrypt", *common, "--in", folder / "m", "--out", folder / "e") == 0
+    assert _main("decrypt", *common, "--in", folder / "e", "--out", folder / "d") == 0
+    assert (folder / "e").read_bytes() == want
+    assert (folder / "d").read_bytes() == msg
+    assert len(routed) == len(ran) == 2
+    assert all(r is c for r, c in zip(routed, ran))
+    assert [(r.encrypt, r.key, r.nonce, r.aad) for r in routed] == [
+        (True, key, nonce, b"\xab\xcd"), (False, key, nonce, b"\xab\xcd")]
+
+
 def test_keys_are_read_once_for_both_kinds(folder, capfd):
     """The key options of a block cipher and of an AEAD go through one reader: no key is exit 2
     naming the ways each takes; --key warns (never showing the key) and works for both."""

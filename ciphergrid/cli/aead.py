@@ -97,7 +97,7 @@ class Message:
         elif args.aad_file is not None:
             self.aad = _file_bytes(args.aad_file, "--aad-file")
         self.tl = _tag_length(aead, args.tag_length)
-        self.data = None
+        self.data = self.req = None
 
     def prepare(self, src) -> None:
         """The key, the sizes checked, and the whole input (mapped or read)."""
@@ -106,8 +106,12 @@ class Message:
             raise InvalidArgument("give one of --key, --key-file")
         if args.raw_key and args.key_file is None:
             raise InvalidArgument("--raw-key says how --key-file holds the key: give --key-file")
-        self.key = _given_key(args, (spec.key_len,), spec.name, phrases=False)
-        spec.aead.check(spec.name, len(self.key), len(self.nonce), tl)
+        from ..aead import message_request
+
+        key = _given_key(args, (spec.key_len,), spec.name, phrases=False)
+        # the one request: route plans it and crypt runs it (key, nonce, AAD checked here)
+        self.req = message_request(spec, self.encrypt, key, self.nonce, self.aad, tl,
+                                   args.constant_time)
         n = src.size
         if n is not None and not self.encrypt and n < tl:
             raise InvalidArgument(f"{spec.name}: the input ({n} bytes) is shorter than its tag "
@@ -120,12 +124,11 @@ class Message:
         self.out_size = n + tl if self.encrypt else n - tl
 
     def route(self, device):
-        """The plan of the one message: a file's (route sends it to OpenSSL under auto where
-        OpenSSL has the AEAD); what -v says is what runs."""
-        from ..aead import route_message
+        """The plan of the one message's request: a file's (route sends it to OpenSSL under
+        auto where OpenSSL has the AEAD); what -v says is what runs."""
+        from ..aead import route_one
 
-        return route_message(self.spec, self.encrypt, self.n, len(self.nonce), self.tl, device,
-                             "stream")
+        return route_one(self.req, self.n, device, "stream")
 
     def said_after(self, plan) -> bool:
         return False
@@ -134,18 +137,17 @@ class Message:
         return ""
 
     def close(self) -> None:
-        self.data = None
+        self.data = self.req = None
 
     def run(self, plan, src, out, bar) -> None:
-        from ..aead import crypt, message_request
+        from ..aead import crypt
 
         args, out_n = self.args, self.out_size
         out.stop_reserving()   # (the writes allocate what the start-up left unreserved)
         buf, held = _staging(out_n)
         try:
-            req = message_request(self.spec, self.encrypt, self.key, self.nonce, self.aad,
-                                  self.tl, args.constant_time)
-            crypt(req, self.data, args.device, buf, "stream", plan=plan)  # InvalidTag: nothing written
+            # (InvalidTag: nothing written)
+            crypt(self.req, self.data, args.device, buf, "stream", plan=plan)
             step = 64 << 20
             for a in range(0, out_n, step):
                 out.write(memoryview(buf[a:a + step]))
