@@ -142,6 +142,38 @@ def test_remote_requests_of_at_most_remote_piece(remote, monkeypatch):
         remote.encrypt(bytes(40 << 10), "aes-128-gcm", key[:16], nonce=bytes(12))
 
 
+def test_batches_are_checked_by_the_librarys_check(server, monkeypatch):
+    """The client's batch functions checked their tables with a copy of the library's code; they
+    go through aead.checked_batch (no output texts: the reply is the output): the same
+    refusals, the library's bytes, the client's copy of the key table wiped once sent."""
+    from ciphergrid import aead
+
+    calls, real = [], aead.checked_batch
+
+    def spy(req, messages, given, out=None, *, output=True):
+        batch, got = real(req, messages, given, out, output=output)
+        calls.append((output, batch))
+        return batch, got
+
+    monkeypatch.setattr(aead, "checked_batch", spy)
+    rng = np.random.default_rng(7)
+    msgs, nonces, aad = _batch_case(rng, 6, 300)
+    key = rng.bytes(16)
+    with ciphergrid.connect(server.address) as c:
+        got = c.encrypt_batch(msgs, "aes-128-gcm", key=key, nonces=nonces, aad=aad)
+        back = c.decrypt_batch(got.messages, "aes-128-gcm", key=key, nonces=nonces, aad=aad)
+        for bad, error, says in (
+                ({"nonces": nonces[:-1]}, ciphergrid.InvalidArgument, "5 nonces for 6 messages"),
+                ({"key": key[:5]}, ciphergrid.errors.InvalidKeySize, "got 5 bytes")):
+            with pytest.raises(error, match=says):
+                c.encrypt_batch(msgs, "aes-128-gcm", **{"key": key, "nonces": nonces, **bad})
+    assert got.messages == ciphergrid.encrypt_batch(msgs, "aes-128-gcm", key=key, nonces=nonces,
+                                                    aad=aad).messages
+    assert back.messages == msgs
+    mine = [b for output, b in calls if not output]
+    assert len(mine) == 2 and all(not b.keys.any() for b in mine)
+
+
 def test_internals_take_a_request():
     """No internal function or method of the client takes more than 7 parameters (the request
     object carries the cipher, key, IV or nonce, AAD, tag length and options)."""

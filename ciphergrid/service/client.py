@@ -233,25 +233,18 @@ class Client:
     def _batch(self, req, device, messages, given: dict):
         """The batch of ``req`` (aead.batch_request's): the caller's messages and ``given``
         tables (offsets, tags, key, keys, nonces, aad: the batch functions' keywords) checked
-        here as the library checks them (aead.py), run by the service (:meth:`run_batch`)."""
+        here by the library's own check (aead.checked_batch), run by the service
+        (:meth:`run_batch`)."""
         from .. import aead as _aead
-        from ..request import Batch, aead_request
+        from ..request import aead_request
 
-        spec, tl, g = req.spec, req.tag_length, given
-        src, off, got, longest = _aead._texts(spec, messages, g["offsets"], req.encrypt,
-                                              g["tags"], tl)
-        m = off.size - 1
-        table, index = _aead._key_table(spec, g["key"], g["keys"], m)
+        # (no output texts here: the service's reply is the output)
+        batch, got = _aead.checked_batch(req, messages, given, output=False)
+        m, off = batch.count, batch.off
         try:
-            non = _aead._nonce_table(spec, g["nonces"], m, tl, table.shape[1])
-            aad_arr, aad_off = _aead._aad_table(g["aad"], m)
-            _aead._check_limits(spec, longest, _aead._longest(aad_off, spec.aead.max_aad))
-            # (dst: none here; the service's reply is the output)
-            batch = Batch(spec.name, req.encrypt, tl, table, index, non, aad_arr, aad_off, src,
-                          off, None)
-            out, res = self.run_batch(aead_request(spec, batch, impl=req.impl), got, device)
+            out, res = self.run_batch(aead_request(req.spec, batch, impl=req.impl), got, device)
         finally:
-            table.fill(0)
+            batch.keys.fill(0)
         if req.encrypt:
             return _aead.BatchResult(True, out, off, res, np.ones(m, dtype=bool))
         return _aead.BatchResult(False, out, off, None, res)
