@@ -149,9 +149,10 @@ def _tag_fails(spec) -> InvalidTag:
 
 def _crypt_gpu(req, src, wrap, out, device, plan=None, stats=None, wait=True):
     """GPU-resident data (CuPy arrays, CUDA DLPack tensors): where route puts it (the data's
-    CUDA device unless told otherwise), on CuPy's current stream, the kernels on the arrays where they lie and the
-    tag written after the text on the device (engines.device.DeviceEngine.aead_resident: only
-    key, nonce and AAD cross the bus, and a decryption's tag); through host copies where the
+    CUDA device unless told otherwise), on CuPy's current stream, the kernels on the arrays
+    where they lie and the tag written after the text on the device
+    (engines.device.DeviceEngine.aead_resident: only key, nonce and AAD cross the bus, and a
+    decryption's tag); through host copies where the
     engine routed to is not a CUDA device.  An encryption returns once queued unless ``wait``
     (other arrays than CuPy's); a decryption's tag is compared first (a failure zeroes the
     output and raises InvalidTag)."""
@@ -291,17 +292,19 @@ def batch_request(cipher, encrypt: bool, tag_length: int | None = None,
 def checked_batch(req, messages, given: dict, out=None, *, output: bool = True):
     """(the ``request.Batch`` of ``req`` (:func:`batch_request`'s), its received tags or None)
     from a batch function's ``messages`` and the ``given`` tables (``offsets``, ``tags``,
-    ``key``, ``keys``, ``nonces``, ``aad``: encrypt_batch's and decrypt_batch's keywords),
-    checked as every caller checks them: texts, keys, nonces, AAD, the AEAD's limits.  The
-    output texts go into ``out`` (a new array where None; none with ``output=False``: a
-    service's reply is the output).  The key table is wiped when a check fails."""
+    ``key``, ``keys``, ``nonces``, ``aad``: encrypt_batch's and decrypt_batch's keywords; a
+    service's batch adds ``key_index`` (``keys`` then its table of distinct keys) and
+    ``aad_offsets`` (``aad`` then one buffer)), checked as every caller checks them: texts,
+    keys, nonces, AAD, the AEAD's limits.  The output texts go into ``out`` (a new array where
+    None; none with ``output=False``: a service's reply is the output).  The key table is wiped
+    when a check fails."""
     spec, tl, g = req.spec, req.tag_length, given
     src, off, got, longest = _texts(spec, messages, g["offsets"], req.encrypt, g["tags"], tl)
     m = off.size - 1
-    table, index = _key_table(spec, g["key"], g["keys"], m)
+    table, index = _key_table(spec, g["key"], g["keys"], m, g.get("key_index"))
     try:
         non = _nonce_table(spec, g["nonces"], m, tl, table.shape[1])
-        aad_arr, aad_off = _aad_table(g["aad"], m)
+        aad_arr, aad_off = _aad_table(g["aad"], m, g.get("aad_offsets"))
         _check_limits(spec, longest, _longest(aad_off, spec.aead.max_aad))
         dst = buffers.output(out, src.nbytes, src) if output else None
     except BaseException:

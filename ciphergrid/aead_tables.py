@@ -58,8 +58,12 @@ def check_limits(spec, longest: int, longest_aad: int) -> None:
                             f"past the limit of {aead.max_aad} bytes")
 
 
-def key_table(spec, key, keys, m: int):
-    """(key table (k, key_len) uint8, key index (m,) int32)."""
+def key_table(spec, key, keys, m: int, index=None):
+    """(key table (k, key_len) uint8, key index (m,) int32) from ``key`` (one for every message)
+    or ``keys`` (one per message; with ``index``: a table of distinct keys as a service's batch
+    sends it, and each message's index into it)."""
+    if index is not None:
+        return _indexed_keys(spec, key, keys, index, m)
     if (key is None) == (keys is None):
         raise InvalidArgument("give key= (one key for every message) or keys= (one per message)")
     if key is not None:
@@ -82,6 +86,24 @@ def key_table(spec, key, keys, m: int):
                         spec.aead.default_tag_length)
     arr = np.frombuffer(b"".join(table), dtype=np.uint8).reshape(len(table), klen).copy()
     return arr, index
+
+
+def _indexed_keys(spec, key, keys, index, m: int):
+    """``key_table`` of a (k, key_len) table ``keys`` and the (m,) ``index`` into it: copies,
+    every index within the table (the table wiped where one is not)."""
+    if key is not None:
+        raise InvalidArgument("a key index goes with a table of keys, not one key")
+    table = np.array(keys, dtype=np.uint8)
+    if table.ndim != 2:
+        raise InvalidArgument("a key index goes with a (k, key length) table of keys")
+    spec.aead.check(spec.name, table.shape[1], spec.aead.default_nonce_length,
+                    spec.aead.default_tag_length)
+    index = np.array(index, dtype=np.int32)
+    if index.shape != (m,) or (m and (not table.shape[0] or int(index.min()) < 0
+                                      or int(index.max()) >= table.shape[0])):
+        table.fill(0)
+        raise InvalidArgument("a batch's key index outside its key table")
+    return table, index
 
 
 def nonce_table(spec, nonces, m: int, tag_length: int, key_len: int) -> np.ndarray:
@@ -218,8 +240,17 @@ def refuse_repeats(spec, index: np.ndarray, nonces: np.ndarray) -> None:
                               "message under one key needs its own nonce")
 
 
-def aad_table(aad, m: int):
-    """(concatenated AAD uint8, offsets (m + 1,)) from None, one bytes-like for all, or a list."""
+def aad_table(aad, m: int, offsets=None):
+    """(concatenated AAD uint8, offsets (m + 1,)) from None, one bytes-like for all, or a list;
+    with ``offsets``: ``aad`` is every message's AAD back to back (a service's batch), message
+    i's ``aad[offsets[i]:offsets[i + 1]]``."""
+    if offsets is not None:
+        a = buffers.as_u8(aad)
+        off = np.asarray(offsets, dtype=I64)
+        if (off.shape != (m + 1,) or off[0] != 0 or off[-1] != a.nbytes
+                or not bool((off[1:] >= off[:-1]).all())):
+            raise InvalidArgument("a batch's AAD offsets must rise from 0 to its size")
+        return a, off
     off = np.zeros(m + 1, dtype=I64)
     if aad is None:
         return np.zeros(0, dtype=np.uint8), off

@@ -891,6 +891,68 @@ def test_a_batch_with_lying_tables_is_refused(server):
         assert c.status()["totals"]["errors"] >= 2
 
 
+def test_the_service_checks_a_batch_by_the_librarys_check(server, monkeypatch):
+    """The batch op built its Batch from its own copy of the library's checks; it goes through
+    aead.checked_batch (its key table and index, AAD offsets): a key index outside the table,
+    AAD offsets past the AAD and a short message table are the library's refusals; a good
+    batch is the library's bytes."""
+    import msgpack
+
+    from ciphergrid import aead
+
+    calls, real = [], aead.checked_batch
+
+    def spy(req, messages, given, out=None, *, output=True):
+        calls.append(given.get("key_index") is not None)
+        return real(req, messages, given, out, output=output)
+
+    monkeypatch.setattr(aead, "checked_batch", spy)
+    m, n, key = 2, 32, bytes(range(16))
+    layout, total = protocol.batch_layout(m, n, 16, 1, 16, 12, 3)
+
+    def ask(change):
+        region = np.zeros(total, dtype=np.uint8)
+        v = protocol.batch_views(region, layout)
+        v["text"][:] = np.arange(n, dtype=np.uint8)
+        v["off"][:], v["keys"][:], v["aad"][:], v["aad_off"][:] = [0, 16, 32], list(key), 7, [0, 1, 3]
+        v["nonces"][12:] = 1
+        change(v)
+        msg = {"op": "batch", "version": protocol.VERSION, "cipher": "aes-128-gcm",
+               "encrypt": True, "tag_length": 16, "m": m, "n": n, "keys": 1,
+               "nonce_length": 12, "aad_length": 3, "data": region.tobytes()}
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sk:
+            sk.connect(server.address)
+            sk.sendall(msgpack.packb({"op": "hello", "version": protocol.VERSION}))
+            sk.recv(1 << 16)
+            sk.sendall(msgpack.packb(msg, use_bin_type=True))
+            return msgpack.unpackb(sk.recv(1 << 16))
+
+    def bad_index(v):
+        v["index"][1] = 5
+
+    def bad_aad(v):
+        v["aad_off"][1] = 9
+
+    def bad_off(v):
+        v["off"][1] = 40
+
+    for change, says in ((bad_index, "a batch's key index outside its key table"),
+                         (bad_aad, "a batch's AAD offsets must rise from 0 to its size"),
+                         (bad_off, "offsets must rise from 0 to the buffer's size")):
+        reply = ask(change)
+        assert reply["error"]["type"] == "InvalidArgument", reply
+        assert says in reply["error"]["message"], reply
+    reply = ask(lambda v: None)
+    assert "error" not in reply, reply
+    want = ciphergrid.encrypt_batch([bytes(range(16)), bytes(range(16, 32))], "aes-128-gcm",
+                                    key=key, nonces=[bytes(12), bytes([1] * 12)],
+                                    aad=[b"\x07", b"\x07\x07"], device="native")
+    out = np.frombuffer(reply["data"], dtype=np.uint8)
+    assert out[:n].tobytes() == want.data.tobytes()
+    assert out[-(16 * m + m):-m].tobytes() == want.tags.tobytes()
+    assert calls[:4] == [True] * 4   # (the service's; the last, this test's own batch)
+
+
 def test_many_clients_at_once_then_nothing_left_behind(server):
     """16 clients at once, mixed sizes (inline, shared memory) and ciphers, for ~2 s: every byte
     checked; afterwards the server holds no more descriptors than before (a short soak; the

@@ -129,38 +129,34 @@ def _batch(job, msg, buf, _):
     indices, keys, nonces, AAD) are copied out and checked as the library checks its own, so a
     client changing the buffer meanwhile changes only its own results; decryption runs into a
     buffer of the service's, and only verified texts (zeros for the others) are written back."""
-    from .. import aead, aeads, buffers
-    from ..request import Batch, aead_request
+    from .. import aead, aeads
+    from ..request import aead_request
+    from ..route import route
 
     spec = aeads.spec(msg["cipher"])   # (the fields: checked by schema.check)
     encrypt, tl, m, n = msg["encrypt"], msg["tag_length"], msg["m"], msg["n"]
     k, nl, kl = msg["keys"], msg["nonce_length"], spec.key_len
     spec.aead.check(spec.name, kl, nl, tl)
-    impl = aead._implementation(spec.aead, False, msg.get("impl"))
+    req = aead.batch_request(spec, encrypt, tl, False, msg.get("impl"))
     layout, total = protocol.batch_layout(m, n, tl, k, kl, nl, msg["aad_length"])
     region = buf.array
     if region.nbytes != total:
         raise errors.InvalidArgument(f"batch: a buffer of {region.nbytes} bytes; m, n, keys, "
                                      f"nonce_length, aad_length and tag_length say {total}")
     v = protocol.batch_views(region, layout)
-    table = v["keys"].reshape(k, kl).copy()
+    # the tables copied out of the client's buffer, checked by the library's own check
+    tags = None if encrypt else v["tags"].reshape(m, tl).copy()
+    given = dict(offsets=v["off"].copy(), tags=tags, key=None, keys=v["keys"].reshape(k, kl),
+                 key_index=v["index"],
+                 nonces=v["nonces"].reshape(m, nl).copy(), aad=v["aad"].copy(),
+                 aad_offsets=v["aad_off"].copy())
+    batch = None
     try:
-        index = v["index"].copy()
-        if m and (k == 0 or int(index.min()) < 0 or int(index.max()) >= k):
-            raise errors.InvalidArgument("a batch's key index outside its key table")
-        src, off, got, _ = aead._texts(
-            spec, v["text"], v["off"].copy(), encrypt,
-            None if encrypt else v["tags"].reshape(m, tl).copy(), tl)
-        non = aead._nonce_table(spec, v["nonces"].reshape(m, nl).copy(), m, tl, kl)
-        aad, aad_off = v["aad"].copy(), v["aad_off"].copy()
-        if (aad_off.size != m + 1 or aad_off[0] != 0 or aad_off[-1] != aad.nbytes
-                or not bool((aad_off[1:] >= aad_off[:-1]).all())):
-            raise errors.InvalidArgument("a batch's AAD offsets must rise from 0 to its size")
-        plan = _batch_plan(spec, encrypt, n, m, nl, tl, device_of(msg)) if m else None
+        batch, got = aead.checked_batch(req, v["text"], given, v["out"] if encrypt else None)
+        req = aead_request(spec, batch, impl=req.impl)
+        plan = route(req, device_of(msg), n) if m else None
         job.turn(n)
-        dst = buffers.output(v["out"] if encrypt else None, src.nbytes, src)
-        batch = Batch(spec.name, encrypt, tl, table, index, non, aad, aad_off, src, off, dst)
-        res = aead.run_batch(aead_request(spec, batch, impl=impl), got, device_of(msg), plan)
+        res = aead.run_batch(req, got, device_of(msg), plan)
         if encrypt:
             v["tags"][:] = res.tags.reshape(-1)
         else:
@@ -169,18 +165,9 @@ def _batch(job, msg, buf, _):
             res.data[...] = 0
         return plan, n, region[layout["out"][0]:layout["ok"][0] + m]
     finally:
-        table.fill(0)
+        if batch is not None:
+            batch.keys.fill(0)
         del v
-
-
-def _batch_plan(spec, encrypt: bool, n: int, m: int, nl: int, tl: int, device: str):
-    """The plan ``route`` gives a batch: ``m`` messages of AEAD ``spec`` with ``n`` bytes of
-    text in all, nonces of ``nl`` bytes and tags of ``tl``."""
-    from ..request import aead_request
-    from ..route import route
-
-    return route(aead_request(spec, encrypt=encrypt, nonce_len=nl, tag_length=tl, count=m),
-                 device, n)
 
 
 _BUFFER_OPS = {"crypt": _crypt, "aead": _aead, "batch": _batch}

@@ -264,4 +264,5 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
     return sh.run(threads, body, "sealed", dst)
 
 
-__all__ = ["seal", "open_", "mapped", "one_batch", "said", "plan", "runs_on", "cores", "PIECE", "BATCH_PIECE"]
+__all__ = ["seal", "open_", "mapped", "one_batch", "said", "plan", "runs_on", "cores", "PIECE",
+           "BATCH_PIECE"]
