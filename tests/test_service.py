@@ -953,6 +953,35 @@ def test_the_service_checks_a_batch_by_the_librarys_check(server, monkeypatch):
     assert calls[:4] == [True] * 4   # (the service's; the last, this test's own batch)
 
 
+def test_an_aead_message_is_one_request_routed_once(server, monkeypatch):
+    """The aead op routed a sizes-only request, then built the one it ran: the message's request
+    (key, nonce, AAD) is routed once and is the one that runs."""
+    from ciphergrid import aead, route
+
+    routed, ran = [], []
+    real_route, real_crypt = route.route, aead.crypt
+
+    def spy_route(req, *a, **kw):
+        routed.append(req)
+        return real_route(req, *a, **kw)
+
+    def spy_crypt(req, *a, **kw):
+        ran.append(req)
+        return real_crypt(req, *a, **kw)
+
+    key, nonce, data = bytes(range(16)), bytes(12), b"m" * 100
+    want = ciphergrid.encrypt(data, "aes-128-gcm", key=key, nonce=nonce, aad=b"a",
+                              device="native")
+    monkeypatch.setattr(route, "route", spy_route)
+    monkeypatch.setattr(aead, "crypt", spy_crypt)
+    with ciphergrid.connect(server.address) as c:
+        assert c.encrypt(data, "aes-128-gcm", key=key, nonce=nonce, aad=b"a",
+                         device="native") == want
+    served = [r for r in routed if r.kind == "messages"]
+    assert len(served) == 1 and ran and served[0] is ran[-1]
+    assert (served[0].key, served[0].nonce, served[0].aad) == (key, nonce, b"a")
+
+
 def test_many_clients_at_once_then_nothing_left_behind(server):
     """16 clients at once, mixed sizes (inline, shared memory) and ciphers, for ~2 s: every byte
     checked; afterwards the server holds no more descriptors than before (a short soak; the

@@ -112,10 +112,10 @@ def _aead(job, msg, buf, _):
     try:
         if not buf.inline and encrypt and n + tl > buf.array.nbytes:
             raise errors.InvalidArgument("aead: length leaves no room for the tag")
-        plan = aead.route_message(spec, encrypt, n, len(nonce), tl, device_of(msg))
-        job.turn(n)
         req = aead.message_request(spec, encrypt, key, nonce, msg.get("aad"), tl, False,
                                    msg.get("impl"))
+        plan = aead.route_one(req, n, device_of(msg), "array")   # (the request it runs)
+        job.turn(n)
         dst = aead.crypt(req, src, device_of(msg), plan=plan)
         if not buf.inline:
             buf.array[:dst.nbytes] = dst
