@@ -12,22 +12,9 @@ import numpy as np
 
 from . import buffers
 from .errors import InvalidArgument, InvalidLength
+from .request import implementation_of  # noqa: F401  (aead's name for it)
 
 I64 = np.int64
-
-
-def implementation_of(declaration, constant_time: bool, implementation: str | None) -> str | None:
-    """The implementation a call asks of ``declaration`` (a block cipher's or an AEAD's):
-    ``constant_time`` selects its constant-time one (another named beside it is refused), an
-    unknown name is refused."""
-    if constant_time:
-        ct = declaration.constant_time_implementation()
-        if implementation not in (None, ct):
-            raise InvalidArgument(f"constant_time=True selects the {ct!r} implementation")
-        return ct
-    if implementation is not None:
-        declaration.implementation(implementation)  # raises for an unknown one
-    return implementation
 
 
 def tag_length_of(aead, tag_length) -> int:

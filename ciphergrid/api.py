@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from . import aead as _aead
 from . import buffers
-from .aead_tables import implementation_of as _implementation
 from .errors import AlreadyFinalized, InvalidArgument
 from .modes import padding as _padding
 from .registry import aead_names, is_aead, lookup, names
-from .request import Closing, make_request
+from .request import Closing, implementation_of as _implementation, make_request
 from .engines.base import Sessions
 from .route import route
 from ._lazy import numpy_for
@@ -217,6 +215,8 @@ def _one_request(encrypt: bool, cipher: str, key, iv, o: _Options):
     cipher·mode's (``_request``), the options of the other kind refused."""
     if _is_aead(cipher, iv, o.padding, o.sector_size, o.start_sector, o.nonce, o.aad,
                 o.tag_length):
+        from . import aead as _aead   # (numpy: not on the OpenSSL file path's block requests)
+
         return _aead.message_request(cipher, encrypt, key, _nonce(cipher, iv, o.nonce), o.aad,
                                      o.tag_length, o.constant_time, o.implementation)
     return _request(cipher, key, iv, encrypt, o.padding, o.sector_size, o.start_sector,
@@ -227,6 +227,8 @@ def _one_shot(req, data, device, out=None, stats=None):
     """:func:`encrypt` / :func:`decrypt` of ``req``: an AEAD's message (aead.crypt) or a block
     cipher·mode's (``_crypt``)."""
     if req.kind == "messages":
+        from . import aead as _aead
+
         return _aead.crypt(req, data, device, out, stats=stats)
     return _crypt(req, data, device, out, stats)
 

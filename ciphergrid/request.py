@@ -31,6 +31,20 @@ from ._lazy import numpy_for
 np = numpy_for(__name__)
 
 
+def implementation_of(declaration, constant_time: bool, implementation: str | None) -> str | None:
+    """The implementation a call asks of ``declaration`` (a block cipher's or an AEAD's):
+    ``constant_time`` selects its constant-time one (another named beside it is refused), an
+    unknown name is refused."""
+    if constant_time:
+        ct = declaration.constant_time_implementation()
+        if implementation not in (None, ct):
+            raise InvalidArgument(f"constant_time=True selects the {ct!r} implementation")
+        return ct
+    if implementation is not None:
+        declaration.implementation(implementation)  # raises for an unknown one
+    return implementation
+
+
 class _Kind:
     """What both kinds of request answer alike: the cipher's name (``spec.name``), and ``what``,
     the request in an error message."""
