@@ -95,6 +95,43 @@ def test_cbc_pieces_keep_the_chain_on_the_device(backend, monkeypatch, rng, name
         assert chain.value() == last
 
 
+@pytest.mark.parametrize("encrypt", [False, True])
+def test_cbc_chain_moving_to_another_queue_waits_for_its_writer(backend, monkeypatch, rng,
+                                                                encrypt):
+    """A DeviceChain's pieces alternating between two queues (a context's GPU pieces on the
+    caller's stream of the moment): a launch on another queue than the chain's last writer
+    waits on the device for a marker of that queue (else it reads the chain before the other
+    queue's kernel has written it); on one queue nothing is added; the one-shot bytes."""
+    name = "aes-128-cbc"
+    spec = registry.lookup(name)
+    bs = spec.block_size
+    key, iv = rng.key(name), rng.iv(name)
+    sizes = [4 * bs, 2 * bs, 5 * bs, bs]
+    data = rng.data(sum(sizes))
+    want = oracle.crypt(name, key, iv, data, encrypt)
+    req = make_request(spec, key, iv, encrypt)
+    b = backend
+    queues = [b.default_queue, b.default_queue, b.queue(), b.default_queue]
+    with KeyedProgram(b, req) as kp:
+        chain = DeviceChain(b, bs, iv)
+        ins = [_device(b, data[a: a + n]) for a, n in _spans(sizes)]
+        outs = [b.alloc(n) for n in sizes]
+        ops = Ops(b, monkeypatch)
+        for i, ((a, n), src, dst) in enumerate(zip(_spans(sizes), ins, outs)):
+            kp.enqueue(src, dst, n // bs, 0, queues[i], chain=chain, record=False)
+            seen = [op for op, _ in ops.take()]
+            moved = i > 0 and queues[i] is not queues[i - 1]
+            assert ("marker" in seen) == moved, (i, seen)
+            if moved:
+                assert seen.index("marker") < seen.index("launch"), (i, seen)
+        monkeypatch.undo()
+        for q in set(queues):
+            b.finish(q)
+        got = b"".join(_host(b, dst, n) for dst, n in zip(outs, sizes))
+        assert got == want
+        assert chain.value() == (want if encrypt else data)[-bs:]
+
+
 def test_cbc_calls_of_their_own_reuse_the_programs_scratch(backend, monkeypatch, rng):
     """CBC encryption without a chain buffer (a call of its own) takes the program's scratch:
     a program launched many times allocates once, not once a launch."""

@@ -57,6 +57,12 @@ class CBCMode(Mode):
         block) without a copy or a wait."""
         b = kp.b
         held = chain if getattr(chain, "on_device", False) else None
+        if held is not None:
+            queue = queue if queue is not None else b.default_queue
+            if held.queue is not None and held.queue is not queue:
+                # the chain's last writer ran on another queue: this launch (and an upload
+                # into the chain) waits for it on the device
+                wait_for = list(wait_for or ()) + [b.marker(held.queue)]
         if not req.encrypt:   # (cg_cbc_dec's carry: modes.cl)
             if held is None:
                 carry, dev, iv = 0, out_buf, iv_words(chain)  # (chain[] not touched)
