@@ -174,7 +174,8 @@ def _crypt_gpu(req, src, wrap, out, device, plan=None, stats=None, wait=True):
             with src.device:
                 cupy.cuda.get_current_stream().synchronize()
     elif r.path == "resident":
-        cupy.cuda.get_current_stream().synchronize()  # the caller's work on its arrays is done
+        with src.device:   # (the caller's work on its arrays is done: their device's stream)
+            cupy.cuda.get_current_stream().synchronize()
         _one(req, r, src, dst, "resident", stats)
     else:
         host = np.empty(out_n, dtype=np.uint8)
