@@ -122,6 +122,27 @@ def test_cbc_context_pieces_on_alternating_streams(encrypt):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", ["aes-128-ctr", "aes-128-cbc", "aes-256-xts"])
+def test_context_closed_while_its_stream_is_busy(name):
+    """A context's CuPy piece queued behind a busy stream (returned at once) and the Cipher
+    closed before the stream is done: the keys' zeroing waits on the device for the piece, whose
+    output is the one-shot's once the stream is done."""
+    spin = cupy.RawKernel(r'''extern "C" __global__ void spin(long long n) {
+        long long t0 = clock64(); while (clock64() - t0 < n) { } }''', "spin")
+    key, iv, opts = oracle.random_inputs(name, os.urandom, 4096)
+    host = os.urandom(1 << 20)
+    want = oracle.crypt(name, key, iv, host, True, **opts)
+    x = cupy.asarray(np.frombuffer(host, dtype=np.uint8))
+    with ciphergrid.Cipher(name, key, iv, **opts) as c:
+        ctx = c.encryptor()
+        cupy.cuda.get_current_stream().synchronize()
+        spin((1,), (1,), (np.int64(200_000_000),))
+        y = ctx.update(x)
+    cupy.cuda.get_current_stream().synchronize()
+    assert cupy.asnumpy(y).tobytes() == want
+
+
+@pytest.mark.gpu
 def test_cupy_piece_that_is_not_whole_blocks_refused():
     c = ciphergrid.Cipher("aes-128-cbc", bytes(16), bytes(16))
     with pytest.raises(ciphergrid.InvalidArgument, match="GPU-resident piece"):

@@ -25,6 +25,7 @@ class DeviceSession(Session):
     def __init__(self, engine: "DeviceEngine", req):
         super().__init__(engine, req)
         self.kp = KeyedProgram(engine.backend, req)
+        self._streams: list = []   # CuPy streams crypt_resident queued work on (close waits)
 
     def crypt(self, src, dst, first_block: int = 0, chain: bytes | None = None) -> None:
         req = self.req.at(first_block, chain) if first_block else self.req
@@ -66,6 +67,8 @@ class DeviceSession(Session):
             return
         with self.kp.b.dev:
             s = cupy.cuda.get_current_stream()
+            if not any(x is s for x in self._streams):
+                self._streams.append(s)
             resident(self.kp, req, src, dst, s, chain=held)
             if wait:
                 s.synchronize()
@@ -81,6 +84,10 @@ class DeviceSession(Session):
         return DeviceChain(self.kp.b, self.req.block_size, self.req.iv if chain is None else chain)
 
     def close(self) -> None:
+        streams, self._streams = self._streams, []
+        if streams:   # (the keys' zeroing waits, on the device, for pieces still queued there)
+            b = self.kp.b
+            b.after(self.kp._upload_queue, [b.marker(s) for s in streams])
         self.kp.close()
 
 
