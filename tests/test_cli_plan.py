@@ -61,6 +61,37 @@ def test_open_imports_only_what_it_runs(folder):
     assert (folder / "back").read_bytes() == msg
 
 
+def test_one_core_open_imports_no_openssl_engine_where_pycas_decryptor_runs_it(folder):
+    """`ciphergrid open` on one core, where pyca's OpenSSL is the later release (its Cobblestone
+    decryptor opens the chunks): neither the OpenSSL engine's AEAD and context modules nor pyca's
+    cipher classes are imported (the release check alone is made) -- and the plaintext is
+    right, for an empty message and one of a few chunks."""
+    key = os.urandom(16)
+    (folder / "k").write_text(key.hex() + "\n")
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(folder))   # (no per-user service there)
+    env.pop("CIPHERGRID_SERVICE", None)
+    env.pop("CIPHERGRID_HOST_THREADS", None)
+    code = ("import os, sys\nos.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+            "from ciphergrid.cli import main\n"
+            "assert main(['open', '--key-file', sys.argv[1], '--in', sys.argv[2], '--out', "
+            "sys.argv[3], '--no-sync', '-q']) == 0\n"
+            "from ciphergrid.engines.openssl.libcrypto import pyca_newer\n"
+            "bad = sorted(m for m in sys.modules if m in ('ciphergrid.engines.openssl.aead', "
+            "'ciphergrid.engines.openssl.contexts', 'cryptography.hazmat.primitives.ciphers'))\n"
+            "assert not (pyca_newer() and bad), bad\n")
+    for n in (0, 3 * K + 7):
+        msg = os.urandom(n)
+        (folder / "m").write_bytes(msg)
+        seal = subprocess.run([sys.executable, "-m", "ciphergrid", "seal", "--key-file", folder / "k",
+                               "--in", folder / "m", "--out", folder / "m.cg", "--no-sync", "-q"],
+                              capture_output=True, timeout=60, env=env)
+        assert seal.returncode == 0, seal.stderr.decode()
+        r = subprocess.run([sys.executable, "-c", code, str(folder / "k"), str(folder / "m.cg"),
+                            str(folder / "back")], capture_output=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr.decode()[-800:]
+        assert (folder / "back").read_bytes() == msg
+
+
 # ------------------------------------------------------------------------------------ the file's path
 def test_file_route_decides_stream_or_context():
     """A file of known size streams; base64 text around the bytes, or a pipe (unknown size)

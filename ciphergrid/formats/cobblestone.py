@@ -348,10 +348,6 @@ class Opener:
     def _run(self, first: int, src, m: int, final: bool, dst, n: int, threads: int | None,
              alone: bool) -> None:
         if _native(self.sch, self.device, self.path, m, m // SEALED_CHUNK + 1):
-            import ctypes
-
-            from ..engines.openssl import aead as ossl
-
             host = None
             if threads is None:
                 host = _host()
@@ -359,6 +355,10 @@ class Opener:
                 alone = threads == 1
             if alone and threads == 1 and self._lone(first, src, m, final, dst, n):
                 return
+            import ctypes
+
+            from ..engines.openssl import aead as ossl
+
             bad = ossl.chunked(False, self.sch.aead, self.key, self.base, first, src, dst, m, final,
                                CHUNK, TAG, threads, alone, host)
             if bad is not None:
@@ -400,15 +400,14 @@ class Opener:
         """A lone worker's chunks read in order from the first (the command line's one thread,
         a stream decryptor) through pyca's own Cobblestone decryptor: its chunk loop in Rust, no
         Python per chunk, each chunk's plaintext written once its tag verified; where pyca's
-        OpenSSL is the later release (engines/openssl/aead.py ``_pyca_newer``, as for a lone
+        OpenSSL is the later release (engines/openssl/libcrypto.py ``pyca_newer``, as for a lone
         worker's chunks there).  False where it does not apply (another position, no such
         decryptor).  A failure zeroes ``dst`` and names the chunk (found again chunk by
         chunk)."""
-        from ..engines.openssl import aead as ossl
-
         seq, self._seq = self._seq, None
         if seq is None or seq[1] != first:
-            if first or not ossl._pyca_newer():
+            from ..engines.openssl.libcrypto import pyca_newer
+            if first or not pyca_newer():
                 return False
             try:
                 from cryptography import cobblestone as pyca
@@ -431,6 +430,7 @@ class Opener:
                     b[got:got + len(rest)] = rest
                     got += len(rest)
             except _Bad:
+                from ..engines.openssl import aead as ossl
                 bad = ossl._pyca_chunks(False, self.key, self.base, first, a, b, m, final, CHUNK, TAG)
                 b[:] = bytes(n)
                 raise ChunkFailed(f"{self.sch.name}: chunk {first + max(bad, 0)} does not verify "

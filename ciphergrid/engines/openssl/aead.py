@@ -11,6 +11,7 @@ returning the mask of those that verified.
 from __future__ import annotations
 
 from . import contexts
+from .libcrypto import pyca_newer as _pyca_newer
 from .threads import host_threads, ranges, split
 from ..._lazy import numpy_for
 
@@ -104,32 +105,6 @@ def _loop_fns() -> tuple:
                                           LIB.EVP_CipherFinal_ex, LIB.EVP_CIPHER_CTX_ctrl,
                                           LIB.ERR_clear_error))
     return _FNS
-
-
-_PYCA_NEWER: bool | None = None
-
-
-def _pyca_newer() -> bool:
-    """Whether pyca/cryptography's own OpenSSL is a later release (major.minor) than the system's
-    libcrypto: its AES-GCM then runs on instructions the system's may lack (OpenSSL 3.1 added
-    VAES / AVX-512 AES-GCM)."""
-    global _PYCA_NEWER
-    if _PYCA_NEWER is None:
-        try:
-            import ctypes
-
-            from cryptography.hazmat.bindings._rust import openssl as rust_openssl
-            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-            from .libcrypto import LIB
-
-            fn = LIB.OpenSSL_version_num
-            fn.restype, fn.argtypes = ctypes.c_ulong, ()
-            _PYCA_NEWER = (hasattr(AESGCM, "encrypt_into")
-                           and rust_openssl.openssl_version() >> 20 > fn() >> 20)
-        except Exception:  # noqa: BLE001 - unknown: the system's
-            _PYCA_NEWER = False
-    return _PYCA_NEWER
 
 
 def _pyca_chunks(encrypt: bool, key: bytes, base: bytes, first: int, src, dst, n: int,
