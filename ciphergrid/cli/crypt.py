@@ -209,23 +209,15 @@ class Blocks:
             b64.close()
 
     def _stream(self, plan, src, out, bar) -> None:
-        """The plan's stream from our input's descriptor into our output's: a new output file
-        is faulted in ahead where the plan says so (a service: it may do so itself)."""
-        n = self.n
-        fresh = out.kind == "replace"
-        kw = {}
-        prefault = None
-        if plan.engine.kind == "remote":
-            kw["fresh_output"] = fresh
-            if fresh:
-                out.wait_reserved()
-            else:
-                out.stop_reserving()
-        elif plan.prefaults_output and fresh:
-            from ..transfer.files import prefault_output
+        """The plan's stream from our input's descriptor into our output's
+        (transfer.files.run_stream: as a service runs it): a new output's reservation waited
+        for where the plan faults it in ahead (a device's; a service's does so itself), else
+        ended where it got to."""
+        from ..transfer.files import run_stream
 
+        fresh = out.kind == "replace"
+        if fresh and plan.prefaults_output:
             out.wait_reserved()
-            prefault = prefault_output(out.fd, n, new=True)  # on a RAM disk: faulted in
         else:
             out.stop_reserving()  # (what the start-up left unreserved, the writes allocate)
 
@@ -233,11 +225,5 @@ class Blocks:
             out.count(k)
             bar.advance(k)
 
-        try:
-            if prefault is not None:
-                prefault.wait()
-            plan.stream(src.f, out.fd, progress=advance, chunk_bytes=self.tuning[0],
-                        depth=self.tuning[1], nbytes=n, **kw)
-        finally:
-            if prefault is not None:
-                prefault.close()
+        run_stream(plan, src.f, out.fd, nbytes=self.n, fresh=fresh, progress=advance,
+                   chunk_bytes=self.tuning[0], depth=self.tuning[1])

@@ -303,6 +303,7 @@ class Progress:
 def _stream(job, msg, req, fds) -> dict:
     """The client's input descriptor to its output descriptor, progress sent as it goes."""
     from ..route import route
+    from ..transfer.files import run_stream
 
     # the size the client says is a hint for the route; what sizes work here (the output's
     # pages faulted in ahead) is the input's own size, where it is a regular file
@@ -315,21 +316,14 @@ def _stream(job, msg, req, fds) -> dict:
                                      f"cipher's block limit is refused (send it as a "
                                      f"context's pieces)")
     plan = route(req, device_of(msg), n, path="stream")
-    progress = Progress(job)
     t0 = time.perf_counter()
-    prefault = None
-    if msg.get("fresh_output") and plan.prefaults_output and size is not None:
-        from ..transfer.files import prefault_output
-
-        prefault = prefault_output(fds[1], n, new=True)   # (a RAM disk's pages, ahead)
-    try:
-        if prefault is not None:
-            prefault.wait()
-        done = plan.stream(fds[0], fds[1], progress=progress, nbytes=n,
-                           chunk_bytes=msg.get("chunk_bytes"), depth=msg.get("depth"))
-    finally:
-        if prefault is not None:
-            prefault.close()
+    # the command line's own stream (transfer.files.run_stream), on the client's descriptors:
+    # a fresh output is one the client made empty for this job, and only a regular input's
+    # size (not the client's hint) sizes what is faulted in ahead
+    done = run_stream(plan, fds[0], fds[1], nbytes=n,
+                      fresh=bool(msg.get("fresh_output")) and size is not None,
+                      progress=Progress(job), chunk_bytes=msg.get("chunk_bytes"),
+                      depth=msg.get("depth"))
     return {"bytes": done, "device": plan.device, "reason": plan.reason,
             "seconds": round(time.perf_counter() - t0, 6)}
 

@@ -270,5 +270,26 @@ def prefault_output(f, size: int | None, threads: int | None = None, *,
         return None  # cannot map it (a write-only descriptor...): the stream faults as it goes
 
 
+def run_stream(plan, src, dst, *, nbytes: int | None, fresh: bool, progress=None,
+               chunk_bytes: int | None = None, depth: int | None = None) -> int:
+    """A block request's stream on ``plan`` (route's, path "stream") from ``src`` into ``dst``
+    (descriptors or binary file objects): the one way the command line and the service run it.
+    A ``fresh`` output (made empty for this run) of ``nbytes`` is faulted in ahead where the plan
+    says so (``plan.prefaults_output``: a device's stream; on a RAM disk); a service's plan is
+    told ``fresh_output`` instead, and its service decides the same on its own plan.  The bytes
+    written."""
+    kw = dict(progress=progress, chunk_bytes=chunk_bytes, depth=depth, nbytes=nbytes)
+    if plan.engine.kind == "remote":
+        return plan.stream(src, dst, fresh_output=fresh, **kw)
+    ahead = prefault_output(dst, nbytes, new=True) if fresh and plan.prefaults_output else None
+    try:
+        if ahead is not None:
+            ahead.wait()
+        return plan.stream(src, dst, **kw)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
 __all__ = ["Ends", "ends", "widen_pipe", "read_full", "write_all", "map_output", "map_input", "seek_to",
-           "close_map", "prefault_output", "Prefault", "TMPFS_MAGIC"]
+           "close_map", "prefault_output", "Prefault", "run_stream", "TMPFS_MAGIC"]
