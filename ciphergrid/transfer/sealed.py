@@ -246,9 +246,14 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
             sh.eof = got < in_step
             return k, got, got < in_step
 
+    # a worker's buffers: a piece's, or the whole input's where it is shorter (a chunk's output
+    # for each of its chunks begun, and one more: the final chunk)
+    in_len = in_step if size is None else min(in_step, size)
+    out_len = min(out_step, (in_len // (in_step // q) + 1) * (out_step // q))
+
     def body(i: int) -> None:
-        buf = memoryview(bytearray(in_step))
-        out = memoryview(bytearray(out_step))
+        buf = memoryview(bytearray(in_len))
+        out = memoryview(bytearray(out_len))
         while not sh.stop.is_set():
             got = claim(buf)
             if got is None:
