@@ -62,7 +62,8 @@ for s in "${stages[@]}"; do
              python3 -m pytest -q -rs -p no:cacheprovider ${TESTS:-tests/test_kat.py tests/test_differential.py \
              tests/test_streaming.py tests/test_constant_time.py tests/test_implementations.py \
              tests/test_pipeline.py tests/test_errors.py tests/test_api_out.py tests/test_gpu_resident.py \
-             tests/test_toy_cipher.py tests/test_route.py tests/test_api.py} ;;
+             tests/test_toy_cipher.py tests/test_route.py tests/test_api.py \
+             tests/test_aead_resident.py tests/test_sealed_resident.py tests/test_call_cost.py} ;;
     ramdisk) run ramdisk "${STAGE_TIMEOUT_ramdisk:-150}" python3 scripts/dev/ramdisk_probe.py "${RAMDISK:-/dev/shm}" \
              --device "$CUDA" --size "${RAMDISK_SIZE:-8Gi}" --cli ${RAMDISK_ARGS:-} ;;
     ablation) run ablation "${STAGE_TIMEOUT_ablation:-150}" python3 -m ciphergrid bench ablation \
