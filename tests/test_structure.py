@@ -470,7 +470,7 @@ STATE_ALLOWED: dict[str, str] = {
     "engines/openssl/libcrypto.py:_PROVIDERS": "the OpenSSL providers loaded into the process",
     "engines/openssl/libcrypto.py:global _LOOP": "the C helper loop, a shared library loaded once",
     "engines/openssl/aead.py:global _FNS": "the loaded libcrypto's function addresses",
-    "engines/openssl/libcrypto.py:global _PYCA_NEWER": "pure: the two loaded OpenSSL releases compared",
+    "_libcrypto.py:global _PYCA_NEWER": "pure: the two loaded OpenSSL releases compared",
     "backends/cuda.py:global _cp": "CuPy, imported at first use",
     "backends/opencl.py:global _cl": "PyOpenCL, imported at first use",
     "backends/icd.py:global _done": "the OpenCL loader's driver list, set once in the environment",

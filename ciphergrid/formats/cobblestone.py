@@ -400,13 +400,13 @@ class Opener:
         """A lone worker's chunks read in order from the first (the command line's one thread,
         a stream decryptor) through pyca's own Cobblestone decryptor: its chunk loop in Rust, no
         Python per chunk, each chunk's plaintext written once its tag verified; where pyca's
-        OpenSSL is the later release (engines/openssl/libcrypto.py ``pyca_newer``, as for a lone
+        OpenSSL is the later release (_libcrypto.py ``pyca_newer``, as for a lone
         worker's chunks there).  False where it does not apply (another position, no such
         decryptor).  A failure zeroes ``dst`` and names the chunk (found again chunk by
         chunk)."""
         seq, self._seq = self._seq, None
         if seq is None or seq[1] != first:
-            from ..engines.openssl.libcrypto import pyca_newer
+            from .._libcrypto import pyca_newer
             if first or not pyca_newer():
                 return False
             try:

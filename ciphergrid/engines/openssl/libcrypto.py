@@ -25,6 +25,7 @@ import sys
 import threading
 
 from ... import settings
+from ..._libcrypto import pyca_newer  # noqa: F401 - the engine's name for it
 from ...errors import DeviceError, UnsupportedCipher
 
 __all__ = ["BACKEND_NAME", "LIB", "MAX_UPDATE", "openssl_version", "pyca_newer", "speed_loop"]
@@ -114,32 +115,6 @@ def openssl_version() -> str:
     from cryptography.hazmat.backends.openssl import backend
 
     return backend.openssl_version_text()
-
-
-_PYCA_NEWER: bool | None = None
-
-
-def pyca_newer() -> bool:
-    """Whether pyca/cryptography's own OpenSSL is a later release (major.minor) than the system's
-    libcrypto (:data:`LIB`): its AES-GCM then runs on instructions the system's may lack (OpenSSL
-    3.1 added VAES / AVX-512 AES-GCM).  Its AESGCM is looked at in pyca's Rust bindings (the
-    class ``cryptography.hazmat.primitives.ciphers.aead`` re-exports): a sealed file's lone
-    worker asks this before anything of pyca's ciphers is imported."""
-    global _PYCA_NEWER
-    if _PYCA_NEWER is None:
-        try:
-            from cryptography.hazmat.bindings._rust import openssl as rust_openssl
-
-            aesgcm = getattr(getattr(rust_openssl, "aead", None), "AESGCM", None)
-            if aesgcm is None:
-                from cryptography.hazmat.primitives.ciphers.aead import AESGCM as aesgcm
-            fn = LIB.OpenSSL_version_num
-            fn.restype, fn.argtypes = ctypes.c_ulong, ()
-            _PYCA_NEWER = (hasattr(aesgcm, "encrypt_into")
-                           and rust_openssl.openssl_version() >> 20 > fn() >> 20)
-        except Exception:  # noqa: BLE001 - unknown: the system's
-            _PYCA_NEWER = False
-    return _PYCA_NEWER
 
 
 def openssl_errors() -> str:
