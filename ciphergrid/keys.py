@@ -38,7 +38,6 @@ Compatibility notes (checked against OpenSSL 3.0):
 from __future__ import annotations
 
 import binascii
-import getpass
 import os
 import re
 import sys
@@ -246,6 +245,8 @@ def _line_from_fd(fd: int) -> bytes:
 
 
 def _prompt(prompt: str, confirm: bool) -> bytes:
+    import getpass   # (here: a key file's command imports no terminal handling)
+
     if not _have_tty():
         raise InvalidArgument(_NO_PASS)
     with warnings.catch_warnings():

@@ -35,8 +35,9 @@ def folder():
 # ------------------------------------------------------------------------------------ open's start-up
 def test_open_imports_only_what_it_runs(folder):
     """`ciphergrid open` of a sealed file, with no service answering (auto): no numpy, no
-    OpenCL, no dataclasses (nor what they import), no hmac/hashlib, no registry, route or
-    service modules -- and the plaintext is right."""
+    OpenCL, no dataclasses (nor what they import), no hmac/hashlib, no terminal handling
+    (getpass: a key file's), no registry, route or service modules -- and the plaintext is
+    right."""
     key = os.urandom(16)
     (folder / "k").write_text(key.hex() + "\n")
     msg = os.urandom(3 * K + 7)
@@ -51,7 +52,7 @@ def test_open_imports_only_what_it_runs(folder):
             "assert main(['open', '--key-file', sys.argv[1], '--in', sys.argv[2], '--out', "
             "sys.argv[3], '--no-sync', '-q']) == 0\n"
             "bad = sorted(m for m in sys.modules if m in ('numpy', 'pyopencl', 'cupy', "
-            "'dataclasses', 'inspect', 'hmac', 'hashlib', 'ciphergrid.registry', "
+            "'dataclasses', 'inspect', 'hmac', 'hashlib', 'getpass', 'termios', 'ciphergrid.registry', "
             "'ciphergrid.route', 'ciphergrid.plan', 'ciphergrid.engines.remote') "
             "or m.startswith('ciphergrid.service'))\n"
             "assert not bad, bad\n")
