@@ -37,18 +37,12 @@ import os
 import threading
 import weakref
 
+from .settings import usable_cores
+
 TYPE_CHECKING = False   # (the command line imports no typing: docs/benchmarks.md 0c, 'Start-up')
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity; else every logical core)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _after_fork(ref) -> None:

@@ -208,6 +208,14 @@ def host_threads_asked() -> int | None:
     return transfer().host_threads if os.environ.get(ENV_HOST_THREADS) else None
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; else every logical core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def default_host_threads() -> int:
     """Worker threads per side when CIPHERGRID_HOST_THREADS does not say: half the cores, 1..8."""
     return max(1, min(8, (os.cpu_count() or 2) // 2))

@@ -65,7 +65,8 @@ def test_open_imports_only_what_it_runs(folder):
 def test_one_core_open_imports_no_openssl_engine_where_pycas_decryptor_runs_it(folder):
     """`ciphergrid open` on one core, where pyca's OpenSSL is the later release (its Cobblestone
     decryptor opens the chunks): neither the OpenSSL engine nor pyca's cipher classes are
-    imported (the release check alone is made) -- and the plaintext is
+    imported (the release check alone is made), nor the runtime (the workers counted from the
+    usable cores, as the default runtime counts them) -- and the plaintext is
     right, for an empty message and one of a few chunks."""
     key = os.urandom(16)
     (folder / "k").write_text(key.hex() + "\n")
@@ -79,8 +80,13 @@ def test_one_core_open_imports_no_openssl_engine_where_pycas_decryptor_runs_it(f
             "from ciphergrid._libcrypto import pyca_newer\n"
             "bad = sorted(m for m in sys.modules if m in ('ciphergrid.engines.openssl', "
             "'ciphergrid.engines.openssl.libcrypto', 'ciphergrid.engines.openssl.aead', "
-            "'ciphergrid.engines.openssl.contexts', 'cryptography.hazmat.primitives.ciphers'))\n"
-            "assert not (pyca_newer() and bad), bad\n")
+            "'ciphergrid.engines.openssl.contexts', 'cryptography.hazmat.primitives.ciphers', "
+            "'ciphergrid.runtime'))\n"
+            "assert not (pyca_newer() and bad), bad\n"
+            "from ciphergrid.transfer import sealed\n"
+            "assert sealed.cores() == 1\n"
+            "import ciphergrid.runtime\n"
+            "assert sealed.cores() == 1 == ciphergrid.runtime.current().threads.budget\n")
     for n in (0, 3 * K + 7):
         msg = os.urandom(n)
         (folder / "m").write_bytes(msg)

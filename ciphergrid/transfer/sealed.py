@@ -36,7 +36,15 @@ BATCH_PIECE = 64 << 20
 
 def cores() -> int:
     """This thread's runtime's thread budget: the cores the process may run on (an affinity
-    mask, ``taskset``, limits them) unless the runtime says fewer."""
+    mask, ``taskset``, limits them) unless the runtime says fewer.  Where the runtime module is
+    not imported yet (the command line's file commands) no runtime was made or entered: the
+    budget is the default runtime's, the usable cores, read without making it."""
+    import sys
+
+    if "ciphergrid.runtime" not in sys.modules:
+        from ..settings import usable_cores
+
+        return usable_cores()
     from ..runtime import current
 
     return current().threads.budget
