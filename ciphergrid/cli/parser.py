@@ -73,6 +73,12 @@ _EPILOG = "exit codes: " + "; ".join(f"{k}{'+N' if k == EXIT_SIGNAL else ''} {v.
     + "; 128+N stopped by signal N"
 
 
+def _service_option(p) -> None:
+    p.add_argument("--service", metavar="WHERE", default=None,
+                   help="auto (default: the per-user service when one runs, else this "
+                        "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
+
+
 def _crypt_options(p, name: str) -> None:
     p.add_argument("--cipher", "-c", required=True, help="e.g. aes-128-ctr, aes-256-xts (see `ciphergrid list`)")
     k = p.add_argument_group("key (one of)")
@@ -133,9 +139,7 @@ def _crypt_options(p, name: str) -> None:
                    help="--mpi: rank 0 reads the input and writes the output, sending the "
                         "data to the workers (the files on its node only; the default for "
                         "stdin, pipes and stdout)")
-    p.add_argument("--service", metavar="WHERE", default=None,
-                   help="auto (default: the per-user service when one runs, else this "
-                        "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
+    _service_option(p)
 
 
 def _sealed_options(p, name: str) -> None:
@@ -167,9 +171,7 @@ def _sealed_options(p, name: str) -> None:
                    help="--mpi: plaintext bytes a worker runs at a time, in whole 16 KiB "
                         "chunks (its step; ranges are dealt on the smaller of this and the "
                         "scheduler's grain; default 64Mi)")
-    p.add_argument("--service", metavar="WHERE", default=None,
-                   help="auto (default: the per-user service when one runs, else this "
-                        "process), off, or a service's socket path (CIPHERGRID_SERVICE)")
+    _service_option(p)
     if name == "open":
         p.add_argument("--offset", type=int, metavar="N",
                        help="the first byte of the message to open (negative: from its end)")
