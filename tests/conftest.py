@@ -21,6 +21,11 @@ Fixtures: ``rng`` (seeded random source with helpers; the seed is printed when a
 ``ciphergrid.testing.oracle``: pyca/cryptography where it has the cipher·mode; same arguments as
 ciphergrid.encrypt/decrypt), ``device_is_fast``.  ``lean(spec)``: whether kernel variants get the
 lean check on that device (CPU OpenCL: one key size, few modes; ``CIPHERGRID_TEST_FULL=1``: never).
+
+Shared scaffolding: ``cpu_backend`` (the OpenCL CPU device's backend), ``wrap_methods`` (a
+recording wrapper of a backend's methods), ``cl_buffer`` / ``cl_read`` (an OpenCL buffer from
+bytes and back), ``folder`` / ``server`` (a service in a thread of the test's process, on a
+socket in a fresh short folder), ``cli_main`` (the command line in this process).
 """
 
 from __future__ import annotations
@@ -237,6 +242,85 @@ def watch_launches(device: str, monkeypatch) -> list:
 
     monkeypatch.setattr(backend, "launch", spy)
     return seen
+
+
+@pytest.fixture(scope="session")
+def cpu_backend():
+    """The backend of the OpenCL CPU device that ``route.engine("cpu")`` picks; the test is
+    reported as skipped when there is none."""
+    from ciphergrid.errors import DeviceNotFound, Error
+    from ciphergrid.route import engine as get_engine
+
+    try:
+        return get_engine("cpu").backend
+    except (DeviceNotFound, Error) as e:
+        pytest.skip(f"no OpenCL CPU device: {e}")
+
+
+def wrap_methods(obj, names, monkeypatch, on_call) -> None:
+    """Each of ``obj``'s methods ``names`` (those it has) wrapped for this test:
+    ``on_call(name, args, kwargs, call)`` runs in its place, where ``call()`` runs the real
+    method and returns its result; the wrapper returns what ``on_call`` returns."""
+    for name in names:
+        fn = getattr(obj, name, None)
+        if fn is None or not callable(fn):
+            continue
+
+        def wrapped(*a, _fn=fn, _name=name, **k):
+            return on_call(_name, a, k, lambda: _fn(*a, **k))
+
+        monkeypatch.setattr(obj, name, wrapped)
+
+
+def cl_buffer(b, data: bytes, size: int | None = None):
+    """An OpenCL buffer of backend ``b`` of ``size`` bytes (at least ``len(data)``, at least 16)
+    starting with ``data``."""
+    import numpy as np
+    import pyopencl as cl
+
+    buf = cl.Buffer(b.ctx, cl.mem_flags.READ_WRITE, max(size or len(data), 16))
+    if data:
+        cl.enqueue_copy(b.default_queue, buf, np.frombuffer(data, dtype=np.uint8))
+        b.finish()
+    return buf
+
+
+def cl_read(b, buf, n: int) -> bytes:
+    """The first ``n`` bytes of OpenCL buffer ``buf`` of backend ``b``."""
+    import numpy as np
+    import pyopencl as cl
+
+    h = np.empty(n, dtype=np.uint8)
+    if n:
+        cl.enqueue_copy(b.default_queue, h, buf)
+        b.finish()
+    return h.tobytes()
+
+
+@pytest.fixture
+def folder():
+    """A fresh short folder (a socket's path is at most 107 bytes), removed at the end."""
+    from ciphergrid.testing import services
+
+    with services.short_folder("cg-svc-") as d:
+        yield d
+
+
+@pytest.fixture
+def server(folder):
+    """A service in a thread of this process on ``folder``/s.sock; stopped (and its socket gone)
+    at the end."""
+    from ciphergrid.testing import services
+
+    with services.threaded(folder) as s:
+        yield s
+
+
+def cli_main(*args) -> int:
+    """``ciphergrid.cli.main`` in this process (no interpreter start-up), arguments as strings."""
+    from ciphergrid.cli import main
+
+    return main([str(a) for a in args])
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 import ciphergrid
 from ciphergrid.engines.device_aead import driver as aead_driver
 from ciphergrid.route import engine
+from conftest import cl_buffer as _buffer, cl_read as _read
 
-cl = pytest.importorskip("pyopencl")
+pytest.importorskip("pyopencl")
 
 PYCA = {"aes-128-gcm": (AESGCM, 16), "chacha20-poly1305": (ChaCha20Poly1305, 32)}
 
@@ -21,22 +22,6 @@ PYCA = {"aes-128-gcm": (AESGCM, 16), "chacha20-poly1305": (ChaCha20Poly1305, 32)
 @pytest.fixture
 def eng(cpu_device):
     return engine(cpu_device)
-
-
-def _buffer(b, data: bytes, size: int | None = None):
-    buf = cl.Buffer(b.ctx, cl.mem_flags.READ_WRITE, max(size or len(data), 16))
-    if data:
-        cl.enqueue_copy(b.default_queue, buf, np.frombuffer(data, dtype=np.uint8))
-        b.finish()
-    return buf
-
-
-def _read(b, buf, n: int) -> bytes:
-    h = np.empty(n, dtype=np.uint8)
-    if n:
-        cl.enqueue_copy(b.default_queue, h, buf)
-        b.finish()
-    return h.tobytes()
 
 
 def _spy(monkeypatch, b) -> dict:

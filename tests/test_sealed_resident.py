@@ -14,8 +14,9 @@ from ciphergrid import cobblestone
 from ciphergrid.engines.device_aead import rows
 from ciphergrid.formats import cobblestone as cs
 from ciphergrid.route import engine
+from conftest import cl_buffer as _buffer, cl_read as _read
 
-cl = pytest.importorskip("pyopencl")
+pytest.importorskip("pyopencl")
 
 CHUNK, HEADER = cs.CHUNK, cs.HEADER
 
@@ -23,22 +24,6 @@ CHUNK, HEADER = cs.CHUNK, cs.HEADER
 @pytest.fixture
 def eng(cpu_device):
     return engine(cpu_device)
-
-
-def _buffer(b, data: bytes, size: int | None = None):
-    buf = cl.Buffer(b.ctx, cl.mem_flags.READ_WRITE, max(size or len(data), 16))
-    if data:
-        cl.enqueue_copy(b.default_queue, buf, np.frombuffer(data, dtype=np.uint8))
-        b.finish()
-    return buf
-
-
-def _read(b, buf, n: int) -> bytes:
-    h = np.empty(n, dtype=np.uint8)
-    if n:
-        cl.enqueue_copy(b.default_queue, h, buf)
-        b.finish()
-    return h.tobytes()
 
 
 def _sealed_on(eng, data: bytes, key: bytes, salt: bytes, aes256: bool = False):
