@@ -87,14 +87,6 @@ def in_process():
             use.in_process -= 1
 
 
-def serving_thread() -> None:
-    """Mark this thread's runtime as a service's (the library called under it never calls a
-    service: no service asks itself); a server's runtime is one from the start."""
-    from ..runtime import current
-
-    current().serving = True
-
-
 def for_library(data=None):
     """The service the library's one-shot and batch functions use: ``CIPHERGRID_SERVICE`` set to
     ``auto`` (the per-user one, when it answers) or a socket path -- this thread's connection in
