@@ -410,7 +410,7 @@ def _block_scalar(ks: list[int], w: list[int], r: int, decrypt: bool) -> list[in
 
 def encrypt_blocks(key: bytes, blocks) -> bytearray:
     """Blocks encrypted with :func:`kernel_schedule_fast`'s words, the network over the 16-bit
-    tables, four rounds a step (the few blocks of an XTS one-shot's tweaks: what the readable
+    tables (:func:`_gfn4`, then the last two rounds) (the few blocks of an XTS one-shot's tweaks: what the readable
     model takes several times as long for).  The schedule's bytes are zeroed; the caller zeroes
     the result."""
     r = ROUNDS[len(key)]
@@ -426,25 +426,7 @@ def encrypt_blocks(key: bytes, blocks) -> bytearray:
     out = bytearray(len(blocks))
     for off in range(0, len(blocks), 16):
         t0, t1, t2, t3 = _LE4.unpack_from(blocks, off)
-        t1 ^= w0
-        t3 ^= w1
-        for c0, c1, c2, c3, c4, c5, c6, c7 in steps:   # four rounds: the words back in place
-            x = t0 ^ c0
-            t1 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
-            x = t2 ^ c1
-            t3 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
-            x = t1 ^ c2
-            t2 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
-            x = t3 ^ c3
-            t0 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
-            x = t2 ^ c4
-            t3 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
-            x = t0 ^ c5
-            t1 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
-            x = t3 ^ c6
-            t0 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
-            x = t1 ^ c7
-            t2 ^= ga[x & 0xFFFF] ^ gb[x >> 16]
+        t3, t0, t1, t2 = _gfn4(t0, t1 ^ w0, t2, t3 ^ w1, steps)   # (undoing its last rotation)
         x = t0 ^ k0                                     # the last two rounds
         t1 ^= fa[x & 0xFFFF] ^ fb[x >> 16]
         x = t2 ^ k1
