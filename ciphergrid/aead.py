@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from . import aeads, buffers
-# (the service and the command line use these through aead)
+# (aead_tables.py holds the tables and checks these functions share)
 from .aead_tables import Beside as _Beside
 from .aead_tables import REPEATS_BESIDE as _REPEATS_BESIDE
 from .aead_tables import aad_table as _aad_table
@@ -91,8 +91,8 @@ def crypt(req, data, device: str = "auto", out=None, path: str = "array", *, pla
           stats=None):
     """ciphergrid.encrypt/decrypt of one AEAD message: ``req`` from :func:`message_request`,
     ``data`` its text (decryption: then its tag); ``path`` "stream": the data is a file's (the
-    command line).  ``plan``: where it runs (``route_message``'s answer for this message),
-    routed here when None.  ``stats``: a SchedulerStats filled in with what ran."""
+    command line).  ``plan``: where it runs (:func:`route_one`'s answer for ``req``), routed
+    here when None.  ``stats``: a SchedulerStats filled in with what ran."""
     if getattr(req, "kind", None) != "messages" or req.key is None or req.nonce is None:
         raise TypeError("aead.crypt runs one message's request (aead.message_request), "
                         f"not {type(req).__name__}")
