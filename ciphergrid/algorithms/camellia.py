@@ -112,11 +112,19 @@ _SCHEDULE_256 = (
 )
 
 
-def subkeys(key: bytes) -> dict[str, int]:
-    """RFC 3713 section 2.2: the 64-bit subkeys kw1..kw4, k1..k18/24, ke1..ke4/6 by name."""
+def _two_rounds(x: int, f, s0: int, s1: int) -> int:
+    """Two Feistel rounds of the key schedule on the 128-bit ``x`` with F-function ``f`` and
+    the constants ``s0``, ``s1``."""
+    d1, d2 = x >> 64, x & MASK64
+    d2 ^= f(d1, s0)
+    d1 ^= f(d2, s1)
+    return (d1 << 64) | d2
+
+
+def _key_values(key: bytes, f) -> tuple[int, int, int, int]:
+    """KL, KR, KA and KB of RFC 3713 section 2.2 with F-function ``f`` (KB 0 for a 128-bit key,
+    whose schedule takes none)."""
     n = len(key)
-    if n not in (16, 24, 32):
-        raise ValueError(f"Camellia takes a 16-, 24- or 32-byte key, got {n}")
     kl = int.from_bytes(key[:16], "big")
     if n == 16:
         kr = 0
@@ -125,18 +133,17 @@ def subkeys(key: bytes) -> dict[str, int]:
         kr = (right << 64) | (~right & MASK64)
     else:
         kr = int.from_bytes(key[16:32], "big")
-    d1, d2 = (kl ^ kr) >> 64, (kl ^ kr) & MASK64
-    d2 ^= _f(d1, SIGMA[0])
-    d1 ^= _f(d2, SIGMA[1])
-    d1 ^= kl >> 64
-    d2 ^= kl & MASK64
-    d2 ^= _f(d1, SIGMA[2])
-    d1 ^= _f(d2, SIGMA[3])
-    ka = (d1 << 64) | d2
-    d1, d2 = (ka ^ kr) >> 64, (ka ^ kr) & MASK64
-    d2 ^= _f(d1, SIGMA[4])
-    d1 ^= _f(d2, SIGMA[5])
-    kb = (d1 << 64) | d2
+    ka = _two_rounds(_two_rounds(kl ^ kr, f, SIGMA[0], SIGMA[1]) ^ kl, f, SIGMA[2], SIGMA[3])
+    kb = 0 if n == 16 else _two_rounds(ka ^ kr, f, SIGMA[4], SIGMA[5])
+    return kl, kr, ka, kb
+
+
+def subkeys(key: bytes) -> dict[str, int]:
+    """RFC 3713 section 2.2: the 64-bit subkeys kw1..kw4, k1..k18/24, ke1..ke4/6 by name."""
+    n = len(key)
+    if n not in (16, 24, 32):
+        raise ValueError(f"Camellia takes a 16-, 24- or 32-byte key, got {n}")
+    kl, kr, ka, kb = _key_values(key, _f)
     src = {"KL": kl, "KR": kr, "KA": ka, "KB": kb}
     out: dict[str, int] = {}
     for (left, right), name, rot in (_SCHEDULE_128 if n == 16 else _SCHEDULE_256):
@@ -145,7 +152,7 @@ def subkeys(key: bytes) -> dict[str, int]:
             out[left] = v >> 64
         if right:
             out[right] = v & MASK64
-    d1 = d2 = ka = kb = kl = kr = v = 0
+    ka = kb = kl = kr = v = 0
     src.clear()
     return out
 
@@ -198,32 +205,7 @@ def schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
     every rotated value's bytes at once, the subkeys picked in the kernels' order by one gather
     (the one-shot call's key set-up runs this for every fresh key)."""
     n = len(key)
-    kl = int.from_bytes(key[:16], "big")
-    if n == 16:
-        kr = 0
-    elif n == 24:
-        right = int.from_bytes(key[16:24], "big")
-        kr = (right << 64) | (~right & MASK64)
-    else:
-        kr = int.from_bytes(key[16:32], "big")
-    x = kl ^ kr
-    d1, d2 = x >> 64, x & MASK64
-    d2 ^= _f_sp(d1, SIGMA[0])
-    d1 ^= _f_sp(d2, SIGMA[1])
-    d1 ^= kl >> 64
-    d2 ^= kl & MASK64
-    d2 ^= _f_sp(d1, SIGMA[2])
-    d1 ^= _f_sp(d2, SIGMA[3])
-    ka = (d1 << 64) | d2
-    if n == 16:
-        kb = 0
-    else:
-        x = ka ^ kr
-        d1, d2 = x >> 64, x & MASK64
-        d2 ^= _f_sp(d1, SIGMA[4])
-        d1 ^= _f_sp(d2, SIGMA[5])
-        kb = (d1 << 64) | d2
-    src = (kl, kr, ka, kb)
+    src = _key_values(key, _f_sp)
     values, pick = _PLANS[(n, decrypt)]
     raw = bytearray()
     for s, rot in values:
@@ -232,7 +214,7 @@ def schedule_fast(key: bytes, decrypt: bool) -> np.ndarray:
     halves = np.frombuffer(raw, dtype=">u4").reshape(-1, 2)   # (high, low) of each subkey
     out = halves[pick].astype("<u4").reshape(-1)
     raw[:] = bytes(len(raw))
-    x = d1 = d2 = ka = kb = kl = kr = v = 0
+    src = v = None
     return out
 
 
