@@ -26,23 +26,10 @@ import pytest
 import ciphergrid
 from ciphergrid.service import protocol
 from ciphergrid.service.server import Server
-from ciphergrid.testing import oracle, services
+from ciphergrid.testing import oracle
 from ciphergrid.testing.services import ask as _ask
 
 KEY_HEX = "000102030405060708090a0b0c0d0e0f"
-
-
-@pytest.fixture
-def folder():
-    with services.short_folder("cg-svc-") as d:
-        yield d
-
-
-@pytest.fixture
-def server(folder):
-    """A service in a thread of this process; stopped (and its socket gone) at the end."""
-    with services.threaded(folder) as s:
-        yield s
 
 
 def _serve_process(folder, *extra):

@@ -11,32 +11,13 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from ciphergrid.fileio import Output
-from ciphergrid.testing import oracle, services
+from ciphergrid.testing import oracle
 from ciphergrid.transfer import files, pieces, sealed
+from conftest import cli_main as _main
 
 KEY = "000102030405060708090a0b0c0d0e0f"
 N = (3 << 20) + 16
-
-
-@pytest.fixture
-def folder():
-    with services.short_folder("cg-same-") as d:
-        yield d
-
-
-@pytest.fixture
-def server(folder):
-    with services.threaded(folder) as s:
-        yield s
-
-
-def _main(*args) -> int:
-    from ciphergrid.cli import main
-
-    return main([str(a) for a in args])
 
 
 def _spies(monkeypatch) -> list:

@@ -20,31 +20,12 @@ from ciphergrid import cobblestone as cb
 from ciphergrid.errors import ChunkFailed, CommitmentMismatch, InvalidTag, ServiceError, Truncated
 from ciphergrid.service import protocol
 from ciphergrid.service.server import Server
-from ciphergrid.testing import services
 from ciphergrid.testing.services import ask as _ask
+from conftest import cli_main as _main
 
 K = 16384
 SEALED = K + 16
 ARGON = ["--argon2-memory", "64Ki", "--argon2-iterations", "1", "--argon2-lanes", "1"]
-
-
-@pytest.fixture
-def folder():
-    with services.short_folder("cg-sld-") as d:
-        yield d
-
-
-@pytest.fixture
-def server(folder):
-    """A service in a thread of this process; stopped (and its socket gone) at the end."""
-    with services.threaded(folder) as s:
-        yield s
-
-
-def _main(*args) -> int:
-    from ciphergrid.cli import main
-
-    return main([str(a) for a in args])
 
 
 def _cli(*args, **kw):
