@@ -67,19 +67,22 @@ def runs_on(sch, device: str, piece: int = BATCH_PIECE) -> tuple[bool, str, str]
     return False, r.device, r.reason or ""
 
 
-def plan(engine, piece: int | None = None, threads: int | None = None) -> tuple[int, int, int]:
+def plan(engine, piece: int | None = None, threads: int | None = None,
+         native: bool | None = None) -> tuple[int, int, int]:
     """(plaintext bytes per piece, workers, OpenSSL threads per piece) for a Sealer or Opener:
     where its chunks run in OpenSSL's C loop, small pieces and a worker per core (or
     ``CIPHERGRID_HOST_THREADS`` where it is set), each piece on its worker's thread; else (a
     device's batch path) a batch per piece, two workers (one reads and writes while the other's
-    batch runs), the batch spread as the device does."""
+    batch runs), the batch spread as the device does.  ``native``: :func:`_native`'s answer
+    for ``engine`` where the caller has it."""
     from .. import settings
     from ..formats import cobblestone as cb
 
     if threads is None:
         threads = settings.host_threads_asked()
 
-    native = cb._native(engine.sch, engine.device, engine.path, BATCH_PIECE, BATCH_PIECE // cb.CHUNK)
+    if native is None:
+        native = _native(engine)
     if piece is None:
         piece = PIECE if native else BATCH_PIECE
     piece = max(cb.CHUNK, piece // cb.CHUNK * cb.CHUNK)
@@ -132,7 +135,15 @@ def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n} bytes"
 
 
-def mapped(src, dst, engine, seal: bool, progress=None) -> int | None:
+def _native(engine) -> bool:
+    """Whether a Sealer's or Opener's chunks run in OpenSSL's C loop (cobblestone._native for
+    its batch pieces)."""
+    from ..formats import cobblestone as cb
+
+    return cb._native(engine.sch, engine.device, engine.path, BATCH_PIECE, BATCH_PIECE // cb.CHUNK)
+
+
+def mapped(src, dst, engine, seal: bool, progress=None, native: bool | None = None) -> int | None:
     """A device's sealed file between two regular files as ``ciphergrid encrypt``'s stream runs
     one (transfer/streams.py): both mapped (transfer/files.py: the input read-only, the output
     reserved, a new RAM-disk output faulted in ahead by threads), the whole message ONE call of
@@ -142,11 +153,12 @@ def mapped(src, dst, engine, seal: bool, progress=None) -> int | None:
     runs the chunks, a pipe, an empty input, ``CIPHERGRID_STREAM_MMAP`` 0 or ``out``, a file that
     cannot be mapped; opening: an output with a name, since a piece's plaintext is there before
     its tags are compared, zeroed where they fail).  Opening checks the input's length before
-    anything is read."""
+    anything is read.  ``native``: :func:`_native`'s answer for ``engine`` where the caller has
+    it."""
     from .. import settings
     from ..formats import cobblestone as cb
 
-    if cb._native(engine.sch, engine.device, engine.path, BATCH_PIECE, BATCH_PIECE // cb.CHUNK):
+    if _native(engine) if native is None else native:
         return None
     how = settings.transfer().stream_mmap
     ends = files.ends(src, dst)
@@ -191,10 +203,11 @@ def seal(src, dst, sealer, *, piece: int | None = None, threads: int | None = No
     between two regular files: ``mapped``."""
     from ..formats import cobblestone as cb
 
-    done = mapped(src, dst, sealer, True, progress)
+    native = _native(sealer)
+    done = mapped(src, dst, sealer, True, progress, native)
     if done is not None:
         return done
-    piece, threads, per = plan(sealer, piece, threads)
+    piece, threads, per = plan(sealer, piece, threads, native)
     q = piece // cb.CHUNK
     return _run(src, dst, piece, q * cb.SEALED_CHUNK, q, threads, progress,
                 lambda first, a, m, final, b: sealer.seal_at(first, a, m, final, b, per, threads == 1),
@@ -209,10 +222,11 @@ def open_(src, dst, opener, *, piece: int | None = None, threads: int | None = N
     regular files: ``mapped``."""
     from ..formats import cobblestone as cb
 
-    done = mapped(src, dst, opener, False, progress)
+    native = _native(opener)
+    done = mapped(src, dst, opener, False, progress, native)
     if done is not None:
         return done
-    piece, threads, per = plan(opener, piece, threads)
+    piece, threads, per = plan(opener, piece, threads, native)
     q = piece // cb.CHUNK
     return _run(src, dst, q * cb.SEALED_CHUNK, piece, q, threads, progress,
                 lambda first, a, m, final, b: opener.open_at(first, a, m, final, b, per, threads == 1),
