@@ -15,15 +15,10 @@ from pathlib import Path
 import pytest
 
 from ciphergrid.testing import services
+from conftest import cli_main as _main
 
 PKG = Path(__file__).resolve().parent.parent / "ciphergrid"
 K = 16384
-
-
-def _main(*args) -> int:
-    from ciphergrid.cli import main
-
-    return main([str(a) for a in args])
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from ciphergrid import cobblestone as cb
+from conftest import cli_main as _main
 
 K = 16384
 SEALED = K + 16
@@ -26,13 +27,6 @@ def _cli(*args, one_core=False, **kw):
         kw["preexec_fn"] = lambda: os.sched_setaffinity(0, {cpu})
     return subprocess.run([sys.executable, "-m", "ciphergrid", *map(str, args)], capture_output=True,
                           **kw)
-
-
-def _main(*args) -> int:
-    """The command in this process (no interpreter start-up: timings of the command alone)."""
-    from ciphergrid.cli import main
-
-    return main([str(a) for a in args])
 
 
 def _key(tmp_path, aes256=False):
