@@ -12,21 +12,16 @@ import numpy as np
 import pytest
 
 from ciphergrid import registry
-from ciphergrid.errors import DeviceNotFound, Error
 from ciphergrid.modes import xts as xts_mode
 from ciphergrid.program import DeviceChain, KeyedProgram
 from ciphergrid.request import make_request
 from ciphergrid.testing import oracle
+from conftest import wrap_methods
 
 
 @pytest.fixture(scope="module")
-def backend():
-    from ciphergrid.route import engine as get_engine
-
-    try:
-        return get_engine("cpu").backend
-    except (DeviceNotFound, Error) as e:
-        pytest.skip(f"no OpenCL CPU device: {e}")
+def backend(cpu_backend):
+    return cpu_backend
 
 
 class Ops:
@@ -36,14 +31,12 @@ class Ops:
 
     def __init__(self, b, monkeypatch):
         self.calls: list = []
-        for name in self.NAMES:
-            fn = getattr(b, name)
 
-            def wrapped(*a, _fn=fn, _name=name, **k):
-                self.calls.append((_name, a[1] if _name == "launch" else None))
-                return _fn(*a, **k)
+        def on_call(name, a, k, call):
+            self.calls.append((name, a[1] if name == "launch" else None))
+            return call()
 
-            monkeypatch.setattr(b, name, wrapped)
+        wrap_methods(b, self.NAMES, monkeypatch, on_call)
 
     def take(self) -> list:
         out, self.calls = self.calls, []

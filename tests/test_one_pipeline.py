@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ciphergrid import registry
-from ciphergrid.errors import DeviceNotFound, Error
+from conftest import wrap_methods
 
 #: the backend's methods a trace records
 NAMES = ("alloc", "view", "queue", "upload", "download", "upload_rows", "download_rows",
@@ -30,13 +30,8 @@ RETURNS = {"alloc": "B", "view": "B", "queue": "Q", "upload": "E", "download": "
 
 
 @pytest.fixture(scope="module")
-def backend():
-    from ciphergrid.route import engine as get_engine
-
-    try:
-        return get_engine("cpu").backend
-    except (DeviceNotFound, Error) as e:
-        pytest.skip(f"no OpenCL CPU device: {e}")
+def backend(cpu_backend):
+    return cpu_backend
 
 
 class Trace:
@@ -50,22 +45,18 @@ class Trace:
         self.keep: list = []     # (every named object stays alive: its id is not reused)
         self.lock = threading.Lock()
         self.counts: Counter = Counter()
-        for name in NAMES:
-            fn = getattr(b, name, None)
-            if fn is None or not callable(fn):
-                continue
 
-            def wrapped(*a, _fn=fn, _name=name, **k):
-                got = _fn(*a, **k)
-                with self.lock:
-                    text = self.describe(_name, a, k, got)
-                    if threading.get_ident() == self.main:
-                        self.calls.append(text)
-                    else:
-                        self.others[text] += 1
-                return got
+        def on_call(name, a, k, call):
+            got = call()
+            with self.lock:
+                text = self.describe(name, a, k, got)
+                if threading.get_ident() == self.main:
+                    self.calls.append(text)
+                else:
+                    self.others[text] += 1
+            return got
 
-            monkeypatch.setattr(b, name, wrapped)
+        wrap_methods(b, NAMES, monkeypatch, on_call)
         # a queue is named where it first appears: its own creation, or a call that takes it
         for q in (b.default_queue,):
             self.name_of(q, "Q")
