@@ -129,14 +129,6 @@ def resident(kp, req, src, dst, s, chain=None) -> None:
         dst[...] = out
 
 
-def _part(buf, n: int):
-    """The first ``n`` bytes of a device array (a view), or of an OpenCL buffer (a sub-buffer;
-    the buffer itself where it is that long or ``n`` is 0: a sub-buffer has a size)."""
-    if hasattr(buf, "reshape"):
-        return buf[:n]
-    return buf if n == 0 or n == buf.size else buf[0:n]
-
-
 def _resident_job(b, drv, batch, src, dst, text: int, queue) -> bool:
     """DeviceEngine.aead_resident's job of ``batch`` on ``queue`` (device_aead/rows.py's
     ``run``): the tag after the text in ``dst``; decryption's received tag after the text in
@@ -256,9 +248,11 @@ class DeviceEngine(Engine):
         the text: the host does not wait for an encryption (CUDA).  Decryption waits for the
         tag and compares it in constant time: returns whether it verified; a failure (or any
         error) zeroes ``dst`` first.  The key material is wiped on the device and the host."""
+        from .device_aead.rows import part
+
         b = self.backend
-        batch = Batch.one(name, encrypt, tag_length, key, nonce, aad, _part(src, text),
-                          _part(dst, text), text)
+        batch = Batch.one(name, encrypt, tag_length, key, nonce, aad, part(src, text),
+                          part(dst, text), text)
         t0 = time.perf_counter()
         try:
             drv = self.aead_driver(name, impl)

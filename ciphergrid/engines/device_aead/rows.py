@@ -85,9 +85,9 @@ def _queue(engine):
     return b.default_queue
 
 
-def _part(b, buf, n: int):
+def part(buf, n: int):
     """The first ``n`` bytes of a device buffer: a view (CuPy), a sub-buffer (OpenCL; the
-    buffer itself where it is that long or ``n`` is 0)."""
+    buffer itself where it is that long or ``n`` is 0: a sub-buffer has a size)."""
     if hasattr(buf, "reshape"):
         return buf[:n]
     return buf if n == 0 or n == buf.size else buf[0:n]
@@ -181,8 +181,8 @@ def seal_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, n: int, ds
     q = _queue(engine)
     with _on(b):
         texts = b.alloc(n + 32)   # (the kernels' read-ahead past the texts: whole blocks)
-        batch = _batch(name, True, tag, key, nonces, chunk, n, _part(b, src, n),
-                       _part(b, texts, n))
+        batch = _batch(name, True, tag, key, nonces, chunk, n, part(src, n),
+                       part(texts, n))
 
         moved = []
 
@@ -247,8 +247,8 @@ def open_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, at: int, n
             copy_rows(b, rec, 0, tag, src, at + chunk, row, tag, full, side)
             copy_rows(b, rec, full * tag, tag, src, at + full * row + last, row, tag, 1, side)
             copied = b.marker(side)
-            batch = _batch(name, False, tag, key, nonces, chunk, n, _part(b, texts, n),
-                           _part(b, dst, n))
+            batch = _batch(name, False, tag, key, nonces, chunk, n, part(texts, n),
+                           part(dst, n))
         except BaseException:
             drain(b, side)
             _zero(b, dst, q)
