@@ -95,7 +95,7 @@ def enumerate_devices() -> list[DeviceInfo]:
     return out
 
 
-def _root(buf) -> tuple:
+def buffer_root(buf) -> tuple:
     """(the buffer ``buf`` is a sub-buffer of, or ``buf``; ``buf``'s offset in it)."""
     c = cl()
     parent = buf.get_info(c.mem_info.ASSOCIATED_MEMOBJECT)
@@ -167,11 +167,11 @@ class OpenCLBackend(Backend):
         c = cl()
         if not isinstance(arr, c.Buffer) or arr.get_info(c.mem_info.CONTEXT) != self.ctx:
             return False
-        root, o = _root(arr)
+        root, o = buffer_root(arr)
         if pad or o % self.view_align:
             return False
         if isinstance(apart, c.Buffer):
-            other, a = _root(apart)
+            other, a = buffer_root(apart)
             if other.int_ptr == root.int_ptr and a < o + arr.size and o < a + apart.size:
                 return False
         return True

@@ -51,9 +51,12 @@ def copy_rows(b, dst, dst_at: int, dst_pitch: int, src, src_at: int, src_pitch: 
         return
     import pyopencl as cl
 
+    from ...backends.opencl import buffer_root
+
     # (sub-buffers as their parents at an offset: PoCL's rectangular copies fault on them)
-    src, src_at = _whole(cl, src, src_at)
-    dst, dst_at = _whole(cl, dst, dst_at)
+    src, o = buffer_root(src)
+    dst, d = buffer_root(dst)
+    src_at, dst_at = src_at + o, dst_at + d
     if count == 1:
         cl.enqueue_copy(queue, dst, src, src_offset=src_at, dst_offset=dst_at, byte_count=width)
         return
@@ -62,15 +65,6 @@ def copy_rows(b, dst, dst_at: int, dst_pitch: int, src, src_at: int, src_pitch: 
                     dst_origin=(dst_at % dst_pitch, dst_at // dst_pitch, 0),
                     region=(width, count, 1), src_pitches=(src_pitch, src_pitch * count),
                     dst_pitches=(dst_pitch, dst_pitch * count))
-
-
-def _whole(cl, buf, at: int) -> tuple:
-    """(the OpenCL buffer that ``buf`` is a sub-buffer of, or ``buf``; byte ``at`` of ``buf``
-    in it)."""
-    parent = buf.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT)
-    if parent is None:
-        return buf, at
-    return parent, at + int(buf.get_info(cl.mem_info.OFFSET))
 
 
 def _queue(engine):
