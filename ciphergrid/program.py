@@ -208,7 +208,7 @@ class KeyedProgram:
         req = req or self.req
         return req.mode.enqueue(self, req, in_buf, out_buf, first_block, nblocks, queue,
                                 chain=chain, layout=layout, scratch=scratch, wait_for=wait_for,
-                                record=record)
+                                record=self.record if record is None else record)
 
     def close(self, wait: bool = True) -> None:
         """Wipe the round keys (and the chaining value) on the device: every buffer zeroed on

@@ -137,15 +137,15 @@ class Mode:
 
     def enqueue(self, kp, req, in_buf, out_buf, first_block: int, nblocks: int, queue=None, *,
                 chain: bytes | None = None, layout=None, scratch=None, wait_for=None,
-                record: bool | None = None):
+                record: bool = True):
         """Launch the kernel on blocks [first_block, first_block + nblocks) of the message of
         ``req`` (``kp`` holds its keys), held in ``in_buf``/``out_buf``: one launch, nothing
-        allocated or copied; returns its event (``record``: whether there is one; None:
-        ``kp.record``)."""
+        allocated or copied; returns its event (``record``: whether there is one, as
+        KeyedProgram.enqueue decides)."""
         args = [in_buf, out_buf, kp.rk[0], *self.kernel_args(req, first_block, chain), U64(nblocks)]
         name = self.kernel(req.encrypt)
         return kp.b.launch(kp.prg, name, self.items(kp, name, nblocks), args, queue,
-                           wait_for=wait_for, record=kp.record if record is None else record)
+                           wait_for=wait_for, record=record)
 
     def kernel_args(self, req, first_block: int, chain: bytes | None) -> list:
         """The arguments between the key and the block count."""

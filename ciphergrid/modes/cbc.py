@@ -50,7 +50,7 @@ class CBCMode(Mode):
         return replace(req, iv=bytes(chain))
 
     def enqueue(self, kp, req, in_buf, out_buf, first_block, nblocks, queue=None, *, chain=None,
-                layout=None, scratch=None, wait_for=None, record=None):
+                layout=None, scratch=None, wait_for=None, record=True):
         """``chain``: the chaining value as bytes, or a device chain (program.DeviceChain: the
         value in its buffer, or its ``known`` bytes), which the launch leaves holding this run's
         next chaining value (decryption: the last input block; encryption: the last output
@@ -72,7 +72,7 @@ class CBCMode(Mode):
                 carry, dev, iv = 3, held.buf, iv_words(b"")
             ev = b.launch(kp.prg, "cg_cbc_dec", self.items(kp, "cg_cbc_dec", nblocks),
                           [in_buf, out_buf, kp.rk[0], dev, U32(carry), *iv, U64(nblocks)],
-                          queue, wait_for=wait_for, record=kp.record if record is None else record)
+                          queue, wait_for=wait_for, record=record)
             if held is not None:
                 held.known = None
                 held.queue = queue
@@ -88,7 +88,7 @@ class CBCMode(Mode):
             wait_for = [ev]
         return b.launch(kp.prg, "cg_cbc_enc", b.group_size(kp.prg),
                         [in_buf, out_buf, kp.rk[0], scratch, U64(nblocks)], queue,
-                        wait_for=wait_for, record=kp.record if record is None else record)
+                        wait_for=wait_for, record=record)
 
 
 CBC = CBCMode()

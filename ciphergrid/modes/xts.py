@@ -259,7 +259,7 @@ class XTSMode(Mode):
         return head, 1, (iv, nseg, spu)
 
     def enqueue(self, kp, req, in_buf, out_buf, first_block, nblocks, queue=None, *, chain=None,
-                layout=None, scratch=None, wait_for=None, record=None):
+                layout=None, scratch=None, wait_for=None, record=True):
         """The segment tweaks (cg_xts_seg), then the data (cg_xts_enc/dec).  With ``scratch``
         (the pipeline's): the launch's own segments into it.  Without: the program's tweak window
         on ``queue`` (``KeyedProgram.tweaks``), which a later launch of the same program reads
@@ -296,7 +296,7 @@ class XTSMode(Mode):
         name = self.kernel(req.encrypt)
         return b.launch(kp.prg, name, self.items(kp, name, nblocks),
                         [in_buf, out_buf, kp.rk[0], scratch, *a], queue, wait_for=wait_for,
-                        record=kp.record if record is None else record)
+                        record=record)
 
 
 #: segments a context's tweak window computes ahead (16 bytes each; 512 units of 4 KiB)
