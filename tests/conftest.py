@@ -23,7 +23,8 @@ ciphergrid.encrypt/decrypt), ``device_is_fast``.  ``lean(spec)``: whether kernel
 lean check on that device (CPU OpenCL: one key size, few modes; ``CIPHERGRID_TEST_FULL=1``: never).
 
 Shared scaffolding: ``cpu_backend`` (the OpenCL CPU device's backend), ``wrap_methods`` (a
-recording wrapper of a backend's methods), ``cl_buffer`` / ``cl_read`` (an OpenCL buffer from
+recording wrapper of a backend's methods), ``record_first_args`` (a spy on one function),
+``break_downloads`` (a device lost mid-way), ``cl_buffer`` / ``cl_read`` (an OpenCL buffer from
 bytes and back), ``folder`` / ``server`` (a service in a thread of the test's process, on a
 socket in a fresh short folder), ``cli_main`` (the command line in this process).
 """
@@ -270,6 +271,34 @@ def wrap_methods(obj, names, monkeypatch, on_call) -> None:
             return on_call(_name, a, k, lambda: _fn(*a, **k))
 
         monkeypatch.setattr(obj, name, wrapped)
+
+
+def record_first_args(monkeypatch, owner, name: str) -> list:
+    """``owner.name`` replaced for this test by a spy that records each call's first argument
+    (in a list, returned) and calls the function it replaced."""
+    real = getattr(owner, name)
+    seen: list = []
+
+    def spy(first, *a, **kw):
+        seen.append(first)
+        return real(first, *a, **kw)
+
+    monkeypatch.setattr(owner, name, spy)
+    return seen
+
+
+def break_downloads(monkeypatch, b) -> None:
+    """Backend ``b``'s downloads, for this test, complete and then raise DeviceError (a device
+    lost once its results are on the way)."""
+    from ciphergrid.errors import DeviceError
+
+    download = b.download
+
+    def broken(host, *a, **kw):
+        download(host, *a, **kw)
+        raise DeviceError("the device fell off the bus")
+
+    monkeypatch.setattr(b, "download", broken)
 
 
 def cl_buffer(b, data: bytes, size: int | None = None):

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 import ciphergrid
 from ciphergrid.engines.device_aead import driver as aead_driver
 from ciphergrid.route import engine
-from conftest import cl_buffer as _buffer, cl_read as _read
+from conftest import break_downloads, cl_buffer as _buffer, cl_read as _read
 
 pytest.importorskip("pyopencl")
 
@@ -159,13 +159,7 @@ def test_resident_failure_mid_way_zeroes_the_output(eng, monkeypatch):
     key, nonce = os.urandom(16), os.urandom(12)
     ct = AESGCM(key).encrypt(nonce, b"x" * 100, None)
     src, out = _buffer(b, ct), _buffer(b, b"\x07" * 100)
-    download = b.download
-
-    def broken(host, *a, **kw):
-        download(host, *a, **kw)
-        raise ciphergrid.DeviceError("the device fell off the bus")
-
-    monkeypatch.setattr(b, "download", broken)
+    break_downloads(monkeypatch, b)
     with pytest.raises(ciphergrid.DeviceError):
         eng.aead_resident("aes-128-gcm", False, key, nonce, b"", 16, src, out, 100)
     monkeypatch.undo()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ciphergrid.testing import services
-from conftest import cli_main as _main
+from conftest import cli_main as _main, record_first_args
 
 PKG = Path(__file__).resolve().parent.parent / "ciphergrid"
 K = 16384
@@ -153,22 +153,11 @@ def test_an_aead_message_is_one_request_routed_once(folder, monkeypatch):
     import ciphergrid
     from ciphergrid import aead, route
 
-    routed, ran = [], []
-    real_route, real_crypt = route.route, aead.crypt
-
-    def spy_route(req, *a, **kw):
-        routed.append(req)
-        return real_route(req, *a, **kw)
-
-    def spy_crypt(req, *a, **kw):
-        ran.append(req)
-        return real_crypt(req, *a, **kw)
-
     key, nonce, msg = os.urandom(16), os.urandom(12), os.urandom(3000)
     want = ciphergrid.encrypt(msg, "aes-128-gcm", key=key, nonce=nonce,
                               aad=bytes.fromhex("abcd"), device="native")
-    monkeypatch.setattr(route, "route", spy_route)
-    monkeypatch.setattr(aead, "crypt", spy_crypt)
+    routed = record_first_args(monkeypatch, route, "route")
+    ran = record_first_args(monkeypatch, aead, "crypt")
     (folder / "k").write_text(key.hex())
     (folder / "m").write_bytes(msg)
     common = ["-c", "aes-128-gcm", "--key-file", folder / "k", "--nonce", nonce.hex(), "--aad",

@@ -14,7 +14,7 @@ from ciphergrid import cobblestone
 from ciphergrid.engines.device_aead import rows
 from ciphergrid.formats import cobblestone as cs
 from ciphergrid.route import engine
-from conftest import cl_buffer as _buffer, cl_read as _read
+from conftest import break_downloads, cl_buffer as _buffer, cl_read as _read
 
 pytest.importorskip("pyopencl")
 
@@ -82,13 +82,7 @@ def test_resident_open_failing_mid_way_zeroes_the_output(eng, monkeypatch):
     key, salt, data = os.urandom(16), os.urandom(24), os.urandom(n)
     out, k, base = _sealed_on(eng, data, key, salt)
     back = _buffer(b, b"", n)
-    download = b.download
-
-    def broken(host, *a, **kw):
-        download(host, *a, **kw)
-        raise ciphergrid.DeviceError("the device fell off the bus")
-
-    monkeypatch.setattr(b, "download", broken)
+    break_downloads(monkeypatch, b)
     with pytest.raises(ciphergrid.DeviceError):
         rows.open_rows(eng, "aes-128-gcm", k, cs.nonces(base, 0, 2), out, HEADER, n, back,
                        CHUNK, cs.TAG)

@@ -28,6 +28,7 @@ from ciphergrid.service import protocol
 from ciphergrid.service.server import Server
 from ciphergrid.testing import oracle
 from ciphergrid.testing.services import ask as _ask
+from conftest import record_first_args
 
 KEY_HEX = "000102030405060708090a0b0c0d0e0f"
 
@@ -945,22 +946,11 @@ def test_an_aead_message_is_one_request_routed_once(server, monkeypatch):
     (key, nonce, AAD) is routed once and is the one that runs."""
     from ciphergrid import aead, route
 
-    routed, ran = [], []
-    real_route, real_crypt = route.route, aead.crypt
-
-    def spy_route(req, *a, **kw):
-        routed.append(req)
-        return real_route(req, *a, **kw)
-
-    def spy_crypt(req, *a, **kw):
-        ran.append(req)
-        return real_crypt(req, *a, **kw)
-
     key, nonce, data = bytes(range(16)), bytes(12), b"m" * 100
     want = ciphergrid.encrypt(data, "aes-128-gcm", key=key, nonce=nonce, aad=b"a",
                               device="native")
-    monkeypatch.setattr(route, "route", spy_route)
-    monkeypatch.setattr(aead, "crypt", spy_crypt)
+    routed = record_first_args(monkeypatch, route, "route")
+    ran = record_first_args(monkeypatch, aead, "crypt")
     with ciphergrid.connect(server.address) as c:
         assert c.encrypt(data, "aes-128-gcm", key=key, nonce=nonce, aad=b"a",
                          device="native") == want
