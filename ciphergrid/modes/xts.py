@@ -137,18 +137,6 @@ class XTSMode(Mode):
     def layout(self, req, n: int) -> XtsLayout:
         return _layout(req.sector_size, n)
 
-    def _layout(self, sector_size, n: int) -> XtsLayout:
-        unit = sector_size or n
-        bpu = max(1, unit // 16)
-        spu = -(-bpu // SEGMENT_BLOCKS)
-        last_len = n % unit or unit
-        if last_len % 16:
-            tail_unit = (n - 1) // unit
-            m = last_len // 16
-            tail_start = tail_unit * unit + 16 * (m - 1)
-            return XtsLayout(bpu, spu, n // 16 - 1, tail_unit, m - 1, tail_start)
-        return XtsLayout(bpu, spu, n // 16, -1, 0, n)
-
     #: 64 segment tweaks (up to 8192 blocks of one unit, 64 units of 128 blocks or fewer)
     scratch_reserve = 16 * 64
 
@@ -428,7 +416,16 @@ XTS = XTSMode()
 def _layout(sector_size, n: int) -> XtsLayout:
     """The layout of an n-byte message in units of ``sector_size`` (XtsLayout is immutable:
     the calls of one shape share it)."""
-    return XTS._layout(sector_size, n)
+    unit = sector_size or n
+    bpu = max(1, unit // 16)
+    spu = -(-bpu // SEGMENT_BLOCKS)
+    last_len = n % unit or unit
+    if last_len % 16:
+        tail_unit = (n - 1) // unit
+        m = last_len // 16
+        tail_start = tail_unit * unit + 16 * (m - 1)
+        return XtsLayout(bpu, spu, n // 16 - 1, tail_unit, m - 1, tail_start)
+    return XtsLayout(bpu, spu, n // 16, -1, 0, n)
 
 
 @functools.lru_cache(maxsize=256)
