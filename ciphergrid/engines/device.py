@@ -248,11 +248,11 @@ class DeviceEngine(Engine):
         the text: the host does not wait for an encryption (CUDA).  Decryption waits for the
         tag and compares it in constant time: returns whether it verified; a failure (or any
         error) zeroes ``dst`` first.  The key material is wiped on the device and the host."""
-        from .device_aead.rows import part
+        from .device_aead.job import span
 
         b = self.backend
-        batch = Batch.one(name, encrypt, tag_length, key, nonce, aad, part(src, text),
-                          part(dst, text), text)
+        batch = Batch.one(name, encrypt, tag_length, key, nonce, aad, span(src, 0, text),
+                          span(dst, 0, text), text)
         t0 = time.perf_counter()
         try:
             drv = self.aead_driver(name, impl)

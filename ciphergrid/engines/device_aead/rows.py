@@ -25,6 +25,7 @@ from __future__ import annotations
 from ..._lazy import numpy_for
 from ...aeads.base import Batch, verify
 from ...transfer.flight import drain
+from .job import span
 
 np = numpy_for(__name__)
 
@@ -77,14 +78,6 @@ def _queue(engine):
         with b.dev:
             return cupy.cuda.get_current_stream()
     return b.default_queue
-
-
-def part(buf, n: int):
-    """The first ``n`` bytes of a device buffer: a view (CuPy), a sub-buffer (OpenCL; the
-    buffer itself where it is that long or ``n`` is 0: a sub-buffer has a size)."""
-    if hasattr(buf, "reshape"):
-        return buf[:n]
-    return buf if n == 0 or n == buf.size else buf[0:n]
 
 
 def _batch(name: str, encrypt: bool, tag: int, key: bytes, nonces: np.ndarray, chunk: int,
@@ -175,8 +168,8 @@ def seal_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, n: int, ds
     q = _queue(engine)
     with _on(b):
         texts = b.alloc(n + 32)   # (the kernels' read-ahead past the texts: whole blocks)
-        batch = _batch(name, True, tag, key, nonces, chunk, n, part(src, n),
-                       part(texts, n))
+        batch = _batch(name, True, tag, key, nonces, chunk, n, span(src, 0, n),
+                       span(texts, 0, n))
 
         moved = []
 
@@ -241,8 +234,8 @@ def open_rows(engine, name: str, key: bytes, nonces: np.ndarray, src, at: int, n
             copy_rows(b, rec, 0, tag, src, at + chunk, row, tag, full, side)
             copy_rows(b, rec, full * tag, tag, src, at + full * row + last, row, tag, 1, side)
             copied = b.marker(side)
-            batch = _batch(name, False, tag, key, nonces, chunk, n, part(texts, n),
-                           part(dst, n))
+            batch = _batch(name, False, tag, key, nonces, chunk, n, span(texts, 0, n),
+                           span(dst, 0, n))
         except BaseException:
             drain(b, side)
             _zero(b, dst, q)
