@@ -31,17 +31,23 @@ pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install
 RANGE = 64 << 10
 
 
-def _mpi(n, *args, env=None, timeout=180, stdin=None, stdout=subprocess.PIPE):
-    """``mpiexec -n N ciphergrid ARGS``, every rank ended (its process group) if it overruns."""
-    with subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, "-m", "ciphergrid", *args],
-                          stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, start_new_session=True,
-                          env={**os.environ, **(env or {})}) as p:
+def _job(argv, env=None, timeout=180, stdin=None, stdout=subprocess.PIPE):
+    """The mpiexec command ``argv`` run to its end (a session of its own), every rank ended (its
+    process group) if it overruns."""
+    with subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
+                          start_new_session=True, env={**os.environ, **(env or {})}) as p:
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _end_job(p)
             raise
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def _mpi(n, *args, env=None, timeout=180, stdin=None, stdout=subprocess.PIPE):
+    """``mpiexec -n N ciphergrid ARGS``, every rank ended (its process group) if it overruns."""
+    return _job([MPIEXEC, "-n", str(n), sys.executable, "-m", "ciphergrid", *args], env, timeout,
+                stdin, stdout)
 
 
 def _end_job(p) -> None:
@@ -527,16 +533,10 @@ def _mpi_each(n, tmp_path, *args, env=None, timeout=60):
     for f in codes.iterdir():
         f.unlink()
     wrap = f'"$@"; rc=$?; echo $rc > {shlex.quote(str(codes))}/$PMI_RANK; exit $rc'
-    with subprocess.Popen([MPIEXEC, "-n", str(n), "sh", "-c", wrap, "sh", sys.executable, "-m", "ciphergrid",
-                           *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                          env={**os.environ, **(env or {})}) as p:
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _end_job(p)
-            raise
+    run = _job([MPIEXEC, "-n", str(n), "sh", "-c", wrap, "sh", sys.executable, "-m", "ciphergrid",
+                *args], env, timeout)
     got = [int((codes / str(r)).read_text()) if (codes / str(r)).exists() else None for r in range(n)]
-    return subprocess.CompletedProcess(p.args, p.returncode, out, err), got
+    return run, got
 
 
 def _sealed_files(tmp_path, n, seed):
