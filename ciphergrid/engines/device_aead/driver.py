@@ -8,7 +8,7 @@ import threading
 
 from ...aeads.base import AEAD, Batch
 from ..._lazy import numpy_for
-from .job import Job
+from .job import Job, aligned
 
 np = numpy_for(__name__)
 
@@ -166,11 +166,8 @@ class DeviceAEAD:
             got = self._layouts.get(key)
             if got is not None:
                 return got[0]
-            al = b.view_align
-            offs, pos = {}, 0
-            for name, a in arrays.items():
-                offs[name] = pos
-                pos += -(-(a.nbytes + pads.get(name, 0)) // al) * al or al
+            offs, pos = aligned({k: a.nbytes + pads.get(k, 0) for k, a in arrays.items()},
+                                b.view_align)
             if len(self._layouts) >= LAYOUTS_KEPT or self._layout_bytes + pos > LAYOUTS_KEPT_BYTES:
                 return None
             host = np.zeros(pos, dtype=np.uint8)

@@ -218,16 +218,10 @@ class Job:
         # once); every other job's from page-locked staging kept until the job ends
         direct = self.resident and getattr(b, "upload_copies_pageable", False)
         al = b.view_align
-        offs, pos = {}, 0
-        for name, a in arrays.items():
-            offs[name] = pos
-            pos += -(-(a.nbytes + pads.get(name, 0)) // al) * al or al
+        offs, pos = aligned({k: a.nbytes + pads.get(k, 0) for k, a in arrays.items()}, al)
         host = np.empty(max(pos, 16), np.uint8)[:pos] if direct else b.host_staging(pos)
         inner = self.resident and scratch
-        end, at = pos, {}
-        for name, n in (scratch.items() if inner else ()):
-            at[name] = end
-            end += -(-max(int(n), 1) // al) * al
+        at, end = aligned(scratch if inner else {}, al, pos)
         dev = b.alloc(end)
         out = dict(kept)
         for name, a in arrays.items():
@@ -266,11 +260,7 @@ class Job:
         """(the whole buffer, name -> view): device scratch of ``sizes`` (name -> bytes) in ONE
         allocation (one zeroing wipes all of it)."""
         b = self.b
-        al = b.view_align
-        offs, pos = {}, 0
-        for name, n in sizes.items():
-            offs[name] = pos
-            pos += -(-max(int(n), 1) // al) * al
+        offs, pos = aligned(sizes, b.view_align)
         whole = b.alloc(pos)
         return whole, {name: b.view(whole, offs[name], max(int(n), 1)) for name, n in sizes.items()}
 
@@ -538,6 +528,16 @@ def upload_texts(backend, buf, arr, lo: int, hi: int, queue) -> None:
     buffer ``buf`` at the same offsets, in the copies ``_pieces`` cuts."""
     for x, y in _pieces(backend, arr, lo, hi):
         backend.upload(buf, span(arr, x, y), queue, offset=x, record=False)
+
+
+def aligned(sizes: dict, align: int, start: int = 0) -> tuple[dict, int]:
+    """(name -> byte offset, the end): ``sizes`` (name -> bytes) laid out back to back from
+    byte ``start``, each at a multiple of ``align`` and taking at least one."""
+    offs, pos = {}, start
+    for name, n in sizes.items():
+        offs[name] = pos
+        pos += -(-max(int(n), 1) // align) * align
+    return offs, pos
 
 
 def span(a, x: int, y: int):
