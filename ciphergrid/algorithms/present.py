@@ -127,7 +127,6 @@ _P = np.array([player_position(i) for i in range(64)], dtype=np.intp)
 _FLIP = np.array([LOP3O_FLIP >> (i & 3) & 1 for i in range(64)], dtype=np.uint8)
 
 
-
 def key_bits(rk: list[int]) -> np.ndarray:
     """The round keys as a (rounds, 64) uint8 array of bits: ``[r, i]`` is bit i (the least
     significant first) of ``rk[r]``."""
