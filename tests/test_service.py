@@ -850,11 +850,22 @@ def test_aead_batch_through_a_remote_service_in_groups(remote, monkeypatch):
         assert got == oracle.encrypt(data, "aes-128-cbc", key, iv)
 
 
+def _packed_by_hand(address: str, msg: dict) -> dict:
+    """``msg`` packed by hand (no checks of the client's or of protocol.send's) on a connection
+    of its own after a hello; the reply."""
+    import msgpack
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sk:
+        sk.connect(address)
+        sk.sendall(msgpack.packb({"op": "hello", "version": protocol.VERSION}))
+        sk.recv(1 << 16)
+        sk.sendall(msgpack.packb(msg, use_bin_type=True))
+        return msgpack.unpackb(sk.recv(1 << 16))
+
+
 def test_a_batch_with_lying_tables_is_refused(server):
     """A client's batch buffer whose offsets or key indices point outside it: a clear error,
     the service stays up (its tables are copied and checked before any engine reads them)."""
-    import msgpack
-
     m, n = 2, 32
     layout, total = protocol.batch_layout(m, n, 16, 1, 16, 12, 0)
     for bad in ("off", "index"):
@@ -868,12 +879,7 @@ def test_a_batch_with_lying_tables_is_refused(server):
         msg = {"op": "batch", "version": protocol.VERSION, "cipher": "aes-128-gcm",
                "encrypt": True, "tag_length": 16, "m": m, "n": n, "keys": 1,
                "nonce_length": 12, "aad_length": 0, "data": region.tobytes()}
-        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sk:
-            sk.connect(server.address)
-            sk.sendall(msgpack.packb({"op": "hello", "version": protocol.VERSION}))
-            sk.recv(1 << 16)
-            sk.sendall(msgpack.packb(msg, use_bin_type=True))
-            reply = msgpack.unpackb(sk.recv(1 << 16))
+        reply = _packed_by_hand(server.address, msg)
         assert reply["error"]["type"] == "InvalidArgument", reply
     with ciphergrid.connect(server.address) as c:
         assert c.status()["totals"]["errors"] >= 2
@@ -884,8 +890,6 @@ def test_the_service_checks_a_batch_by_the_librarys_check(server, monkeypatch):
     aead.checked_batch (its key table and index, AAD offsets): a key index outside the table,
     AAD offsets past the AAD and a short message table are the library's refusals; a good
     batch is the library's bytes."""
-    import msgpack
-
     from ciphergrid import aead
 
     calls, real = [], aead.checked_batch
@@ -908,12 +912,7 @@ def test_the_service_checks_a_batch_by_the_librarys_check(server, monkeypatch):
         msg = {"op": "batch", "version": protocol.VERSION, "cipher": "aes-128-gcm",
                "encrypt": True, "tag_length": 16, "m": m, "n": n, "keys": 1,
                "nonce_length": 12, "aad_length": 3, "data": region.tobytes()}
-        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sk:
-            sk.connect(server.address)
-            sk.sendall(msgpack.packb({"op": "hello", "version": protocol.VERSION}))
-            sk.recv(1 << 16)
-            sk.sendall(msgpack.packb(msg, use_bin_type=True))
-            return msgpack.unpackb(sk.recv(1 << 16))
+        return _packed_by_hand(server.address, msg)
 
     def bad_index(v):
         v["index"][1] = 5
