@@ -36,3 +36,20 @@ def test_known_breakers(argv, tmp_path):
     res = fz.run(argv + ["--in", fz.files["d16"], "--out", str(tmp_path / "out" / "o"),
                          "--device", "native", "--service", "off"])
     assert res.code == 2 and not res.problems(), res.report()
+
+
+def test_iteration_counts_are_refused_or_small(tmp_path):
+    """The fuzzer's --iter values are refused by the parser or small: an accepted count near
+    2^31 derives a key for hours, so a run with such a vector would never end."""
+    import argparse
+
+    from ciphergrid.cli.parser import _iterations
+
+    fz = Fuzzer(SEED, str(tmp_path))
+    for _ in range(2000):
+        text = fz.value("encrypt", "iter", argparse.Action(["--iter"], "iter"))
+        try:
+            n = _iterations(text)
+        except argparse.ArgumentTypeError:
+            continue
+        assert n <= 100_000, text
