@@ -15,7 +15,7 @@ from ciphergrid.cluster.manager import KIND, FileRanges, RankEngine, can_run
 from ciphergrid.cluster.wire import _DONE, _FAILED
 from ciphergrid.engines.scheduler.run import Run, SchedulerStats
 from ciphergrid.errors import DeviceError, EngineFailureWarning
-from ciphergrid.runtime import current
+from ciphergrid.runtime import Runtime
 
 STEP = 64 << 10
 
@@ -52,10 +52,13 @@ def _engines(ranks):
 
 @pytest.fixture
 def mpi_kind(tmp_path, monkeypatch):
+    """A runtime of the test's own: the speeds the scheduler learnt of ``rank:N`` in another
+    test (ranks answer at once: very fast) must not shrink a rank's share to nothing here."""
     monkeypatch.setenv("CIPHERGRID_CACHE_DIR", str(tmp_path / "cache"))   # (no speeds kept)
     registry.register_engine_kind(KIND, lambda info: None, can_run, devices=lambda: ())
     try:
-        yield
+        with Runtime("test_mpi_dealer") as rt:
+            yield rt
     finally:
         registry.unregister_engine_kind(KIND)
 
@@ -78,7 +81,7 @@ def test_a_file_job_is_dealt_to_every_rank_and_a_failed_range_again(mpi_kind):
     engines = _engines(ranks)
     stats = SchedulerStats()
     with pytest.warns(EngineFailureWarning, match="run again elsewhere"):
-        Run(FileRanges(_plan(n)), engines, stats, "direct", current()).go()
+        Run(FileRanges(_plan(n)), engines, stats, "direct", mpi_kind).go()
     assert _covered(ranks) == [(0, n)]
     assert ranks[0].ran and ranks[2].ran and not ranks[1].ran
     assert all(a % STEP == 0 for r in ranks for a, _ in r.ran)   # (on the plan's step)
@@ -91,7 +94,7 @@ def test_a_serial_message_is_one_range_run_by_one_rank(mpi_kind):
     ranks = [_Rank(fail_at=0), _Rank()]
     with pytest.warns(EngineFailureWarning):
         Run(FileRanges(_plan(7 * STEP, serial=True)), _engines(ranks), SchedulerStats(),
-            "direct", current()).go()
+            "direct", mpi_kind).go()
     assert ranks[1].ran == [(0, 7 * STEP)] and not ranks[0].ran
 
 
@@ -100,7 +103,7 @@ def test_an_input_fault_ends_the_dealing_and_is_not_dealt_again(mpi_kind):
     ranks = [_Rank(bad=bad), _Rank()]
     work = FileRanges(_plan(8 * STEP))
     engines = _engines(ranks)
-    Run(work, engines, SchedulerStats(), "direct", current()).go()
+    Run(work, engines, SchedulerStats(), "direct", mpi_kind).go()
     assert work.fault is bad and not any(e.broken for e in engines)
 
 
@@ -108,7 +111,7 @@ def test_every_rank_failing_is_the_jobs_failure(mpi_kind):
     ranks = [_Rank(fail_at=0), _Rank(fail_at=0)]
     with pytest.raises(DeviceError, match="every engine failed"):
         Run(FileRanges(_plan(4 * STEP)), _engines(ranks), SchedulerStats(), "direct",
-            current()).go()
+            mpi_kind).go()
 
 
 def _req(name="aes-128-ctr", encrypt=True):
@@ -134,7 +137,7 @@ def test_ranges_are_cut_finer_than_the_step(mpi_kind):
     step = 16 * GRAIN
     ranks = [_Rank(), _Rank()]
     plan = {**_plan(4 * step), "step": step}
-    Run(FileRanges(plan), _engines(ranks), SchedulerStats(), "direct", current()).go()
+    Run(FileRanges(plan), _engines(ranks), SchedulerStats(), "direct", mpi_kind).go()
     assert _covered(ranks) == [(0, 4 * step)]
     starts = [a for r in ranks for a, _ in r.ran]
     assert all(a % GRAIN == 0 for a in starts) and any(a % step for a in starts)
@@ -151,5 +154,5 @@ def test_ranks_are_never_judged_alone(mpi_kind, monkeypatch):
     monkeypatch.setattr(run, "choose", alone)
     ranks = [_Rank(), _Rank()]
     stats = SchedulerStats()
-    Run(FileRanges(_plan(16 * STEP)), _engines(ranks), stats, "direct", current()).go()
+    Run(FileRanges(_plan(16 * STEP)), _engines(ranks), stats, "direct", mpi_kind).go()
     assert stats.alone is None and ranks[0].ran and ranks[1].ran
