@@ -237,3 +237,24 @@ def test_api_launches_what_the_kernel_row_times(recorded, name):
     assert len(rest) == 2 * len(allocs) + 1      # nothing else: no copy, event, wait or sync
     first = call.index(launches[0])
     assert [op[0] for op in call[first:]] == ["launch"] * len(launches) + ["zero"] * len(allocs)
+
+
+def test_bench_host_before_launch_times_up_to_the_first_launch_only():
+    """bench api's note: the host seconds from a call's start to its first launch (a call with
+    no launch is left out), the backend's own launch back in place afterwards."""
+    from ciphergrid.bench import api as bench_api
+
+    log: list = []
+    b = RecordingBackend(absent_spec("cuda"), log, {})
+    real = b.launch
+    prg = b.cached_program(("p",))
+
+    def call(key, iv, opts):
+        if key:
+            b.launch(prg, "k", 1, [])
+            b.launch(prg, "k", 1, [])
+
+    t = bench_api._host_before_launch(b, call, [(b"k", None, {}), (b"", None, {})] * 2, lambda: None)
+    assert 0 <= t < 0.5
+    assert b.launch == real and "launch" not in vars(b)
+    assert [op[0] for op in log] == ["launch"] * 4
