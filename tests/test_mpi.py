@@ -525,6 +525,53 @@ def test_a_signal_while_rank_zero_waits_on_a_silent_pipe(tmp_path):
     assert took < SIGNAL_WAIT_S
 
 
+def test_sigterm_mid_job_with_a_fifo_input_says_one_line_and_leaves_nothing(tmp_path):
+    """Rank 0 deals a FIFO's bytes, fed without end, to a file: SIGTERM to mpiexec mid-job (its
+    sends of ranges still open, queued ahead of busy ranks) gives 143, our one line and no other
+    (MPI's ending reports a request left open on stderr), and nothing under the output's name.
+    Five runs: the signal lands at different points of the dealing."""
+    (tmp_path / "k").write_text("00" * 16)
+    out = tmp_path / "out"
+    for run in range(5):
+        fifo = tmp_path / f"fifo{run}"
+        os.mkfifo(fifo)
+        fed, stop = [0], threading.Event()
+
+        def feed():
+            piece = random.Random(run).randbytes(RANGE)
+            try:
+                with open(fifo, "wb") as f:
+                    while not stop.is_set():
+                        fed[0] += f.write(piece)
+            except OSError:   # (the job ended: the reader is gone)
+                pass
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        with subprocess.Popen(
+                [MPIEXEC, "-n", "3", sys.executable, "-m", "ciphergrid", "encrypt", "-c", "aes-128-ctr",
+                 "--key-file", str(tmp_path / "k"), "--iv", "00" * 16, "--in", str(fifo), "--out", str(out),
+                 "--mpi", "--mpi-range", str(RANGE), "-q", "--device", "native"], stderr=subprocess.PIPE,
+                start_new_session=True) as p:
+            try:
+                end = time.monotonic() + 30
+                while fed[0] < (40 + 13 * run) * RANGE and p.poll() is None and time.monotonic() < end:
+                    time.sleep(0.01)
+                assert p.poll() is None and fed[0] >= 40 * RANGE
+                p.send_signal(signal.SIGTERM)
+                err = p.communicate(timeout=30)[1].decode()
+            except BaseException:
+                _end_job(p)
+                raise
+            finally:
+                stop.set()
+        feeder.join(10)
+        assert p.returncode == 143, err[-3000:]
+        assert err == "ciphergrid: interrupted by SIGTERM\n", err
+        assert not out.exists() and not os.path.exists(partial_path(str(out)))
+        assert sorted(os.listdir(tmp_path)) == [f"fifo{i}" for i in range(run + 1)] + ["k"]
+
+
 # -- sealed files: seal / open --mpi (ciphergrid/cluster/sealed.py) ---------------------------------
 def _mpi_each(n, tmp_path, *args, env=None, timeout=60):
     """``mpiexec -n N ciphergrid ARGS`` with each rank's own exit code: (the run, [codes by rank])."""

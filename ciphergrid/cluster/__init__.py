@@ -147,7 +147,7 @@ def _execute(comm, plan, device: str, command: bool) -> str:
             job.close()
         summary = plan.get("summary", "")
         _tell(comm, _END, _portable(outcome), summary)
-        _end(comm, outcome, command)
+        _end(comm, outcome, command, job.sends)
         return summary
     end = _work(comm, plan, device)
     outcome, summary = end if end is not None else _await(comm, _END)

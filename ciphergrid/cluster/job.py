@@ -34,6 +34,7 @@ class _Job:
 
     def __init__(self, plan, out, sentinel=None, source=None):
         self.plan, self.out, self.sentinel, self.source = plan, out, sentinel, source
+        self.sends: list = []   # rank 0's sends still open when the dealing ended (wire._end)
 
     @classmethod
     def for_command(cls, args, encrypt: bool, keying) -> "_Job":

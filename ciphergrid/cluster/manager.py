@@ -326,7 +326,7 @@ def deal(comm, job, device: str) -> None:
         try:
             board.pump(finished)
         finally:
-            job.sends = board.sends   # (received by the ranks as the job ends: kept till then)
+            job.sends = board.sends   # (received by the ranks as the job ends: completed then)
             board.end()
             # (rank 0's own runner is closed once the dealer is out of it: never under a range)
             if finished.wait(DEALER_WAIT_S) and local is not None:

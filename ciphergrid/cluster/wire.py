@@ -96,11 +96,12 @@ def _any_source():
     return MPI.ANY_SOURCE
 
 
-def _end(comm, e, command: bool) -> None:
+def _end(comm, e, command: bool, sends=()) -> None:
     """Every rank, once the job's outcome ``e`` (None: success) is known everywhere: each worker
     receives what it was sent and did not take (the ranges dealt ahead) and tells rank 0 it
     ends; rank 0 waits for that from each (MPI's ending fails on a message left unreceived, and
-    MPICH's mpiexec then kills every rank).  Then ``e`` is raised on every rank (``command``:
+    MPICH's mpiexec then kills every rank), then completes its own sends still open (``sends``:
+    _settle).  Then ``e`` is raised on every rank (``command``:
     the command line's, a worker's message dropped, and signals ignored from here on: one sent
     to every rank may reach this one late).  The command stopped by a signal: every rank ends
     with 128 + N through MPI's ending (SystemExit: the interpreter's exit finalizes MPI), so
@@ -136,6 +137,7 @@ def _end(comm, e, command: bool) -> None:
             break
         if got[1][0] == _ENDED:
             waiting.discard(got[2])
+    _settle(sends, until)
     if e is None:
         return
     if command and isinstance(e, KeyboardInterrupt) and not waiting:
@@ -155,3 +157,24 @@ def _drain(comm) -> None:
     st = MPI.Status()
     while comm.Iprobe(source=0, tag=MPI.ANY_TAG, status=st):
         comm.recv(source=0, tag=st.Get_tag())
+
+
+def _settle(sends, until: float) -> None:
+    """Rank 0: its sends (MPI requests) completed before MPI's ending, which reports every
+    request left open as a reference to the communicator on stderr.  A rank receives what it
+    was sent before it answers that it ends, so each completes at once; one still open at
+    ``until`` (its rank never answered) is cancelled and let go."""
+    pause = 0.00005
+    while True:
+        sends = [r for r in sends if not r.Test()]
+        if not sends or time.monotonic() > until:
+            break
+        time.sleep(pause)
+        pause = min(pause * 2, POLL_MAX_S)
+    for r in sends:
+        try:
+            r.Cancel()
+            if not r.Test():
+                r.Free()
+        except Exception:  # noqa: BLE001 - the job ends either way
+            pass
