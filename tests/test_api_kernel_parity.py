@@ -258,3 +258,40 @@ def test_bench_host_before_launch_times_up_to_the_first_launch_only():
     assert 0 <= t < 0.5
     assert b.launch == real and "launch" not in vars(b)
     assert [op[0] for op in log] == ["launch"] * 4
+
+
+def test_bench_back_to_back_ratio(monkeypatch):
+    """bench api's note: kernel / API over calls queued back to back, each round's kernel
+    launches and API calls between events, one call per input with its own key."""
+    from ciphergrid.bench import api as bench_api
+
+    clock = [0.0]
+
+    class Event:
+        def record(self, stream=None):
+            self.t = clock[0]
+
+        def synchronize(self):
+            pass
+
+    m = fake_cupy([])
+    m.cuda.Event = Event
+    m.cuda.get_elapsed_time = lambda a, b: (b.t - a.t) * 1e3
+    monkeypatch.setitem(sys.modules, "cupy", m)
+    log: list = []
+    b = RecordingBackend(absent_spec("cuda"), log, {})
+    b.marker = lambda queue=None: clock[0]
+    b.elapsed = lambda e0, e1: e1 - e0
+    b.finish = lambda queue=None: None
+    keys = []
+
+    def kernel_run():
+        clock[0] += 2.0
+
+    def call(key, iv, opts):
+        keys.append(key)
+        clock[0] += 2.5
+
+    inputs = [(bytes([i]) * 16, None, {}) for i in range(4)]
+    assert bench_api._back_to_back(b, kernel_run, call, inputs, object()) == pytest.approx(0.8)
+    assert keys == [k for k, _, _ in inputs] * 3

@@ -10,7 +10,9 @@ direction its kernel runs in parallel (CBC: decryption):
   events recorded before the call and after it, so the host time inside the call counts
   (``vs_kernel``: the median over the pairs of kernel time / API time; goal >= 0.97; the note
   gives the median of API - kernel and, from five more calls, the host time from a call's start
-  to its first launch, the time the device idles at the start of a call on an idle GPU);
+  to its first launch, the time the device idles at the start of a call on an idle GPU, and
+  kernel / API for four calls queued back to back, where a call's host work overlaps the
+  kernels queued before it);
 * on every device (CUDA: resident arrays; every device, OpenSSL too: host arrays),
   ``kind="call"`` (``implementation`` "one-shot" or "context") on ``--api-call-size`` bytes
   (default 4 KiB): the wall time per call of the one-shot API with a fresh key each call, and of
@@ -187,6 +189,10 @@ def _resident_pair(ctx, name, dev, size, encrypt, repeats, rng):
                 if i:  # (the first pair warms up)
                     kt.append(b.elapsed(e0, e1))
                     at.append(cupy.cuda.get_elapsed_time(a0, a1) * 1e-3)
+            queued = _back_to_back(b, kernel_run, lambda k, v, o: call(x, name, key=k, iv=v,
+                                                                       device=dev.spec, out=y,
+                                                                       **o),
+                                   [_inputs(name, rng, encrypt, size) for _ in range(4)], s)
             kernel_run.close()
             before = _host_before_launch(b, lambda k, v, o: call(x, name, key=k, iv=v,
                                                                    device=dev.spec, out=y, **o),
@@ -204,8 +210,33 @@ def _resident_pair(ctx, name, dev, size, encrypt, repeats, rng):
     api.vs_kernel = round(statistics.median(k / a for k, a in zip(kt, at)), 4)
     api.note = (f"vs_kernel: median of {len(kt)} pairs (kernel, API) alternated; a fresh key per "
                 f"call; API - kernel {1e6 * statistics.median(a - k for k, a in zip(kt, at)):.0f} "
-                f"us, host time from the call to its first launch {1e6 * before:.0f} us (median)")
+                f"us, host time from the call to its first launch {1e6 * before:.0f} us (median); "
+                f"4 calls queued back to back (fresh keys): kernel / API {queued:.4f} (median of "
+                f"3 rounds)")
     return [kern, api]
+
+
+def _back_to_back(b, kernel_run, call, inputs, s, rounds: int = 3) -> float:
+    """The median over ``rounds`` of (len(inputs) kernel launches back to back) / (one API call
+    per ``inputs`` entry queued back to back on CuPy stream ``s``, a fresh key each), device
+    events around each run: the API's rate where its host work overlaps the kernels before it."""
+    import cupy
+
+    ratios = []
+    for _ in range(rounds):
+        e0 = b.marker()
+        for _ in inputs:
+            kernel_run()
+        e1 = b.marker()
+        b.finish()
+        a0, a1 = cupy.cuda.Event(), cupy.cuda.Event()
+        a0.record(s)
+        for key, iv, opts in inputs:
+            call(key, iv, opts)
+        a1.record(s)
+        a1.synchronize()
+        ratios.append(b.elapsed(e0, e1) / (cupy.cuda.get_elapsed_time(a0, a1) * 1e-3))
+    return statistics.median(ratios)
 
 
 def _host_before_launch(b, call, inputs, sync) -> float:
