@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import os
 from _operator import _compare_digest   # (hmac.compare_digest itself: constant time, no hashlib)
-from typing import NamedTuple
+from _thread import allocate_lock
+from collections import namedtuple
 
 from .._lazy import numpy_for
+from . import lone
 from ..errors import (AlreadyFinalized, ChunkFailed, CommitmentMismatch, InvalidArgument, InvalidKeySize,
                       InvalidTag, Truncated)
 
@@ -43,12 +45,9 @@ BATCH_CHUNKS = 4096
 PREFIX = b"c2sp.org/chunked-encryption@v1+"
 
 
-class Scheme(NamedTuple):
-    name: str          # "cobblestone-128"
-    aead: str          # ciphergrid's name of the AEAD ("aes-128-gcm")
-    iana: str          # its name in the IANA AEAD registry, in the key derivation
-    key_len: int
-
+#: an instantiation: its name ("cobblestone-128"), ciphergrid's name of its AEAD ("aes-128-gcm"),
+#: the AEAD's name in the IANA registry (in the key derivation) and the input key's bytes
+Scheme = namedtuple("Scheme", ("name", "aead", "iana", "key_len"))
 
 COBBLESTONE_128 = Scheme("cobblestone-128", "aes-128-gcm", "AEAD_AES_128_GCM", 16)
 COBBLESTONE_256 = Scheme("cobblestone-256", "aes-256-gcm", "AEAD_AES_256_GCM", 32)
@@ -59,17 +58,24 @@ def scheme(aes256: bool = False) -> Scheme:
     return COBBLESTONE_256 if aes256 else COBBLESTONE_128
 
 
+def _key_of(sch: Scheme, input_key) -> bytes:
+    """``input_key`` as bytes, of the length ``sch`` takes (InvalidKeySize)."""
+    key = bytes(input_key)
+    if len(key) != sch.key_len:
+        raise InvalidKeySize(f"{sch.name} takes a {sch.key_len}-byte key, got {len(key)} bytes")
+    return key
+
+
 def derive(sch: Scheme, input_key: bytes, salt: bytes, context: bytes) -> tuple[bytes, bytes, bytes]:
     """(key, base nonce, commitment) of one message (the spec's key derivation)."""
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
-    if len(input_key) != sch.key_len:
-        raise InvalidKeySize(f"{sch.name} takes a {sch.key_len}-byte key, got {len(input_key)} bytes")
+    input_key = _key_of(sch, input_key)
     if len(salt) != SALT:
         raise InvalidArgument(f"the salt is {SALT} bytes, got {len(salt)}")
     info = PREFIX + sch.iana.encode() + b"\x00" + bytes(salt) + bytes(context)
-    okm = HKDFExpand(hashes.SHA512(), sch.key_len + NONCE + COMMITMENT, info).derive(bytes(input_key))
+    okm = HKDFExpand(hashes.SHA512(), sch.key_len + NONCE + COMMITMENT, info).derive(input_key)
     k = sch.key_len
     return okm[:k], okm[k:k + NONCE], okm[k + NONCE:]
 
@@ -194,14 +200,29 @@ class Sealer:
 
     def __init__(self, sch: Scheme, input_key: bytes, context: bytes = b"", *, salt: bytes | None = None,
                  device: str = "auto", path: str = "array"):
-        import threading
-
         self.sch, self.device, self.path = sch, device, path
-        self.salt = os.urandom(SALT) if salt is None else bytes(salt)
-        self.key, self.base, self.commitment = derive(sch, bytes(input_key), self.salt, bytes(context))
         self.chunk = 0     # chunks sealed so far
         self._texts = None  # a batch's ciphertexts, before the tags go between them (reused)
-        self._lock = threading.Lock()   # (the batch path's scratch: one batch at a time)
+        self._lock = allocate_lock()   # (the batch path's scratch: one batch at a time)
+        self._made = (_key_of(sch, input_key), bytes(context))
+        self._keys = None   # (key, base nonce, commitment), derived where a path needs them
+        # a random salt: pyca's encryptor draws it and seals a lone worker's chunks (lone.py)
+        enc = lone.stream(sch, True, *self._made) if salt is None else None
+        self._seq = None if enc is None else (enc, 0)   # (pyca's encryptor, its next chunk)
+        if enc is not None:
+            head = enc.update(b"")
+            self.salt, self.commitment = head[:SALT], head[SALT:]
+        else:
+            self.salt = os.urandom(SALT) if salt is None else bytes(salt)
+            self.commitment = self._derived()[2]
+
+    key = property(lambda self: self._derived()[0], doc="the derived AEAD key")
+    base = property(lambda self: self._derived()[1], doc="the base nonce")
+
+    def _derived(self) -> tuple[bytes, bytes, bytes]:
+        if self._keys is None:   # (where pyca's encryptor drew the salt)
+            self._keys = derive(self.sch, self._made[0], self.salt, self._made[1])
+        return self._keys
 
     def header(self) -> bytes:
         return self.salt + self.commitment
@@ -243,13 +264,16 @@ class Sealer:
 
     def _run(self, first: int, src, n: int, final: bool, dst, threads: int | None, alone: bool) -> None:
         if _native(self.sch, self.device, self.path, n, n // CHUNK + 1):
-            from ..engines.openssl import aead as ossl
-
             host = None
             if threads is None:
                 host = _host()
                 threads = host.budget
                 alone = threads == 1
+            if alone and threads == 1 and lone.seal(self, first, src, n, final, dst,
+                                                    self._check(first, n, final), CHUNK):
+                return
+            from ..engines.openssl import aead as ossl
+
             if ossl.chunked(True, self.sch.aead, self.key, self.base, first, src, dst, n, final,
                             CHUNK, TAG, threads, alone, host) is not None:
                 return
@@ -292,21 +316,36 @@ class Opener:
 
     def __init__(self, sch: Scheme, input_key: bytes, context: bytes, header, *, device: str = "auto",
                  path: str = "array"):
-        import threading
-
         self.sch, self.device, self.path = sch, device, path
         header = bytes(header)
         if len(header) != HEADER:
             raise Truncated("the sealed message is shorter than its header: nothing is released")
-        self.key, self.base, commitment = derive(sch, bytes(input_key), header[:SALT], bytes(context))
-        if not _compare_digest(commitment, header[SALT:]):
+        self._made = (_key_of(sch, input_key), bytes(context), header)
+        self._keys = None   # (key, base nonce), derived where a path needs them
+        self._texts = None  # a batch's ciphertexts without their tags (reused)
+        self._lock = allocate_lock()   # (the batch path's scratch: one batch at a time)
+        # the commitment checked by pyca's decryptor, which then opens a lone worker's chunks
+        # (lone.py), or here
+        dec = lone.opener(sch, *self._made)
+        if dec is None:
+            key, base, commitment = derive(sch, self._made[0], header[:SALT], self._made[1])
+            self._keys = (key, base)
+            if not _compare_digest(commitment, header[SALT:]):
+                dec = False
+        if dec is False:
             raise CommitmentMismatch(f"{sch.name}: the key commitment does not match (wrong key, "
                                      "passphrase or context, or a damaged header): nothing is "
                                      "released")
-        self._texts = None  # a batch's ciphertexts without their tags (reused)
-        self._lock = threading.Lock()   # (the batch path's scratch: one batch at a time)
-        self._made = (bytes(input_key), bytes(context), header)   # (pyca's decryptor: _lone)
-        self._seq = None    # (pyca's decryptor, the chunk it expects next): a lone worker's
+        self._seq = None if dec is None else (dec, 0)   # (pyca's decryptor, its next chunk)
+
+    key = property(lambda self: self._derived()[0], doc="the derived AEAD key")
+    base = property(lambda self: self._derived()[1], doc="the base nonce")
+
+    def _derived(self) -> tuple[bytes, bytes]:
+        if self._keys is None:
+            key, context, header = self._made
+            self._keys = derive(self.sch, key, header[:SALT], context)[:2]
+        return self._keys
 
     def _check(self, first: int, m: int, final: bool) -> int:
         """The plaintext bytes of ``m`` sealed bytes from chunk ``first`` on (InvalidTag: cut
@@ -353,7 +392,7 @@ class Opener:
                 host = _host()
                 threads = host.budget
                 alone = threads == 1
-            if alone and threads == 1 and self._lone(first, src, m, final, dst, n):
+            if alone and threads == 1 and lone.open_(self, first, src, m, final, dst, n, CHUNK, TAG):
                 return
             import ctypes
 
@@ -395,52 +434,6 @@ class Opener:
             except _Bad:
                 self._failed(out, first + full)
             out[full * CHUNK:] = np.frombuffer(pt, dtype=np.uint8)
-
-    def _lone(self, first: int, src, m: int, final: bool, dst, n: int) -> bool:
-        """A lone worker's chunks read in order from the first (the command line's one thread,
-        a stream decryptor) through pyca's own Cobblestone decryptor: its chunk loop in Rust, no
-        Python per chunk, each chunk's plaintext written once its tag verified; where pyca's
-        OpenSSL is the later release (_libcrypto.py ``pyca_newer``, as for a lone
-        worker's chunks there).  False where it does not apply (another position, no such
-        decryptor).  A failure zeroes ``dst`` and names the chunk (found again chunk by
-        chunk)."""
-        seq, self._seq = self._seq, None
-        if seq is None or seq[1] != first:
-            from .._libcrypto import pyca_newer
-            if first or not pyca_newer():
-                return False
-            try:
-                from cryptography import cobblestone as pyca
-            except ImportError:
-                return False
-            key, context, header = self._made
-            dec = (pyca.Cobblestone256Decryptor if self.sch.key_len == 32 else
-                   pyca.Cobblestone128Decryptor)(key, context)
-            dec.update_into(header, bytearray(0))
-            seq = (dec, 0)
-        from cryptography.exceptions import InvalidTag as _Bad
-
-        dec = seq[0]
-        with memoryview(src) as a, memoryview(dst) as b:
-            a, b = a.cast("B")[:m], b.cast("B")[:n]
-            try:
-                got = dec.update_into(a, b)
-                if final:
-                    rest = dec.finalize()
-                    b[got:got + len(rest)] = rest
-                    got += len(rest)
-            except _Bad:
-                from ..engines.openssl import aead as ossl
-                bad = ossl._pyca_chunks(False, self.key, self.base, first, a, b, m, final, CHUNK, TAG)
-                b[:] = bytes(n)
-                raise ChunkFailed(f"{self.sch.name}: chunk {first + max(bad, 0)} does not verify "
-                                  "(altered, reordered or from another message): nothing is "
-                                  "released", first + max(bad, 0)) from None
-        if got != n:   # (not the bytes the format says: never released)
-            raise InvalidTag(f"{self.sch.name}: the sealed chunks opened to {got} bytes, not {n}")
-        if not final:
-            self._seq = (dec, first + m // SEALED_CHUNK)
-        return True
 
     def _failed(self, out: np.ndarray, chunk: int) -> None:
         out.fill(0)

@@ -1,0 +1,110 @@
+"""A sealed message's lone worker (one thread, in order from the first chunk: the command line
+on one core) through pyca's own Cobblestone encryptor and decryptor (formats/lone.py), and what
+`ciphergrid seal` / `open` on one core import (issue 49: no more CPU than pyca's own stream).
+
+OpenSSL and pyca only, messages of a few chunks."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ciphergrid.formats import cobblestone as cb
+
+pyca = pytest.importorskip("cryptography.cobblestone")
+
+K = cb.CHUNK
+
+
+def _pieces(n: int, q: int):
+    """(first chunk, start, end, final) of an n-byte message in pieces of q whole chunks, the
+    final one possibly empty."""
+    k = 0
+    while True:
+        lo, hi = k * K, min(n, (k + q) * K)
+        final = hi - lo < q * K
+        yield k, lo, hi, final
+        if final:
+            return
+        k += q
+
+
+@pytest.mark.parametrize("aes256", [False, True])
+@pytest.mark.parametrize("n", [0, 5, 2 * K, 5 * K + 3])
+def test_a_lone_worker_seals_through_pycas_encryptor(monkeypatch, aes256, n):
+    """seal_at in order on one thread: pyca's encryptor seals every chunk (OpenSSL's C loop is
+    never called), its header the Sealer's, and pyca opens the result."""
+    from ciphergrid.engines.openssl import aead as ossl
+
+    sch = cb.scheme(aes256)
+    key, msg = os.urandom(sch.key_len), os.urandom(n)
+    monkeypatch.setattr(ossl, "chunked", lambda *a, **k: pytest.fail("the C loop ran"))
+    s = cb.Sealer(sch, key, b"ctx", device="native", path="stream")
+    out = bytearray(s.header())
+    for first, lo, hi, final in _pieces(n, 2):
+        buf = bytearray(cb.sealed_length(hi - lo))
+        got = s.seal_at(first, msg[lo:hi], hi - lo, final, buf, threads=1, alone=True)
+        out += buf[:got]
+    assert len(out) == cb.sealed_length(n)
+    d = (pyca.Cobblestone256Decryptor if aes256 else pyca.Cobblestone128Decryptor)(key, b"ctx")
+    assert d.update(bytes(out)) + d.finalize() == msg
+
+
+def test_a_sealer_out_of_order_leaves_pycas_encryptor_with_the_same_bytes():
+    """Chunks sealed out of order (not a lone worker's) go through the other paths under the
+    key derived from the salt pyca drew: the same message opens."""
+    key, msg = os.urandom(16), os.urandom(4 * K + 9)
+    s = cb.Sealer(cb.scheme(False), key, b"", device="native", path="stream")
+    body = bytearray(cb.sealed_length(len(msg)) - cb.HEADER)
+    step = 2 * cb.SEALED_CHUNK
+    s.seal_at(2, msg[2 * K:], len(msg) - 2 * K, True, memoryview(body)[step:], threads=1, alone=True)
+    s.seal_at(0, msg[:2 * K], 2 * K, False, memoryview(body)[:step], threads=1, alone=True)
+    assert cb.decrypt(s.header() + bytes(body), key) == msg
+
+
+def test_an_opener_checks_the_commitment_without_deriving_its_keys():
+    """The Opener's commitment is checked by pyca's decryptor (a wrong key or context is
+    CommitmentMismatch at once); the key and base nonce are derived only where a path asks,
+    equal to the spec's derivation."""
+    key, msg = os.urandom(16), os.urandom(K + 1)
+    sealed = cb.encrypt(msg, key, b"c")
+    for k, c in ((os.urandom(16), b"c"), (key, b"d")):
+        with pytest.raises(cb.CommitmentMismatch):
+            cb.Opener(cb.scheme(False), k, c, sealed[:cb.HEADER])
+    op = cb.Opener(cb.scheme(False), key, b"c", sealed[:cb.HEADER])
+    assert op._keys is None
+    assert (op.key, op.base) == cb.derive(cb.scheme(False), key, sealed[:cb.SALT], b"c")[:2]
+
+
+#: modules a one-core `seal` / `open` of a key file's sealed file does not import
+NOT_ON_ONE_CORE = ("ctypes", "ciphergrid._libcrypto", "ciphergrid.engines.openssl",
+                   "ciphergrid.engines.openssl.aead", "ciphergrid.runtime", "numpy")
+
+
+def test_one_core_seal_and_open_load_no_system_libcrypto(tmp_path):
+    """`ciphergrid seal` and `open` on one core (a key file, regular files): pyca's own loop
+    runs the chunks, so neither ctypes (the system's libcrypto) nor the OpenSSL engine, the
+    runtime or numpy are imported -- and pyca opens what was sealed, and the reverse."""
+    key = os.urandom(16)
+    (tmp_path / "k").write_text(key.hex() + "\n")
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path))   # (no per-user service there)
+    for name in ("CIPHERGRID_SERVICE", "CIPHERGRID_HOST_THREADS"):
+        env.pop(name, None)
+    code = ("import os, sys\nos.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+            "from ciphergrid.cli import main\n"
+            "assert main(sys.argv[1:]) == 0\n"
+            f"bad = sorted(m for m in {NOT_ON_ONE_CORE!r} if m in sys.modules)\n"
+            "assert not bad, bad\n")
+    for n in (0, 3 * K + 7):
+        msg = os.urandom(n)
+        (tmp_path / "m").write_bytes(msg)
+        for verb, src, dst in (("seal", "m", "m.cg"), ("open", "m.cg", "back")):
+            r = subprocess.run([sys.executable, "-c", code, verb, "--key-file", str(tmp_path / "k"),
+                                "--in", str(tmp_path / src), "--out", str(tmp_path / dst),
+                                "--no-sync", "-q"], capture_output=True, timeout=60, env=env)
+            assert r.returncode == 0, r.stderr.decode()[-800:]
+        assert (tmp_path / "back").read_bytes() == msg
+        d = pyca.Cobblestone128Decryptor(key, b"")
+        assert d.update((tmp_path / "m.cg").read_bytes()) + d.finalize() == msg
