@@ -26,6 +26,15 @@
  *   AES_MULHI_BYTE3   1: the top byte is extracted by a high multiply, mulhi(x, 256) = x >> 24 (an
  *                     IMAD.HI on the FMA pipe, written in PTX so no compiler turns it back into a
  *                     shift); only on NVIDIA compilers, elsewhere a shift.
+ *   AES_LAST_PERMUTE  1: the last round's four S-box bytes of a column are gathered from their four
+ *                     T0 words by three byte permutes (S(x) is byte 1 and byte 2 of T0[x]); 0: a
+ *                     shift and a mask per byte, merged by ORs.
+ *   AES_CTR_SLOTS     0: CTR runs modes.cl's kernel (a counter per block, every round computed).
+ *                     1, 2, 4 or 8: CTR runs this file's kernel on counter sub-tiles (below): the
+ *                     first round is one lookup a block and the second four instead of 32 (at
+ *                     AES-128, 133 lookups a block where the kernel without them makes 160).
+ *                     Needs work-groups of CG_LOCAL_SIZE, a multiple of 32 (the implementation's
+ *                     local_size).
  *   CG_BATCH          blocks per work-item per step (independent blocks give the scheduler ILP).
  *
  * SECURITY: lookups indexed by secret state leak through shared-memory bank conflicts and timing
@@ -54,6 +63,12 @@
 #endif
 #ifndef AES_MULHI_BYTE3
 #define AES_MULHI_BYTE3 0
+#endif
+#ifndef AES_LAST_PERMUTE
+#define AES_LAST_PERMUTE 0
+#endif
+#ifndef AES_CTR_SLOTS
+#define AES_CTR_SLOTS 0
 #endif
 
 #define AES_NRK (4 * (AES_ROUNDS + 1))
@@ -255,10 +270,17 @@ DEVICE_FN void aes_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
     R(1) R(2) R(3) R(4) R(5) R(6) R(7) R(8) R(9) AES_ROUNDS_10_11(R) AES_ROUNDS_12_13(R)
 
 #define AES_TE(a, b, c, d) AES_COL(t0, a, b, c, d)
-/* last round: S(x) is byte 1 of T0[x] */
+/* last round: S(x) is byte 1 (and byte 2) of T0[x] = (2 S(x), S(x), S(x), 3 S(x)) */
+#if AES_LAST_PERMUTE
+/* bytes 0, 1 from T0[a], T0[b] (their byte 1); bytes 2, 3 from T0[c] (its byte 2), T0[d] (byte 1) */
+#define AES_SE(a, b, c, d)                                                                 \
+    BYTE_PERM(BYTE_PERM(AES_L(t0, 0, AES_B0(a)), AES_L(t0, 0, AES_B1(b)), 0x0051u),        \
+              BYTE_PERM(AES_L(t0, 0, AES_B2(c)), AES_L(t0, 0, AES_B3(d)), 0x5200u), 0x7610u)
+#else
 #define AES_SB(x) ((AES_L(t0, 0, x) >> 8) & 0xffu)
 #define AES_SE(a, b, c, d) \
     (AES_SB(AES_B0(a)) | (AES_SB(AES_B1(b)) << 8) | (AES_SB(AES_B2(c)) << 16) | (AES_SB(AES_B3(d)) << 24))
+#endif
 
 DEVICE_FN void aes_encrypt1(uint *s, AES_RK_PTR rk, LOCAL_PTR const uint *t0, uint lane)
 {
@@ -314,3 +336,103 @@ DEVICE_FN void cg_decrypt_batch(uint *s CG_DEC_PARAMS)
 #pragma unroll
     for (int k = 0; k < CG_BATCH; k++) aes_decrypt1(s + 4 * k, dk, td0, isb, lane);
 }
+
+/* ---- CTR on counter sub-tiles (AES_CTR_SLOTS) -----------------------------------------------------
+ * The counters are cut into sub-tiles of 32 AES_CTR_SLOTS consecutive values aligned on that size
+ * (a divisor of 256, so the 15 leading bytes of a sub-tile's counters are equal and only the last,
+ * byte 15 = row 3 of column 3, differs); 32 consecutive work-items take a sub-tile, item l its
+ * counters l + 32 k (slot k < AES_CTR_SLOTS): every load and store of a slot is one 512-byte run.
+ * Byte 15 of the first round's input reaches only column 0 of the first round's output, so
+ *   round 1, column 0:  a ^ rot24(T0[x15])          (columns 1-3: the same for the sub-tile)
+ *   round 2, column j:  k_j ^ rotation of T0[byte (4 - j) mod 4 of round 1's column 0]
+ * where a and k_0..k_3 are the sub-tile's (aes_ctr_consts, computed by each work-item once per
+ * sub-tile) and x15 = byte 15 of counter ^ first round key = x15(slot 0) ^ 32 k.  The last round
+ * key is added with the data.  A launch's block b has counter ctr + b: sub-tile 0 starts at ctr
+ * rounded down, and counters outside [ctr, ctr + n) are neither loaded nor stored. */
+#if AES_CTR_SLOTS
+#if !defined(CG_LOCAL_SIZE) || (CG_LOCAL_SIZE % 32) != 0
+#error "AES_CTR_SLOTS needs work-groups of CG_LOCAL_SIZE work-items, a multiple of 32"
+#endif
+#if AES_CTR_SLOTS != 1 && AES_CTR_SLOTS != 2 && AES_CTR_SLOTS != 4 && AES_CTR_SLOTS != 8
+#error "AES_CTR_SLOTS must be 1, 2, 4 or 8"
+#endif
+#if AES_TABLES != 1
+#error "AES_CTR_SLOTS works with AES_TABLES 1"
+#endif
+#define CG_CTR_OWN 1
+#define AES_SUB (32u * AES_CTR_SLOTS)
+#define AES_T0_ZERO 0xa56363c6u /* T0[0]: cancels the lookups of the placeholder zero bytes below */
+
+/* kc[0] = round 1's column 0 less rot24(T0[x15]); kc[1 + j] = round 2's column j less its term of
+ * round 1's column 0.  x3 is the first round's input word 3 whose byte 3 is left out (zeroed: its
+ * T0[0] term is cancelled, as those of the zero words standing for round 1's column 0). */
+DEVICE_FN void aes_ctr_consts(uint *kc, uint x0, uint x1, uint x2, uint x3,
+                              GLOBAL_RO const uint *RESTRICT k, LOCAL_PTR const uint *t0, uint lane)
+{
+    x3 &= 0x00ffffffu;
+    const uint u1 = AES_TE(x1, x2, x3, x0) ^ k[5];
+    const uint u2 = AES_TE(x2, x3, x0, x1) ^ k[6];
+    const uint u3 = AES_TE(x3, x0, x1, x2) ^ k[7];
+    kc[0] = AES_TE(x0, x1, x2, x3) ^ k[4] ^ ROTL32(AES_T0_ZERO, 24);
+    kc[1] = AES_TE(0u, u1, u2, u3) ^ k[8] ^ AES_T0_ZERO;
+    kc[2] = AES_TE(u1, u2, u3, 0u) ^ k[9] ^ ROTL32(AES_T0_ZERO, 24);
+    kc[3] = AES_TE(u2, u3, 0u, u1) ^ k[10] ^ ROTL32(AES_T0_ZERO, 16);
+    kc[4] = AES_TE(u3, 0u, u1, u2) ^ k[11] ^ ROTL32(AES_T0_ZERO, 8);
+}
+
+#if AES_ROUNDS >= 12
+#define AES_ROUNDS_FROM_3(R) R(3) R(4) R(5) R(6) R(7) R(8) R(9) R(10) R(11) AES_ROUNDS_12_13(R)
+#else
+#define AES_ROUNDS_FROM_3(R) R(3) R(4) R(5) R(6) R(7) R(8) R(9)
+#endif
+
+/* one slot's key stream less the last round key */
+DEVICE_FN void aes_ctr_slot(uint *s, const uint *kc, uint x15, AES_RK_PTR rk, LOCAL_PTR const uint *t0,
+                            uint lane)
+{
+    const uint c0 = kc[0] ^ ROTL32(AES_L(t0, 0, x15), 24);
+    uint s0 = kc[1] ^ AES_L(t0, 0, AES_B0(c0));
+    uint s1 = kc[2] ^ ROTL32(AES_L(t0, 0, AES_B3(c0)), 24);
+    uint s2 = kc[3] ^ ROTL32(AES_L(t0, 0, AES_B2(c0)), 16);
+    uint s3 = kc[4] ^ ROTL32(AES_L(t0, 0, AES_B1(c0)), 8);
+    AES_ROUNDS_FROM_3(AES_ENC_ROUND)
+    s[0] = AES_SE(s0, s1, s2, s3);
+    s[1] = AES_SE(s1, s2, s3, s0);
+    s[2] = AES_SE(s2, s3, s0, s1);
+    s[3] = AES_SE(s3, s0, s1, s2);
+}
+
+KERNEL void cg_ctr(GLOBAL_RO const uint4 *in, GLOBAL uint4 *out,
+                   GLOBAL_RO const uint *RESTRICT rk, ulong ctr_hi, ulong ctr_lo, ulong n)
+{
+    CG_ENC_LOCALS
+    CG_ENC_SETUP(rk)
+    const ulong off = ctr_lo & (AES_SUB - 1u);          /* block 0's place in its sub-tile */
+    const ulong lo0 = ctr_lo - off;
+    const ulong nsub = (off + n + AES_SUB - 1u) / AES_SUB;
+    const uint l = LID & 31u;
+    const uint kx0 = rk[4 * AES_ROUNDS], kx1 = rk[4 * AES_ROUNDS + 1], kx2 = rk[4 * AES_ROUNDS + 2],
+               kx3 = rk[4 * AES_ROUNDS + 3];
+    for (ulong q = GROUP_ID * (CG_LOCAL_SIZE / 32u) + LID / 32u; q < nsub;
+         q += NGROUPS * (CG_LOCAL_SIZE / 32u)) {
+        const ulong base = lo0 + q * AES_SUB;            /* the sub-tile's first counter (low half) */
+        const ulong hi = ctr_hi + (base < lo0 ? 1u : 0u);
+        const uint x3 = BSWAP32((uint)base) ^ rk[3];
+        uint kc[5];
+        aes_ctr_consts(kc, BSWAP32((uint)(hi >> 32)) ^ rk[0], BSWAP32((uint)hi) ^ rk[1],
+                       BSWAP32((uint)(base >> 32)) ^ rk[2], x3, rk, cg_t0, cg_lane);
+        const uint x15 = (x3 >> 24) ^ l;
+        const ulong first = q * AES_SUB + l;             /* slot 0, in counters from lo0 */
+#pragma unroll 1
+        for (uint k = 0; k < AES_CTR_SLOTS; k++) {   /* (one copy of the rounds in the code) */
+            const ulong pos = first + 32u * k;
+            if (pos < off || pos - off >= n) continue;
+            const uint4 d = in[pos - off];
+            uint s[4];
+            aes_ctr_slot(s, kc, x15 ^ (k << 5), cg_rk, cg_t0, cg_lane);
+            out[pos - off] = MAKE_UINT4(d.x ^ s[0] ^ kx0, d.y ^ s[1] ^ kx1, d.z ^ s[2] ^ kx2,
+                                        d.w ^ s[3] ^ kx3);
+        }
+    }
+}
+#endif

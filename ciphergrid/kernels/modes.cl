@@ -90,7 +90,10 @@ ECB_KERNEL(cg_ecb_dec, CG_DEC_LOCALS, CG_DEC_SETUP, cg_decrypt_batch, CG_DEC_ARG
  *      incremented with carry over its full width as in NIST SP 800-38A and OpenSSL.
  *      (ctr_hi, ctr_lo) is the counter of block 0 of this launch. ------------------------------ */
 
-#ifdef CG_CTR_TILE
+#if defined(CG_CTR_OWN)
+/* the cipher file defines cg_ctr itself, with this kernel's arguments and bytes (aes.cl's counter
+ * sub-tiles) */
+#elif defined(CG_CTR_TILE)
 #ifndef CG_CTR_GROUP
 #define CG_CTR_GROUP 8
 #endif
