@@ -357,6 +357,49 @@ def test_a_character_device_out_stays_a_device(tmp_path):
     assert not [f for f in os.listdir(tmp_path) if "ciphergrid" in f]
 
 
+@pytest.mark.parametrize("command", ["encrypt", "seal"])
+def test_a_workers_write_of_the_output_failing_is_the_jobs_io_error(tmp_path, command):
+    """A file size limit on the workers only (their writes fail with EFBIG, as a full disk's with
+    ENOSPC): the job's I/O error, not a rank's (no range dealt again, no "every worker failed",
+    5): exit 4 on every rank, one line naming the output in the one-process command's words,
+    nothing under its name and no partial file."""
+    if command == "encrypt":
+        args, _ = _files(tmp_path, "aes-128-ctr", 6 * RANGE, random.Random(31))
+    else:
+        _sealed_files(tmp_path, 6 * RANGE, 31)
+        args = ["--key-file", str(tmp_path / "k"), *_sealed_args(tmp_path, "in", "out")]
+    # (set once MPI is up: its start-up makes shared memory files larger than the limit)
+    limit = ("import resource, sys; from mpi4py import MPI; MPI.COMM_WORLD.rank and resource.setrlimit("
+             "resource.RLIMIT_FSIZE, (32768, resource.getrlimit(resource.RLIMIT_FSIZE)[1])); "
+             "from ciphergrid.cli import console; console()")
+    run, codes = _mpi_each(3, tmp_path, command, *args, python=["-c", limit])
+    err = run.stderr.decode()
+    assert codes == [4, 4, 4] and run.returncode == 4, err[-3000:]
+    assert err == f"ciphergrid: error: File too large: {tmp_path / 'out'}\n"
+    assert _nothing_left(tmp_path, "out")
+
+
+def test_a_full_disk_exits_4_and_leaves_nothing(tmp_path):
+    """A full disk, a 256 KiB tmpfs mounted in a user and mount namespace of the test's own
+    (skipped where none can be made), as --out of 512 KiB: exit 4, "No space left on device"
+    naming the output, nothing left on it."""
+    small = tmp_path / "small"
+    small.mkdir()
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o size=64k tmpfs "$0"', str(small)],
+                           capture_output=True, timeout=30) if shutil.which("unshare") else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("no tmpfs can be mounted here (unshare -rm)")
+    args, _ = _files(tmp_path, "aes-128-ctr", 8 * RANGE, random.Random(32))
+    args[args.index("--out") + 1] = str(small / "out")
+    r = _job(["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o size=256k tmpfs "$0" || exit 99; "$@"; rc=$?; '
+              'ls -A "$0" > "$0.left"; exit $rc', str(small), MPIEXEC, "-n", "3", sys.executable, "-m", "ciphergrid",
+              "encrypt", *args], timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 4, err[-3000:]
+    assert err == f"ciphergrid: error: No space left on device: {small / 'out'}\n"
+    assert (tmp_path / "small.left").read_text() == ""
+
+
 @pytest.mark.parametrize("where", ["missing folder", "/proc/version", "a directory"])
 def test_an_output_that_cannot_be_made_exits_4_on_every_rank(tmp_path, where):
     """Checked by rank 0 before any range, with the one-process command's words: exit 4, one
@@ -573,14 +616,15 @@ def test_sigterm_mid_job_with_a_fifo_input_says_one_line_and_leaves_nothing(tmp_
 
 
 # -- sealed files: seal / open --mpi (ciphergrid/cluster/sealed.py) ---------------------------------
-def _mpi_each(n, tmp_path, *args, env=None, timeout=60):
-    """``mpiexec -n N ciphergrid ARGS`` with each rank's own exit code: (the run, [codes by rank])."""
+def _mpi_each(n, tmp_path, *args, env=None, timeout=60, python=("-m", "ciphergrid")):
+    """``mpiexec -n N ciphergrid ARGS`` with each rank's own exit code: (the run, [codes by rank]);
+    ``python``: how Python runs the command line."""
     codes = tmp_path / "codes"
     codes.mkdir(exist_ok=True)
     for f in codes.iterdir():
         f.unlink()
     wrap = f'"$@"; rc=$?; echo $rc > {shlex.quote(str(codes))}/$PMI_RANK; exit $rc'
-    run = _job([MPIEXEC, "-n", str(n), "sh", "-c", wrap, "sh", sys.executable, "-m", "ciphergrid",
+    run = _job([MPIEXEC, "-n", str(n), "sh", "-c", wrap, "sh", sys.executable, *python,
                 *args], env, timeout)
     got = [int((codes / str(r)).read_text()) if (codes / str(r)).exists() else None for r in range(n)]
     return run, got

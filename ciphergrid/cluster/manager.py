@@ -38,9 +38,10 @@ class _Cancelled(BaseException):
     """The job ended while a range was out (a signal, another failure)."""
 
 
-class InputFault(Exception):
-    """A range failed for its input, not for its rank (a sealed chunk that does not verify):
-    ``error`` ends the job on every rank, and the range is not dealt again."""
+class JobFault(Exception):
+    """A range failed for the job, not for its rank (a sealed chunk that does not verify, a
+    write of the output that failed: wire.OutputFailed): ``error`` ends the job on every rank,
+    and the range is not dealt again."""
 
     def __init__(self, error):
         super().__init__(str(error))
@@ -93,7 +94,7 @@ class RankEngine(Engine):
         if reply[0] == _DONE:
             return reply
         if reply[2] is not None:
-            raise InputFault(reply[2])
+            raise JobFault(reply[2])
         self.broken = reply[1]
         raise DeviceError(reply[1])
 
@@ -116,8 +117,8 @@ class FileRanges:
     """A file job's bytes as the dealer's units (the protocol of engines/scheduler/units.py):
     ranges cut on the smaller of the plan's step and the scheduler's grain (units.GRAIN), on the
     plan's unit (the mode's grain; a sealed file's: whole chunks), each read, run (a step at a
-    time) and written by the rank dealt it; a serial mode's message is one range.  An input fault
-    is kept (``fault``) and ends the dealing: the ranges left are passed over."""
+    time) and written by the rank dealt it; a serial mode's message is one range.  A job fault
+    (JobFault) is kept (``fault``) and ends the dealing: the ranges left are passed over."""
 
     in_place = False
 
@@ -155,7 +156,7 @@ class FileRanges:
             return
         try:
             eng.run_range(a, b)
-        except InputFault as e:
+        except JobFault as e:
             self.fault = self.fault or e.error
 
     def commit(self, a: int, b: int, out) -> None:
@@ -363,7 +364,7 @@ def _dealing(job, engines, failures: list) -> None:
             Run(work, engines, SchedulerStats(), "direct", current()).go()
         if work.fault is not None:
             raise work.fault
-    except InputFault as e:
+    except JobFault as e:
         raise e.error from None
     except DeviceError:
         broken = [f"{e.info.spec}: {e.broken}" for e in engines if e.broken is not None]

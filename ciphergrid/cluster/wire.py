@@ -4,6 +4,7 @@ looks for messages, and the job's ending on every rank."""
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import signal
@@ -22,10 +23,19 @@ PARTIAL_SUFFIX = ".ciphergrid-partial"
 #: worker to answer that it ends
 SIGNAL_WAIT_S = 10.0
 
+#: a write of the job's output failing with one of these (a full disk, a quota, a file size
+#: limit, an I/O error) fails the job on every rank (exit 4), not the rank that wrote it
+OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
 _READY, _DONE, _FAILED, _BROKEN = "ready", "done", "failed", "broken"
 _SIGNALLED, _ENDED = "signalled", "ended"   # a worker got a signal; a worker has the outcome
 #: message tags: a worker's reports; rank 0's ranges and stops; the job's outcome; the plan
 _UP, _DOWN, _END, _PLAN = 0, 1, 2, 3
+
+
+class OutputFailed(OSError):
+    """A rank's write of the job's output failed (OUTPUT_ERRNOS): the job's I/O error, its
+    range not dealt again; rank 0 names the output in it."""
 
 
 def _portable(e):

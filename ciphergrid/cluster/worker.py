@@ -4,14 +4,15 @@ or run on the bytes rank 0 sent; its answers, in order, until the job's end."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import threading
 import time
 
 from ..errors import DeviceError, Error, InvalidArgument, InvalidTag
-from .wire import (_BROKEN, _DONE, _DOWN, _END, _FAILED, _READY, _SIGNALLED, _UP, SIGNAL_WAIT_S,
-                   _poll, _portable)
+from .wire import (_BROKEN, _DONE, _DOWN, _END, _FAILED, _READY, _SIGNALLED, _UP, OUTPUT_ERRNOS,
+                   SIGNAL_WAIT_S, OutputFailed, _poll, _portable)
 
 
 def _request(plan):
@@ -74,8 +75,7 @@ class _Runner:
         if a and chain is None:
             chain = req.mode.chain_at(req, _FileWindow(self.fin, p["in_offset"]), a // bs)
         self.session.crypt(buf, buf, a // bs, chain)
-        if _positioned(os.pwritev, self.fout, buf, p["out_offset"] + a) != b - a:
-            raise OSError(f"{p['partial']}: a write stopped short (disk full?)")
+        _write_out(self.fout, buf, p["out_offset"] + a, p["partial"])
         self.ran += b - a
         return req.mode.carry(req, None, buf) if p["serial"] else None
 
@@ -172,8 +172,7 @@ class _SealedRunner(_Runner):
             k = self.engine.seal_at(first, src, n, final, dst)
         else:
             k = self.engine.open_at(first, src, m_in, final, dst)
-        if _positioned(os.pwritev, self.fout, dst[:k], at_out) != k:
-            raise OSError(f"{p['partial']}: a write stopped short (disk full?)")
+        _write_out(self.fout, dst[:k], at_out, p["partial"])
         self.ran += n
         return None
 
@@ -197,6 +196,20 @@ def _positioned(call, fd: int, buf, offset: int) -> int:
     return done
 
 
+def _write_out(fd: int, buf, offset: int, path: str) -> None:
+    """All of ``buf`` written at ``offset`` of the partial output ``fd``: a full disk, a quota,
+    a file size limit or an I/O error raised as the job's (OutputFailed: it is no rank's own)."""
+    try:
+        done = _positioned(os.pwritev, fd, buf, offset)
+    except OSError as e:
+        if e.errno in OUTPUT_ERRNOS:
+            raise OutputFailed(e.errno, e.strerror) from None
+        raise
+    if done != memoryview(buf).nbytes:
+        raise OutputFailed(errno.EIO, f"a write of {memoryview(buf).nbytes} bytes at {offset} "
+                           "stopped short")
+
+
 class _FileWindow:
     """The input file as ``chain_at`` reads it (a slice: bytes at those offsets)."""
 
@@ -218,7 +231,7 @@ def answer(runner, msg, broken):
             runner.run_span(msg[1], msg[2])
             return (_DONE,), None
         return (_DONE, runner.crypt(msg[1], msg[2], msg[3])), None
-    except InvalidTag as e:   # (the input's fault, not this rank's: the job fails)
+    except (InvalidTag, OutputFailed) as e:   # (the input's or the output's: the job fails)
         return (_FAILED, str(e)[:300], _portable(e)), None
     except (Error, OSError) as e:
         why = f"{type(e).__name__}: {e}"[:300]
