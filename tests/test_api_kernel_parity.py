@@ -239,34 +239,8 @@ def test_api_launches_what_the_kernel_row_times(recorded, name):
     assert [op[0] for op in call[first:]] == ["launch"] * len(launches) + ["zero"] * len(allocs)
 
 
-def test_bench_host_before_launch_times_up_to_the_first_launch_only():
-    """bench api's note: the host seconds from a call's start to its first launch (a call with
-    no launch is left out), the backend's own launch back in place afterwards."""
-    from ciphergrid.bench import api as bench_api
-
-    log: list = []
-    b = RecordingBackend(absent_spec("cuda"), log, {})
-    real = b.launch
-    prg = b.cached_program(("p",))
-
-    def call(key, iv, opts):
-        if key:
-            b.launch(prg, "k", 1, [])
-            b.launch(prg, "k", 1, [])
-
-    t = bench_api._host_before_launch(b, call, [(b"k", None, {}), (b"", None, {})] * 2, lambda: None)
-    assert 0 <= t < 0.5
-    assert b.launch == real and "launch" not in vars(b)
-    assert [op[0] for op in log] == ["launch"] * 4
-
-
-def test_bench_back_to_back_ratio(monkeypatch):
-    """bench api's note: kernel / API over calls queued back to back, each round's kernel
-    launches and API calls between events, one call per input with its own key."""
-    from ciphergrid.bench import api as bench_api
-
-    clock = [0.0]
-
+def _clocked_cupy(monkeypatch, clock: list):
+    """The CuPy stand-in with events that read ``clock[0]`` (seconds) when recorded."""
     class Event:
         def record(self, stream=None):
             self.t = clock[0]
@@ -278,6 +252,44 @@ def test_bench_back_to_back_ratio(monkeypatch):
     m.cuda.Event = Event
     m.cuda.get_elapsed_time = lambda a, b: (b.t - a.t) * 1e3
     monkeypatch.setitem(sys.modules, "cupy", m)
+
+
+def test_bench_api_split_at_the_first_launch(monkeypatch):
+    """bench api's note: a call's host time to its first launch, the device time until that
+    launch and from it to the end (a call with no launch left out), the backend's own launch
+    back in place afterwards."""
+    from ciphergrid.bench import api as bench_api
+
+    clock = [0.0]
+    _clocked_cupy(monkeypatch, clock)
+    log: list = []
+    b = RecordingBackend(absent_spec("cuda"), log, {})
+    real = b.launch
+    prg = b.cached_program(("p",))
+
+    def call(key, iv, opts):
+        if key:
+            clock[0] += 3.0          # (before the first launch)
+            b.launch(prg, "k", 1, [])
+            clock[0] += 5.0
+            b.launch(prg, "k", 1, [])
+            clock[0] += 7.0
+
+    host, idle, rest = bench_api._api_split(b, call, [(b"k", None, {}), (b"", None, {})] * 2,
+                                            object())
+    assert 0 <= host < 0.5
+    assert (idle, rest) == (pytest.approx(3.0), pytest.approx(12.0))
+    assert b.launch == real and "launch" not in vars(b)
+    assert [op[0] for op in log] == ["launch"] * 4
+
+
+def test_bench_back_to_back_ratio(monkeypatch):
+    """bench api's note: kernel / API over calls queued back to back, each round's kernel
+    launches and API calls between events, one call per input with its own key."""
+    from ciphergrid.bench import api as bench_api
+
+    clock = [0.0]
+    _clocked_cupy(monkeypatch, clock)
     log: list = []
     b = RecordingBackend(absent_spec("cuda"), log, {})
     b.marker = lambda queue=None: clock[0]

@@ -9,10 +9,10 @@ direction its kernel runs in parallel (CBC: decryption):
   ``ciphergrid.encrypt(x, name, key=..., iv=..., out=y)`` with a fresh key every call, device
   events recorded before the call and after it, so the host time inside the call counts
   (``vs_kernel``: the median over the pairs of kernel time / API time; goal >= 0.97; the note
-  gives the median of API - kernel and, from five more calls, the host time from a call's start
-  to its first launch, the time the device idles at the start of a call on an idle GPU, and
-  kernel / API for four calls queued back to back, where a call's host work overlaps the
-  kernels queued before it);
+  gives the median of API - kernel; from five more calls, the host time from a call's start
+  to its first launch, the device time until that launch (the GPU idling on the host's work)
+  and from it to the call's end (to set beside the kernel row); and kernel / API for four
+  calls queued back to back, where a call's host work overlaps the kernels queued before it);
 * on every device (CUDA: resident arrays; every device, OpenSSL too: host arrays),
   ``kind="call"`` (``implementation`` "one-shot" or "context") on ``--api-call-size`` bytes
   (default 4 KiB): the wall time per call of the one-shot API with a fresh key each call, and of
@@ -194,10 +194,9 @@ def _resident_pair(ctx, name, dev, size, encrypt, repeats, rng):
                                                                        **o),
                                    [_inputs(name, rng, encrypt, size) for _ in range(4)], s)
             kernel_run.close()
-            before = _host_before_launch(b, lambda k, v, o: call(x, name, key=k, iv=v,
-                                                                   device=dev.spec, out=y, **o),
-                                         [_inputs(name, rng, encrypt, size) for _ in range(5)],
-                                         s.synchronize)
+            host, idle, rest = _api_split(b, lambda k, v, o: call(x, name, key=k, iv=v,
+                                                                  device=dev.spec, out=y, **o),
+                                          [_inputs(name, rng, encrypt, size) for _ in range(5)], s)
     except Exception as e:  # one failing row must not end the run
         detail = f"{type(e).__name__}: {e}"
         return [_fail(kern, ctx, detail), _fail(api, ctx, detail)]
@@ -210,7 +209,9 @@ def _resident_pair(ctx, name, dev, size, encrypt, repeats, rng):
     api.vs_kernel = round(statistics.median(k / a for k, a in zip(kt, at)), 4)
     api.note = (f"vs_kernel: median of {len(kt)} pairs (kernel, API) alternated; a fresh key per "
                 f"call; API - kernel {1e6 * statistics.median(a - k for k, a in zip(kt, at)):.0f} "
-                f"us, host time from the call to its first launch {1e6 * before:.0f} us (median); "
+                f"us; five more calls (medians): host time to the first launch {1e6 * host:.0f} us, "
+                f"device idle until it {1e6 * idle:.0f} us, first launch to the end "
+                f"{1e6 * rest:.0f} us (kernel row {1e6 * statistics.median(kt):.0f}); "
                 f"4 calls queued back to back (fresh keys): kernel / API {queued:.4f} (median of "
                 f"3 rounds)")
     return [kern, api]
@@ -239,36 +240,48 @@ def _back_to_back(b, kernel_run, call, inputs, s, rounds: int = 3) -> float:
     return statistics.median(ratios)
 
 
-def _host_before_launch(b, call, inputs, sync) -> float:
-    """The median host seconds from the start of ``call(key, iv, opts)`` to its first kernel
-    launch on backend ``b`` (the device idles that long when the call finds it idle), one call per
-    ``inputs``, each finished by ``sync()`` before the next; measured apart from the timed pairs
-    (the launch wrapped)."""
+def _api_split(b, call, inputs, s) -> tuple[float, float, float]:
+    """Where one API call's time goes, medians over one call per ``inputs`` entry (apart from
+    the timed pairs: the backend's launch wrapped): (host seconds from the call's start to its
+    first kernel launch, device seconds from an event recorded on CuPy stream ``s`` before the
+    call to one recorded just before that launch -- the device idling on the host and the key
+    upload --, device seconds from there to an event after the call -- the kernels and the
+    keys' zeroing, to set beside the kernel row).  NaN where no call launched."""
+    import cupy
+
     had = b.__dict__.get("launch")
     real = b.launch
     first: list = []
 
     def spy(*a, **k):
         if not first:
-            first.append(time.perf_counter())
+            ev = cupy.cuda.Event()
+            ev.record(s)
+            first.extend((time.perf_counter(), ev))
         return real(*a, **k)
 
     b.launch = spy
-    took = []
+    host, idle, rest = [], [], []
     try:
         for key, iv, opts in inputs:
             first.clear()
+            a0, a1 = cupy.cuda.Event(), cupy.cuda.Event()
+            a0.record(s)
             t0 = time.perf_counter()
             call(key, iv, opts)
-            sync()
+            a1.record(s)
+            a1.synchronize()
             if first:
-                took.append(first[0] - t0)
+                host.append(first[0] - t0)
+                idle.append(cupy.cuda.get_elapsed_time(a0, first[1]) * 1e-3)
+                rest.append(cupy.cuda.get_elapsed_time(first[1], a1) * 1e-3)
     finally:
         if had is None:
             del b.launch
         else:
             b.launch = had
-    return statistics.median(took) if took else float("nan")
+    nan = float("nan")
+    return tuple(statistics.median(v) if v else nan for v in (host, idle, rest))
 
 
 def _per_call(ctx, name, dev, size, encrypt, calls, rng):
