@@ -196,7 +196,7 @@ def _inv_mix_column(col) -> bytes:
 
 def _tables(tables: int, copies: int, *, prmt: int = 1, keys_in_regs: int = 1, mad_index: int = 0,
             mulhi: int = 0, batch: int = 1, grid: str = "persistent", last_permute: int = 0,
-            ctr_slots: int = 0) -> Implementation:
+            ctr_slots: int = 0, at_once: int = 1) -> Implementation:
     """An implementation of kernels/aes.cl (T-tables): its compile-time options (see that file).
     ``ctr_slots``: CTR on counter sub-tiles, that many counters a work-item takes from each, in
     work-groups of 256 (the other modes as without)."""
@@ -206,6 +206,8 @@ def _tables(tables: int, copies: int, *, prmt: int = 1, keys_in_regs: int = 1, m
         defines["AES_LAST_PERMUTE"] = last_permute
     if ctr_slots:
         defines["AES_CTR_SLOTS"] = ctr_slots
+    if at_once > 1:
+        defines["AES_CTR_AT_ONCE"] = at_once
     return Implementation("aes.cl", batch=batch, grid=grid, defines=defines,
                           local_size=256 if ctr_slots else None)
 
@@ -276,10 +278,12 @@ class AES(BlockCipher):
         "fast": _tables(1, 32, mad_index=1),
         # -- CTR's steps on top of "fast" (kernels/aes.cl, AES_CTR_SLOTS): counter sub-tiles,
         # rounds 1 and 2 shared by a sub-tile's counters; then the last round by byte permutes;
-        # alternatives: fewer slots a work-item, round keys read from memory (fewer registers) --
+        # alternatives: fewer slots a work-item, two slots side by side, round keys read from
+        # memory (fewer registers) ------------------------------------------------------------
         "+ctr-subtiles": _tables(1, 32, mad_index=1, ctr_slots=8),
         "+last-round-permutes": _tables(1, 32, mad_index=1, ctr_slots=8, last_permute=1),
         "alt-ctr-4-slots": _tables(1, 32, mad_index=1, ctr_slots=4, last_permute=1),
+        "alt-ctr-2-at-once": _tables(1, 32, mad_index=1, ctr_slots=8, last_permute=1, at_once=2),
         "alt-ctr-keys-in-memory": _tables(1, 32, mad_index=1, ctr_slots=8, last_permute=1,
                                           keys_in_regs=0),
         # -- constant time: bitsliced, no tables (kernels/aes_bs.cl); CTR works on aligned counter

@@ -35,6 +35,8 @@
  *                     AES-128, 133 lookups a block where the kernel without them makes 160).
  *                     Needs work-groups of CG_LOCAL_SIZE, a multiple of 32 (the implementation's
  *                     local_size).
+ *   AES_CTR_AT_ONCE   slots a work-item computes side by side (a divisor of AES_CTR_SLOTS;
+ *                     independent lookups in flight, at the cost of registers).
  *   CG_BATCH          blocks per work-item per step (independent blocks give the scheduler ILP).
  *
  * SECURITY: lookups indexed by secret state leak through shared-memory bank conflicts and timing
@@ -69,6 +71,9 @@
 #endif
 #ifndef AES_CTR_SLOTS
 #define AES_CTR_SLOTS 0
+#endif
+#ifndef AES_CTR_AT_ONCE
+#define AES_CTR_AT_ONCE 1
 #endif
 
 #define AES_NRK (4 * (AES_ROUNDS + 1))
@@ -359,6 +364,9 @@ DEVICE_FN void cg_decrypt_batch(uint *s CG_DEC_PARAMS)
 #if AES_TABLES != 1
 #error "AES_CTR_SLOTS works with AES_TABLES 1"
 #endif
+#if AES_CTR_AT_ONCE < 1 || AES_CTR_SLOTS % AES_CTR_AT_ONCE != 0
+#error "AES_CTR_AT_ONCE must divide AES_CTR_SLOTS"
+#endif
 #define CG_CTR_OWN 1
 #define AES_SUB (32u * AES_CTR_SLOTS)
 #define AES_T0_ZERO 0xa56363c6u /* T0[0]: cancels the lookups of the placeholder zero bytes below */
@@ -423,15 +431,28 @@ KERNEL void cg_ctr(GLOBAL_RO const uint4 *in, GLOBAL uint4 *out,
                        BSWAP32((uint)(base >> 32)) ^ rk[2], x3, rk, cg_t0, cg_lane);
         const uint x15 = (x3 >> 24) ^ l;
         const ulong first = q * AES_SUB + l;             /* slot 0, in counters from lo0 */
+        /* AES_CTR_AT_ONCE slots a step, their loads issued before their rounds (a step's code
+         * is one copy of the rounds per slot; the steps are not unrolled) */
 #pragma unroll 1
-        for (uint k = 0; k < AES_CTR_SLOTS; k++) {   /* (one copy of the rounds in the code) */
-            const ulong pos = first + 32u * k;
-            if (pos < off || pos - off >= n) continue;
-            const uint4 d = in[pos - off];
-            uint s[4];
-            aes_ctr_slot(s, kc, x15 ^ (k << 5), cg_rk, cg_t0, cg_lane);
-            out[pos - off] = MAKE_UINT4(d.x ^ s[0] ^ kx0, d.y ^ s[1] ^ kx1, d.z ^ s[2] ^ kx2,
-                                        d.w ^ s[3] ^ kx3);
+        for (uint k = 0; k < AES_CTR_SLOTS; k += AES_CTR_AT_ONCE) {
+            uint4 d[AES_CTR_AT_ONCE];
+            uint s[4 * AES_CTR_AT_ONCE];
+#pragma unroll
+            for (uint j = 0; j < AES_CTR_AT_ONCE; j++) {
+                const ulong pos = first + 32u * (k + j);
+                d[j] = MAKE_UINT4(0u, 0u, 0u, 0u);
+                if (pos >= off && pos - off < n) d[j] = in[pos - off];
+            }
+#pragma unroll
+            for (uint j = 0; j < AES_CTR_AT_ONCE; j++)
+                aes_ctr_slot(s + 4 * j, kc, x15 ^ ((k + j) << 5), cg_rk, cg_t0, cg_lane);
+#pragma unroll
+            for (uint j = 0; j < AES_CTR_AT_ONCE; j++) {
+                const ulong pos = first + 32u * (k + j);
+                if (pos >= off && pos - off < n)
+                    out[pos - off] = MAKE_UINT4(d[j].x ^ s[4 * j] ^ kx0, d[j].y ^ s[4 * j + 1] ^ kx1,
+                                                d[j].z ^ s[4 * j + 2] ^ kx2, d[j].w ^ s[4 * j + 3] ^ kx3);
+            }
         }
     }
 }
