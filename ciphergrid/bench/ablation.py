@@ -3,8 +3,10 @@
 Each implementation of the cipher's ``implementations`` (ciphers/aes.py) adds one optimisation to
 the previous one: baseline, byte permutes, replicated tables, keys in registers, persistent grid,
 multiply-add table index, high-multiply top byte; then alternatives that did not pay (two tables,
-two blocks per work-item), the default ("fast") and the bitsliced constant-time kernels, again one
-step at a time ("ct-c", then "ct" with the S-box spelled out in PTX: kernels/aes_bs.cl).  For each,
+two blocks per work-item), the default ("fast"), CTR's steps on top of it (counter sub-tiles that
+share rounds 1 and 2, then the last round by byte permutes, and their alternatives: the "ctr" names
+of kernels/aes.cl's AES_CTR_SLOTS) and the bitsliced constant-time kernels, again one step at a time
+("ct-c", then "ct" with the S-box spelled out in PTX: kernels/aes_bs.cl).  For each,
 on every GPU device: the output is checked against the oracle first (``ciphergrid.testing.oracle``:
 pyca/cryptography; only correct code is timed), then the device-resident time of the cipher over
 ``--ablation-size`` bytes (median of repeats, device events), GB/s per SM per GHz, registers per

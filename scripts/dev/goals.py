@@ -19,6 +19,9 @@ leaves its goals "unmeasured", never guessed):
              service, ciphergrid seal/open (--device auto) in process and through the service,
              all --no-sync, best of 2
   service    ciphergrid bench service on the GPU: the 4 KiB round trip, 1 and 64 clients
+  kernel     ciphergrid bench ablation: the AES-128-CTR kernel of the default ("fast") and of each
+             CTR variant of ciphers/aes.py (KERNEL_IMPLS), 256 MiB GPU-resident, side by side
+             (each checked against OpenSSL before it is timed)
 
 Then one table: goal, figure, the goal's bound, met / missed / unmeasured.
 Usage: goals.py [--out DIR] [--stages api,aead,...] [--small] (--small: CPU-sized smoke run)
@@ -42,7 +45,10 @@ PY = sys.executable
 #: the whole run's end (time.monotonic()); stages get what is left of it
 DEADLINE = [float("inf")]
 CG = [PY, "-m", "ciphergrid"]
-STAGES = ("api", "aead", "scheduler", "sealed", "files", "service")
+STAGES = ("kernel", "api", "aead", "scheduler", "sealed", "files", "service")
+#: the kernel stage's implementations of AES (ciphers/aes.py): the default first, then the CTR steps
+KERNEL_IMPLS = ("fast", "+ctr-subtiles", "+last-round-permutes", "alt-ctr-4-slots",
+                "alt-ctr-2-at-once")
 
 
 def log(msg: str) -> None:
@@ -111,6 +117,33 @@ class Table:
 
 
 # ------------------------------------------------------------------------------- the stages
+def stage_kernel(cuda, out, small):
+    cmd = CG + ["bench", "ablation", "--ablation-cipher", "aes-128-ctr", "--device", cuda,
+                "--ablation-size", "16Mi" if small else "256Mi", "--repeats", "3" if small else "5",
+                "--ablation-impls", *KERNEL_IMPLS, "--json", str(out / "kernel.json")]
+    run_stage("kernel", cmd, 120 if small else 60, out)
+
+
+def judge_kernel(t, out, cuda):
+    """Each implementation's GB/s per SM·GHz against the stretch goal, and against the default's
+    in the same run."""
+    by = {r.get("implementation"): r for r in records(out / "kernel.json") if r.get("gbps_per_sm_ghz")}
+    base = by.get("fast")
+    for impl in KERNEL_IMPLS:
+        goal = f"stretch: AES-128-CTR kernel, {impl}{' (the default)' if impl == 'fast' else ''}"
+        r = by.get(impl)
+        if r is None:
+            t.unmeasured(50, goal, ">= 2.2 GB/s per SM·GHz", "failed or not run (kernel.txt)")
+            continue
+        res = r.get("resources") or {}
+        note = f"{res.get('registers_per_item') or '-'} regs, occupancy {res.get('occupancy') or '-'}"
+        if base and impl != "fast":
+            note = f"{r['gbps_per_sm_ghz'] / base['gbps_per_sm_ghz']:.3f} x fast; " + note
+        t.add(50, f"{goal}, {r['size'] >> 20} MiB", f"{r['gbps_per_sm_ghz']:.3f} GB/s per SM·GHz "
+              f"({r['gbps']:.1f} GB/s at {r.get('sm_clock_mhz')} MHz)", ">= 2.2",
+              r["gbps_per_sm_ghz"] >= 2.2, note)
+
+
 def stage_api(cuda, out, small):
     cmd = CG + ["bench", "api", "--device", cuda, "--repeats", "3" if small else "5",
                 "--api-calls", "50" if small else "400", "--json", str(out / "api.json")]
