@@ -176,12 +176,13 @@ def parse_bytes(text, what: str = "chunk size") -> int:
 def bytes_option(flag: str):
     """An argparse ``type`` for a byte count with binary suffixes (a bad one: argparse's one-line
     usage error naming ``flag``)."""
-    import argparse
 
     def parse(text: str) -> int:
         try:
             return parse_bytes(text, flag)
         except InvalidArgument as e:
+            import argparse   # (here: a declaration's start-up imports no argparse)
+
             raise argparse.ArgumentTypeError(str(e)) from None
 
     parse.__name__ = "byte count"

@@ -20,7 +20,7 @@ from ..errors import (ChunkFailed, CommitmentMismatch, DeviceError, DeviceNotFou
 from .common import (EXIT_AUTH, EXIT_CHUNK, EXIT_CODES, EXIT_COMMITMENT, EXIT_DEVICE,  # noqa: F401
                      EXIT_IO, EXIT_OK, EXIT_SIGNAL, EXIT_TRUNCATED, EXIT_USAGE, _error, _warn,
                      _written)
-from .parser import build_parser  # noqa: F401
+from .parser import build_parser, parse  # noqa: F401
 
 
 #: a sealed file's failures, each its own exit code (every other failed tag: EXIT_AUTH)
@@ -76,8 +76,7 @@ def main(argv=None) -> int:
     # (request.warn_once) even where PYTHONWARNINGS silences Python's warnings
     warnings.simplefilter("always", WeakCipherWarning)
     argv = sys.argv[1:] if argv is None else list(argv)
-    ap = build_parser(argv)
-    args = ap.parse_args(argv)
+    args = parse(argv)
     interrupts.install()
     try:
         return _dispatch(args)

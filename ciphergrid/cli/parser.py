@@ -1,8 +1,8 @@
-"""The argument parser of every command."""
+"""The argument parser of every command: each command's options declared once (COMMANDS), read
+by argparse -- or, for a file command's plain arguments, by :func:`_quick` from the same
+declarations (no argparse import: a sealed file's start-up)."""
 
 from __future__ import annotations
-
-import argparse
 
 from .. import __version__
 from ..keys import MAX_ITER
@@ -12,42 +12,53 @@ DESCRIPTION = ("bulk encryption and decryption on GPUs, OpenCL devices and OpenS
                "seal, open, keygen, serve, list, devices, selftest, bench, report")
 
 
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help formatter, the terminal's width from settings.terminal_columns (argparse
-    makes a formatter for every add_argument, and its own imports shutil for the width)."""
+def _classes():
+    """argparse's parser and help formatter as the command line's: usage errors as one line,
+    ``ciphergrid: error: ...``, exit code 2; help at the terminal's width."""
+    import argparse
 
-    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None, **kw):
-        if width is None:
-            from ..settings import terminal_columns
+    class _Formatter(argparse.HelpFormatter):
+        """argparse's help formatter, the terminal's width from settings.terminal_columns
+        (argparse makes a formatter for every add_argument, and its own imports shutil for the
+        width)."""
 
-            width = terminal_columns() - 2
-        super().__init__(prog, indent_increment, max_help_position, width, **kw)
+        def __init__(self, prog, indent_increment=2, max_help_position=24, width=None, **kw):
+            if width is None:
+                from ..settings import terminal_columns
+
+                width = terminal_columns() - 2
+            super().__init__(prog, indent_increment, max_help_position, width, **kw)
+
+    class _Parser(argparse.ArgumentParser):
+        def __init__(self, *a, **kw):
+            kw.setdefault("formatter_class", _Formatter)
+            super().__init__(*a, **kw)
+
+        def error(self, message):
+            self.exit(EXIT_USAGE, f"ciphergrid: error: {message} (see `{self.prog} --help`)\n")
+
+        def parse_args(self, args=None, namespace=None):
+            """As argparse's, but arguments no parser took are the command's error (its own
+            help named), said without the values among them (a mistyped option's value may be
+            a key)."""
+            args, extra = self.parse_known_args(args, namespace)
+            if extra:
+                command = self._commands.get(getattr(args, "command", None), self) \
+                    if hasattr(self, "_commands") else self
+                named = [a for a in extra if a.startswith("-")]
+                rest = len(extra) - len(named)
+                words = " ".join(named) + (f" and {rest} more" if named and rest else "") \
+                    if named else f"{rest} argument{'s' if rest > 1 else ''} more than it takes"
+                command.error(f"unrecognized arguments: {words}")
+            return args
+
+    return _Parser
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line, ``ciphergrid: error: ...``, exit code 2; help at the terminal's
-    width (_Formatter)."""
+def _type_error(text: str):
+    import argparse
 
-    def __init__(self, *a, **kw):
-        kw.setdefault("formatter_class", _Formatter)
-        super().__init__(*a, **kw)
-
-    def error(self, message):
-        self.exit(EXIT_USAGE, f"ciphergrid: error: {message} (see `{self.prog} --help`)\n")
-
-    def parse_args(self, args=None, namespace=None):
-        """As argparse's, but arguments no parser took are the command's error (its own help
-        named), said without the values among them (a mistyped option's value may be a key)."""
-        args, extra = self.parse_known_args(args, namespace)
-        if extra:
-            command = self._commands.get(getattr(args, "command", None), self) \
-                if hasattr(self, "_commands") else self
-            named = [a for a in extra if a.startswith("-")]
-            rest = len(extra) - len(named)
-            words = " ".join(named) + (f" and {rest} more" if named and rest else "") if named \
-                else f"{rest} argument{'s' if rest > 1 else ''} more than it takes"
-            command.error(f"unrecognized arguments: {words}")
-        return args
+    return argparse.ArgumentTypeError(text)
 
 
 def _iterations(text: str) -> int:
@@ -55,7 +66,7 @@ def _iterations(text: str) -> int:
     t = text.strip()
     if not (t.isascii() and t.isdigit()) or len(t) > 12 or not 1 <= int(t) <= MAX_ITER:
         shown = t if len(t) <= 24 else t[:21] + "..."
-        raise argparse.ArgumentTypeError(f"give a whole number from 1 to {MAX_ITER}, not {shown!r}")
+        raise _type_error(f"give a whole number from 1 to {MAX_ITER}, not {shown!r}")
     return int(t)
 
 
@@ -64,7 +75,7 @@ def _length(text: str) -> int:
     t = text.strip()
     if not (t.isascii() and t.isdigit()) or len(t) > 20:
         shown = t if len(t) <= 24 else t[:21] + "..."
-        raise argparse.ArgumentTypeError(f"give a whole number of bytes (0 or more), not {shown!r}")
+        raise _type_error(f"give a whole number of bytes (0 or more), not {shown!r}")
     return int(t)
 
 
@@ -276,11 +287,12 @@ def chosen_command(argv) -> str | None:
     return None
 
 
-def build_parser(argv=None) -> argparse.ArgumentParser:
-    """The parser.  Where ``argv`` runs a command (:func:`chosen_command`) only that command's
-    parser is built, so that a command's start-up does not pay for the others' options; else
-    (None, no command, ``--help``) every command's, the benchmark's options (and their imports)
-    only where ``argv`` is None."""
+def build_parser(argv=None):
+    """The parser (argparse's).  Where ``argv`` runs a command (:func:`chosen_command`) only
+    that command's parser is built, so that a command's start-up does not pay for the others'
+    options; else (None, no command, ``--help``) every command's, the benchmark's options (and
+    their imports) only where ``argv`` is None."""
+    _Parser = _classes()
     ap = _Parser(prog="ciphergrid", description=DESCRIPTION, epilog=_EPILOG)
     ap.add_argument("--version", action="version", version=f"ciphergrid {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -294,3 +306,94 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
                                     or options is not _bench_options):
             options(p, name)
     return ap
+
+
+def parse(argv):
+    """The arguments of ``argv``: :func:`_quick`'s reading where it applies, else argparse's
+    (every error, help and version said by argparse)."""
+    args = _quick(argv)
+    return build_parser(argv).parse_args(argv) if args is None else args
+
+
+#: the commands whose plain arguments :func:`_quick` reads
+_QUICK = ("encrypt", "decrypt", "seal", "open")
+
+
+class _Declared:
+    """What a command's declaration (COMMANDS) adds, recorded instead of built: each option's
+    flags, keywords and mutually exclusive group (a list holding whether the group is
+    required), in order."""
+
+    def __init__(self, actions: list, group: list | None = None):
+        self.actions, self.group = actions, group
+
+    def add_argument(self, *flags, **kw) -> None:
+        self.actions.append((flags, kw, self.group))
+
+    def add_argument_group(self, *a, **kw) -> _Declared:
+        return _Declared(self.actions, self.group)
+
+    def add_mutually_exclusive_group(self, required: bool = False) -> _Declared:
+        return _Declared(self.actions, [required])
+
+
+def _quick(argv):
+    """The arguments of a file command (_QUICK) read from the declarations argparse reads, where
+    they are plain: the command first, then each option by its full name (``--name value``,
+    ``--name=value``, a short ``-x value``) once, a store or a flag, its value not beginning
+    with ``-`` and taken by its type and choices, the required ones and the mutually exclusive
+    groups satisfied.  Anything else (help, an abbreviation, an error, an option of ``nargs``)
+    is argparse's: None.  Returns the namespace argparse would give."""
+    from types import SimpleNamespace
+
+    if not argv or argv[0] not in _QUICK:
+        return None
+    actions = []
+    COMMANDS[argv[0]][2](_Declared(actions), argv[0])
+    flag_of, dest_of = {}, {}
+    for i, (flags, kw, _) in enumerate(actions):
+        if kw.get("action") not in (None, "store_true") or "nargs" in kw:
+            flags = ()   # (read by argparse only)
+        for f in flags:
+            flag_of[f] = i
+        dest_of[i] = kw.get("dest") or next(f for f in actions[i][0] if f.startswith("--"))[2:] \
+            .replace("-", "_")
+    given = {}
+    k = 1
+    while k < len(argv):
+        flag, eq, value = argv[k].partition("=") if argv[k].startswith("--") else (argv[k], "", "")
+        i = flag_of.get(flag)
+        if i is None or i in given:
+            return None
+        kw = actions[i][1]
+        if kw.get("action") == "store_true":
+            if eq:
+                return None
+            given[i] = True
+        else:
+            if not eq:
+                k += 1
+                if k == len(argv) or argv[k].startswith("-"):
+                    return None
+                value = argv[k]
+            if kw.get("type") is not None:
+                try:
+                    value = kw["type"](value)
+                except Exception:  # noqa: BLE001 - argparse says what is wrong with it
+                    return None
+            if "choices" in kw and value not in kw["choices"]:
+                return None
+            given[i] = value
+        k += 1
+    groups = {}
+    for i, (flags, kw, group) in enumerate(actions):
+        if kw.get("required") and i not in given:
+            return None
+        if group is not None:
+            groups.setdefault(id(group), [group[0], 0])[1] += i in given
+    if any(n > 1 or required and not n for required, n in groups.values()):
+        return None
+    values = {"command": argv[0]}
+    for i, (flags, kw, _) in enumerate(actions):
+        values[dest_of[i]] = given.get(i, kw.get("default", False if kw.get("action") else None))
+    return SimpleNamespace(**values)
