@@ -357,19 +357,20 @@ def test_a_character_device_out_stays_a_device(tmp_path):
     assert not [f for f in os.listdir(tmp_path) if "ciphergrid" in f]
 
 
-@pytest.mark.parametrize("command", ["encrypt", "seal"])
-def test_a_workers_write_of_the_output_failing_is_the_jobs_io_error(tmp_path, command):
+@pytest.mark.parametrize("command,limited", [("encrypt", "rank != 0"), ("seal", "rank != 0"), ("encrypt", "rank == 0")])
+def test_a_write_of_the_output_failing_is_the_jobs_io_error(tmp_path, command, limited):
     """A file size limit on the workers only (their writes fail with EFBIG, as a full disk's with
     ENOSPC): the job's I/O error, not a rank's (no range dealt again, no "every worker failed",
     5): exit 4 on every rank, one line naming the output in the one-process command's words,
-    nothing under its name and no partial file."""
+    nothing under its name and no partial file.  On rank 0 only: sizing the partial file fails,
+    in the same words."""
     if command == "encrypt":
         args, _ = _files(tmp_path, "aes-128-ctr", 6 * RANGE, random.Random(31))
     else:
         _sealed_files(tmp_path, 6 * RANGE, 31)
         args = ["--key-file", str(tmp_path / "k"), *_sealed_args(tmp_path, "in", "out")]
     # (set once MPI is up: its start-up makes shared memory files larger than the limit)
-    limit = ("import resource, sys; from mpi4py import MPI; MPI.COMM_WORLD.rank and resource.setrlimit("
+    limit = (f"import resource, sys; from mpi4py import MPI; rank = MPI.COMM_WORLD.rank; {limited} and resource.setrlimit("
              "resource.RLIMIT_FSIZE, (32768, resource.getrlimit(resource.RLIMIT_FSIZE)[1])); "
              "from ciphergrid.cli import console; console()")
     run, codes = _mpi_each(3, tmp_path, command, *args, python=["-c", limit])

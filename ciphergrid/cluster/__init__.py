@@ -39,10 +39,10 @@ import os
 import sys
 
 from ..errors import DeviceError, InvalidArgument
-from .job import _Job, partial_path
+from .job import _Job, name_output, partial_path
 from .manager import deal
-from .wire import (_END, _PLAN, OUTPUT_ERRNOS, PARTIAL_SUFFIX, POLL_MAX_S, RANGE, SIGNAL_WAIT_S,
-                   OutputFailed, _await, _end, _portable, _tell)
+from .wire import (_END, _PLAN, PARTIAL_SUFFIX, POLL_MAX_S, RANGE, SIGNAL_WAIT_S, _await, _end,
+                   _portable, _tell)
 from .worker import _work
 
 __all__ = ["run", "crypt_file", "partial_path", "RANGE", "POLL_MAX_S", "PARTIAL_SUFFIX",
@@ -124,14 +124,6 @@ def _share_plan(comm, make_job, command: bool):
     return plan
 
 
-def _name_output(e: BaseException, name: str) -> None:
-    """The output named in a write of it that failed (a worker's, or rank 0's own full disk),
-    as the one-process command names it."""
-    if (isinstance(e, OSError) and not e.filename
-            and (isinstance(e, OutputFailed) or e.errno in OUTPUT_ERRNOS[:3])):
-        e.filename = name
-
-
 def _execute(comm, plan, device: str, command: bool) -> str:
     """Every rank: its part of the plan (manager, worker, or alone).  Returns the job's summary
     on every rank when the output is named; raises rank 0's error on every rank otherwise
@@ -148,7 +140,7 @@ def _execute(comm, plan, device: str, command: bool) -> str:
             job.commit()
         except BaseException as e:
             job.abort()
-            _name_output(e, job.out.name)
+            name_output(e, job.out.name)
             if job.out.kind == "through" and not isinstance(e, BrokenPipeError):
                 e.ciphergrid_written = (job.out.written, job.out.name)   # (the command line's note)
             outcome = e

@@ -9,13 +9,21 @@ import subprocess
 import sys
 
 from ..errors import InvalidArgument
-from .wire import PARTIAL_SUFFIX, RANGE
+from .wire import OUTPUT_ERRNOS, PARTIAL_SUFFIX, RANGE, OutputFailed
 
 
 def partial_path(out: str) -> str:
     """The partial output of ``out``: ``.NAME.ciphergrid-partial`` in the same folder."""
     folder, name = os.path.split(os.path.abspath(out))
     return os.path.join(folder, f".{name}{PARTIAL_SUFFIX}")
+
+
+def name_output(e: BaseException, name: str) -> None:
+    """The output named in a write of it that failed (a worker's, or rank 0's own full disk or
+    file size limit), as the one-process command names it."""
+    if (isinstance(e, OSError) and not e.filename
+            and (isinstance(e, OutputFailed) or e.errno in OUTPUT_ERRNOS[:3])):
+        e.filename = name
 
 
 def no_service(args) -> None:
@@ -136,8 +144,9 @@ def partial_output(out: str, size: int, header: bytes, sync: bool):
             os.pwrite(output.fd, header, 0)
         partial = partial_path(output.target)
         return output, partial, _Sentinel(partial)
-    except BaseException:
+    except BaseException as e:
         output.abort()
+        name_output(e, output.name)
         raise
 
 
