@@ -45,6 +45,55 @@ def build_copy_program(backend):
     return backend.build(program_source(None, "copy.cl"), key=("copy",))
 
 
+#: held while a backend's key ring is made
+_RING_MADE = threading.Lock()
+
+
+class KeyRing:
+    """A backend's device buffers for key schedules, reused by its keyed programs instead of an
+    allocation per program: a program takes one (at least the bytes it uploads) and gives it back
+    at close() once its zeroing is queued, so no key stays in a buffer after its program.  A
+    buffer given back with its zeroing still queued on a queue is taken again only by uploads on
+    that same queue (they run behind the zeroing); one whose queue was waited for, by any.  At
+    most SLOTS buffers are kept; each holds a power of two of bytes, at least MIN_BYTES."""
+
+    SLOTS = 8
+    MIN_BYTES = 4096
+
+    def __init__(self, backend):
+        self.b = backend
+        self.lock = threading.Lock()
+        self.free: list = []    # (capacity, buffer, queue or None: idle)
+
+    def take(self, nbytes: int, queue) -> tuple:
+        """(buffer, capacity) of at least ``nbytes`` for uploads on ``queue``."""
+        with self.lock:
+            for i, (cap, buf, q) in enumerate(self.free):
+                if cap >= nbytes and (q is None or q is queue):
+                    del self.free[i]
+                    return buf, cap
+        cap = max(self.MIN_BYTES, 1 << (max(int(nbytes), 1) - 1).bit_length())
+        return self.b.alloc(cap), cap
+
+    def give(self, slots, queue) -> None:
+        """Buffers (buffer, capacity) zeroed on ``queue`` (None: zeroed and waited for)."""
+        with self.lock:
+            for buf, cap in slots:
+                if len(self.free) < self.SLOTS:
+                    self.free.append((cap, buf, queue))
+
+
+def key_ring(backend) -> KeyRing:
+    """The backend's KeyRing (made on first use, kept on the backend object)."""
+    ring = backend.__dict__.get("_cg_key_ring")
+    if ring is None:
+        with _RING_MADE:
+            ring = backend.__dict__.get("_cg_key_ring")
+            if ring is None:
+                ring = backend._cg_key_ring = KeyRing(backend)
+    return ring
+
+
 class KeyedProgram:
     """One request's key schedules on one device, ready for ``enqueue`` over any block range.
 
@@ -64,14 +113,15 @@ class KeyedProgram:
         self.req = req
         spec = req.spec
         self.bs = spec.block_size
-        self.impl = req.implementation
+        self.impl = im = spec.algorithm.implementation(req.impl)
         self.prg = build_program(backend, spec, req.impl)
-        if self.impl.local_size and backend.group_size(self.prg) != self.impl.local_size:
+        if im.local_size and backend.group_size(self.prg) != im.local_size:
             # the kernels may rely on it (aes_bs.cl's counter tiles)
             raise DeviceError(f"{spec.algorithm.name} implementation {req.impl or 'fast'!r} needs "
-                              f"work-groups of {self.impl.local_size} work-items; {backend.info} "
+                              f"work-groups of {im.local_size} work-items; {backend.info} "
                               f"allows {backend.group_size(self.prg)}")
         self._bufs = []
+        self._slots = []      # (buffer, capacity): key-ring buffers, given back at close()
         self._hold = []      # host arrays an asynchronous upload still reads (OpenCL)
         self._keys_host = []  # the same, of key schedules (zeroed by close())
         self._scratch = None  # (queue, buffer): the scratch kept for launches on that queue
@@ -84,15 +134,15 @@ class KeyedProgram:
         self._upload_queue = queue or backend.default_queue
         self._async = getattr(backend, "upload_copies_pageable", False)
         self._ready = None   # the marker after the uploads (a launch on another queue waits on it)
-        schedules = req.mode.schedules(req)
+        mode = req.mode
+        schedules = mode.schedules(req)
         #: what the mode worked out on the host for a first launch over ``first_bytes`` bytes
         #: from block 0 (XTS: its segment tweaks), uploaded in the reserve with the keys, and the
         #: schedules that launch does without (uploaded by :meth:`schedule` when asked for)
         self.first = None
         head = None
-        if first_bytes:
-            ahead = getattr(req.mode, "first_launch", None)
-            self.first = ahead(req, first_bytes) if ahead is not None else None
+        if first_bytes and mode.first_launch is not None:
+            self.first = mode.first_launch(req, first_bytes)
         if self.first is not None:
             head, keep = self.first[0], self.first[1]
             self._later = schedules[keep:]
@@ -104,9 +154,8 @@ class KeyedProgram:
                 head[:] = bytes(len(head))
         if self.first is not None:
             self.rk += [None] * len(self._later)
-        prepare = getattr(req.mode, "prepare", None)
-        if prepare is not None:
-            prepare(self)
+        if mode.prepare is not None:
+            mode.prepare(self)
 
     def schedule(self, i: int):
         """Key schedule ``i``'s buffer (one a first launch did without: uploaded now and waited
@@ -120,18 +169,19 @@ class KeyedProgram:
         return buf
 
     def _upload_keys(self, schedules, head: bytes | None = None, *, reserve: bool = True) -> list:
-        """Every key schedule of the request in one device buffer (one allocation, one upload,
-        one zeroing: several schedules, XTS's two, at offsets of the backend's view alignment,
-        each a view); the buffers the kernels take, in ``schedules``' order.  The mode's
-        ``scratch_reserve`` bytes after them are the first scratch of launches on the upload
-        queue (a small call's, with nothing more to allocate or wipe)."""
+        """Every key schedule of the request in one device buffer of the backend's key ring
+        (one upload and one zeroing: several schedules, XTS's two, at offsets of the backend's
+        view alignment, each a view); the buffers the kernels take, in ``schedules``' order.
+        The mode's ``scratch_reserve`` bytes after them are the first scratch of launches on
+        the upload queue (a small call's, with nothing more to allocate or wipe)."""
         alg = self.req.spec.algorithm
-        words = [alg.expand(key, decrypt, layout=self.impl.key_layout) for key, decrypt in schedules]
+        layout = self.impl.key_layout
+        words = [alg.expand(key, decrypt, layout=layout) for key, decrypt in schedules]
         b = self.b
         reserve = self.req.mode.scratch_reserve if reserve else 0
         if len(words) == 1 and not reserve:
             host = words[0].view(np.uint8)
-            offsets = [0]
+            offsets = None
         else:
             align = b.view_align
             offsets, total = [], 0
@@ -144,9 +194,10 @@ class KeyedProgram:
                 w.fill(0)
             if head:
                 host[total: total + len(head)] = np.frombuffer(head, dtype=np.uint8)
-        buf = b.alloc(host.nbytes)
-        self._bufs.append(buf)
         try:
+            slot = key_ring(b).take(host.nbytes, self._upload_queue)
+            self._slots.append(slot)
+            buf = slot[0]
             ev = b.upload(buf, host, self._queue, record=not self._async)
         except BaseException:
             host.fill(0)
@@ -155,14 +206,15 @@ class KeyedProgram:
             raise
         if self._async:   # the runtime has its own copy by now
             host.fill(0)
-            for w in words:
-                w.fill(0)
+            if offsets is not None:
+                for w in words:
+                    w.fill(0)
         else:             # the device reads it later: kept until close() has finished the queue
             self._keys_host.append(host)
             self._ready = ev
         if reserve:
             self._scratch = (self._upload_queue, b.view(buf, total, reserve), reserve)
-        if len(words) == 1 and not reserve:
+        if offsets is None:
             return [buf]
         return [b.view(buf, off, w.nbytes) for w, off in zip(words, offsets)]
 
@@ -214,17 +266,31 @@ class KeyedProgram:
         """Wipe the round keys (and the chaining value) on the device: every buffer zeroed on
         the upload queue, which is then waited for once.  ``wait=False`` (a CUDA stream that
         every later use of the memory is ordered on: CuPy's pool gives a freed block back only
-        to its stream): the zeroing is queued behind the launches and not waited for."""
+        to its stream): the zeroing is queued behind the launches and not waited for.  The key
+        ring's buffers go back to the ring once their zeroing is queued (a buffer whose zeroing
+        failed is dropped, never reused)."""
+        slots, self._slots = self._slots, []
+        wiped = []
+        for buf, cap in slots:
+            try:
+                self.b.zero(buf, self._queue, wait=False)
+                wiped.append((buf, cap))
+            except Exception:
+                pass
         for buf in self._bufs:
             try:
                 self.b.zero(buf, self._queue, wait=False)
             except Exception:
                 pass
-        if self._bufs and (wait or self._keys_host):
+        waited = False
+        if (slots or self._bufs) and (wait or self._keys_host):
             try:
                 self.b.finish(self._queue)
+                waited = True
             except Exception:
-                pass
+                wiped = []
+        if wiped:
+            key_ring(self.b).give(wiped, None if waited else self._upload_queue)
         for host in self._keys_host:
             host.fill(0)
         self._keys_host = []

@@ -119,10 +119,16 @@ class Request(_Kind):
         under this key: past a refusing limit (64-bit blocks: 2^32 blocks, TDEA: 2^20) raise,
         unless ``allow_weak``; past a limit that allow_weak lifted (or one that only warns), warn
         once."""
-        if not self.encrypt or policy_suspended():
+        if not self.encrypt:
             return
-        pol = self._policy()
+        pol = self.policy
+        if pol is None:    # (made while policies were suspended, or by hand)
+            if policy_suspended():
+                return
+            pol = self.spec.algorithm.encryption_policy(self.key)
         if pol.block_limit is None or total_bytes <= pol.block_limit * self.block_size:
+            return
+        if policy_suspended():
             return
         what = f"{self.spec.name}: more than {_blocks(pol.block_limit, self.block_size)} under one key"
         why = pol.limit_reason or "the cipher's limit"
@@ -497,5 +503,9 @@ def make_request(spec, key, iv, encrypt: bool, padding=None, sector_size=None, s
     elif not mode.parallel(encrypt):
         impl = spec.algorithm.serial_implementation
     policy = check_policy(spec, key, allow_weak) if encrypt else None
-    return Request(spec, key, iv, bool(encrypt), padding, sector_size, start_sector or 0, impl,
-                   allow_weak=bool(allow_weak), policy=policy)
+    # (the frozen dataclass's fields set at once: its __init__ sets them one call at a time)
+    req = object.__new__(Request)
+    req.__dict__.update(spec=spec, key=key, iv=iv, encrypt=bool(encrypt), padding=padding,
+                        sector_size=sector_size, start_sector=start_sector or 0, impl=impl,
+                        allow_weak=bool(allow_weak), policy=policy)
+    return req

@@ -188,32 +188,61 @@ def round_keys(key: bytes) -> list[int]:
     return out
 
 
-#: the key schedule's update past the rotation, as XORs: the S-box on the top nibble (80) or
-#: byte (128) as a table of differences in place, and the round counter in place
-_S_DIFF = {10: tuple((SBOX[x] ^ x) << 76 for x in range(16)),
-           16: tuple((_byte_sbox(x, SBOX) ^ x) << 120 for x in range(256))}
-_COUNTERS = {10: tuple(i << 15 for i in range(1, ROUNDS + 1)),
-             16: tuple(i << 62 for i in range(1, ROUNDS + 1))}
-_M80, _M128 = (1 << 80) - 1, (1 << 128) - 1
+def _frame_tables(bits: int, step: int, boxes: tuple, counter_at: int):
+    """The key schedule in a frame that does not rotate: logical bit j of the key register
+    after round i (i = 0: the key itself) lies at bit (j + step * i) mod ``bits`` of a register
+    held twice, side by side (2 * ``bits`` bits: any 64 bits or nibble are one shift and mask
+    away, wrapping or not).  Per round i = 1 .. ROUNDS: (where its S-box nibbles lie, then for
+    each nibble value the XOR that applies the S-box there (both copies) -- the round counter's
+    XOR in the first nibble's table), and the offsets of K_1 .. K_32 (logical bits
+    ``bits - 64`` up)."""
+    def put(v: int, at: int) -> int:      # logical bits at ``at`` up, in the round's frame
+        out = 0
+        for k in range(v.bit_length()):
+            if v >> k & 1:
+                p = (at + k) % bits
+                out |= 1 << p | 1 << (p + bits)
+        return out
+
+    rounds = []
+    for i in range(1, ROUNDS + 1):
+        shift = step * i
+        counter = put(i, counter_at + shift)
+        nibbles = []
+        for n, at in enumerate(boxes):
+            table = tuple(put(SBOX[x] ^ x, at + shift) ^ (counter if n == 0 else 0)
+                          for x in range(16))
+            nibbles.append(((at + shift) % bits, table))
+        rounds.append(tuple(nibbles))
+    offsets = tuple((bits - 64 + step * t) % bits for t in range(ROUNDS + 1))
+    return tuple(rounds), offsets
+
+
+#: PRESENT-80: a rotation left by 61 is logical bit j from j + 19; the S-box on k79..k76, the
+#: counter at k19..k15.  PRESENT-128: from j + 67; S-boxes on k127..k124 and k123..k120, the
+#: counter at k66..k62
+_FRAMES = {10: _frame_tables(80, 19, (76,), 15), 16: _frame_tables(128, 67, (124, 120), 62)}
+_M64 = (1 << 64) - 1
 
 
 def round_keys_fast(key: bytes) -> list[int]:
-    """:func:`round_keys` with the update as two XORs (the one-shot call's key set-up)."""
+    """:func:`round_keys` in a frame that does not rotate (``_frame_tables``): a round is a
+    nibble read and a table's XOR (the one-shot call's key set-up)."""
     k = int.from_bytes(key, "big")
-    sd = _S_DIFF[len(key)]
-    if len(key) == 10:
-        out = [k >> 16]
-        for c in _COUNTERS[10]:
-            k = ((k << 61) | (k >> 19)) & _M80
-            k ^= sd[k >> 76] ^ c
-            out.append(k >> 16)
-    else:
-        out = [k >> 64]
-        for c in _COUNTERS[16]:
-            k = ((k << 61) | (k >> 67)) & _M128
-            k ^= sd[k >> 120] ^ c
-            out.append(k >> 64)
+    rounds, offsets = _FRAMES[len(key)]
+    d = k | k << (8 * len(key))
     k = 0
+    out = [d >> offsets[0] & _M64]
+    m = _M64
+    if len(key) == 10:
+        for ((p, t),), o in zip(rounds, offsets[1:]):
+            d ^= t[d >> p & 15]
+            out.append(d >> o & m)
+    else:
+        for ((p, t), (q, u)), o in zip(rounds, offsets[1:]):
+            d ^= t[d >> p & 15] ^ u[d >> q & 15]
+            out.append(d >> o & m)
+    d = 0
     return out
 
 

@@ -156,6 +156,12 @@ class Mode:
         write over its input, and a split takes the block before it from the input."""
         return False
 
+    #: ``first_launch(req, n)``: what a mode works out on the host for a keyed program's first
+    #: launch over ``n`` bytes (modes/xts.py), or None where it works out nothing
+    first_launch = None
+    #: ``prepare(kp)``: a mode's set-up of a new keyed program, or None where it has none
+    prepare = None
+
     #: device scratch bytes a keyed program reserves beside its round keys (XTS: a small call's
     #: segment tweaks), allocated, uploaded and wiped with them
     scratch_reserve = 0

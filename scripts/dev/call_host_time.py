@@ -15,7 +15,14 @@ downloads, A allocations, Z zeroings, E events recorded, W host waits).
 finished before the next (its wall time, median of 200 calls, and this thread's CPU time, the
 least of them, us).
 
-    python3 scripts/dev/call_host_time.py [--opencl] [NAME ...]
+``--api``: the public API's GPU-resident one-shot call (``ciphergrid.encrypt/decrypt`` of CuPy
+arrays with ``out=``, ``device="cuda"``, a fresh key each call, route and all) on that null device
+with a stand-in for CuPy, this thread's CPU time from the call to its first launch (least and
+median of 300 calls), of the whole call (least), and of a fresh ``Cipher``'s context to its first
+launch (the Cipher made, ``encryptor()``, ``update_into``; least).  ``--all``: every block
+cipher·mode (default: NAMES).
+
+    python3 scripts/dev/call_host_time.py [--opencl | --api] [--all | NAME ...]
 
 To compare two trees, run it from each with that tree first on the path (``cd TREE &&
 PYTHONPATH=TREE python3 .../call_host_time.py``), alternating.  A tree without
@@ -125,6 +132,9 @@ class NullBackend(Backend):
     def marker(self, queue=None):
         self.count["event"] += 1
         return object()
+
+    def after(self, queue, events):
+        self.count["wait"] += 1
 
     @property
     def default_queue(self):
@@ -271,11 +281,143 @@ def opencl_row(b, counting, name: str, rng) -> str:
     return (f"{name:18s} {ow:9.1f} {oc:9.1f} {pw:9.1f} {pc:9.1f}   {one:>14s} | {piece}")
 
 
+# -- through the public API: ``ciphergrid.encrypt/decrypt(..., device=..., out=...)`` ----------
+
+class _FakeArray:
+    """What the GPU-resident path reads of a CuPy uint8 array (a stand-in: no GPU)."""
+
+    ndim = 1
+    dtype = np.dtype(np.uint8)
+
+    class flags:
+        c_contiguous = True
+
+    class device:
+        id = 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    device = device()
+
+    class _Ptr:
+        def __init__(self, ptr):
+            self.ptr = ptr
+
+    def __init__(self, nbytes: int, ptr: int = 1 << 20):
+        self.nbytes = self.size = nbytes
+        self.data = self._Ptr(ptr)
+
+    def __getitem__(self, s):
+        a, b, _ = s.indices(self.nbytes)
+        return _FakeArray(b - a, self.data.ptr + a)
+
+
+def _fake_cupy():
+    import types
+
+    m = types.ModuleType("cupy")
+    m.ndarray = _FakeArray
+    m.uint8 = np.uint8
+    stream = types.SimpleNamespace(synchronize=lambda: None)
+    m.cuda = types.SimpleNamespace(get_current_stream=lambda: stream,
+                                   Device=lambda i=0: _FakeArray.device)
+    return m
+
+
+class FirstLaunch:
+    """Wraps ``b.launch``: the thread's CPU clock at a call's first launch."""
+
+    def __init__(self, b):
+        self.at = None
+        real = b.launch
+
+        def launch(*a, **k):
+            if self.at is None:
+                self.at = time.thread_time_ns()
+            return real(*a, **k)
+
+        b.launch = launch
+
+
+def api_setup():
+    """A null CUDA device at spec cuda:0 in the current runtime, CuPy stood in for."""
+    from ciphergrid.runtime import current
+
+    sys.modules["cupy"] = _fake_cupy()
+    b = NullBackend()
+    b.info = DeviceInfo("cuda:0", "cuda", "null", "gpu", 132, 1 << 34)
+    b.dev = _FakeArray.device
+    b.group_size = lambda prg: 256
+    rt = current()
+    rt.devices.by_runtime["cuda"] = (b.info,)
+    rt.devices.by_runtime.setdefault("opencl", ())
+    rt.devices.gpu_nodes = True
+    rt.backends["cuda:0"] = b
+    return b
+
+
+def api_row(b, first: FirstLaunch, name: str, rng, device: str, n: int = 300) -> str:
+    import ciphergrid
+
+    spec = lookup(name)
+    enc = spec.mode.parallel(True)
+    call = ciphergrid.encrypt if enc else ciphergrid.decrypt
+    inputs = [random_inputs(name, rng.bytes, SIZE) for _ in range(64)]
+    x, y = _FakeArray(SIZE, 1 << 20), _FakeArray(SIZE, 1 << 24)
+    b.count.clear()
+    key, iv, opts = inputs[0]
+    call(x, name, key=key, iv=iv, device=device, out=y, allow_weak=True, **opts)
+    one = ops(b.count)
+    to_first, whole = [], []
+    for i in range(n):
+        key, iv, opts = inputs[i % 64]
+        first.at = None
+        t = time.thread_time_ns()
+        call(x, name, key=key, iv=iv, device=device, out=y, allow_weak=True, **opts)
+        whole.append(time.thread_time_ns() - t)
+        to_first.append(first.at - t)
+
+    def ctx():
+        key, iv, opts = inputs[ctx.i % 64]
+        ctx.i += 1
+        c = ciphergrid.Cipher(name, key, iv, device=device, allow_weak=True, **opts)
+        e = c.encryptor() if enc else c.decryptor()
+        first.at = None
+        e.update_into(x, y)
+        return first.at, c
+    ctx.i = 0
+    c_first = []
+    for i in range(n):
+        t = time.thread_time_ns()
+        at, c = ctx()
+        c_first.append(at - t)
+        c.close()
+    return (f"{name:18s} {min(to_first) / 1000:9.1f} {statistics.median(to_first) / 1000:9.1f}"
+            f" {min(whole) / 1000:9.1f} {min(c_first) / 1000:9.1f}   {one}")
+
+
 def main(argv: list[str]) -> None:
     warnings.simplefilter("ignore")
     rng = np.random.default_rng(1)
     opencl = "--opencl" in argv
     names = [a for a in argv if not a.startswith("--")] or NAMES
+    if "--all" in argv:
+        from ciphergrid.registry import names as all_names
+
+        names = all_names()
+    if "--api" in argv:
+        b = api_setup()
+        first = FirstLaunch(b)
+        print(f"{'cipher':18s} {'to 1st':>9s} {'median':>9s} {'call':>9s} {'ctx 1st':>9s}"
+              f"   ops one-shot   (us of CPU: one-shot to its first launch, least and median of"
+              f" 300; the whole call, least; a fresh Cipher's context to its first launch, least)")
+        for name in names:
+            print(api_row(b, first, name, rng, "cuda"), flush=True)
+        return
     if opencl:
         from ciphergrid.route import engine
 

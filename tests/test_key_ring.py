@@ -1,0 +1,146 @@
+"""The key ring (program.KeyRing): a backend's keyed programs upload their key schedules into
+buffers reused from program to program instead of one allocation each, and no key stays in a
+buffer after its program: a buffer goes back to the ring only once its zeroing is queued, is
+taken again only behind that zeroing (the same queue, or any once the queue was waited for), and
+one whose zeroing failed is never reused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ciphergrid
+from ciphergrid.backends.base import Backend, DeviceInfo, Program
+from ciphergrid.program import KeyedProgram, key_ring
+from ciphergrid.registry import lookup
+from ciphergrid.request import make_request
+
+
+class Buf:
+    def __init__(self, n: int):
+        self.nbytes = n
+        self.data = bytearray(n)
+
+
+class Recording(Backend):
+    """A CUDA-like device: buffers are host bytes, uploads copy at once, zeroing clears them;
+    every operation is logged as (name, buffer id, queue)."""
+
+    upload_copies_pageable = True
+    view_align = 256
+
+    def __init__(self):
+        self.info = DeviceInfo("cuda:98", "cuda", "recording", "gpu", 1, 1 << 30)
+        self.log: list = []
+        self._default = object()
+        self._programs: dict = {}
+        self.fail_zero = False
+
+    def cached_program(self, key):
+        return self._programs.setdefault(key, Program(None, lambda native, name: name))
+
+    def alloc(self, nbytes):
+        b = Buf(nbytes)
+        self.log.append(("alloc", id(b), None))
+        return b
+
+    def upload(self, buf, host, queue=None, *, offset=0, wait_for=None, record=True):
+        data = np.asarray(host).view(np.uint8).tobytes()
+        buf.data[offset: offset + len(data)] = data
+        self.log.append(("upload", id(buf), queue))
+
+    def zero(self, buf, queue=None, *, wait=True):
+        if self.fail_zero:
+            raise RuntimeError("zeroing failed")
+        buf.data[:] = bytes(buf.nbytes)
+        self.log.append(("zero", id(buf), queue))
+
+    def view(self, buf, offset, nbytes):
+        return (buf, offset, nbytes)
+
+    def wait(self, event):
+        pass
+
+    def finish(self, queue=None):
+        self.log.append(("finish", None, queue))
+
+    def launch(self, program, name, items, args, queue=None, *, wait_for=None, record=True):
+        self.log.append(("launch", name, queue))
+
+    @property
+    def default_queue(self):
+        return self._default
+
+
+def _req(name="aes-128-ctr", key=bytes(range(16))):
+    spec = lookup(name)
+    return make_request(spec, key, bytes(16), True)
+
+
+def _key_buffer(kp):
+    return kp.rk[0]
+
+
+def test_reused_on_the_same_queue_behind_its_zeroing():
+    b = Recording()
+    s, t = object(), object()
+    kp = KeyedProgram(b, _req(), queue=s, record=False)
+    buf = _key_buffer(kp)
+    assert any(buf.data) and buf.nbytes >= 176
+    kp.close(False)                       # (queued on s, not waited for)
+    assert not any(buf.data)              # zeroed before it went back
+    assert b.log[-1] == ("zero", id(buf), s)
+    again = KeyedProgram(b, _req(key=bytes(16 * [7])), queue=s, record=False)
+    assert _key_buffer(again) is buf      # the same queue: behind the zeroing
+    other = KeyedProgram(b, _req(), queue=t, record=False)
+    assert _key_buffer(other) is not buf  # another queue: not before the zeroing has run
+    assert [op[0] for op in b.log].count("alloc") == 2
+    again.close(False)
+    other.close(False)
+
+
+def test_any_queue_once_waited_for():
+    b = Recording()
+    kp = KeyedProgram(b, _req(), queue=object(), record=False)
+    buf = _key_buffer(kp)
+    kp.close(True)
+    assert b.log[-1][0] == "finish" and not any(buf.data)
+    assert _key_buffer(KeyedProgram(b, _req(), queue=object(), record=False)) is buf
+
+
+def test_a_buffer_whose_zeroing_failed_is_never_reused():
+    b = Recording()
+    s = object()
+    kp = KeyedProgram(b, _req(), queue=s, record=False)
+    buf = _key_buffer(kp)
+    b.fail_zero = True
+    kp.close(False)
+    b.fail_zero = False
+    assert key_ring(b).free == []
+    assert _key_buffer(KeyedProgram(b, _req(), queue=s, record=False)) is not buf
+
+
+def test_xts_schedules_share_one_buffer_and_the_ring_is_bounded():
+    b = Recording()
+    s = object()
+    progs = [KeyedProgram(b, _req("aes-128-xts", bytes(range(32))), queue=s, record=False)
+             for _ in range(12)]
+    assert len({id(p._slots[0][0]) for p in progs}) == 12
+    for p in progs:
+        assert len(p._slots) == 1 and p.rk[0] is not None
+        p.close(False)
+    assert len(key_ring(b).free) == key_ring(b).SLOTS
+
+
+def test_one_shots_through_the_ring_match_openssl(cpu_device):
+    """Calls on the OpenCL CPU device, each with its own key, reusing the ring's buffers: each
+    output is OpenSSL's."""
+    rng = np.random.default_rng(50)
+    data = rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()
+    for name in ("aes-128-ctr", "aes-256-xts", "camellia-128-cbc"):
+        for _ in range(3):
+            key = rng.bytes(lookup(name).key_lens[0])
+            iv = rng.bytes(16)
+            want = ciphergrid.encrypt(data, name, key, iv, device="native")
+            assert ciphergrid.encrypt(data, name, key, iv, device=cpu_device) == want
+            assert ciphergrid.decrypt(want, name, key, iv, device=cpu_device) == data
