@@ -196,12 +196,15 @@ def _inv_mix_column(col) -> bytes:
 
 def _tables(tables: int, copies: int, *, prmt: int = 1, keys_in_regs: int = 1, mad_index: int = 0,
             mulhi: int = 0, batch: int = 1, grid: str = "persistent", last_permute: int = 0,
-            ctr_slots: int = 0, at_once: int = 1) -> Implementation:
+            ctr_slots: int = 0, at_once: int = 1, dp4a: int = 0,
+            max_registers: int | None = None) -> Implementation:
     """An implementation of kernels/aes.cl (T-tables): its compile-time options (see that file).
     ``ctr_slots``: CTR on counter sub-tiles, that many counters a work-item takes from each, in
     work-groups of 256 (the other modes as without)."""
     defines = {"AES_TABLES": tables, "AES_COPIES": copies, "AES_PRMT": prmt,
                "AES_KEYS_IN_REGS": keys_in_regs, "AES_MAD_INDEX": mad_index, "AES_MULHI_BYTE3": mulhi}
+    if dp4a:
+        defines["AES_DP4A"] = dp4a
     if last_permute:
         defines["AES_LAST_PERMUTE"] = last_permute
     if ctr_slots:
@@ -209,7 +212,7 @@ def _tables(tables: int, copies: int, *, prmt: int = 1, keys_in_regs: int = 1, m
     if at_once > 1:
         defines["AES_CTR_AT_ONCE"] = at_once
     return Implementation("aes.cl", batch=batch, grid=grid, defines=defines,
-                          local_size=256 if ctr_slots else None)
+                          local_size=256 if ctr_slots else None, max_registers=max_registers)
 
 
 class AES(BlockCipher):
@@ -276,15 +279,21 @@ class AES(BlockCipher):
         "alt-2-blocks-per-item": _tables(2, 16, batch=2),
         # -- the default: the fastest on a GPU (docs/benchmarks.md 2, ablation) ---------------
         "fast": _tables(1, 32, mad_index=1),
-        # -- CTR's steps on top of "fast" (kernels/aes.cl, AES_CTR_SLOTS): counter sub-tiles,
-        # rounds 1 and 2 shared by a sub-tile's counters; then the last round by byte permutes;
-        # alternatives: fewer slots a work-item, two slots side by side, round keys read from
-        # memory (fewer registers) ------------------------------------------------------------
-        "+ctr-subtiles": _tables(1, 32, mad_index=1, ctr_slots=8),
-        "+last-round-permutes": _tables(1, 32, mad_index=1, ctr_slots=8, last_permute=1),
-        "alt-ctr-4-slots": _tables(1, 32, mad_index=1, ctr_slots=4, last_permute=1),
-        "alt-ctr-2-at-once": _tables(1, 32, mad_index=1, ctr_slots=8, last_permute=1, at_once=2),
-        "alt-ctr-keys-in-memory": _tables(1, 32, mad_index=1, ctr_slots=8, last_permute=1,
+        # -- steps on top of "fast" (kernels/aes.cl): each lookup's byte and address in one dp4a
+        # (every mode); then CTR's counter sub-tiles (AES_CTR_SLOTS: rounds 1 and 2 shared by a
+        # sub-tile's counters), the last round by byte permutes, registers capped at 64 (the
+        # occupancy of "fast"); alternatives to the last: fewer slots a work-item, two slots side
+        # by side, round keys read from memory ------------------------------------------------
+        "+dp4a-index": _tables(1, 32, mad_index=1, dp4a=1),
+        "+ctr-subtiles": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8),
+        "+last-round-permutes": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8, last_permute=1),
+        "+64-registers": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8, last_permute=1,
+                                 max_registers=64),
+        "alt-ctr-4-slots": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=4, last_permute=1,
+                                   max_registers=64),
+        "alt-ctr-2-at-once": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8, last_permute=1,
+                                     at_once=2),
+        "alt-ctr-keys-in-memory": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8, last_permute=1,
                                           keys_in_regs=0),
         # -- constant time: bitsliced, no tables (kernels/aes_bs.cl); CTR works on aligned counter
         # tiles of 32 x local_size blocks.  "ct-c": the compiler maps the S-box circuit; "ct"

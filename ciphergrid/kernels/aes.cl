@@ -26,6 +26,11 @@
  *   AES_MULHI_BYTE3   1: the top byte is extracted by a high multiply, mulhi(x, 256) = x >> 24 (an
  *                     IMAD.HI on the FMA pipe, written in PTX so no compiler turns it back into a
  *                     shift); only on NVIDIA compilers, elsewhere a shift.
+ *   AES_DP4A          1: a lookup address, b * (4 COPIES) + 4 lane for byte b of a state word, is one
+ *                     4-byte dot product with accumulate (dp4a: the word's bytes times those of
+ *                     (4 COPIES) << 8 k, plus 4 lane), so no instruction extracts the byte (NVIDIA's
+ *                     IDP.4A, written in PTX; elsewhere the same sum in C).  Needs AES_MAD_INDEX,
+ *                     AES_TABLES 1 and 4 COPIES < 256.
  *   AES_LAST_PERMUTE  1: the last round's four S-box bytes of a column are gathered from their four
  *                     T0 words by three byte permutes (S(x) is byte 1 and byte 2 of T0[x]); 0: a
  *                     shift and a mask per byte, merged by ORs.
@@ -68,6 +73,9 @@
 #endif
 #ifndef AES_LAST_PERMUTE
 #define AES_LAST_PERMUTE 0
+#endif
+#ifndef AES_DP4A
+#define AES_DP4A 0
 #endif
 #ifndef AES_CTR_SLOTS
 #define AES_CTR_SLOTS 0
@@ -203,17 +211,41 @@ DEVICE_FN uint aes_byte3_mulhi(uint x)
 #define AES_B3(x) BYTE3(x)
 #endif
 
+/* AES_LB(t, tb, x, k): word of table tb for byte k (a literal 0..3) of state word x */
+#if AES_DP4A
+#if !AES_MAD_INDEX || AES_TABLES != 1 || AES_COPIES > 63
+#error "AES_DP4A needs AES_MAD_INDEX, AES_TABLES 1 and AES_COPIES < 64"
+#endif
+#if defined(__CUDACC__) || defined(cl_nv_pragma_unroll)
+DEVICE_FN uint aes_dp4a(uint x, uint m, uint c)
+{
+    uint r;
+    asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(m), "r"(c));
+    return r;
+}
+#else
+DEVICE_FN uint aes_dp4a(uint x, uint m, uint c)
+{
+    return c + BYTE0(x) * BYTE0(m) + BYTE1(x) * BYTE1(m) + BYTE2(x) * BYTE2(m) + BYTE3(x) * BYTE3(m);
+}
+#endif
+#define AES_LB(t, tb, x, k) (*(LOCAL_PTR const uint *)((LOCAL_PTR const uchar *)(t) + \
+    aes_dp4a((x), (4u * AES_COPIES) << (8 * (k)), lane)))
+#else
+#define AES_LB(t, tb, x, k) AES_L(t, tb, AES_B##k(x))
+#endif
+
 /* one column of a full round from table set t: T0[a] ^ T1[b] ^ T2[c] ^ T3[d] */
 #if AES_TABLES == 4
 #define AES_COL(t, a, b, c, d) \
-    (AES_L(t, 0, AES_B0(a)) ^ AES_L(t, 1, AES_B1(b)) ^ AES_L(t, 2, AES_B2(c)) ^ AES_L(t, 3, AES_B3(d)))
+    (AES_LB(t, 0, a, 0) ^ AES_LB(t, 1, b, 1) ^ AES_LB(t, 2, c, 2) ^ AES_LB(t, 3, d, 3))
 #elif AES_TABLES == 2
 #define AES_COL(t, a, b, c, d) \
-    (AES_L(t, 0, AES_B0(a)) ^ AES_L(t, 1, AES_B1(b)) ^ ROTL32(AES_L(t, 0, AES_B2(c)) ^ AES_L(t, 1, AES_B3(d)), 16))
+    (AES_LB(t, 0, a, 0) ^ AES_LB(t, 1, b, 1) ^ ROTL32(AES_LB(t, 0, c, 2) ^ AES_LB(t, 1, d, 3), 16))
 #else
 #define AES_COL(t, a, b, c, d)                                                        \
-    (AES_L(t, 0, AES_B0(a)) ^ ROTL32(AES_L(t, 0, AES_B1(b)), 8) ^                      \
-     ROTL32(AES_L(t, 0, AES_B2(c)), 16) ^ ROTL32(AES_L(t, 0, AES_B3(d)), 24))
+    (AES_LB(t, 0, a, 0) ^ ROTL32(AES_LB(t, 0, b, 1), 8) ^                              \
+     ROTL32(AES_LB(t, 0, c, 2), 16) ^ ROTL32(AES_LB(t, 0, d, 3), 24))
 #endif
 
 /* fill table set t (AES_TABLES rotations of base, AES_COPIES copies each) */
@@ -279,12 +311,12 @@ DEVICE_FN void aes_load_keys(uint *dst, GLOBAL_RO const uint *RESTRICT src)
 #if AES_LAST_PERMUTE
 /* bytes 0, 1 from T0[a], T0[b] (their byte 1); bytes 2, 3 from T0[c] (its byte 2), T0[d] (byte 1) */
 #define AES_SE(a, b, c, d)                                                                 \
-    BYTE_PERM(BYTE_PERM(AES_L(t0, 0, AES_B0(a)), AES_L(t0, 0, AES_B1(b)), 0x0051u),        \
-              BYTE_PERM(AES_L(t0, 0, AES_B2(c)), AES_L(t0, 0, AES_B3(d)), 0x5200u), 0x7610u)
+    BYTE_PERM(BYTE_PERM(AES_LB(t0, 0, a, 0), AES_LB(t0, 0, b, 1), 0x0051u),                \
+              BYTE_PERM(AES_LB(t0, 0, c, 2), AES_LB(t0, 0, d, 3), 0x5200u), 0x7610u)
 #else
-#define AES_SB(x) ((AES_L(t0, 0, x) >> 8) & 0xffu)
+#define AES_SB(x, k) ((AES_LB(t0, 0, x, k) >> 8) & 0xffu)
 #define AES_SE(a, b, c, d) \
-    (AES_SB(AES_B0(a)) | (AES_SB(AES_B1(b)) << 8) | (AES_SB(AES_B2(c)) << 16) | (AES_SB(AES_B3(d)) << 24))
+    (AES_SB(a, 0) | (AES_SB(b, 1) << 8) | (AES_SB(c, 2) << 16) | (AES_SB(d, 3) << 24))
 #endif
 
 DEVICE_FN void aes_encrypt1(uint *s, AES_RK_PTR rk, LOCAL_PTR const uint *t0, uint lane)
@@ -399,10 +431,10 @@ DEVICE_FN void aes_ctr_slot(uint *s, const uint *kc, uint x15, AES_RK_PTR rk, LO
                             uint lane)
 {
     const uint c0 = kc[0] ^ ROTL32(AES_L(t0, 0, x15), 24);
-    uint s0 = kc[1] ^ AES_L(t0, 0, AES_B0(c0));
-    uint s1 = kc[2] ^ ROTL32(AES_L(t0, 0, AES_B3(c0)), 24);
-    uint s2 = kc[3] ^ ROTL32(AES_L(t0, 0, AES_B2(c0)), 16);
-    uint s3 = kc[4] ^ ROTL32(AES_L(t0, 0, AES_B1(c0)), 8);
+    uint s0 = kc[1] ^ AES_LB(t0, 0, c0, 0);
+    uint s1 = kc[2] ^ ROTL32(AES_LB(t0, 0, c0, 3), 24);
+    uint s2 = kc[3] ^ ROTL32(AES_LB(t0, 0, c0, 2), 16);
+    uint s3 = kc[4] ^ ROTL32(AES_LB(t0, 0, c0, 1), 8);
     AES_ROUNDS_FROM_3(AES_ENC_ROUND)
     s[0] = AES_SE(s0, s1, s2, s3);
     s[1] = AES_SE(s1, s2, s3, s0);
