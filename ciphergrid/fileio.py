@@ -26,7 +26,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import threading
 
 from . import interrupts
 from .errors import InvalidArgument
@@ -92,6 +91,8 @@ class Reservation:
     descriptor may then be closed)."""
 
     def __init__(self, fd: int, start: int, size: int, fallocate):
+        import threading
+
         self.fd, self.start, self.size = fd, start, size
         self._fallocate = fallocate
         self._stop = threading.Event()

@@ -10,9 +10,9 @@ asks for it (:func:`check`), or raised where it lands inside :func:`interruptibl
 
 from __future__ import annotations
 
+import _signal as signal   # (signal's own functions and numbers, without its enums' import)
 import contextlib
-import signal
-import threading
+import sys
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -104,7 +104,8 @@ def ending() -> None:
 def deferred():
     """Hold a signal until the block ends (then raise it).  Signals reach the main thread only:
     elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    threading = sys.modules.get("threading")   # (not imported: no thread but the main one)
+    if threading is not None and threading.current_thread() is not threading.main_thread():
         yield
         return
     _state["deferring"] += 1

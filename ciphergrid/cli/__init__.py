@@ -10,8 +10,8 @@ and exit with the codes of :data:`EXIT_CODES`.  A regular output file is replace
 
 from __future__ import annotations
 
+import _signal as signal   # (the numbers; the signal module's enums only to name one)
 import os
-import signal
 import sys
 
 from .. import interrupts
@@ -99,8 +99,10 @@ def main(argv=None) -> int:
         _error(f"{e.strerror or e}{where}", e)
         return EXIT_IO
     except KeyboardInterrupt as e:
+        import signal as named
+
         signum = getattr(e, "signum", signal.SIGINT)
-        print(f"ciphergrid: interrupted by {signal.Signals(signum).name}{_written(e)}",
+        print(f"ciphergrid: interrupted by {named.Signals(signum).name}{_written(e)}",
               file=sys.stderr)
         return EXIT_SIGNAL + signum
     finally:

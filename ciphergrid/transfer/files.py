@@ -9,18 +9,17 @@ uses; this module knows files, not chunks or devices.
 from __future__ import annotations
 
 import errno
-import fcntl
-import mmap
 import os
 import stat
-import threading
 from typing import NamedTuple
 
 from .. import settings as _settings
 from ..fileio import TMPFS_MAGIC, fs_magic
 from .._lazy import numpy_for
 
-PAGE = mmap.PAGESIZE   # (as pinning.PAGE; the file path imports no page-locking)
+#: the page size (mmap.PAGESIZE, as pinning.PAGE: the file path imports no page-locking); fcntl,
+#: mmap and threading are imported by the functions below that use them
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 np = numpy_for(__name__)
 
@@ -71,6 +70,8 @@ def widen_pipe(fd: int, size: int = 1 << 20) -> int | None:
                 size = min(size, int(f.read()))
         except (OSError, ValueError):
             pass
+        import fcntl
+
         return fcntl.fcntl(fd, F_SETPIPE_SZ, size)
     except OSError:
         return None
@@ -108,6 +109,8 @@ def map_output(fd: int, base: int, size: int, how: str, *, array: bool = True):
     read-write (``how`` "populate": MAP_POPULATE).  Returns (the mapping, a uint8 array of those
     bytes, or a memoryview with ``array=False``), or (None, None) where the file cannot be mapped;
     a full disk raises."""
+    import mmap
+
     try:
         end = base + size
         if os.fstat(fd).st_size < end:
@@ -128,6 +131,8 @@ def map_input(fd: int, base: int, size: int, *, array: bool = True):
     """A read-only shared mapping of bytes [base, base + size) of the input ``fd``: (the mapping,
     a read-only uint8 array of those bytes, or a memoryview with ``array=False``), or (None, None)
     where it cannot be mapped."""
+    import mmap
+
     try:
         start = base - base % mmap.ALLOCATIONGRANULARITY
         in_map = mmap.mmap(fd, base + size - start, mmap.MAP_SHARED, mmap.PROT_READ, offset=start)
@@ -142,12 +147,17 @@ def _view(m, lo: int, size: int, array: bool):
 
 def _writes_at_offsets(fd: int) -> bool:
     """A regular file not opened O_APPEND: written at offsets (pwrite, a mapping) in any order."""
+    import fcntl
+
     return stat.S_ISREG(os.fstat(fd).st_mode) and not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND
 
 
-def _map_rw(fd: int, length: int, flags: int, offset: int) -> mmap.mmap:
+def _map_rw(fd: int, length: int, flags: int, offset: int):
     """A read-write shared mapping of ``fd``; a write-only descriptor (``open(path, "wb")``) is
     reopened read-write through /proc/self/fd first (a mapping needs read access)."""
+    import fcntl
+    import mmap
+
     prot = mmap.PROT_READ | mmap.PROT_WRITE
     if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_WRONLY:
         return mmap.mmap(fd, length, flags, prot, offset=offset)
@@ -188,6 +198,9 @@ class Prefault:
     docs/benchmarks.md 4c.)"""
 
     def __init__(self, fd: int, offset: int, size: int, threads: int):
+        import mmap
+        import threading
+
         self._stop = threading.Event()
         os.posix_fallocate(fd, offset, size)  # a full RAM disk fails here, before any work
         start = offset - offset % mmap.ALLOCATIONGRANULARITY

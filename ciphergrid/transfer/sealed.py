@@ -18,6 +18,10 @@ length is checked before anything is read (a sealed length or InvalidTag).
 
 A device between two regular files (opening: into an unlinked output) takes no pieces here: both
 files are mapped and the whole message is one call, its chunks one AEAD batch (:func:`mapped`).
+
+One worker (one core) is the calling thread itself (:func:`_alone`): no thread is started,
+each piece read, sealed or opened, and written in turn, a write and its count never torn apart
+by a signal (``interrupts.deferred``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from __future__ import annotations
 import os
 
 from . import files
-from .pieces import _Shared
 
 #: plaintext bytes per piece (whole chunks): a few pieces per worker stay in the last-level cache
 #: between the read, the cipher and the write
@@ -248,6 +251,14 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
         threads = min(threads, npieces)
     else:
         npieces = None
+    # a worker's buffers: a piece's, or the whole input's where it is shorter (a chunk's output
+    # for each of its chunks begun, and one more: the final chunk)
+    in_len = in_step if size is None else min(in_step, size)
+    out_len = min(out_step, (in_len // (in_step // q) + 1) * (out_step // q))
+    if threads == 1:
+        return _alone(ends, dst, in_step, out_step, q, npieces, progress, work, in_len, out_len)
+    from .pieces import _Shared
+
     sh = _Shared(ends, progress, npieces)
 
     def claim(buf: memoryview):
@@ -268,11 +279,6 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
             sh.eof = got < in_step
             return k, got, got < in_step
 
-    # a worker's buffers: a piece's, or the whole input's where it is shorter (a chunk's output
-    # for each of its chunks begun, and one more: the final chunk)
-    in_len = in_step if size is None else min(in_step, size)
-    out_len = min(out_step, (in_len // (in_step // q) + 1) * (out_step // q))
-
     def body(i: int) -> None:
         buf = memoryview(bytearray(in_len))
         out = memoryview(bytearray(out_len))
@@ -289,6 +295,45 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
                 return
 
     return sh.run(threads, body, "sealed", dst)
+
+
+def _alone(ends, dst, in_step: int, out_step: int, q: int, npieces: int | None, progress, work,
+           in_len: int, out_len: int) -> int:
+    """:func:`_run`'s pieces on one worker, the calling thread: read in order (a regular input
+    at each piece's offset), turned by ``work``, written in order; returns the bytes written."""
+    from .. import interrupts
+    from ..errors import InvalidArgument
+
+    buf = memoryview(bytearray(in_len))
+    out = memoryview(bytearray(out_len))
+    written = k = 0
+    while True:
+        if ends.reg_in:
+            if k >= npieces:
+                break
+            lo = k * in_step
+            want = min(in_step, ends.size - lo)
+            got = files.read_full(ends.fd_in, buf[:want], ends.base_in + lo) if want else 0
+            if got != want:
+                raise InvalidArgument(f"the input changed while it was read (it ends at {lo + got} "
+                                      f"of {ends.size} bytes)")
+            final = k == npieces - 1
+        else:
+            got = files.read_full(ends.fd_in, buf, None)
+            final = got < in_step
+        n = work(k * q, buf, got, final, out)
+        with interrupts.deferred():   # (a signal waits until the count below is made)
+            files.write_all(ends.fd_out, out[:n], ends.base_out + k * out_step if ends.reg_out
+                            else None)
+            written += n
+            if progress is not None:
+                progress(n)
+        k += 1
+        if final:
+            break
+    if ends.reg_out:
+        files.seek_to(dst, ends.fd_out, ends.base_out + written)
+    return written
 
 
 __all__ = ["seal", "open_", "mapped", "one_batch", "said", "plan", "runs_on", "cores", "PIECE",
