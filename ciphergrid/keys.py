@@ -37,9 +37,7 @@ Compatibility notes (checked against OpenSSL 3.0):
 
 from __future__ import annotations
 
-import binascii
 import os
-import re
 import sys
 import warnings
 
@@ -137,7 +135,34 @@ def wipe(buf) -> None:
 
 
 # ------------------------------------------------------------------------------------ --key-file
-_HEX_TEXT = re.compile(rb"\s*([0-9A-Fa-f]*)\s*")
+#: the whitespace around a key file's hex text (a bytes pattern's ``\s``), and each hex digit's value
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")
+_NIBBLE = {c: int(chr(c), 16) for c in b"0123456789abcdefABCDEF"}
+
+
+def _hex_run(buf, n: int) -> tuple[int, int] | None:
+    """Where the hex digits of ``buf[:n]`` lie, whitespace around them ignored: (start, end), or
+    None where something else is there too (read in place: no copy of the key's text)."""
+    a, b = 0, n
+    while a < b and buf[a] in _SPACE:
+        a += 1
+    while b > a and buf[b - 1] in _SPACE:
+        b -= 1
+    for i in range(a, b):
+        if buf[i] not in _NIBBLE:
+            return None
+    return a, b
+
+
+def _unhex(buf, a: int, b: int) -> bytes:
+    """The bytes of the hex digits ``buf[a:b]`` (an even count of them)."""
+    out = bytearray((b - a) // 2)
+    try:
+        for i in range(len(out)):
+            out[i] = _NIBBLE[buf[a + 2 * i]] << 4 | _NIBBLE[buf[a + 2 * i + 1]]
+        return bytes(out)
+    finally:
+        wipe(out)
 
 
 class _Takes:
@@ -188,12 +213,11 @@ def read_key_file(path: str, key_len, what: str | None = None, *, raw: bool = Fa
             if n not in lens:
                 raise InvalidArgument(f"{where}: {who}; the file holds {n} raw bytes (--raw-key)")
             return bytes(memoryview(buf)[:n])
-        m = _HEX_TEXT.fullmatch(buf, 0, n)
-        if m is not None and m.end(1) > m.start(1):
-            count = m.end(1) - m.start(1)
+        m = _hex_run(buf, n)
+        if m is not None and m[1] > m[0]:
+            count = m[1] - m[0]
             if count % 2 == 0 and count // 2 in lens:
-                with memoryview(buf) as mv:
-                    return binascii.a2b_hex(mv[m.start(1):m.end(1)])
+                return _unhex(buf, *m)
             hint = "; give --raw-key if the file holds raw bytes" if n in lens else ""
             raise InvalidArgument(f"{where}: {who}: give {digits}, got {count} hex digits{hint}")
         if n in lens:

@@ -17,8 +17,7 @@ input key, which the body's key commitment refuses -- as it refuses a wrong pass
 from __future__ import annotations
 
 import os
-import struct
-from typing import NamedTuple
+from collections import namedtuple
 
 from ..errors import InvalidArgument, Truncated
 
@@ -26,18 +25,17 @@ MAGIC = b"CG-PASS\n"
 VERSION = 1
 SCHEMES = {1: False, 2: True}          # the scheme byte -> aes256
 SALT = 16
-_FIXED = struct.Struct(">8sBBIII")     # magic, version, scheme, memory KiB, iterations, lanes
-AD_LEN = _FIXED.size                   # 22: the associated data of Argon2id
+_FIXED = ">8sBBIII"                    # (struct) magic, version, scheme, memory KiB, iterations, lanes
+AD_LEN = 8 + 1 + 1 + 4 + 4 + 4         # 22 (struct.calcsize(_FIXED)): the associated data of Argon2id
 WRAPPER = AD_LEN + SALT                # 38: the wrapper's bytes before the C2SP body
 
 
-class Argon2Params(NamedTuple):
+class Argon2Params(namedtuple("Argon2Params", ("memory_kib", "iterations", "lanes"),
+                              defaults=(64 << 10, 3, 4))):
     """Argon2id's costs: memory in KiB, iterations (passes) and lanes.  The default is RFC 9106's
     second recommended option (64 MiB, 3 passes, 4 lanes)."""
 
-    memory_kib: int = 64 << 10
-    iterations: int = 3
-    lanes: int = 4
+    __slots__ = ()
 
     def check(self, where: str = "the Argon2id costs") -> "Argon2Params":
         """These costs, or InvalidArgument naming the first that is out of Argon2's rules or
@@ -67,13 +65,10 @@ CAPS = {"memory_kib": MAX_MEMORY_KIB, "iterations": MAX_ITERATIONS, "lanes": MAX
 DEFAULT = Argon2Params()
 
 
-class Wrapper(NamedTuple):
-    """A parsed wrapper: its costs, scheme (``aes256``), salt and bytes."""
+class Wrapper(namedtuple("Wrapper", ("params", "aes256", "salt", "raw"))):
+    """A parsed wrapper: its costs (Argon2Params), scheme (``aes256``), salt and bytes."""
 
-    params: Argon2Params
-    aes256: bool
-    salt: bytes
-    raw: bytes
+    __slots__ = ()
 
     @property
     def key_len(self) -> int:
@@ -91,7 +86,9 @@ def make(params: Argon2Params = DEFAULT, *, aes256: bool = False, salt: bytes | 
     salt = os.urandom(SALT) if salt is None else bytes(salt)
     if len(salt) != SALT:
         raise InvalidArgument(f"the passphrase salt is {SALT} bytes, got {len(salt)}")
-    raw = _FIXED.pack(MAGIC, VERSION, 2 if aes256 else 1, params.memory_kib, params.iterations,
+    import struct
+
+    raw = struct.pack(_FIXED, MAGIC, VERSION, 2 if aes256 else 1, params.memory_kib, params.iterations,
                       params.lanes) + salt
     return Wrapper(params, aes256, salt, raw)
 
@@ -107,7 +104,9 @@ def parse(data) -> Wrapper:
     if len(head) < WRAPPER:
         raise Truncated(f"the sealed message is shorter than its passphrase header ({len(head)} of "
                         f"{WRAPPER} bytes): nothing is released")
-    _, version, scheme, m, t, p = _FIXED.unpack(head[:AD_LEN])
+    import struct
+
+    _, version, scheme, m, t, p = struct.unpack(_FIXED, head[:AD_LEN])
     if version != VERSION:
         raise InvalidArgument(f"passphrase header version {version}: this ciphergrid reads "
                               f"version {VERSION}")
