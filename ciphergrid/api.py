@@ -300,15 +300,17 @@ class Cipher(Closing):
         iv = buffers.bytes_like(iv, "iv", optional=True)
         self.spec = lookup(name)
         impl = _implementation(self.spec.algorithm, constant_time, implementation)
-        # validate now, for both directions (XTS equal-key check happens per direction)
-        make_request(self.spec, key, iv, False, padding, sector_size, start_sector, impl)
+        # validated now, for both directions (XTS's equal-key check is encryption's): the
+        # decryption request, which decryptor() uses
+        decrypting = make_request(self.spec, key, iv, False, padding, sector_size, start_sector,
+                                  impl, allow_weak)
         if device is not None:
             from .devices import check_spec
 
             check_spec(device)  # DeviceNotFound / InvalidArgument now, not at update()
         self._args = (key, iv, padding, sector_size, start_sector, impl, allow_weak)
         self.device = device
-        self._reqs: dict = {}
+        self._reqs: dict = {False: decrypting}
         self._plans: dict = {}
         self._sessions = Sessions()
 

@@ -32,11 +32,11 @@ def program_source_for(spec, impl: str | None = None, extra: dict | None = None)
 
 def build_program(backend, spec, impl: str | None = None):
     """Compile (once per backend) the mode kernels for a cipher, key size and implementation."""
-    im = spec.algorithm.implementation(impl)
     key = ("modes", spec.algorithm.name, spec.key_size, impl or "fast")
     prg = backend.cached_program(key)  # (no source text is made for a program already built)
     if prg is not None:
         return prg
+    im = spec.algorithm.implementation(impl)
     return backend.build(program_source_for(spec, impl), key=key, local_size=im.local_size,
                          max_registers=im.max_registers)
 

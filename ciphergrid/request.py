@@ -446,6 +446,8 @@ def weak_use_allowed():
 def warn_once(message: str) -> None:
     """A WeakCipherWarning, once per message and runtime (the CLI prints it on stderr)."""
     pol = current().policy
+    if message in pol.warned:   # (said already: no lock needed to see it)
+        return
     with pol.lock:
         if message in pol.warned:
             return

@@ -7,13 +7,13 @@ one whose zeroing failed is never reused."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import ciphergrid
 from ciphergrid.backends.base import Backend, DeviceInfo, Program
 from ciphergrid.program import KeyedProgram, key_ring
 from ciphergrid.registry import lookup
 from ciphergrid.request import make_request
+from conftest import absent_spec
 
 
 class Buf:
@@ -30,7 +30,7 @@ class Recording(Backend):
     view_align = 256
 
     def __init__(self):
-        self.info = DeviceInfo("cuda:98", "cuda", "recording", "gpu", 1, 1 << 30)
+        self.info = DeviceInfo(absent_spec("cuda"), "cuda", "recording", "gpu", 1, 1 << 30)
         self.log: list = []
         self._default = object()
         self._programs: dict = {}

@@ -453,6 +453,8 @@ STATE_ALLOWED: dict[str, str] = {
     "bench/suites.py:_import_errors": "the suites whose modules could not be imported, for the catalogue",
     "bench/suites.py:global _loaded": "the suites' catalogue filled once",
     "algorithms/des.py:@cache _plan": "pure: the key schedule's bit plan per key length and layout",
+    "algorithms/des.py:@cache _policy": "pure: the use policy per kind of key bundle (no key)",
+    "algorithms/base.py:@cache _birthday_policy": "pure: a 64-bit block cipher's use policy",
     "modes/gf128.py:@cache pow_table": "pure: powers of x in GF(2^128)",
     "modes/xts.py:@cache _layout": "pure: an immutable XTS layout per message shape",
     "modes/xts.py:@cache _seg_args": "pure: a kernel's scalar arguments per shape",

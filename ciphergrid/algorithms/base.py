@@ -19,6 +19,7 @@ compiled with the cipher file included first and work for any cipher that follow
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 
@@ -142,6 +143,16 @@ BIRTHDAY_REASON = "the birthday bound of 64-bit blocks, where the ciphertext sta
 _NO_POLICY = UsePolicy()
 
 
+@functools.lru_cache(maxsize=None)
+def _birthday_policy(title: str) -> UsePolicy:
+    """The policy of a 64-bit block cipher (other than DES's family) named ``title``."""
+    return UsePolicy(
+        warning=f"{title} has 64-bit blocks: rekey well before 2^32 blocks (32 GiB) under one "
+                f"key (the birthday bound, Sweet32); more than that under one key in one call or "
+                f"stream is refused unless allow_weak=True / --allow-weak",
+        block_limit=BIRTHDAY_LIMIT, over_limit_refused=True, limit_reason=BIRTHDAY_REASON)
+
+
 class BlockCipher:
     """Base class: subclasses set the class attributes and implement :meth:`expand`."""
 
@@ -186,12 +197,7 @@ class BlockCipher:
         birthday bound, and refuse more than 2^32 blocks under one key in one call or one streaming
         context unless allow_weak.  DES and TDEA (refused) override this."""
         if self.block_size == 8:
-            return UsePolicy(
-                warning=f"{self.title or self.name.upper()} has 64-bit blocks: rekey well before 2^32 "
-                        f"blocks (32 GiB) under one key (the birthday bound, Sweet32); more than that "
-                        f"under one key in one call or stream is refused unless allow_weak=True / "
-                        f"--allow-weak",
-                block_limit=BIRTHDAY_LIMIT, over_limit_refused=True, limit_reason=BIRTHDAY_REASON)
+            return _birthday_policy(self.title or self.name.upper())
         return _NO_POLICY
 
     def check_key(self, key: bytes) -> None:

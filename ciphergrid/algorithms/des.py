@@ -246,35 +246,15 @@ class DES(BlockCipher):
         self.check_key(key)
         keys = [strip_parity(k) for k in split_key(bytes(key))]
         weak, semi = _WEAK, _SEMI_WEAK
-        notes = []
-        for i, k in enumerate(keys):
-            what = "weak" if k in weak else "semi-weak" if k in semi else None
-            if what:
-                where = "the key" if len(keys) == 1 else f"K{i + 1}"
-                notes.append(f"{where} is a {what} DES key (FIPS 74, SP 800-67 Rev. 2 section 3.3.2)")
+        marks = tuple("weak" if k in weak else "semi-weak" if k in semi else None for k in keys)
         kind = "des" if len(keys) == 1 else None
+        same = None
         if kind is None:
             k1, k2, k3 = keys
             kind = "reduced" if k1 == k2 or k2 == k3 else "2-key" if k1 == k3 else "3-key"
             same = "K1 == K2" if k1 == k2 else "K2 == K3"
         keys.clear()
-        des = "single DES (a 56-bit key), withdrawn by NIST in 2005 (FIPS 46-3)"
-        if kind in ("des", "reduced"):
-            refusal = des if kind == "des" else (
-                f"this {len(key)}-byte TDEA key bundle has {same} (ignoring the parity bits): it is "
-                f"{des}")
-            limit, reason = BIRTHDAY_LIMIT, BIRTHDAY_REASON
-            notes.insert(0, "64-bit blocks: rekey well before 2^32 blocks (32 GiB) under one key "
-                            "(the birthday bound, Sweet32)")
-        else:
-            refusal = ("2-key TDEA is disallowed for encryption (SP 800-131A Rev. 2)" if kind == "2-key"
-                       else "TDEA encryption is disallowed after 2023 (SP 800-131A Rev. 2; NIST "
-                            "withdrew SP 800-67 Rev. 2 on 2024-01-01)")
-            limit = 1 << 20
-            reason = f"SP 800-67 Rev. {2 if kind == '3-key' else 1}'s limit for {kind} TDEA"
-            notes.insert(0, f"at most 2^20 blocks (8 MiB) under one key bundle ({reason})")
-        return UsePolicy(warning="; ".join(notes), refusal=refusal, block_limit=limit,
-                         over_limit_refused=True, limit_reason=reason)
+        return _policy(kind, len(key), marks, same)
 
     def reference_ecb(self, key: bytes, data: bytes, encrypt: bool) -> bytes:
         from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
@@ -285,6 +265,35 @@ class DES(BlockCipher):
         c = Cipher(TripleDES(k * 3 if len(k) == 8 else k), modes.ECB())  # (24 bytes: no deprecation)
         ctx = c.encryptor() if encrypt else c.decryptor()
         return ctx.update(bytes(data)) + ctx.finalize()
+
+
+@functools.lru_cache(maxsize=None)
+def _policy(kind: str, key_len: int, marks: tuple, same: str | None) -> UsePolicy:
+    """DES.encryption_policy of a key of ``key_len`` bytes whose bundle is of ``kind`` ("des",
+    "reduced": K1 == K2 or K2 == K3 as ``same`` says, "2-key", "3-key"), each of its keys
+    ``marks``'d "weak", "semi-weak" or None.  Holds no key material."""
+    notes = []
+    for i, what in enumerate(marks):
+        if what:
+            where = "the key" if len(marks) == 1 else f"K{i + 1}"
+            notes.append(f"{where} is a {what} DES key (FIPS 74, SP 800-67 Rev. 2 section 3.3.2)")
+    des = "single DES (a 56-bit key), withdrawn by NIST in 2005 (FIPS 46-3)"
+    if kind in ("des", "reduced"):
+        refusal = des if kind == "des" else (
+            f"this {key_len}-byte TDEA key bundle has {same} (ignoring the parity bits): it is "
+            f"{des}")
+        limit, reason = BIRTHDAY_LIMIT, BIRTHDAY_REASON
+        notes.insert(0, "64-bit blocks: rekey well before 2^32 blocks (32 GiB) under one key "
+                        "(the birthday bound, Sweet32)")
+    else:
+        refusal = ("2-key TDEA is disallowed for encryption (SP 800-131A Rev. 2)" if kind == "2-key"
+                   else "TDEA encryption is disallowed after 2023 (SP 800-131A Rev. 2; NIST "
+                        "withdrew SP 800-67 Rev. 2 on 2024-01-01)")
+        limit = 1 << 20
+        reason = f"SP 800-67 Rev. {2 if kind == '3-key' else 1}'s limit for {kind} TDEA"
+        notes.insert(0, f"at most 2^20 blocks (8 MiB) under one key bundle ({reason})")
+    return UsePolicy(warning="; ".join(notes), refusal=refusal, block_limit=limit,
+                     over_limit_refused=True, limit_reason=reason)
 
 
 CIPHER = DES()
