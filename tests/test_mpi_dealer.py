@@ -12,7 +12,7 @@ import pytest
 from ciphergrid import registry
 from ciphergrid.backends.base import DeviceInfo
 from ciphergrid.cluster.manager import KIND, FileRanges, RankEngine, can_run
-from ciphergrid.cluster.wire import _DONE, _FAILED
+from ciphergrid.cluster.wire import _DONE, _FAILED, _HALTED
 from ciphergrid.engines.scheduler.run import Run, SchedulerStats
 from ciphergrid.errors import DeviceError, EngineFailureWarning
 from ciphergrid.runtime import Runtime
@@ -105,6 +105,67 @@ def test_an_input_fault_ends_the_dealing_and_is_not_dealt_again(mpi_kind):
     engines = _engines(ranks)
     Run(work, engines, SchedulerStats(), "direct", mpi_kind).go()
     assert work.fault is bad and not any(e.broken for e in engines)
+
+
+def test_a_job_fault_has_the_other_ranks_leave_their_ranges(mpi_kind):
+    """A fault of the job (rank 1's write of the output fails) while rank 2 runs its share: the
+    dealer asks every rank to leave its range (halt), rank 2 answers that range halted at its
+    next step, and the job ends with rank 1's fault alone -- no rank broken, nothing dealt
+    again, no warning."""
+    import warnings
+
+    full = OSError(28, "No space left on device")
+    busy, halted, left = threading.Event(), threading.Event(), []
+
+    class _Full(_Rank):
+        def line(self, msg):   # (once rank 2 runs its share)
+            busy.wait(10)
+            return super().line(msg)
+
+    class _Busy(_Rank):
+        def line(self, msg):   # (a long share: it runs until it is asked to leave it)
+            busy.set()
+            if halted.wait(10):
+                left.append(msg)
+                return (_HALTED,)
+            return super().line(msg)
+
+    ranks = [_Full(bad=full), _Busy()]
+    work = FileRanges(_plan(8 * STEP))
+    work.halt = halted.set
+    engines = _engines(ranks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Run(work, engines, SchedulerStats(), "direct", mpi_kind).go()
+    assert halted.is_set() and work.fault is full and len(left) == 1
+    assert not ranks[1].ran and not any(e.broken for e in engines)
+
+
+def test_a_rank_asked_to_leave_its_range_stops_at_its_next_step(tmp_path):
+    """A worker's side (cluster.worker): asked to halt after its range's first step, it writes
+    that step only and answers the range halted, not failed (it stays whole)."""
+    import os
+
+    from ciphergrid.api import _request
+    from ciphergrid.cluster.job import _plan as job_plan
+    from ciphergrid.cluster.worker import answer, make_runner
+    from ciphergrid.testing import oracle
+
+    data, key, iv = os.urandom(4 * STEP), os.urandom(16), os.urandom(16)
+    (tmp_path / "in").write_bytes(data)
+    (tmp_path / "out").write_bytes(bytes(4 * STEP))
+    req = _request("aes-128-ctr", key, iv, True, None, None, None, False, None)
+    plan = job_plan(req, str(tmp_path / "in"), 0, len(data), str(tmp_path / "out"), 0, STEP)
+    runner = make_runner(plan, "native", 1)
+    asked = []
+    runner.halted = lambda: asked.append(1) or True
+    try:
+        assert answer(runner, ("range", 0, 4 * STEP), None) == ((_HALTED,), None)
+    finally:
+        runner.close()
+    assert len(asked) == 1
+    got = (tmp_path / "out").read_bytes()
+    assert got[:STEP] == oracle.encrypt(data, "aes-128-ctr", key, iv)[:STEP] and got[STEP:] == bytes(3 * STEP)
 
 
 def test_every_rank_failing_is_the_jobs_failure(mpi_kind):

@@ -24,7 +24,9 @@ Seed 002's resource manager as an MPI job (docs/mpi.md):
 * **faults**: a worker whose range fails takes no more ranges and its range is dealt to another
   one, as is a range that runs past the dealer's hang limit (``CIPHERGRID_FAULT=mpi:RANK:fail:
   BYTES`` makes rank RANK fail once it has run BYTES; ``mpi:RANK:kill:BYTES`` kills it, which
-  ends the MPI job; ``mpi:RANK:hang:BYTES`` stops it);
+  ends the MPI job; ``mpi:RANK:hang:BYTES`` stops it); a fault of the job (a write of the output
+  that fails: a full disk; a sealed chunk that does not verify) ends it on every rank, the
+  other ranks leaving their ranges at their next step;
 * CBC encryption (serial) runs on one worker, as one range;
 * sealed files (``seal`` / ``open --mpi``: cluster.sealed) are jobs of the same dealer: ranges
   of whole chunks, a chunk that does not verify ending the job on every rank (not dealt again).

@@ -26,7 +26,8 @@ import time
 from .. import interrupts
 from ..engines.base import Engine, Session
 from ..errors import DeviceError, EngineFailureWarning
-from .wire import _DONE, _DOWN, _READY, _SIGNALLED, _UP, POLL_MAX_S, _next_message
+from .wire import (_DONE, _DOWN, _HALT, _HALTED, _READY, _SIGNALLED, _UP, POLL_MAX_S,
+                   _next_message)
 
 KIND = "mpi"
 #: how long rank 0 waits for the dealer's thread once the job was stopped (a read of a silent
@@ -93,6 +94,8 @@ class RankEngine(Engine):
         reply = self.line(msg)
         if reply[0] == _DONE:
             return reply
+        if reply[0] == _HALTED:   # (the job failed already: its fault ends it)
+            raise JobFault(None)
         if reply[2] is not None:
             raise JobFault(reply[2])
         self.broken = reply[1]
@@ -118,7 +121,8 @@ class FileRanges:
     ranges cut on the smaller of the plan's step and the scheduler's grain (units.GRAIN), on the
     plan's unit (the mode's grain; a sealed file's: whole chunks), each read, run (a step at a
     time) and written by the rank dealt it; a serial mode's message is one range.  A job fault
-    (JobFault) is kept (``fault``) and ends the dealing: the ranges left are passed over."""
+    (JobFault) is kept (``fault``) and ends the dealing: ``halt()`` has the other ranks leave the
+    ranges they run at their next step, and the ranges left are passed over."""
 
     in_place = False
 
@@ -133,6 +137,8 @@ class FileRanges:
         self.encrypt = sealed["seal"] if sealed is not None else plan["encrypt"]
         self.tail = TAIL
         self.fault = None
+        self.halt = lambda: None
+        self.lock = threading.Lock()
 
     def weight(self, a: int, b: int) -> int:
         return b - a
@@ -157,7 +163,12 @@ class FileRanges:
         try:
             eng.run_range(a, b)
         except JobFault as e:
-            self.fault = self.fault or e.error
+            with self.lock:
+                first = self.fault is None
+                # (a range left for a halt is no fault of its own; one never comes before one)
+                self.fault = self.fault or e.error or DeviceError("a rank left its range unasked")
+            if first:
+                self.halt()
 
     def commit(self, a: int, b: int, out) -> None:
         pass
@@ -186,6 +197,13 @@ class Switchboard:
 
     def line(self, rank: int):
         return lambda msg: self.call(rank, msg)
+
+    def halt(self, ranks) -> None:
+        """(a dealer's thread) The job failed: each of ``ranks`` leaves the range it runs at its
+        next step (it answers that range _HALTED)."""
+        with self.lock:
+            if not self.ended:
+                self.outbox += [(rank, ("halt",), None) for rank in ranks]
 
     def call(self, rank: int, msg):
         """(a dealer's thread) ``msg`` sent to ``rank``; its answer."""
@@ -229,8 +247,9 @@ class Switchboard:
                 out, self.outbox = self.outbox, []
             for rank, msg, slot in out:
                 t0 = time.perf_counter()
-                self.waiting.setdefault(rank, []).append(slot)
-                self.sends.append(comm.isend(msg, dest=rank, tag=_DOWN))
+                if slot is not None:
+                    self.waiting.setdefault(rank, []).append(slot)
+                self.sends.append(comm.isend(msg, dest=rank, tag=_DOWN if slot is not None else _HALT))
                 self.handling += time.perf_counter() - t0
                 busy = True
             if self.sends:
@@ -316,7 +335,8 @@ def deal(comm, job, device: str) -> None:
 
         def dealer() -> None:
             try:
-                _dealing(job, engines, failures)
+                _dealing(job, engines, failures,
+                         (lambda: None) if local is not None else lambda: board.halt(ready))
             except BaseException as e:  # noqa: BLE001 - handed to the main thread
                 outcome["error"] = e
             finally:
@@ -339,8 +359,9 @@ def deal(comm, job, device: str) -> None:
         unregister_engine_kind(KIND)
 
 
-def _dealing(job, engines, failures: list) -> None:
-    """(the dealer's thread) The job over the rank engines."""
+def _dealing(job, engines, failures: list, halt) -> None:
+    """(the dealer's thread) The job over the rank engines (``halt()``: a job fault has the
+    ranks leave their ranges)."""
     from ..engines.composite import CompositeEngine
     from ..engines.scheduler.run import Run, SchedulerStats
     from ..runtime import current
@@ -358,6 +379,7 @@ def _dealing(job, engines, failures: list) -> None:
                 chunk_bytes=piece, depth=2)
             return
         work = FileRanges(plan)
+        work.halt = halt
         if work.n == 0:
             _empty(engines)
         else:

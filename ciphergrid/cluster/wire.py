@@ -29,8 +29,10 @@ OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 
 _READY, _DONE, _FAILED, _BROKEN = "ready", "done", "failed", "broken"
 _SIGNALLED, _ENDED = "signalled", "ended"   # a worker got a signal; a worker has the outcome
-#: message tags: a worker's reports; rank 0's ranges and stops; the job's outcome; the plan
-_UP, _DOWN, _END, _PLAN = 0, 1, 2, 3
+_HALTED = "halted"   # a worker left its range at a step: the job had failed (_HALT)
+#: message tags: a worker's reports; rank 0's ranges and stops; the job's outcome; the plan;
+#: the job failed (a JobFault): a worker leaves the range it runs at its next step
+_UP, _DOWN, _END, _PLAN, _HALT = 0, 1, 2, 3, 4
 
 
 class OutputFailed(OSError):

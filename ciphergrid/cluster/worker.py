@@ -11,8 +11,8 @@ import threading
 import time
 
 from ..errors import DeviceError, Error, InvalidArgument, InvalidTag
-from .wire import (_BROKEN, _DONE, _DOWN, _END, _FAILED, _READY, _SIGNALLED, _UP, OUTPUT_ERRNOS,
-                   SIGNAL_WAIT_S, OutputFailed, _poll, _portable)
+from .wire import (_BROKEN, _DONE, _DOWN, _END, _FAILED, _HALT, _HALTED, _READY, _SIGNALLED, _UP,
+                   OUTPUT_ERRNOS, SIGNAL_WAIT_S, OutputFailed, _poll, _portable)
 
 
 def _request(plan):
@@ -32,7 +32,11 @@ def make_runner(plan, device: str, rank: int):
 
 
 class _Runner:
-    """A rank's ranges: read from the input, run on this node's engines, written in place."""
+    """A rank's ranges: read from the input, run on this node's engines, written in place.
+    ``halted()``: whether rank 0 asked this rank to leave its range (the job failed: _HALT),
+    looked at between two steps."""
+
+    halted = staticmethod(lambda: False)
 
     def __init__(self, plan, device: str, rank: int):
         from ..route import route
@@ -58,6 +62,8 @@ class _Runner:
         mode's chaining value carried from one step to the next)."""
         step, chain = self.plan["step"], None
         for x in range(a, max(a + 1, b), step):
+            if x > a and self.halted():
+                raise _Halted()
             chain = self.run(x, min(b, x + step), chain)
 
     def run(self, a: int, b: int, chain=None):
@@ -231,6 +237,8 @@ def answer(runner, msg, broken):
             runner.run_span(msg[1], msg[2])
             return (_DONE,), None
         return (_DONE, runner.crypt(msg[1], msg[2], msg[3])), None
+    except _Halted:   # (the job failed: its fault ends it)
+        return (_HALTED,), None
     except (InvalidTag, OutputFailed) as e:   # (the input's or the output's: the job fails)
         return (_FAILED, str(e)[:300], _portable(e)), None
     except (Error, OSError) as e:
@@ -272,6 +280,7 @@ def _work(comm, plan, device):
         except (Error, OSError) as e:
             comm.send((_BROKEN, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
             return _await_end(comm, None, noted=True)
+        runner.halted = lambda: _halt_asked(comm)
         comm.send((_READY, runner.device, runner.kind), dest=0, tag=_UP)
         broken = None
         while True:
@@ -292,6 +301,18 @@ def _work(comm, plan, device):
     finally:
         if runner is not None:
             runner.close()
+
+
+def _halt_asked(comm) -> bool:
+    """Whether rank 0 asked this rank to leave its range (the message taken)."""
+    if comm.Iprobe(source=0, tag=_HALT):
+        comm.recv(source=0, tag=_HALT)
+        return True
+    return False
+
+
+class _Halted(Exception):
+    """Rank 0 asked this rank to leave its range: the job failed."""
 
 
 def _await_end(comm, until, noted: bool = False):
