@@ -485,7 +485,7 @@ class CipherContext:
             res = buffers.gpu_array(buf)
             if res is None or res[0].nbytes < n:
                 raise InvalidArgument(f"buf must be a GPU array of at least {n} bytes")
-            dst = res[0][:n]
+            dst = res[0] if res[0].nbytes == n else res[0][:n]
         else:
             dst = cupy.empty_like(src)
         if n:

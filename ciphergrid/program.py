@@ -171,7 +171,8 @@ class KeyedProgram:
     def _upload_keys(self, schedules, head: bytes | None = None, *, reserve: bool = True) -> list:
         """Every key schedule of the request in one device buffer of the backend's key ring
         (one upload and one zeroing: several schedules, XTS's two, at offsets of the backend's
-        view alignment, each a view); the buffers the kernels take, in ``schedules``' order.
+        view alignment, each after the first a view); the buffers the kernels take, in
+        ``schedules``' order.
         The mode's ``scratch_reserve`` bytes after them are the first scratch of launches on
         the upload queue (a small call's, with nothing more to allocate or wipe)."""
         alg = self.req.spec.algorithm
@@ -216,7 +217,8 @@ class KeyedProgram:
             self._scratch = (self._upload_queue, b.view(buf, total, reserve), reserve)
         if offsets is None:
             return [buf]
-        return [b.view(buf, off, w.nbytes) for w, off in zip(words, offsets)]
+        # (the schedule at offset 0: the buffer itself, a kernel reads it from its start)
+        return [b.view(buf, off, w.nbytes) if off else buf for w, off in zip(words, offsets)]
 
     def keep(self, buf):
         """A device buffer to wipe and release with the program (a call's own scratch)."""

@@ -75,10 +75,13 @@ class NativeSchedule:
         self.lock = threading.Lock()
 
     def raw(self, key: bytes) -> np.ndarray:
-        """The schedule's words for ``key`` (the caller zeroes them)."""
-        ks = np.zeros(self.words, dtype=np.uint32)
-        self.call(self.fn, key, ks.ctypes.data)
-        return ks
+        """The schedule's words for ``key`` (the caller zeroes them): a ctypes array's memory
+        (its address without numpy's ``ctypes`` attribute, which costs more than the call)."""
+        import ctypes
+
+        ks = (ctypes.c_uint32 * self.words)()
+        self.call(self.fn, key, ctypes.addressof(ks))
+        return np.frombuffer(ks, dtype=np.uint32)
 
     def ready(self, check) -> bool:
         """Whether the native call runs: found, and ``check(self)`` true (asked once)."""

@@ -389,7 +389,7 @@ def _from_native(ks: np.ndarray, key_len: int) -> np.ndarray:
     """The kernels' schedule (Km1..16, Kr1..16, rounds) from CAST_KEY's words (zeroed)."""
     out = np.empty(CAST5.SCHEDULE_WORDS, dtype="<u4")
     out[:16] = ks[0:32:2]
-    out[16:32] = (ks[1:32:2] - np.uint32(16)) & np.uint32(0x1F)
+    np.bitwise_xor(ks[1:32:2], np.uint32(16), out=out[16:32])   # (x + 16) mod 32, x < 32
     out[32] = rounds_for(key_len)
     ks.fill(0)
     return out
