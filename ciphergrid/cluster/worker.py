@@ -81,7 +81,7 @@ class _Runner:
         if a and chain is None:
             chain = req.mode.chain_at(req, _FileWindow(self.fin, p["in_offset"]), a // bs)
         self.session.crypt(buf, buf, a // bs, chain)
-        _write_out(self.fout, buf, p["out_offset"] + a, p["partial"])
+        _write_out(self.fout, buf, p["out_offset"] + a)
         self.ran += b - a
         return req.mode.carry(req, None, buf) if p["serial"] else None
 
@@ -178,7 +178,7 @@ class _SealedRunner(_Runner):
             k = self.engine.seal_at(first, src, n, final, dst)
         else:
             k = self.engine.open_at(first, src, m_in, final, dst)
-        _write_out(self.fout, dst[:k], at_out, p["partial"])
+        _write_out(self.fout, dst[:k], at_out)
         self.ran += n
         return None
 
@@ -202,7 +202,7 @@ def _positioned(call, fd: int, buf, offset: int) -> int:
     return done
 
 
-def _write_out(fd: int, buf, offset: int, path: str) -> None:
+def _write_out(fd: int, buf, offset: int) -> None:
     """All of ``buf`` written at ``offset`` of the partial output ``fd``: a full disk, a quota,
     a file size limit or an I/O error raised as the job's (OutputFailed: it is no rank's own)."""
     try:
