@@ -1,7 +1,8 @@
 """MPI ranks are engines of the composite dealer (ciphergrid/cluster/manager.py), without MPI:
 rank engines whose line to their rank is a function here, dealt a file job's ranges by the
-scheduler's Run (shares, tail, a failed range dealt again, a job fault ending the job, the other ranks asked to leave their ranges), and
-the ``mpi`` kind's column of the capability table while it is registered."""
+scheduler's Run (shares, tail, a failed range dealt again, a job fault ending the job, the other
+ranks asked to leave their ranges), and the ``mpi`` kind's column of the capability table while
+it is registered."""
 
 from __future__ import annotations
 

@@ -282,19 +282,20 @@ class AES(BlockCipher):
         # -- steps on top of "fast" (kernels/aes.cl): each lookup's byte and address in one dp4a
         # (every mode); then CTR's counter sub-tiles (AES_CTR_SLOTS: rounds 1 and 2 shared by a
         # sub-tile's counters), the last round by byte permutes, registers capped at 64 (the
-        # occupancy of "fast"); alternatives to the last: fewer slots a work-item, two slots side
-        # by side, round keys read from memory ------------------------------------------------
+        # occupancy of "fast"), then at 40 (more warps: the compiler keeps the round keys, the
+        # same for the whole warp, in uniform registers); alternatives to the last: fewer slots
+        # a work-item, two slots side by side ----------------------------------------------------
         "+dp4a-index": _tables(1, 32, mad_index=1, dp4a=1),
         "+ctr-subtiles": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8),
         "+last-round-permutes": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8, last_permute=1),
         "+64-registers": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8, last_permute=1,
                                  max_registers=64),
+        "+40-registers": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8, last_permute=1,
+                                 max_registers=40),
         "alt-ctr-4-slots": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=4, last_permute=1,
-                                   max_registers=64),
+                                   max_registers=40),
         "alt-ctr-2-at-once": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8, last_permute=1,
-                                     at_once=2),
-        "alt-ctr-keys-in-memory": _tables(1, 32, mad_index=1, dp4a=1, ctr_slots=8, last_permute=1,
-                                          keys_in_regs=0),
+                                     at_once=2, max_registers=40),
         # -- constant time: bitsliced, no tables (kernels/aes_bs.cl); CTR works on aligned counter
         # tiles of 32 x local_size blocks.  "ct-c": the compiler maps the S-box circuit; "ct"
         # (constant_time=True): the three-input cover spelled out in PTX on NVIDIA (elsewhere the

@@ -48,7 +48,7 @@ CG = [PY, "-m", "ciphergrid"]
 STAGES = ("kernel", "api", "aead", "scheduler", "sealed", "files", "service")
 #: the kernel stage's implementations of AES (ciphers/aes.py): the default first, then the CTR steps
 KERNEL_IMPLS = ("fast", "+dp4a-index", "+ctr-subtiles", "+last-round-permutes", "+64-registers",
-                "alt-ctr-2-at-once")
+                "+40-registers", "alt-ctr-2-at-once")
 
 
 def log(msg: str) -> None:
