@@ -21,7 +21,9 @@
 #             ciphers, energy) into $OUT/study, the report rebuilt from the parts there
 #             (docs/study.md; each part within 8 minutes on an H200: one part per device call)
 #           goals (not in the default list): scripts/dev/goals.py, every open GPU goal of the issues
-#             in one table (goal, figure, bound, met / missed / unmeasured; <= 9 minutes)
+#             in one table (goal, figure, bound, met / missed / unmeasured; <= 9 minutes); its first
+#             stage, kernel, the AES-128-CTR kernels of the default and each CTR step side by side
+#             (GOALS_ARGS="--stages kernel" runs that one alone)
 #   TESTS="tests/x.py ..." replaces the test files of the tests stage
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,7 +68,7 @@ for s in "${stages[@]}"; do
              tests/test_aead_resident.py tests/test_sealed_resident.py tests/test_call_cost.py} ;;
     ramdisk) run ramdisk "${STAGE_TIMEOUT_ramdisk:-150}" python3 scripts/dev/ramdisk_probe.py "${RAMDISK:-/dev/shm}" \
              --device "$CUDA" --size "${RAMDISK_SIZE:-8Gi}" --cli ${RAMDISK_ARGS:-} ;;
-    ablation) run ablation "${STAGE_TIMEOUT_ablation:-150}" python3 -m ciphergrid bench ablation \
+    ablation) run ablation "${STAGE_TIMEOUT_ablation:-260}" python3 -m ciphergrid bench ablation \
              $(for d in ${GPUS//,/ }; do echo --device "$d"; done) --json "$OUT/ablation.json" ;;
     bench) run bench "${STAGE_TIMEOUT_bench:-240}" python3 -m ciphergrid bench --device "$CUDA" --device openssl \
              --cipher aes --direction "${BENCH_DIRECTION:-both}" --sizes ${BENCH_SIZES:-16,1Ki,16Ki,1Mi,16Mi,256Mi} \
