@@ -82,7 +82,7 @@ def test_an_opener_checks_the_commitment_without_deriving_its_keys():
 NOT_ON_ONE_CORE = ("ctypes", "ciphergrid._libcrypto", "ciphergrid.engines.openssl",
                    "ciphergrid.engines.openssl.aead", "ciphergrid.runtime", "numpy", "threading",
                    "ciphergrid.transfer.pieces", "argparse", "signal", "struct", "binascii",
-                   "mmap")
+                   "mmap", "ciphergrid.formats.passphrase")
 
 
 def test_one_core_seal_and_open_load_no_system_libcrypto(tmp_path):

@@ -144,11 +144,12 @@ def _seal_key(args, src):
     """(scheme, input key, passphrase wrapper) for ``seal``: from --key-file, or from --pass and
     the Argon2id costs asked for (the wrapper: b"" with a key file)."""
     from ..formats import cobblestone as cb
-    from ..formats import passphrase as pp
 
     sch = cb.scheme(args.aes256)
     wrapper = b""
     if args.passphrase is not None:
+        from ..formats import passphrase as pp
+
         d = pp.DEFAULT
         memory = args.argon2_memory
         if memory is not None and memory % 1024:
@@ -171,9 +172,9 @@ def _open_key(args, src, head: bytes, stream: bool):
     read on past the wrapper).  A wrapped file with a key file, or a plain one with a
     passphrase, is said as such before anything else."""
     from ..formats import cobblestone as cb
-    from ..formats import passphrase as pp
+    from ..formats import is_wrapped
 
-    wrapped = pp.is_wrapped(head)
+    wrapped = is_wrapped(head)
     if args.passphrase is None:
         if wrapped:
             raise InvalidArgument("the input is sealed with a passphrase (its CG-PASS header): "
@@ -183,6 +184,8 @@ def _open_key(args, src, head: bytes, stream: bool):
     if not wrapped:
         raise InvalidArgument("the input is not sealed with a passphrase (no CG-PASS header): "
                               "open it with --key-file")
+    from ..formats import passphrase as pp
+
     if stream and len(head) < pp.WRAPPER:
         raise pp.Truncated("the sealed message is shorter than its passphrase header: nothing "
                            "is released")

@@ -20,8 +20,8 @@ import os
 from collections import namedtuple
 
 from ..errors import InvalidArgument, Truncated
+from . import PASS_MAGIC as MAGIC, is_wrapped  # noqa: F401 - (the package tells them)
 
-MAGIC = b"CG-PASS\n"
 VERSION = 1
 SCHEMES = {1: False, 2: True}          # the scheme byte -> aes256
 SALT = 16
@@ -73,11 +73,6 @@ class Wrapper(namedtuple("Wrapper", ("params", "aes256", "salt", "raw"))):
     @property
     def key_len(self) -> int:
         return 32 if self.aes256 else 16
-
-
-def is_wrapped(prefix) -> bool:
-    """Whether sealed bytes starting with ``prefix`` carry a passphrase wrapper (its magic)."""
-    return bytes(prefix[:len(MAGIC)]) == MAGIC
 
 
 def make(params: Argon2Params = DEFAULT, *, aes256: bool = False, salt: bytes | None = None) -> Wrapper:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import NamedTuple
+from collections import namedtuple
 
 from .. import settings as _settings
 from ..fileio import TMPFS_MAGIC, fs_magic
@@ -25,16 +25,16 @@ np = numpy_for(__name__)
 
 
 # ------------------------------------------------------------------------------------ stream ends
-class Ends(NamedTuple):
-    """The two ends of a stream, as :func:`ends` found them."""
+class Ends(namedtuple("Ends", ("fd_in", "fd_out", "reg_in", "base_in", "size", "reg_out",
+                               "base_out"))):
+    """The two ends of a stream, as :func:`ends` found them: the descriptors; ``reg_in``, a
+    regular file read at offsets (preadv), by several threads; ``base_in``, the input's offset
+    where reading starts; ``size``, the bytes to read from a regular file (None: to the end, a
+    pipe); ``reg_out``, written at offsets (pwrite, a mapping) in any order; ``base_out``, the
+    output's offset where writing starts.  (A plain named tuple: typing's would compile each
+    field's annotation at every start-up.)"""
 
-    fd_in: int
-    fd_out: int
-    reg_in: bool          # a regular file: read at offsets (preadv), by several threads
-    base_in: int          # the input's offset: where reading starts
-    size: int | None      # bytes to read from a regular file; None: to the end (a pipe)
-    reg_out: bool         # written at offsets (pwrite, a mapping) in any order
-    base_out: int         # the output's offset: where writing starts
+    __slots__ = ()
 
 
 def ends(src, dst) -> Ends:
