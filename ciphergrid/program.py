@@ -121,6 +121,7 @@ class KeyedProgram:
                               f"work-groups of {im.local_size} work-items; {backend.info} "
                               f"allows {backend.group_size(self.prg)}")
         self._bufs = []
+        self._ring = key_ring(backend)
         self._slots = []      # (buffer, capacity): key-ring buffers, given back at close()
         self._hold = []      # host arrays an asynchronous upload still reads (OpenCL)
         self._keys_host = []  # the same, of key schedules (zeroed by close())
@@ -196,7 +197,7 @@ class KeyedProgram:
             if head:
                 host[total: total + len(head)] = np.frombuffer(head, dtype=np.uint8)
         try:
-            slot = key_ring(b).take(host.nbytes, self._upload_queue)
+            slot = self._ring.take(host.nbytes, self._upload_queue)
             self._slots.append(slot)
             buf = slot[0]
             ev = b.upload(buf, host, self._queue, record=not self._async)
@@ -292,7 +293,7 @@ class KeyedProgram:
             except Exception:
                 wiped = []
         if wiped:
-            key_ring(self.b).give(wiped, None if waited else self._upload_queue)
+            self._ring.give(wiped, None if waited else self._upload_queue)
         for host in self._keys_host:
             host.fill(0)
         self._keys_host = []

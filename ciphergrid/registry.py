@@ -401,6 +401,9 @@ def specs() -> list[CipherSpec]:
 def lookup(name: str) -> CipherSpec:
     """The spec of a block cipher·mode name (or of an OpenSSL short name, ALIASES);
     ``UnsupportedCipher`` (:func:`unknown`) when it names none."""
+    spec = _SPECS.get(name) if type(name) is str else None   # (a registered name as spelled)
+    if isinstance(spec, CipherSpec) and name not in ALIASES:
+        return spec
     key = canonical(name)
     _load_for(key)
     spec = _SPECS.get(key)
@@ -420,7 +423,9 @@ def aead_specs() -> list[AEADSpec]:
 
 def is_aead(name) -> bool:
     """Whether ``name`` is an AEAD's name (imports the AEADs' declarations, not the block
-    ciphers')."""
+    ciphers'; a registered block cipher·mode's name as spelled is answered without them)."""
+    if type(name) is str and isinstance(_SPECS.get(name), CipherSpec):
+        return False
     _load("aeads")
     return isinstance(name, str) and isinstance(_SPECS.get(name.strip().lower()), AEADSpec)
 

@@ -97,32 +97,43 @@ def resident(kp, req, src, dst, s, chain=None) -> None:
     input or for in-place CBC decryption), CTR's last partial block and XTS's stolen tail through
     small buffers; no launch records an event.  ``chain``: CBC's DeviceChain, else the chaining
     value is ``req``'s IV."""
-    import cupy
-
     n = src.nbytes
-    if src.data.ptr % 16 or (dst.data.ptr == src.data.ptr and req.mode.reads_behind(req)):
+    mode = req.mode
+    src_at, dst_at = src.data.ptr, dst.data.ptr
+    if src_at % 16 or (dst_at == src_at and mode.reads_behind(req)):
         src = src.copy()  # unaligned view, or in-place CBC decryption (block i reads i-1)
-    out = dst if dst.data.ptr % 16 == 0 else cupy.empty_like(dst)
-    layout = req.mode.layout(req, n)
+    if dst_at % 16:
+        import cupy
+
+        out = cupy.empty_like(dst)
+    else:
+        out = dst
+    layout = mode.layout(req, n)
     tail = None
     if layout is not None and layout.tail_start < n:
+        import cupy
+
         tail = cupy.asnumpy(src[layout.tail_start:]).tobytes()
     if layout is not None:
         if layout.kernel_blocks:
             kp.enqueue(src, out, layout.kernel_blocks, 0, s, layout=layout, req=req, record=False)
     else:
-        bs = req.block_size
+        bs = kp.bs
         full = n // bs
         if full:
             kp.enqueue(src, out, full, 0, s, req=req, record=False,
-                       chain=chain if chain is not None else req.mode.chain_at(req, None, 0))
+                       chain=chain if chain is not None else mode.chain_at(req, None, 0))
         if n % bs:  # CTR: the last partial block through a one-block buffer
+            import cupy
+
             t_in = cupy.zeros(16, dtype=cupy.uint8)
             t_in[: n - full * bs] = src[full * bs:]
             t_out = cupy.empty(16, dtype=cupy.uint8)
             kp.enqueue(t_in, t_out, 1, full, s, req=req, record=False)
             out[full * bs:] = t_out[: n - full * bs]
     if tail is not None:
+        import cupy
+
         out[layout.tail_start:] = cupy.asarray(
             np.frombuffer(req.mode.tail(req, layout, tail), dtype=np.uint8))
     if out is not dst:
@@ -188,12 +199,13 @@ class DeviceEngine(Engine):
 
         if self.info.runtime != "cuda":
             raise DeviceError("GPU-resident arrays need a CUDA device")
-        if src.nbytes == 0:
+        n = src.nbytes
+        if n == 0:
             return
-        t0 = time.perf_counter()
+        t0 = time.perf_counter() if stats is not None else 0.0
         with self.backend.dev:
             s = cupy.cuda.get_current_stream()
-            kp = KeyedProgram(self.backend, req, queue=s, record=False, first_bytes=src.nbytes)
+            kp = KeyedProgram(self.backend, req, queue=s, record=False, first_bytes=n)
             try:
                 resident(kp, req, src, dst, s)
             finally:
