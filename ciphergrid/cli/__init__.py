@@ -119,7 +119,12 @@ def console() -> None:
     parked in a runtime must not meet the interpreter's shutdown.  A file command (encrypt,
     decrypt, seal, open; not ``--mpi``) that leaves no thread to join ends the same way once
     stdout and stderr are flushed and the exit functions have run: its outputs are closed, and
-    the interpreter's teardown of every module would only cost its start-up's time again."""
+    the interpreter's teardown of every module would only cost its start-up's time again.
+    What the start-up imported lives as long as the process: it is frozen out of the cyclic
+    collector's passes (``gc.freeze``), which then look only at what the command makes."""
+    import gc
+
+    gc.freeze()
     from ..settings import one_blas_thread
 
     one_blas_thread()  # (before numpy's import)
