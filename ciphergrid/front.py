@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 
 from . import aead, api
-from .engines.remote import service_asked
+from .engines.remote import asks_service, service_asked
 from .settings import service_setting
 
 
@@ -24,7 +24,10 @@ def _front(inner):
     def call(data, *args, stats=None, **kw):
         if stats is not None:
             return inner(data, *args, stats=stats, **kw)
-        with service_asked(service_setting()):
+        where = service_setting()
+        if where is None and not asks_service():   # (no service either way: nothing to set)
+            return inner(data, *args, **kw)
+        with service_asked(where):
             return inner(data, *args, **kw)
 
     return call
