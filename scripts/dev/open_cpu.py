@@ -1,11 +1,11 @@
-"""`ciphergrid open` against pyca's single-core stream (the script ``bench seal`` times:
-ciphergrid.bench.seal.PYCA_STREAM) in CPU time, user + system, on one core (``taskset -c``),
-for an empty message, 1 MiB and 256 MiB (issue 49): each command run ``--runs`` times,
-alternated, after one warm-up, each into a new output file; the medians and pyca's CPU as a
-fraction of ours.
+"""`ciphergrid open` (or ``--seal``: `ciphergrid seal`) against pyca's single-core stream (the
+script ``bench seal`` times: ciphergrid.bench.seal.PYCA_STREAM) in CPU time, user + system, on
+one core (``taskset -c``), for an empty message, 1 MiB and 256 MiB (issue 49): each command run
+``--runs`` times, alternated, after one warm-up, each into a new output file; the medians and
+minimums, and pyca's CPU as a fraction of ours (of the medians, and of the minimums).
 
     .venv/bin/python scripts/dev/open_cpu.py [--dir /dev/shm] [--runs 20] [--big-runs 8]
-                                             [--cpu 0] [--root NAME=DIR ...]
+                                             [--cpu 0] [--root NAME=DIR ...] [--seal]
 
 ``--root NAME=DIR``: another checkout's ``ciphergrid`` (e.g. ``git archive REV ciphergrid | tar
 -x -C DIR``) timed beside this one, through the same launcher (``console()`` as the installed
@@ -50,6 +50,7 @@ def main() -> None:
     ap.add_argument("--big-runs", type=int, default=8)
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--root", action="append", default=[], metavar="NAME=DIR")
+    ap.add_argument("--seal", action="store_true", help="time seal (pyca's encryptor) instead")
     a = ap.parse_args()
     from cryptography.cobblestone import Cobblestone128Encryptor
 
@@ -61,19 +62,22 @@ def main() -> None:
         key = os.urandom(16)
         kf = os.path.join(d, "k")
         Path(kf).write_text(key.hex() + "\n")
+        verb, cls = ("seal", "Encryptor") if a.seal else ("open", "Decryptor")
         for label, size in SIZES:
-            sealed, out = os.path.join(d, "in.cg"), os.path.join(d, "out")
+            sealed, plain, out = (os.path.join(d, n) for n in ("in.cg", "in", "out"))
             enc = Cobblestone128Encryptor(key, b"")
-            with open(sealed, "wb") as f:
+            with open(sealed, "wb") as f, open(plain, "wb") as p:
                 block = os.urandom(min(size, 1 << 20))
                 for _ in range(size // (1 << 20) if size >= 1 << 20 else 1):
                     f.write(enc.update(block))
+                    p.write(block)
                 f.write(enc.finalize())
-            cmds = {name: pin + [sys.executable, "-c", LAUNCH.format(root=root), "open", "--key-file",
-                                 kf, "--in", sealed, "--out", out, "--no-sync", "-q"]
+            src = plain if a.seal else sealed
+            cmds = {name: pin + [sys.executable, "-c", LAUNCH.format(root=root), verb, "--key-file",
+                                 kf, "--in", src, "--out", out, "--no-sync", "-q"]
                     for name, root in roots}
-            cmds["pyca"] = pin + [sys.executable, "-c", PYCA_STREAM.format(cls="Decryptor", piece=PIECE),
-                                  key.hex(), sealed, out]
+            cmds["pyca"] = pin + [sys.executable, "-c", PYCA_STREAM.format(cls=cls, piece=PIECE),
+                                  key.hex(), src, out]
             times = {k: [] for k in cmds}
             for k, cmd in cmds.items():
                 _cpu(cmd, env, out)
@@ -83,9 +87,11 @@ def main() -> None:
                 for k in order:
                     times[k].append(_cpu(cmds[k], env, out))
             med = {k: statistics.median(v) for k, v in times.items()}
-            cells = "  ".join(f"{k} {1e3 * v:.1f} ms" for k, v in med.items())
-            ratios = "  ".join(f"pyca/{k} {med['pyca'] / med[k]:.2f}" for k, _ in roots)
-            print(f"{label} ({runs} runs, medians): {cells}  |  {ratios}", flush=True)
+            low = {k: min(v) for k, v in times.items()}
+            cells = "  ".join(f"{k} {1e3 * med[k]:.1f} / {1e3 * low[k]:.1f} ms" for k in med)
+            ratios = "  ".join(f"pyca/{k} {med['pyca'] / med[k]:.2f} / {low['pyca'] / low[k]:.2f}"
+                               for k, _ in roots)
+            print(f"{verb} {label} ({runs} runs, median / min): {cells}  |  {ratios}", flush=True)
 
 
 if __name__ == "__main__":
