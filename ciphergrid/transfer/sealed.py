@@ -309,8 +309,6 @@ def _alone(ends, dst, in_step: int, out_step: int, q: int, npieces: int | None, 
     written = k = 0
     while True:
         if ends.reg_in:
-            if k >= npieces:
-                break
             lo = k * in_step
             want = min(in_step, ends.size - lo)
             got = files.read_full(ends.fd_in, buf[:want], ends.base_in + lo) if want else 0
