@@ -138,34 +138,39 @@ class KeyedProgram:
         mode = req.mode
         schedules = mode.schedules(req)
         #: what the mode worked out on the host for a first launch over ``first_bytes`` bytes
-        #: from block 0 (XTS: its segment tweaks), uploaded in the reserve with the keys, and the
-        #: schedules that launch does without (uploaded by :meth:`schedule` when asked for)
+        #: from block 0: (what goes in the reserve with the keys (XTS: its segment tweaks, or
+        #: None), the schedules uploaded now, by index, and the mode's own); the others are
+        #: expanded and uploaded by :meth:`schedule` when a launch asks for them
         self.first = None
         head = None
         if first_bytes and mode.first_launch is not None:
             self.first = mode.first_launch(req, first_bytes)
-        if self.first is not None:
-            head, keep = self.first[0], self.first[1]
-            self._later = schedules[keep:]
-            schedules = schedules[:keep]
-        try:
-            self.rk = self._upload_keys(schedules, head)
-        finally:
-            if head is not None:
-                head[:] = bytes(len(head))
-        if self.first is not None:
-            self.rk += [None] * len(self._later)
+        if self.first is None:
+            self._later = None
+            self.rk = self._upload_keys(schedules, None)
+        else:
+            head, now = self.first[0], self.first[1]
+            self._later = {i: s for i, s in enumerate(schedules) if i not in now}
+            try:
+                up = self._upload_keys([schedules[i] for i in now], head)
+            finally:
+                if head is not None:
+                    head[:] = bytes(len(head))
+            self.rk = [None] * len(schedules)
+            for i, buf in zip(now, up):
+                self.rk[i] = buf
         if mode.prepare is not None:
             mode.prepare(self)
 
-    def schedule(self, i: int):
-        """Key schedule ``i``'s buffer (one a first launch did without: uploaded now and waited
-        for, so that a launch on any queue may read it; wiped with the others)."""
+    def schedule(self, i: int, queue=None):
+        """Key schedule ``i``'s buffer, for a launch on ``queue``.  One a first launch did
+        without is expanded and uploaded now (wiped with the others): a launch on the upload
+        queue runs behind its upload; for one on another queue it is waited for first."""
         buf = self.rk[i]
         if buf is None:
-            buf = self._upload_keys([self._later[i - (len(self.rk) - len(self._later))]], None,
-                                    reserve=False)[0]
-            self.b.finish(self._queue)
+            buf = self._upload_keys([self._later.pop(i)], None, reserve=False)[0]
+            if (queue or self.b.default_queue) is not self._upload_queue:
+                self.b.finish(self._queue)
             self.rk[i] = buf
         return buf
 

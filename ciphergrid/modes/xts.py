@@ -199,22 +199,25 @@ class XTSMode(Mode):
 
     def prepare(self, kp) -> None:
         kp.apow = _apow_buffer(kp.b)
-        if kp.first is not None:   # (the segment tweaks of the first launch, in the reserve)
-            base, nseg, spu = kp.first[2]
+        if kp.first is not None and kp.first[0] is not None:
+            base, nseg, spu = kp.first[2]   # (the segment tweaks of the first launch, in the reserve)
             kp.tweaks = _Window(kp._upload_queue, kp._scratch[1], base, 0, nseg, spu)
 
     def first_launch(self, req, n: int):
-        """(the segment tweaks of one launch over the ``n`` bytes from block 0, the number of
-        schedules it needs, (tweak input, segments, segments per unit)), worked out on the host
-        where OpenSSL has the cipher (libcrypto's low-level calls, else pyca) or the cipher's
-        ``host_encrypt`` does (a block costs less than a tweak launch), else None.  The data
-        key's schedule alone then goes to the device; every host copy of the tweaks is zeroed
-        once uploaded."""
+        """What one launch over the ``n`` bytes from block 0 needs (KeyedProgram.first): where
+        its segment tweaks are worked out on the host -- OpenSSL has the cipher (libcrypto's
+        low-level calls, else pyca) or the cipher's ``host_encrypt`` does (a block costs less
+        than a tweak launch) -- (the tweaks, the data key's schedule alone, (tweak input,
+        segments, segments per unit)): every host copy of the tweaks is zeroed once uploaded.
+        Otherwise (None, the tweak key's schedule alone, None): the tweak launch goes first and
+        the data key is expanded after it, before the data launch (``_launch``)."""
         alg = req.spec.algorithm
         lay = _layout(req.sector_size, n)
         nseg = lay.segments(0, lay.kernel_blocks)[1] if lay.kernel_blocks else 0
-        if not nseg or 16 * nseg > self.scratch_reserve:
+        if not nseg:
             return None
+        if 16 * nseg > self.scratch_reserve:
+            return _TWEAK_KEY_FIRST
         spu = lay.spu
         t_in = self.xts_iv(req)
         iv = int.from_bytes(t_in, "little")
@@ -226,13 +229,13 @@ class XTSMode(Mode):
         enc = native(alg, key2, t_in) if native is not None else alg.host_encrypt(key2, t_in)
         if enc is None:
             if alg.openssl_provider is None:
-                return None
+                return _TWEAK_KEY_FIRST
             try:
                 enc = alg.reference_ecb(key2, t_in, True)
             except Exception:   # (no provider for it here: the device computes them)
-                return None
+                return _TWEAK_KEY_FIRST
         if spu == 1:
-            return enc if isinstance(enc, bytearray) else bytearray(enc), 1, (iv, nseg, spu)
+            return enc if isinstance(enc, bytearray) else bytearray(enc), (0,), (iv, nseg, spu)
         head = bytearray(16 * nseg)
         g = 0
         for u in range(units):   # (segment s of unit u: T_u x^(128 s))
@@ -244,7 +247,7 @@ class XTSMode(Mode):
                 g += 1
         if isinstance(enc, bytearray):
             enc[:] = bytes(len(enc))
-        return head, 1, (iv, nseg, spu)
+        return head, (0,), (iv, nseg, spu)
 
     def enqueue(self, kp, req, in_buf, out_buf, first_block, nblocks, queue=None, *, chain=None,
                 layout=None, scratch=None, wait_for=None, record=True):
@@ -274,7 +277,8 @@ class XTSMode(Mode):
         if fill is not None:
             lo, hi, base = fill
             ev = b.launch(kp.prg, "cg_xts_seg", self.items(kp, "cg_xts_seg", hi - lo),
-                          [scratch, kp.schedule(1), kp.apow, *_seg_args(lo, hi - lo, layout.spu),
+                          [scratch, kp.schedule(1, queue), kp.apow,
+                           *_seg_args(lo, hi - lo, layout.spu),
                            U64(base & MASK64), U64(base >> 64)], queue, wait_for=wait_for,
                           record=opencl)
             wait_for = [ev] if opencl else None   # (a CUDA stream runs them in order)
@@ -283,9 +287,13 @@ class XTSMode(Mode):
             a = (a[0], U64(seg_arg), *a[2:])
         name = self.kernel(req.encrypt)
         return b.launch(kp.prg, name, self.items(kp, name, nblocks),
-                        [in_buf, out_buf, kp.rk[0], scratch, *a], queue, wait_for=wait_for,
-                        record=record)
+                        [in_buf, out_buf, kp.schedule(0, queue), scratch, *a], queue,
+                        wait_for=wait_for, record=record)
 
+
+#: KeyedProgram.first of a one-shot whose tweaks the device computes: the tweak key's schedule
+#: uploaded first, the data key's expanded after the tweak launch
+_TWEAK_KEY_FIRST = (None, (1,), None)
 
 #: segments a context's tweak window computes ahead (16 bytes each; 512 units of 4 KiB)
 WINDOW_SEGMENTS = 1024

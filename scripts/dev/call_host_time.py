@@ -20,9 +20,10 @@ arrays with ``out=``, ``device="cuda"``, a fresh key each call, route and all) o
 with a stand-in for CuPy, this thread's CPU time from the call to its first launch (least and
 median of 300 calls), of the whole call (least), and of a fresh ``Cipher``'s context to its first
 launch (the Cipher made, ``encryptor()``, ``update_into``; least).  ``--all``: every block
-cipher·mode (default: NAMES).
+cipher·mode (default: NAMES); ``--size N``: calls of N bytes (default 4096; XTS in data units of
+4096 bytes either way), e.g. 1073741824 for the calls `bench api`'s resident rows time.
 
-    python3 scripts/dev/call_host_time.py [--opencl | --api] [--all | NAME ...]
+    python3 scripts/dev/call_host_time.py [--opencl | --api [--size N]] [--all | NAME ...]
 
 To compare two trees, run it from each with that tree first on the path (``cd TREE &&
 PYTHONPATH=TREE python3 .../call_host_time.py``), alternating.  A tree without
@@ -360,14 +361,15 @@ def api_setup():
     return b
 
 
-def api_row(b, first: FirstLaunch, name: str, rng, device: str, n: int = 300) -> str:
+def api_row(b, first: FirstLaunch, name: str, rng, device: str, n: int = 300,
+            size: int = SIZE) -> str:
     import ciphergrid
 
     spec = lookup(name)
     enc = spec.mode.parallel(True)
     call = ciphergrid.encrypt if enc else ciphergrid.decrypt
     inputs = [random_inputs(name, rng.bytes, SIZE) for _ in range(64)]
-    x, y = _FakeArray(SIZE, 1 << 20), _FakeArray(SIZE, 1 << 24)
+    x, y = _FakeArray(size, 1 << 20), _FakeArray(size, (1 << 20) + max(size, SIZE))
     b.count.clear()
     key, iv, opts = inputs[0]
     call(x, name, key=key, iv=iv, device=device, out=y, allow_weak=True, **opts)
@@ -404,7 +406,8 @@ def main(argv: list[str]) -> None:
     warnings.simplefilter("ignore")
     rng = np.random.default_rng(1)
     opencl = "--opencl" in argv
-    names = [a for a in argv if not a.startswith("--")] or NAMES
+    names = [a for i, a in enumerate(argv)
+             if not a.startswith("--") and (i == 0 or argv[i - 1] != "--size")] or NAMES
     if "--all" in argv:
         from ciphergrid.registry import names as all_names
 
@@ -415,8 +418,9 @@ def main(argv: list[str]) -> None:
         print(f"{'cipher':18s} {'to 1st':>9s} {'median':>9s} {'call':>9s} {'ctx 1st':>9s}"
               f"   ops one-shot   (us of CPU: one-shot to its first launch, least and median of"
               f" 300; the whole call, least; a fresh Cipher's context to its first launch, least)")
+        size = int(argv[argv.index("--size") + 1]) if "--size" in argv else SIZE
         for name in names:
-            print(api_row(b, first, name, rng, "cuda"), flush=True)
+            print(api_row(b, first, name, rng, "cuda", size=size), flush=True)
         return
     if opencl:
         from ciphergrid.route import engine
