@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from . import buffers
+from .devices import check_spec
 from .errors import AlreadyFinalized, InvalidArgument
 from .modes import padding as _padding
 from .registry import aead_names, is_aead, lookup, names
@@ -305,8 +306,6 @@ class Cipher(Closing):
         decrypting = make_request(self.spec, key, iv, False, padding, sector_size, start_sector,
                                   impl, allow_weak)
         if device is not None:
-            from .devices import check_spec
-
             check_spec(device)  # DeviceNotFound / InvalidArgument now, not at update()
         self._args = (key, iv, padding, sector_size, start_sector, impl, allow_weak)
         self.device = device

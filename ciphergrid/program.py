@@ -187,7 +187,7 @@ class KeyedProgram:
         b = self.b
         reserve = self.req.mode.scratch_reserve if reserve else 0
         if len(words) == 1 and not reserve:
-            host = words[0].view(np.uint8)
+            host = words[0]
             offsets = None
         else:
             align = b.view_align

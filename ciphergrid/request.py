@@ -443,9 +443,10 @@ def weak_use_allowed():
             pol.suspended -= 1
 
 
-def warn_once(message: str) -> None:
-    """A WeakCipherWarning, once per message and runtime (the CLI prints it on stderr)."""
-    pol = current().policy
+def warn_once(message: str, state=None) -> None:
+    """A WeakCipherWarning, once per message and runtime (the CLI prints it on stderr);
+    ``state``: this thread's policy state, where the caller has it."""
+    pol = state if state is not None else current().policy
     if message in pol.warned:   # (said already: no lock needed to see it)
         return
     with pol.lock:
@@ -469,7 +470,8 @@ def check_policy(spec, key: bytes, allow_weak: bool):
     """Encrypting under ``key``: the cipher's UsePolicy (algorithms/base.py) refuses (unless
     ``allow_weak``) or warns, once per process: one message, the refusal's reason lifted by
     allow_weak first.  Returns the policy (None where policies are suspended)."""
-    if policy_suspended():
+    state = current().policy
+    if state.suspended > 0:   # (policy_suspended)
         return None
     pol = spec.algorithm.encryption_policy(key)
     said = [pol.warning] if pol.warning else []
@@ -479,7 +481,7 @@ def check_policy(spec, key: bytes, allow_weak: bool):
                              f"/ --allow-weak (decryption always works)")
         said.insert(0, f"{pol.refusal}: encrypting anyway (allow_weak)")
     if said:
-        warn_once(f"{spec.name}: " + "; ".join(said))
+        warn_once(f"{spec.name}: " + "; ".join(said), state)
     return pol
 
 
