@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 from _operator import _compare_digest   # (hmac.compare_digest itself: constant time, no hashlib)
 from _thread import allocate_lock
-from collections import namedtuple
 
 from .._lazy import numpy_for
 from . import lone
@@ -45,9 +44,17 @@ BATCH_CHUNKS = 4096
 PREFIX = b"c2sp.org/chunked-encryption@v1+"
 
 
-#: an instantiation: its name ("cobblestone-128"), ciphergrid's name of its AEAD ("aes-128-gcm"),
-#: the AEAD's name in the IANA registry (in the key derivation) and the input key's bytes
-Scheme = namedtuple("Scheme", ("name", "aead", "iana", "key_len"))
+class Scheme:
+    """An instantiation: its name, ciphergrid's name of its AEAD, the AEAD's IANA name (in the
+    key derivation), the input key's bytes.  (Not a named tuple: one is made by ``eval``.)"""
+
+    __slots__ = ("name", "aead", "iana", "key_len")
+
+    def __init__(self, name: str, aead: str, iana: str, key_len: int):
+        self.name, self.aead, self.iana, self.key_len = name, aead, iana, key_len
+
+    def __repr__(self) -> str:
+        return f"Scheme({self.name!r}, {self.aead!r}, {self.iana!r}, {self.key_len})"
 
 COBBLESTONE_128 = Scheme("cobblestone-128", "aes-128-gcm", "AEAD_AES_128_GCM", 16)
 COBBLESTONE_256 = Scheme("cobblestone-256", "aes-256-gcm", "AEAD_AES_256_GCM", 32)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections import namedtuple
 
 from .. import settings as _settings
 from ..fileio import TMPFS_MAGIC, fs_magic
@@ -25,16 +24,20 @@ np = numpy_for(__name__)
 
 
 # ------------------------------------------------------------------------------------ stream ends
-class Ends(namedtuple("Ends", ("fd_in", "fd_out", "reg_in", "base_in", "size", "reg_out",
-                               "base_out"))):
+class Ends:
     """The two ends of a stream, as :func:`ends` found them: the descriptors; ``reg_in``, a
     regular file read at offsets (preadv), by several threads; ``base_in``, the input's offset
     where reading starts; ``size``, the bytes to read from a regular file (None: to the end, a
     pipe); ``reg_out``, written at offsets (pwrite, a mapping) in any order; ``base_out``, the
-    output's offset where writing starts.  (A plain named tuple: typing's would compile each
-    field's annotation at every start-up.)"""
+    output's offset where writing starts.  (A plain class: a named tuple's is made by ``eval``,
+    typing's compiles each field's annotation, at every start-up.)"""
 
-    __slots__ = ()
+    __slots__ = ("fd_in", "fd_out", "reg_in", "base_in", "size", "reg_out", "base_out")
+
+    def __init__(self, fd_in: int, fd_out: int, reg_in: bool, base_in: int, size: int | None,
+                 reg_out: bool, base_out: int):
+        self.fd_in, self.fd_out, self.reg_in, self.base_in = fd_in, fd_out, reg_in, base_in
+        self.size, self.reg_out, self.base_out = size, reg_out, base_out
 
 
 def ends(src, dst) -> Ends:
