@@ -10,7 +10,7 @@ is found again (chunk by chunk, engines/openssl/aead.py ``_pyca_chunks``) to nam
 
 from __future__ import annotations
 
-from ..errors import ChunkFailed, InvalidTag
+from ..errors import ChunkFailed, DeviceError, InvalidTag
 
 
 def stream(sch, encrypt: bool, key: bytes, context: bytes):
@@ -58,8 +58,8 @@ def seal(s, first: int, src, n: int, final: bool, dst, need: int, chunk: int) ->
             rest = enc.finalize()
             b[got:got + len(rest)] = rest
             got += len(rest)
-    if got != need:   # (not the bytes the format says)
-        raise InvalidTag(f"pyca's encryptor sealed {got} bytes, not {need}")
+    if got != need:   # (not the bytes the format says: the engine failed)
+        raise DeviceError(f"pyca's Cobblestone encryptor sealed {got} bytes, not {need}")
     if not final:
         s._seq = (enc, first + n // chunk)
     return True
