@@ -134,6 +134,10 @@ class XTSMode(Mode):
         """The 16-byte tweak of unit 0 (sector mode: LE128(start_sector))."""
         return req.iv if req.iv is not None else req.start_sector.to_bytes(16, "little")
 
+    def tweak_input(self, req) -> int:
+        """:meth:`xts_iv` as the little-endian number it stands for."""
+        return req.start_sector if req.iv is None else int.from_bytes(req.iv, "little")
+
     def layout(self, req, n: int) -> XtsLayout:
         return _layout(req.sector_size, n)
 
@@ -258,7 +262,7 @@ class XTSMode(Mode):
         units, and when the program has launched on that queue before (a context's next piece),
         WINDOW_SEGMENTS segments of units ahead."""
         first_seg, nseg = layout.segments(first_block, nblocks)
-        iv = int.from_bytes(self.xts_iv(req), "little")
+        iv = self.tweak_input(req)
         if scratch is None:
             with kp.lock:   # (the window and the launches that use it, in one queue's order)
                 scratch, seg_arg, fill = _window(kp, queue, iv, first_seg, nseg, layout.spu)
