@@ -244,7 +244,7 @@ class DES(BlockCipher):
         DES and bundles that reduce to it (K1 == K2 or K2 == K3: the birthday bound).  A weak or
         semi-weak DES key adds a line to the warning."""
         self.check_key(key)
-        keys = [strip_parity(k) for k in split_key(bytes(key))]
+        keys = split_key(strip_parity(key))
         weak, semi = _WEAK, _SEMI_WEAK
         marks = tuple("weak" if k in weak else "semi-weak" if k in semi else None for k in keys)
         kind = "des" if len(keys) == 1 else None
