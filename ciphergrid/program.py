@@ -55,7 +55,8 @@ class KeyRing:
     at close() once its zeroing is queued, so no key stays in a buffer after its program.  A
     buffer given back with its zeroing still queued on a queue is taken again only by uploads on
     that same queue (they run behind the zeroing); one whose queue was waited for, by any.  At
-    most SLOTS buffers are kept; each holds a power of two of bytes, at least MIN_BYTES."""
+    most SLOTS buffers are kept, the latest given back; each holds a power of two of bytes, at
+    least MIN_BYTES."""
 
     SLOTS = 8
     MIN_BYTES = 4096
@@ -76,11 +77,13 @@ class KeyRing:
         return self.b.alloc(cap), cap
 
     def give(self, slots, queue) -> None:
-        """Buffers (buffer, capacity) zeroed on ``queue`` (None: zeroed and waited for)."""
+        """Buffers (buffer, capacity) zeroed on ``queue`` (None: zeroed and waited for); the
+        ring full, its oldest buffer is let go (released, its queue not held)."""
         with self.lock:
             for buf, cap in slots:
-                if len(self.free) < self.SLOTS:
-                    self.free.append((cap, buf, queue))
+                if len(self.free) >= self.SLOTS:
+                    del self.free[0]
+                self.free.append((cap, buf, queue))
 
 
 def key_ring(backend) -> KeyRing:
