@@ -1,6 +1,7 @@
 """A keyed program on one device: the mode kernels of a cipher compiled once per device and
-implementation, a request's key schedules expanded on the host and uploaded once, enqueued for any
-range of blocks, and wiped from the device when released.
+implementation, a request's key schedules expanded on the host and uploaded once (into buffers of
+the device's key ring, reused from program to program), enqueued for any range of blocks, and
+wiped from the device when released.
 
 ``KeyedProgram(backend, req)`` is what every device path uses: the one-shot and GPU-resident calls,
 the streaming contexts (kept across updates), the transfer pipeline (one per stream) and the bench.
@@ -181,9 +182,9 @@ class KeyedProgram:
         """Every key schedule of the request in one device buffer of the backend's key ring
         (one upload and one zeroing: several schedules, XTS's two, at offsets of the backend's
         view alignment, each after the first a view); the buffers the kernels take, in
-        ``schedules``' order.
-        The mode's ``scratch_reserve`` bytes after them are the first scratch of launches on
-        the upload queue (a small call's, with nothing more to allocate or wipe)."""
+        ``schedules``' order.  The mode's ``scratch_reserve`` bytes after them are the first
+        scratch of launches on the upload queue (a small call's, with nothing more to allocate
+        or wipe)."""
         alg = self.req.spec.algorithm
         layout = self.impl.key_layout
         words = [alg.expand(key, decrypt, layout=layout) for key, decrypt in schedules]
