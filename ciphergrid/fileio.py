@@ -55,6 +55,27 @@ def fs_magic(fd: int) -> int | None:
         return None
 
 
+def appends(fd: int) -> bool:
+    """Whether ``fd`` writes at the end whatever its offset (O_APPEND): its flags as
+    /proc/self/fdinfo shows them (no fcntl module: a sealed file's start-up imports none), else
+    fcntl's F_GETFL (an fd that is not open: OSError, EBADF)."""
+    try:
+        info = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        info = None
+    if info is not None:
+        try:
+            text = os.read(info, 4096)
+        finally:
+            os.close(info)
+        for line in text.split(b"\n"):
+            if line.startswith(b"flags:"):
+                return bool(int(line[6:].strip(), 8) & os.O_APPEND)
+    import fcntl
+
+    return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
+
+
 #: the kernel's interfaces that look like regular files (statfs f_type): procfs, sysfs
 _KERNEL_FS = {0x9FA0: "proc", 0x62656572: "sysfs"}
 
@@ -312,9 +333,7 @@ class Output:
 
     @staticmethod
     def _append(fd: int) -> bool:
-        import fcntl
-
-        return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
+        return appends(fd)
 
     def _open_temp(self, folder: str) -> int:
         if self._named is not None:  # a name others open: removed on failure like the one below

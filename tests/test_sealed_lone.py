@@ -82,7 +82,31 @@ def test_an_opener_checks_the_commitment_without_deriving_its_keys():
 NOT_ON_ONE_CORE = ("ctypes", "ciphergrid._libcrypto", "ciphergrid.engines.openssl",
                    "ciphergrid.engines.openssl.aead", "ciphergrid.runtime", "numpy", "threading",
                    "ciphergrid.transfer.pieces", "argparse", "signal", "struct", "binascii",
-                   "mmap", "ciphergrid.formats.passphrase")
+                   "mmap", "ciphergrid.formats.passphrase", "fcntl")
+
+
+def test_o_append_is_read_without_fcntl(tmp_path):
+    """fileio.appends reads a descriptor's O_APPEND (its open flags, or set later by F_SETFL)
+    from /proc without the fcntl module; an output opened O_APPEND is written in order, not at
+    offsets (transfer/files.ends); a closed descriptor is an OSError."""
+    import fcntl
+
+    from ciphergrid.fileio import appends
+    from ciphergrid.transfer import files
+
+    plain = os.open(tmp_path / "p", os.O_WRONLY | os.O_CREAT)
+    added = os.open(tmp_path / "a", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    src = os.open(tmp_path / "p", os.O_RDONLY)
+    try:
+        assert (appends(plain), appends(added)) == (False, True)
+        assert files.ends(src, plain).reg_out and not files.ends(src, added).reg_out
+        fcntl.fcntl(plain, fcntl.F_SETFL, os.O_APPEND)
+        assert appends(plain)
+    finally:
+        for fd in (plain, added, src):
+            os.close(fd)
+    with pytest.raises(OSError):
+        appends(plain)
 
 
 def test_one_core_seal_and_open_load_no_system_libcrypto(tmp_path):

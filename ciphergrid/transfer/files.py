@@ -13,11 +13,12 @@ import os
 import stat
 
 from .. import settings as _settings
-from ..fileio import TMPFS_MAGIC, fs_magic
+from ..fileio import TMPFS_MAGIC, appends, fs_magic
 from .._lazy import numpy_for
 
 #: the page size (mmap.PAGESIZE, as pinning.PAGE: the file path imports no page-locking); fcntl,
-#: mmap and threading are imported by the functions below that use them
+#: mmap and threading are imported by the functions below that use them (a pipe's; O_APPEND is
+#: read by fileio.appends)
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 np = numpy_for(__name__)
@@ -150,9 +151,7 @@ def _view(m, lo: int, size: int, array: bool):
 
 def _writes_at_offsets(fd: int) -> bool:
     """A regular file not opened O_APPEND: written at offsets (pwrite, a mapping) in any order."""
-    import fcntl
-
-    return stat.S_ISREG(os.fstat(fd).st_mode) and not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND
+    return stat.S_ISREG(os.fstat(fd).st_mode) and not appends(fd)
 
 
 def _map_rw(fd: int, length: int, flags: int, offset: int):
