@@ -18,9 +18,27 @@ are bytes-like (TypeError otherwise); the other errors derive from ciphergrid.Er
 import sys as _sys
 import types as _types
 
-from .backends import icd as _icd
 
-_icd.prepare()  # before anything (ours or the caller's) makes the first OpenCL call
+class _BeforeOpenCL:
+    """A meta path finder that finds nothing: the ICD loader's drivers (backends/icd.py: an
+    unregistered NVIDIA driver, OCL_ICD_VENDORS) are prepared before anything makes the first
+    OpenCL call: at the first import of pyopencl, the caller's or ours (backends/opencl.py
+    prepares them too), or at once where it was imported before the package.  Nothing else
+    prepares them (a sealed file's start-up reads no /dev or vendors folder)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "pyopencl":
+            from .backends import icd
+
+            icd.prepare()   # (once: later calls return at once)
+        return None
+
+
+if "pyopencl" in _sys.modules:
+    _BeforeOpenCL.find_spec("pyopencl")
+else:
+    _sys.meta_path.insert(0, _BeforeOpenCL)
 
 from .errors import (AlreadyFinalized, DeviceError, DeviceNotFound, Error, InvalidArgument,
                      InvalidIVSize, InvalidKey, InvalidKeySize, InvalidLength, InvalidPadding,

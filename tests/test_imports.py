@@ -78,6 +78,24 @@ def test_icd_vendors_folder_made_once_and_reused(tmp_path, monkeypatch):
     assert os.environ["OCL_ICD_VENDORS"] == folders[0]
 
 
+def test_icd_prepared_at_the_first_pyopencl_import(tmp_path):
+    """``import ciphergrid`` reads no vendors folder (backends/icd.py is not imported); the first
+    import of pyopencl after it prepares the ICD loader's drivers before pyopencl's own code runs
+    (here a stand-in pyopencl that says whether they were); where pyopencl came first, at once."""
+    (tmp_path / "pyopencl.py").write_text(
+        "import sys\nICD = sys.modules['ciphergrid.backends.icd']._done\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), PKG_ROOT]))
+    env.pop("CIPHERGRID_NO_ICD_FIXUP", None)
+    after = ("import sys, ciphergrid\nassert 'ciphergrid.backends.icd' not in sys.modules\n"
+             "import pyopencl\nassert pyopencl.ICD is True\n")
+    before = ("import sys\nsys.modules['pyopencl'] = type(sys)('pyopencl')\nimport ciphergrid\n"
+              "assert sys.modules['ciphergrid.backends.icd']._done is True\n")
+    for code in (after, before):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60, env=env, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+
+
 def _run_py(code: str, *args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
                           timeout=120, cwd=cwd)

@@ -82,7 +82,8 @@ def test_an_opener_checks_the_commitment_without_deriving_its_keys():
 NOT_ON_ONE_CORE = ("ctypes", "ciphergrid._libcrypto", "ciphergrid.engines.openssl",
                    "ciphergrid.engines.openssl.aead", "ciphergrid.runtime", "numpy", "threading",
                    "ciphergrid.transfer.pieces", "argparse", "signal", "struct", "binascii",
-                   "mmap", "ciphergrid.formats.passphrase", "fcntl")
+                   "mmap", "ciphergrid.formats.passphrase", "fcntl",
+                   "ciphergrid.backends.icd")
 
 
 def test_o_append_is_read_without_fcntl(tmp_path):
