@@ -51,40 +51,50 @@ _RING_MADE = threading.Lock()
 
 
 class KeyRing:
-    """A backend's device buffers for key schedules, reused by its keyed programs instead of an
-    allocation per program: a program takes one (at least the bytes it uploads) and gives it back
-    at close() once its zeroing is queued, so no key stays in a buffer after its program.  A
-    buffer given back with its zeroing still queued on a queue is taken again only by uploads on
-    that same queue (they run behind the zeroing); one whose queue was waited for, by any.  At
-    most SLOTS buffers are kept, the latest given back; each holds a power of two of bytes, at
-    least MIN_BYTES."""
+    """A backend's device buffers for key schedules and a keyed program's scratch (XTS's segment
+    tweaks), reused by its keyed programs instead of an allocation each: a program takes one (the
+    smallest that holds what it needs) and gives it back at close() once its zeroing is queued,
+    so nothing of a key stays in a buffer after its program.  A buffer given back with its
+    zeroing still queued on a queue is taken again only for work on that same queue (it runs
+    behind the zeroing); one whose queue was waited for, by any.  The ring keeps the latest
+    buffers given back, at most SLOTS of at most KEPT_BYTES together; each holds a power of two
+    of bytes, at least MIN_BYTES."""
 
     SLOTS = 8
     MIN_BYTES = 4096
+    KEPT_BYTES = 32 << 20
 
     def __init__(self, backend):
         self.b = backend
         self.lock = threading.Lock()
-        self.free: list = []    # (capacity, buffer, queue or None: idle)
+        self.free: list = []    # (capacity, buffer, queue or None: idle), the oldest first
 
     def take(self, nbytes: int, queue) -> tuple:
-        """(buffer, capacity) of at least ``nbytes`` for uploads on ``queue``."""
+        """(buffer, capacity) of at least ``nbytes`` for work on ``queue``."""
         with self.lock:
+            best = None
             for i, (cap, buf, q) in enumerate(self.free):
-                if cap >= nbytes and (q is None or q is queue):
-                    del self.free[i]
-                    return buf, cap
+                if cap >= nbytes and (q is None or q is queue) and (
+                        best is None or cap < self.free[best][0]):
+                    best = i
+            if best is not None:
+                cap, buf, _ = self.free.pop(best)
+                return buf, cap
         cap = max(self.MIN_BYTES, 1 << (max(int(nbytes), 1) - 1).bit_length())
         return self.b.alloc(cap), cap
 
     def give(self, slots, queue) -> None:
         """Buffers (buffer, capacity) zeroed on ``queue`` (None: zeroed and waited for); the
-        ring full, its oldest buffer is let go (released, its queue not held)."""
+        oldest let go (released, their queues not held) past SLOTS or KEPT_BYTES, and a buffer
+        larger than KEPT_BYTES not kept."""
         with self.lock:
+            free = self.free
             for buf, cap in slots:
-                if len(self.free) >= self.SLOTS:
-                    del self.free[0]
-                self.free.append((cap, buf, queue))
+                if cap <= self.KEPT_BYTES:
+                    free.append((cap, buf, queue))
+            total = sum(f[0] for f in free)
+            while len(free) > self.SLOTS or total > self.KEPT_BYTES:
+                total -= free.pop(0)[0]
 
 
 def key_ring(backend) -> KeyRing:
@@ -236,16 +246,17 @@ class KeyedProgram:
         return buf
 
     def scratch(self, nbytes: int, queue=None):
-        """A device scratch buffer of at least ``nbytes`` for launches on ``queue``, kept with
-        the program (wiped and released with it) and reused by its later launches on the same
-        queue (they run in order there); another queue, or more bytes, gets a new one."""
+        """A device scratch buffer of at least ``nbytes`` for launches on ``queue``, from the
+        key ring, kept with the program (wiped with it) and reused by its later launches on the
+        same queue (they run in order there); another queue, or more bytes, gets another."""
         q = queue or self.b.default_queue
         kept = self._scratch
         if kept is not None and kept[0] is q and kept[2] >= nbytes:
             return kept[1]
-        buf = self.keep(self.b.alloc(nbytes))
-        self._scratch = (q, buf, nbytes)
-        return buf
+        slot = self._ring.take(nbytes, q)     # (wiped and given back with the keys' buffers)
+        self._slots.append(slot)
+        self._scratch = (q, slot[0], slot[1])
+        return slot[0]
 
     def host_block(self, block: bytes) -> np.ndarray:
         """``block`` as a 16-byte host array kept alive until close (an upload reads it later)."""

@@ -3,7 +3,8 @@ fresh key) makes the device run exactly what `bench api`'s kernel row times (ben
 KernelRunner): the same kernels, in the same order, with the same work-items and scalar
 arguments, over the caller's own arrays; besides them only its key schedules' upload into a
 buffer of the backend's key ring before (XTS: the tweak key's before, the data key's after the
-tweak launch, and the segment tweaks' scratch), and their zeroing after, queued without a wait.  No copy of the data, no chunking, no event, no host wait.
+tweak launch, and the segment tweaks' scratch), and their zeroing after, queued without a wait.
+No copy of the data, no chunking, no event, no host wait.
 
 Recorded on a CUDA-like backend whose operations do nothing (the data is never touched, so a
 1 GiB call costs no memory) with a stand-in for CuPy's arrays and stream: no GPU needed."""
@@ -234,10 +235,10 @@ def test_api_launches_what_the_kernel_row_times(recorded, name):
     xts = registry.lookup(name).mode.name == "xts"
     # the key schedules in key-ring buffers (the kernel row's, given back: no allocation), one
     # upload; XTS: the tweak key's, and the data key's after the tweak launch (a second ring
-    # buffer: its first use allocates it), and the segment tweaks' scratch; each buffer zeroed
-    # after the launches
+    # buffer: its first use allocates it), and the segment tweaks' scratch (a ring buffer too,
+    # allocated where the ring holds none as large); each buffer zeroed after the launches
     scratch = [a for a in allocs if a[1] > 1 << 16]
-    assert len(scratch) == xts and all(a[1] < SIZE // 64 for a in scratch)
+    assert len(scratch) <= xts and all(a[1] < SIZE // 64 for a in scratch)
     assert len(allocs) - len(scratch) <= xts
     assert len(uploads) == 1 + xts
     assert len(zeros) == len(uploads) + xts

@@ -127,7 +127,8 @@ def test_cbc_chain_moving_to_another_queue_waits_for_its_writer(backend, monkeyp
 
 def test_cbc_calls_of_their_own_reuse_the_programs_scratch(backend, monkeypatch, rng):
     """CBC encryption without a chain buffer (a call of its own) takes the program's scratch:
-    a program launched many times allocates once, not once a launch."""
+    a program launched many times allocates once at most (none where the key ring holds a
+    buffer), not once a launch."""
     name = "aes-128-cbc"
     spec = registry.lookup(name)
     key, iv = rng.key(name), rng.iv(name)
@@ -140,7 +141,7 @@ def test_cbc_calls_of_their_own_reuse_the_programs_scratch(backend, monkeypatch,
             kp.enqueue(src, dst, 4, 0, chain=iv)
         allocs = [c for c in ops.take() if c[0] == "alloc"]
         monkeypatch.undo()
-        assert len(allocs) == 1, allocs
+        assert len(allocs) <= 1, allocs
         assert _host(b, dst, 64) == oracle.crypt(name, key, iv, data, True)
 
 

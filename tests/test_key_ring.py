@@ -146,3 +146,33 @@ def test_one_shots_through_the_ring_match_openssl(cpu_device):
             want = ciphergrid.encrypt(data, name, key, iv, device="native")
             assert ciphergrid.encrypt(data, name, key, iv, device=cpu_device) == want
             assert ciphergrid.decrypt(want, name, key, iv, device=cpu_device) == data
+
+
+def test_the_smallest_buffer_that_holds_it_and_a_bound_on_bytes():
+    b = Recording()
+    ring = key_ring(b)
+    ring.KEPT_BYTES = 1 << 16
+    q = object()
+    big, small = ring.take(1 << 15, q), ring.take(100, q)
+    ring.give([big, small], q)
+    assert ring.take(100, q) == small          # the smallest that holds it
+    huge = ring.take(1 << 17, q)
+    ring.give([huge], q)                       # larger than the ring keeps: let go
+    assert [buf for _, buf, _ in ring.free] == [big[0]]
+    ring.give([ring.take(1 << 15, object()), ring.take(1 << 15, object())], None)
+    assert sum(cap for cap, _, _ in ring.free) <= ring.KEPT_BYTES   # the oldest let go
+
+
+def test_a_programs_scratch_comes_from_the_ring_and_goes_back_wiped():
+    b = Recording()
+    s = object()
+    kp = KeyedProgram(b, _req(), queue=s, record=False)
+    scratch = kp.scratch(20000, s)
+    scratch.data[:] = b"\x5a" * scratch.nbytes     # (what a launch leaves there)
+    kp.close(False)
+    assert not any(scratch.data)
+    allocs = [op for op in b.log if op[0] == "alloc"]
+    again = KeyedProgram(b, _req(), queue=s, record=False)
+    assert again.scratch(20000, s) is scratch
+    assert [op for op in b.log if op[0] == "alloc"] == allocs
+    again.close(False)
