@@ -134,7 +134,6 @@ class KeyedProgram:
             raise DeviceError(f"{spec.algorithm.name} implementation {req.impl or 'fast'!r} needs "
                               f"work-groups of {im.local_size} work-items; {backend.info} "
                               f"allows {backend.group_size(self.prg)}")
-        self._bufs = []
         self._ring = key_ring(backend)
         self._slots = []      # (buffer, capacity): key-ring buffers, given back at close()
         self._hold = []      # host arrays an asynchronous upload still reads (OpenCL)
@@ -240,11 +239,6 @@ class KeyedProgram:
         # (the schedule at offset 0: the buffer itself, a kernel reads it from its start)
         return [b.view(buf, off, w.nbytes) if off else buf for w, off in zip(words, offsets)]
 
-    def keep(self, buf):
-        """A device buffer to wipe and release with the program (a call's own scratch)."""
-        self._bufs.append(buf)
-        return buf
-
     def scratch(self, nbytes: int, queue=None):
         """A device scratch buffer of at least ``nbytes`` for launches on ``queue``, from the
         key ring, kept with the program (wiped with it) and reused by its later launches on the
@@ -300,13 +294,8 @@ class KeyedProgram:
                 wiped.append((buf, cap))
             except Exception:
                 pass
-        for buf in self._bufs:
-            try:
-                self.b.zero(buf, self._queue, wait=False)
-            except Exception:
-                pass
         waited = False
-        if (slots or self._bufs) and (wait or self._keys_host):
+        if slots and (wait or self._keys_host):
             try:
                 self.b.finish(self._queue)
                 waited = True
@@ -317,7 +306,6 @@ class KeyedProgram:
         for host in self._keys_host:
             host.fill(0)
         self._keys_host = []
-        self._bufs = []
         self._hold = []
         self._scratch = None
         self.tweaks = None
