@@ -42,8 +42,7 @@ else:
 
 from .errors import (AlreadyFinalized, DeviceError, DeviceNotFound, Error, InvalidArgument,
                      InvalidIVSize, InvalidKey, InvalidKeySize, InvalidLength, InvalidPadding,
-                     InvalidTag, ServiceError, UnsupportedCipher, WeakCipherWarning,
-                     EngineFailureWarning)
+                     ServiceError, UnsupportedCipher, WeakCipherWarning, EngineFailureWarning)
 
 __version__ = "0.1.0"
 
@@ -66,6 +65,7 @@ _LAZY = {name: "api" for name in ("Cipher", "CipherContext", "devices", "availab
 _LAZY.update({name: "front" for name in ("encrypt", "decrypt", "encrypt_batch", "decrypt_batch")})
 _LAZY["SchedulerStats"] = "engines.composite"
 _LAZY["connect"] = "service"
+_LAZY["InvalidTag"] = "errors"   # (made at its first use: errors.TAG_ERRORS)
 _LAZY.update({name: "aead" for name in ("BatchResult", "AESGCM", "ChaCha20Poly1305", "AsconAEAD128",
                                         "AEGIS128L")})
 

@@ -21,9 +21,9 @@ from .formats.passphrase import decrypt as decrypt_with_passphrase  # noqa: F401
 from .formats.passphrase import decrypt_range as decrypt_range_with_passphrase  # noqa: F401
 from .formats.passphrase import encrypt as encrypt_with_passphrase  # noqa: F401
 from .formats.passphrase import is_wrapped as is_passphrase_sealed  # noqa: F401
-from .formats.cobblestone import (Cobblestone128Decryptor, Cobblestone128Encryptor,  # noqa: F401
-                                  Cobblestone256Decryptor, Cobblestone256Encryptor,
-                                  decrypt_range, message_length, sealed_length)
+from .formats.cobblestone import decrypt_range, message_length, sealed_length  # noqa: F401
+from .formats.streams import (Cobblestone128Decryptor, Cobblestone128Encryptor,  # noqa: F401
+                              Cobblestone256Decryptor, Cobblestone256Encryptor)
 from .formats.resident import decrypt, encrypt  # noqa: F401
 
 __all__ = ["Cobblestone128Encryptor", "Cobblestone128Decryptor", "Cobblestone256Encryptor",

@@ -96,6 +96,32 @@ def test_icd_prepared_at_the_first_pyopencl_import(tmp_path):
         assert r.returncode == 0, r.stderr
 
 
+def test_failed_tag_classes_made_at_first_use():
+    """``import ciphergrid`` (and its errors module) imports no ``cryptography.exceptions``: the
+    failed-tag classes (errors.TAG_ERRORS) are made at the first use of any, one set under
+    every name the package gives them, each still pyca's InvalidTag, pickled by name."""
+    code = ("import pickle, sys\nimport ciphergrid, ciphergrid.errors as errors\n"
+            "assert 'cryptography.exceptions' not in sys.modules\n"
+            "from ciphergrid.errors import ChunkFailed\n"
+            "from ciphergrid.formats import cobblestone as cb\n"
+            "import ciphergrid.cobblestone as public\nimport cryptography.exceptions as pyca\n"
+            "assert ciphergrid.InvalidTag is errors.InvalidTag is cb.InvalidTag\n"
+            "assert cb.ChunkFailed is public.ChunkFailed is ChunkFailed\n"
+            "assert cb.Truncated is public.Truncated and public.CommitmentMismatch is "
+            "errors.CommitmentMismatch\n"
+            "for c in errors.TAG_ERRORS:\n"
+            "    cls = getattr(errors, c)\n"
+            "    assert issubclass(cls, (errors.Error, pyca.InvalidTag)) and cls.__qualname__ == c\n"
+            "e = pickle.loads(pickle.dumps(ChunkFailed('chunk 3 failed', 3)))\n"
+            "assert type(e) is ChunkFailed and e.chunk == 3 and str(e) == 'chunk 3 failed'\n"
+            "for mod in (errors, cb):\n"
+            "    try:\n        mod.NoSuchError\n    except AttributeError as x:\n"
+            "        assert mod.__name__ in str(x)\n"
+            "    else:\n        raise SystemExit('no AttributeError')\n")
+    r = _run_py(code)
+    assert r.returncode == 0, r.stderr.decode()
+
+
 def _run_py(code: str, *args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
                           timeout=120, cwd=cwd)

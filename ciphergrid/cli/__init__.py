@@ -14,17 +14,27 @@ import _signal as signal   # (the numbers; the signal module's enums only to nam
 import os
 import sys
 
-from .. import interrupts
-from ..errors import (ChunkFailed, CommitmentMismatch, DeviceError, DeviceNotFound, Error, InvalidPadding,
-                      InvalidTag, Truncated, WeakCipherWarning)
+from .. import errors, interrupts
+from ..errors import DeviceError, DeviceNotFound, Error, InvalidPadding, WeakCipherWarning
 from .common import (EXIT_AUTH, EXIT_CHUNK, EXIT_CODES, EXIT_COMMITMENT, EXIT_DEVICE,  # noqa: F401
                      EXIT_IO, EXIT_OK, EXIT_SIGNAL, EXIT_TRUNCATED, EXIT_USAGE, _error, _warn,
                      _written)
 from .parser import build_parser, parse  # noqa: F401
 
 
-#: a sealed file's failures, each its own exit code (every other failed tag: EXIT_AUTH)
-_SEALED_EXITS = {CommitmentMismatch: EXIT_COMMITMENT, ChunkFailed: EXIT_CHUNK, Truncated: EXIT_TRUNCATED}
+#: a sealed file's failures (errors.TAG_ERRORS), each its own exit code (every other failed
+#: tag: EXIT_AUTH)
+_SEALED_EXITS = {"CommitmentMismatch": EXIT_COMMITMENT, "ChunkFailed": EXIT_CHUNK,
+                 "Truncated": EXIT_TRUNCATED}
+
+
+def _failed(e: Error) -> int | None:
+    """The exit code of ``e`` where it is a failed tag (errors.InvalidTag, made at its first
+    use: none is before then) or bad padding, else None."""
+    if isinstance(e, vars(errors).get("InvalidTag", ())):
+        return {getattr(errors, name): code for name, code in _SEALED_EXITS.items()}.get(
+            type(e), EXIT_AUTH)
+    return EXIT_AUTH if isinstance(e, InvalidPadding) else None
 
 
 def _dispatch(args) -> int:
@@ -82,9 +92,6 @@ def main(argv=None) -> int:
         return _dispatch(args)
     except BrokenPipeError:  # the reader of our output went away: quietly, as coreutils
         return EXIT_SIGNAL + signal.SIGPIPE
-    except (InvalidPadding, InvalidTag) as e:
-        _error(str(e), e)
-        return _SEALED_EXITS.get(type(e), EXIT_AUTH)
     except DeviceNotFound as e:
         _error(str(e))
         return EXIT_USAGE
@@ -93,7 +100,8 @@ def main(argv=None) -> int:
         return EXIT_DEVICE
     except Error as e:
         _error(str(e), e)
-        return EXIT_USAGE
+        code = _failed(e)
+        return EXIT_USAGE if code is None else code
     except OSError as e:  # a full disk, an I/O error: one line, no partial output
         where = f": {e.filename}" if e.filename else ""
         _error(f"{e.strerror or e}{where}", e)

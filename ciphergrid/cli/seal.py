@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import ChunkFailed, InvalidArgument, InvalidTag
+from .. import errors
+from ..errors import InvalidArgument
 from .common import (EXIT_DEVICE, EXIT_OK, _file_bytes, _note_written, _said_by_service,
                      _service_engine)
 from .keying import _open_key, _seal_key
@@ -284,7 +285,7 @@ class _Stream:
         out = self.out
         if e is None or out is None:
             return False
-        if isinstance(e, InvalidTag):
+        if isinstance(e, errors.InvalidTag):
             if out.kind == "through" and out.written:
                 raise _released(e, out) from None
             return False
@@ -296,14 +297,14 @@ class _Stream:
         return False
 
 
-def _released(e: InvalidTag, out) -> InvalidTag:
+def _released(e: errors.InvalidTag, out) -> errors.InvalidTag:
     """``e`` (its class kept: its exit code) said with the verified bytes ``out`` got first."""
     text = str(e)
     for tail in (": nothing more is released", ": nothing is released"):
         text = text.replace(tail, "")
-    when = f"chunk {e.chunk} failed" if isinstance(e, ChunkFailed) and e.chunk is not None \
-        else "this was found"
+    failed = isinstance(e, errors.ChunkFailed) and e.chunk is not None
+    when = f"chunk {e.chunk} failed" if failed else "this was found"
     new = type(e)(f"{text}; {out.written} verified bytes were written to {out.name} before {when}")
-    if isinstance(e, ChunkFailed):
+    if isinstance(e, errors.ChunkFailed):
         new.chunk = e.chunk
     return new

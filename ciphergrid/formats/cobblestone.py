@@ -25,8 +25,8 @@ from _thread import allocate_lock
 
 from .._lazy import numpy_for
 from . import lone
-from ..errors import (AlreadyFinalized, ChunkFailed, CommitmentMismatch, InvalidArgument, InvalidKeySize,
-                      InvalidTag, Truncated)
+from .. import errors
+from ..errors import InvalidArgument, InvalidKeySize
 
 np = numpy_for(__name__)
 
@@ -42,6 +42,12 @@ MAX_CHUNKS = 1 << 38
 #: service), and per update of a device's stream encryptor
 BATCH_CHUNKS = 4096
 PREFIX = b"c2sp.org/chunked-encryption@v1+"
+
+
+def __getattr__(name: str):
+    """The failed-tag classes (errors.TAG_ERRORS: made at their first use) by this module's
+    names for them too."""
+    return errors.tag_error(name, __name__)
 
 
 class Scheme:
@@ -109,7 +115,7 @@ def message_length(sealed: int) -> int:
     body = sealed - HEADER
     last = body % SEALED_CHUNK if body >= 0 else -1
     if body < TAG or last < TAG:
-        raise Truncated("the sealed message is truncated or not one (its length is not a sealed "
+        raise errors.Truncated("the sealed message is truncated or not one (its length is not a sealed "
                         "length): nothing is released")
     return body // SEALED_CHUNK * CHUNK + last - TAG
 
@@ -326,7 +332,7 @@ class Opener:
         self.sch, self.device, self.path = sch, device, path
         header = bytes(header)
         if len(header) != HEADER:
-            raise Truncated("the sealed message is shorter than its header: nothing is released")
+            raise errors.Truncated("the sealed message is shorter than its header: nothing is released")
         self._made = (_key_of(sch, input_key), bytes(context), header)
         self._keys = None   # (key, base nonce), derived where a path needs them
         self._texts = None  # a batch's ciphertexts without their tags (reused)
@@ -340,7 +346,7 @@ class Opener:
             if not _compare_digest(commitment, header[SALT:]):
                 dec = False
         if dec is False:
-            raise CommitmentMismatch(f"{sch.name}: the key commitment does not match (wrong key, "
+            raise errors.CommitmentMismatch(f"{sch.name}: the key commitment does not match (wrong key, "
                                      "passphrase or context, or a damaged header): nothing is "
                                      "released")
         self._seq = None if dec is None else (dec, 0)   # (pyca's decryptor, its next chunk)
@@ -360,9 +366,9 @@ class Opener:
         full = m // SEALED_CHUNK
         last = m - full * SEALED_CHUNK
         if final and last < TAG or not final and last:
-            raise Truncated(f"{self.sch.name}: the sealed message is truncated: nothing more is released")
+            raise errors.Truncated(f"{self.sch.name}: the sealed message is truncated: nothing more is released")
         if first + full + (1 if final else 0) > MAX_CHUNKS:
-            raise InvalidTag("the sealed message passes the spec's 2^38 chunks")
+            raise errors.InvalidTag("the sealed message passes the spec's 2^38 chunks")
         return full * CHUNK + (last - TAG if final else 0)
 
     def open(self, ct: np.ndarray, first: int, final: bool, out: np.ndarray | None = None) -> np.ndarray:
@@ -410,7 +416,7 @@ class Opener:
             if bad is not None:
                 if bad >= 0:
                     ctypes.memset(ossl.address(dst), 0, n)
-                    raise ChunkFailed(f"{self.sch.name}: chunk {first + bad} does not verify "
+                    raise errors.ChunkFailed(f"{self.sch.name}: chunk {first + bad} does not verify "
                                       "(altered, reordered or from another message): nothing is "
                                       "released", first + bad)
                 return
@@ -444,7 +450,7 @@ class Opener:
 
     def _failed(self, out: np.ndarray, chunk: int) -> None:
         out.fill(0)
-        raise ChunkFailed(f"{self.sch.name}: chunk {chunk} does not verify (altered, reordered or "
+        raise errors.ChunkFailed(f"{self.sch.name}: chunk {chunk} does not verify (altered, reordered or "
                           "from another message): nothing is released", chunk)
 
     def _batches(self, p, first: int, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -512,139 +518,3 @@ def decrypt_range(sealed, key: bytes, context: bytes = b"", offset: int = 0, len
     pt = op.open(ct[HEADER + first_c * SEALED_CHUNK:stop], first_c, final=end_c == last + 1)
     a = offset - first_c * CHUNK
     return pt[a:a + (end - offset)].tobytes()
-
-
-class _Stream:
-    """update / update_into / finalize (pyca's context rules); a subclass's ``_take(src,
-    final)`` turns what it can of ``src`` (what came in, in order) into output and says how many
-    of its bytes it used; the rest is kept for the next call."""
-
-    def __init__(self):
-        self._buf = bytearray()   # what came in and is not used yet
-        self._done = False
-        self._out = bytearray()   # the output before it is copied into bytes (reused)
-
-    def _scratch(self, n: int) -> memoryview:
-        """A reused buffer of ``n`` bytes (no fresh pages for every update)."""
-        if len(self._out) < n:
-            self._out = bytearray(n)
-        return memoryview(self._out)[:n]
-
-    def update(self, data) -> bytes:
-        if self._done:
-            raise AlreadyFinalized("update() after finalize()")
-        try:
-            view = memoryview(data).cast("B")
-        except (TypeError, ValueError):  # (not one contiguous run of bytes)
-            view = memoryview(bytes(_u8(data)))
-        with view:
-            return self._feed(view, False)
-
-    def update_into(self, data, buf) -> int:
-        out = self.update(data)
-        memoryview(buf)[:len(out)] = out
-        return len(out)
-
-    def finalize(self) -> bytes:
-        if self._done:
-            raise AlreadyFinalized("finalize() called twice")
-        self._done = True
-        return self._feed(memoryview(b""), True)
-
-    def _feed(self, view: memoryview, final: bool) -> bytes:
-        """The caller's bytes used where they lie when nothing is kept from before (only the
-        rest is copied), else after what is kept."""
-        if not self._buf:
-            out, used = self._take(view, final)
-            self._buf += view[used:]
-            return out
-        self._buf += view
-        with memoryview(self._buf) as src:
-            out, used = self._take(src, final)
-        del self._buf[:used]
-        return out
-
-    def _take(self, src: memoryview, final: bool) -> tuple[bytes, int]:
-        raise NotImplementedError
-
-
-class _Encryptor(_Stream):
-    """pyca's ``Cobblestone*Encryptor``: ``update`` returns the header then whole sealed chunks as
-    they fill (on a device: in batches of BATCH_CHUNKS), ``finalize`` the shorter final one."""
-
-    _scheme: Scheme = COBBLESTONE_128
-
-    def __init__(self, key: bytes, context: bytes = b"", *, device: str = "auto"):
-        super().__init__()
-        self._s = Sealer(self._scheme, bytes(key), bytes(context), device=device)
-        self._head = self._s.header()
-
-    @classmethod
-    def generate_key(cls) -> bytes:
-        return os.urandom(cls._scheme.key_len)
-
-    def _take(self, src: memoryview, final: bool) -> tuple[bytes, int]:
-        s = self._s
-        head, self._head = self._head, b""
-        m = len(src)
-        unit = CHUNK if _native(s.sch, s.device, s.path, m, 1) else BATCH_CHUNKS * CHUNK
-        n = m if final else m // unit * unit
-        if not n and not final:
-            return head, 0
-        with self._scratch(len(head) + s._check(s.chunk, n, final)) as out:
-            out[:len(head)] = head
-            s.seal_at(s.chunk, src, n, final, out[len(head):])
-            sealed = out.tobytes()
-        s.chunk += n // CHUNK + (1 if final else 0)
-        return sealed, n
-
-
-class _Decryptor(_Stream):
-    """pyca's ``Cobblestone*Decryptor``: the commitment checked once the header is in, whole
-    sealed chunks released once their tags verify, the final chunk at ``finalize`` (a message
-    that ends on a chunk boundary is truncated: InvalidTag)."""
-
-    _scheme: Scheme = COBBLESTONE_128
-
-    def __init__(self, key: bytes, context: bytes = b"", *, device: str = "auto"):
-        super().__init__()
-        self._key, self._context, self._device = bytes(key), bytes(context), device
-        self._op: Opener | None = None
-        self._chunk = 0
-
-    def _take(self, src: memoryview, final: bool) -> tuple[bytes, int]:
-        at = 0
-        if self._op is None:
-            if len(src) < HEADER:
-                if final:
-                    raise Truncated("the sealed message is shorter than its header: nothing is released")
-                return b"", 0
-            self._op = Opener(self._scheme, self._key, self._context, src[:HEADER],
-                              device=self._device)
-            at = HEADER
-        # whole sealed chunks (never the final one: that is shorter); at the end, the rest
-        m = len(src) - at
-        k = m if final else m // SEALED_CHUNK * SEALED_CHUNK
-        if not k and not final:
-            return b"", at
-        with self._scratch(self._op._check(self._chunk, k, final)) as out:
-            self._op.open_at(self._chunk, src[at:], k, final, out)
-            opened = out.tobytes()
-        self._chunk += k // SEALED_CHUNK
-        return opened, at + k
-
-
-class Cobblestone128Encryptor(_Encryptor):
-    _scheme = COBBLESTONE_128
-
-
-class Cobblestone128Decryptor(_Decryptor):
-    _scheme = COBBLESTONE_128
-
-
-class Cobblestone256Encryptor(_Encryptor):
-    _scheme = COBBLESTONE_256
-
-
-class Cobblestone256Decryptor(_Decryptor):
-    _scheme = COBBLESTONE_256

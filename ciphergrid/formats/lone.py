@@ -10,7 +10,8 @@ is found again (chunk by chunk, engines/openssl/aead.py ``_pyca_chunks``) to nam
 
 from __future__ import annotations
 
-from ..errors import ChunkFailed, DeviceError, InvalidTag
+from .. import errors
+from ..errors import DeviceError
 
 
 def stream(sch, encrypt: bool, key: bytes, context: bytes):
@@ -96,10 +97,10 @@ def open_(op, first: int, src, m: int, final: bool, dst, n: int, chunk: int, tag
             bad = first + max(0, ossl._pyca_chunks(False, op.key, op.base, first, a, b, m, final,
                                                    chunk, tag))
             b[:] = bytes(n)
-            raise ChunkFailed(f"{name}: chunk {bad} does not verify (altered, reordered or from "
+            raise errors.ChunkFailed(f"{name}: chunk {bad} does not verify (altered, reordered or from "
                               "another message): nothing is released", bad) from None
     if got != n:   # (not the bytes the format says: never released)
-        raise InvalidTag(f"{name}: the sealed chunks opened to {got} bytes, not {n}")
+        raise errors.InvalidTag(f"{name}: the sealed chunks opened to {got} bytes, not {n}")
     if not final:
         op._seq = (dec, first + m // (chunk + tag))
     return True

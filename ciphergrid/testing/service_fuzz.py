@@ -30,9 +30,11 @@ import time
 from .. import errors
 from ..service import protocol, schema
 
-#: what a clean error's type may be: a ciphergrid error class, or an OS error
+#: what a clean error's type may be: a ciphergrid error class (the failed-tag ones made or not
+#: yet: errors.TAG_ERRORS), or an OS error
 CLEAN_TYPES = {n for n, c in vars(errors).items()
-               if isinstance(c, type) and issubclass(c, errors.Error)} | {"OSError", "ProtocolError"}
+               if isinstance(c, type) and issubclass(c, errors.Error)} \
+    | set(errors.TAG_ERRORS) | {"OSError", "ProtocolError"}
 #: a message that shows Python's internals rather than the request's fault
 _INTERNAL = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Warning|Exit|Interrupt)\b:|Traceback|"
                        r"not supported between|object has no attribute|NoneType|unhashable|"
