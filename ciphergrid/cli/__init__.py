@@ -19,7 +19,7 @@ from ..errors import DeviceError, DeviceNotFound, Error, InvalidPadding, WeakCip
 from .common import (EXIT_AUTH, EXIT_CHUNK, EXIT_CODES, EXIT_COMMITMENT, EXIT_DEVICE,  # noqa: F401
                      EXIT_IO, EXIT_OK, EXIT_SIGNAL, EXIT_TRUNCATED, EXIT_USAGE, _error, _warn,
                      _written)
-from .parser import build_parser, parse  # noqa: F401
+from .parser import build_parser, chosen_command, parse  # noqa: F401
 
 
 #: a sealed file's failures (errors.TAG_ERRORS), each its own exit code (every other failed
@@ -119,6 +119,9 @@ def main(argv=None) -> int:
 
 #: the commands whose process ends at once after its output is flushed (:func:`console`)
 _ENDS_AT_ONCE = ("encrypt", "decrypt", "seal", "open")
+#: a file command's allocations between two collections of the youngest generation (gc's
+#: threshold0): the start-up's module objects are frozen, the command's own are few
+FILE_GC_YOUNG = 20000
 
 
 def console() -> None:
@@ -129,14 +132,18 @@ def console() -> None:
     stdout and stderr are flushed and the exit functions have run: its outputs are closed, and
     the interpreter's teardown of every module would only cost its start-up's time again.
     What the start-up imported lives as long as the process: it is frozen out of the cyclic
-    collector's passes (``gc.freeze``), which then look only at what the command makes."""
+    collector's passes (``gc.freeze``), which then look only at what the command makes; a file
+    command's youngest generation is collected every FILE_GC_YOUNG allocations (its loop over
+    the pieces makes few objects that the collector tracks)."""
     import gc
 
     gc.freeze()
+    argv = sys.argv[1:]
+    if chosen_command(argv) in _ENDS_AT_ONCE:
+        gc.set_threshold(FILE_GC_YOUNG, *gc.get_threshold()[1:])
     from ..settings import one_blas_thread
 
     one_blas_thread()  # (before numpy's import)
-    argv = sys.argv[1:]
     code = main(argv)
     flushed = True
     for f in (sys.stderr, sys.stdout):
@@ -147,9 +154,9 @@ def console() -> None:
     if code >= EXIT_SIGNAL:
         os._exit(code)
     if flushed and _ends_at_once(argv):
-        import atexit
-
-        atexit._run_exitfuncs()
+        atexit = sys.modules.get("atexit")   # (not imported: nothing registered an exit function)
+        if atexit is not None:
+            atexit._run_exitfuncs()
         for f in (sys.stderr, sys.stdout):
             try:
                 f.flush()
@@ -164,8 +171,6 @@ def _ends_at_once(argv) -> bool:
     """Whether the process of ``argv`` may end without the interpreter's teardown: a file
     command, not over MPI (no ``--mpi`` or its abbreviation, no mpi4py: MPI is finalised at
     exit), and no thread left but daemons (nothing to join)."""
-    from .parser import chosen_command
-
     if chosen_command(argv) not in _ENDS_AT_ONCE or "mpi4py" in sys.modules \
             or any(a.startswith("--mp") for a in argv):
         return False
