@@ -83,7 +83,7 @@ NOT_ON_ONE_CORE = ("ctypes", "ciphergrid._libcrypto", "ciphergrid.engines.openss
                    "ciphergrid.engines.openssl.aead", "ciphergrid.runtime", "numpy", "threading",
                    "ciphergrid.transfer.pieces", "argparse", "signal", "struct", "binascii",
                    "mmap", "ciphergrid.formats.passphrase", "fcntl",
-                   "ciphergrid.backends.icd", "cryptography.exceptions")
+                   "ciphergrid.backends.icd", "cryptography.exceptions", "ciphergrid.progress")
 
 
 def test_o_append_is_read_without_fcntl(tmp_path):

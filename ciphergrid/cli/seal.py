@@ -259,6 +259,22 @@ def _say_where(args, sch, verb: str, where: tuple, src, out) -> None:
           file=sys.stderr)
 
 
+class _NoBar:
+    """progress.Progress where it shows nothing (--quiet, stderr not a terminal)."""
+
+    def advance(self, n: int) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+_NO_BAR = _NoBar()
+
+
 class _Stream:
     """The run's progress bar, and on a failure the one-line error's account of what a
     write-through output (stdout, a pipe, a device) already got: a signal or an I/O error says
@@ -266,9 +282,12 @@ class _Stream:
     chunks were written says so instead of "nothing is released"."""
 
     def __init__(self, args, verb: str, total: int | None, device: str, served: bool = False):
-        from ..progress import Progress
+        if args.quiet or not sys.stderr.isatty():   # (no bar and no summary: progress.py's rule)
+            self.bar = _NO_BAR
+        else:
+            from ..progress import Progress
 
-        self.bar = Progress(total, quiet=args.quiet, verb=verb, device=device)
+            self.bar = Progress(total, quiet=args.quiet, verb=verb, device=device)
         self.out = None
         self.served = served   # (a service writes the output: it says how far now and then)
 
