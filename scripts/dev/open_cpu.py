@@ -2,7 +2,8 @@
 script ``bench seal`` times: ciphergrid.bench.seal.PYCA_STREAM) in CPU time, user + system, on
 one core (``taskset -c``), for an empty message, 1 MiB and 256 MiB (issue 49): each command run
 ``--runs`` times, alternated, after one warm-up, each into a new output file; the medians and
-minimums, and pyca's CPU as a fraction of ours (of the medians, and of the minimums).
+minimums, and pyca's CPU as a fraction of ours (of the medians, and of the minimums); the UTC
+time and the load average before and after (other work on the machine shows in the spread).
 
     .venv/bin/python scripts/dev/open_cpu.py [--dir /dev/shm] [--runs 20] [--big-runs 8]
                                              [--cpu 0] [--root NAME=DIR ...] [--seal]
@@ -43,6 +44,14 @@ def _cpu(cmd: list[str], env: dict, out: str) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _when() -> str:
+    """The UTC time and the load average (1, 5, 15 minutes)."""
+    import time
+
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, load average {load}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -58,6 +67,7 @@ def main() -> None:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     pin = ["taskset", "-c", str(a.cpu)]
     roots = [("ours", str(ROOT))] + [tuple(r.split("=", 1)) for r in a.root]
+    print(f"start {_when()}", flush=True)
     with tempfile.TemporaryDirectory(dir=a.dir) as d:
         key = os.urandom(16)
         kf = os.path.join(d, "k")
@@ -92,6 +102,7 @@ def main() -> None:
             ratios = "  ".join(f"pyca/{k} {med['pyca'] / med[k]:.2f} / {low['pyca'] / low[k]:.2f}"
                                for k, _ in roots)
             print(f"{verb} {label} ({runs} runs, median / min): {cells}  |  {ratios}", flush=True)
+    print(f"end {_when()}", flush=True)
 
 
 if __name__ == "__main__":
