@@ -115,8 +115,8 @@ def message_length(sealed: int) -> int:
     body = sealed - HEADER
     last = body % SEALED_CHUNK if body >= 0 else -1
     if body < TAG or last < TAG:
-        raise errors.Truncated("the sealed message is truncated or not one (its length is not a sealed "
-                        "length): nothing is released")
+        raise errors.Truncated("the sealed message is truncated or not one (its length is not a "
+                               "sealed length): nothing is released")
     return body // SEALED_CHUNK * CHUNK + last - TAG
 
 
@@ -346,9 +346,9 @@ class Opener:
             if not _compare_digest(commitment, header[SALT:]):
                 dec = False
         if dec is False:
-            raise errors.CommitmentMismatch(f"{sch.name}: the key commitment does not match (wrong key, "
-                                     "passphrase or context, or a damaged header): nothing is "
-                                     "released")
+            raise errors.CommitmentMismatch(f"{sch.name}: the key commitment does not match "
+                                            "(wrong key, passphrase or context, or a damaged "
+                                            "header): nothing is released")
         self._seq = None if dec is None else (dec, 0)   # (pyca's decryptor, its next chunk)
 
     key = property(lambda self: self._derived()[0], doc="the derived AEAD key")
@@ -416,9 +416,9 @@ class Opener:
             if bad is not None:
                 if bad >= 0:
                     ctypes.memset(ossl.address(dst), 0, n)
-                    raise errors.ChunkFailed(f"{self.sch.name}: chunk {first + bad} does not verify "
-                                      "(altered, reordered or from another message): nothing is "
-                                      "released", first + bad)
+                    raise errors.ChunkFailed(f"{self.sch.name}: chunk {first + bad} does not "
+                                             "verify (altered, reordered or from another "
+                                             "message): nothing is released", first + bad)
                 return
         ct, out = _u8_of(src, m), _u8_of(dst, n)
         full = m // SEALED_CHUNK
@@ -450,8 +450,8 @@ class Opener:
 
     def _failed(self, out: np.ndarray, chunk: int) -> None:
         out.fill(0)
-        raise errors.ChunkFailed(f"{self.sch.name}: chunk {chunk} does not verify (altered, reordered or "
-                          "from another message): nothing is released", chunk)
+        raise errors.ChunkFailed(f"{self.sch.name}: chunk {chunk} does not verify (altered, "
+                                 "reordered or from another message): nothing is released", chunk)
 
     def _batches(self, p, first: int, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Whole sealed chunks through plan ``p`` where its engine takes only contiguous texts

@@ -97,8 +97,8 @@ def open_(op, first: int, src, m: int, final: bool, dst, n: int, chunk: int, tag
             bad = first + max(0, ossl._pyca_chunks(False, op.key, op.base, first, a, b, m, final,
                                                    chunk, tag))
             b[:] = bytes(n)
-            raise errors.ChunkFailed(f"{name}: chunk {bad} does not verify (altered, reordered or from "
-                              "another message): nothing is released", bad) from None
+            raise errors.ChunkFailed(f"{name}: chunk {bad} does not verify (altered, reordered or "
+                                     "from another message): nothing is released", bad) from None
     if got != n:   # (not the bytes the format says: never released)
         raise errors.InvalidTag(f"{name}: the sealed chunks opened to {got} bytes, not {n}")
     if not final:
