@@ -167,3 +167,28 @@ def test_one_core_pipes_in_pieces(tmp_path):
     assert failed.returncode == 9, failed.stderr.decode()
     assert b"chunk 100 does not verify" in failed.stderr
     assert failed.stdout == msg[:64 * K]   # (the first piece verified and written)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_regular_input_that_shrinks_fails_on_any_number_of_workers(tmp_path, threads):
+    """A regular input is read at its pieces' offsets up to the size it had at the start, by
+    the calling thread alone or by workers (files.read_piece): one that shrinks meanwhile is
+    an error, never a short sealed message taken for a whole one."""
+    from ciphergrid.errors import InvalidArgument
+    from ciphergrid.transfer import sealed
+
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.write_bytes(os.urandom(6 * K))
+    s = cb.Sealer(cb.scheme(False), os.urandom(16), b"", device="native")
+    seal_at, calls = s.seal_at, []
+
+    def shrinking(*a, **kw):
+        if not calls:
+            os.truncate(src, K)            # the input loses its tail while the pieces run
+        calls.append(1)
+        return seal_at(*a, **kw)
+
+    s.seal_at = shrinking
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        with pytest.raises(InvalidArgument, match="changed while it was read .* of 98304 bytes"):
+            sealed.seal(fi, fo, s, piece=2 * K, threads=threads)

@@ -96,6 +96,17 @@ def read_full(fd: int, view: memoryview, off: int | None) -> int:
     return got
 
 
+def read_piece(ends: Ends, view: memoryview, lo: int) -> None:
+    """``view`` filled from the regular input of ``ends`` at ``lo`` (from its base);
+    InvalidArgument where the input ends sooner than its size said."""
+    got = read_full(ends.fd_in, view, ends.base_in + lo) if len(view) else 0
+    if got != len(view):
+        from ..errors import InvalidArgument
+
+        raise InvalidArgument(f"the input changed while it was read (it ends at {lo + got} "
+                              f"of {ends.size} bytes)")
+
+
 def write_all(fd: int, view: memoryview, off: int | None) -> None:
     """Write all of ``view`` to ``fd`` (``off`` None: in order, write; else pwrite at ``off``)."""
     done = 0

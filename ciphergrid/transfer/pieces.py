@@ -176,11 +176,8 @@ class _Shared:
 
     def read_at(self, view: memoryview, lo: int) -> None:
         """``view`` filled from the regular input at ``lo``; InvalidArgument where it ends
-        sooner than its size said."""
-        got = files.read_full(self.ends.fd_in, view, self.ends.base_in + lo) if len(view) else 0
-        if got != len(view):
-            raise InvalidArgument(f"the input changed while it was read (it ends at {lo + got} "
-                                  f"of {self.ends.size} bytes)")
+        sooner than its size said (files.read_piece)."""
+        files.read_piece(self.ends, view, lo)
 
     def write(self, k: int, view: memoryview, offset: int) -> None:
         """Piece ``k``'s output: a regular output's at ``offset`` (one pwrite at a time: see the

@@ -302,7 +302,6 @@ def _alone(ends, dst, in_step: int, out_step: int, q: int, npieces: int | None, 
     """:func:`_run`'s pieces on one worker, the calling thread: read in order (a regular input
     at each piece's offset), turned by ``work``, written in order; returns the bytes written."""
     from .. import interrupts
-    from ..errors import InvalidArgument
 
     buf = memoryview(bytearray(in_len))
     out = memoryview(bytearray(out_len))
@@ -310,11 +309,8 @@ def _alone(ends, dst, in_step: int, out_step: int, q: int, npieces: int | None, 
     while True:
         if ends.reg_in:
             lo = k * in_step
-            want = min(in_step, ends.size - lo)
-            got = files.read_full(ends.fd_in, buf[:want], ends.base_in + lo) if want else 0
-            if got != want:
-                raise InvalidArgument(f"the input changed while it was read (it ends at {lo + got} "
-                                      f"of {ends.size} bytes)")
+            got = min(in_step, ends.size - lo)
+            files.read_piece(ends, buf[:got], lo)
             final = k == npieces - 1
         else:
             got = files.read_full(ends.fd_in, buf, None)
