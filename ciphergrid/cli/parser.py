@@ -341,9 +341,10 @@ def _quick(argv):
     """The arguments of a file command (_QUICK) read from the declarations argparse reads, where
     they are plain: the command first, then each option by its full name (``--name value``,
     ``--name=value``, a short ``-x value``) once, a store or a flag, its value not beginning
-    with ``-`` and taken by its type and choices, the required ones and the mutually exclusive
-    groups satisfied.  Anything else (help, an abbreviation, an error, an option of ``nargs``)
-    is argparse's: None.  Returns the namespace argparse would give."""
+    with ``-`` (nor ``--name=--``) and taken by its type and choices, a default given as text
+    taken by its type (of options sharing a ``dest``, the first's), the required ones and the
+    mutually exclusive groups satisfied.  Anything else (help, an abbreviation, an error, an
+    option of ``nargs``) is argparse's: None.  Returns the namespace argparse would give."""
     from types import SimpleNamespace
 
     if not argv or argv[0] not in _QUICK:
@@ -376,6 +377,8 @@ def _quick(argv):
                 if k == len(argv) or argv[k].startswith("-"):
                     return None
                 value = argv[k]
+            elif value == "--":   # (argparse drops it from the values it reads)
+                return None
             if kw.get("type") is not None:
                 try:
                     value = kw["type"](value)
@@ -395,5 +398,16 @@ def _quick(argv):
         return None
     values = {"command": argv[0]}
     for i, (flags, kw, _) in enumerate(actions):
-        values[dest_of[i]] = given.get(i, kw.get("default", False if kw.get("action") else None))
+        if i in given:
+            values[dest_of[i]] = given[i]
+            continue
+        if dest_of[i] in values:   # (an earlier option's of the same dest, given or not)
+            continue
+        default = kw.get("default", False if kw.get("action") else None)
+        if isinstance(default, str) and kw.get("type") is not None:
+            try:   # (argparse's type applied to a default given as text)
+                default = kw["type"](default)
+            except Exception:  # noqa: BLE001 - argparse says what is wrong with it
+                return None
+        values[dest_of[i]] = default
     return SimpleNamespace(**values)
