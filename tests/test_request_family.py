@@ -148,3 +148,21 @@ def test_one_message_is_a_batch_of_one(rng):
     assert b.dst.tobytes() + tag[0].tobytes() == _pyca_seal(key, nonce, aad, pt)
     b.wipe()
     assert not b.keys.any()
+
+
+def test_a_made_request_has_the_constructors_fields():
+    """make_request sets a Request's fields at once, past the dataclass's __init__: every field
+    the class declares, and no other, as the constructor sets them."""
+    import dataclasses
+
+    from ciphergrid.request import Request
+
+    for name, enc in (("aes-128-xts", True), ("des-ede3-cbc", False)):
+        spec = registry.lookup(name)
+        key = bytes(range(spec.key_len))
+        xts = "xts" in name
+        req = make_request(spec, key, None if xts else bytes(spec.iv_len), enc,
+                           sector_size=512 if xts else None, start_sector=7 if xts else None,
+                           allow_weak=True)
+        assert set(vars(req)) == {f.name for f in dataclasses.fields(Request)}
+        assert vars(Request(**vars(req))) == vars(req)
