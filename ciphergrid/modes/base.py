@@ -157,7 +157,11 @@ class Mode:
         return False
 
     #: ``first_launch(req, n)``: what a mode works out on the host for a keyed program's first
-    #: launch over ``n`` bytes (modes/xts.py), or None where it works out nothing
+    #: launch over ``n`` bytes (modes/xts.py), or None where it works out nothing: (the bytes
+    #: uploaded after the keys, in the scratch reserve, or None; the indices of the key
+    #: schedules uploaded with the program; the mode's own, for ``prepare``).  A schedule left
+    #: out is expanded and uploaded when a launch asks for it (``KeyedProgram.schedule``), so a
+    #: mode that leaves one out reads its schedules there, not from ``kp.rk``
     first_launch = None
     #: ``prepare(kp)``: a mode's set-up of a new keyed program, or None where it has none
     prepare = None
