@@ -58,7 +58,9 @@ class KeyRing:
     zeroing still queued on a queue is taken again only for work on that same queue (it runs
     behind the zeroing); one whose queue was waited for, by any.  The ring keeps the latest
     buffers given back, at most SLOTS of at most KEPT_BYTES together; each holds a power of two
-    of bytes, at least MIN_BYTES."""
+    of bytes, at least MIN_BYTES.  A buffer let go with its zeroing still queued on another
+    queue than the one it was allocated for has that queue finished first: CuPy's pool gives
+    freed memory back to its allocation's stream, which is not ordered behind the zeroing."""
 
     SLOTS = 8
     MIN_BYTES = 4096
@@ -67,34 +69,47 @@ class KeyRing:
     def __init__(self, backend):
         self.b = backend
         self.lock = threading.Lock()
-        self.free: list = []    # (capacity, buffer, queue or None: idle), the oldest first
+        #: (capacity, buffer, queue or None: idle, the queue it was allocated for), the oldest
+        #: first
+        self.free: list = []
 
     def take(self, nbytes: int, queue) -> tuple:
-        """(buffer, capacity) of at least ``nbytes`` for work on ``queue``."""
+        """(buffer, capacity, the queue it was allocated for) of at least ``nbytes`` for work on
+        ``queue``."""
         with self.lock:
             best = None
-            for i, (cap, buf, q) in enumerate(self.free):
+            for i, (cap, buf, q, _) in enumerate(self.free):
                 if cap >= nbytes and (q is None or q is queue) and (
                         best is None or cap < self.free[best][0]):
                     best = i
             if best is not None:
-                cap, buf, _ = self.free.pop(best)
-                return buf, cap
+                cap, buf, _, home = self.free.pop(best)
+                return buf, cap, home
         cap = max(self.MIN_BYTES, 1 << (max(int(nbytes), 1) - 1).bit_length())
-        return self.b.alloc(cap), cap
+        return self.b.alloc(cap), cap, queue
 
     def give(self, slots, queue) -> None:
-        """Buffers (buffer, capacity) zeroed on ``queue`` (None: zeroed and waited for); the
-        oldest let go (released, their queues not held) past SLOTS or KEPT_BYTES, and a buffer
-        larger than KEPT_BYTES not kept."""
+        """Buffers (buffer, capacity, home queue) zeroed on ``queue`` (None: zeroed and waited
+        for); the oldest let go (released, their queues not held) past SLOTS or KEPT_BYTES, and
+        a buffer larger than KEPT_BYTES not kept."""
+        gone = []
         with self.lock:
             free = self.free
-            for buf, cap in slots:
-                if cap <= self.KEPT_BYTES:
-                    free.append((cap, buf, queue))
+            for buf, cap, home in slots:
+                entry = (cap, buf, queue, home)
+                (free if cap <= self.KEPT_BYTES else gone).append(entry)
             total = sum(f[0] for f in free)
             while len(free) > self.SLOTS or total > self.KEPT_BYTES:
-                total -= free.pop(0)[0]
+                gone.append(free.pop(0))
+                total -= gone[-1][0]
+        waited = []
+        for _, _, q, home in gone:
+            if q is not None and q is not home and not any(w is q for w in waited):
+                waited.append(q)
+                try:
+                    self.b.finish(q)
+                except Exception:  # noqa: BLE001 - a failed queue runs nothing more
+                    pass
 
 
 def key_ring(backend) -> KeyRing:
@@ -135,7 +150,7 @@ class KeyedProgram:
                               f"work-groups of {im.local_size} work-items; {backend.info} "
                               f"allows {backend.group_size(self.prg)}")
         self._ring = key_ring(backend)
-        self._slots = []      # (buffer, capacity): key-ring buffers, given back at close()
+        self._slots = []      # (buffer, capacity, home): key-ring buffers, given back at close()
         self._hold = []      # host arrays an asynchronous upload still reads (OpenCL)
         self._keys_host = []  # the same, of key schedules (zeroed by close())
         self._scratch = None  # (queue, buffer): the scratch kept for launches on that queue
@@ -148,7 +163,14 @@ class KeyedProgram:
         self._upload_queue = queue or backend.default_queue
         self._async = getattr(backend, "upload_copies_pageable", False)
         self._ready = None   # the marker after the uploads (a launch on another queue waits on it)
-        mode = req.mode
+        try:
+            self._keyed(req.mode, first_bytes)
+        except BaseException:
+            self.close()   # (what was uploaded wiped, the ring's buffers given back)
+            raise
+
+    def _keyed(self, mode, first_bytes) -> None:
+        req = self.req
         schedules = mode.schedules(req)
         #: what the mode worked out on the host for a first launch over ``first_bytes`` bytes
         #: from block 0: (what goes in the reserve with the keys (XTS: its segment tweaks, or
@@ -288,10 +310,10 @@ class KeyedProgram:
         failed is dropped, never reused)."""
         slots, self._slots = self._slots, []
         wiped = []
-        for buf, cap in slots:
+        for slot in slots:
             try:
-                self.b.zero(buf, self._queue, wait=False)
-                wiped.append((buf, cap))
+                self.b.zero(slot[0], self._queue, wait=False)
+                wiped.append(slot)
             except Exception:
                 pass
         waited = False

@@ -131,7 +131,7 @@ def test_xts_schedules_share_one_buffer_and_the_ring_is_bounded():
         assert len(p._slots) == 1 and p.rk[0] is not None
         p.close(False)
     ring = key_ring(b)
-    assert [buf for _, buf, _ in ring.free] == bufs[-ring.SLOTS:]   # the latest given back
+    assert [buf for _, buf, *_ in ring.free] == bufs[-ring.SLOTS:]   # the latest given back
 
 
 def test_one_shots_through_the_ring_match_openssl(cpu_device):
@@ -158,9 +158,9 @@ def test_the_smallest_buffer_that_holds_it_and_a_bound_on_bytes():
     assert ring.take(100, q) == small          # the smallest that holds it
     huge = ring.take(1 << 17, q)
     ring.give([huge], q)                       # larger than the ring keeps: let go
-    assert [buf for _, buf, _ in ring.free] == [big[0]]
+    assert [buf for _, buf, *_ in ring.free] == [big[0]]
     ring.give([ring.take(1 << 15, object()), ring.take(1 << 15, object())], None)
-    assert sum(cap for cap, _, _ in ring.free) <= ring.KEPT_BYTES   # the oldest let go
+    assert sum(cap for cap, *_ in ring.free) <= ring.KEPT_BYTES   # the oldest let go
 
 
 def test_a_programs_scratch_comes_from_the_ring_and_goes_back_wiped():
@@ -176,3 +176,57 @@ def test_a_programs_scratch_comes_from_the_ring_and_goes_back_wiped():
     assert again.scratch(20000, s) is scratch
     assert [op for op in b.log if op[0] == "alloc"] == allocs
     again.close(False)
+
+
+def test_a_buffer_let_go_behind_another_queues_zeroing_waits_for_that_queue():
+    """CuPy's pool gives freed memory back to the stream it was allocated on: a buffer let go
+    while its zeroing is still queued on another stream is freed only once that one finished;
+    one let go on its own stream, at once."""
+    import weakref
+
+    b = Recording()
+    ring = key_ring(b)
+    home, other = object(), object()
+    first = ring.take(100, home)
+    ring.give([first], None)                  # (waited for: any queue may take it)
+    borrowed = ring.take(100, other)
+    assert borrowed[0] is first[0]
+    freed = []
+    weakref.finalize(borrowed[0], lambda: freed.append(len(b.log)))
+    ring.give([borrowed], other)              # (its zeroing queued on `other`)
+    del first, borrowed
+    own = [ring.take(1 << 12, home) for _ in range(ring.SLOTS)]
+    start = len(b.log)
+    ring.give(own, home)                      # the ring full: the oldest let go
+    assert b.log[start:] == [("finish", None, other)] and freed == [start + 1]
+    start = len(b.log)
+    ring.give([ring.take(1 << 13, home)], home)   # the oldest let go on its own queue: no wait
+    assert [op[0] for op in b.log[start:]] == ["alloc"] and len(ring.free) == ring.SLOTS
+
+
+def test_a_program_that_fails_after_its_upload_wipes_its_keys(monkeypatch):
+    """A keyed program failing in its set-up (a mode's prepare) zeroes what it uploaded and
+    gives the buffer back, as close() does."""
+    b = Recording()
+    s = object()
+    req = _req("aes-128-xts", bytes(range(32)))
+    uploaded = []
+    real_upload = b.upload
+
+    def upload(buf, host, queue=None, **kw):
+        uploaded.append(buf)
+        return real_upload(buf, host, queue, **kw)
+
+    def fails(kp):
+        raise RuntimeError("prepare failed")
+
+    monkeypatch.setattr(b, "upload", upload)
+    monkeypatch.setattr(req.mode, "prepare", fails)
+    try:
+        KeyedProgram(b, req, queue=s, record=False)
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the set-up's failure was not raised")
+    assert uploaded and not any(any(buf.data) for buf in uploaded)
+    assert [buf for _, buf, *_ in key_ring(b).free] == uploaded
