@@ -24,14 +24,18 @@ class _BeforeOpenCL:
     unregistered NVIDIA driver, OCL_ICD_VENDORS) are prepared before anything makes the first
     OpenCL call: at the first import of pyopencl, the caller's or ours (backends/opencl.py
     prepares them too), or at once where it was imported before the package.  Nothing else
-    prepares them (a sealed file's start-up reads no /dev or vendors folder)."""
+    prepares them (a sealed file's start-up reads no /dev or vendors folder).  Preparing them
+    is a help, never a condition: a failure of it does not fail the import of pyopencl."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
         if name == "pyopencl":
-            from .backends import icd
+            try:
+                from .backends import icd
 
-            icd.prepare()   # (once: later calls return at once)
+                icd.prepare()   # (once: later calls return at once)
+            except Exception:  # noqa: BLE001 - the drivers registered stay as they are
+                pass
         return None
 
 

@@ -209,3 +209,16 @@ def test_file_command_ends_without_teardown(tmp_path):
             "    assert not e(a), a\n")
     r = _run_py(code)
     assert r.returncode == 0, r.stderr.decode()
+
+
+def test_a_failing_icd_preparation_does_not_fail_the_import_of_pyopencl(monkeypatch):
+    """The package's meta path finder prepares the ICD drivers at pyopencl's first import as a
+    help only: where that fails (an unwritable cache folder), pyopencl's import goes on."""
+    from ciphergrid.backends import icd
+
+    def fails():
+        raise PermissionError(13, "Permission denied", "/cache/icd")
+
+    monkeypatch.setattr(icd, "prepare", fails)
+    assert ciphergrid._BeforeOpenCL.find_spec("pyopencl") is None
+    assert ciphergrid._BeforeOpenCL.find_spec("numpy") is None
