@@ -192,3 +192,28 @@ def test_a_regular_input_that_shrinks_fails_on_any_number_of_workers(tmp_path, t
     with open(src, "rb") as fi, open(dst, "wb") as fo:
         with pytest.raises(InvalidArgument, match="changed while it was read .* of 98304 bytes"):
             sealed.seal(fi, fo, s, piece=2 * K, threads=threads)
+
+
+@pytest.mark.parametrize("length", [cb.HEADER - 8, cb.HEADER + 1, 0])
+def test_a_header_of_another_length_from_pycas_encryptor_is_an_engine_failure(monkeypatch,
+                                                                             length):
+    """The salt and commitment come from pyca's encryptor (its random salt): a header of
+    another length than the format's is the engine's failure, never a sealer whose header
+    is cut elsewhere; the real one's salt is drawn afresh for each message."""
+    from ciphergrid.errors import DeviceError
+    from ciphergrid.formats import lone
+
+    real = lone.stream
+
+    class Short:
+        def __init__(self, enc):
+            self.enc = enc
+
+        def update(self, data):
+            return (self.enc.update(data) + bytes(8))[:length]
+
+    salts = {cb.Sealer(cb.scheme(False), bytes(16), b"", device="native").salt for _ in range(3)}
+    assert len(salts) == 3 and {len(s) for s in salts} == {cb.SALT}
+    monkeypatch.setattr(lone, "stream", lambda *a: Short(real(*a)))
+    with pytest.raises(DeviceError, match=f"a header of {length} bytes, not {cb.HEADER}"):
+        cb.Sealer(cb.scheme(False), bytes(16), b"", device="native")

@@ -223,7 +223,7 @@ class Sealer:
         enc = lone.stream(sch, True, *self._made) if salt is None else None
         self._seq = None if enc is None else (enc, 0)   # (pyca's encryptor, its next chunk)
         if enc is not None:
-            head = enc.update(b"")
+            head = lone.header(enc, HEADER)
             self.salt, self.commitment = head[:SALT], head[SALT:]
         else:
             self.salt = os.urandom(SALT) if salt is None else bytes(salt)

@@ -26,6 +26,16 @@ def stream(sch, encrypt: bool, key: bytes, context: bytes):
     return None if made is None else made(key, context)
 
 
+def header(enc, length: int) -> bytes:
+    """pyca's encryptor ``enc``'s header (salt || commitment: the salt its random draw), which
+    must be ``length`` bytes: another length is the engine's failure, never a sealed message."""
+    head = enc.update(b"")
+    if len(head) != length:
+        raise DeviceError(f"pyca's Cobblestone encryptor gave a header of {len(head)} bytes, "
+                          f"not {length}")
+    return head
+
+
 def opener(sch, key: bytes, context: bytes, header: bytes):
     """pyca's decryptor with ``header`` (salt || commitment) taken: the key commitment checked
     (False where it does not match), or None where pyca has none."""
