@@ -222,3 +222,34 @@ def test_a_failing_icd_preparation_does_not_fail_the_import_of_pyopencl(monkeypa
     monkeypatch.setattr(icd, "prepare", fails)
     assert ciphergrid._BeforeOpenCL.find_spec("pyopencl") is None
     assert ciphergrid._BeforeOpenCL.find_spec("numpy") is None
+
+
+def test_a_second_caller_of_the_icd_preparation_waits_for_the_first(monkeypatch):
+    """Two threads preparing the ICD drivers at once (one importing pyopencl, one through the
+    OpenCL backend): the second returns only once the first has set the driver list, so its
+    OpenCL calls come after it."""
+    import threading
+
+    from ciphergrid.backends import icd
+
+    monkeypatch.delenv("CIPHERGRID_NO_ICD_FIXUP", raising=False)
+    monkeypatch.setattr(icd, "_done", False)
+    started, go, order = threading.Event(), threading.Event(), []
+
+    def slow_probe():
+        started.set()
+        go.wait(10)
+        order.append("first prepared")
+        return False
+
+    monkeypatch.setattr(icd, "_nvidia_present", slow_probe)
+    first = threading.Thread(target=icd.prepare)
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: (icd.prepare(), order.append("second returned")))
+    second.start()
+    second.join(0.2)
+    go.set()
+    first.join(10)
+    second.join(10)
+    assert order == ["first prepared", "second returned"] and icd._done is True

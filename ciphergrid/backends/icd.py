@@ -10,6 +10,7 @@ embeds is found by that wheel's loader whatever this variable says.
 from __future__ import annotations
 
 import os
+import threading
 
 #: libraries known to implement an OpenCL platform, tried when not registered
 KNOWN_DRIVERS = {
@@ -20,6 +21,9 @@ KNOWN_DRIVERS = {
 SYSTEM_VENDORS = "/etc/OpenCL/vendors"
 
 _done = False
+#: held while the driver list is prepared: a caller meanwhile waits for it (its OpenCL calls
+#: come after the list is set)
+_PREPARING = threading.Lock()
 
 
 def _loadable(lib: str) -> bool:
@@ -66,7 +70,16 @@ def prepare() -> str | None:
 
     if _done or not icd_fixup():
         return os.environ.get("OCL_ICD_VENDORS")
-    _done = True
+    with _PREPARING:
+        if _done:
+            return os.environ.get("OCL_ICD_VENDORS")
+        try:
+            return _prepare()
+        finally:
+            _done = True   # (once, whatever came of it)
+
+
+def _prepare() -> str | None:
     if not _nvidia_present():   # (KNOWN_DRIVERS: NVIDIA's alone)
         return os.environ.get("OCL_ICD_VENDORS")
     from pathlib import Path
