@@ -169,6 +169,31 @@ def test_a_rank_asked_to_leave_its_range_stops_at_its_next_step(tmp_path):
     assert got[:STEP] == oracle.encrypt(data, "aes-128-ctr", key, iv)[:STEP] and got[STEP:] == bytes(3 * STEP)
 
 
+class _HaltQueue:
+    """A worker's side of the communicator: the _HALT messages rank 0 sent it, in order."""
+
+    def __init__(self, *messages):
+        self.messages = list(messages)
+
+    def Iprobe(self, source, tag):
+        return bool(self.messages)
+
+    def recv(self, source, tag):
+        return self.messages.pop(0)
+
+
+def test_a_rank_leaves_its_range_only_for_a_halt_of_its_own_job():
+    """A halt carries its job's plan["halt_id"]: one an earlier job on the same communicator
+    sent late is taken and dropped (the rank runs on), this job's halts it."""
+    from ciphergrid.cluster.worker import _halt_asked
+
+    late = _HaltQueue(("halt", b"earlier job"))
+    assert _halt_asked(late, b"this job") is False and late.messages == []
+    both = _HaltQueue(("halt", b"earlier job"), ("halt", b"this job"))
+    assert _halt_asked(both, b"this job") is True and both.messages == []
+    assert _halt_asked(_HaltQueue(), b"this job") is False
+
+
 def test_every_rank_failing_is_the_jobs_failure(mpi_kind):
     ranks = [_Rank(fail_at=0), _Rank(fail_at=0)]
     with pytest.raises(DeviceError, match="every engine failed"):

@@ -117,6 +117,7 @@ def _share_plan(comm, make_job, command: bool):
         except BaseException as e:
             _tell(comm, _PLAN, None, _portable(e))
             _end(comm, e, command)
+        job.plan["halt_id"] = os.urandom(8)   # (this job's halts, told from an earlier job's)
         _tell(comm, _PLAN, job.plan, None)
         job.plan["job"] = job
         return job.plan

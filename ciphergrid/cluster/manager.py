@@ -198,12 +198,13 @@ class Switchboard:
     def line(self, rank: int):
         return lambda msg: self.call(rank, msg)
 
-    def halt(self, ranks) -> None:
+    def halt(self, ranks, ident=None) -> None:
         """(a dealer's thread) The job failed: each of ``ranks`` leaves the range it runs at its
-        next step (it answers that range _HALTED)."""
+        next step (it answers that range _HALTED).  ``ident``: the job's (plan["halt_id"]): a
+        rank drops a halt of another job, one sent late by a job of the same communicator."""
         with self.lock:
             if not self.ended:
-                self.outbox += [(rank, ("halt",), None) for rank in ranks]
+                self.outbox += [(rank, ("halt", ident), None) for rank in ranks]
 
     def call(self, rank: int, msg):
         """(a dealer's thread) ``msg`` sent to ``rank``; its answer."""
@@ -336,7 +337,8 @@ def deal(comm, job, device: str) -> None:
         def dealer() -> None:
             try:
                 _dealing(job, engines, failures,
-                         (lambda: None) if local is not None else lambda: board.halt(ready))
+                         (lambda: None) if local is not None
+                         else lambda: board.halt(ready, plan.get("halt_id")))
             except BaseException as e:  # noqa: BLE001 - handed to the main thread
                 outcome["error"] = e
             finally:

@@ -280,7 +280,7 @@ def _work(comm, plan, device):
         except (Error, OSError) as e:
             comm.send((_BROKEN, f"{type(e).__name__}: {e}"[:300]), dest=0, tag=_UP)
             return _await_end(comm, None, noted=True)
-        runner.halted = lambda: _halt_asked(comm)
+        runner.halted = lambda: _halt_asked(comm, plan.get("halt_id"))
         comm.send((_READY, runner.device, runner.kind), dest=0, tag=_UP)
         broken = None
         while True:
@@ -303,11 +303,13 @@ def _work(comm, plan, device):
             runner.close()
 
 
-def _halt_asked(comm) -> bool:
-    """Whether rank 0 asked this rank to leave its range (the message taken)."""
-    if comm.Iprobe(source=0, tag=_HALT):
-        comm.recv(source=0, tag=_HALT)
-        return True
+def _halt_asked(comm, ident) -> bool:
+    """Whether rank 0 asked this rank to leave its range: a halt of this job (``ident``: its
+    plan["halt_id"]) taken; another job's, sent late on the same communicator, taken and
+    dropped."""
+    while comm.Iprobe(source=0, tag=_HALT):
+        if comm.recv(source=0, tag=_HALT)[1:2] == (ident,):
+            return True
     return False
 
 
