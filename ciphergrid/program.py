@@ -163,6 +163,8 @@ class KeyedProgram:
         self._upload_queue = queue or backend.default_queue
         self._async = getattr(backend, "upload_copies_pageable", False)
         self._ready = None   # the marker after the uploads (a launch on another queue waits on it)
+        #: the key schedules' buffers, by index (None: closed; a buffer is the ring's again)
+        self.rk = None
         try:
             self._keyed(req.mode, first_bytes)
         except BaseException:
@@ -201,6 +203,7 @@ class KeyedProgram:
         """Key schedule ``i``'s buffer, for a launch on ``queue``.  One a first launch did
         without is expanded and uploaded now (wiped with the others): a launch on the upload
         queue runs behind its upload; for one on another queue it is waited for first."""
+        self._open()
         buf = self.rk[i]
         if buf is None:
             buf = self._upload_keys([self._later.pop(i)], None, reserve=False)[0]
@@ -291,6 +294,7 @@ class KeyedProgram:
         which keeps its tweaks for later launches).  ``req``: a request with this program's key
         and other IV / start sector (a split: ``Request.at``).  ``record``: whether the launch
         returns an event (None: the program's ``record``)."""
+        self._open()
         if (queue or self.b.default_queue) is not self._upload_queue:
             if self._ready is None and self._async:
                 self._ready = self.b.marker(self._upload_queue)
@@ -301,6 +305,12 @@ class KeyedProgram:
                                 chain=chain, layout=layout, scratch=scratch, wait_for=wait_for,
                                 record=self.record if record is None else record)
 
+    def _open(self) -> None:
+        """A closed program launches nothing: its buffers are the key ring's, another
+        program's keys may be in them."""
+        if self.rk is None:
+            raise DeviceError("a keyed program used after close()")
+
     def close(self, wait: bool = True) -> None:
         """Wipe the round keys (and the chaining value) on the device: every buffer zeroed on
         the upload queue, which is then waited for once.  ``wait=False`` (a CUDA stream that
@@ -309,6 +319,7 @@ class KeyedProgram:
         ring's buffers go back to the ring once their zeroing is queued (a buffer whose zeroing
         failed is dropped, never reused)."""
         slots, self._slots = self._slots, []
+        self.rk = self._later = None
         wiped = []
         for slot in slots:
             try:

@@ -230,3 +230,26 @@ def test_a_program_that_fails_after_its_upload_wipes_its_keys(monkeypatch):
         raise AssertionError("the set-up's failure was not raised")
     assert uploaded and not any(any(buf.data) for buf in uploaded)
     assert [buf for _, buf, *_ in key_ring(b).free] == uploaded
+
+
+def test_a_closed_program_launches_nothing():
+    """Once closed, a program's buffer is the ring's and may hold another program's keys: a
+    launch or a late schedule through the closed program is refused, never run with them."""
+    import pytest
+
+    from ciphergrid.errors import DeviceError
+
+    b = Recording()
+    s = object()
+    kp = KeyedProgram(b, _req(), queue=s, record=False)
+    buf = _key_buffer(kp)
+    kp.close(False)
+    other = KeyedProgram(b, _req(key=bytes(16 * [9])), queue=s, record=False)
+    assert _key_buffer(other) is buf and any(buf.data)    # (the other's keys, there now)
+    launches = len([op for op in b.log if op[0] == "launch"])
+    with pytest.raises(DeviceError, match="after close"):
+        kp.enqueue(Buf(64), Buf(64), 4, 0, s)
+    with pytest.raises(DeviceError, match="after close"):
+        kp.schedule(0, s)
+    assert len([op for op in b.log if op[0] == "launch"]) == launches
+    other.close(False)
