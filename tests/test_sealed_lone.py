@@ -217,3 +217,94 @@ def test_a_header_of_another_length_from_pycas_encryptor_is_an_engine_failure(mo
     monkeypatch.setattr(lone, "stream", lambda *a: Short(real(*a)))
     with pytest.raises(DeviceError, match=f"a header of {length} bytes, not {cb.HEADER}"):
         cb.Sealer(cb.scheme(False), bytes(16), b"", device="native")
+
+
+@pytest.mark.parametrize("threads, n, loop, workers", [
+    ("1", 2 * K + 5, "pyca's Cobblestone loop", 1),   # (one worker asked)
+    ("2", K + 5, "OpenSSL's C loop", 1),              # (one piece: one worker, not alone)
+    ("2", (1 << 20) + 5, "OpenSSL's C loop", 2)])
+def test_v_says_the_loop_and_workers_that_run(tmp_path, monkeypatch, capsys, threads, n, loop,
+                                              workers):
+    """`seal -v` / `open -v` in OpenSSL's place say the loop and the workers that run: pyca's
+    Cobblestone loop where one worker is asked (CIPHERGRID_HOST_THREADS=1: OpenSSL's C loop
+    then never called), else OpenSSL's C loop and the workers that run (one for an input of
+    one piece)."""
+    from conftest import cli_main
+
+    from ciphergrid.engines.openssl import aead as ossl
+
+    key = os.urandom(16)
+    (tmp_path / "k").write_text(key.hex() + "\n")
+    (tmp_path / "m").write_bytes(msg := os.urandom(n))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))   # (no per-user service there)
+    monkeypatch.delenv("CIPHERGRID_SERVICE", raising=False)
+    monkeypatch.setenv("CIPHERGRID_HOST_THREADS", threads)
+    real, calls = ossl.chunked, []
+
+    def chunked(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(ossl, "chunked", chunked)
+    for verb, src, dst in (("seal", "m", "m.cg"), ("open", "m.cg", "back")):
+        calls.clear()
+        assert cli_main(verb, "--key-file", tmp_path / "k", "--in", tmp_path / src, "--out",
+                        tmp_path / dst, "--device", "native", "--no-sync", "-q", "-v") == 0
+        err = capsys.readouterr().err
+        assert (f"cobblestone-128 {verb} on native ({loop}, {workers} "
+                f"worker{'s' if workers > 1 else ''})\n") in err, err
+        assert bool(calls) == (loop == "OpenSSL's C loop")
+    assert (tmp_path / "back").read_bytes() == msg
+
+
+@pytest.mark.parametrize("verb", ["seal", "open"])
+def test_pycas_wrong_byte_count_is_an_engine_failure(tmp_path, monkeypatch, capsys, verb):
+    """pyca's encryptor or decryptor giving another byte count than the format's is the
+    engine's failure on both sides: DeviceError (exit code 5), the output zeroed and nothing
+    released, never a sealed message or a plaintext of another length."""
+    from conftest import cli_main
+
+    from ciphergrid.errors import DeviceError
+    from ciphergrid.formats import lone
+
+    key, msg = os.urandom(16), os.urandom(K + 5)
+    sealed = cb.encrypt(msg, key, device="native")
+    real = lone.stream
+
+    class Longer:
+        """pyca's object, one byte more from its finalize."""
+
+        def __init__(self, obj):
+            self.obj = obj
+
+        def update(self, data):
+            return self.obj.update(data)
+
+        def update_into(self, data, out):
+            return self.obj.update_into(data, out)
+
+        def finalize(self):
+            return self.obj.finalize() + b"!"
+
+    monkeypatch.setattr(lone, "stream", lambda *a: Longer(real(*a)))
+    sch, body = cb.scheme(False), sealed[cb.HEADER:]
+    if verb == "seal":
+        dst, want = bytearray(len(body)), len(body)
+        with pytest.raises(DeviceError, match=f"encryptor gave {want + 1} bytes, not {want}$"):
+            cb.Sealer(sch, key, b"", device="native").seal_at(0, msg, len(msg), True, dst,
+                                                               threads=1, alone=True)
+    else:
+        dst, want = bytearray(len(msg)), len(msg)
+        with pytest.raises(DeviceError, match=f"decryptor gave {want + 1} bytes, not {want}$"):
+            cb.Opener(sch, key, b"", sealed[:cb.HEADER], device="native").open_at(
+                0, body, len(body), True, dst, threads=1, alone=True)
+    assert dst == bytes(len(dst))
+    (tmp_path / "k").write_text(key.hex() + "\n")
+    (tmp_path / "in").write_bytes(msg if verb == "seal" else sealed)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))   # (no per-user service there)
+    monkeypatch.delenv("CIPHERGRID_SERVICE", raising=False)
+    monkeypatch.setenv("CIPHERGRID_HOST_THREADS", "1")
+    assert cli_main(verb, "--key-file", tmp_path / "k", "--in", tmp_path / "in", "--out",
+                    tmp_path / "out", "--device", "native", "--no-sync", "-q") == 5
+    assert "bytes, not" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

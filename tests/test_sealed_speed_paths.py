@@ -250,10 +250,10 @@ def test_a_lone_worker_opens_through_pycas_chunk_loop(monkeypatch, aes256, size)
             out += buf[:n]
         return bytes(out)
 
-    real = ossl._pyca_chunks
-    monkeypatch.setattr(ossl, "_pyca_chunks", lambda *a: pytest.fail("a chunk at a time"))
+    real = ossl.pyca_chunks
+    monkeypatch.setattr(ossl, "pyca_chunks", lambda *a: pytest.fail("a chunk at a time"))
     assert opened(sealed) == msg
-    monkeypatch.setattr(ossl, "_pyca_chunks", real)
+    monkeypatch.setattr(ossl, "pyca_chunks", real)
     last = size // K
     for chunk in sorted({0, last // 2, last}):
         bad = bytearray(sealed)

@@ -245,7 +245,8 @@ def _where(args, sch) -> tuple[str, bool, str]:
 
 
 def _say_where(args, sch, verb: str, where: tuple, src, out) -> None:
-    """-v, once the output is open: OpenSSL's C loop and its workers, or the device and its
+    """-v, once the output is open: OpenSSL's place (pyca's Cobblestone loop or OpenSSL's C
+    loop) and the workers transfer.sealed runs for this input, or the device and its
     batches (transfer.sealed.said: the whole message one batch where transfer.sealed.one_batch
     says so, else batches of BATCH_PIECE)."""
     if not args.verbose:
@@ -254,7 +255,8 @@ def _say_where(args, sch, verb: str, where: tuple, src, out) -> None:
 
     device, native, reason = where
     whole = not native and sealed.one_batch(src.fd, out.fd, verb == "seal")
-    how = sealed.said(native, reason, whole, sealed.cores())
+    workers, alone = sealed.workers(native, src.size, verb == "seal")
+    how = sealed.said(native, reason, whole, workers, sch=sch, alone=alone)
     print(f"ciphergrid: {sch.name} {verb} on {'native' if native else device} ({how})",
           file=sys.stderr)
 

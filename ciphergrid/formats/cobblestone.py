@@ -219,11 +219,11 @@ class Sealer:
         self._lock = allocate_lock()   # (the batch path's scratch: one batch at a time)
         self._made = (_key_of(sch, input_key), bytes(context))
         self._keys = None   # (key, base nonce, commitment), derived where a path needs them
-        # a random salt: pyca's encryptor draws it and seals a lone worker's chunks (lone.py)
-        enc = lone.stream(sch, True, *self._made) if salt is None else None
-        self._seq = None if enc is None else (enc, 0)   # (pyca's encryptor, its next chunk)
-        if enc is not None:
-            head = lone.header(enc, HEADER)
+        # a random salt: pyca's encryptor draws it and seals a lone worker's chunks in order
+        # (lone.Sealing; None where pyca has none or the salt is given)
+        self._lone = lone.Sealing.made(sch, *self._made, HEADER) if salt is None else None
+        if self._lone is not None:
+            head = self._lone.header
             self.salt, self.commitment = head[:SALT], head[SALT:]
         else:
             self.salt = os.urandom(SALT) if salt is None else bytes(salt)
@@ -282,8 +282,9 @@ class Sealer:
                 host = _host()
                 threads = host.budget
                 alone = threads == 1
-            if alone and threads == 1 and lone.seal(self, first, src, n, final, dst,
-                                                    self._check(first, n, final), CHUNK):
+            if (self._lone is not None and lone.runs(self.sch, threads, alone)
+                    and self._lone.seal(first, src, n, final, dst, self._check(first, n, final),
+                                        CHUNK)):
                 return
             from ..engines.openssl import aead as ossl
 
@@ -339,17 +340,17 @@ class Opener:
         self._lock = allocate_lock()   # (the batch path's scratch: one batch at a time)
         # the commitment checked by pyca's decryptor, which then opens a lone worker's chunks
         # (lone.py), or here
-        dec = lone.opener(sch, *self._made)
-        if dec is None:
+        seq = lone.Opening.made(sch, *self._made)
+        if seq is None:
             key, base, commitment = derive(sch, self._made[0], header[:SALT], self._made[1])
             self._keys = (key, base)
             if not _compare_digest(commitment, header[SALT:]):
-                dec = False
-        if dec is False:
+                seq = False
+        if seq is False:
             raise errors.CommitmentMismatch(f"{sch.name}: the key commitment does not match "
                                             "(wrong key, passphrase or context, or a damaged "
                                             "header): nothing is released")
-        self._seq = None if dec is None else (dec, 0)   # (pyca's decryptor, its next chunk)
+        self._lone = seq   # (lone.Opening: a lone worker's chunks in order; None where pyca has none)
 
     key = property(lambda self: self._derived()[0], doc="the derived AEAD key")
     base = property(lambda self: self._derived()[1], doc="the base nonce")
@@ -405,7 +406,8 @@ class Opener:
                 host = _host()
                 threads = host.budget
                 alone = threads == 1
-            if alone and threads == 1 and lone.open_(self, first, src, m, final, dst, n, CHUNK, TAG):
+            if (self._lone is not None and lone.runs(self.sch, threads, alone)
+                    and self._lone.open_(first, src, m, final, dst, n, CHUNK, TAG, self._derived)):
                 return
             import ctypes
 

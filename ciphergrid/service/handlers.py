@@ -380,4 +380,5 @@ def _sealed_where(sch, device: str, piece: int, workers: int, whole: bool) -> tu
     from ..transfer import sealed
 
     native, where, reason = sealed.runs_on(sch, device, piece)
-    return ("native" if native else where), sealed.said(native, reason, whole, workers, piece)
+    return ("native" if native else where), sealed.said(native, reason, whole, workers, piece,
+                                                        sch=sch)

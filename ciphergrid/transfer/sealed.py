@@ -121,14 +121,46 @@ def _mapped_bytes(ends, seal: bool) -> int:
     return cb.sealed_length(size) - cb.HEADER if seal else cb.message_length(cb.HEADER + size)
 
 
-def said(native: bool, reason: str, whole: bool, workers: int,
-         piece: int = BATCH_PIECE) -> str:
-    """How a sealed file's chunks run, as -v says it (in process and from a service's reply):
-    OpenSSL's C loop and its workers, or a device's one batch over the mapped files
-    (``whole``: :func:`one_batch`) or its batches of ``piece`` bytes; route's ``reason``
-    after it."""
+def workers(native: bool, size: int | None, seal: bool,
+            threads: int | None = None) -> tuple[int, bool]:
+    """(the workers :func:`seal` (``seal``) or :func:`open_` runs for an input of ``size`` bytes
+    from its offset (None: a pipe) where :func:`mapped` does not take it: :func:`plan`'s, no
+    more than the input's pieces; whether each piece's call runs alone, :func:`_solo`)."""
+    from ..formats import cobblestone as cb
+
+    piece, threads, _ = plan(None, None, threads, native)
+    step = piece if seal else piece // cb.CHUNK * cb.SEALED_CHUNK
+    return (threads if size is None else min(threads, _pieces(size, step))), _solo(threads)
+
+
+def _solo(threads: int) -> bool:
+    """Whether each piece's ``seal_at`` / ``open_at`` call says it runs alone (no other thread
+    sealing or opening meanwhile): the plan has one worker (``threads``, before the input's
+    pieces cut it)."""
+    return threads == 1
+
+
+def _pieces(size: int, step: int) -> int:
+    """The pieces of ``step`` bytes of an input of ``size`` bytes: the last shorter, possibly
+    empty."""
+    return size // step + 1
+
+
+def said(native: bool, reason: str, whole: bool, workers: int, piece: int = BATCH_PIECE, *,
+         sch, alone: bool | None = None) -> str:
+    """How a sealed file of scheme ``sch`` runs its chunks, as -v says it (in process and from
+    a service's reply): OpenSSL's place and its ``workers`` (pyca's Cobblestone loop where the
+    pieces' calls take it, formats/lone.py ``runs``: each piece one OpenSSL thread, ``alone``
+    as :func:`workers` says, None: :func:`_solo` of ``workers``; else OpenSSL's C loop), or a
+    device's one batch over the mapped files (``whole``: :func:`one_batch`) or its batches of
+    ``piece`` bytes; route's ``reason`` after it."""
     if native:
-        return f"OpenSSL's C loop, {workers} worker{'s' if workers != 1 else ''}"
+        from ..formats import lone
+
+        if alone is None:
+            alone = _solo(workers)
+        loop = "pyca's Cobblestone loop" if lone.runs(sch, 1, alone) else "OpenSSL's C loop"
+        return f"{loop}, {workers} worker{'s' if workers != 1 else ''}"
     how = ("the whole message one AEAD batch over the mapped files" if whole
            else f"AEAD batches of {_size(piece)}")
     return how + (f", {reason}" if reason else "")
@@ -213,7 +245,7 @@ def seal(src, dst, sealer, *, piece: int | None = None, threads: int | None = No
     piece, threads, per = plan(sealer, piece, threads, native)
     q = piece // cb.CHUNK
     return _run(src, dst, piece, q * cb.SEALED_CHUNK, q, threads, progress,
-                lambda first, a, m, final, b: sealer.seal_at(first, a, m, final, b, per, threads == 1),
+                lambda first, a, m, final, b: sealer.seal_at(first, a, m, final, b, per, _solo(threads)),
                 None)
 
 
@@ -232,7 +264,7 @@ def open_(src, dst, opener, *, piece: int | None = None, threads: int | None = N
     piece, threads, per = plan(opener, piece, threads, native)
     q = piece // cb.CHUNK
     return _run(src, dst, q * cb.SEALED_CHUNK, piece, q, threads, progress,
-                lambda first, a, m, final, b: opener.open_at(first, a, m, final, b, per, threads == 1),
+                lambda first, a, m, final, b: opener.open_at(first, a, m, final, b, per, _solo(threads)),
                 lambda size: cb.message_length(cb.HEADER + size))
 
 
@@ -247,7 +279,7 @@ def _run(src, dst, in_step: int, out_step: int, q: int, threads: int, progress, 
     if size is not None:
         if check is not None:
             check(size)                       # (InvalidTag before anything is read)
-        npieces = size // in_step + 1         # (the last one shorter, possibly empty)
+        npieces = _pieces(size, in_step)
         threads = min(threads, npieces)
     else:
         npieces = None
@@ -330,5 +362,5 @@ def _alone(ends, dst, in_step: int, out_step: int, q: int, npieces: int | None, 
     return written
 
 
-__all__ = ["seal", "open_", "mapped", "one_batch", "said", "plan", "runs_on", "cores", "PIECE",
-           "BATCH_PIECE"]
+__all__ = ["seal", "open_", "mapped", "one_batch", "said", "workers", "plan", "runs_on", "cores",
+           "PIECE", "BATCH_PIECE"]

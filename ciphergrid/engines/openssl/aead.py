@@ -107,10 +107,12 @@ def _loop_fns() -> tuple:
     return _FNS
 
 
-def _pyca_chunks(encrypt: bool, key: bytes, base: bytes, first: int, src, dst, n: int,
-                 final: bool, chunk: int, tag: int) -> int:
+def pyca_chunks(encrypt: bool, key: bytes, base: bytes, first: int, src, dst, n: int,
+                final: bool, chunk: int, tag: int) -> int:
     """:func:`chunked` one chunk at a time through pyca's AESGCM (``encrypt_into`` /
-    ``decrypt_into``: no copies); it holds the interpreter lock, so only a lone caller."""
+    ``decrypt_into``: no copies); it holds the interpreter lock, so only a lone caller.  Returns
+    as :func:`chunked` does (-1, or the first chunk that does not verify): how a chunk that
+    fails in pyca's Cobblestone decryptor is named (formats/lone.py)."""
     from cryptography.exceptions import InvalidTag
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -166,7 +168,7 @@ def chunked(encrypt: bool, name: str, key: bytes, base: bytes, first: int, src, 
     if not count:
         return -1
     if alone and threads == 1 and name.endswith("-gcm") and len(base) == 12 and _pyca_newer():
-        return _pyca_chunks(encrypt, key, base, first, src, dst, n, final, chunk, tag)
+        return pyca_chunks(encrypt, key, base, first, src, dst, n, final, chunk, tag)
     src, dst = address(src), address(dst)
     fns = _loop_fns()
     # runs of whole chunks, at least _C_RUN_MIN_BYTES each (the shorter last chunk with the last)
