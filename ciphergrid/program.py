@@ -67,16 +67,24 @@ class KeyRing:
     KEPT_BYTES = 32 << 20
 
     def __init__(self, backend):
+        from collections import deque
+
         self.b = backend
         self.lock = threading.Lock()
         #: (capacity, buffer, queue or None: idle, the queue it was allocated for), the oldest
         #: first
         self.free: list = []
+        #: buffers given back and not yet filed into ``free``: give() never waits for the lock
+        #: (a program collected while this thread holds it, in take(), gives its buffers back
+        #: from its finalizer), the next take() or give() that holds it files them
+        self.back = deque()
 
     def take(self, nbytes: int, queue) -> tuple:
         """(buffer, capacity, the queue it was allocated for) of at least ``nbytes`` for work on
         ``queue``."""
+        found = None
         with self.lock:
+            gone = self._file()
             best = None
             for i, (cap, buf, q, _) in enumerate(self.free):
                 if cap >= nbytes and (q is None or q is queue) and (
@@ -84,24 +92,42 @@ class KeyRing:
                     best = i
             if best is not None:
                 cap, buf, _, home = self.free.pop(best)
-                return buf, cap, home
+                found = (buf, cap, home)
+        self._let_go(gone)
+        if found is not None:
+            return found
         cap = max(self.MIN_BYTES, 1 << (max(int(nbytes), 1) - 1).bit_length())
         return self.b.alloc(cap), cap, queue
 
     def give(self, slots, queue) -> None:
         """Buffers (buffer, capacity, home queue) zeroed on ``queue`` (None: zeroed and waited
         for); the oldest let go (released, their queues not held) past SLOTS or KEPT_BYTES, and
-        a buffer larger than KEPT_BYTES not kept."""
-        gone = []
-        with self.lock:
-            free = self.free
-            for buf, cap, home in slots:
-                entry = (cap, buf, queue, home)
-                (free if cap <= self.KEPT_BYTES else gone).append(entry)
-            total = sum(f[0] for f in free)
-            while len(free) > self.SLOTS or total > self.KEPT_BYTES:
-                gone.append(free.pop(0))
-                total -= gone[-1][0]
+        a buffer larger than KEPT_BYTES not kept.  Filed at once where the lock is free, else by
+        whoever holds it next."""
+        self.back.extend((cap, buf, queue, home) for buf, cap, home in slots)
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            gone = self._file()
+        finally:
+            self.lock.release()
+        self._let_go(gone)
+
+    def _file(self) -> list:
+        """(under the lock) The buffers given back filed into ``free``; those let go returned."""
+        free, gone = self.free, []
+        while self.back:
+            entry = self.back.popleft()
+            (free if entry[0] <= self.KEPT_BYTES else gone).append(entry)
+        total = sum(f[0] for f in free)
+        while len(free) > self.SLOTS or total > self.KEPT_BYTES:
+            gone.append(free.pop(0))
+            total -= gone[-1][0]
+        return gone
+
+    def _let_go(self, gone) -> None:
+        """Buffers let go: a queue still zeroing one that is not its allocation's is finished
+        first (outside the lock)."""
         waited = []
         for _, _, q, home in gone:
             if q is not None and q is not home and not any(w is q for w in waited):

@@ -253,3 +253,39 @@ def test_a_closed_program_launches_nothing():
         kp.schedule(0, s)
     assert len([op for op in b.log if op[0] == "launch"]) == launches
     other.close(False)
+
+
+def test_a_program_closed_while_its_thread_holds_the_ring_gives_back_without_waiting():
+    """A program collected while its thread is inside the ring's take() (a Cipher's finalizer,
+    run by an allocation there) gives its buffers back without waiting for the lock that thread
+    holds; they are filed, and reused, at the next take."""
+    import threading
+
+    b = Recording()
+    q = object()
+    dying = KeyedProgram(b, _req(), queue=q, record=False)
+    buf = _key_buffer(dying)
+    ring = key_ring(b)
+    done = threading.Event()
+
+    def close_inside():   # (the finalizer's call, on the thread that holds the lock)
+        assert ring.lock.locked()
+        dying.close(False)
+        done.set()
+
+    class Finalizing(list):   # (the ring's free list: reading it runs the finalizer once)
+        def __iter__(self):
+            if not done.is_set():
+                close_inside()
+            return super().__iter__()
+
+    ring.free = Finalizing(ring.free)
+    t = threading.Thread(target=lambda: KeyedProgram(b, _req(), queue=q, record=False).close(False),
+                         daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "the ring's lock was waited for by the thread holding it"
+    assert done.is_set() and not any(buf.data)
+    again = KeyedProgram(b, _req(key=bytes(16 * [9])), queue=q, record=False)
+    assert _key_buffer(again) is buf       # filed at the next take, behind its zeroing on q
+    again.close(False)
